@@ -1,0 +1,5 @@
+"""Entry point for ``python -m mtpwatch``."""
+
+from mtpwatch.cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""The `mtpwatch` command line: a click group whose subcommands load lazily.
+
+Each subcommand lives in `mtpwatch/commands/<name>.py` and exports a click command called
+`command`. Loading lazily keeps `mtpwatch --help` and the first frame of the app fast: nothing
+heavy (Textual, aiohttp, prometheus_client) is imported before it is needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from mtpwatch import __version__
+
+#: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("mtpwatch.commands.demo", "Start two simulated servers (MTP on/off) and watch them. No GPU needed."),
+    "attach": ("mtpwatch.commands.attach", "Watch a running vLLM server and send it prompts."),
+    "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
+    "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (e.g. MTP on vs off) with one prompt console."),
+    "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check, JSON/CSV."),
+    "snapshot": ("mtpwatch.commands.snapshot", "Print speculative-decoding numbers once (from a URL or a saved page)."),
+    "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, without a server."),
+    "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
+    "screenshots": ("mtpwatch.commands.screenshots", "Write SVG screenshots of the main views into screenshots/."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that subcommand runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = module.command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mtpwatch")
+def cli() -> None:
+    """Watch vLLM speculative decoding (Gemma 4 MTP, EAGLE, ngram) live, next to a prompt console."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the CLI. Usage errors print one line and exit with status 2 (click's convention)."""
+    try:
+        return cli.main(args=argv, prog_name="mtpwatch", standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,1 @@
+"""One click command per module; mtpwatch.cli loads each lazily."""

@@ -1,0 +1,1 @@
+"""The Textual app: one client of mtpwatch.core."""

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install mtpwatch with its test extras into .venv, run the fast suite, then prove the numbers
+# against a real vLLM (the CPU build, installed into its own virtual environment, serving Gemma 3
+# 270M with no speculation, ngram k=4 and MTP). Used as-is by the README and by .ci/run.
+#
+#   bash tests/run.sh            # everything (first run: ~10-15 min for vLLM + test models)
+#   MTPWATCH_FAST=1 bash tests/run.sh   # skip the real-vLLM part (local development only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+start=$(date +%s)
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+echo "== mtpwatch installed ($(( $(date +%s) - start )) s)"
+
+status=0
+echo "== fast suite (unit, simulator, UI, snapshots)"
+.venv/bin/python -m pytest -q -p no:randomly || status=$?
+
+if [ "${MTPWATCH_FAST:-0}" != "1" ]; then
+  echo "== real vLLM: environment and test models"
+  # setup.sh prints 'export NAME=VALUE' lines for the venv and the models; it fails loudly.
+  mkdir -p .cache
+  bash tests/real_vllm/setup.sh 2>&1 | tee .cache/real-vllm-setup.log
+  eval "$(grep '^export ' .cache/real-vllm-setup.log)"
+  echo "== real vLLM suite"
+  .venv/bin/python -m pytest -q -m real_vllm tests/real_vllm || status=$?
+fi
+echo "== done in $(( $(date +%s) - start )) s, status $status"
+exit $status
