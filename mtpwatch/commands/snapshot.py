@@ -1,0 +1,202 @@
+"""`mtpwatch snapshot`: speculative-decoding numbers once, from a server's /metrics or a saved page.
+
+Like `vllm-top --once`: no TUI. With `--since` it shows deltas between two pages, otherwise the
+cumulative totals since the server started; every number says which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mtpwatch.core.metrics import MetricsSnapshot, UnknownModelError, parse_snapshot, snapshot_report
+from mtpwatch.core.promparse import MetricsFormatError
+
+TIMEOUT_S = 5.0
+_HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d+(/.*)?$")
+# A sample line with a numeric value: tells "a metrics page without vllm: families" from any other text.
+_SAMPLE_LINE = re.compile(
+    r"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^\n]*\})?[ \t]+[-+]?(?:[0-9.]+(?:[eE][-+]?[0-9]+)?|Inf|NaN)"
+    r"(?:[ \t]+-?[0-9]+)?[ \t]*\r?$",
+    re.MULTILINE,
+)
+
+
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://")) or bool(_HOST_PORT.match(source))
+
+
+def _fetch(source: str, api_key: str | None) -> str:
+    """GET SOURCE/metrics through the project's client; its errors are already one actionable line."""
+    from mtpwatch.core.client import ServerError, VllmClient
+
+    async def scrape() -> str:
+        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)
+        try:
+            return await client.scrape_text()
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(scrape())
+    except (ServerError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _load(source: str, api_key: str | None) -> str:
+    path = Path(source)
+    if path.exists():
+        try:
+            return path.read_text(encoding="utf-8")
+        except IsADirectoryError:
+            raise click.ClickException(f"{source} is a directory, not a saved /metrics page") from None
+        except UnicodeDecodeError:
+            raise click.ClickException(f"{source} is not a text file (not a /metrics page)") from None
+        except OSError as exc:
+            raise click.ClickException(f"cannot read {source}: {exc.strerror or exc}") from None
+    if _is_url(source):
+        return _fetch(source, api_key)
+    raise click.ClickException(
+        f"no such file: {source} (for a server, give a URL such as http://127.0.0.1:8000)"
+    )
+
+
+def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
+    try:
+        snap = parse_snapshot(text, model)
+    except MetricsFormatError as exc:
+        raise click.ClickException(f"{source}: {exc}") from None
+    except UnknownModelError as exc:
+        raise click.ClickException(f"{source}: {exc}") from None
+    if snap.schema == "none":
+        if "# TYPE " in text or _SAMPLE_LINE.search(text):
+            raise click.ClickException(
+                f"{source} has no vllm: metrics: the server runs with --disable-log-stats, or is not vLLM"
+            )
+        raise click.ClickException(f"{source} is not a Prometheus /metrics page")
+    return snap
+
+
+def _count(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    f = float(x)
+    return f"{int(f):,}" if f.is_integer() else f"{f:,.1f}"
+
+
+def _pct(x: Any) -> str:
+    return "n/a" if x is None else f"{100.0 * float(x):.1f} %"
+
+
+def _ms(x: Any) -> str:
+    return "n/a" if x is None else f"{1000.0 * float(x):.1f} ms"
+
+
+def _vec(xs: list[Any]) -> str:
+    return " ".join("n/a" if x is None else f"{float(x):.3f}" for x in xs) if xs else "n/a"
+
+
+def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
+    """The human-readable output: one row per number, each with the window or source it comes from."""
+    between = since is not None
+    counters = "server counters, between pages" if between else "server counters, since server start"
+    if report.get("restarted"):
+        counters += " (server restarted in between: counted from the restart)"
+    derived = "derived, between pages" if between else "derived, since server start"
+    hist = "histogram means, between pages" if between else "histogram means, since server start"
+    gauge = "gauge, second page" if between else "gauge, at the page"
+
+    header = [f"mtpwatch snapshot of {source}" + (f" since {since}" if between else "")]
+    models = report.get("models") or []
+    engines = report.get("engines") or []
+    line = f"server: {report['schema']}"
+    if report.get("model"):
+        line += f", model {report['model']}"
+    if engines:
+        line += f", {len(engines)} engine{'s' if len(engines) != 1 else ''}"
+    header.append(line)
+    if len(models) > 1:
+        header.append(
+            f"models on the page: {', '.join(models)} (showing {report['model']}; choose with --model)"
+        )
+
+    rows: list[tuple[str, str, str]] = []
+    if report["speculative"]:
+        rows.append(("speculative decoding", f"on, k={report['num_speculative_tokens']}", "page"))
+        rows += [
+            ("drafts (verify steps)", _count(report["drafts"]), counters),
+            ("draft tokens", _count(report["draft_tokens"]), counters),
+            ("accepted tokens", _count(report["accepted"]), counters),
+            ("acceptance rate", _pct(report["acceptance_rate"]), derived),
+            (
+                "mean acceptance length",
+                "n/a"
+                if report["mean_acceptance_length"] is None
+                else f"{report['mean_acceptance_length']:.2f}",
+                derived,
+            ),
+            ("per position (marginal)", _vec(report["per_position"]), derived),
+            ("per position (conditional)", _vec(report["per_position_conditional"]), derived),
+            ("output from drafts", _pct(report["output_from_drafts"]), derived),
+        ]
+    else:
+        rows.append(("speculative decoding", "off (no spec_decode counters)", "page"))
+    rows += [
+        ("generation tokens", _count(report["generation_tokens"]), counters),
+        ("prompt tokens", _count(report["prompt_tokens"]), counters),
+        (
+            "tokens per step",
+            "n/a" if report["tokens_per_step"] is None else f"{report['tokens_per_step']:.2f}",
+            derived,
+        ),
+        ("mean step time (ITL)", _ms(report["mean_step_s"]), hist),
+        ("mean TTFT", _ms(report["mean_ttft_s"]), hist),
+        ("mean TPOT", _ms(report["mean_tpot_s"]), hist),
+        ("requests running", _count(report["requests_running"]), gauge),
+        ("requests waiting", _count(report["requests_waiting"]), gauge),
+        ("KV-cache usage", _pct(report["kv_cache_usage"]), gauge),
+    ]
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    body = [f"  {a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
+    return "\n".join(header + body)
+
+
+@click.command("snapshot")
+@click.argument("source", metavar="URL|FILE")
+@click.option(
+    "--since",
+    "since",
+    metavar="FILE|URL",
+    default=None,
+    help="An earlier /metrics page: show deltas between the pages, not totals since server start.",
+)
+@click.option(
+    "--model", default=None, help="model_name to show when several are served (default: the first)."
+)
+@click.option(
+    "--api-key",
+    envvar="VLLM_API_KEY",
+    default=None,
+    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+def command(source: str, since: str | None, model: str | None, api_key: str | None, as_json: bool) -> None:
+    """Print speculative-decoding numbers once, from a server URL or a saved /metrics page (FILE)."""
+    after = _parse(_load(source, api_key), source, model)
+    before = None
+    if since is not None:
+        # The same model on both pages, even when --model was left to its default.
+        before = _parse(_load(since, api_key), since, after.model)
+    report = snapshot_report(after, before)
+    if as_json:
+        report["source"] = source
+        report["since"] = since
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(render_table(report, source, since))

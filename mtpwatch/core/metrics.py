@@ -1,0 +1,437 @@
+"""Samples → one `MetricsSnapshot`: vLLM's (or llama.cpp's) families for one model, summed over engines.
+
+Owns the knowledge of which exported names mean what: the four `spec_decode_*` counters (per position
+through the `position` label), generation/prompt token counters, the latency histograms, the request
+gauges, `_created` for restart detection and the `cache_config_info` labels. A page with no `vllm:` or
+`llamacpp:` family has schema "none" (vLLM started with `--disable-log-stats` exports none of them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from mtpwatch.core.promparse import Sample, parse_samples
+
+__all__ = [
+    "SNAPSHOT_PREFIXES",
+    "Histogram",
+    "MetricsSnapshot",
+    "Schema",
+    "UnknownModelError",
+    "detect_schema",
+    "parse_snapshot",
+    "snapshot_from_samples",
+    "snapshot_report",
+]
+
+Schema = Literal["vllm", "llamacpp", "none"]
+
+#: The families `parse_snapshot` reads. Parsing only these lines (not every `vllm:` family) is what keeps
+#: a scrape well under a millisecond: vLLM exports a dozen more histograms the monitor does not show.
+SNAPSHOT_PREFIXES: tuple[str, ...] = (
+    "vllm:spec_decode_num_",
+    "vllm:generation_tokens_",
+    "vllm:prompt_tokens_total",
+    "vllm:iteration_tokens_total_",
+    "vllm:time_to_first_token_seconds_",
+    "vllm:inter_token_latency_seconds_",
+    "vllm:request_time_per_output_token_seconds_",
+    "vllm:e2e_request_latency_seconds_",
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
+    "vllm:request_success_total",
+    "vllm:cache_config_info",
+    "vllm:estimated_read_bytes_per_gpu_total",
+    "llamacpp:",
+)
+
+# Short name (after the schema prefix) -> field. llama.cpp's server uses vLLM's spec_decode names
+# (tools/server/server-task.cpp) but its own names for the rest.
+_COUNTERS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "spec_decode_num_drafts_total": "drafts",
+        "spec_decode_num_draft_tokens_total": "draft_tokens",
+        "spec_decode_num_accepted_tokens_total": "accepted",
+        "generation_tokens_total": "generation_tokens",
+        "prompt_tokens_total": "prompt_tokens",
+        "estimated_read_bytes_per_gpu_total": "estimated_read_bytes",
+    },
+    "llamacpp": {
+        "spec_decode_num_drafts_total": "drafts",
+        "spec_decode_num_draft_tokens_total": "draft_tokens",
+        "spec_decode_num_accepted_tokens_total": "accepted",
+        "tokens_predicted_total": "generation_tokens",
+        "prompt_tokens_total": "prompt_tokens",
+    },
+}
+_GAUGES: dict[str, dict[str, str]] = {
+    "vllm": {
+        "num_requests_running": "requests_running",
+        "num_requests_waiting": "requests_waiting",
+        "kv_cache_usage_perc": "kv_cache_usage",
+    },
+    "llamacpp": {
+        "requests_processing": "requests_running",
+        "requests_deferred": "requests_waiting",
+        "kv_cache_usage_ratio": "kv_cache_usage",
+    },
+}
+_HISTOGRAMS: dict[str, str] = {
+    "iteration_tokens_total": "iteration_tokens",
+    "time_to_first_token_seconds": "ttft",
+    "inter_token_latency_seconds": "itl",
+    "request_time_per_output_token_seconds": "tpot",
+    "e2e_request_latency_seconds": "e2e",
+}
+_PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+# `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
+_CREATED = ("generation_tokens_created", "spec_decode_num_drafts_created")
+_PREFIX = {"vllm": "vllm:", "llamacpp": "llamacpp:"}
+
+
+class UnknownModelError(ValueError):
+    """`model=` names a `model_name` that is not on the page; the message lists those that are."""
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """A Prometheus histogram summed over engines."""
+
+    count: float
+    """`_count`: number of observations."""
+    sum: float
+    """`_sum`: sum of the observed values."""
+    buckets: tuple[tuple[float, float], ...] = ()
+    """(upper bound `le`, cumulative count) sorted by bound; the last bound is `+Inf`."""
+
+    @property
+    def mean(self) -> float | None:
+        """`sum / count`, or None before the first observation."""
+        return self.sum / self.count if self.count > 0 else None
+
+
+def _empty_mapping() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    """One `/metrics` page reduced to the numbers mtpwatch shows, for one model, summed over engines."""
+
+    schema: Schema = "none"
+    """Which exporter: "vllm", "llamacpp" (same spec_decode names) or "none" (no such families)."""
+    model: str | None = None
+    """The `model_name` these numbers are for (None for llama.cpp, whose series carry no model label)."""
+    models: tuple[str, ...] = ()
+    """Every `model_name` on the page, in page order, so the UI can say which one is shown."""
+    engines: tuple[str, ...] = ()
+    """`engine` label values (data-parallel ranks) summed into these numbers."""
+    speculative: bool = False
+    """True when the server exports spec-decode counters (vLLM creates them only when speculating)."""
+    num_speculative_tokens: int = 0
+    """k: number of distinct `position` labels (0 when off or unknown)."""
+    drafts: float = 0.0
+    """Cumulative verify steps with drafts (`spec_decode_num_drafts_total`), one per request per step."""
+    draft_tokens: float = 0.0
+    """Cumulative draft tokens proposed (`spec_decode_num_draft_tokens_total`)."""
+    accepted: float = 0.0
+    """Cumulative draft tokens accepted (`spec_decode_num_accepted_tokens_total`)."""
+    accepted_per_pos: tuple[float, ...] = ()
+    """Cumulative accepted tokens per draft position 0..k-1 (drafts that accepted at least i+1 tokens)."""
+    generation_tokens: float = 0.0
+    """Cumulative tokens emitted (`generation_tokens_total`; llama.cpp `tokens_predicted_total`)."""
+    prompt_tokens: float = 0.0
+    """Cumulative prompt tokens (`prompt_tokens_total`)."""
+    iteration_tokens: Histogram | None = None
+    """Tokens per engine step (`iteration_tokens_total`); `_count` ≈ engine steps that emitted tokens."""
+    ttft: Histogram | None = None
+    """Time to first token, seconds."""
+    itl: Histogram | None = None
+    """`inter_token_latency_seconds`: one observation per engine step per request (not per token)."""
+    tpot: Histogram | None = None
+    """`request_time_per_output_token_seconds`: per-token time per finished request."""
+    e2e: Histogram | None = None
+    """End-to-end request latency, seconds."""
+    requests_running: float | None = None
+    """Gauge: requests running now (None when the page has no such gauge)."""
+    requests_waiting: float | None = None
+    """Gauge: requests waiting now."""
+    kv_cache_usage: float | None = None
+    """Gauge: KV-cache usage as a fraction 0..1."""
+    request_success: Mapping[str, float] = field(default_factory=_empty_mapping)
+    """Finished requests by `finished_reason` (stop, length, abort, error, repetition)."""
+    created: float | None = None
+    """Unix time the server created its counters (`…_created`); a change means the server restarted."""
+    estimated_read_bytes: float | None = None
+    """`estimated_read_bytes_per_gpu_total` (only with `--enable-mfu-metrics`), summed over engines."""
+    cache_config: Mapping[str, str] = field(default_factory=_empty_mapping)
+    """Labels of `cache_config_info` (block_size, num_gpu_blocks, gpu_memory_utilization, …) but `engine`."""
+
+    def counters(self) -> dict[str, float]:
+        """The monotonic counters by name (for restart detection and deltas)."""
+        out = {
+            "drafts": self.drafts,
+            "draft_tokens": self.draft_tokens,
+            "accepted": self.accepted,
+            "generation_tokens": self.generation_tokens,
+            "prompt_tokens": self.prompt_tokens,
+        }
+        for i, v in enumerate(self.accepted_per_pos):
+            out[f"accepted_per_pos[{i}]"] = v
+        for name, h in (
+            ("iteration_tokens", self.iteration_tokens),
+            ("ttft", self.ttft),
+            ("itl", self.itl),
+            ("tpot", self.tpot),
+            ("e2e", self.e2e),
+        ):
+            if h is not None:
+                out[f"{name}.count"] = h.count
+        for reason, v in self.request_success.items():
+            out[f"request_success[{reason}]"] = v
+        if self.estimated_read_bytes is not None:
+            out["estimated_read_bytes"] = self.estimated_read_bytes
+        return out
+
+
+def detect_schema(text: str) -> Schema:
+    """Which exporter wrote `text`: looks for a `vllm:` or `llamacpp:` sample line (C-speed search)."""
+    framed = "\n" + text
+    if "\nvllm:" in framed:
+        return "vllm"
+    if "\nllamacpp:" in framed:
+        return "llamacpp"
+    return "none"
+
+
+class _HistAcc:
+    __slots__ = ("buckets", "count", "sum")
+
+    def __init__(self) -> None:
+        self.count = 0.0
+        self.sum = 0.0
+        self.buckets: dict[float, float] = {}
+
+    def freeze(self) -> Histogram:
+        return Histogram(self.count, self.sum, tuple(sorted(self.buckets.items())))
+
+
+def _choose_model(samples: Iterable[Sample], model: str | None) -> tuple[str | None, tuple[str, ...]]:
+    models: dict[str, None] = {}
+    for s in samples:
+        for k, v in s.labels:
+            if k == "model_name":
+                models.setdefault(v, None)
+                break
+    names = tuple(models)
+    if model is not None:
+        if model not in models:
+            shown = ", ".join(names) if names else "none"
+            raise UnknownModelError(f"model {model!r} is not on this metrics page (models: {shown})")
+        return model, names
+    return (names[0] if names else None), names
+
+
+def snapshot_from_samples(
+    samples: list[Sample], model: str | None = None, schema: Schema | None = None
+) -> MetricsSnapshot:
+    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works).
+
+    Raises:
+        UnknownModelError: `model` is given but no series carries that `model_name`.
+    """
+    if schema is None:
+        schema = "none"
+        for s in samples:
+            if s.name.startswith("vllm:"):
+                schema = "vllm"
+                break
+            if s.name.startswith("llamacpp:"):
+                schema = "llamacpp"  # keep looking: a vllm: sample anywhere wins
+    if schema == "none":
+        if model is not None:
+            raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
+        return MetricsSnapshot()
+    prefix = _PREFIX[schema]
+    chosen, models = _choose_model(samples, model)
+    counter_map = _COUNTERS[schema]
+    gauge_map = _GAUGES[schema]
+    plen = len(prefix)
+
+    sums: dict[str, float] = {}
+    gauges: dict[str, float] = {}
+    per_pos: dict[int, float] = {}
+    hists: dict[str, _HistAcc] = {}
+    success: dict[str, float] = {}
+    engines: dict[str, None] = {}
+    cache_config: dict[str, str] = {}
+    created_by: dict[str, float] = {}
+    spec_seen = False
+
+    for s in samples:
+        name = s.name
+        if not name.startswith(prefix):
+            continue
+        labels = dict(s.labels)
+        model_label = labels.get("model_name")
+        if model_label is not None and model_label != chosen:
+            continue
+        short = name[plen:]
+        engine = labels.get("engine")
+        if engine is not None and short != "cache_config_info":
+            engines.setdefault(engine, None)
+        value = s.value
+        key = counter_map.get(short)
+        if key is not None:
+            sums[key] = sums.get(key, 0.0) + value
+            if key == "drafts":
+                spec_seen = True
+            continue
+        key = gauge_map.get(short)
+        if key is not None:
+            gauges[key] = gauges.get(key, 0.0) + value
+            continue
+        if short == _PER_POS:
+            try:
+                pos = int(labels.get("position", ""))
+            except ValueError:
+                continue
+            per_pos[pos] = per_pos.get(pos, 0.0) + value
+            continue
+        if short in _CREATED:
+            # The oldest engine's creation time; any change between scrapes is a restart.
+            seen = created_by.get(short)
+            created_by[short] = value if seen is None else min(seen, value)
+            continue
+        if short == "request_success_total":
+            reason = labels.get("finished_reason", "")
+            success[reason] = success.get(reason, 0.0) + value
+            continue
+        if short == "cache_config_info":
+            if not cache_config:
+                cache_config = {k: v for k, v in labels.items() if k != "engine"}
+            continue
+        base, _, part = short.rpartition("_")
+        hist_key = _HISTOGRAMS.get(base)
+        if hist_key is None:
+            continue
+        acc = hists.get(hist_key)
+        if acc is None:
+            acc = hists[hist_key] = _HistAcc()
+        if part == "count":
+            acc.count += value
+        elif part == "sum":
+            acc.sum += value
+        elif part == "bucket":
+            try:
+                le = float(labels.get("le", ""))
+            except ValueError:
+                continue
+            acc.buckets[le] = acc.buckets.get(le, 0.0) + value
+
+    created = created_by.get(_CREATED[0], created_by.get(_CREATED[1]))
+    k = (max(per_pos) + 1) if per_pos else 0
+    accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
+    # llama.cpp exports the spec counters whether or not a draft model is loaded.
+    speculative = (bool(per_pos) or sums.get("draft_tokens", 0.0) > 0) if schema == "llamacpp" else spec_seen
+    kv = gauges.get("kv_cache_usage")
+    running = gauges.get("requests_running")
+    if kv is not None and len(engines) > 1:
+        kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
+    if kv is not None and math.isnan(kv):
+        kv = None
+    return MetricsSnapshot(
+        schema=schema,
+        model=chosen,
+        models=models,
+        engines=tuple(engines),
+        speculative=speculative,
+        num_speculative_tokens=len(per_pos),
+        drafts=sums.get("drafts", 0.0),
+        draft_tokens=sums.get("draft_tokens", 0.0),
+        accepted=sums.get("accepted", 0.0),
+        accepted_per_pos=accepted_per_pos,
+        generation_tokens=sums.get("generation_tokens", 0.0),
+        prompt_tokens=sums.get("prompt_tokens", 0.0),
+        iteration_tokens=hists["iteration_tokens"].freeze() if "iteration_tokens" in hists else None,
+        ttft=hists["ttft"].freeze() if "ttft" in hists else None,
+        itl=hists["itl"].freeze() if "itl" in hists else None,
+        tpot=hists["tpot"].freeze() if "tpot" in hists else None,
+        e2e=hists["e2e"].freeze() if "e2e" in hists else None,
+        requests_running=running,
+        requests_waiting=gauges.get("requests_waiting"),
+        kv_cache_usage=kv,
+        request_success=MappingProxyType(success),
+        created=created,
+        estimated_read_bytes=sums.get("estimated_read_bytes"),
+        cache_config=MappingProxyType(cache_config),
+    )
+
+
+def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:
+    """Parse a `/metrics` page into a snapshot for `model` (default: the first `model_name` on the page).
+
+    Raises:
+        MetricsFormatError: a line of a family mtpwatch reads is malformed.
+        UnknownModelError: `model` is not on the page (the message lists the models that are).
+    """
+    schema = detect_schema(text)
+    if schema == "none":
+        return snapshot_from_samples([], model, "none")
+    return snapshot_from_samples(parse_samples(text, SNAPSHOT_PREFIXES), model, schema)
+
+
+def _num(x: float | None) -> float | None:
+    # JSON has no NaN/Infinity; a missing or undefined number is null.
+    if x is None or math.isnan(x) or math.isinf(x):
+        return None
+    return x
+
+
+def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = None) -> dict[str, Any]:
+    """The `mtpwatch snapshot --json` object: cumulative totals, or deltas between two pages.
+
+    Keys: model, models, schema, engines, speculative, num_speculative_tokens, drafts, draft_tokens,
+    accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
+    self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
+    requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
+    restarted, window ("since server start" or "between pages"). Counts and rates cover the window;
+    gauges (requests_running, requests_waiting, kv_cache_usage) are read from `after`.
+    """
+    from mtpwatch.core.rates import delta_rates  # rates builds on this module
+
+    base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
+    r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")
+    return {
+        "model": after.model,
+        "models": list(after.models),
+        "schema": after.schema,
+        "engines": list(after.engines),
+        "window": r.window_label,
+        "restarted": r.restarted,
+        "speculative": after.speculative,
+        "num_speculative_tokens": after.num_speculative_tokens,
+        "drafts": r.drafts,
+        "draft_tokens": r.draft_tokens,
+        "accepted": r.accepted,
+        "acceptance_rate": _num(r.acceptance_rate),
+        "mean_acceptance_length": _num(r.mean_acceptance_length),
+        "per_position": [_num(x) for x in r.per_position],
+        "per_position_conditional": [_num(x) for x in r.per_position_conditional],
+        "self_check_residual": _num(r.self_check_residual),
+        "output_from_drafts": _num(r.output_from_drafts),
+        "generation_tokens": r.generation_tokens,
+        "prompt_tokens": r.prompt_tokens,
+        "requests_running": _num(after.requests_running),
+        "requests_waiting": _num(after.requests_waiting),
+        "kv_cache_usage": _num(after.kv_cache_usage),
+        "mean_step_s": _num(r.mean_step_s),
+        "mean_ttft_s": _num(r.mean_ttft_s),
+        "mean_tpot_s": _num(r.mean_tpot_s),
+        "tokens_per_step": _num(r.tokens_per_step),
+    }

@@ -1,0 +1,441 @@
+"""Counter deltas → rates: vLLM's own formulas over sliding windows, restart handling, attribution.
+
+`delta_rates` turns two snapshots into a `Rates` (never negative: a counter that went down or a changed
+`_created` means the server restarted, and the delta then counts from the restart). `Collector` owns
+the scrape history (timestamps are injected by the caller, from a monotonic clock; nothing here reads a
+clock), answers windows (1 s, 10 s, 60 s, "since this prompt started"), keeps a tok/s series for
+charts, counts restarts, and says whether a prompt's deltas are "this request" or "engine-wide".
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from mtpwatch.core.metrics import Histogram, MetricsSnapshot
+
+__all__ = [
+    "Attribution",
+    "Collector",
+    "Rates",
+    "Scope",
+    "StepsSource",
+    "attribute",
+    "delta_rates",
+    "is_restart",
+]
+
+Scope = Literal["this request", "engine-wide"]
+StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
+
+#: |1 + Σ marginal − mean acceptance length| below this is "consistent" (float noise only).
+SELF_CHECK_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Deltas between two snapshots and the numbers derived from them with vLLM's formulas.
+
+    Every derived number is None when its denominator is zero (nothing happened in the window).
+    """
+
+    window_label: str
+    """What the window is: "1 s", "10 s", "60 s", "prompt", "between pages", "since server start"."""
+    dt_s: float | None
+    """Seconds between the two snapshots (None when unknown, e.g. two saved pages)."""
+    restarted: bool = False
+    """The server restarted inside the window; the deltas count from the restart."""
+    drafts: float = 0.0
+    """Δ verify steps with drafts (one per request per step)."""
+    draft_tokens: float = 0.0
+    """Δ draft tokens proposed."""
+    accepted: float = 0.0
+    """Δ draft tokens accepted."""
+    accepted_per_pos: tuple[float, ...] = ()
+    """Δ accepted per draft position."""
+    generation_tokens: float = 0.0
+    """Δ tokens emitted by the engine."""
+    prompt_tokens: float = 0.0
+    """Δ prompt tokens."""
+    num_speculative_tokens: int = 0
+    """k (number of `position` labels) of the later snapshot."""
+    acceptance_rate: float | None = None
+    """Δaccepted / Δdraft_tokens."""
+    mean_acceptance_length: float | None = None
+    """1 + Δaccepted / Δdrafts (includes the bonus token, so 1 … k+1)."""
+    per_position: tuple[float, ...] = ()
+    """Marginal per-position rate Δper_pos[i] / Δdrafts (empty when Δdrafts is 0)."""
+    per_position_conditional: tuple[float | None, ...] = ()
+    """Δper_pos[i] / Δper_pos[i−1]; position 0 is the marginal rate; None after a position with 0."""
+    self_check_residual: float | None = None
+    """(1 + Σ per_position) − mean_acceptance_length; 0 when per-position counts add up to accepted."""
+    output_from_drafts: float | None = None
+    """Share of emitted tokens that were accepted drafts: Δaccepted / Δgeneration_tokens."""
+    server_tok_s: float | None = None
+    """Δgeneration_tokens / Δt (all requests on the engine)."""
+    prompt_tok_s: float | None = None
+    """Δprompt_tokens / Δt."""
+    drafts_per_s: float | None = None
+    """Δdrafts / Δt (verify steps × running requests)."""
+    steps_per_s: float | None = None
+    """Engine steps per second; `steps_source` says which counter gave it."""
+    steps_source: StepsSource = "none"
+    """"drafts" (speculating, ≤ 1 request running), "itl" (ITL count; ≤ 1 running, or no better
+    counter), "iteration_tokens" (several requests: `iteration_tokens_total_count`, one per engine step)."""
+    mean_step_s: float | None = None
+    """Mean time between a request's outputs (engine step): ITL Δsum / Δcount."""
+    tokens_per_step: float | None = None
+    """Δgeneration_tokens / Δ ITL count: tokens per output chunk (slightly high: first tokens count)."""
+    mean_ttft_s: float | None = None
+    """Mean time to first token of requests that got one in the window."""
+    mean_tpot_s: float | None = None
+    """Mean per-token time of requests that finished in the window."""
+    mean_e2e_s: float | None = None
+    """Mean end-to-end latency of requests that finished in the window."""
+    itl_count: float = 0.0
+    """Δ ITL observations (outputs after the first, per request)."""
+    requests_finished: float = 0.0
+    """Δ finished requests (all finish reasons)."""
+    max_running: float | None = None
+    """Most requests running at any scrape in the window (None when unknown)."""
+    read_bytes_per_s: float | None = None
+    """Δestimated_read_bytes_per_gpu / Δt (vLLM's analytic estimate; only with --enable-mfu-metrics)."""
+
+    @property
+    def self_check_ok(self) -> bool | None:
+        """1 + Σ marginal equals the mean acceptance length (None when there were no drafts)."""
+        if self.self_check_residual is None:
+            return None
+        return abs(self.self_check_residual) <= SELF_CHECK_TOLERANCE
+
+
+def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
+    """True when `after` cannot continue `before`: a counter went down, `_created` or the model changed."""
+    if before.schema != after.schema or before.model != after.model:
+        return True  # another server (or stats switched off/on) behind the same URL: no common baseline
+    if before.created is not None and after.created is not None and before.created != after.created:
+        return True
+    prev = before.counters()
+    for key, value in after.counters().items():
+        old = prev.get(key)
+        if old is not None and value < old:
+            return True
+    return False
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+def _pos(x: float) -> float:
+    # Float sums over engines can leave -0.0 or -1e-12 where nothing changed.
+    return x if x > 0 else 0.0
+
+
+def _hist_delta(before: Histogram | None, after: Histogram | None) -> tuple[float, float]:
+    if after is None:
+        return 0.0, 0.0
+    if before is None:
+        return after.count, after.sum
+    return _pos(after.count - before.count), _pos(after.sum - before.sum)
+
+
+def _max_opt(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+def delta_rates(
+    before: MetricsSnapshot,
+    after: MetricsSnapshot,
+    dt_s: float | None,
+    label: str,
+    *,
+    max_running: float | None = None,
+) -> Rates:
+    """Rates from `before` to `after` over `dt_s` seconds (None: counts only, no per-second rates).
+
+    If the server restarted between the two (see `is_restart`), the deltas are `after`'s totals: they
+    count from the restart. `max_running` is the most requests running at any scrape in between; it
+    defaults to the larger of the two snapshots' gauges.
+    """
+    restarted = is_restart(before, after)
+    base = MetricsSnapshot(schema=after.schema, model=after.model) if restarted else before
+    if max_running is None:
+        max_running = _max_opt((before.requests_running, after.requests_running))
+
+    drafts = _pos(after.drafts - base.drafts)
+    draft_tokens = _pos(after.draft_tokens - base.draft_tokens)
+    accepted = _pos(after.accepted - base.accepted)
+    gen = _pos(after.generation_tokens - base.generation_tokens)
+    prompt = _pos(after.prompt_tokens - base.prompt_tokens)
+    k = len(after.accepted_per_pos)
+    prev_pos = base.accepted_per_pos
+    per_pos_delta = tuple(
+        _pos(after.accepted_per_pos[i] - (prev_pos[i] if i < len(prev_pos) else 0.0)) for i in range(k)
+    )
+
+    mal = None
+    per_position: tuple[float, ...] = ()
+    conditional: tuple[float | None, ...] = ()
+    residual = None
+    if drafts > 0:
+        mal = 1.0 + accepted / drafts
+        per_position = tuple(d / drafts for d in per_pos_delta)
+        cond: list[float | None] = []
+        for i, d in enumerate(per_pos_delta):
+            cond.append(d / drafts if i == 0 else _ratio(d, per_pos_delta[i - 1]))
+        conditional = tuple(cond)
+        if per_position:
+            residual = (1.0 + sum(per_position)) - mal
+
+    itl_count, itl_sum = _hist_delta(base.itl, after.itl)
+    ttft_count, ttft_sum = _hist_delta(base.ttft, after.ttft)
+    tpot_count, tpot_sum = _hist_delta(base.tpot, after.tpot)
+    e2e_count, e2e_sum = _hist_delta(base.e2e, after.e2e)
+    iter_count, _ = _hist_delta(base.iteration_tokens, after.iteration_tokens)
+    finished = _pos(sum(after.request_success.values()) - sum(base.request_success.values()))
+
+    rate_dt = dt_s if dt_s is not None and dt_s > 0 else None
+    steps: float | None = None
+    source: StepsSource = "none"
+    read_bps: float | None = None
+    if rate_dt is not None:
+        single = max_running is not None and max_running <= 1
+        if single and after.speculative and drafts > 0:
+            steps, source = drafts / rate_dt, "drafts"
+        elif single and itl_count > 0:
+            steps, source = itl_count / rate_dt, "itl"
+        elif iter_count > 0:
+            # Several requests: drafts and ITL count once per request per step; iteration_tokens once
+            # per engine step (per API server).
+            steps, source = iter_count / rate_dt, "iteration_tokens"
+        elif itl_count > 0:
+            steps, source = itl_count / rate_dt, "itl"
+        if after.estimated_read_bytes is not None:
+            read_bps = _pos(after.estimated_read_bytes - (base.estimated_read_bytes or 0.0)) / rate_dt
+
+    return Rates(
+        window_label=label,
+        dt_s=dt_s,
+        restarted=restarted,
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted=accepted,
+        accepted_per_pos=per_pos_delta,
+        generation_tokens=gen,
+        prompt_tokens=prompt,
+        num_speculative_tokens=after.num_speculative_tokens,
+        acceptance_rate=_ratio(accepted, draft_tokens),
+        mean_acceptance_length=mal,
+        per_position=per_position,
+        per_position_conditional=conditional,
+        self_check_residual=residual,
+        output_from_drafts=_ratio(accepted, gen) if after.speculative else None,
+        server_tok_s=gen / rate_dt if rate_dt is not None else None,
+        prompt_tok_s=prompt / rate_dt if rate_dt is not None else None,
+        drafts_per_s=drafts / rate_dt if rate_dt is not None else None,
+        steps_per_s=steps,
+        steps_source=source,
+        mean_step_s=_ratio(itl_sum, itl_count),
+        tokens_per_step=_ratio(gen, itl_count),
+        mean_ttft_s=_ratio(ttft_sum, ttft_count),
+        mean_tpot_s=_ratio(tpot_sum, tpot_count),
+        mean_e2e_s=_ratio(e2e_sum, e2e_count),
+        itl_count=itl_count,
+        requests_finished=finished,
+        max_running=max_running,
+        read_bytes_per_s=read_bps,
+    )
+
+
+def attribute(running: Iterable[float | None]) -> Scope:
+    """Say "this request" when every scrape saw at most one request running, else "engine-wide".
+
+    No scrape, or a scrape without the gauge, cannot prove the request was alone: "engine-wide".
+    """
+    seen = False
+    for value in running:
+        if value is None or value > 1:
+            return "engine-wide"
+        seen = True
+    return "this request" if seen else "engine-wide"
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Whether a prompt's counter deltas belong to that request alone."""
+
+    scope: Scope
+    """"this request" (≤ 1 request running at every scrape of its lifetime) or "engine-wide"."""
+    max_running: float | None
+    """Most requests running at those scrapes."""
+    scrapes: int
+    """How many scrapes the verdict rests on."""
+
+    @classmethod
+    def from_running(cls, running: Iterable[float | None]) -> Attribution:
+        """Judge from the `requests_running` gauge at each scrape of the prompt's lifetime."""
+        values = list(running)
+        return cls(attribute(values), _max_opt(values), len(values))
+
+
+class Collector:
+    """Scrape history of one server: windows, restarts, tok/s series, attribution.
+
+    Timestamps (`now`, `t0`) come from the caller's monotonic clock; they must not go backwards.
+    """
+
+    def __init__(self, horizon_s: float = 600.0) -> None:
+        """Keep `horizon_s` seconds of history (the longest window asked for should fit)."""
+        self.horizon_s = horizon_s
+        self._history: deque[tuple[float, MetricsSnapshot]] = deque()
+        # (t, dt, Δgeneration_tokens) per scrape interval; survives restarts so charts stay continuous.
+        self._series: deque[tuple[float, float, float]] = deque()
+        self._restarts = 0
+        self._last_restart_at: float | None = None
+
+    @property
+    def latest(self) -> MetricsSnapshot | None:
+        """The newest snapshot, or None before the first."""
+        return self._history[-1][1] if self._history else None
+
+    @property
+    def latest_t(self) -> float | None:
+        """When the newest snapshot was added."""
+        return self._history[-1][0] if self._history else None
+
+    @property
+    def restarts(self) -> int:
+        """Restarts detected since the collector was created."""
+        return self._restarts
+
+    @property
+    def last_restart_at(self) -> float | None:
+        """Timestamp of the scrape that detected the latest restart."""
+        return self._last_restart_at
+
+    @property
+    def baseline_t(self) -> float | None:
+        """Timestamp of the oldest snapshot kept (windows cannot reach further back)."""
+        return self._history[0][0] if self._history else None
+
+    def __len__(self) -> int:
+        return len(self._history)
+
+    def add(self, snapshot: MetricsSnapshot, now: float) -> bool:
+        """Record a scrape taken at `now`. Returns True when it shows a restart (a new baseline starts).
+
+        Raises:
+            ValueError: `now` is earlier than the previous scrape.
+        """
+        restarted = False
+        if self._history:
+            t_prev, prev = self._history[-1]
+            if now < t_prev:
+                raise ValueError(f"scrape time went backwards ({now} < {t_prev})")
+            if is_restart(prev, snapshot):
+                restarted = True
+                self._restarts += 1
+                self._last_restart_at = now
+                self._history.clear()
+            elif now > t_prev:
+                gen = _pos(snapshot.generation_tokens - prev.generation_tokens)
+                self._series.append((now, now - t_prev, gen))
+        self._history.append((now, snapshot))
+        cutoff = now - self.horizon_s
+        # Keep the newest entry older than the cutoff: it is the base of a full-horizon window.
+        while len(self._history) >= 2 and self._history[1][0] <= cutoff:
+            self._history.popleft()
+        while self._series and self._series[0][0] < cutoff:
+            self._series.popleft()
+        return restarted
+
+    def _rates_from(self, t: float, label: str) -> Rates | None:
+        # Base: the newest entry at or before t (the oldest when history starts after t). Walk from the
+        # newest end: windows are short compared with the history.
+        t1, end = self._history[-1]
+        running: list[float | None] = []
+        t0, base = t1, end
+        for ts, snap in reversed(self._history):
+            t0, base = ts, snap
+            running.append(snap.requests_running)
+            if ts <= t:
+                break
+        if t0 >= t1:
+            return None
+        return delta_rates(base, end, t1 - t0, label, max_running=_max_opt(running))
+
+    def window(self, seconds: float, now: float, label: str | None = None) -> Rates | None:
+        """Rates over the last `seconds` (from the newest scrape at or before `now − seconds`).
+
+        Shorter history gives a shorter window (see `Rates.dt_s`). None with fewer than two scrapes in
+        reach, e.g. when the newest scrape is older than the window.
+        """
+        if len(self._history) < 2:
+            return None
+        return self._rates_from(now - seconds, label or f"{seconds:g} s")
+
+    def since(self, t0: float, now: float, label: str = "prompt") -> Rates | None:
+        """Rates from the scrape at or before `t0` (e.g. when a prompt was sent) to the newest one.
+
+        After a restart the window starts at the restart and `Rates.restarted` is True.
+        """
+        if len(self._history) < 2:
+            return None
+        rates = self._rates_from(t0, label)
+        if rates is not None and self._last_restart_at is not None and self._last_restart_at > t0:
+            rates = _replace_restarted(rates)
+        return rates
+
+    def tok_s_series(self, since: float | None = None, smooth_s: float = 0.0) -> list[tuple[float, float]]:
+        """(t, server tok/s) per scrape interval, or averaged over the trailing `smooth_s` seconds.
+
+        Intervals that span a restart are left out.
+        """
+        pts = [p for p in self._series if since is None or p[0] >= since]
+        if smooth_s <= 0:
+            return [(t, tok / dt) for t, dt, tok in pts]
+        out: list[tuple[float, float]] = []
+        lo = 0
+        sum_dt = 0.0
+        sum_tok = 0.0
+        for i, (t, dt, tok) in enumerate(pts):
+            sum_dt += dt
+            sum_tok += tok
+            # Drop intervals that ended before the smoothing window; always keep the current one.
+            while lo < i and pts[lo][0] <= t - smooth_s:
+                sum_dt -= pts[lo][1]
+                sum_tok -= pts[lo][2]
+                lo += 1
+            out.append((t, sum_tok / sum_dt if sum_dt > 0 else 0.0))
+        return out
+
+    def max_running_since(self, t0: float) -> float | None:
+        """Most requests running at any scrape taken at or after `t0` (None: no scrape or no gauge)."""
+        return _max_opt(s.requests_running for t, s in self._history if t >= t0)
+
+    def running_between(self, t_start: float, t_end: float | None = None) -> list[float | None]:
+        """`requests_running` at each scrape from `t_start` through the first scrape at or after `t_end`."""
+        out: list[float | None] = []
+        for t, s in self._history:
+            if t < t_start:
+                continue
+            out.append(s.requests_running)
+            if t_end is not None and t >= t_end:
+                break
+        return out
+
+    def attribution(self, t_start: float, t_end: float | None = None) -> Attribution:
+        """Whether a prompt sent at `t_start` (finished at `t_end`, None = still running) ran alone."""
+        if self._last_restart_at is not None and self._last_restart_at > t_start:
+            return Attribution("engine-wide", self.max_running_since(t_start), 0)
+        return Attribution.from_running(self.running_between(t_start, t_end))
+
+
+def _replace_restarted(rates: Rates) -> Rates:
+    from dataclasses import replace
+
+    return replace(rates, restarted=True)
