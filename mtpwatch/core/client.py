@@ -1,0 +1,720 @@
+"""HTTP to a vLLM server (or the simulator): /metrics, /health, /v1/models, /version and streaming generation.
+
+One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
+a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do. Also here,
+pure and clock-injected so the UI and tests can drive them: `Backoff` (retry delays) and
+`ConnectionState` ("up" / "down since T (reason)" / "recovered").
+
+The generation types live in `core/generation.py` and the SSE decoder in `core/sse.py`; their public
+names are importable from here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import ipaddress
+import json
+import os
+import random
+import re
+import socket
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
+
+import httpx
+
+from mtpwatch.core.generation import (
+    ChunkDecoder,
+    ChunkError,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    StreamEvent,
+    estimate_tokens,
+    openai_error_message,
+)
+from mtpwatch.core.sse import DONE, SseDecoder
+
+if TYPE_CHECKING:
+    from mtpwatch.core.metrics import MetricsSnapshot
+
+__all__ = [
+    "NO_METRICS_HINT",
+    "AuthError",
+    "Backoff",
+    "ChunkDecoder",
+    "ConnectionState",
+    "ConnectionStatus",
+    "GenerationRequest",
+    "GenerationResult",
+    "GenerationStats",
+    "HttpStatusError",
+    "ModelInfo",
+    "NoMetricsError",
+    "NotVllmError",
+    "ServerError",
+    "ServerTimeout",
+    "ServerUnreachable",
+    "SseDecoder",
+    "StreamError",
+    "StreamEvent",
+    "VllmClient",
+    "estimate_tokens",
+    "no_metrics_message",
+    "normalize_url",
+]
+
+NO_METRICS_HINT = (
+    "it exposes no vllm: metrics: the server was started with --disable-log-stats, which removes them; "
+    "restart it without that flag"
+)
+"""Why a vLLM /metrics page can lack every `vllm:` family (use with `no_metrics_message`)."""
+
+
+def no_metrics_message(base_url: str) -> str:
+    """One line for a /metrics page without `vllm:`/`llamacpp:` families (snapshot schema "none")."""
+    return f"{base_url}/metrics answers, but {NO_METRICS_HINT}"
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+class ServerError(Exception):
+    """Talking to the server failed; `str()` is one line a user can act on."""
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        """The URL involved (base URL or endpoint)."""
+
+
+class ServerUnreachable(ServerError):
+    """No connection: refused, DNS failure, network unreachable."""
+
+
+class ServerTimeout(ServerError):
+    """No answer in time (connect or read)."""
+
+
+class AuthError(ServerError):
+    """HTTP 401/403: missing or wrong API key."""
+
+
+class NotVllmError(ServerError):
+    """The server answers, but not like vLLM: 404 on /metrics, a page that is not Prometheus text, …"""
+
+
+class NoMetricsError(NotVllmError):
+    """A Prometheus page without vLLM families (`--disable-log-stats`); see `no_metrics_message`."""
+
+
+class HttpStatusError(ServerError):
+    """Any other unexpected HTTP status (5xx, a rejected request)."""
+
+    def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
+        super().__init__(message, url=url)
+        self.status = status
+        """The HTTP status code."""
+
+
+class StreamError(ServerError):
+    """A generation stream broke mid-way or the server sent an error event."""
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen and len(seen) < 10:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def _describe_transport(exc: BaseException) -> str:
+    """The most specific one-line reason in an exception chain ('' when there is none)."""
+    for cause in reversed(_causes(exc)):
+        text = str(cause)
+        if text:
+            return _one_line(text, 120)
+    return type(exc).__name__
+
+
+# ------------------------------------------------------------------------------------------------- URLs
+
+_HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
+_STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
+
+
+def normalize_url(url: str) -> str:
+    """`host:port`, `http://host:port/`, `…/v1`, `…/metrics` → `http://host:port` (scheme://host[:port][/prefix]).
+
+    Raises:
+        ValueError: one line saying what is wrong (bad scheme, no host, bad port, …).
+    """
+    raw = url.strip()
+    if not raw:
+        raise ValueError("empty server URL: give host:port or http://host:port, e.g. 127.0.0.1:8000")
+    candidate = raw if "://" in raw else "http://" + raw
+    try:
+        parts = urlsplit(candidate)
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"bad server URL {url!r}: the scheme must be http:// or https://, not {scheme}://")
+    host = (parts.hostname or "").lower()
+    if not host or (host.isdigit() and "." not in host):
+        raise ValueError(f"bad server URL {url!r}: no host name; expected host:port, e.g. 127.0.0.1:8000")
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv6 address") from None
+        netloc = f"[{host}]"
+    elif _HOST.match(host):
+        netloc = host
+    else:
+        raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid host name")
+    if port == 0:
+        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"bad server URL {url!r}: credentials in the URL are not supported; use --api-key")
+    if parts.query or parts.fragment:
+        raise ValueError(f"bad server URL {url!r}: remove the ?query or #fragment part")
+    if port is not None:
+        netloc += f":{port}"
+    path = parts.path.rstrip("/")
+    for suffix in _STRIP_SUFFIXES:
+        if path.endswith(suffix):
+            path = path[: -len(suffix)].rstrip("/")
+            break
+    return f"{scheme}://{netloc}{path}"
+
+
+# ----------------------------------------------------------------------------------- backoff and status
+
+
+class Backoff:
+    """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
+
+    __slots__ = ("_delay", "_rng", "attempts", "factor", "initial", "jitter", "maximum")
+
+    def __init__(
+        self,
+        initial: float = 0.5,
+        factor: float = 2.0,
+        maximum: float = 10.0,
+        *,
+        jitter: float = 0.0,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if initial <= 0 or factor < 1 or maximum < initial or not 0 <= jitter <= 1:
+            raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
+        self.initial = initial
+        self.factor = factor
+        self.maximum = maximum
+        self.jitter = jitter
+        """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
+        self._rng = rng
+        self._delay = initial
+        self.attempts = 0
+        """Delays handed out since the last reset."""
+
+    def next(self) -> float:
+        """The delay before the next attempt (advances the sequence)."""
+        delay = self._delay
+        self._delay = min(self.maximum, self._delay * self.factor)
+        self.attempts += 1
+        if self.jitter:
+            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self._rng()))
+        return delay
+
+    def reset(self) -> None:
+        """Back to the initial delay (after a success)."""
+        self._delay = self.initial
+        self.attempts = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """What the UI shows about a server's reachability."""
+
+    state: Literal["unknown", "up", "down", "recovered"]
+    """'unknown' before the first answer; 'recovered' for a while after an outage, then 'up'."""
+    since: float | None
+    """Clock time the current state began (down: the first failure)."""
+    reason: str | None
+    """Down: the latest failure's one-line reason. Recovered: the reason of the outage."""
+    failures: int
+    """Consecutive failures (0 when up)."""
+    outage_s: float | None
+    """Recovered: how long the outage lasted."""
+
+    def describe(self, now: float | None = None) -> str:
+        """One short line: 'up', 'down since 14:03:07 (connection refused)', 'recovered after 12 s down'."""
+        if self.state == "unknown":
+            return "connecting…"
+        if self.state == "up":
+            return "up"
+        if self.state == "down":
+            assert self.since is not None
+            clock = time.strftime("%H:%M:%S", time.localtime(self.since))
+            lasted = f", {now - self.since:.0f} s" if now is not None else ""
+            return f"down since {clock} ({self.reason}){lasted}"
+        return f"recovered after {self.outage_s or 0.0:.0f} s down"
+
+
+class ConnectionState:
+    """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
+
+    __slots__ = (
+        "_clock",
+        "_down_since",
+        "_failures",
+        "_outage_s",
+        "_reason",
+        "_recovered_at",
+        "_state",
+        "_up_since",
+        "recovered_hold_s",
+    )
+
+    def __init__(self, clock: Callable[[], float] = time.time, *, recovered_hold_s: float = 5.0) -> None:
+        self._clock = clock
+        self.recovered_hold_s = recovered_hold_s
+        """How long 'recovered' shows before it becomes 'up'."""
+        self._state: Literal["unknown", "up", "down", "recovered"] = "unknown"
+        self._down_since: float | None = None
+        self._up_since: float | None = None
+        self._recovered_at: float | None = None
+        self._reason: str | None = None
+        self._failures = 0
+        self._outage_s: float | None = None
+
+    def success(self) -> ConnectionStatus:
+        """Record a successful request; returns the new status."""
+        now = self._clock()
+        if self._state == "down":
+            assert self._down_since is not None
+            self._state = "recovered"
+            self._outage_s = now - self._down_since
+            self._recovered_at = now
+            self._up_since = now
+        elif self._state == "unknown":
+            self._state = "up"
+            self._up_since = now
+        self._failures = 0
+        self._down_since = None
+        return self.status()
+
+    def failure(self, reason: str) -> ConnectionStatus:
+        """Record a failed request with its one-line reason; returns the new status."""
+        now = self._clock()
+        if self._state != "down":
+            self._state = "down"
+            self._down_since = now
+        self._failures += 1
+        self._reason = reason
+        return self.status()
+
+    def status(self) -> ConnectionStatus:
+        """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
+        now = self._clock()
+        if (
+            self._state == "recovered"
+            and self._recovered_at is not None
+            and now - self._recovered_at >= self.recovered_hold_s
+        ):
+            self._state = "up"
+        state = self._state
+        if state == "down":
+            return ConnectionStatus("down", self._down_since, self._reason, self._failures, None)
+        if state == "recovered":
+            return ConnectionStatus("recovered", self._recovered_at, self._reason, 0, self._outage_s)
+        return ConnectionStatus(state, self._up_since, None, 0, None)
+
+
+# --------------------------------------------------------------------------------------------- the client
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """One entry of GET /v1/models."""
+
+    id: str
+    """Served model name (what requests and `model_name` labels use)."""
+    root: str | None = None
+    """The model path or HF id it was loaded from."""
+    max_model_len: int | None = None
+    """Context length."""
+    parent: str | None = None
+    """Base model of a LoRA adapter."""
+
+
+class VllmClient:
+    """Async HTTP client for one vLLM server (or the simulator): scrape, health, models, stream."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        stream_timeout: float = 300.0,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """Make a client; nothing connects until the first request.
+
+        Args:
+            base_url: anything `normalize_url` accepts.
+            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable.
+            timeout: seconds for connect/read of the small GETs.
+            transport: an httpx transport (tests, the demo); None = real network.
+            stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
+            clock: monotonic clock stamped on stream events (tests inject a fake).
+        """
+        self.base_url = normalize_url(base_url)
+        key = api_key if api_key is not None else os.environ.get("VLLM_API_KEY")
+        self.api_key = key or None
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._timeout = timeout
+        self._stream_timeout = stream_timeout
+        self._clock = clock
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+            # Some vLLM builds mount /metrics as an ASGI sub-app that redirects /metrics → /metrics/.
+            follow_redirects=True,
+            limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> VllmClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- errors
+
+    def _transport_error(self, url: str, exc: httpx.RequestError, timeout: float) -> ServerError:
+        base = self.base_url
+        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return ServerTimeout(
+                f"cannot connect to {base}: no answer within {timeout:g} s"
+                " — is the host reachable and the port right?",
+                url=url,
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return ServerTimeout(
+                f"{url} did not answer within {timeout:g} s — the server may be overloaded or stuck", url=url
+            )
+        if isinstance(exc, httpx.ConnectError):
+            causes = _causes(exc)
+            if any(isinstance(c, socket.gaierror) for c in causes):
+                host = httpx.URL(base).host
+                return ServerUnreachable(
+                    f"cannot connect to {base}: host {host} not found (DNS lookup failed) — check the URL",
+                    url=url,
+                )
+            if any(
+                isinstance(c, ConnectionRefusedError) or getattr(c, "errno", None) == errno.ECONNREFUSED
+                for c in causes
+            ):
+                return ServerUnreachable(
+                    f"cannot connect to {base}: connection refused — is the server running?", url=url
+                )
+            return ServerUnreachable(f"cannot connect to {base}: {_describe_transport(exc)}", url=url)
+        return ServerError(f"request to {url} failed: {_describe_transport(exc)}", url=url)
+
+    def _status_error(self, url: str, response: httpx.Response, body: str) -> ServerError:
+        status = response.status_code
+        head = f"{url} answered {status} {response.reason_phrase}".rstrip()
+        if status in (401, 403):
+            hint = (
+                "the API key was rejected; check --api-key or VLLM_API_KEY"
+                if self.api_key
+                else "the server wants an API key; pass --api-key or set VLLM_API_KEY"
+            )
+            return AuthError(f"{head}: {hint}", url=url)
+        detail = _body_message(body)
+        if status >= 500:
+            tail = f": {detail}" if detail else " (engine dead or still starting?)"
+            return HttpStatusError(f"{head}: server error{tail}", url=url, status=status)
+        return HttpStatusError(f"{head}: {detail}" if detail else head, url=url, status=status)
+
+    async def _get(self, path: str) -> httpx.Response:
+        url = self.base_url + path
+        try:
+            return await self._http.get(path)
+        except httpx.RequestError as exc:
+            raise self._transport_error(url, exc, self._timeout) from exc
+
+    # -- GET endpoints
+
+    async def scrape_text(self) -> str:
+        """GET /metrics → the Prometheus text.
+
+        Raises:
+            ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
+                Prometheus text.
+        """
+        url = self.base_url + "/metrics"
+        response = await self._get("/metrics")
+        if response.status_code == 404:
+            raise NotVllmError(
+                f"{url} answered 404 Not Found — not a vLLM server? (vLLM serves Prometheus metrics there)",
+                url=url,
+            )
+        if response.status_code != 200:
+            raise self._status_error(url, response, response.text)
+        ctype = response.headers.get("content-type", "")
+        text = response.text
+        if "html" in ctype or "json" in ctype or _NOT_PROMETHEUS.match(text):
+            raise NotVllmError(
+                f"{url} did not return Prometheus text (got {ctype.split(';')[0] or 'no content type'})"
+                " — is this a vLLM server?",
+                url=url,
+            )
+        return text
+
+    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
+        """GET /metrics → `MetricsSnapshot` (core.metrics.parse_snapshot).
+
+        A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
+        that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
+        """
+        from mtpwatch.core.metrics import parse_snapshot
+        from mtpwatch.core.promparse import MetricsFormatError
+
+        text = await self.scrape_text()
+        try:
+            return parse_snapshot(text, model)
+        except MetricsFormatError as exc:
+            url = self.base_url + "/metrics"
+            raise NotVllmError(
+                f"{url} did not return valid Prometheus text: {_one_line(str(exc))}", url=url
+            ) from exc
+
+    async def health(self) -> bool:
+        """GET /health: True on 200, False on another status (503 = engine dead or starting).
+
+        Raises:
+            ServerError: the server cannot be reached (the reason is what a status line shows).
+        """
+        response = await self._get("/health")
+        return response.status_code == 200
+
+    async def wait_healthy(
+        self,
+        timeout_s: float,
+        *,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        """Poll /health with backed-off retries until it answers 200.
+
+        Raises:
+            ServerTimeout: not healthy within `timeout_s`; the message carries the last reason.
+        """
+        backoff = backoff or Backoff()
+        deadline = self._clock() + timeout_s
+        while True:
+            try:
+                if await self.health():
+                    return
+                reason = f"{self.base_url}/health is not ready yet"
+            except ServerError as exc:
+                reason = str(exc)
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise ServerTimeout(
+                    f"{self.base_url} not healthy after {timeout_s:g} s: {reason}", url=self.base_url
+                )
+            if on_wait is not None:
+                on_wait(reason)
+            await sleep(min(backoff.next(), remaining))
+
+    async def models(self) -> list[ModelInfo]:
+        """GET /v1/models → the served models (first = default)."""
+        url = self.base_url + "/v1/models"
+        response = await self._get("/v1/models")
+        if response.status_code == 404:
+            raise NotVllmError(f"{url} answered 404 Not Found — not an OpenAI-compatible server?", url=url)
+        if response.status_code != 200:
+            raise self._status_error(url, response, response.text)
+        try:
+            entries = response.json()["data"]
+            return [
+                ModelInfo(
+                    id=str(entry["id"]),
+                    root=entry.get("root"),
+                    max_model_len=entry.get("max_model_len"),
+                    parent=entry.get("parent"),
+                )
+                for entry in entries
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise NotVllmError(
+                f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
+            ) from exc
+
+    async def version(self) -> str | None:
+        """GET /version → vLLM's version string; None when the server has no such endpoint."""
+        response = await self._get("/version")
+        if response.status_code != 200:
+            return None
+        try:
+            value = response.json().get("version")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
+
+    # -- generation
+
+    async def stream(
+        self, request: GenerationRequest, *, stats: GenerationStats | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """POST a streaming completion and yield one `StreamEvent` per chunk.
+
+        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
+        request is sent again without it (`stats.fallback` says so). With `stats`, every event is
+        added to it before it is yielded, so nothing is lost when the stream breaks. Close the
+        iterator (`contextlib.aclosing`) or cancel the task to stop: the response closes at once.
+
+        Raises:
+            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
+        """
+        url = self.base_url + request.path
+        include_usage = True
+        continuous = request.continuous_usage
+        token_ids = request.return_token_ids
+        timeout = httpx.Timeout(self._timeout, read=self._stream_timeout)
+        for _attempt in range(4):
+            body = request.body(
+                include_usage=include_usage, continuous_usage=continuous, return_token_ids=token_ids
+            )
+            if stats is not None:
+                stats.start(self._clock())
+            try:
+                async with self._http.stream("POST", request.path, json=body, timeout=timeout) as response:
+                    if response.status_code != 200:
+                        text = (await response.aread()).decode("utf-8", "replace")
+                        if response.status_code == 400:
+                            low = text.lower()
+                            if continuous and ("continuous_usage" in low or "stream_options" in low):
+                                continuous = False
+                                if stats is not None:
+                                    stats.fallback = (
+                                        "the server refused continuous_usage_stats (HTTP 400); "
+                                        "per-chunk token counts are estimated"
+                                    )
+                                continue
+                            if include_usage and ("stream_options" in low or "include_usage" in low):
+                                include_usage = False
+                                continue
+                            if token_ids and "return_token_ids" in low:
+                                token_ids = False
+                                continue
+                        raise self._status_error(url, response, text)
+                    decoder = ChunkDecoder()
+                    sse = SseDecoder()
+                    done = False
+                    try:
+                        async for chunk in response.aiter_bytes():
+                            for payload in sse.feed(chunk):
+                                if done or payload == DONE:
+                                    done = True
+                                    continue
+                                event = decoder.decode(payload, self._clock())
+                                if event is not None:
+                                    if stats is not None:
+                                        stats.add(event)
+                                    yield event
+                        for payload in sse.close():
+                            if done or payload == DONE:
+                                done = True
+                                continue
+                            event = decoder.decode(payload, self._clock())
+                            if event is not None:
+                                if stats is not None:
+                                    stats.add(event)
+                                yield event
+                    except httpx.RequestError as exc:
+                        raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                    except ChunkError as exc:
+                        raise StreamError(str(exc), url=url) from exc
+                    if not done and decoder.finish_reason is None:
+                        raise StreamError(
+                            f"the stream from {self.base_url} ended before the server finished"
+                            f" (no [DONE]) after {decoder.count} tokens",
+                            url=url,
+                        )
+                    return
+            except httpx.RequestError as exc:
+                raise self._transport_error(url, exc, self._timeout) from exc
+        raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url, status=400)
+
+    def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
+        if isinstance(exc, httpx.ReadTimeout):
+            why = f"no data for {self._stream_timeout:g} s"
+        else:
+            why = f"connection lost ({_describe_transport(exc)})"
+        return f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}"
+
+    async def generate(
+        self,
+        request: GenerationRequest,
+        *,
+        stats: GenerationStats | None = None,
+        on_event: Callable[[StreamEvent], None] | None = None,
+    ) -> GenerationResult:
+        """Stream `request` to the end and return its result; failures become `result.error` (one line).
+
+        Cancellation propagates (the response is closed); pass your own `stats` and call
+        `stats.finish(cancelled=True)` to keep what arrived.
+        """
+        stats = stats if stats is not None else GenerationStats(clock=self._clock)
+        try:
+            async with aclosing(self.stream(request, stats=stats)) as events:
+                async for event in events:
+                    if on_event is not None:
+                        on_event(event)
+        except ServerError as exc:
+            return stats.finish(error=str(exc))
+        return stats.finish()
+
+
+_NOT_PROMETHEUS = re.compile(r"\s*[<{\[]")
+
+
+def _body_message(body: str) -> str:
+    """The server's error message from a JSON error body, or the start of a text body."""
+    try:
+        message = openai_error_message(json.loads(body))
+    except ValueError:
+        message = None
+    if message:
+        return message
+    return "" if _NOT_PROMETHEUS.match(body) else _one_line(body, 160)

@@ -1,0 +1,451 @@
+"""One generation, client side: request bodies, SSE chunk → `StreamEvent`, and the numbers of the result.
+
+Token counts come from the server, never from chunk counts: under speculative decoding one chunk
+carries 1…k+1 tokens. The request asks for `stream_options.continuous_usage_stats` (vLLM extension),
+so every chunk carries the cumulative `usage.completion_tokens`; per-chunk tokens are the differences.
+When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
+without either the per-chunk count is estimated from the text (whitespace-separated words, at least
+one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
+replaces the running count with the exact total.
+
+Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
+is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
+decode tok/s = (tokens − 1)/(t_last − t_first), end-to-end tok/s = tokens/(t_last − t_start).
+
+Per-chunk work is one `json.loads` plus a few dict lookups and one small `StreamEvent`; the UI feeds
+thousands of tokens a second through here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "ChunkDecoder",
+    "ChunkError",
+    "GenerationRequest",
+    "GenerationResult",
+    "GenerationStats",
+    "StreamEvent",
+    "estimate_tokens",
+    "openai_error_message",
+]
+
+COMPLETIONS_PATH = "/v1/completions"
+CHAT_PATH = "/v1/chat/completions"
+
+
+class ChunkError(ValueError):
+    """A stream event the client cannot use: a server error event or malformed JSON (one line)."""
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def openai_error_message(obj: object) -> str | None:
+    """The human message of an OpenAI/vLLM error body (`{"error": {"message": …}}`, `{"message": …}`)."""
+    if not isinstance(obj, dict):
+        return None
+    err = obj.get("error", obj)
+    if isinstance(err, str):
+        return _one_line(err)
+    if isinstance(err, dict):
+        for key in ("message", "detail"):
+            value = err.get(key)
+            if isinstance(value, str) and value:
+                return _one_line(value)
+    detail = obj.get("detail")
+    if isinstance(detail, str) and detail:
+        return _one_line(detail)
+    return None
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count of one chunk's text when the server gave none: words, at least 1 if non-empty."""
+    if not text:
+        return 0
+    words = len(text.split())
+    return words if words > 0 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """One prompt to stream; `body()` builds the JSON for /v1/completions or /v1/chat/completions."""
+
+    prompt: str
+    """The prompt text (chat: the single user message)."""
+    model: str | None = None
+    """Served model name; None omits the field (vLLM then uses its only model)."""
+    chat: bool = False
+    """Send to /v1/chat/completions (messages, chat template) instead of /v1/completions."""
+    max_tokens: int = 256
+    """Generation length cap."""
+    temperature: float = 0.0
+    """0 makes MTP on/off outputs comparable token by token."""
+    return_token_ids: bool = False
+    """Ask vLLM for per-chunk `token_ids` (the A/B lossless check compares them)."""
+    continuous_usage: bool = True
+    """Ask for cumulative usage on every chunk (exact per-chunk token counts)."""
+    ignore_eos: bool = False
+    """vLLM sampling extension: generate exactly max_tokens (fixed-length benchmarks)."""
+    seed: int | None = None
+    """Sampling seed, when temperature > 0."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Further body fields (stop, top_p, …), merged last."""
+
+    @property
+    def path(self) -> str:
+        """The endpoint path this request goes to."""
+        return CHAT_PATH if self.chat else COMPLETIONS_PATH
+
+    def body(
+        self,
+        *,
+        include_usage: bool = True,
+        continuous_usage: bool | None = None,
+        return_token_ids: bool | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body; the keyword flags let the client drop extensions a server refuses."""
+        body: dict[str, Any] = {}
+        if self.model is not None:
+            body["model"] = self.model
+        if self.chat:
+            body["messages"] = [{"role": "user", "content": self.prompt}]
+        else:
+            body["prompt"] = self.prompt
+        body["max_tokens"] = self.max_tokens
+        body["temperature"] = self.temperature
+        body["stream"] = True
+        continuous = self.continuous_usage if continuous_usage is None else continuous_usage
+        if include_usage:
+            options: dict[str, bool] = {"include_usage": True}
+            if continuous:
+                options["continuous_usage_stats"] = True
+            body["stream_options"] = options
+        if self.return_token_ids if return_token_ids is None else return_token_ids:
+            body["return_token_ids"] = True
+        if self.ignore_eos:
+            body["ignore_eos"] = True
+        if self.seed is not None:
+            body["seed"] = self.seed
+        body.update(self.extra)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One decoded SSE chunk of a generation (one per chunk, not per token)."""
+
+    t: float
+    """Client clock when the chunk arrived."""
+    text: str
+    """New output text (completions `text`, chat `delta.content`)."""
+    tokens: int
+    """Tokens this chunk carried (from usage differences, token_ids, or an estimate)."""
+    completion_tokens: int
+    """Cumulative completion tokens so far (the final usage chunk makes it the exact total)."""
+    token_ids: Sequence[int] | None = None
+    """This chunk's token ids when the server sends them (`return_token_ids`)."""
+    finish_reason: str | None = None
+    """Set on the last output chunk: 'length', 'stop', …"""
+    reasoning: str = ""
+    """Chat reasoning text (`delta.reasoning` / `delta.reasoning_content`), kept apart from `text`."""
+    output: bool = True
+    """False for chunks that carry no output: the chat role-only first chunk, the usage-only chunk."""
+    estimated: bool = False
+    """True when `tokens` is a text-based estimate (the server sent neither usage nor token ids)."""
+    exact: bool = True
+    """True when `completion_tokens` is exact (continuous usage, token ids, or the final usage)."""
+    prompt_tokens: int | None = None
+    """Prompt tokens, when this chunk carried usage."""
+
+
+class ChunkDecoder:
+    """SSE payload → `StreamEvent`, holding the running token count of one stream (hot path)."""
+
+    __slots__ = ("count", "exact", "finish_reason", "prompt_tokens", "usage_chunks")
+
+    def __init__(self) -> None:
+        self.count = 0
+        """Cumulative completion tokens so far."""
+        self.exact = True
+        """False once a chunk had to be estimated (until the final usage restores the exact total)."""
+        self.prompt_tokens: int | None = None
+        self.finish_reason: str | None = None
+        self.usage_chunks = 0
+        """Output chunks that carried usage (0 when the server ignores continuous_usage_stats)."""
+
+    def decode(self, payload: bytes | str, t: float) -> StreamEvent | None:
+        """Decode one `data:` payload (not `[DONE]`); None for events that carry nothing to show.
+
+        Raises:
+            ChunkError: the payload is an error event or not a JSON object.
+        """
+        try:
+            obj = json.loads(payload)
+        except ValueError as exc:
+            raw = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
+            raise ChunkError(f"the server sent a malformed stream event: {_one_line(raw, 80)!r}") from exc
+        if not isinstance(obj, dict):
+            raise ChunkError(f"the server sent an unexpected stream event: {_one_line(str(obj), 80)!r}")
+        if "error" in obj or obj.get("object") == "error":
+            message = openai_error_message(obj) or "no message"
+            raise ChunkError(f"the server reported an error mid-stream: {message}")
+        try:
+            return self._decode(obj, t)
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise ChunkError(
+                f"the server sent a stream event of unexpected shape: {_one_line(str(obj), 80)!r}"
+            ) from exc
+
+    def _decode(self, obj: dict[str, Any], t: float) -> StreamEvent | None:
+        usage = obj.get("usage")
+        ct: int | None = None
+        if usage:
+            ct = usage.get("completion_tokens")
+            pt = usage.get("prompt_tokens")
+            if pt is not None:
+                self.prompt_tokens = pt
+        choices = obj.get("choices")
+        if not choices:
+            if ct is None:
+                return None
+            # The final usage chunk: the exact total, whatever the chunks said.
+            self.count = ct
+            self.exact = True
+            return StreamEvent(t, "", 0, ct, output=False, prompt_tokens=self.prompt_tokens)
+        choice = choices[0]
+        if choice.get("index", 0) != 0:
+            return None  # n > 1 is not used; only the first choice is followed
+        delta = choice.get("delta")
+        reasoning = ""
+        if delta is None:  # /v1/completions
+            text = choice.get("text") or ""
+            output = True
+        else:
+            content = delta.get("content")
+            text = content or ""
+            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+            # As `vllm bench serve`: the role-only first chunk is no output; an empty content
+            # string without a role is (it advances the last-token time).
+            if "role" in delta:
+                output = bool(text or reasoning or delta.get("tool_calls"))
+            else:
+                output = content is not None or bool(reasoning) or bool(delta.get("tool_calls"))
+        ids = choice.get("token_ids")
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            self.finish_reason = finish
+        estimated = False
+        if ct is not None:
+            tokens = ct - self.count if ct > self.count else 0
+            if ct > self.count:
+                self.count = ct
+            self.exact = True
+            self.usage_chunks += 1
+        elif ids:
+            tokens = len(ids)
+            self.count += tokens
+        else:
+            tokens = (
+                estimate_tokens(text) + estimate_tokens(reasoning) if reasoning else estimate_tokens(text)
+            )
+            if tokens:
+                estimated = True
+                self.exact = False
+                self.count += tokens
+        return StreamEvent(
+            t,
+            text,
+            tokens,
+            self.count,
+            ids,
+            finish,
+            reasoning,
+            output,
+            estimated,
+            self.exact,
+            self.prompt_tokens if ct is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """The client-side numbers of one finished (or broken, or cancelled) generation."""
+
+    text: str
+    """Output text received (everything up to an error or a cancel)."""
+    reasoning: str
+    """Chat reasoning text received, kept apart from `text`."""
+    token_ids: tuple[int, ...] | None
+    """Token ids received, when the server sent them."""
+    prompt_tokens: int | None
+    """From the server's usage, when it sent any."""
+    completion_tokens: int
+    """Completion tokens: the final usage total when sent, else the running count."""
+    ttft_s: float | None
+    """Time from sending the request to the first chunk with output."""
+    decode_tok_s: float | None
+    """(tokens − 1)/(t_last − t_first); None with fewer than 2 tokens."""
+    e2e_tok_s: float | None
+    """tokens/(t_last − t_start)."""
+    tokens_per_chunk: Mapping[int, int]
+    """Histogram: tokens a chunk carried → number of chunks (estimated when `approximate`)."""
+    chunks: int
+    """Chunks that carried at least one token."""
+    finish_reason: str | None
+    """'length', 'stop', …; None when the stream did not finish."""
+    approximate: bool
+    """Some per-chunk token counts were estimated (no per-chunk usage or token ids from the server)."""
+    tokens_exact: bool
+    """`completion_tokens` came from the server (usage or token ids), even when `approximate`."""
+    error: str | None = None
+    """One line when the request or the stream failed; everything received before is kept."""
+    cancelled: bool = False
+    """The caller stopped the stream."""
+    fallback: str | None = None
+    """Why per-chunk counting fell back (server refused or ignored continuous usage), if it did."""
+    t_start: float | None = None
+    """Client clock when the request was sent."""
+    t_first: float | None = None
+    """Client clock of the first output chunk."""
+    t_last: float | None = None
+    """Client clock of the last output chunk."""
+    t_end: float | None = None
+    """Client clock when the result was made."""
+
+    @property
+    def ok(self) -> bool:
+        """Finished normally: no error, not cancelled."""
+        return self.error is None and not self.cancelled
+
+    @property
+    def mean_tokens_per_chunk(self) -> float | None:
+        """completion_tokens / chunks: exact whenever `tokens_exact`, even if the histogram is not."""
+        return self.completion_tokens / self.chunks if self.chunks else None
+
+
+class GenerationStats:
+    """Accumulates the `StreamEvent`s of one generation; `finish()` freezes them into a result."""
+
+    __slots__ = (
+        "_clock",
+        "_hist",
+        "_ids",
+        "_reasoning",
+        "_text",
+        "approximate",
+        "chunks",
+        "completion_tokens",
+        "exact",
+        "fallback",
+        "finish_reason",
+        "prompt_tokens",
+        "t_first",
+        "t_last",
+        "t_start",
+    )
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._ids: list[int] | None = None
+        self._hist: dict[int, int] = {}
+        self.t_start: float | None = None
+        self.t_first: float | None = None
+        self.t_last: float | None = None
+        self.completion_tokens = 0
+        self.prompt_tokens: int | None = None
+        self.chunks = 0
+        self.exact = True
+        self.approximate = False
+        self.finish_reason: str | None = None
+        self.fallback: str | None = None
+
+    def start(self, t: float | None = None) -> None:
+        """Mark the request as sent (the client calls this; again if it retries without an extension)."""
+        self.t_start = self._clock() if t is None else t
+
+    def add(self, event: StreamEvent) -> None:
+        """Take one event (cheap: a few attribute updates)."""
+        if self.t_start is None:
+            self.t_start = event.t
+        if event.output:
+            if self.t_first is None:
+                self.t_first = event.t
+            self.t_last = event.t
+        tokens = event.tokens
+        if tokens > 0:
+            self.chunks += 1
+            self._hist[tokens] = self._hist.get(tokens, 0) + 1
+        if event.text:
+            self._text.append(event.text)
+        if event.reasoning:
+            self._reasoning.append(event.reasoning)
+        if event.token_ids:
+            if self._ids is None:
+                self._ids = []
+            self._ids.extend(event.token_ids)
+        if event.estimated:
+            self.approximate = True
+        self.exact = event.exact
+        self.completion_tokens = event.completion_tokens
+        if event.prompt_tokens is not None:
+            self.prompt_tokens = event.prompt_tokens
+        if event.finish_reason is not None:
+            self.finish_reason = event.finish_reason
+
+    @property
+    def text(self) -> str:
+        """Output text so far."""
+        return "".join(self._text)
+
+    def finish(
+        self, *, error: str | None = None, cancelled: bool = False, t: float | None = None
+    ) -> GenerationResult:
+        """Freeze what was received into a `GenerationResult` (also after an error or a cancel)."""
+        t_end = self._clock() if t is None else t
+        tokens = self.completion_tokens
+        t_start, t_first, t_last = self.t_start, self.t_first, self.t_last
+        ttft = t_first - t_start if t_first is not None and t_start is not None else None
+        decode = None
+        if t_first is not None and t_last is not None and tokens >= 2 and t_last > t_first:
+            decode = (tokens - 1) / (t_last - t_first)
+        e2e = None
+        if t_start is not None and t_last is not None and tokens >= 1 and t_last > t_start:
+            e2e = tokens / (t_last - t_start)
+        fallback = self.fallback
+        if fallback is None and self.approximate:
+            fallback = (
+                "the server sent no per-chunk usage; per-chunk token counts are estimated from the text"
+            )
+        return GenerationResult(
+            text="".join(self._text),
+            reasoning="".join(self._reasoning),
+            token_ids=tuple(self._ids) if self._ids is not None else None,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=tokens,
+            ttft_s=ttft,
+            decode_tok_s=decode,
+            e2e_tok_s=e2e,
+            tokens_per_chunk=MappingProxyType(dict(sorted(self._hist.items()))),
+            chunks=self.chunks,
+            finish_reason=self.finish_reason,
+            approximate=self.approximate,
+            tokens_exact=self.exact,
+            error=error,
+            cancelled=cancelled,
+            fallback=fallback,
+            t_start=t_start,
+            t_first=t_first,
+            t_last=t_last,
+            t_end=t_end,
+        )
