@@ -7,4 +7,4 @@ import sys
 # it saves ~45 ms of start-up: marking that module absent sends httpx down its own
 # `except ImportError` branch, which only replaces the unused `httpx.main` entry point with a stub.
 if "httpx" not in sys.modules:
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

@@ -1,0 +1,109 @@
+"""`mtpwatch sim`: run the vLLM simulator in the foreground until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import signal
+import sys
+
+import click
+
+from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command(name="sim")
+@click.option("--preset", default=DEFAULT_PRESET, show_default=True, type=click.Choice(list(PRESETS)),
+              help="Model + GPU to simulate.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port; 0 picks a free one (printed).")
+@click.option("--no-spec", is_flag=True,
+              help="Baseline twin: no drafter, no spec counters, same timing otherwise.")
+@click.option("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 32), default=None,
+              help="num_speculative_tokens (default: the preset's).")
+@click.option("--acceptance", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True,
+              help="Scale the preset's acceptance profile.")
+@click.option("--served-model-name", default=None, help="Model name in the API and metrics (default: HF id).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the acceptance RNG.")
+@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0.01),
+              help="Run the physics this many times faster than real time.")
+@click.option("--startup-delay", "startup_delay", default=0.0, show_default=True,
+              type=click.FloatRange(min=0.0), help="Simulated model-load time (seconds) before serving.")
+@click.option("--log-interval", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between the Engine/SpecDecoding stats lines.")
+@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
+@click.option("--max-num-seqs", default=None, type=click.IntRange(1), help="Batch limit (default: preset's).")
+@click.option("--mfu-metrics", is_flag=True, help="Increment vllm:estimated_read_bytes_per_gpu_total.")
+@click.option("--fault-cut-stream", type=click.IntRange(0), default=None, metavar="N",
+              help="Drop each stream's connection after N tokens.")
+@click.option("--fault-metrics-500", is_flag=True, help="Answer /metrics with HTTP 500.")
+@click.option("--fault-metrics-delay", type=click.FloatRange(min=0.0), default=0.0, metavar="S",
+              help="Delay every /metrics answer by S seconds.")
+@click.option("--fault-exit-after", type=click.FloatRange(min=0.0), default=None, metavar="S",
+              help="Exit the process (status 1) S seconds after start-up ('server died').")
+@click.option("--fault-restart-after", type=click.FloatRange(min=0.0), default=None, metavar="S",
+              help="Simulate a restart S seconds after start-up (counters reset, new _created).")
+@click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
+def command(preset: str, host: str, port: int, no_spec: bool, k: int | None, acceptance: float,
+            served_model_name: str | None, seed: int, speed: float, startup_delay: float,
+            log_interval: float, api_key: str | None, max_num_seqs: int | None, mfu_metrics: bool,
+            fault_cut_stream: int | None, fault_metrics_500: bool, fault_metrics_delay: float,
+            fault_exit_after: float | None, fault_restart_after: float | None,
+            list_presets: bool) -> None:
+    """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
+
+    Faults can also be switched at run time: POST /sim/fault with JSON such as
+    {"cut_stream_after": 20}, {"metrics_500": true}, {"metrics_delay_s": 2}, {"restart": true},
+    {"exit": true}. GET /sim/info describes the simulated deployment.
+    """
+    if list_presets:
+        for p in PRESETS.values():
+            click.echo(f"{p.name:24} {p.description}")
+        return
+    from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
+
+    if not _is_loopback(host):
+        click.echo(f"warning: binding {host} exposes the simulator beyond this machine; "
+                   "use 127.0.0.1 unless you mean it", err=True)
+    options = SimOptions(
+        preset=preset, host=host, port=port, spec=not no_spec, k=k, acceptance_scale=acceptance,
+        served_model_name=served_model_name, seed=seed, speed=speed, startup_delay_s=startup_delay,
+        log_interval_s=log_interval, api_key=api_key, max_num_seqs=max_num_seqs, mfu_metrics=mfu_metrics,
+        exit_mode="process", exit_after_s=fault_exit_after, restart_after_s=fault_restart_after,
+        faults=Faults(cut_stream_after=fault_cut_stream, metrics_status=500 if fault_metrics_500 else None,
+                      metrics_delay_s=fault_metrics_delay),
+    )
+    try:
+        server = SimServer(options, log=default_log_stream())
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    async def main() -> None:
+        try:
+            url = await server.bind()
+        except OSError as exc:
+            raise click.ClickException(f"cannot bind {host}:{port}: {exc.strerror or exc}") from None
+        mode = f"MTP k={server.physics.k}" if options.spec else "no speculation"
+        click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await server.start()
+        await stop.wait()
+        await server.stop()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(130)

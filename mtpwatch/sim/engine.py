@@ -1,0 +1,250 @@
+"""The simulator's engine: one asyncio loop that batches requests into steps, like vLLM's scheduler.
+
+Each step costs `Physics.step_cost(...)` seconds (divided by `speed`), then every running request
+gets its output for that step: the prefill step emits the first token, each verify step emits
+accepted + 1 tokens (one chunk). Counters move exactly where vLLM moves them (`SimMetrics`), and the
+interval totals feed the `Engine 000:` / `SpecDecoding metrics:` log lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mtpwatch.sim.corpus import TextSource, Token
+from mtpwatch.sim.metrics import SimMetrics
+from mtpwatch.sim.physics import Physics
+
+KV_BLOCK = 16
+
+
+@dataclass(slots=True)
+class Output:
+    """What one engine step produced for one request (one SSE chunk)."""
+
+    tokens: list[Token]
+    finish_reason: str | None = None
+
+
+@dataclass(eq=False)
+class SimRequest:
+    """One request inside the engine."""
+
+    request_id: str
+    prompt_tokens: int
+    max_tokens: int
+    source: TextSource
+    rng: random.Random
+    arrival: float = field(default_factory=time.monotonic)
+    scheduled: float | None = None
+    first_token: float | None = None
+    last_token: float | None = None
+    generated: int = 0
+    finish_reason: str | None = None
+    outputs: asyncio.Queue[Output] = field(default_factory=asyncio.Queue)
+
+    def __post_init__(self) -> None:
+        self._tokens = self.source.tokens()
+
+    @property
+    def context(self) -> int:
+        """Tokens in the KV cache."""
+        return self.prompt_tokens + self.generated
+
+    def take(self, n: int) -> tuple[list[Token], str | None]:
+        """Next up to ``n`` tokens and the finish reason if the request ends with them."""
+        out: list[Token] = []
+        for token in itertools.islice(self._tokens, n):
+            out.append(token)
+            self.generated += 1
+            if token.natural_end:
+                return out, "stop"
+            if self.generated >= self.max_tokens:
+                return out, "length"
+        if len(out) < n:  # the source ran dry (cannot happen unless it ended on a natural end)
+            return out, "stop"
+        return out, None
+
+
+@dataclass(slots=True)
+class IntervalStats:
+    """Totals since the last stats log line."""
+
+    start: float = field(default_factory=time.monotonic)
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    per_pos: list[int] = field(default_factory=list)
+
+
+class Engine:
+    """Batches requests into steps on the running event loop."""
+
+    def __init__(self, physics: Physics, metrics: SimMetrics, *, speed: float = 1.0,
+                 max_num_seqs: int = 256, kv_cache_tokens: int = 500_000,
+                 mfu_metrics: bool = False) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be > 0")
+        self.physics = physics
+        self.metrics = metrics
+        self.speed = speed
+        self.max_num_seqs = max_num_seqs
+        self.kv_cache_tokens = kv_cache_tokens
+        self.mfu_metrics = mfu_metrics
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.interval = IntervalStats(per_pos=[0] * physics.k)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._deadline = 0.0
+        self.on_finished: Callable[[SimRequest], None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the step loop on the running event loop."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="mtpwatch-sim-engine")
+
+    async def stop(self) -> None:
+        """Stop the loop and abort every request."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for req in [*self.waiting, *self.running]:
+            self._finish(req, "abort", time.monotonic(), count=False)
+        self.waiting.clear()
+        self.running.clear()
+
+    def add(self, req: SimRequest) -> None:
+        """Queue a request; it is prefilled in the next step with room."""
+        self.waiting.append(req)
+        self._wake.set()
+
+    def abort(self, req: SimRequest) -> None:
+        """The client went away: drop the request at the next step boundary."""
+        if req.finish_reason is None:
+            req.finish_reason = "abort"
+            now = time.monotonic()
+            if req in self.waiting:
+                self.waiting.remove(req)
+                self._count_finished(req, "abort", now)
+            elif req in self.running:
+                self.running.remove(req)
+                self._count_finished(req, "abort", now)
+
+    @property
+    def kv_usage(self) -> float:
+        """Fraction of KV blocks in use."""
+        blocks = sum(-(-r.context // KV_BLOCK) for r in self.running)
+        return min(1.0, blocks * KV_BLOCK / self.kv_cache_tokens)
+
+    # -- the step loop -----------------------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self.waiting and not self.running:
+                self.metrics.observe_scheduler(running=0, waiting=0, kv_usage=0.0)
+                self._wake.clear()
+                await self._wake.wait()
+                self._deadline = loop.time()
+            prefill: list[SimRequest] = []
+            now = time.monotonic()
+            while self.waiting and len(self.running) + len(prefill) < self.max_num_seqs:
+                req = self.waiting.popleft()
+                req.scheduled = now
+                prefill.append(req)
+            decode = list(self.running)
+            self.running.extend(prefill)
+            self.metrics.observe_scheduler(running=len(self.running), waiting=len(self.waiting),
+                                           kv_usage=self.kv_usage)
+            cost = self.physics.step_cost(prefill=[r.prompt_tokens for r in prefill],
+                                          decode=[r.context for r in decode])
+            # deadline-based sleeping keeps the average step rate right despite timer jitter
+            self._deadline = max(self._deadline, loop.time() - 0.05) + cost.seconds / self.speed
+            await asyncio.sleep(max(0.0, self._deadline - loop.time()))
+            self._apply(prefill, decode, cost.target_bytes + cost.kv_bytes + cost.drafter_bytes)
+
+    def _apply(self, prefill: list[SimRequest], decode: list[SimRequest], read_bytes: float) -> None:
+        now = time.monotonic()
+        physics = self.physics
+        prompt_tokens = generation_tokens = 0
+        ttfts: list[float] = []
+        itls: list[float] = []
+        for req in prefill:
+            if req.finish_reason is not None:  # aborted while its prefill ran
+                continue
+            tokens, reason = req.take(1)
+            prompt_tokens += req.prompt_tokens
+            generation_tokens += len(tokens)
+            req.first_token = req.last_token = now
+            ttfts.append(now - req.arrival)
+            self._emit(req, tokens, reason, now)
+        for req in decode:
+            if req.finish_reason is not None:
+                continue
+            want = 1
+            if physics.spec:
+                accepted = physics.sample_accepted(req.rng, req.generated, req.source.acceptance_factor)
+                self.metrics.observe_draft(physics.k, accepted)
+                iv = self.interval
+                iv.drafts += 1
+                iv.draft_tokens += physics.k
+                iv.accepted += accepted
+                for i in range(accepted):
+                    iv.per_pos[i] += 1
+                want = accepted + 1
+            tokens, reason = req.take(want)
+            generation_tokens += len(tokens)
+            if req.last_token is not None:
+                itls.append(now - req.last_token)
+            req.last_token = now
+            self._emit(req, tokens, reason, now)
+        self.interval.prompt_tokens += prompt_tokens
+        self.interval.generation_tokens += generation_tokens
+        if prompt_tokens or generation_tokens:
+            self.metrics.observe_step(prompt_tokens=prompt_tokens, generation_tokens=generation_tokens,
+                                      itls=itls, ttfts=ttfts,
+                                      read_bytes=read_bytes if self.mfu_metrics else None)
+        self.metrics.observe_scheduler(running=len(self.running), waiting=len(self.waiting),
+                                       kv_usage=self.kv_usage)
+
+    def _emit(self, req: SimRequest, tokens: list[Token], reason: str | None, now: float) -> None:
+        if reason is not None:
+            self._finish(req, reason, now, count=True)
+        req.outputs.put_nowait(Output(tokens, reason))
+
+    def _finish(self, req: SimRequest, reason: str, now: float, *, count: bool) -> None:
+        if req.finish_reason is None or req.finish_reason == reason:
+            req.finish_reason = reason
+        if req in self.running:
+            self.running.remove(req)
+        if count:
+            self._count_finished(req, reason, now)
+        else:
+            req.outputs.put_nowait(Output([], reason))
+        if self.on_finished is not None:
+            self.on_finished(req)
+
+    def _count_finished(self, req: SimRequest, reason: str, now: float) -> None:
+        scheduled = req.scheduled if req.scheduled is not None else now
+        first = req.first_token if req.first_token is not None else now
+        last = req.last_token if req.last_token is not None else now
+        self.metrics.observe_finished(
+            reason=reason, prompt_tokens=req.prompt_tokens, generation_tokens=req.generated,
+            max_tokens=req.max_tokens, e2e=now - req.arrival, queue=scheduled - req.arrival,
+            prefill=first - scheduled, decode=last - first, inference=last - scheduled)
+
+    def take_interval(self) -> IntervalStats:
+        """Totals since the previous call (for the periodic log lines)."""
+        stats = self.interval
+        self.interval = IntervalStats(per_pos=[0] * self.physics.k)
+        return stats

@@ -1,0 +1,191 @@
+"""Step-time and acceptance physics of the simulator, on a virtual clock (no I/O, no sleeping).
+
+One engine step reads the target's weights once for the whole batch (MoE: the union of experts the
+step's tokens route to), plus each request's KV cache, at ``peak × efficiency``; adds a fixed
+overhead and a small per-token compute term; and, with speculation on, ``k`` drafter passes (MTP
+drafts token by token). Prefill adds a per-prompt-token term. Acceptance is sampled per request per
+verify step from conditional per-position probabilities with a seeded RNG, so runs are reproducible.
+
+The server's engine loop and `simulate_request` (used by tests and benchmarks) share these
+functions, so a figure checked here is the figure the HTTP server produces (divided by `speed`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mtpwatch.sim.presets import Preset
+
+#: acceptance never reaches 1: even copy tasks reject the odd draft
+MAX_CONDITIONAL = 0.99
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """What one engine step costs and reads."""
+
+    seconds: float
+    """Simulated duration of the step."""
+    target_bytes: float
+    """Target weights read (MoE: shared + expert union)."""
+    kv_bytes: float
+    """KV cache read by the target."""
+    drafter_bytes: float
+    """Drafter weights read over its k passes."""
+
+
+class Physics:
+    """Step costs and acceptance sampling for one preset, speculation on or off."""
+
+    def __init__(self, preset: Preset, *, spec: bool = True, k: int | None = None,
+                 acceptance_scale: float = 1.0) -> None:
+        self.preset = preset
+        self.spec = spec
+        self.k = (preset.k if k is None else k) if spec else 0
+        if spec and self.k < 1:
+            raise ValueError("k (num_speculative_tokens) must be at least 1")
+        if acceptance_scale < 0:
+            raise ValueError("acceptance scale must be >= 0")
+        self.acceptance_scale = acceptance_scale
+        self.bandwidth = preset.peak_gbps * 1e9 * preset.bw_efficiency
+        self.conditional = preset.conditional_acceptance(self.k) if spec else ()
+
+    # -- bytes -------------------------------------------------------------------------------
+    def target_bytes(self, tokens: int) -> float:
+        """Target weight bytes a step processing ``tokens`` tokens reads."""
+        moe = self.preset.moe
+        if moe is None:
+            return self.preset.target_bytes
+        return moe.step_bytes(tokens)
+
+    def kv_bytes(self, context: int) -> float:
+        """KV bytes one request with ``context`` tokens of context reads per step."""
+        p = self.preset
+        return context * p.kv_bytes_per_token + min(context, p.kv_window) * p.kv_swa_bytes_per_token
+
+    def verify_bytes(self, context: int = 0) -> float:
+        """Bytes of one batch-1 decode step (verify of k+1 tokens with speculation) incl. drafter."""
+        drafter = self.k * self.preset.drafter_bytes
+        return self.target_bytes(self.k + 1) + self.kv_bytes(context) + drafter
+
+    # -- time --------------------------------------------------------------------------------
+    def step_cost(self, *, prefill: Sequence[int] = (), decode: Sequence[int] = ()) -> StepCost:
+        """Cost of one engine step.
+
+        Args:
+            prefill: prompt lengths of the requests whose prefill runs in this step.
+            decode: context lengths of the requests that decode (verify k+1 tokens) in this step.
+        """
+        p = self.preset
+        decode_tokens = len(decode) * (self.k + 1)
+        prefill_tokens = sum(prefill)
+        weights = self.target_bytes(decode_tokens + prefill_tokens)
+        kv = sum(self.kv_bytes(c) for c in decode) + sum(self.kv_bytes(n) for n in prefill) * 0.5
+        seconds = (weights + kv) / self.bandwidth + p.step_overhead_s
+        seconds += decode_tokens * p.compute_s_per_token + prefill_tokens * p.prefill_s_per_token
+        drafter_bytes = 0.0
+        if self.spec:
+            # k sequential drafter passes for the whole batch (each pass drafts one position)
+            drafter_bytes = self.k * p.drafter_bytes
+            seconds += self.k * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
+            seconds += self.k * len(decode) * p.compute_s_per_token * 0.1
+            seconds += prefill_tokens * p.drafter_prefill_s_per_token
+        return StepCost(seconds=seconds, target_bytes=weights, kv_bytes=kv, drafter_bytes=drafter_bytes)
+
+    # -- acceptance --------------------------------------------------------------------------
+    def acceptance_scale_at(self, generated: int) -> float:
+        """Multiplier on acceptance after ``generated`` answer tokens (warm-up ramp).
+
+        The first tokens of an answer (the choice of label, the opening words) are the least
+        predictable for a drafter; the ramp models that, and is why short answers gain little.
+        """
+        p = self.preset
+        if p.warmup_tokens <= 0:
+            return 1.0
+        frac = min(1.0, generated / p.warmup_tokens)
+        return p.warmup_floor + (1.0 - p.warmup_floor) * frac
+
+    def conditional_at(self, generated: int, category_factor: float = 1.0) -> list[float]:
+        """Conditional per-position acceptance for a verify step after ``generated`` tokens."""
+        scale = self.acceptance_scale * category_factor * self.acceptance_scale_at(generated)
+        return [min(MAX_CONDITIONAL, c * scale) for c in self.conditional]
+
+    def sample_accepted(self, rng: random.Random, generated: int, category_factor: float = 1.0) -> int:
+        """Number of drafts accepted in one verify step (contiguous from position 0)."""
+        accepted = 0
+        for prob in self.conditional_at(generated, category_factor):
+            if rng.random() >= prob:
+                break
+            accepted += 1
+        return accepted
+
+    def expected_tokens_per_step(self, generated: int = 10**9, category_factor: float = 1.0) -> float:
+        """τ = 1 + Σ marginal acceptance, for a step after ``generated`` tokens."""
+        tau, marginal = 1.0, 1.0
+        for prob in self.conditional_at(generated, category_factor):
+            marginal *= prob
+            tau += marginal
+        return tau
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTrace:
+    """One request simulated alone on the virtual clock."""
+
+    ttft_s: float
+    """Prefill step duration (arrival → first token; no queueing)."""
+    token_times: tuple[float, ...]
+    """Virtual time at which each output token was emitted."""
+    tokens_per_step: tuple[int, ...]
+    """Tokens emitted per engine step (first entry is the prefill step's 1 token)."""
+    drafts: int
+    """Verify steps that carried drafts."""
+    accepted: int
+    """Accepted draft tokens (counted before max_tokens truncation, as vLLM does)."""
+    accepted_per_pos: tuple[int, ...]
+    """Drafts that accepted at least i+1 tokens."""
+
+    @property
+    def e2e_s(self) -> float:
+        """Arrival → last token."""
+        return self.token_times[-1] if self.token_times else 0.0
+
+    @property
+    def decode_tok_s(self) -> float:
+        """(tokens − 1) / (t_last − t_first), the client-side decode rate."""
+        n = len(self.token_times)
+        if n < 2:
+            return 0.0
+        return (n - 1) / (self.token_times[-1] - self.token_times[0])
+
+
+def simulate_request(physics: Physics, *, prompt_tokens: int, max_tokens: int, seed: int = 0,
+                     category_factor: float = 1.0) -> RequestTrace:
+    """Run one request alone through the step model (virtual time, deterministic)."""
+    rng = random.Random(seed)
+    now = physics.step_cost(prefill=[prompt_tokens]).seconds
+    ttft = now
+    times = [now]
+    per_step = [1]
+    drafts = accepted_total = 0
+    per_pos = [0] * physics.k
+    generated = 1
+    while generated < max_tokens:
+        context = prompt_tokens + generated
+        now += physics.step_cost(decode=[context]).seconds
+        emitted = 1
+        if physics.spec:
+            accepted = physics.sample_accepted(rng, generated, category_factor)
+            drafts += 1
+            accepted_total += accepted
+            for i in range(accepted):
+                per_pos[i] += 1
+            emitted = accepted + 1
+        emitted = min(emitted, max_tokens - generated)
+        generated += emitted
+        times.extend([now] * emitted)
+        per_step.append(emitted)
+    return RequestTrace(ttft_s=ttft, token_times=tuple(times), tokens_per_step=tuple(per_step),
+                        drafts=drafts, accepted=accepted_total, accepted_per_pos=tuple(per_pos))
