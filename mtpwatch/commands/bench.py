@@ -1,0 +1,488 @@
+"""`mtpwatch bench`: the headless paired A/B benchmark (and a one-server benchmark).
+
+``mtpwatch bench --ab URL_A URL_B``: A is the baseline (MTP off), B the treatment (MTP on); the
+speed-up is B / A per pair. Prints a table on stdout, a progress line on stderr (TTY only), and
+optionally writes `--json` / `--csv`. Exits 1 when a sanity gate fails (failed requests, a
+per-position list whose length is not k, inconsistent counters, or diverging outputs with
+`--require-identical`), so scripts and CI can trust a zero exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from mtpwatch.core import bench, workloads
+from mtpwatch.core.stats import CV_FLAG, Summary
+
+PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
+
+
+def _int_list(value: str | None, option: str) -> tuple[int, ...]:
+    if value is None or not value.strip():
+        return ()
+    out: list[int] = []
+    for part in value.replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise click.BadParameter(
+                f"expected comma-separated integers, got {value!r}", param_hint=option
+            ) from None
+    return tuple(out)
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+
+class Progress:
+    """One `\\r`-rewritten status line on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.speedup = ""
+        self.width = 0
+
+    def _write(self, text: str) -> None:
+        pad = max(0, self.width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self.width = len(text)
+
+    def __call__(self, event: bench.BenchEvent) -> None:
+        if not self.enabled:
+            return
+        if isinstance(event, bench.StatusChanged):
+            self._write(event.message)
+        elif isinstance(event, bench.PairFinished) and event.running_speedup is not None:
+            self.speedup = f" | running speed-up B/A {event.running_speedup:.2f}x ({event.pairs_done} pairs)"
+        elif isinstance(event, bench.RunFinished):
+            r = event.record
+            rate = f"{r.rate:.1f} tok/s" if r.rate is not None else "failed" if r.error else "-"
+            tag = " warm-up" if r.warmup else ""
+            self._write(
+                f"[{event.done}/{event.total}] {r.point.name} {r.arm.upper()} {r.prompt} run {r.run}{tag}: "
+                f"{rate}{self.speedup}"
+            )
+        elif isinstance(event, bench.BenchFinished):
+            self._write("")
+            self.stream.write("\r")
+            self.stream.flush()
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def _f(x: float | None, fmt: str = "{:.2f}") -> str:
+    return "—" if x is None else fmt.format(x)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _ci(s: Any) -> str:
+    if s is None:
+        return "—"
+    return f"{s.median:.2f}x [{s.ci.low:.2f}, {s.ci.high:.2f}]"
+
+
+def format_report(report: bench.BenchReport, workload_name: str, require_identical: bool = False) -> str:
+    """The stdout table: every number says where it comes from."""
+    cfg = report.config
+    lines: list[str] = []
+    arms = ["a", "b"] if report.paired else ["a"]
+    contended = report.contended
+    schedule = {
+        "alternate": "alternate (ABBA order per prompt, never concurrent)",
+        "race": f"race (both at once) — {bench.CONTENDED.upper()}",
+        "restart": "restart (one server at a time; sessions A, B, A; warm-up after each start)",
+    }[cfg.schedule]
+    lines.append(f"mtpwatch bench · schedule: {schedule} · temperature {cfg.temperature:g}")
+    if report.paired:
+        lines.append(f"A = baseline (MTP off):   {report.labels.get('a', '')}")
+        lines.append(f"B = treatment (MTP on):   {report.labels.get('b', '')}")
+        lines.append("speed-up = B / A, computed per pair of runs (same prompt, same run number)")
+    else:
+        lines.append(f"server: {report.labels.get('a', '')}")
+    cats = workloads.categories(cfg.prompts)
+    counts = ", ".join(f"{c} {sum(1 for p in cfg.prompts if p.category == c)}" for c in cats)
+    p = report.primary.point
+    length = (
+        f"forced length {p.length} tokens" if p.length is not None else "natural stopping (prompt max_tokens)"
+    )
+    lines.append(
+        f"workload: {workload_name} ({len(cfg.prompts)} prompts: {counts}) · {cfg.runs} runs per prompt, "
+        f"first {cfg.warmup} dropped as warm-up · concurrency {p.concurrency} · {length}"
+    )
+    lines.append("")
+
+    overall = report.primary.overall
+    metric = "decode tok/s" if p.concurrency == 1 else "output tok/s"
+    source = "client: (tokens−1)/(t_last−t_first)" if p.concurrency == 1 else "client: all tokens / wall time"
+    head = f"{'':34}" + "".join(f"{'A baseline' if a == 'a' else 'B treatment':>14}" for a in arms)
+    if not report.paired:
+        head = f"{'':34}{'server':>14}"
+    lines.append(head + "   source")
+
+    def row(label: str, values: Sequence[str], src: str = "") -> None:
+        lines.append(f"{label:34}" + "".join(f"{v:>14}" for v in values) + (f"   {src}" if src else ""))
+
+    def summ(name: str) -> list[Summary | None]:
+        return [getattr(overall.arms[a], name) for a in arms]
+
+    rates = summ("rate")
+    row(f"{metric} median", [_f(s.median if s else None) for s in rates], source)
+    row(f"{metric} mean", [_f(s.mean if s else None) for s in rates], "client")
+    row(f"{metric} CV", [_pct(s.cv if s else None) for s in rates], "client (stdev/mean, all runs)")
+    row(
+        f"{metric} CV per prompt (max)",
+        [_pct(overall.arms[a].max_prompt_cv) for a in arms],
+        "client (repeats of one prompt; >10% flagged)",
+    )
+    row("TTFT median (s)", [_f(s.median if s else None, "{:.3f}") for s in summ("ttft_s")], "client")
+    row(
+        "output tokens median",
+        [_f(s.median if s else None, "{:.0f}") for s in summ("tokens")],
+        "server usage",
+    )
+    accs = [overall.arms[a].acceptance for a in arms]
+    src = "server /metrics, Δ over measured runs"
+    row("acceptance rate", [_pct(x.acceptance_rate if x else None) for x in accs], src)
+    row("mean acceptance length", [_f(x.mean_acceptance_length if x else None) for x in accs], src)
+    for a, x in zip(arms, accs, strict=True):
+        if x is not None and x.per_position:
+            values = " ".join(f"{v:.2f}" for v in x.per_position)
+            lines.append(f"{'per-position ' + a.upper() + ' (marginal)':34}{values}   {src}")
+    row("measured runs (failed)", [f"{overall.arms[a].runs} ({overall.arms[a].failed})" for a in arms])
+    lines.append("")
+
+    sp = overall.speedup
+    if report.paired:
+        if sp is None:
+            lines.append("speed-up B/A: — (no successful pairs)")
+        else:
+            tail = f" — {bench.CONTENDED}" if contended else ""
+            cov = f"{100 * sp.ci.coverage:.1f}% coverage; " if sp.ci.coverage < 0.95 else ""
+            lines.append(
+                f"speed-up B/A: median {sp.median:.2f}x  95% CI [{sp.ci.low:.2f}, {sp.ci.high:.2f}]  "
+                f"({sp.n_pairs} pairs; {cov}{sp.ci.method}; mean {sp.mean:.2f}x; "
+                f"ratio of means {_f(sp.ratio_of_means)}x){tail}"
+            )
+        if len(report.primary.categories) > 1 or cats != ["default"]:
+            lines.append("")
+            lines.append(
+                f"{'per category':22}{'pairs':>6}{'A ' + metric:>18}{'B ' + metric:>18}"
+                f"{'speed-up [95% CI]':>26}{'B acceptance':>14}"
+            )
+            for cat, g in report.primary.categories.items():
+                a_s, b_s = g.arms["a"].rate, g.arms["b"].rate
+                b_acc = g.arms["b"].acceptance
+                lines.append(
+                    f"{cat:22}{g.speedup.n_pairs if g.speedup else 0:>6}{_f(a_s.median if a_s else None):>18}"
+                    f"{_f(b_s.median if b_s else None):>18}{_ci(g.speedup):>26}"
+                    f"{_pct(b_acc.acceptance_rate if b_acc else None):>14}"
+                )
+        lines.append("")
+        ll = report.lossless
+        if not ll.checked:
+            lines.append(f"lossless check: not done ({ll.note})")
+        elif ll.identical:
+            lines.append(
+                f"lossless check (temperature 0): identical — {ll.pairs_compared} pairs "
+                f"compared by {ll.compared_by}"
+            )
+        else:
+            d = ll.first
+            lines.append(
+                f"lossless check (temperature 0): DIFFERENT in {ll.pairs_differing} of "
+                f"{ll.pairs_compared} pairs (compared by {ll.compared_by})"
+            )
+            if d is not None:
+                where = f"token {d.token_index}" if d.token_index is not None else f"character {d.char_index}"
+                lines.append(
+                    f"  first divergence: prompt {d.prompt} ({d.point.name}), pair {d.pair}, at {where}"
+                )
+                if d.a_tokens is not None:
+                    lines.append(f"    A tokens: {list(d.a_tokens)}")
+                    lines.append(f"    B tokens: {list(d.b_tokens or ())}")
+                lines.append(f"    A: {d.a_context!r}")
+                lines.append(f"    B: {d.b_context!r}")
+
+    if len(report.points) > 1:
+        lines.append("")
+        lines.append(f"{'point':14}{'A tok/s':>12}{'B tok/s':>12}{'speed-up [95% CI]':>26}   metric")
+        for pt in report.points:
+            a_s = pt.overall.arms["a"].rate
+            b_s = pt.overall.arms["b"].rate if report.paired else None
+            m = "decode tok/s" if pt.point.concurrency == 1 else "aggregate output tok/s"
+            lines.append(
+                f"{pt.point.name:14}{_f(a_s.median if a_s else None):>12}"
+                f"{_f(b_s.median if b_s else None):>12}"
+                f"{_ci(pt.overall.speedup):>26}   {m}"
+            )
+    for c, be in report.break_even.items():
+        pts = "  ".join(f"{length}→{s:.2f}x" for length, s in report.break_even_points[c])
+        lines.append(f"break-even (concurrency {c}): {pts}")
+        lines.append(f"  {be.verdict}" + (f" ({bench.CONTENDED})" if contended else ""))
+
+    warnings: list[str] = []
+    for a in arms:
+        noisy = overall.arms[a].noisy_prompts
+        if noisy:
+            worst = overall.arms[a].max_prompt_cv or 0.0
+            warnings.append(
+                f"arm {a.upper()}: repeated runs of {len(noisy)} prompt(s) vary by more than "
+                f"{100 * CV_FLAG:.0f}% (CV up to {100 * worst:.1f}%, e.g. {noisy[0]}): noisy; "
+                "use more runs or a quieter machine"
+            )
+    if report.paired and accs[1] is None:
+        warnings.append(
+            "arm B (treatment) shows no speculative-decoding counters on /metrics: MTP off, "
+            "--disable-log-stats, another --model, or /metrics unreachable"
+        )
+    if report.paired and accs[0] is not None:
+        warnings.append(
+            "arm A (baseline) has speculative decoding on: is the order of --ab URL_A URL_B right?"
+        )
+    if sp is not None and sp.ci.coverage < 0.95:
+        warnings.append(
+            f"only {sp.n_pairs} pairs: the CI covers {100 * sp.ci.coverage:.1f}%, not 95%; use more runs"
+        )
+    gates = report.gate_failures(require_identical)
+    if warnings or gates:
+        lines.append("")
+    lines.extend(f"warning: {w}" for w in warnings)
+    lines.extend(f"GATE FAILED: {g}" for g in gates)
+    return "\n".join(lines)
+
+
+def write_csv(report: bench.BenchReport, path: Path) -> None:
+    """One row per run (warm-ups included, flagged)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=bench.CSV_FIELDS)
+        writer.writeheader()
+        for r in report.records:
+            writer.writerow(r.row())
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+async def _run(
+    runner: bench.BenchRunner, arms: Sequence[bench.HttpArm], progress: Progress, check: bool
+) -> bench.BenchReport:
+    try:
+        if check:
+            for arm in arms:
+                await arm.check()
+        return await runner.run(progress)
+    finally:
+        for arm in arms:
+            await arm.aclose()
+
+
+@click.command(
+    "bench",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
+    "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long --json ab.json",
+)
+@click.argument("url", required=False)
+@click.option(
+    "--ab",
+    "ab",
+    nargs=2,
+    metavar="URL_A URL_B",
+    default=None,
+    help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
+)
+@click.option(
+    "--prompts",
+    "prompts_spec",
+    default="long",
+    show_default=True,
+    metavar="SET|FILE",
+    help=f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns).",
+)
+@click.option("--limit", type=int, default=None, help="Use only the first N prompts of each category.")
+@click.option(
+    "--runs", type=int, default=12, show_default=True, help="Runs per prompt and arm, warm-up included."
+)
+@click.option("--warmup", type=int, default=1, show_default=True, help="Runs per prompt dropped as warm-up.")
+@click.option("--max-tokens", type=int, default=None, help="Override every prompt's max_tokens.")
+@click.option(
+    "--lengths",
+    default=None,
+    metavar="8,32,...",
+    help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
+)
+@click.option(
+    "--schedule",
+    type=click.Choice(["alternate", "race", "restart"]),
+    default="alternate",
+    show_default=True,
+    help="alternate = the measurement; race = both at once, for show (contended); "
+    "restart = one server at a time (needs --launch-a/--launch-b).",
+)
+@click.option(
+    "--launch-a", default=None, metavar="CMD", help="restart schedule: command line that starts server A."
+)
+@click.option(
+    "--launch-b", default=None, metavar="CMD", help="restart schedule: command line that starts server B."
+)
+@click.option(
+    "--startup-timeout",
+    type=float,
+    default=900.0,
+    show_default=True,
+    help="restart schedule: seconds to wait for /health after each start.",
+)
+@click.option(
+    "--concurrency",
+    default="1",
+    show_default=True,
+    metavar="1,2,4",
+    help="Concurrency sweep: requests in flight per arm (above 1 the speed is aggregate output tok/s).",
+)
+@click.option(
+    "--temperature",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Sampling temperature (0 makes the lossless check meaningful).",
+)
+@click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
+@click.option("--model", default=None, help="Served model name (default: the server's only model).")
+@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the full report as JSON.",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write one row per run as CSV.",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress line on stderr (default: when it is a TTY)."
+)
+def command(
+    url: str | None,
+    ab: tuple[str, str] | None,
+    prompts_spec: str,
+    limit: int | None,
+    runs: int,
+    warmup: int,
+    max_tokens: int | None,
+    lengths: str | None,
+    schedule: str,
+    launch_a: str | None,
+    launch_b: str | None,
+    startup_timeout: float,
+    concurrency: str,
+    temperature: float,
+    chat: bool,
+    model: str | None,
+    api_key: str | None,
+    require_identical: bool,
+    json_path: Path | None,
+    csv_path: Path | None,
+    progress: bool | None,
+) -> None:
+    """Paired A/B benchmark: speed-up with a 95 % CI, acceptance, lossless check, break-even."""
+    if (url is None) == (ab is None):
+        raise click.UsageError("give one URL, or --ab URL_A URL_B")
+    if max_tokens is not None and max_tokens < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
+    try:
+        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+    except workloads.WorkloadError as exc:
+        raise click.BadParameter(str(exc), param_hint="--prompts") from None
+    config = bench.BenchConfig(
+        prompts=prompts,
+        runs=runs,
+        warmup=warmup,
+        schedule=schedule,  # type: ignore[arg-type]
+        lengths=_int_list(lengths, "--lengths"),
+        concurrency=_int_list(concurrency, "--concurrency") or (1,),
+        temperature=temperature,
+    )
+    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
+    arms: list[bench.HttpArm] = []
+    try:
+        if schedule == "restart":
+            if ab is None or not launch_a or not launch_b:
+                raise click.UsageError(
+                    "--schedule restart needs --ab URL_A URL_B and both --launch-a and --launch-b"
+                )
+            arms = [
+                bench.LaunchedArm(
+                    ab[0],
+                    shlex.split(launch_a),
+                    startup_timeout_s=startup_timeout,
+                    label=f"{ab[0]} ({launch_a})",
+                    **common,
+                ),
+                bench.LaunchedArm(
+                    ab[1],
+                    shlex.split(launch_b),
+                    startup_timeout_s=startup_timeout,
+                    label=f"{ab[1]} ({launch_b})",
+                    **common,
+                ),
+            ]
+        elif launch_a or launch_b:
+            raise click.UsageError("--launch-a/--launch-b are for --schedule restart")
+        elif ab is not None:
+            arms = [bench.HttpArm(ab[0], **common), bench.HttpArm(ab[1], **common)]
+        else:
+            assert url is not None
+            arms = [bench.HttpArm(url, **common)]
+        runner = bench.BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None)
+    except (ValueError, bench.BenchConfigError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+    show = sys.stderr.isatty() if progress is None else progress
+    reporter = Progress(sys.stderr, show)
+    try:
+        report = asyncio.run(_run(runner, arms, reporter, check=schedule != "restart"))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # ServerError, StartupError: one line each
+        if show:
+            sys.stderr.write("\n")
+        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+
+    workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
+    click.echo(format_report(report, workload_name, require_identical))
+    if json_path is not None:
+        json_path.write_text(
+            json.dumps(report.to_json(require_identical), indent=2, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+        click.echo(f"wrote {json_path}", err=True)
+    if csv_path is not None:
+        write_csv(report, csv_path)
+        click.echo(f"wrote {csv_path}", err=True)
+    if report.gate_failures(require_identical):
+        sys.exit(1)
