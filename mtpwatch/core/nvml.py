@@ -1,0 +1,352 @@
+"""Hardware readings of the local GPU through NVML (optional): GPM DRAM bandwidth, memory busy, memory used.
+
+Owns `HardwareReading` (frozen) and `Sampler`, a background thread that reads NVML about once a
+second. `pynvml` (package nvidia-ml-py) is imported lazily; without it, without a GPU, or for a
+remote server, readings say `source="analytic only"` with the reason, and mtpwatch shows the
+analytic estimate of `core.roofline` alone.
+
+* Bandwidth: NVML GPM metric `DRAM_BW_UTIL` (id 10), % of the theoretical DRAM bandwidth between
+  two GPM samples, on devices where `nvmlGpmQueryDeviceSupport` says so (Hopper and newer). GB/s =
+  % × peak, peak from NVML (2 · max memory clock · bus width, GPM's own denominator) or the table
+  in `core.gpus`.
+* `nvmlDeviceGetUtilizationRates().memory` is the share of time device memory was read or written.
+  It saturates near 90 % of real bandwidth and over-reads below, so it is exposed only as
+  `memory_busy_pct` ("memory busy %"), never as bandwidth.
+* Memory in use: `nvmlDeviceGetMemoryInfo`; on unified-memory parts where it is NOT_SUPPORTED
+  (DGX Spark GB10) it comes from /proc/meminfo (MemTotal − MemAvailable), and the reading says
+  plainly that bandwidth is analytic there.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+
+ANALYTIC_ONLY = "analytic only"
+GPM_DRAM_BW_UTIL = 10
+"""NVML_GPM_METRIC_DRAM_BW_UTIL: % of DRAM bandwidth used vs theoretical maximum (pynvml.py)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareReading:
+    """One sample of the local GPU, or the reason there is none."""
+
+    source: str
+    """'nvml+gpm' (measured bandwidth), 'nvml' (no bandwidth counter) or 'analytic only'."""
+    reason: str | None = None
+    """Why a figure is missing, in words."""
+    timestamp: float = 0.0
+    device_name: str | None = None
+    driver_version: str | None = None
+    dram_bw_util_pct: float | None = None
+    """GPM DRAM_BW_UTIL over the last sampling interval, 0-100."""
+    dram_gbps: float | None = None
+    """dram_bw_util_pct × peak_gbps / 100."""
+    peak_gbps: float | None = None
+    peak_source: str | None = None
+    memory_busy_pct: float | None = None
+    """NVML utilization.memory: % of time memory was busy. Not bandwidth."""
+    gpu_util_pct: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    memory_source: str | None = None
+    """'nvml' or '/proc/meminfo (unified memory)'."""
+    interval_s: float | None = None
+    """Seconds between the two GPM samples behind dram_bw_util_pct."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def meminfo_used_bytes(path: str | Path = "/proc/meminfo") -> tuple[int, int] | None:
+    """(used, total) bytes from /proc/meminfo as MemTotal − MemAvailable, or None if unreadable."""
+    values: dict[str, int] = {}
+    try:
+        for line in Path(path).read_text(encoding="ascii", errors="replace").splitlines():
+            key, _, rest = line.partition(":")
+            if key in ("MemTotal", "MemAvailable"):
+                values[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    if "MemTotal" not in values or "MemAvailable" not in values:
+        return None
+    return values["MemTotal"] - values["MemAvailable"], values["MemTotal"]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Sampler:
+    """Reads the local GPU every `period_s` on a daemon thread; `latest()` never blocks on NVML.
+
+    Use `sample()` to take one reading synchronously (tests, scripts); `start()`/`stop()` (or a
+    `with` block) for the background thread. `nvml` injects a pynvml-like module (tests); by default
+    `pynvml` is imported on the first sample. One GPM sample is taken per tick and paired with the
+    previous one, so the bandwidth figure covers the interval between ticks.
+    """
+
+    def __init__(
+        self,
+        *,
+        device_index: int = 0,
+        period_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        nvml: Any | None = None,
+        meminfo_path: str | Path = "/proc/meminfo",
+        peak_gbps: float | None = None,
+        history: int = 600,
+    ) -> None:
+        self._index = device_index
+        self._period = period_s
+        self._clock = clock
+        self._nvml = nvml
+        self._meminfo = meminfo_path
+        self._peak_override = peak_gbps
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._history: collections.deque[HardwareReading] = collections.deque(maxlen=history)
+        self._latest = HardwareReading(source=ANALYTIC_ONLY, reason="not sampled yet")
+        self._ready = False
+        self._failed: str | None = None
+        self._handle: Any = None
+        self._name: str | None = None
+        self._driver: str | None = None
+        self._peak: float | None = None
+        self._peak_source: str | None = None
+        self._gpm = False
+        self._gpm_reason: str | None = None
+        self._samples: list[Any] = []
+        self._prev_t: float | None = None
+        self._metrics_get: Any = None
+        self.ticks = 0
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def latest(self) -> HardwareReading:
+        """The newest reading (an 'analytic only' placeholder before the first one)."""
+        with self._lock:
+            return self._latest
+
+    def history(self) -> tuple[HardwareReading, ...]:
+        with self._lock:
+            return tuple(self._history)
+
+    def start(self) -> Sampler:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="mtpwatch-nvml", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self._shutdown()
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def sample(self) -> HardwareReading:
+        """Take one reading now (initialising NVML on the first call)."""
+        reading = self._read()
+        with self._lock:
+            self._latest = reading
+            self._history.append(reading)
+            self.ticks += 1
+        return reading
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            self.sample()
+            if self._failed is not None or self._stop.wait(self._period):
+                return
+
+    def _init(self) -> None:
+        self._ready = True
+        nvml = self._nvml
+        if nvml is None:
+            try:
+                nvml = importlib.import_module("pynvml")
+            except ImportError:
+                self._failed = "nvidia-ml-py (pynvml) is not installed"
+                return
+            self._nvml = nvml
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+            self._failed = f"NVML unavailable: {exc}"
+            return
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+            if self._index >= count:
+                self._failed = f"no GPU {self._index} (NVML sees {count})"
+                return
+            self._handle = nvml.nvmlDeviceGetHandleByIndex(self._index)
+            self._name = _text(nvml.nvmlDeviceGetName(self._handle))
+        except nvml.NVMLError as exc:
+            self._failed = f"NVML error: {exc}"
+            return
+        with contextlib.suppress(nvml.NVMLError):
+            self._driver = _text(nvml.nvmlSystemGetDriverVersion())
+        self._peak, self._peak_source = self._find_peak(nvml)
+        try:
+            supported = bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice)
+        except (nvml.NVMLError, AttributeError) as exc:
+            supported = False
+            self._gpm_reason = f"GPM query failed ({exc})"
+        if supported:
+            try:
+                self._samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
+                mg = nvml.c_nvmlGpmMetricsGet_t()
+                mg.version = nvml.NVML_GPM_METRICS_GET_VERSION
+                mg.numMetrics = 1
+                mg.metrics[0].metricId = GPM_DRAM_BW_UTIL
+                self._metrics_get = mg
+                self._gpm = True
+            except nvml.NVMLError as exc:
+                self._gpm_reason = f"GPM sample allocation failed ({exc})"
+        elif self._gpm_reason is None:
+            self._gpm_reason = "GPM not supported on this GPU (Hopper or newer needed)"
+        if not self._gpm:
+            self._gpm_reason = (
+                f"{self._gpm_reason}: bandwidth on {self._name} is analytic (no hardware counter)"
+            )
+
+    def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
+        if self._peak_override:
+            return self._peak_override, "given"
+        try:
+            clock = float(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM))
+            bus = float(nvml.nvmlDeviceGetMemoryBusWidth(self._handle))
+            if clock > 0 and bus > 0:
+                return 2 * clock * 1e6 * bus / 8 / 1e9, "NVML 2·memory clock·bus width"
+        except (nvml.NVMLError, AttributeError):
+            pass
+        try:
+            gpu = lookup_gpu(self._name or "")
+        except UnknownGpuError:
+            return None, None
+        return gpu.peak_gbps, f"table: {gpu.key}"
+
+    def _gpm_tick(self, nvml: Any, now: float) -> tuple[float | None, float | None, str | None]:
+        """One GPM sample; the metric between it and the previous one, or why there is none."""
+        cur, prev = self._samples[1], self._samples[0]
+        try:
+            nvml.nvmlGpmSampleGet(self._handle, cur)
+        except nvml.NVMLError as exc:
+            return None, None, f"GPM sample failed ({exc})"
+        if self._prev_t is None:
+            self._samples.reverse()
+            self._prev_t = now
+            return None, None, "GPM: first sample, bandwidth from the next tick"
+        mg = self._metrics_get
+        mg.sample1, mg.sample2 = prev, cur
+        interval = now - self._prev_t
+        self._samples.reverse()  # cur becomes prev for the next tick
+        self._prev_t = now
+        try:
+            nvml.nvmlGpmMetricsGet(mg)
+        except nvml.NVMLError as exc:
+            return None, interval, f"GPM metrics failed ({exc})"
+        metric = mg.metrics[0]
+        if int(metric.nvmlReturn) != 0:
+            return None, interval, f"GPM DRAM_BW_UTIL returned NVML error {int(metric.nvmlReturn)}"
+        return float(metric.value), interval, None
+
+    def _read(self) -> HardwareReading:
+        now = self._clock()
+        if not self._ready:
+            self._init()
+        if self._failed is not None:
+            return HardwareReading(source=ANALYTIC_ONLY, reason=self._failed, timestamp=now)
+        nvml: Any = self._nvml
+        reason = self._gpm_reason
+        util_pct = interval = None
+        if self._gpm:
+            util_pct, interval, reason = self._gpm_tick(nvml, now)
+        busy = gpu_util = None
+        try:
+            rates = nvml.nvmlDeviceGetUtilizationRates(self._handle)
+            busy, gpu_util = float(rates.memory), float(rates.gpu)
+        except nvml.NVMLError:
+            pass
+        used = total = None
+        mem_source = None
+        try:
+            info = nvml.nvmlDeviceGetMemoryInfo(self._handle)
+            used, total, mem_source = int(info.used), int(info.total), "nvml"
+        except nvml.NVMLError:
+            # GB10 and other unified-memory parts: NOT_SUPPORTED; the GPU shares system memory.
+            got = meminfo_used_bytes(self._meminfo)
+            if got is not None:
+                used, total = got
+                mem_source = "/proc/meminfo (unified memory)"
+        gbps = util_pct * self._peak / 100.0 if util_pct is not None and self._peak else None
+        return HardwareReading(
+            source="nvml+gpm" if self._gpm else "nvml",
+            reason=reason,
+            timestamp=now,
+            device_name=self._name,
+            driver_version=self._driver,
+            dram_bw_util_pct=util_pct,
+            dram_gbps=gbps,
+            peak_gbps=self._peak,
+            peak_source=self._peak_source,
+            memory_busy_pct=busy,
+            gpu_util_pct=gpu_util,
+            memory_used_bytes=used,
+            memory_total_bytes=total,
+            memory_source=mem_source,
+            interval_s=interval,
+        )
+
+    def _shutdown(self) -> None:
+        nvml = self._nvml
+        if not self._ready or self._failed is not None or nvml is None:
+            return
+        for s in self._samples:
+            with contextlib.suppress(Exception):
+                nvml.nvmlGpmSampleFree(s)
+        self._samples = []
+        self._gpm = False
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+        self._ready = False
+        self._prev_t = None
+
+
+def local_gpu_reading(nvml: Any | None = None) -> HardwareReading:
+    """One reading without bandwidth (GPM needs two samples): name, memory, peak; for a quick probe."""
+    sampler = Sampler(nvml=nvml)
+    try:
+        return sampler.sample()
+    finally:
+        sampler.stop()
+
+
+@contextlib.contextmanager
+def sampling(**kwargs: Any) -> Iterator[Sampler]:
+    """`with sampling(period_s=0.5) as s:` runs a started Sampler and stops it on exit."""
+    sampler = Sampler(**kwargs).start()
+    try:
+        yield sampler
+    finally:
+        sampler.stop()
