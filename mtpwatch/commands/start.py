@@ -1,0 +1,339 @@
+"""`mtpwatch start`: launch a vLLM server (MTP on or off), watch it, stop it on exit.
+
+With ``--headless`` it runs without the terminal UI: it prints the start-up phases and facts from
+the server's log, waits for /health, prints where to attach and then a one-line status every few
+seconds, and stops the server's whole process group on Ctrl-C, SIGTERM or SIGHUP (or leaves it
+running with ``--keep``). Without it, the app starts the server itself (`LaunchSpec`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import click
+
+from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
+from mtpwatch.core.client import ServerError, VllmClient
+from mtpwatch.core.logparse import LogWatcher
+from mtpwatch.core.metrics import MetricsSnapshot
+from mtpwatch.core.process import ServerProcess, StartupError, install_signal_handlers
+from mtpwatch.core.rates import delta_rates
+from mtpwatch.core.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
+
+
+def connect_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses: a wildcard bind is reached through loopback."""
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def default_log_path(port: int) -> Path:
+    base = Path(os.environ.get("MTPWATCH_CACHE_DIR", Path.home() / ".cache" / "mtpwatch"))
+    return base / "logs" / f"vllm-{port}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+
+
+class _Printer:
+    """Headless output: one line per event, prefixed with seconds since start."""
+
+    def __init__(self, t0: float, out: IO[str]) -> None:
+        self.t0 = t0
+        self.out = out
+
+    def __call__(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.t0:6.1f}s] {text}", file=self.out, flush=True)
+
+
+class _StatusState:
+    def __init__(self) -> None:
+        self.snap: MetricsSnapshot | None = None
+        self.t = 0.0
+
+
+async def _status_line(client: VllmClient, model: str | None, state: _StatusState) -> str | None:
+    """Scrape once and describe the window since the previous scrape (None: nothing to say)."""
+    try:
+        snap = await client.scrape(model)
+    except (ServerError, ValueError) as exc:
+        return f"status: {exc}"
+    now = time.monotonic()
+    prev, prev_t = state.snap, state.t
+    state.snap, state.t = snap, now
+    if prev is None:
+        return None
+    rates = delta_rates(prev, snap, now - prev_t, "status")
+    parts = [f"{rates.server_tok_s or 0.0:6.1f} tok/s", f"running {snap.requests_running or 0:.0f}"]
+    if snap.speculative:
+        if rates.acceptance_rate is not None:
+            parts.append(f"acceptance {rates.acceptance_rate:6.1%}")
+            parts.append(f"mean length {rates.mean_acceptance_length or 0:.2f}")
+        else:
+            parts.append("acceptance -")
+        total = snap.accepted / snap.draft_tokens if snap.draft_tokens else None
+        parts.append(f"since start {total:.1%}" if total is not None else "since start -")
+    else:
+        parts.append("no speculative decoding")
+    return "status: " + " | ".join(parts)
+
+
+async def run_headless(
+    argv: list[str],
+    *,
+    url: str,
+    api_key: str | None,
+    keep: bool,
+    startup_timeout: float,
+    status_interval: float,
+    log_file: Path | None,
+    served_model_name: str | None,
+    out: IO[str] = sys.stdout,
+) -> int:
+    """Start the server, report phases, wait for health, print status until told to stop."""
+    t0 = time.monotonic()
+    say = _Printer(t0, out)
+    say("starting: " + shlex.join(argv))
+    server_log = default_log_path(int(url.rsplit(":", 1)[1])) if keep else None
+    try:
+        proc = await ServerProcess.start(argv, keep=keep, log_path=server_log)
+    except StartupError as exc:
+        say(f"error: {exc}")
+        return 1
+    say(f"process group {proc.pgid}" + (f", log {server_log}" if server_log else ""))
+
+    stop_event = asyncio.Event()
+    received: list[int] = []
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue  # nohup: stay alive when the terminal goes
+
+        def on_signal(signum: int = signum) -> None:
+            received.append(signum)
+            stop_event.set()
+
+        loop.add_signal_handler(signum, on_signal)
+
+    watcher = LogWatcher()
+    log_fh = open(log_file, "a", encoding="utf-8") if log_file else None  # noqa: SIM115, ASYNC230
+
+    async def follow_log() -> None:
+        async for line in proc.lines():
+            if log_fh is not None:
+                log_fh.write(line + "\n")
+                log_fh.flush()
+            for event in watcher.feed(line):
+                # Hints are printed with the failure report, next to the log lines they explain.
+                if event.kind in ("phase", "fact", "spec"):
+                    say(event.text if event.kind != "phase" else f"phase: {event.text}")
+
+    log_task = asyncio.create_task(follow_log())
+    code = 0
+    try:
+        health = asyncio.create_task(proc.wait_healthy(url, timeout=startup_timeout))
+        stopper = asyncio.create_task(stop_event.wait())
+        await asyncio.wait({health, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if not health.done():
+            health.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StartupError):
+                await health
+            say(f"stopping before the server was ready ({signal.Signals(received[0]).name})")
+            return await _finish(proc, keep, url, say, code=0)
+        try:
+            elapsed = health.result()
+        except StartupError as exc:
+            await asyncio.sleep(0)  # let the log task print what it has
+            watcher.mark_failed(exc.returncode)
+            say(f"error: {exc}")
+            tail = proc.tail(25)
+            if tail:
+                say("last log lines:")
+                for line in tail:
+                    print(f"    {line}", file=out)
+            for hint in watcher.hints:
+                say(f"hint: {hint}")
+            if exc.returncode is None:  # timed out while still running: do not leave it behind
+                await proc.stop()
+            return 1
+        for event in watcher.mark_ready():
+            say(f"phase: {event.text}")
+        say(f"ready in {elapsed:.0f} s: {url}")
+        say(f"attach from another terminal: mtpwatch attach {url}")
+
+        client = VllmClient(url, api_key=api_key)
+        state = _StatusState()
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            while not stop_event.is_set():
+                status = await _status_line(client, served_model_name, state)
+                if status:
+                    say(status)
+                waiter = asyncio.ensure_future(stop_event.wait())
+                await asyncio.wait(
+                    {waiter, exited}, timeout=status_interval, return_when=asyncio.FIRST_COMPLETED
+                )
+                waiter.cancel()
+                if exited.done():
+                    say(f"error: the server exited with status {proc.returncode}")
+                    for tail_line in proc.tail(25):
+                        print(f"    {tail_line}", file=out)
+                    for hint in watcher.hints:
+                        say(f"hint: {hint}")
+                    return 1
+        finally:
+            exited.cancel()
+            await client.aclose()
+        say(f"received {signal.Signals(received[0]).name}" if received else "stopping")
+        return await _finish(proc, keep, url, say, code=code)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.remove_signal_handler(signum)
+        if not keep or proc.returncode is not None:
+            log_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await log_task
+        if log_fh is not None:
+            log_fh.close()
+
+
+async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, code: int) -> int:
+    if keep and proc.returncode is None:
+        proc.detach()
+        say(f"left running (--keep): process group {proc.pgid}, log {proc.log_path}")
+        say(f"attach: mtpwatch attach {url}")
+        say(f"stop:   kill -TERM -- -{proc.pgid}")
+        return code
+    status = await proc.stop(timeout=10)
+    say(f"server stopped (exit status {status})")
+    return code
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@click.argument("model")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+@click.option("--drafter", metavar="MODEL", help="Drafter model (MTP assistant, EAGLE-3, draft model).")
+@click.option("-k", "k", type=int, metavar="N", help="Number of speculative tokens per step.")
+@click.option(
+    "--method", type=click.Choice(METHODS), help="Speculation method (default mtp when -k/--drafter)."
+)
+@click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
+@click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--api-key", metavar="KEY", help="Require this key (vLLM --api-key); mtpwatch uses it too.")
+@click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
+@click.option(
+    "--vllm",
+    "vllm_cmd",
+    default="vllm",
+    show_default=True,
+    metavar="COMMAND",
+    help="How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.",
+)
+@click.option("--keep", is_flag=True, help="Leave the server running when mtpwatch exits.")
+@click.option("--headless", is_flag=True, help="No UI: print phases, then a status line every few seconds.")
+@click.option(
+    "--startup-timeout",
+    default=900.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    metavar="S",
+    help="Give up if /health does not answer within S seconds.",
+)
+@click.option(
+    "--status-interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    metavar="S",
+    help="Headless: seconds between status lines.",
+)
+@click.option(
+    "--log-file", type=click.Path(dir_okay=False, path_type=Path), help="Also write the server log here."
+)
+def command(
+    model: str,
+    extra: tuple[str, ...],
+    drafter: str | None,
+    k: int | None,
+    method: str | None,
+    speculative_config: str | None,
+    no_spec: bool,
+    host: str,
+    port: int,
+    api_key: str | None,
+    served_model_name: str | None,
+    vllm_cmd: str,
+    keep: bool,
+    headless: bool,
+    startup_timeout: float,
+    status_interval: float,
+    log_file: Path | None,
+) -> None:
+    """Start a vLLM server for MODEL (MTP on or off), watch it, stop it on exit.
+
+    Arguments after `--` go to `vllm serve` unchanged, e.g.
+    `mtpwatch start google/gemma-4-E4B-it -k 4 --drafter ... -- --max-model-len 8192`.
+    """
+    try:
+        argv = build_vllm_argv(
+            model,
+            drafter=drafter,
+            k=k,
+            method=method,
+            speculative_config=speculative_config,
+            no_spec=no_spec,
+            host=host,
+            port=port,
+            vllm=vllm_cmd,
+            api_key=api_key,
+            served_model_name=served_model_name,
+            extra=extra,
+        )
+    except VllmArgsError as exc:
+        raise click.ClickException(str(exc)) from None
+    warning = bind_warning(host, api_key)
+    if warning:
+        click.echo(warning, err=True)
+    url = connect_url(host, port)
+    if headless:
+        code = asyncio.run(
+            run_headless(
+                argv,
+                url=url,
+                api_key=api_key,
+                keep=keep,
+                startup_timeout=startup_timeout,
+                status_interval=status_interval,
+                log_file=log_file,
+                served_model_name=served_model_name,
+            )
+        )
+        sys.exit(code)
+
+    from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
+
+    label = "MTP off" if no_spec else "MTP on" if (drafter or k or method or speculative_config) else "vLLM"
+    spec = ServerSpec(
+        label=label,
+        url=url,
+        model=served_model_name,
+        api_key=api_key,
+        launch=LaunchSpec(
+            argv=tuple(argv), env={}, kind="vllm", keep=keep, startup_timeout_s=startup_timeout
+        ),
+    )
+    # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)
+    # again to exit cleanly, which replaces the default (SystemExit) on the same chained handler.
+    install_signal_handlers()
+    sys.exit(run_app(AppConfig(servers=[spec], title=f"mtpwatch start {model}")))

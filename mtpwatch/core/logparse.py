@@ -1,0 +1,409 @@
+"""Read a vLLM server's log line by line: start-up phase, facts worth showing, failure hints.
+
+`LogWatcher.feed(line)` returns the news in that line as `LogEvent`s (a phase change, a fact, a
+hint, a ``SpecDecoding metrics`` line) and keeps the state: `phase`, `phase_started`, `facts`,
+`hints`, `spec_lines`. Patterns follow vLLM 0.32's own messages (see tests/data/*.log/txt); a line
+that matches nothing costs one cheap substring check per family.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = ["Hint", "LogEvent", "LogFacts", "LogWatcher", "Phase", "SpecDecodingLine", "parse_spec_line"]
+
+
+class Phase(Enum):
+    """Start-up phases in the order a vLLM server goes through them."""
+
+    STARTING = "starting"
+    LOADING = "loading weights"
+    COMPILING = "compiling / warm-up"
+    READY = "ready"
+    FAILED = "failed"
+
+
+_ORDER = {phase: i for i, phase in enumerate(Phase)}
+
+
+@dataclass(frozen=True, slots=True)
+class SpecDecodingLine:
+    """One ``SpecDecoding metrics:`` line (vLLM logs it every 10 s while drafting)."""
+
+    mean_acceptance_length: float
+    accepted_throughput: float
+    drafted_throughput: float
+    accepted: int
+    drafted: int
+    per_position: tuple[float, ...]
+    acceptance_rate: float
+    """Fraction (the log prints a percentage)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """A known failure and what to do about it (one line each)."""
+
+    problem: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.problem}: {self.fix}"
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """News from one line: kind is 'phase', 'fact', 'hint' or 'spec'."""
+
+    kind: str
+    text: str
+    t: float
+
+
+@dataclass(slots=True)
+class LogFacts:
+    """What the log told us about the server (None: not seen yet)."""
+
+    vllm_version: str | None = None
+    model: str | None = None
+    spec_method: str | None = None
+    spec_model: str | None = None
+    num_spec_tokens: int | None = None
+    weights_gib: float | None = None
+    weights_s: float | None = None
+    mtp_detected: bool = False
+    centroids_masking: str | None = None
+    kv_cache_tokens: int | None = None
+    kv_cache_gib: float | None = None
+    max_concurrency: float | None = None
+    listening: str | None = None
+
+
+_PREFIX = re.compile(
+    r"^(?:\([^)]*pid=\d+\)\s+)?(?:(DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \S+ \[[^\]]*\]\s?)?"
+)
+_LEVEL_ERROR = re.compile(r"(?:^|\s)(?:ERROR|CRITICAL) \d\d-\d\d ")
+_EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception)\b[:(]")
+_NUM = r"([0-9]+(?:\.[0-9]+)?)"
+_SPEC_FIELDS = {
+    "mean_acceptance_length": re.compile(r"Mean acceptance length: " + _NUM),
+    "accepted_throughput": re.compile(r"Accepted throughput: " + _NUM),
+    "drafted_throughput": re.compile(r"Drafted throughput: " + _NUM),
+    "accepted": re.compile(r"Accepted: (\d+) tokens"),
+    "drafted": re.compile(r"Drafted: (\d+) tokens"),
+    "acceptance_rate": re.compile(r"Avg Draft acceptance rate: " + _NUM + "%"),
+}
+_PER_POS = re.compile(r"Per-position acceptance rate: ([0-9., ]*[0-9])")
+_SPEC_CONFIG = re.compile(
+    r"speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'([^']*)'|None), "
+    r"num_spec_tokens=(\d+)\)"
+)
+_ENGINE_INIT = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: model='([^']*)'")
+_BANNER_VERSION = re.compile(r"(?:version|vLLM API server version) v?(\d+\.\d+\.\d+\S*)")
+_LOAD_WEIGHTS = re.compile(r"Loading weights took " + _NUM + " seconds")
+_MODEL_LOADING = re.compile(r"Model loading took " + _NUM + r" GiB(?: memory)? and " + _NUM + " seconds")
+_KV_TOKENS = re.compile(
+    r"KV cache size: ([0-9,]+) tokens, Maximum concurrency for [0-9,]+ tokens per request: " + _NUM + "x"
+)
+_KV_GIB = re.compile(r"(?:Available KV cache memory: |Explicitly set \()" + _NUM)
+_CHECKPOINT = re.compile(r"Checkpoint size: " + _NUM + " GiB")
+_CENTROIDS = re.compile(r"centroids masking enabled \(([^)]*)\)")
+_LISTEN = re.compile(r"(?:Starting vLLM (?:API )?server(?: \d+)? on|Uvicorn running on) (\S+)")
+
+_LOADING_MARKS = (
+    "Starting to load model",
+    "Loading model",
+    "Loading weights",
+    "Loading safetensors",
+    "Loading drafter model",
+)
+# Not a bare "torch.compile": "Enforce eager set, disabling torch.compile" comes before loading.
+_COMPILING_MARKS = (
+    "Model loading took",
+    "torch.compile takes",
+    "torch.compile took",
+    "init engine (profile",
+    "Compiling a graph",
+    "Capturing CUDA graphs",
+    "Warming up",
+    "KV cache size:",
+    "Dynamo bytecode transform",
+)
+_READY_MARKS = ("Application startup complete",)
+
+_HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
+    (
+        re.compile(r"Address already in use|\[Errno 98\]"),
+        Hint(
+            "port already in use",
+            "another program listens on this port: pick another --port (`ss -ltnp` shows who holds it)",
+        ),
+    ),
+    (
+        re.compile(
+            r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
+            r"available KV cache memory"
+        ),
+        Hint(
+            "not enough memory for the KV cache",
+            "lower --max-model-len, or raise --gpu-memory-utilization (CPU build: VLLM_CPU_KVCACHE_SPACE)",
+        ),
+    ),
+    (
+        re.compile(
+            r"does not recognize this architecture|are not supported for now|"
+            r"Unrecognized model in|model type `[^`]+` but Transformers does not recognize"
+        ),
+        Hint(
+            "unknown model type or architecture",
+            "this vLLM/transformers is too old for the model: upgrade vLLM (Gemma 4 MTP needs a recent one)",
+        ),
+    ),
+    (
+        re.compile(r"All drafting layers should belong to the same kv cache group"),
+        Hint(
+            "draft model on a hybrid-attention target (sliding + full layers)",
+            "add `-- --disable-hybrid-kv-cache-manager`",
+        ),
+    ),
+    (
+        re.compile(r"operator torchvision::nms does not exist"),
+        Hint(
+            "torchvision does not match this torch",
+            "pip uninstall -y torchvision torchaudio torchcodec in vLLM's environment",
+        ),
+    ),
+    (
+        re.compile(r"PackageNotFoundError: No package metadata was found for vllm"),
+        Hint(
+            "the `vllm` CLI cannot find its own package metadata (CPU build named vllm-cpu)",
+            "use --vllm 'python -m vllm.entrypoints.openai.api_server', or add a vllm dist-info shim",
+        ),
+    ),
+    (
+        re.compile(r"CUDA out of memory|OutOfMemoryError"),
+        Hint(
+            "CUDA out of memory",
+            "another process may hold the GPU (nvidia-smi); lower "
+            "--gpu-memory-utilization or --max-model-len, or use a smaller model",
+        ),
+    ),
+    (
+        re.compile(r"Failed to infer device type"),
+        Hint(
+            "vLLM found no device",
+            "no usable GPU for this build (check nvidia-smi / the CPU build's version)",
+        ),
+    ),
+)
+_HINT_PREFILTER = (
+    "already in use",
+    "Errno 98",
+    "memory",
+    "architecture",
+    "not supported",
+    "Unrecognized",
+    "drafting layers",
+    "torchvision",
+    "PackageNotFoundError",
+    "OutOfMemory",
+    "infer device",
+    "recognize",
+)
+
+
+def _strip(line: str) -> str:
+    return _PREFIX.sub("", line.rstrip("\r\n"), count=1)
+
+
+def parse_spec_line(line: str) -> SpecDecodingLine | None:
+    """Parse a ``SpecDecoding metrics:`` line; None for any other line."""
+    if "SpecDecoding metrics:" not in line:
+        return None
+    values: dict[str, float] = {}
+    for name, pattern in _SPEC_FIELDS.items():
+        match = pattern.search(line)
+        if match is None:
+            return None
+        values[name] = float(match.group(1))
+    per_pos = _PER_POS.search(line)
+    positions = tuple(float(x) for x in per_pos.group(1).split(",")) if per_pos else ()
+    return SpecDecodingLine(
+        mean_acceptance_length=values["mean_acceptance_length"],
+        accepted_throughput=values["accepted_throughput"],
+        drafted_throughput=values["drafted_throughput"],
+        accepted=int(values["accepted"]),
+        drafted=int(values["drafted"]),
+        per_position=positions,
+        acceptance_rate=values["acceptance_rate"] / 100.0,
+    )
+
+
+@dataclass(slots=True)
+class LogWatcher:
+    """Feed it a server's log lines; it tracks phase, facts, hints and SpecDecoding lines."""
+
+    clock: Callable[[], float] = time.monotonic
+    phase: Phase = Phase.STARTING
+    phase_started: dict[Phase, float] = field(default_factory=dict)
+    facts: LogFacts = field(default_factory=LogFacts)
+    hints: list[Hint] = field(default_factory=list)
+    spec_lines: list[SpecDecodingLine] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    """ERROR lines and the last lines of tracebacks, for a failure report."""
+
+    def __post_init__(self) -> None:
+        self.phase_started.setdefault(Phase.STARTING, self.clock())
+
+    def _advance(self, phase: Phase, now: float, events: list[LogEvent]) -> None:
+        if self.phase is Phase.FAILED or _ORDER[phase] <= _ORDER[self.phase]:
+            return
+        self.phase = phase
+        self.phase_started[phase] = now
+        elapsed = now - self.phase_started[Phase.STARTING]
+        events.append(LogEvent("phase", f"{phase.value} (+{elapsed:.0f} s)", now))
+
+    def mark_ready(self) -> list[LogEvent]:
+        """/health answered: the server is ready whatever the log said."""
+        events: list[LogEvent] = []
+        self._advance(Phase.READY, self.clock(), events)
+        return events
+
+    def mark_failed(self, returncode: int | None) -> list[LogEvent]:
+        """The process exited (or start-up was abandoned)."""
+        now = self.clock()
+        if self.phase is Phase.FAILED:
+            return []
+        self.phase = Phase.FAILED
+        self.phase_started[Phase.FAILED] = now
+        return [LogEvent("phase", f"failed (exit status {returncode})", now)]
+
+    def feed(self, line: str) -> list[LogEvent]:
+        """Take one log line; return what it told us that is new."""
+        now = self.clock()
+        events: list[LogEvent] = []
+        message = _strip(line)
+        if not message.strip():
+            return events
+
+        if "SpecDecoding metrics:" in message:
+            spec = parse_spec_line(message)
+            if spec is not None:
+                self.spec_lines.append(spec)
+                per_pos = ", ".join(f"{p:.3f}" for p in spec.per_position)
+                events.append(
+                    LogEvent(
+                        "spec",
+                        f"vLLM: acceptance {spec.acceptance_rate:.1%}, mean length "
+                        f"{spec.mean_acceptance_length:.2f}, per position {per_pos}",
+                        now,
+                    )
+                )
+            return events
+        if message.startswith("Engine ") and "Avg prompt throughput" in message:
+            return events  # the periodic stats line: nothing new for start-up
+
+        self._phase_from(message, now, events)
+        self._facts_from(message, now, events)
+        self._hints_from(message, now, events)
+        if _LEVEL_ERROR.search(line) or _EXCEPTION.match(message):
+            self.errors.append(message)
+        return events
+
+    def _phase_from(self, message: str, now: float, events: list[LogEvent]) -> None:
+        if any(mark in message for mark in _READY_MARKS):
+            self._advance(Phase.READY, now, events)
+        elif any(mark in message for mark in _COMPILING_MARKS):
+            self._advance(Phase.COMPILING, now, events)
+        elif any(mark in message for mark in _LOADING_MARKS):
+            self._advance(Phase.LOADING, now, events)
+
+    def _fact(self, events: list[LogEvent], now: float, text: str) -> None:
+        events.append(LogEvent("fact", text, now))
+
+    def _facts_from(self, message: str, now: float, events: list[LogEvent]) -> None:
+        facts = self.facts
+        if facts.vllm_version is None and "version" in message:
+            match = _BANNER_VERSION.search(message)
+            if match:
+                facts.vllm_version = match.group(1)
+                self._fact(events, now, f"vLLM {facts.vllm_version}")
+        if "Initializing a V1 LLM engine" in message:
+            match = _ENGINE_INIT.search(message)
+            if match:
+                if facts.vllm_version is None:
+                    facts.vllm_version = match.group(1)
+                    self._fact(events, now, f"vLLM {facts.vllm_version}")
+                facts.model = match.group(2)
+            spec = _SPEC_CONFIG.search(message)
+            if spec:
+                facts.spec_method, facts.spec_model = spec.group(1), spec.group(2)
+                facts.num_spec_tokens = int(spec.group(3))
+                drafter = f", drafter {facts.spec_model}" if facts.spec_model else ""
+                self._fact(
+                    events,
+                    now,
+                    f"speculative decoding: {facts.spec_method}, k={facts.num_spec_tokens}{drafter}",
+                )
+            elif "speculative_config=None" in message:
+                self._fact(events, now, "speculative decoding: off")
+        elif "Checkpoint size:" in message:
+            match = _CHECKPOINT.search(message)
+            if match and facts.weights_gib is None:
+                facts.weights_gib = float(match.group(1))
+        elif "Loading weights took" in message:
+            # CPU build: the size comes from "Checkpoint size", there is no "Model loading took".
+            match = _LOAD_WEIGHTS.search(message)
+            if match and facts.weights_s is None:
+                facts.weights_s = float(match.group(1))
+                size = f"{facts.weights_gib:.2f} GiB " if facts.weights_gib is not None else ""
+                self._fact(events, now, f"weights: {size}loaded in {facts.weights_s:.1f} s")
+        elif "Model loading took" in message:
+            match = _MODEL_LOADING.search(message)
+            if match:
+                facts.weights_gib, facts.weights_s = float(match.group(1)), float(match.group(2))
+                self._fact(
+                    events, now, f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
+                )
+        elif "Detected MTP model" in message:
+            if not facts.mtp_detected:
+                facts.mtp_detected = True
+                self._fact(events, now, "MTP drafter detected (shares the target's weights)")
+        elif "centroids masking enabled" in message:
+            match = _CENTROIDS.search(message)
+            facts.centroids_masking = match.group(1) if match else "enabled"
+            self._fact(events, now, f"Gemma 4 MTP centroids masking: {facts.centroids_masking}")
+        elif "KV cache size:" in message:
+            match = _KV_TOKENS.search(message)
+            if match:
+                facts.kv_cache_tokens = int(match.group(1).replace(",", ""))
+                facts.max_concurrency = float(match.group(2))
+                self._fact(
+                    events,
+                    now,
+                    f"KV cache: {facts.kv_cache_tokens:,} tokens "
+                    f"(max concurrency {facts.max_concurrency:.1f}x)",
+                )
+        elif "KV cache memory" in message or "GiB for KV cache" in message:
+            match = _KV_GIB.search(message)
+            if match:
+                facts.kv_cache_gib = float(match.group(1))
+                self._fact(events, now, f"KV cache memory: {facts.kv_cache_gib:.2f} GiB")
+        elif "Starting vLLM" in message or "Uvicorn running on" in message:
+            match = _LISTEN.search(message)
+            if match and facts.listening is None:
+                facts.listening = match.group(1)
+
+    def _hints_from(self, message: str, now: float, events: list[LogEvent]) -> None:
+        if not any(word in message for word in _HINT_PREFILTER):
+            return
+        if "Retrying with a new port" in message:
+            return  # vLLM's own internal port, handled by vLLM
+        for pattern, hint in _HINTS:
+            if hint not in self.hints and pattern.search(message):
+                self.hints.append(hint)
+                events.append(LogEvent("hint", str(hint), now))

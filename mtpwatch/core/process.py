@@ -1,0 +1,545 @@
+"""Start, watch and stop a server process (vLLM or the simulator) that mtpwatch owns.
+
+A `ServerProcess` runs its argv in its own session, so the server and every child it forks
+(vLLM's EngineCore and workers) share one process group that mtpwatch can signal as a whole.
+Its merged stdout/stderr is pumped continuously (a full pipe would block the server), kept in a
+ring buffer and offered to any number of readers through `lines()`.
+
+A module-level registry holds every live group that mtpwatch must not leave behind. It is
+emptied on normal exit (atexit), on SIGTERM/SIGHUP once `install_signal_handlers()` ran, and on
+an unhandled exception (atexit still runs). If mtpwatch itself is SIGKILLed, the kernel sends the
+server SIGTERM (``PR_SET_PDEATHSIG``), and vLLM then stops its own engine processes.
+Children that leave the group (``setsid``) are found two ways: by walking ``/proc`` by parent pid
+(recorded while the parent lives, as an orphan's parent becomes init) and by the marker variable
+``MTPWATCH_OWNER`` that every process of the server inherits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import itertools
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, BinaryIO
+
+import httpx
+
+__all__ = [
+    "ServerProcess",
+    "StartupError",
+    "descendants",
+    "group_members",
+    "install_signal_handlers",
+    "live_groups",
+    "marked_processes",
+    "stop_all",
+]
+
+DEFAULT_RING_LINES = 2000
+OWNER_ENV = "MTPWATCH_OWNER"
+"""Environment variable that marks every process of a server mtpwatch started (see `marked_processes`)."""
+_PR_SET_PDEATHSIG = 1
+
+
+class StartupError(RuntimeError):
+    """The server died, or did not answer /health in time. `str()` is one line."""
+
+    def __init__(self, message: str, returncode: int | None, tail: Sequence[str]) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.tail = list(tail)
+
+
+# --- /proc helpers -----------------------------------------------------------------------------
+
+
+def _read_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) of a process, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    fields = raw[raw.rfind(")") + 2 :].split()
+    if len(fields) < 3:
+        return None
+    return fields[0], int(fields[1]), int(fields[2])
+
+
+def _all_stats() -> dict[int, tuple[str, int, int]]:
+    stats: dict[int, tuple[str, int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _read_stat(int(entry))
+            if stat is not None:
+                stats[int(entry)] = stat
+    return stats
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live (non-zombie) processes whose process group is `pgid`."""
+    return sorted(pid for pid, (state, _, pgrp) in _all_stats().items() if pgrp == pgid and state != "Z")
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of every live descendant of `pid` (children, grandchildren, ...), by parent pid."""
+    stats = _all_stats()
+    children: dict[int, list[int]] = {}
+    for child, (state, ppid, _) in stats.items():
+        if state != "Z":
+            children.setdefault(ppid, []).append(child)
+    found: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            found.append(child)
+            stack.append(child)
+    return sorted(found)
+
+
+def marked_processes(token: str) -> list[int]:
+    """Pids of live processes whose environment holds ``MTPWATCH_OWNER=token``.
+
+    Children inherit the variable, so this finds descendants that left the process group *and*
+    lost their parent (reparented to init) — the ones neither killpg nor the ppid walk can see.
+    """
+    needle = f"{OWNER_ENV}={token}".encode()
+    found: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and _alive({int(entry)}):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _signal_pids(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if (stat := _read_stat(pid)) is not None and stat[0] != "Z"}
+
+
+# --- registry of groups mtpwatch owns ----------------------------------------------------------
+
+
+class _Group:
+    """What the registry needs to stop one server without its asyncio objects."""
+
+    def __init__(self, pid: int, token: str) -> None:
+        self.pid = pid
+        self.token = token
+        self.pgid = pid  # start_new_session: the leader's pid is the group id
+        self.known: set[int] = set()  # descendants seen so far, including those that left the group
+
+    def refresh(self) -> None:
+        if _alive({self.pid}):
+            self.known.update(descendants(self.pid))
+
+    def remaining(self) -> set[int]:
+        return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
+
+    def kill_sync(self, timeout: float) -> None:
+        """SIGTERM the group and the known descendants, SIGKILL what is left after `timeout`."""
+        self.refresh()
+        _signal_group(self.pgid, signal.SIGTERM)
+        _signal_pids(self.known, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.remaining() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = self.remaining()
+        if left:
+            _signal_group(self.pgid, signal.SIGKILL)
+            _signal_pids(left, signal.SIGKILL)
+
+
+_REGISTRY: dict[int, _Group] = {}
+_TOKENS = itertools.count()
+_ATEXIT_REGISTERED = False
+
+
+def live_groups() -> list[int]:
+    """Process-group ids that mtpwatch still owns (and would stop on exit)."""
+    return sorted(_REGISTRY)
+
+
+def stop_all(timeout: float = 10.0) -> None:
+    """Stop every owned group: SIGTERM to all at once, then SIGKILL after `timeout`. Synchronous."""
+    groups = list(_REGISTRY.values())
+    _REGISTRY.clear()
+    for group in groups:
+        group.refresh()
+        _signal_group(group.pgid, signal.SIGTERM)
+        _signal_pids(group.known, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while any(g.remaining() for g in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for group in groups:
+        left = group.remaining()
+        if left:
+            _signal_group(group.pgid, signal.SIGKILL)
+            _signal_pids(left, signal.SIGKILL)
+
+
+def _register(group: _Group) -> None:
+    global _ATEXIT_REGISTERED
+    _REGISTRY[group.pgid] = group
+    if not _ATEXIT_REGISTERED:
+        atexit.register(stop_all)
+        _ATEXIT_REGISTERED = True
+
+
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+class _ChainedHandler:
+    """Stops owned servers, then does what the previous handler (or `on_signal`) would do."""
+
+    def __init__(self, signum: int, previous: _Handler, on_signal: Callable[[int], None] | None) -> None:
+        self.signum = signum
+        self.previous = previous
+        self.on_signal = on_signal
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        stop_all()
+        if self.on_signal is not None:
+            self.on_signal(signum)
+        elif callable(self.previous):
+            self.previous(signum, frame)
+        else:
+            # Default action of SIGTERM/SIGHUP is to die; exiting this way still runs atexit
+            # and `finally` blocks (e.g. a terminal UI restoring the screen).
+            raise SystemExit(128 + signum)
+
+
+def install_signal_handlers(
+    on_signal: Callable[[int], None] | None = None,
+    signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP),
+) -> None:
+    """Make SIGTERM and SIGHUP (a dropped SSH connection) stop every owned server first.
+
+    Chains to whatever handler was installed before (call it again after a framework installs
+    its own: a second call wraps the new one and is otherwise a no-op). `on_signal(signum)` runs
+    after the servers are stopped instead of the previous handler, e.g. to ask a Textual app to
+    exit cleanly. A signal that is ignored (``nohup``) stays ignored. Main thread only.
+    """
+    for signum in signals:
+        current = signal.getsignal(signum)
+        if current is signal.SIG_IGN:
+            continue
+        if isinstance(current, _ChainedHandler):
+            if on_signal is not None:
+                current.on_signal = on_signal
+            continue
+        signal.signal(signum, _ChainedHandler(signum, current, on_signal))
+
+
+def _set_pdeathsig() -> None:
+    """In the child, before exec: get SIGTERM if mtpwatch dies without cleaning up (SIGKILL)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+# --- the process -------------------------------------------------------------------------------
+
+
+class ServerProcess:
+    """One server process group that mtpwatch started: log lines, health, stop.
+
+    Create with `await ServerProcess.start(argv, env)`. With ``keep=True`` the server is not
+    registered for clean-up and its output goes to `log_path` (it must outlive mtpwatch, and a
+    pipe with no reader would kill it); `lines()` then follows that file.
+    """
+
+    def __init__(self, argv: Sequence[str], ring_lines: int = DEFAULT_RING_LINES) -> None:
+        self.argv = tuple(argv)
+        self._ring: deque[str] = deque(maxlen=ring_lines)
+        self._seq = 0  # number of lines ever received; line i lives at ring[i - (seq - len(ring))]
+        self._new_line = asyncio.Event()
+        self._eof = False
+        self._proc: asyncio.subprocess.Process | None = None
+        self._group: _Group | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.keep = False
+        self._stopping = False
+        self.log_path: Path | None = None
+        self.started_at = 0.0
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        keep: bool = False,
+        log_path: str | os.PathLike[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        ring_lines: int = DEFAULT_RING_LINES,
+    ) -> ServerProcess:
+        """Start `argv` in a new session with `env` added to mtpwatch's environment.
+
+        Raises `StartupError` (one line) when the program cannot be executed.
+        """
+        if not argv:
+            raise StartupError("empty command line", None, [])
+        if keep and log_path is None:
+            raise ValueError("keep=True needs a log_path: the server must outlive mtpwatch's pipe")
+        self = cls(argv, ring_lines)
+        self.keep = keep
+        full_env = dict(os.environ)
+        full_env.setdefault("PYTHONUNBUFFERED", "1")  # Python servers: log lines as they happen
+        full_env.update(env or {})
+        token = f"{os.getpid()}-{next(_TOKENS)}-{time.time_ns()}"
+        full_env[OWNER_ENV] = token
+        log_fh: BinaryIO | None = None
+        if log_path is not None:
+            self.log_path = Path(log_path)
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            # Handed to the child and closed below; opening a local file does not block the loop.
+            log_fh = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE if log_fh is None else log_fh,
+                stderr=asyncio.subprocess.STDOUT,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=None if keep else _set_pdeathsig,
+            )
+        except OSError as exc:
+            raise StartupError(f"cannot run {argv[0]!r}: {exc.strerror or exc}", None, []) from exc
+        finally:
+            if log_fh is not None:
+                log_fh.close()
+        self.started_at = time.monotonic()
+        self._group = _Group(self._proc.pid, token)
+        if not keep:
+            _register(self._group)
+        if log_path is None:
+            self._tasks.append(asyncio.create_task(self._pump_pipe()))
+        else:
+            self._tasks.append(asyncio.create_task(self._pump_file(self.log_path or Path(log_path))))
+        self._tasks.append(asyncio.create_task(self._reap_leftovers()))
+        return self
+
+    # --- properties --------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    @property
+    def pgid(self) -> int:
+        """Process group (= session) id: `kill -TERM -- -PGID` stops the whole server."""
+        return self.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status of the leader (negative: killed by that signal); None while it runs."""
+        return None if self._proc is None else self._proc.returncode
+
+    def tail(self, n: int | None = None) -> list[str]:
+        """The last `n` lines received (all retained lines when None)."""
+        lines = list(self._ring)
+        return lines if n is None else lines[-n:]
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _push(self, raw: bytes) -> None:
+        text = raw.decode(errors="replace").rstrip("\r\n")
+        # Progress bars redraw with '\r': keep the last state only.
+        if "\r" in text:
+            parts = [p for p in text.split("\r") if p.strip()]
+            text = parts[-1] if parts else ""
+        self._ring.append(text)
+        self._seq += 1
+        self._new_line.set()
+        self._new_line = asyncio.Event()
+
+    def _finish(self) -> None:
+        self._eof = True
+        self._new_line.set()
+
+    async def _pump_pipe(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stream = self._proc.stdout
+        pending = b""
+        try:
+            while chunk := await stream.read(65536):
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for raw in complete:
+                    self._push(raw)
+            if pending:
+                self._push(pending)
+        finally:
+            self._finish()
+
+    async def _pump_file(self, path: Path) -> None:
+        assert self._proc is not None
+        pending = b""
+        try:
+            with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
+                fh.seek(0, os.SEEK_END)  # only this run's lines; the file is appended to
+                while True:
+                    chunk = fh.read(65536)
+                    if chunk:
+                        pending += chunk
+                        *complete, pending = pending.split(b"\n")
+                        for raw in complete:
+                            self._push(raw)
+                        continue
+                    if self._proc.returncode is not None:
+                        break
+                    await asyncio.sleep(0.1)
+            if pending:
+                self._push(pending)
+        finally:
+            self._finish()
+
+    async def lines(self, replay: bool = True) -> AsyncIterator[str]:
+        """Yield log lines as they arrive, ending when the server's output closes.
+
+        With `replay`, start from the oldest retained line; a reader that falls more than the
+        ring size behind skips the lines it lost rather than holding memory for it.
+        """
+        next_seq = self._seq - len(self._ring) if replay else self._seq
+        while True:
+            oldest = self._seq - len(self._ring)
+            next_seq = max(next_seq, oldest)
+            while next_seq < self._seq:
+                yield self._ring[next_seq - oldest]
+                next_seq += 1
+                oldest = self._seq - len(self._ring)
+                next_seq = max(next_seq, oldest)
+            if self._eof:
+                return
+            await self._new_line.wait()
+
+    # --- lifetime ----------------------------------------------------------------------------
+
+    async def wait(self) -> int:
+        """Wait for the leader to exit; returns its exit status."""
+        assert self._proc is not None
+        return await self._proc.wait()
+
+    async def _reap_leftovers(self) -> None:
+        """When the leader exits on its own, its engine children must not outlive it."""
+        assert self._proc is not None and self._group is not None
+        group = self._group
+        while self._proc.returncode is None:
+            group.refresh()  # remember children before an exit reparents them
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._proc.wait()), timeout=2.0)
+        if self.keep or self._stopping:
+            return
+        if group.remaining():
+            await asyncio.to_thread(group.kill_sync, 5.0)
+        _REGISTRY.pop(group.pgid, None)
+
+    async def stop(self, timeout: float = 10.0) -> int | None:  # noqa: ASYNC109 - the public contract
+        """SIGTERM the whole group, SIGKILL it after `timeout` s, reap; returns the exit status."""
+        if self._proc is None or self._group is None:
+            return None
+        group = self._group
+        self._stopping = True
+        group.refresh()
+        _signal_group(group.pgid, signal.SIGTERM)
+        _signal_pids(group.known, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._proc.wait()), timeout)
+        # Children exit after the leader; /proc is the only place that says when.
+        while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        left = group.remaining()
+        if left:
+            _signal_group(group.pgid, signal.SIGKILL)
+            _signal_pids(left, signal.SIGKILL)
+        returncode = await self._proc.wait()
+        _REGISTRY.pop(group.pgid, None)
+        # The pipe closes once every writer is gone: let the pump keep the last lines.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), 2.0)
+        for task in self._tasks:
+            task.cancel()
+        self._finish()
+        return returncode
+
+    def detach(self) -> None:
+        """Leave the server running when mtpwatch exits (``--keep``): forget it in the registry."""
+        if self._group is not None:
+            _REGISTRY.pop(self._group.pgid, None)
+        self.keep = True
+
+    async def wait_healthy(
+        self,
+        url: str,
+        timeout: float = 900.0,  # noqa: ASYNC109 - the public contract
+        poll: float = 0.5,
+        headers: Mapping[str, str] | None = None,
+    ) -> float:
+        """Poll ``GET {url}/health`` until it answers 200; returns the seconds since start.
+
+        Raises `StartupError` as soon as the process exits (with its exit status and last log
+        lines) or when `timeout` passes. The process is left running on timeout: the caller
+        decides whether to stop it.
+        """
+        assert self._proc is not None
+        health = url.rstrip("/")
+        if not health.endswith("/health"):
+            health += "/health"
+        exited = asyncio.ensure_future(asyncio.shield(self._proc.wait()))
+        deadline = time.monotonic() + timeout
+        try:
+            async with httpx.AsyncClient(timeout=max(poll, 2.0), headers=dict(headers or {})) as http:
+                while True:
+                    if exited.done():
+                        break
+                    with contextlib.suppress(httpx.HTTPError):
+                        response = await http.get(health)
+                        if response.status_code == 200:
+                            return time.monotonic() - self.started_at
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise StartupError(
+                            f"no answer from {health} after {timeout:.0f} s", None, self.tail(40)
+                        )
+                    await asyncio.wait({exited}, timeout=min(poll, remaining))
+        finally:
+            exited.cancel()
+        # Let the pump drain the last lines (the traceback) before reporting them.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._drained(), timeout=2.0)
+        code = self._proc.returncode
+        raise StartupError(f"server exited with status {code} before answering /health", code, self.tail(40))
+
+    async def _drained(self) -> None:
+        while not self._eof:
+            await self._new_line.wait()
