@@ -1,0 +1,101 @@
+"""`mtpwatch ab URL_A URL_B`: two servers side by side with one prompt console."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
+from mtpwatch.ui.options import checked_url, display_options, display_settings, free_port
+
+
+@click.command("ab")
+@click.argument("url_a", required=False)
+@click.argument("url_b", required=False)
+@click.option(
+    "--start",
+    "start_model",
+    default=None,
+    metavar="MODEL",
+    help="Start both twins yourself: MODEL with speculation (B) and without (A).",
+)
+@click.option("--drafter", default=None, help="With --start: the drafter model (MTP assistant / EAGLE head).")
+@click.option(
+    "-k",
+    "--num-speculative-tokens",
+    "k",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="With --start: speculative tokens per step.",
+)
+@click.option(
+    "--vllm", "vllm_cmd", default="vllm", show_default=True, help="With --start: the command running vLLM."
+)
+@click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
+@click.option(
+    "--schedule",
+    type=click.Choice(["alternate", "race"]),
+    default="alternate",
+    show_default=True,
+    help="alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
+)
+@click.option("--model", default=None, help="model_name to watch on both servers.")
+@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@display_options
+def command(
+    url_a: str | None,
+    url_b: str | None,
+    start_model: str | None,
+    drafter: str | None,
+    k: int | None,
+    vllm_cmd: str,
+    keep: bool,
+    schedule: str,
+    model: str | None,
+    api_key: str | None,
+    **display: object,
+) -> None:
+    """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live."""
+    settings = display_settings(**display)  # type: ignore[arg-type]
+    if start_model is not None:
+        if url_a or url_b:
+            raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
+        from mtpwatch.core.vllm_cmd import VllmArgsError, build_vllm_argv
+
+        specs = []
+        try:
+            for label, no_spec in (("A · MTP off", True), ("B · MTP on", False)):
+                port = free_port()
+                argv = build_vllm_argv(
+                    start_model,
+                    drafter=drafter,
+                    k=k,
+                    no_spec=no_spec,
+                    port=port,
+                    vllm=vllm_cmd,
+                    api_key=api_key,
+                )
+                specs.append(
+                    ServerSpec(
+                        label=label,
+                        url=f"http://127.0.0.1:{port}",
+                        model=model,
+                        api_key=api_key,
+                        launch=LaunchSpec(argv=tuple(argv), keep=keep),
+                    )
+                )
+        except VllmArgsError as exc:
+            raise click.UsageError(str(exc)) from None
+    else:
+        if not (url_a and url_b):
+            raise click.UsageError("give two URLs (URL_A URL_B) or --start MODEL")
+        a, b = checked_url(url_a, "URL_A"), checked_url(url_b, "URL_B")
+        specs = [
+            ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
+            ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
+        ]
+    config = AppConfig(servers=specs, display=settings, mode="ab", title="mtpwatch A/B")
+    from mtpwatch.ui.app import run_app
+
+    sys.exit(run_app(config, schedule=schedule))

@@ -1,0 +1,27 @@
+"""`mtpwatch attach URL`: watch a running vLLM server and send it prompts."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mtpwatch.config import AppConfig, ServerSpec
+from mtpwatch.ui.options import checked_url, display_options, display_settings
+
+
+@click.command("attach")
+@click.argument("url")
+@click.option("--model", default=None, help="model_name to watch when the server serves several.")
+@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@display_options
+def command(url: str, model: str | None, api_key: str | None, **display: object) -> None:
+    """Watch a running vLLM server at URL (e.g. http://127.0.0.1:8000) and send it prompts."""
+    base = checked_url(url)
+    settings = display_settings(**display)  # type: ignore[arg-type]
+    config = AppConfig(
+        servers=[ServerSpec(label=base, url=base, model=model, api_key=api_key)], display=settings
+    )
+    from mtpwatch.ui.app import run_app
+
+    sys.exit(run_app(config))

@@ -1,0 +1,62 @@
+"""`mtpwatch demo`: two simulated servers (MTP off / on), watched side by side. No GPU, no vLLM."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.ui.options import free_port
+
+
+def demo_config(
+    preset: str | None = None, *, single: bool = False, startup_delay: float | None = None
+) -> AppConfig:
+    """The demo's servers: simulator subprocesses on free loopback ports, started by the app."""
+    from mtpwatch.core.vllm_cmd import build_sim_argv
+    from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
+
+    name = get_preset(preset or DEFAULT_PRESET).name
+    arms = [("MTP on", False)] if single else [("A · MTP off", True), ("B · MTP on", False)]
+    servers = []
+    for label, no_spec in arms:
+        port = free_port()
+        argv = build_sim_argv(name, no_spec=no_spec, port=port, startup_delay=startup_delay)
+        servers.append(
+            ServerSpec(
+                label=label,
+                url=f"http://127.0.0.1:{port}",
+                launch=LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0),
+            )
+        )
+    return AppConfig(
+        servers=servers,
+        display=DisplaySettings(gpu=None),
+        mode="single" if single else "ab",
+        title=f"mtpwatch demo ({name}, simulated)",
+    )
+
+
+@click.command("demo")
+@click.option("--preset", default=None, help="Simulator preset (default: Gemma 4 E4B on GB10).")
+@click.option("--single", is_flag=True, help="One server (MTP on) instead of an A/B pair.")
+@click.option(
+    "--schedule",
+    type=click.Choice(["alternate", "race"]),
+    default="alternate",
+    show_default=True,
+    help="A/B schedule.",
+)
+def command(preset: str | None, single: bool, schedule: str) -> None:
+    """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt."""
+    from mtpwatch.sim.presets import UnknownPresetError
+
+    try:
+        config = demo_config(preset, single=single)
+    except UnknownPresetError as exc:
+        raise click.UsageError(str(exc)) from None
+    from mtpwatch.ui.app import run_app
+    from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
+
+    sys.exit(run_app(config, schedule=schedule, prefill=SAMPLE_PROMPT))

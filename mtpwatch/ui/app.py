@@ -1,0 +1,179 @@
+"""MtpWatchApp: the app shell (bindings, palette, breakpoints), `make_app` and `run_app`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from mtpwatch.config import AppConfig
+from mtpwatch.ui.screens.help import HelpScreen
+from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
+
+
+class MtpWatchApp(App[int]):
+    """Live monitor for vLLM speculative-decoding servers, with a prompt console."""
+
+    CSS_PATH = "mtpwatch.tcss"
+    TITLE = "mtpwatch"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    # Function keys: the prompt Input has focus and swallows printable keys.
+    BINDINGS = [
+        Binding("f1,question_mark", "help", "Help", tooltip="What every number means.", id="help"),
+        Binding(
+            "f2", "toggle_pause", "Pause", tooltip="Freeze the display; collection continues.", id="pause"
+        ),
+        Binding(
+            "f3", "cycle_window", "Window", tooltip="Acceptance window: 10 s, 60 s, this prompt.", id="window"
+        ),
+        Binding(
+            "f4", "sample_prompt", "Sample", tooltip="Send a sample prompt to every server.", id="sample"
+        ),
+        Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
+        Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
+        Binding("f8", "screenshot", "Screenshot", show=False, id="screenshot"),
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            tooltip="Quit; stops servers mtpwatch started.",
+            id="quit",
+            priority=True,
+        ),
+    ]
+
+    paused: reactive[bool] = reactive(False)
+    """Display frozen (collection continues)."""
+
+    def __init__(
+        self,
+        config: AppConfig,
+        *,
+        autostart: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        schedule: str = "alternate",
+        prefill: str = "",
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.autostart = autostart
+        self.clock = clock
+        self.schedule = schedule
+        self.prefill = prefill
+        self.title = config.title
+
+    def get_default_screen(self) -> Screen[object]:
+        screen = MonitorScreen(
+            self.config,
+            autostart=self.autostart,
+            clock=self.clock,
+            schedule=self.schedule,
+            prefill=self.prefill,
+        )
+        return screen  # type: ignore[return-value]
+
+    @property
+    def monitor(self) -> MonitorScreen:
+        """The main screen (the default screen, even while help is open)."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MonitorScreen)
+        return screen
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help: what every number means", "Formulas and sources", self.action_help)
+        yield SystemCommand(
+            "Pause / resume display", "Freeze every panel; keep collecting", self.action_toggle_pause
+        )
+        yield SystemCommand("Cycle acceptance window", "10 s → 60 s → this prompt", self.action_cycle_window)
+        yield SystemCommand("Send sample prompt", "One prompt to every server", self.action_sample_prompt)
+        yield SystemCommand("Cancel generation", "Stop the running prompt", self.action_cancel)
+        yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+
+    def watch_paused(self, paused: bool) -> None:
+        with contextlib.suppress(Exception):
+            self.monitor.set_class(paused, "-paused")
+            self.monitor.update_title()
+
+    def action_cycle_window(self) -> None:
+        self.monitor.cycle_window()
+
+    def action_sample_prompt(self) -> None:
+        if self.monitor.generating:
+            self.notify("A generation is running; Escape cancels it.", severity="warning")
+            return
+        self.monitor.send(SAMPLE_PROMPT)
+
+    def action_clear_answers(self) -> None:
+        self.monitor.clear_answers()
+
+    def action_cancel(self) -> None:
+        if not self.monitor.cancel_generation():
+            self.notify("Nothing to cancel.", timeout=1.5)
+
+    async def action_quit(self) -> None:
+        await self.shutdown_servers()
+        self.exit(0)
+
+    async def shutdown_servers(self) -> None:
+        """Stop servers mtpwatch started (unless keep); safe to call twice."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.monitor.stop_servers(), timeout=20)
+
+    async def on_unmount(self) -> None:
+        await self.shutdown_servers()
+
+
+def make_app(
+    config: AppConfig,
+    *,
+    autostart: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+    schedule: str = "alternate",
+    prefill: str = "",
+) -> MtpWatchApp:
+    """Build the app (CLI, tests and screenshots share this factory).
+
+    Args:
+        config: servers and display settings.
+        autostart: start/poll servers; False leaves panels empty for injected states.
+        clock: monotonic clock for every time the app measures.
+        schedule: A/B schedule, 'alternate' (ABBA, never concurrent) or 'race'.
+        prefill: text put in the prompt box (the demo suggests a prompt).
+    """
+    return MtpWatchApp(config, autostart=autostart, clock=clock, schedule=schedule, prefill=prefill)
+
+
+def run_app(config: AppConfig, *, schedule: str = "alternate", prefill: str = "") -> int:
+    """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
+    from mtpwatch.core import process
+
+    app = make_app(config, schedule=schedule, prefill=prefill)
+
+    def install_handlers() -> None:
+        loop = asyncio.get_running_loop()
+
+        # core.process stops the servers first; then the app leaves cleanly (terminal restored).
+        def on_signal(signum: int) -> None:
+            loop.call_soon_threadsafe(app.exit, 128 + signum)
+
+        process.install_signal_handlers(on_signal)
+
+    app.call_later(install_handlers)
+    result = app.run()
+    process.stop_all()
+    return 0 if result is None else int(result)

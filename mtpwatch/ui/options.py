@@ -1,0 +1,114 @@
+"""Click options shared by `attach`, `ab` and `demo`, and their checks (one clear line on error).
+
+Imports only click and mtpwatch.config, so `mtpwatch --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from mtpwatch.config import DisplaySettings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def display_options(func: F) -> F:
+    """Add --chat, --max-tokens, --temperature, --interval, --gpu, --peak-gbps, --model-config."""
+    options = [
+        click.option(
+            "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1, 1_000_000),
+            default=256,
+            show_default=True,
+            help="max_tokens of prompts typed in the console.",
+        ),
+        click.option(
+            "--temperature",
+            type=click.FloatRange(0.0, 5.0),
+            default=0.0,
+            show_default=True,
+            help="Sampling temperature (0 makes MTP on/off outputs comparable).",
+        ),
+        click.option(
+            "--interval",
+            type=click.FloatRange(0.05, 60.0),
+            default=0.25,
+            show_default=True,
+            help="Seconds between /metrics scrapes.",
+        ),
+        click.option(
+            "--gpu", default=None, help="GPU of a remote server for the peak-bandwidth table, e.g. GB10."
+        ),
+        click.option(
+            "--peak-gbps",
+            type=click.FloatRange(1.0, 100_000.0),
+            default=None,
+            help="Override the GPU's peak memory bandwidth (GB/s).",
+        ),
+        click.option(
+            "--model-config",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="The served model's config.json, for the analytic bandwidth model.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def display_settings(
+    *,
+    chat: bool,
+    max_tokens: int,
+    temperature: float,
+    interval: float,
+    gpu: str | None,
+    peak_gbps: float | None,
+    model_config: str | None,
+) -> DisplaySettings:
+    """Check the display options (raising click.UsageError with one line) and build the settings."""
+    if gpu is not None:
+        from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+
+        try:
+            lookup_gpu(gpu)
+        except UnknownGpuError as exc:
+            raise click.UsageError(f"--gpu: {exc}") from None
+    if model_config is not None and not os.path.isfile(model_config):
+        raise click.UsageError(f"--model-config: no such file: {model_config}")
+    return DisplaySettings(
+        scrape_interval_s=interval,
+        chat=chat,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        gpu=gpu,
+        peak_gbps=peak_gbps,
+        model_config=model_config,
+    )
+
+
+def checked_url(url: str, param: str = "URL") -> str:
+    """Normalise a server URL or fail with one clear line before the TUI starts."""
+    from mtpwatch.core.client import normalize_url
+
+    try:
+        return normalize_url(url)
+    except ValueError as exc:
+        raise click.UsageError(f"{param}: {exc}") from None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -1,0 +1,85 @@
+# ruff: noqa: E501
+"""HelpScreen: every number on screen, its formula and its source."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP_TEXT = """\
+# mtpwatch — what every number means
+
+Numbers come from two places, and each is labelled with its source and window:
+
+* **server** — deltas of vLLM's Prometheus counters on `/metrics`, scraped every
+  `--interval` seconds (4 Hz by default). They count **every request** the engine ran in
+  the window ("engine-wide"), unless only the console's prompt ran ("this request":
+  `requests_running ≤ 1` at every scrape of the prompt's window).
+* **client** — timestamps of the streamed answer as it arrives at mtpwatch.
+
+Windows: **10 s**, **60 s** or **prompt** (since the last prompt started); `F3` cycles them.
+
+| number | formula | source |
+|---|---|---|
+| acceptance rate | Δ`spec_decode_num_accepted_tokens` / Δ`spec_decode_num_draft_tokens` | server |
+| mean acceptance length | 1 + Δ`accepted_tokens` / Δ`spec_decode_num_drafts` (includes the bonus token, 1 … k+1) | server |
+| per-position, marginal (bar) | Δ`accepted_tokens_per_pos{position=i}` / Δ`num_drafts` = P(first i+1 drafts accepted) | server |
+| per-position, conditional | Δ`per_pos[i]` / Δ`per_pos[i−1]` = P(position i accepted given i−1 was) | server |
+| server tok/s | Δ`generation_tokens_total` / Δt (all requests) | server |
+| TTFT | Δ`time_to_first_token_seconds` sum / count | server |
+| TPOT (per token) | Δ`request_time_per_output_token_seconds` sum / count (finished requests) | server |
+| ITL (per step) | Δ`inter_token_latency_seconds` sum / count — **per engine step, not per token** under speculation | server |
+| KV cache | `kv_cache_usage_perc`, now | server |
+| running / waiting | `num_requests_running` / `num_requests_waiting`, now | server |
+| client TTFT | first token time − request sent | client |
+| decode tok/s | (tokens − 1) / (t_last − t_first) | client |
+| speed-up B/A | decode tok/s of B / decode tok/s of A, last prompt and median | client |
+| effective GB/s | analytic bytes per verify step (weights + drafter + KV) × steps/s | analytic |
+| % of peak | effective GB/s / peak GB/s of the GPU (table, `--gpu`, `--peak-gbps`) | analytic |
+| ceiling tok/s | peak GB/s / bytes per step × tokens per step (1 baseline, mean acceptance length with spec) | analytic |
+
+A ≈ before a token count means the server sent no per-chunk usage, so tokens were
+counted from chunks. "speculation off" means the server exports no spec-decode counters.
+If every `vllm:` family is missing, the server runs with `--disable-log-stats`.
+Bandwidth needs the model's `config.json`: pass `--model-config PATH` (and `--gpu NAME`
+or `--peak-gbps X` when the server is remote).
+
+## A/B
+
+`alternate` (default) sends a prompt to A, then B, never both at once, in ABBA order
+across prompts. `race` sends both at once: contended — not a measurement. At temperature
+0 the lossless line says whether both outputs are identical, or where they first diverge.
+
+## Keys
+
+| key | action |
+|---|---|
+| Enter | send the prompt (to every server) |
+| ↑ / ↓ | prompt history |
+| Escape | cancel the running generation |
+| F1 / ? | this help |
+| F2 | pause the display (collection continues) |
+| F3 | cycle the acceptance window |
+| F4 | send a sample prompt |
+| F5 | clear the answers |
+| Ctrl+P | command palette |
+| Ctrl+Q | quit (stops servers mtpwatch started) |
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """Explains every number, its formula and its source."""
+
+    BINDINGS = [
+        Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="close-help"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(HELP_TEXT)
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

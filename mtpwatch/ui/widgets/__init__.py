@@ -1,0 +1,1 @@
+"""Widgets of the mtpwatch app, one public widget per module."""

@@ -1,0 +1,40 @@
+"""PromptInput: the console's one-line prompt with shell-like history on up/down."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.binding import Binding
+from textual.widgets import Input
+
+
+class PromptInput(Input):
+    """An `Input` that remembers submitted prompts; up/down walk the history."""
+
+    BINDINGS = [
+        Binding("up", "history(-1)", "Previous prompt", show=False, id="history-previous"),
+        Binding("down", "history(1)", "Next prompt", show=False, id="history-next"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.history: list[str] = []
+        """Submitted prompts, oldest first."""
+        self._cursor = 0
+        self._draft = ""
+
+    def remember(self, prompt: str) -> None:
+        """Add a submitted prompt to the history (consecutive duplicates once)."""
+        if prompt and (not self.history or self.history[-1] != prompt):
+            self.history.append(prompt)
+        self._cursor = len(self.history)
+        self._draft = ""
+
+    def action_history(self, step: int) -> None:
+        if not self.history:
+            return
+        if self._cursor == len(self.history):
+            self._draft = self.value
+        self._cursor = min(max(self._cursor + step, 0), len(self.history))
+        self.value = self._draft if self._cursor == len(self.history) else self.history[self._cursor]
+        self.cursor_position = len(self.value)

@@ -1,0 +1,165 @@
+"""ServerPanel: the live view of one server; owns its poll worker and, when asked, its server process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import ContentSwitcher, Log, Static
+
+from mtpwatch.ui.view import (
+    PromptSummary,
+    ServerView,
+    render_bandwidth,
+    render_bars,
+    render_header,
+    render_numbers,
+    render_summary,
+)
+from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
+from mtpwatch.ui.widgets.token_stream import TokenStream
+
+
+class ServerPanel(Vertical):
+    """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
+
+    Data comes from a `ServerFeed` (mtpwatch.ui.live) through one message type carrying a complete
+    `ServerView`; the panel never fetches anything itself. Tests and screenshots call `show(view)`.
+    """
+
+    @dataclass
+    class ViewUpdated(Message, bubble=False):
+        """A fresh `ServerView`; only the newest matters."""
+
+        view: ServerView
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, ServerPanel.ViewUpdated)
+
+    view: reactive[ServerView | None] = reactive(None, always_update=True)
+    """The newest view; `watch_view` pushes it into the children."""
+
+    def __init__(
+        self,
+        initial: ServerView,
+        *,
+        index: int,
+        starts_server: bool = False,
+        is_paused: Callable[[], bool] = lambda: False,
+    ) -> None:
+        super().__init__(id=f"panel-{index}", classes="server-panel")
+        self._initial = initial
+        self._starts_server = starts_server
+        self._is_paused = is_paused
+        self._summaries: list[str] = []
+        self._shown: dict[str, str] = {}
+        self.prompt_count = 0
+        """Prompts finished in this panel."""
+        self.last_summary: PromptSummary | None = None
+        """The newest prompt summary."""
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="panel-header")
+        with ContentSwitcher(initial="startup" if self._starts_server else "monitor", classes="switcher"):
+            with Vertical(id="startup", classes="startup"):
+                yield Static("starting…", classes="startup-phase")
+                yield Log(max_lines=5_000, classes="server-log")
+            with Horizontal(id="monitor", classes="body"):
+                with Vertical(classes="metrics"):
+                    yield Static(classes="numbers")
+                    yield Static(classes="bars")
+                    yield ThroughputChart(classes="chart")
+                    yield Static(classes="bandwidth")
+                with Vertical(classes="answer"):
+                    yield TokenStream(classes="stream")
+                    yield Static(
+                        "[dim]answers and a summary line per prompt appear here[/]", classes="summary"
+                    )
+
+    def on_mount(self) -> None:
+        self.border_title = self._initial.label
+        self.show(self._initial)
+
+    # -- data in -------------------------------------------------------------------------------
+
+    def show(self, view: ServerView) -> None:
+        """Draw `view` now (tests, screenshots; the feed goes through `ViewUpdated`)."""
+        self.view = view
+
+    def on_server_panel_view_updated(self, event: ViewUpdated) -> None:
+        if not self._is_paused():
+            self.view = event.view
+
+    def watch_view(self, view: ServerView | None) -> None:
+        if view is None or not self.is_mounted:
+            return
+        compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
+        self._set(".panel-header", render_header(view, compact=compact))
+        self._set(".numbers", render_numbers(view, compact=compact))
+        self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
+        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window))
+        chart = self.query_one(ThroughputChart)
+        chart.server_series = view.server_series
+        chart.client_series = view.client_series
+        for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
+            self.set_class(view.status == status, f"-{status}")
+
+    def _set(self, selector: str, markup: str) -> None:
+        """Update a Static only when its text changed; relayout only when its line count changed.
+
+        A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes at 4 Hz
+        must not trigger one when only the digits moved.
+        """
+        previous = self._shown.get(selector)
+        if previous == markup:
+            return
+        self._shown[selector] = markup
+        relayout = previous is None or previous.count("\n") != markup.count("\n")
+        self.query_one(selector, Static).update(Content.from_markup(markup), layout=relayout)
+
+    # -- startup -------------------------------------------------------------------------------
+
+    def show_startup(self, phase: str, lines: list[str]) -> None:
+        """Append server log lines and show the current phase."""
+        self.query_one(".startup-phase", Static).update(Content.from_markup(phase))
+        if lines:
+            self.query_one(".server-log", Log).write_lines(lines)
+
+    def show_monitor(self) -> None:
+        """Switch from the startup log to the monitor."""
+        self.query_one(ContentSwitcher).current = "monitor"
+
+    def show_startup_pane(self) -> None:
+        """Switch to the startup log (used when a launch fails, to show the last lines)."""
+        self.query_one(ContentSwitcher).current = "startup"
+
+    # -- answers -------------------------------------------------------------------------------
+
+    @property
+    def stream(self) -> TokenStream:
+        """The answer pane."""
+        return self.query_one(TokenStream)
+
+    def begin_answer(self, prompt: str) -> None:
+        """Start a new answer: a blank line, the prompt marker, then tokens."""
+        self.stream.start_block(f"▶ {prompt}")
+
+    def add_summary(self, summary: PromptSummary) -> None:
+        """Show the summary line of a finished prompt (the last three stay visible)."""
+        self.prompt_count += 1
+        self.last_summary = summary
+        self.stream.flush()
+        self._summaries.append(render_summary(self.prompt_count, summary))
+        self.query_one(".summary", Static).update(Content.from_markup("\n".join(self._summaries[-3:])))
+
+    async def settle(self) -> None:
+        """Flush the stream and redraw the chart now (tests and screenshots)."""
+        self.stream.flush()
+        self.query_one(ThroughputChart).replot()
+        await asyncio.sleep(0)
