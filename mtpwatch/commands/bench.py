@@ -12,9 +12,13 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import math
+import os
 import shlex
+import signal
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -110,6 +114,8 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
         "restart": "restart (one server at a time; sessions A, B, A; warm-up after each start)",
     }[cfg.schedule]
     lines.append(f"mtpwatch bench · schedule: {schedule} · temperature {cfg.temperature:g}")
+    if report.interrupted:
+        lines.append(f"PARTIAL REPORT: {report.interrupted}")
     if report.paired:
         lines.append(f"A = baseline (MTP off):   {report.labels.get('a', '')}")
         lines.append(f"B = treatment (MTP on):   {report.labels.get('b', '')}")
@@ -238,6 +244,8 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
         lines.append(f"  {be.verdict}" + (f" ({bench.CONTENDED})" if contended else ""))
 
     warnings: list[str] = []
+    for a, lines_ in report.problems.items():
+        warnings.extend(f"arm {a.upper()}: {line}" for line in lines_)
     for a in arms:
         noisy = overall.arms[a].noisy_prompts
         if noisy:
@@ -247,7 +255,7 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
                 f"{100 * CV_FLAG:.0f}% (CV up to {100 * worst:.1f}%, e.g. {noisy[0]}): noisy; "
                 "use more runs or a quieter machine"
             )
-    if report.paired and accs[1] is None:
+    if report.paired and accs[1] is None and overall.arms["b"].runs > 0:
         warnings.append(
             "arm B (treatment) shows no speculative-decoding counters on /metrics: MTP off, "
             "--disable-log-stats, another --model, or /metrics unreachable"
@@ -280,17 +288,106 @@ def write_csv(report: bench.BenchReport, path: Path) -> None:
 # --- the command ---------------------------------------------------------------------------------
 
 
+class Stopped(Exception):
+    """The bench was stopped by a signal; `str()` names it ('Ctrl-C', 'SIGTERM', 'SIGHUP')."""
+
+
 async def _run(
     runner: bench.BenchRunner, arms: Sequence[bench.HttpArm], progress: Progress, check: bool
 ) -> bench.BenchReport:
+    # SIGTERM/SIGHUP (a closed SSH session) cancel the run like Ctrl-C does, so the runs measured
+    # so far are still reported and written instead of vanishing with the process.
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    stopped_by: list[str] = []
+
+    def stop(name: str) -> None:
+        stopped_by.append(name)
+        if task is not None:
+            task.cancel()
+
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop, sig.name)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+            pass
     try:
         if check:
             for arm in arms:
                 await arm.check()
         return await runner.run(progress)
+    except asyncio.CancelledError:
+        if stopped_by:
+            raise Stopped(stopped_by[0]) from None
+        raise
     finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
         for arm in arms:
             await arm.aclose()
+
+
+def _check_writable(path: Path | None, option: str) -> None:
+    """Fail before an hour of benchmarking, not after it, when an output file cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory", param_hint=option)
+    parent = path.parent
+    if not parent.is_dir():
+        raise click.BadParameter(f"folder {parent} does not exist", param_hint=option)
+    existed = path.exists()
+    try:
+        # Really open it (permission bits say little to root, or on /proc): append mode keeps an
+        # existing file intact; a probe file we created is removed again.
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+def _write_outputs(
+    report: bench.BenchReport, json_path: Path | None, csv_path: Path | None, require_identical: bool
+) -> list[str]:
+    """Write --json/--csv; a file that cannot be written goes to the temp folder instead (nothing lost).
+
+    Returns one line per problem (empty when all went where asked).
+    """
+    problems: list[str] = []
+    document = json.dumps(
+        _json_safe(report.to_json(require_identical)), indent=2, ensure_ascii=False, allow_nan=False
+    )
+
+    def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
+        try:
+            writer(path)
+            click.echo(f"wrote {path}", err=True)
+        except OSError as exc:
+            fd, fallback = tempfile.mkstemp(prefix="mtpwatch-bench-", suffix=suffix)
+            os.close(fd)
+            writer(Path(fallback))
+            problems.append(f"cannot write {path} ({exc.strerror or exc}); wrote {fallback} instead")
+
+    if json_path is not None:
+        write(json_path, ".json", lambda p: p.write_text(document + "\n", encoding="utf-8"))
+    if csv_path is not None:
+        write(csv_path, ".csv", lambda p: write_csv(report, p))
+    return problems
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN or Infinity: any that slipped through becomes null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 @click.command(
@@ -358,7 +455,7 @@ async def _run(
 )
 @click.option(
     "--temperature",
-    type=float,
+    type=click.FloatRange(min=0.0),
     default=0.0,
     show_default=True,
     help="Sampling temperature (0 makes the lossless check meaningful).",
@@ -414,6 +511,10 @@ def command(
         raise click.UsageError("give one URL, or --ab URL_A URL_B")
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
+    if startup_timeout <= 0:
+        raise click.BadParameter("must be more than 0 seconds", param_hint="--startup-timeout")
+    _check_writable(json_path, "--json")
+    _check_writable(csv_path, "--csv")
     try:
         prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
     except workloads.WorkloadError as exc:
@@ -459,30 +560,50 @@ def command(
             assert url is not None
             arms = [bench.HttpArm(url, **common)]
         runner = bench.BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None)
-    except (ValueError, bench.BenchConfigError) as exc:
+    except bench.BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
+    except ValueError as exc:  # a bad URL: one line, like every other command
+        raise click.ClickException(str(exc)) from None
 
     show = sys.stderr.isatty() if progress is None else progress
     reporter = Progress(sys.stderr, show)
+    status = 0
     try:
         report = asyncio.run(_run(runner, arms, reporter, check=schedule != "restart"))
-    except KeyboardInterrupt:
-        raise
+    except (KeyboardInterrupt, Stopped) as exc:
+        name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        if show:
+            sys.stderr.write("\n")
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 143
+        done = len(runner.records)
+        if not done:
+            click.echo(
+                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report",
+                err=True,
+            )
+            sys.exit(status)
+        report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
     except Exception as exc:  # ServerError, StartupError: one line each
         if show:
             sys.stderr.write("\n")
-        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if runner.records:  # e.g. a restart-schedule server that failed to come back: keep what ran
+            report = runner.partial_report(message)
+            status = 1
+        else:
+            raise click.ClickException(message) from None
 
     workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
-    click.echo(format_report(report, workload_name, require_identical))
-    if json_path is not None:
-        json_path.write_text(
-            json.dumps(report.to_json(require_identical), indent=2, ensure_ascii=False) + "\n",
-            encoding="utf-8",
-        )
-        click.echo(f"wrote {json_path}", err=True)
-    if csv_path is not None:
-        write_csv(report, csv_path)
-        click.echo(f"wrote {csv_path}", err=True)
-    if report.gate_failures(require_identical):
+    problems = _write_outputs(report, json_path, csv_path, require_identical)
+    try:
+        click.echo(format_report(report, workload_name, require_identical))
+    except OSError:  # stdout gone (closed SSH session): the files above still hold the report
+        status = status or 1
+    for line in problems:
+        click.echo(f"Error: {line}", err=True)
+    if report.interrupted:
+        click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
+    if status:
+        sys.exit(status)
+    if problems or report.gate_failures(require_identical):
         sys.exit(1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ _SAMPLE_LINE = re.compile(
 
 
 def _is_url(source: str) -> bool:
-    return source.startswith(("http://", "https://")) or bool(_HOST_PORT.match(source))
+    # Anything with a scheme is meant as a URL: normalize_url then says what is wrong with ftp://x.
+    return "://" in source or bool(_HOST_PORT.match(source))
 
 
 def _fetch(source: str, api_key: str | None) -> str:
@@ -49,6 +51,9 @@ def _fetch(source: str, api_key: str | None) -> str:
 
 
 def _load(source: str, api_key: str | None) -> str:
+    if not source.strip():
+        # Path("") is the current directory: say what is missing instead.
+        raise click.ClickException("empty source: give a server URL (http://127.0.0.1:8000) or a saved page")
     path = Path(source)
     if path.exists():
         try:
@@ -80,6 +85,33 @@ def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
             )
         raise click.ClickException(f"{source} is not a Prometheus /metrics page")
     return snap
+
+
+def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, since: str) -> None:
+    """A counter that went down while `_created` stayed the same is not a restart: the pages are swapped."""
+    from mtpwatch.core.rates import is_restart
+
+    if (
+        before.created is not None
+        and before.created == after.created
+        and before.model == after.model
+        and is_restart(before, after)
+    ):
+        raise click.ClickException(
+            f"counters on {source} are lower than on {since} although the server did not restart "
+            "(same _created): --since must be the earlier page; swap the two"
+        )
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN or Infinity: any that slipped through becomes null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _count(x: Any) -> str:
@@ -193,10 +225,12 @@ def command(source: str, since: str | None, model: str | None, api_key: str | No
     if since is not None:
         # The same model on both pages, even when --model was left to its default.
         before = _parse(_load(since, api_key), since, after.model)
+    if before is not None and since is not None:
+        _check_order(before, after, source, since)
     report = snapshot_report(after, before)
     if as_json:
         report["source"] = source
         report["since"] = since
-        click.echo(json.dumps(report, indent=2))
+        click.echo(json.dumps(_json_safe(report), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))

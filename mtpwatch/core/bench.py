@@ -412,11 +412,22 @@ class BenchRunner:
         self.total = sum(len(s.units) for s in self.plan if isinstance(s, RunUnits))
         self._last: dict[ArmName, SpecCounters | None] = {}
         self._running: set[ArmName] = set()
+        self.records: list[RunRecord] = []
+        """Every finished unit so far, in order (what `partial_report` summarises after an interrupt)."""
+        self.problems: dict[ArmName, list[str]] = {}
+        """Per arm, one line per kind of trouble seen (/metrics unreadable, server restarted)."""
+
+    def _problem(self, arm: ArmName, message: str) -> None:
+        seen = self.problems.setdefault(arm, [])
+        if message not in seen:
+            seen.append(message)
 
     async def _scrape(self, arm: ArmName) -> SpecCounters | None:
         try:
             return await self.arms[arm].counters()
-        except Exception:  # a scrape failure must not lose the run; acceptance is then unknown
+        except Exception as exc:  # a scrape failure must not lose the run; acceptance is then unknown
+            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self._problem(arm, f"/metrics could not be read, acceptance is incomplete ({text})")
             return None
 
     async def _execute(self, unit: Unit) -> RunRecord:
@@ -441,11 +452,18 @@ class BenchRunner:
         wall = time.monotonic() - t0
         after = await self._scrape(unit.arm)
         self._last[unit.arm] = after
+        if before is not None and after is not None and not _same_session(before, after):
+            self._problem(
+                unit.arm,
+                "the server restarted during the bench (its counters reset); "
+                "runs across the restart have no acceptance numbers",
+            )
         return _record(unit, prompt, results, wall, before, after)
 
     async def events(self) -> AsyncIterator[BenchEvent]:
         """Run the plan, yielding progress events; the last event is `BenchFinished`."""
-        records: list[RunRecord] = []
+        records = self.records
+        records.clear()
         by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
         ratios: dict[Point, list[float]] = {}
         done = 0
@@ -501,8 +519,20 @@ class BenchRunner:
                 if isinstance(managed, ManagedArm):
                     await managed.stop()
             self._running.clear()
-        yield BenchFinished(
-            build_report(self.config, records, paired=len(self.arms) == 2, labels=self._labels())
+        yield BenchFinished(self.partial_report())
+
+    def partial_report(self, interrupted: str | None = None) -> BenchReport:
+        """The report of the runs finished so far (after Ctrl-C or a failure, a partial one).
+
+        `interrupted` says why the bench stopped early; it is shown and written to the JSON.
+        """
+        return build_report(
+            self.config,
+            self.records,
+            paired=len(self.arms) == 2,
+            labels=self._labels(),
+            problems={k: tuple(v) for k, v in self.problems.items()},
+            interrupted=interrupted,
         )
 
     def _labels(self) -> dict[str, str]:
@@ -936,6 +966,10 @@ class BenchReport:
     """Per concurrency, when the sweep had lengths."""
     break_even_points: dict[int, list[tuple[int, float]]]
     records: list[RunRecord]
+    problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per arm, trouble that makes numbers incomplete (/metrics unreadable, server restarted)."""
+    interrupted: str | None = None
+    """Why the bench stopped before its plan was done (Ctrl-C, SIGTERM); None when it ran to the end."""
 
     @property
     def contended(self) -> bool:
@@ -1032,6 +1066,8 @@ class BenchReport:
             },
             "points": [pt.to_json() for pt in self.points],
             "failed_requests": self.failed,
+            "interrupted": self.interrupted,
+            "problems": {k: list(v) for k, v in self.problems.items()},
             "gates": self.gate_failures(require_identical),
             "runs": [r.row() for r in self.records],
         }
@@ -1043,6 +1079,8 @@ def build_report(
     *,
     paired: bool,
     labels: Mapping[str, str] | None = None,
+    problems: Mapping[str, tuple[str, ...]] | None = None,
+    interrupted: str | None = None,
 ) -> BenchReport:
     """Turn run records into a report (also usable on records loaded from elsewhere)."""
     points: list[PointReport] = []
@@ -1077,6 +1115,8 @@ def build_report(
         break_even=be,
         break_even_points=be_points,
         records=list(records),
+        problems=dict(problems or {}),
+        interrupted=interrupted,
     )
 
 

@@ -168,6 +168,10 @@ def normalize_url(url: str) -> str:
     candidate = raw if "://" in raw else "http://" + raw
     try:
         parts = urlsplit(candidate)
+    except ValueError:
+        # urlsplit only fails on an unbalanced '[' or ']' (an IPv6 literal).
+        raise ValueError(f"bad server URL {url!r}: unbalanced [ ] around an IPv6 address") from None
+    try:
         port = parts.port
     except ValueError:
         raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535") from None
@@ -441,9 +445,11 @@ class VllmClient:
                 isinstance(c, ConnectionRefusedError) or getattr(c, "errno", None) == errno.ECONNREFUSED
                 for c in causes
             ):
-                return ServerUnreachable(
-                    f"cannot connect to {base}: connection refused — is the server running?", url=url
-                )
+                hint = "is the server running?"
+                if httpx.URL(base).port is None:
+                    # 'localhost' alone means port 80 (443); vLLM listens on 8000 unless told otherwise.
+                    hint = "no port was given, so the default port was used; vLLM listens on 8000 (host:8000)"
+                return ServerUnreachable(f"cannot connect to {base}: connection refused — {hint}", url=url)
             return ServerUnreachable(f"cannot connect to {base}: {_describe_transport(exc)}", url=url)
         return ServerError(f"request to {url} failed: {_describe_transport(exc)}", url=url)
 

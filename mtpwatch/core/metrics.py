@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from mtpwatch.core.promparse import Sample, parse_samples
+from mtpwatch.core.promparse import MetricsFormatError, Sample, parse_samples
 
 __all__ = [
     "SNAPSHOT_PREFIXES",
@@ -237,6 +237,25 @@ def _choose_model(samples: Iterable[Sample], model: str | None) -> tuple[str | N
     return (names[0] if names else None), names
 
 
+def _finite_or_none(x: float | None) -> float | None:
+    # A gauge may be NaN (Prometheus allows it); the UI and JSON show "unknown" instead.
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _series_text(s: Sample) -> str:
+    labels = ",".join(f'{k}="{v}"' for k, v in s.labels)
+    return f"{s.name}{{{labels}}}" if labels else s.name
+
+
+def _check_finite(s: Sample) -> None:
+    # Counters and histogram parts only ever grow from 0: NaN or ±Inf would poison every delta and
+    # ratio (and JSON cannot carry them), so such a page is malformed for mtpwatch's purposes.
+    if not math.isfinite(s.value) or s.value < 0:
+        raise MetricsFormatError(
+            f"{_series_text(s)} has the value {s.value}; a counter must be a finite number ≥ 0"
+        )
+
+
 def snapshot_from_samples(
     samples: list[Sample], model: str | None = None, schema: Schema | None = None
 ) -> MetricsSnapshot:
@@ -244,6 +263,7 @@ def snapshot_from_samples(
 
     Raises:
         UnknownModelError: `model` is given but no series carries that `model_name`.
+        MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
     """
     if schema is None:
         schema = "none"
@@ -272,11 +292,18 @@ def snapshot_from_samples(
     cache_config: dict[str, str] = {}
     created_by: dict[str, float] = {}
     spec_seen = False
+    # A series that appears twice would be summed twice (doubled drafts, wrong mean acceptance
+    # length); the exposition format forbids it, so say so instead of showing wrong numbers.
+    seen_series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
     for s in samples:
         name = s.name
         if not name.startswith(prefix):
             continue
+        series = (name, s.labels)
+        if series in seen_series:
+            raise MetricsFormatError(f"duplicate series {_series_text(s)}: the page repeats it")
+        seen_series.add(series)
         labels = dict(s.labels)
         model_label = labels.get("model_name")
         if model_label is not None and model_label != chosen:
@@ -288,6 +315,7 @@ def snapshot_from_samples(
         value = s.value
         key = counter_map.get(short)
         if key is not None:
+            _check_finite(s)
             sums[key] = sums.get(key, 0.0) + value
             if key == "drafts":
                 spec_seen = True
@@ -301,6 +329,7 @@ def snapshot_from_samples(
                 pos = int(labels.get("position", ""))
             except ValueError:
                 continue
+            _check_finite(s)
             per_pos[pos] = per_pos.get(pos, 0.0) + value
             continue
         if short in _CREATED:
@@ -309,6 +338,7 @@ def snapshot_from_samples(
             created_by[short] = value if seen is None else min(seen, value)
             continue
         if short == "request_success_total":
+            _check_finite(s)
             reason = labels.get("finished_reason", "")
             success[reason] = success.get(reason, 0.0) + value
             continue
@@ -320,6 +350,8 @@ def snapshot_from_samples(
         hist_key = _HISTOGRAMS.get(base)
         if hist_key is None:
             continue
+        if part in ("count", "sum", "bucket"):
+            _check_finite(s)
         acc = hists.get(hist_key)
         if acc is None:
             acc = hists[hist_key] = _HistAcc()
@@ -339,12 +371,11 @@ def snapshot_from_samples(
     accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
     # llama.cpp exports the spec counters whether or not a draft model is loaded.
     speculative = (bool(per_pos) or sums.get("draft_tokens", 0.0) > 0) if schema == "llamacpp" else spec_seen
-    kv = gauges.get("kv_cache_usage")
-    running = gauges.get("requests_running")
+    kv = _finite_or_none(gauges.get("kv_cache_usage"))
+    running = _finite_or_none(gauges.get("requests_running"))
+    waiting = _finite_or_none(gauges.get("requests_waiting"))
     if kv is not None and len(engines) > 1:
         kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
-    if kv is not None and math.isnan(kv):
-        kv = None
     return MetricsSnapshot(
         schema=schema,
         model=chosen,
@@ -364,7 +395,7 @@ def snapshot_from_samples(
         tpot=hists["tpot"].freeze() if "tpot" in hists else None,
         e2e=hists["e2e"].freeze() if "e2e" in hists else None,
         requests_running=running,
-        requests_waiting=gauges.get("requests_waiting"),
+        requests_waiting=waiting,
         kv_cache_usage=kv,
         request_success=MappingProxyType(success),
         created=created,
@@ -377,7 +408,8 @@ def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:
     """Parse a `/metrics` page into a snapshot for `model` (default: the first `model_name` on the page).
 
     Raises:
-        MetricsFormatError: a line of a family mtpwatch reads is malformed.
+        MetricsFormatError: a line of a family mtpwatch reads is malformed, a series appears twice,
+            or a counter is negative, NaN or infinite.
         UnknownModelError: `model` is not on the page (the message lists the models that are).
     """
     schema = detect_schema(text)

@@ -104,6 +104,12 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if p.suffix == "" and p.parent == Path("."):
+            # A bare word is far more likely a mistyped set name than a missing file.
+            raise WorkloadError(
+                f"no built-in prompt set or file called {str(path)!r}; "
+                f"built-in sets: {', '.join(BUILTIN_SETS)} (or give a .jsonl file)"
+            ) from None
         raise WorkloadError(f"prompt file not found: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(f"cannot read prompt file {p}: {exc}") from None
