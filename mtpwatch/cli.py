@@ -17,15 +17,15 @@ from mtpwatch import __version__
 
 #: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("mtpwatch.commands.demo", "Start two simulated servers (MTP on/off) and watch them. No GPU needed."),
+    "demo": ("mtpwatch.commands.demo", "Two simulated servers (MTP on/off), watched side by side. No GPU."),
     "attach": ("mtpwatch.commands.attach", "Watch a running vLLM server and send it prompts."),
     "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
-    "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (e.g. MTP on vs off) with one prompt console."),
-    "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check, JSON/CSV."),
-    "snapshot": ("mtpwatch.commands.snapshot", "Print speculative-decoding numbers once (from a URL or a saved page)."),
-    "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, without a server."),
+    "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (MTP on vs off), one prompt console."),
+    "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check."),
+    "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
+    "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
     "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
-    "screenshots": ("mtpwatch.commands.screenshots", "Write SVG screenshots of the main views into screenshots/."),
+    "screenshots": ("mtpwatch.commands.screenshots", "Write SVG screenshots of the main views."),
 }
 
 

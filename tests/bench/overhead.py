@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from overhead_app import measure_cpu_percent, measure_first_frame_s  # noqa: E402
-from overhead_parse import measure_parse  # noqa: E402
+from overhead_app import measure_cpu_percent, measure_first_frame_s
+from overhead_parse import measure_parse
 
 
 def main() -> None:
