@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from mtpwatch.core.metrics import Histogram, MetricsSnapshot
@@ -341,6 +341,12 @@ class Collector:
                 self._restarts += 1
                 self._last_restart_at = now
                 self._history.clear()
+                # The new counters started from zero somewhere between the last scrape and this one:
+                # a zero baseline at the last scrape keeps the tokens counted before this scrape
+                # (ratios stay exact; a rate over the gap is at worst an underestimate).
+                self._history.append((t_prev, _zeroed(snapshot)))
+                if now > t_prev:
+                    self._series.append((now, now - t_prev, _pos(snapshot.generation_tokens)))
             elif now > t_prev:
                 gen = _pos(snapshot.generation_tokens - prev.generation_tokens)
                 self._series.append((now, now - t_prev, gen))
@@ -433,6 +439,30 @@ class Collector:
         if self._last_restart_at is not None and self._last_restart_at > t_start:
             return Attribution("engine-wide", self.max_running_since(t_start), 0)
         return Attribution.from_running(self.running_between(t_start, t_end))
+
+
+def _zero_hist(h: Histogram | None) -> Histogram | None:
+    return None if h is None else Histogram(0.0, 0.0, tuple((le, 0.0) for le, _ in h.buckets))
+
+
+def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
+    """`snap` with every counter and histogram at zero: the state of a freshly restarted server."""
+    return replace(
+        snap,
+        drafts=0.0,
+        draft_tokens=0.0,
+        accepted=0.0,
+        accepted_per_pos=tuple(0.0 for _ in snap.accepted_per_pos),
+        generation_tokens=0.0,
+        prompt_tokens=0.0,
+        iteration_tokens=_zero_hist(snap.iteration_tokens),
+        ttft=_zero_hist(snap.ttft),
+        itl=_zero_hist(snap.itl),
+        tpot=_zero_hist(snap.tpot),
+        e2e=_zero_hist(snap.e2e),
+        request_success={reason: 0.0 for reason in snap.request_success},
+        estimated_read_bytes=None if snap.estimated_read_bytes is None else 0.0,
+    )
 
 
 def _replace_restarted(rates: Rates) -> Rates:

@@ -239,21 +239,32 @@ def test_restart_starts_new_baseline() -> None:
     assert not c.add(snap(generation_tokens=600.0, created=1.0), 1.0)
     assert c.add(snap(generation_tokens=5.0, created=1.0), 2.0)  # counter went down
     assert c.restarts == 1 and c.last_restart_at == 2.0
-    assert c.window(10.0, 2.0) is None  # one scrape since the restart
+    # The restarted server counted from zero after the last scrape: those 5 tokens are kept.
+    w = c.window(10.0, 2.0)
+    assert w is not None and w.generation_tokens == 5.0 and w.dt_s == 1.0
     assert not c.add(snap(generation_tokens=55.0, created=1.0), 3.0)
     w = c.window(10.0, 3.0)
-    assert w is not None and w.generation_tokens == 50.0 and w.dt_s == 1.0 and not w.restarted
+    assert w is not None and w.generation_tokens == 55.0 and w.dt_s == 2.0 and not w.restarted
     assert c.add(snap(generation_tokens=60.0, created=2.0), 4.0)  # _created changed
     assert c.restarts == 2
-    since = c.since(0.5, 5.0)
-    assert since is None  # one scrape since the second restart
     c.add(snap(generation_tokens=70.0, created=2.0), 5.0)
     since = c.since(0.5, 5.0)
-    assert since is not None and since.restarted and since.generation_tokens == 10.0
-    # No interval across a restart in the series; never negative.
+    # The prompt began before the restart: only counts since the restart, and it says so.
+    assert since is not None and since.restarted and since.generation_tokens == 70.0
+    # The series never spans a restart with a negative value; never negative.
     pts = c.tok_s_series()
-    assert [t for t, _ in pts] == [1.0, 3.0, 5.0]
+    assert [t for t, _ in pts] == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert all(v >= 0 for _, v in pts)
+    assert dict(pts)[2.0] == 5.0 and dict(pts)[4.0] == 60.0
+
+
+def test_restart_keeps_acceptance_counted_before_the_first_new_scrape() -> None:
+    c = Collector()
+    c.add(snap(drafts=100.0, draft_tokens=400.0, accepted=300.0, created=1.0), 0.0)
+    c.add(snap(drafts=10.0, draft_tokens=40.0, accepted=20.0, created=2.0), 1.0)
+    w = c.window(10.0, 1.0)
+    assert w is not None and w.acceptance_rate == pytest.approx(0.5)
+    assert w.mean_acceptance_length == pytest.approx(3.0)
 
 
 def test_time_must_not_go_backwards() -> None:
