@@ -44,6 +44,9 @@ def _is_loopback(host: str) -> bool:
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
 @click.option("--max-num-seqs", default=None, type=click.IntRange(1), help="Batch limit (default: preset's).")
 @click.option("--mfu-metrics", is_flag=True, help="Increment vllm:estimated_read_bytes_per_gpu_total.")
+@click.option("--per-request-spec-decode-metrics", "per_request", type=click.Choice(["none", "summary"]),
+              default="none", show_default=True,
+              help="As vLLM >= 0.27: per-request acceptance on the final usage chunk.")
 @click.option("--fault-cut-stream", type=click.IntRange(0), default=None, metavar="N",
               help="Drop each stream's connection after N tokens.")
 @click.option("--fault-metrics-500", is_flag=True, help="Answer /metrics with HTTP 500.")
@@ -57,7 +60,8 @@ def _is_loopback(host: str) -> bool:
 def command(preset: str, host: str, port: int, no_spec: bool, k: int | None, acceptance: float,
             served_model_name: str | None, seed: int, speed: float, startup_delay: float,
             log_interval: float, api_key: str | None, max_num_seqs: int | None, mfu_metrics: bool,
-            fault_cut_stream: int | None, fault_metrics_500: bool, fault_metrics_delay: float,
+            per_request: str, fault_cut_stream: int | None, fault_metrics_500: bool,
+            fault_metrics_delay: float,
             fault_exit_after: float | None, fault_restart_after: float | None,
             list_presets: bool) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
@@ -79,6 +83,7 @@ def command(preset: str, host: str, port: int, no_spec: bool, k: int | None, acc
         preset=preset, host=host, port=port, spec=not no_spec, k=k, acceptance_scale=acceptance,
         served_model_name=served_model_name, seed=seed, speed=speed, startup_delay_s=startup_delay,
         log_interval_s=log_interval, api_key=api_key, max_num_seqs=max_num_seqs, mfu_metrics=mfu_metrics,
+        per_request_spec_metrics=per_request == "summary",
         exit_mode="process", exit_after_s=fault_exit_after, restart_after_s=fault_restart_after,
         faults=Faults(cut_stream_after=fault_cut_stream, metrics_status=500 if fault_metrics_500 else None,
                       metrics_delay_s=fault_metrics_delay),

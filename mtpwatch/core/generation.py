@@ -31,6 +31,7 @@ __all__ = [
     "GenerationRequest",
     "GenerationResult",
     "GenerationStats",
+    "RequestSpecMetrics",
     "StreamEvent",
     "estimate_tokens",
     "openai_error_message",
@@ -140,6 +141,62 @@ class GenerationRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestSpecMetrics:
+    """vLLM's per-request speculative-decoding numbers (`metrics.speculative_decoding`, vLLM ≥ 0.27).
+
+    Sent on the final usage chunk when the server runs with `--per-request-spec-decode-metrics`.
+    They cover exactly this request, whatever else the server is doing, so they beat counter deltas
+    for attribution. Rates are recomputed from the counts with vLLM's formulas.
+    """
+
+    num_spec_steps: int
+    """Verify steps of this request that had drafts (vLLM's "drafts")."""
+    num_draft_tokens: int
+    num_accepted_draft_tokens: int
+    num_spec_tokens: int | None
+    """k, when the server says."""
+    acceptance_histogram: tuple[int, ...]
+    """Index j = verify steps that accepted exactly j drafts (length k+1; excludes the bonus token)."""
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """accepted / drafted."""
+        return self.num_accepted_draft_tokens / self.num_draft_tokens if self.num_draft_tokens else None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """1 + accepted / steps (includes the bonus token)."""
+        return 1.0 + self.num_accepted_draft_tokens / self.num_spec_steps if self.num_spec_steps else None
+
+    @property
+    def per_position(self) -> tuple[float, ...]:
+        """Marginal acceptance per position: steps that accepted more than i drafts / steps."""
+        steps = self.num_spec_steps
+        hist = self.acceptance_histogram
+        if not steps or len(hist) < 2:
+            return ()
+        return tuple(sum(hist[i + 1 :]) / steps for i in range(len(hist) - 1))
+
+    @classmethod
+    def from_json(cls, obj: object) -> RequestSpecMetrics | None:
+        """Read `metrics.speculative_decoding`; None when absent or not of the documented shape."""
+        if not isinstance(obj, dict):
+            return None
+        try:
+            hist = tuple(int(v) for v in obj.get("acceptance_histogram") or ())
+            k = obj.get("num_spec_tokens")
+            return cls(
+                num_spec_steps=int(obj["num_spec_steps"]),
+                num_draft_tokens=int(obj["num_draft_tokens"]),
+                num_accepted_draft_tokens=int(obj["num_accepted_draft_tokens"]),
+                num_spec_tokens=int(k) if k is not None else None,
+                acceptance_histogram=hist,
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+@dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One decoded SSE chunk of a generation (one per chunk, not per token)."""
 
@@ -165,6 +222,8 @@ class StreamEvent:
     """True when `completion_tokens` is exact (continuous usage, token ids, or the final usage)."""
     prompt_tokens: int | None = None
     """Prompt tokens, when this chunk carried usage."""
+    spec_metrics: RequestSpecMetrics | None = None
+    """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
 
 
 class ChunkDecoder:
@@ -220,7 +279,15 @@ class ChunkDecoder:
             # The final usage chunk: the exact total, whatever the chunks said.
             self.count = ct
             self.exact = True
-            return StreamEvent(t, "", 0, ct, output=False, prompt_tokens=self.prompt_tokens)
+            metrics = obj.get("metrics")
+            spec = (
+                RequestSpecMetrics.from_json(metrics.get("speculative_decoding"))
+                if isinstance(metrics, dict)
+                else None
+            )
+            return StreamEvent(
+                t, "", 0, ct, output=False, prompt_tokens=self.prompt_tokens, spec_metrics=spec
+            )
         choice = choices[0]
         if choice.get("index", 0) != 0:
             return None  # n > 1 is not used; only the first choice is followed
@@ -320,6 +387,8 @@ class GenerationResult:
     """Client clock of the last output chunk."""
     t_end: float | None = None
     """Client clock when the result was made."""
+    spec_metrics: RequestSpecMetrics | None = None
+    """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
 
     @property
     def ok(self) -> bool:
@@ -348,6 +417,7 @@ class GenerationStats:
         "fallback",
         "finish_reason",
         "prompt_tokens",
+        "spec_metrics",
         "t_first",
         "t_last",
         "t_start",
@@ -369,6 +439,7 @@ class GenerationStats:
         self.approximate = False
         self.finish_reason: str | None = None
         self.fallback: str | None = None
+        self.spec_metrics: RequestSpecMetrics | None = None
 
     def start(self, t: float | None = None) -> None:
         """Mark the request as sent (the client calls this; again if it retries without an extension)."""
@@ -402,6 +473,8 @@ class GenerationStats:
             self.prompt_tokens = event.prompt_tokens
         if event.finish_reason is not None:
             self.finish_reason = event.finish_reason
+        if event.spec_metrics is not None:
+            self.spec_metrics = event.spec_metrics
 
     @property
     def text(self) -> str:
@@ -448,4 +521,5 @@ class GenerationStats:
             t_first=t_first,
             t_last=t_last,
             t_end=t_end,
+            spec_metrics=self.spec_metrics,
         )

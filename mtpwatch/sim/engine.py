@@ -48,6 +48,12 @@ class SimRequest:
     generated: int = 0
     finish_reason: str | None = None
     outputs: asyncio.Queue[Output] = field(default_factory=asyncio.Queue)
+    spec_steps: int = 0
+    """Verify steps with drafts (vLLM's per-request `num_spec_steps`)."""
+    spec_draft_tokens: int = 0
+    spec_accepted: int = 0
+    spec_histogram: list[int] = field(default_factory=list)
+    """Index j = verify steps that accepted exactly j drafts."""
 
     def __post_init__(self) -> None:
         self._tokens = self.source.tokens()
@@ -201,6 +207,12 @@ class Engine:
                 iv.accepted += accepted
                 for i in range(accepted):
                     iv.per_pos[i] += 1
+                req.spec_steps += 1
+                req.spec_draft_tokens += physics.k
+                req.spec_accepted += accepted
+                if not req.spec_histogram:
+                    req.spec_histogram = [0] * (physics.k + 1)
+                req.spec_histogram[accepted] += 1
                 want = accepted + 1
             tokens, reason = req.take(want)
             generation_tokens += len(tokens)

@@ -75,6 +75,9 @@ class SimOptions:
     max_num_seqs: int | None = None
     mfu_metrics: bool = False
     """Increment vllm:estimated_read_bytes_per_gpu_total (vLLM's --enable-mfu-metrics)."""
+    per_request_spec_metrics: bool = False
+    """Send `metrics.speculative_decoding` on the final usage chunk (vLLM's
+    `--per-request-spec-decode-metrics summary`, vLLM ≥ 0.27)."""
     exit_mode: Literal["process", "server"] = "server"
     """What the exit fault does: end the process (CLI) or just close the server (tests)."""
     exit_after_s: float | None = None
@@ -605,6 +608,9 @@ class SimServer:
             if include_usage:
                 final: dict[str, Any] = {**head, "choices": [], "usage": self._usage(req, sent),
                          "system_fingerprint": self.fingerprint}
+                if self.options.per_request_spec_metrics and self.engine.physics.spec:
+                    spec = _request_spec_metrics(req, self.engine.physics.k)
+                    final["metrics"] = {"speculative_decoding": spec}
                 await resp.write(f"data: {_dumps(final)}\n\n".encode())
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
@@ -768,3 +774,17 @@ def default_log_stream() -> TextIO:
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     return sys.stdout
+
+
+def _request_spec_metrics(req: SimRequest, k: int) -> dict[str, Any]:
+    """vLLM's `RequestSpecDecodeMetrics.to_dict()` (summary level) for one finished request."""
+    steps, drafted, accepted = req.spec_steps, req.spec_draft_tokens, req.spec_accepted
+    return {
+        "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
+        "draft_acceptance_rate": accepted / drafted if drafted else 0.0,
+        "acceptance_histogram": list(req.spec_histogram) or [0] * (k + 1),
+        "num_spec_steps": steps,
+        "num_accepted_draft_tokens": accepted,
+        "num_draft_tokens": drafted,
+        "num_spec_tokens": k,
+    }

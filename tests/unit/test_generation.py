@@ -357,3 +357,49 @@ async def test_stream_raises_stream_error_type() -> None:
         with pytest.raises(StreamError, match="peer closed connection"):
             async for _ in client.stream(GenerationRequest("p")):
                 pass
+
+
+def test_per_request_spec_metrics_from_final_usage_chunk() -> None:
+    """vLLM ≥ 0.27 with --per-request-spec-decode-metrics: the example values of PR #48915."""
+    import json
+
+    from mtpwatch.core.generation import ChunkDecoder, GenerationStats
+
+    final = {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "choices": [],
+        "usage": {"prompt_tokens": 5, "total_tokens": 58, "completion_tokens": 53},
+        "metrics": {
+            "speculative_decoding": {
+                "mean_acceptance_length": 1.2325581395348837,
+                "draft_acceptance_rate": 0.07751937984496124,
+                "acceptance_histogram": [39, 1, 0, 3],
+                "num_spec_steps": 43,
+                "num_accepted_draft_tokens": 10,
+                "num_draft_tokens": 129,
+                "num_spec_tokens": 3,
+            }
+        },
+    }
+    decoder, stats = ChunkDecoder(), GenerationStats(clock=lambda: 1.0)
+    stats.start(0.0)
+    event = decoder.decode(json.dumps(final), 1.0)
+    assert event is not None and event.spec_metrics is not None
+    stats.add(event)
+    spec = stats.finish().spec_metrics
+    assert spec is not None
+    assert spec.acceptance_rate == pytest.approx(0.07751937984496124)
+    assert spec.mean_acceptance_length == pytest.approx(1.2325581395348837)
+    # marginal per position from the histogram: steps that accepted > i drafts / steps
+    assert spec.per_position == pytest.approx((4 / 43, 3 / 43, 3 / 43))
+    # vLLM's identity: Σ marginal × steps = accepted
+    assert sum(spec.per_position) * spec.num_spec_steps == pytest.approx(spec.num_accepted_draft_tokens)
+
+
+def test_per_request_spec_metrics_absent_or_malformed_is_none() -> None:
+    from mtpwatch.core.generation import RequestSpecMetrics
+
+    assert RequestSpecMetrics.from_json(None) is None
+    assert RequestSpecMetrics.from_json({"num_spec_steps": "x"}) is None
+    assert RequestSpecMetrics.from_json({"num_spec_steps": 1}) is None
