@@ -1,53 +1,215 @@
-"""`mtpwatch screenshots [DIR]`: SVGs of the main views from fixed sample states (deterministic)."""
+"""`mtpwatch screenshots [DIR]`: SVGs of the main views, filmed from the simulator.
+
+Two simulators (MTP off / on, in-process threads on loopback) serve the app exactly as in
+`mtpwatch demo`; a sample prompt runs at temperature 0, the app waits for the answers and the
+next scrapes, then each view is exported. The start-up view launches a simulator subprocess
+through the same launcher `mtpwatch demo` uses. Numbers are therefore real simulator output
+(they vary slightly from run to run); the snapshot tests use fixed sample states instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
-#: (file stem, config mode, sample kind, terminal size, keys pressed after loading)
-VIEWS: list[tuple[str, str, str, tuple[int, int], tuple[str, ...]]] = [
-    ("monitor", "single", "single", (200, 50), ()),
-    ("ab", "ab", "ab", (200, 50), ()),
-    ("compact", "ab", "ab", (80, 24), ()),
-    ("compact-single", "single", "single", (80, 24), ()),
-    ("help", "single", "single", (120, 40), ("f1",)),
-    ("start", "start", "start", (120, 32), ()),
-    ("disconnected", "single", "down", (120, 32), ()),
-]
+VIEWS: dict[str, str] = {
+    "monitor": "one MTP server, 200×50, after a prompt ('this prompt' window)",
+    "ab": "MTP off / on side by side, 200×50, after the same prompt on both",
+    "compact": "the A/B view at 80×24",
+    "compact-single": "the single view at 80×24",
+    "help": "the help screen, 120×40",
+    "start": "a server starting: log and phase, 120×32",
+    "disconnected": "the single view after its server went away, 120×32",
+}
+"""File stem → what the screenshot shows."""
+
+LIMIT_S = 120.0
+"""Longest wait for any one step (a generation at speed 1 takes ~15 s)."""
 
 
-async def write_screenshots(out: Path) -> list[Path]:
-    """Render each view into `out/<name>.svg`; returns the paths written."""
+class ScreenshotError(click.ClickException):
+    """A step did not happen in time (one line, no traceback)."""
+
+
+async def _wait(pilot: Any, predicate: Callable[[], bool], what: str, limit_s: float = LIMIT_S) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not predicate():
+        if loop.time() > deadline:
+            raise ScreenshotError(f"screenshots: timed out after {limit_s:.0f} s waiting for {what}")
+        await pilot.pause(0.1)
+
+
+def _save(app: Any, path: Path) -> Path:
+    # xml:space="preserve": renderers that honour SVG whitespace rules (rsvg, Inkscape) would
+    # otherwise drop the leading space of a text run ("62 %mean length").
+    svg = app.export_screenshot(title="mtpwatch").replace("<svg ", '<svg xml:space="preserve" ', 1)
+    path.write_text(svg, encoding="utf-8")
+    return path
+
+
+def _stop_quietly(sim: Any) -> None:
+    """Stop a SimThread; a second stop (already closed loop) is a no-op."""
+    with contextlib.suppress(RuntimeError):
+        sim.__exit__(None, None, None)
+
+
+async def _prepare(pilot: Any) -> None:
     from textual.widgets import Input
 
-    from mtpwatch.ui import samples
-    from mtpwatch.ui.app import make_app
+    for widget in pilot.app.screen.query(Input):
+        widget.cursor_blink = False
+    await pilot.pause()
 
+
+async def _prompt_and_settle(pilot: Any) -> None:
+    """Select the 'this prompt' window, send the sample prompt, wait for answers and fresh scrapes."""
+    from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
+
+    app = pilot.app
+    screen = app.monitor
+    panels = screen.panels
+    await _wait(
+        pilot,
+        lambda: all(
+            p.view is not None and p.view.status == "up" and p.view.bandwidth.peak_gbps for p in panels
+        ),
+        "the simulators to answer",
+    )
+    while screen.window != "prompt":
+        await pilot.press("f3")
+    screen.send(SAMPLE_PROMPT)
+    await _wait(pilot, lambda: not screen.generating and all(p.prompt_count for p in panels), "the answers")
+    feeds = screen.feeds
+    polls = [feed.collector.latest for feed in feeds]
+    await _wait(
+        pilot,
+        lambda: all(f.collector.latest is not s for f, s in zip(feeds, polls, strict=True)),
+        "the next scrapes",
+    )
+    await pilot.pause(1.2)  # panels draw feed views at 2 Hz
+    for panel in panels:
+        await panel.settle()
+    await pilot.pause(0.3)
+
+
+async def write_screenshots(
+    out: Path,
+    *,
+    preset: str | None = None,
+    speed: float = 1.0,
+    max_tokens: int = 160,
+    startup_delay: float = 6.0,
+) -> list[Path]:
+    """Film the simulator into `out/<view>.svg` (see `VIEWS`); returns the paths written.
+
+    `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
+    """
+    from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
+    from mtpwatch.core.vllm_cmd import build_sim_argv
+    from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
+    from mtpwatch.sim.server import SimThread
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.options import free_port
+
+    name = get_preset(preset or DEFAULT_PRESET).name
+    pace = "" if speed == 1 else f", {speed:g}× speed"
+    title = f"mtpwatch demo ({name}, simulated{pace})"
+    display = DisplaySettings(max_tokens=max_tokens, temperature=0.0)
     written: list[Path] = []
-    for name, mode, kind, size, keys in VIEWS:
-        app = make_app(samples.config(mode), autostart=False)
-        async with app.run_test(size=size) as pilot:
-            for widget in app.screen.query(Input):
-                widget.cursor_blink = False
-            await pilot.pause()
-            await samples.load(app, kind)
-            for key in keys:
-                await pilot.press(key)
-            await pilot.pause(0.3)
-            path = out / f"{name}.svg"
-            path.write_text(app.export_screenshot(title="mtpwatch"), encoding="utf-8")
-            written.append(path)
+    with contextlib.ExitStack() as stack:
+        url_a = stack.enter_context(SimThread(preset=name, spec=False, speed=speed))
+        sim_b = SimThread(preset=name, spec=True, speed=speed)
+        url_b = sim_b.__enter__()
+        stack.callback(_stop_quietly, sim_b)
+
+        ab = AppConfig(
+            servers=[ServerSpec(label="A · MTP off", url=url_a), ServerSpec(label="B · MTP on", url=url_b)],
+            display=display,
+            mode="ab",
+            title=title,
+        )
+        app = make_app(ab, schedule="alternate")
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _prepare(pilot)
+            await _prompt_and_settle(pilot)
+            written.append(_save(app, out / "ab.svg"))
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(0.5)
+            written.append(_save(app, out / "compact.svg"))
+            await app.shutdown_servers()
+
+        single = AppConfig(servers=[ServerSpec(label="MTP on", url=url_b)], display=display, title=title)
+        app = make_app(single)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _prepare(pilot)
+            await _prompt_and_settle(pilot)
+            written.append(_save(app, out / "monitor.svg"))
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(0.5)
+            written.append(_save(app, out / "compact-single.svg"))
+            await pilot.resize_terminal(120, 40)
+            await pilot.press("f1")
+            await pilot.pause(0.5)
+            written.append(_save(app, out / "help.svg"))
+            await pilot.press("escape")
+            await pilot.resize_terminal(120, 32)
+            _stop_quietly(sim_b)  # the server goes away
+            panel = app.monitor.panels[0]
+            await _wait(pilot, lambda: panel.view is not None and panel.view.status == "down", "disconnect")
+            await pilot.pause(0.5)
+            written.append(_save(app, out / "disconnected.svg"))
+            await app.shutdown_servers()
+
+    port = free_port()
+    argv = build_sim_argv(name, port=port, startup_delay=startup_delay)
+    launch = LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0)
+    start = AppConfig(servers=[ServerSpec(label="MTP on", url=f"http://127.0.0.1:{port}", launch=launch)])
+    app = make_app(start)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await _prepare(pilot)
+        from textual.widgets import Log
+
+        log = app.monitor.panels[0].query_one(".server-log", Log)
+        await _wait(pilot, lambda: log.line_count >= 6, "start-up log lines", limit_s=60)
+        await pilot.pause(startup_delay / 2)  # mid-load: phase and facts shown, /health not up yet
+        written.append(_save(app, out / "start.svg"))
+        await app.shutdown_servers()
     return written
 
 
 @click.command("screenshots")
 @click.argument("directory", default="screenshots", type=click.Path(file_okay=False))
-def command(directory: str) -> None:
-    """Write SVG screenshots of the main views into DIRECTORY (default: screenshots/)."""
+@click.option("--preset", default=None, help="Simulator preset (default: the demo's).")
+@click.option(
+    "--speed",
+    type=click.FloatRange(0.5, 50.0),
+    default=1.0,
+    show_default=True,
+    help="Simulator time factor; above 1 every rate on screen is that many times the real figure.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(16, 4096),
+    default=160,
+    show_default=True,
+    help="Sample answer length.",
+)
+def command(directory: str, preset: str | None, speed: float, max_tokens: int) -> None:
+    """Film the simulator: SVG screenshots of the main views into DIRECTORY (default: screenshots/)."""
+    from mtpwatch.sim.presets import UnknownPresetError, get_preset
+
+    if preset is not None:
+        try:
+            get_preset(preset)
+        except UnknownPresetError as exc:
+            raise click.UsageError(str(exc)) from None
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)  # save paths need the folder; done before the event loop
-    for path in asyncio.run(write_screenshots(out)):
+    for path in asyncio.run(write_screenshots(out, preset=preset, speed=speed, max_tokens=max_tokens)):
         click.echo(str(path))

@@ -38,6 +38,8 @@ class MtpWatchApp(App[int]):
         ),
         Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
         Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
+        Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
+        Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
         Binding("f8", "screenshot", "Screenshot", show=False, id="screenshot"),
         Binding(
             "ctrl+q",
@@ -108,6 +110,9 @@ class MtpWatchApp(App[int]):
         with contextlib.suppress(Exception):
             self.monitor.set_class(paused, "-paused")
             self.monitor.update_title()
+            if not paused:  # catch up at once: the numbers jump to what was collected meanwhile
+                for panel in self.monitor.panels:
+                    panel.apply_pending()
 
     def action_cycle_window(self) -> None:
         self.monitor.cycle_window()
@@ -120,6 +125,11 @@ class MtpWatchApp(App[int]):
 
     def action_clear_answers(self) -> None:
         self.monitor.clear_answers()
+
+    def action_scroll_answers(self, direction: int) -> None:
+        """Page the answer panes back (-1) or forward (+1); the end follows new text again."""
+        for panel in self.monitor.panels:
+            panel.stream.page(direction)
 
     def action_cancel(self) -> None:
         if not self.monitor.cancel_generation():

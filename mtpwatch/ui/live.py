@@ -17,8 +17,15 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.client import ServerError, VllmClient
 from mtpwatch.core.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
 from mtpwatch.core.logparse import LogWatcher
-from mtpwatch.core.rates import Collector, Rates
-from mtpwatch.ui.view import BandwidthView, PromptSummary, ServerView, Status
+from mtpwatch.core.rates import Collector, Rates, delta_rates
+from mtpwatch.ui.view import (
+    BandwidthView,
+    PromptSummary,
+    ServerView,
+    Status,
+    describe_hardware,
+    make_verdict,
+)
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -98,11 +105,21 @@ class ServerFeed:
         self.process: Any = None
         self.prompt_t0: float | None = None
         self.prompt_t1: float | None = None
+        self.prompt_t_end: float | None = None
+        """Time of the scrape after the prompt's last token: the 'prompt' window ends there."""
+        self._last_scrape: tuple[Any, float] | None = None
+        self._prompt_bounds: tuple[tuple[Any, float], tuple[Any, float], int] | None = None
+        """(scrape before the prompt, scrape after its last token, restarts then) of the last prompt."""
         self._client_points: list[tuple[float, float]] = []
         self._gen_stats: GenerationStats | None = None
         self._cancelled_stats: GenerationStats | None = None
         self._bandwidth = _BandwidthModel(display)
         self._scrape_lock = asyncio.Lock()
+        self._request_tokens: int | None = None
+        """Prompt + generated tokens of the last console prompt (KV context when the engine says 0)."""
+        self._sampler: Any = None
+        self.hardware_wanted = False
+        """Set by the screen: the roofline panel is visible, so a local GPU may be sampled."""
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -190,6 +207,7 @@ class ServerFeed:
             now = self.clock()
             if self.collector.add(snapshot, now):
                 self.identified = False  # a restart: the version or model may have changed
+            self._last_scrape = (snapshot, now)
         if self.model is None and snapshot.model:
             self.model = snapshot.model
         if snapshot.models:
@@ -245,6 +263,12 @@ class ServerFeed:
         if window == "prompt":
             if self.prompt_t0 is None:
                 return None
+            bounds = self._prompt_bounds
+            if bounds is not None and bounds[2] == self.collector.restarts:
+                # A finished prompt: from the scrape before it to the one after its last token.
+                # (`Collector.since` always runs to the newest scrape, which dilutes it afterwards.)
+                (before, t_before), (after, t_after), _ = bounds
+                return delta_rates(before, after, t_after - t_before, "prompt")
             return self.collector.since(self.prompt_t0, now)
         return self.collector.window(WINDOW_SECONDS[window], now)
 
@@ -272,6 +296,24 @@ class ServerFeed:
         server_series = _per_second(series, now)
         client_series = tuple(v for t, v in self._client_points if t >= now - CHART_POINTS)
         r = rates
+        k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
+        bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
+        speculative = None if snap is None else snap.speculative
+        # No drafts in a time window (idle since the prompt): judge the last prompt instead.
+        judged, judged_window, judged_bw = r, window, bandwidth
+        if (r is None or not r.drafts) and window != "prompt" and speculative:
+            prompt_rates = self.rates("prompt", now)
+            if prompt_rates is not None and prompt_rates.drafts:
+                judged, judged_window = prompt_rates, "prompt"
+                judged_bw = self._bandwidth.view(prompt_rates, k, snap, self._request_tokens)
+        verdict, level = make_verdict(
+            speculative=speculative,
+            acceptance_rate=judged.acceptance_rate if judged else None,
+            mean_acceptance_length=judged.mean_acceptance_length if judged else None,
+            drafts=judged.drafts if judged else None,
+            bandwidth=judged_bw,
+            window=judged_window,
+        )
         return ServerView(
             label=self.spec.label,
             url=self.spec.url,
@@ -280,7 +322,7 @@ class ServerFeed:
             model=self.model,
             models=self.models,
             version=self.version,
-            speculative=None if snap is None else snap.speculative,
+            speculative=speculative,
             k=(snap.num_speculative_tokens or None) if snap is not None else None,
             facts=self.facts,
             window=window,
@@ -300,10 +342,41 @@ class ServerFeed:
             restarts=self.collector.restarts,
             server_series=server_series,
             client_series=client_series,
-            bandwidth=self._bandwidth.view(
-                r, snap.num_speculative_tokens if snap and snap.speculative else 0
-            ),
+            drafts=r.drafts if r and speculative else None,
+            bandwidth=bandwidth,
+            verdict=verdict,
+            verdict_level=level,
         )
+
+    # -- hardware -----------------------------------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
+        from urllib.parse import urlsplit
+
+        host = (urlsplit(self.spec.url).hostname or "").lower()
+        return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+
+    def _hardware_line(self) -> str:
+        """Start/stop the NVML sampler as the panel shows/hides it; the reading in words."""
+        simulated = self._bandwidth.simulated
+        if not self.identified:
+            return ""
+        if not (self.hardware_wanted and self.is_local and not simulated):
+            self.stop_hardware()
+            return describe_hardware(None, local=self.is_local, simulated=simulated)
+        if self._sampler is None:
+            from mtpwatch.core.nvml import Sampler
+
+            self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
+        return describe_hardware(self._sampler.latest(), local=True)
+
+    def stop_hardware(self) -> None:
+        """Stop the NVML sampler thread (panel hidden, or shutting down)."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.stop(timeout=2.0)
 
     # -- prompts ------------------------------------------------------------------------------
 
@@ -321,7 +394,10 @@ class ServerFeed:
         self._gen_stats = stats
         self._client_points = []
         self.prompt_t0 = self.clock()
-        self.prompt_t1 = None
+        self.prompt_t1 = self.prompt_t_end = None
+        self._prompt_bounds = None
+        start_scrape = self._last_scrape
+        restarts = self.collector.restarts
         stats.start(self.prompt_t0)
         text_only = on_text
 
@@ -337,13 +413,19 @@ class ServerFeed:
             self._gen_stats = None
         if result.error is None:
             await self.poll()  # a scrape after the last token, so the prompt's window is complete
+        self.prompt_t_end = self.clock()
+        end_scrape = self._last_scrape
+        if start_scrape is not None and end_scrape is not None and end_scrape is not start_scrape:
+            self._prompt_bounds = (start_scrape, end_scrape, restarts)
         return self._answer(result)
 
     def _answer(self, result: GenerationResult) -> Answer:
+        if result.completion_tokens:
+            self._request_tokens = (result.prompt_tokens or 0) + result.completion_tokens
         rates = None
         scope = "engine-wide"
         if self.prompt_t0 is not None:
-            rates = self.collector.since(self.prompt_t0, self.clock())
+            rates = self.rates("prompt")
             scope = str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
         summary = PromptSummary(
             tokens=result.completion_tokens,
@@ -362,12 +444,14 @@ class ServerFeed:
         """The answer of a generation the user cancelled (what arrived so far)."""
         stats = self._cancelled_stats or GenerationStats(clock=self.clock)
         self._cancelled_stats = None
+        self.prompt_t_end = self.clock()
         return self._answer(stats.finish(cancelled=True))
 
     # -- shutdown -----------------------------------------------------------------------------
 
     async def close(self) -> None:
         """Stop the server if mtpwatch owns it (unless keep); close the HTTP client."""
+        self.stop_hardware()
         process, self.process = self.process, None
         if process is not None:
             launch = self.spec.launch
@@ -428,14 +512,13 @@ def _hint(watcher: LogWatcher) -> str:
 
 
 class _BandwidthModel:
-    """Roofline numbers for the panel: analytic bytes per step × steps/s against the GPU's peak.
+    """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates.
 
     The model config comes from --model-config, else from the simulator's /sim/info; the peak from
-    --peak-gbps, --gpu or /sim/info. No hardware counter is read here ('analytic only').
+    --peak-gbps, --gpu or /sim/info. KV-cache reads are priced at the engine's KV-cache occupancy
+    (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it is known and
+    non-zero, else at the last console prompt's prompt + generated tokens.
     """
-
-    CONTEXT = 1024
-    """Context length assumed for KV-cache reads (shown in the panel)."""
 
     def __init__(self, display: DisplaySettings) -> None:
         self.display = display
@@ -444,6 +527,7 @@ class _BandwidthModel:
         self.gpu: str | None = None
         self.peak_gbps: float | None = display.peak_gbps
         self.error = ""
+        self.simulated = False
         self._loaded = False
 
     async def load(self, base_url: str) -> None:
@@ -454,9 +538,8 @@ class _BandwidthModel:
         from mtpwatch.core.bandwidth import ConfigError, ModelSpec
         from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
 
-        info: dict[str, Any] = {}
-        if self.display.model_config is None or (self.display.gpu is None and self.peak_gbps is None):
-            info = await _sim_info(base_url)
+        info = await _sim_info(base_url)
+        self.simulated = bool(info)
         config = self.display.model_config or info.get("model_config")
         try:
             if config:
@@ -475,19 +558,39 @@ class _BandwidthModel:
             self.gpu = str(info["gpu"]) + " (simulated)"
             self.peak_gbps = self.peak_gbps or float(info.get("peak_gbps") or 0) or None
 
-    def view(self, rates: Rates | None, k: int) -> BandwidthView:
+    @staticmethod
+    def context(snap: Any, request_tokens: int | None) -> tuple[int, str]:
+        """KV context tokens for the roofline and where they came from, in words."""
+        if snap is not None and snap.kv_cache_usage:
+            cfg = snap.cache_config
+            try:
+                size = int(cfg["num_gpu_blocks"]) * int(cfg["block_size"])
+            except (KeyError, ValueError):
+                size = 0
+            if size > 0:
+                return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
+        if request_tokens:
+            return request_tokens, "last prompt: prompt + generated"
+        return 0, "KV cache empty"
+
+    def view(
+        self, rates: Rates | None, k: int, snap: Any, request_tokens: int | None, *, hardware: str = ""
+    ) -> BandwidthView:
         if self.spec is None:
             note = self.error or (
                 "no model config: pass --model-config PATH/config.json (and --gpu NAME for a remote server)"
             )
-            return BandwidthView(note=note)
+            return BandwidthView(note=note, hardware=hardware)
         if self.peak_gbps is None:
-            return BandwidthView(note="unknown GPU: pass --gpu NAME or --peak-gbps X for % of peak")
+            return BandwidthView(
+                note="unknown GPU: pass --gpu NAME or --peak-gbps X for % of peak", hardware=hardware
+            )
         from mtpwatch.core.roofline import compute_roofline
 
         tau = rates.mean_acceptance_length if rates is not None and k else None
         if tau is not None:
             tau = min(max(tau, 1.0), k + 1.0)
+        context, source = self.context(snap, request_tokens)
         try:
             roof = compute_roofline(
                 self.spec,
@@ -495,27 +598,34 @@ class _BandwidthModel:
                 gpu=self.gpu or "GPU",
                 k=k,
                 drafter=self.drafter if k else None,
-                context=self.CONTEXT,
+                context=context,
                 mean_acceptance_length=tau,
-                steps_per_s=rates.steps_per_s if rates is not None else None,
-                tok_s=rates.server_tok_s if rates is not None else None,
+                # idle (no steps): no "now" figures, so the summary says what the roof allows
+                steps_per_s=(rates.steps_per_s or None) if rates is not None else None,
+                tok_s=(rates.server_tok_s or None) if rates is not None else None,
             )
         except ValueError as exc:
-            return BandwidthView(note=f"roofline: {exc}")
-        step = roof.step
-        share = max(
-            (step.target, "target weights"), (step.drafter, "drafter passes"), (step.kv, "KV-cache reads")
-        )
-        binding = f"{share[1]} ({100 * share[0] / step.total:.0f} % of {step.total / 1e9:.2f} GB per step)"
+            return BandwidthView(note=f"roofline: {exc}", hardware=hardware)
         return BandwidthView(
-            effective_gbps=roof.effective_gbps,
+            gpu=self.gpu,
             peak_gbps=roof.peak_gbps,
+            effective_gbps=roof.effective_gbps,
             percent_of_peak=roof.pct_of_peak,
+            k=k,
+            tau=roof.mean_acceptance_length if k else None,
+            tau_source="measured" if tau is not None else roof.acceptance_source,
             ceiling_baseline_tok_s=roof.ceiling_tok_s_baseline,
             ceiling_spec_tok_s=roof.ceiling_tok_s_spec if k else None,
-            binding=f"{binding}; speed-up bound: {roof.binding} term",
-            gpu=self.gpu,
-            note=f"at {self.CONTEXT} tokens of context",
+            tok_s=roof.tok_s,
+            pct_of_ceiling=roof.pct_of_ceiling,
+            acceptance_term=roof.acceptance_term if k else None,
+            bandwidth_term=roof.bandwidth_term if k else None,
+            compute_term=roof.compute_term if k else None,
+            binding=roof.binding if k else "",
+            summary=roof.summary,
+            context_tokens=context,
+            context_source=source,
+            hardware=hardware,
         )
 
 

@@ -1,22 +1,27 @@
-"""Deterministic sample states for snapshot tests and `mtpwatch screenshots` (no server, no clock).
+"""Deterministic sample states for the snapshot tests (no server, no clock).
 
-The numbers are shaped like the simulator's Gemma 4 E4B on GB10 preset (MTP k=4 vs no speculation),
-so screenshots look like a real session; they are fixed, so SVGs do not change from run to run.
+Every figure is derived from the default simulator preset (`mtpwatch.sim.presets`): model, k,
+GPU, peak bandwidth, weights, the acceptance profile and the published tok/s the preset
+reproduces; the roofline panel goes through the same code as the live app (`live._BandwidthModel`
+→ `core.roofline.compute_roofline`). So the snapshots agree with what `mtpwatch demo` shows, and
+stay fixed from run to run. `mtpwatch screenshots` does not use these: it films the simulator.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
 
 from textual.app import App
 
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.ui.view import BandwidthView, PromptSummary, ServerView
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.core.rates import Rates
+from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
+from mtpwatch.ui.view import BandwidthView, PromptSummary, ServerView, make_verdict
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 URL_A = "http://127.0.0.1:8001"
 URL_B = "http://127.0.0.1:8002"
-MODEL = "google/gemma-4-E4B-it"
 PROMPT = "Explain how speculative decoding with an MTP drafter speeds up generation."
 ANSWER = (
     "Speculative decoding lets a small drafter propose several tokens ahead, and the target model "
@@ -25,6 +30,24 @@ ANSWER = (
     "With multi-token prediction the drafter is a light head that reuses the target's hidden state, "
     "which keeps its cost low and its guesses well aligned with the target."
 )
+TOKENS = 256
+CONTEXT = 20 + TOKENS
+"""Prompt + generated tokens of the sample prompt (KV context of the roofline)."""
+
+
+def preset() -> Preset:
+    """The preset the samples (and `mtpwatch demo`) use."""
+    return get_preset(DEFAULT_PRESET)
+
+
+MODEL = preset().model
+
+
+def _marginal(p: Preset) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(marginal, conditional) per-position acceptance of the preset's profile."""
+    cond = p.conditional_acceptance()
+    marginal = tuple(math.prod(cond[: i + 1]) for i in range(len(cond)))
+    return marginal, cond
 
 
 def _wave(n: int, base: float, amp: float, phase: float = 0.0) -> tuple[float, ...]:
@@ -33,20 +56,72 @@ def _wave(n: int, base: float, amp: float, phase: float = 0.0) -> tuple[float, .
 
 def config(mode: str = "single") -> AppConfig:
     """An AppConfig for the sample views (never started: autostart off)."""
+    p = preset()
+    title = f"mtpwatch demo ({p.name}, simulated)"
     if mode == "ab":
         servers = [
             ServerSpec(label="A · MTP off", url=URL_A, model=MODEL),
             ServerSpec(label="B · MTP on", url=URL_B, model=MODEL),
         ]
-        return AppConfig(servers=servers, mode="ab", title="mtpwatch demo (gemma4-e4b-gb10, simulated)")
+        return AppConfig(servers=servers, mode="ab", title=title)
     if mode == "start":
         launch = LaunchSpec(argv=("vllm", "serve", MODEL), kind="vllm")
         return AppConfig(servers=[ServerSpec(label="MTP on", url=URL_B, launch=launch)], title="mtpwatch")
-    return AppConfig(servers=[ServerSpec(label="MTP on", url=URL_B, model=MODEL)], title="mtpwatch")
+    return AppConfig(servers=[ServerSpec(label="MTP on", url=URL_B, model=MODEL)], title=title)
+
+
+@cache
+def _bandwidth(spec: bool) -> BandwidthView:
+    """The roofline panel of the preset at its published tok/s, through the live app's code."""
+    from mtpwatch.core.bandwidth import ModelSpec
+    from mtpwatch.ui.live import _BandwidthModel
+    from mtpwatch.ui.view import describe_hardware
+
+    p = preset()
+    model = _BandwidthModel(DisplaySettings())
+    model.spec = ModelSpec.from_config(p.model_config)
+    model.drafter = ModelSpec.from_config(p.drafter) if spec and p.drafter else None
+    model.gpu = f"{p.gpu} (simulated)"
+    model.peak_gbps = p.peak_gbps
+    k = p.k if spec else 0
+    marginal, _ = _marginal(p)
+    tau = 1.0 + sum(marginal) if spec else 1.0
+    tok_s = p.targets["mtp" if spec else "baseline"]
+    rates = Rates(
+        window_label="10 s",
+        dt_s=10.0,
+        mean_acceptance_length=tau if spec else None,
+        server_tok_s=tok_s,
+        steps_per_s=tok_s / tau,
+    )
+    hardware = describe_hardware(None, local=True, simulated=True)
+    return model.view(rates, k, None, CONTEXT, hardware=hardware)
+
+
+def _facts(p: Preset, spec: bool) -> tuple[str, ...]:
+    facts = [f"weights {p.weights_gib:.1f} GiB"]
+    if spec:
+        facts += ["Detected MTP model", f"spec {p.method} k={p.k}"]
+    return (*facts, f"KV cache {p.kv_cache_tokens:,} tokens")
 
 
 def view_mtp() -> ServerView:
-    """A server with MTP k=4, mid-generation."""
+    """The preset's MTP server after one prompt, 10 s window."""
+    p = preset()
+    marginal, cond = _marginal(p)
+    tau = 1.0 + sum(marginal)
+    tok_s = p.targets["mtp"]
+    bandwidth = _bandwidth(True)
+    drafts = round(10 * tok_s / tau)
+    acceptance = sum(marginal) / p.k
+    verdict, level = make_verdict(
+        speculative=True,
+        acceptance_rate=acceptance,
+        mean_acceptance_length=tau,
+        drafts=drafts,
+        bandwidth=bandwidth,
+        window="10 s",
+    )
     return ServerView(
         label="B · MTP on",
         url=URL_B,
@@ -55,39 +130,43 @@ def view_mtp() -> ServerView:
         models=(MODEL,),
         version="0.32.0",
         speculative=True,
-        k=4,
-        facts=("weights 15.0 GiB", "Detected MTP model", "KV cache 86.4 GiB"),
+        k=p.k,
+        facts=_facts(p, True),
         window="10 s",
-        scope="engine-wide",
-        acceptance_rate=0.62,
-        mean_acceptance_length=3.48,
-        per_position=(0.84, 0.66, 0.54, 0.44),
-        per_position_conditional=(0.84, 0.79, 0.82, 0.81),
-        server_tok_s=71.3,
-        steps_per_s=20.5,
-        mean_step_s=0.0488,
+        scope="this request",
+        acceptance_rate=acceptance,
+        mean_acceptance_length=tau,
+        per_position=marginal,
+        per_position_conditional=cond,
+        server_tok_s=tok_s,
+        steps_per_s=tok_s / tau,
+        mean_step_s=tau / tok_s,
         mean_ttft_s=0.0412,
-        mean_tpot_s=0.0141,
-        kv_cache_usage=0.012,
-        running=1,
+        mean_tpot_s=1 / tok_s,
+        kv_cache_usage=0.0,
+        running=0,
         waiting=0,
-        server_series=_wave(60, 68, 9),
-        client_series=_wave(30, 72, 6, 1.0),
-        bandwidth=BandwidthView(
-            effective_gbps=205.0,
-            peak_gbps=273.0,
-            percent_of_peak=75.1,
-            ceiling_baseline_tok_s=27.3,
-            ceiling_spec_tok_s=95.0,
-            binding="target weights (86 % of bytes per step)",
-            gpu="GB10",
-            note="",
-        ),
+        server_series=_wave(60, tok_s, tok_s / 10),
+        client_series=_wave(30, tok_s * 1.02, tok_s / 12, 1.0),
+        drafts=drafts,
+        bandwidth=bandwidth,
+        verdict=verdict,
+        verdict_level=level,
     )
 
 
 def view_baseline() -> ServerView:
     """The same model without speculation."""
+    p = preset()
+    tok_s = p.targets["baseline"]
+    verdict, level = make_verdict(
+        speculative=False,
+        acceptance_rate=None,
+        mean_acceptance_length=None,
+        drafts=None,
+        bandwidth=_bandwidth(False),
+        window="10 s",
+    )
     return ServerView(
         label="A · MTP off",
         url=URL_A,
@@ -96,27 +175,22 @@ def view_baseline() -> ServerView:
         models=(MODEL,),
         version="0.32.0",
         speculative=False,
-        facts=("weights 15.0 GiB", "KV cache 86.4 GiB"),
+        facts=_facts(p, False),
         window="10 s",
-        server_tok_s=24.1,
-        steps_per_s=24.1,
-        mean_step_s=0.0415,
+        scope="this request",
+        server_tok_s=tok_s,
+        steps_per_s=tok_s,
+        mean_step_s=1 / tok_s,
         mean_ttft_s=0.0398,
-        mean_tpot_s=0.0415,
-        kv_cache_usage=0.011,
+        mean_tpot_s=1 / tok_s,
+        kv_cache_usage=0.0,
         running=0,
         waiting=0,
-        server_series=_wave(60, 24, 1.5),
-        client_series=_wave(30, 24.5, 0.8, 0.5),
-        bandwidth=BandwidthView(
-            effective_gbps=232.0,
-            peak_gbps=273.0,
-            percent_of_peak=85.0,
-            ceiling_baseline_tok_s=27.3,
-            ceiling_spec_tok_s=None,
-            binding="target weights (94 % of bytes per step)",
-            gpu="GB10",
-        ),
+        server_series=_wave(60, tok_s, 1.0),
+        client_series=_wave(30, tok_s * 1.01, 0.5, 0.5),
+        bandwidth=_bandwidth(False),
+        verdict=verdict,
+        verdict_level=level,
     )
 
 
@@ -130,66 +204,82 @@ def view_down() -> ServerView:
         model=MODEL,
         version="0.32.0",
         speculative=True,
-        k=4,
+        k=preset().k,
     )
 
 
-SUMMARY_MTP = PromptSummary(
-    tokens=256,
-    ttft_s=0.043,
-    decode_tok_s=72.4,
-    acceptance_rate=0.63,
-    mean_acceptance_length=3.52,
-    scope="this request",
-)
-SUMMARY_BASE = PromptSummary(tokens=256, ttft_s=0.041, decode_tok_s=24.3, scope="this request")
+def summary(spec: bool) -> PromptSummary:
+    """The prompt summary line of each arm, at the preset's published tok/s."""
+    p = preset()
+    if not spec:
+        return PromptSummary(
+            tokens=TOKENS, ttft_s=0.041, decode_tok_s=p.targets["baseline"], scope="this request"
+        )
+    marginal, _ = _marginal(p)
+    return PromptSummary(
+        tokens=TOKENS,
+        ttft_s=0.043,
+        decode_tok_s=p.targets["mtp"],
+        acceptance_rate=sum(marginal) / p.k,
+        mean_acceptance_length=1.0 + sum(marginal),
+        scope="this request",
+    )
 
-STARTUP_LINES = [
-    "INFO 05-04 14:00:01 [api_server.py:1600] vLLM API server version 0.32.0",
-    f"INFO 05-04 14:00:03 [core.py:75] Initializing a V1 LLM engine (v0.32.0) with config: model='{MODEL}'",
-    "INFO 05-04 14:00:04 [gpu_model_runner.py:2100] Starting to load model google/gemma-4-E4B-it...",
-    "INFO 05-04 14:00:05 [gemma4_mtp.py:88] Detected MTP model: using 4 speculative tokens",
-    "INFO 05-04 14:00:19 [default_loader.py:291] Loading weights took 13.62 seconds",
-    "INFO 05-04 14:00:20 [gpu_model_runner.py:2159] Model loading took 15.0 GiB and 14.9 seconds",
-    "INFO 05-04 14:00:31 [backends.py:548] Compiling a graph for dynamic shape takes 9.82 s",
-]
+
+def startup_lines() -> list[str]:
+    """vLLM-like start-up log lines of the preset."""
+    p = preset()
+    return [
+        "INFO 05-04 14:00:01 [api_server.py:1600] vLLM API server version 0.32.0",
+        "INFO 05-04 14:00:03 [core.py:75] Initializing a V1 LLM engine (v0.32.0) with config: "
+        f"model='{MODEL}'",
+        f"INFO 05-04 14:00:04 [gpu_model_runner.py:2100] Starting to load model {MODEL}...",
+        f"INFO 05-04 14:00:05 [gemma4_mtp.py:88] Detected MTP model: using {p.k} speculative tokens",
+        "INFO 05-04 14:00:19 [default_loader.py:291] Loading weights took 13.62 seconds",
+        "INFO 05-04 14:00:20 [gpu_model_runner.py:2159] "
+        f"Model loading took {p.weights_gib} GiB and 14.9 seconds",
+        "INFO 05-04 14:00:31 [backends.py:548] Compiling a graph for dynamic shape takes 9.82 s",
+    ]
 
 
 async def load(app: App[int], kind: str) -> None:
     """Inject the sample state of `kind` ('single', 'ab', 'down', 'start') into a non-started app."""
     panels = list(app.screen.query(ServerPanel))
+    p = preset()
     if kind == "start":
         panels[0].show_startup(
             "[b]compiling / warm-up[/] · 31.4 s since start\n"
-            "[dim]weights 15.0 GiB · Detected MTP model · spec mtp k=4[/]",
-            STARTUP_LINES,
+            f"[dim]weights {p.weights_gib:.1f} GiB · Detected MTP model · spec {p.method} k={p.k}[/]",
+            startup_lines(),
         )
         return
     pairs: list[tuple[ServerPanel, ServerView, PromptSummary | None]]
     if kind == "ab":
-        pairs = [(panels[0], view_baseline(), SUMMARY_BASE), (panels[1], view_mtp(), SUMMARY_MTP)]
+        pairs = [(panels[0], view_baseline(), summary(False)), (panels[1], view_mtp(), summary(True))]
     elif kind == "down":
         pairs = [(panels[0], view_down(), None)]
     else:
-        pairs = [(panels[0], view_mtp(), SUMMARY_MTP)]
-    for panel, view, summary in pairs:
+        pairs = [(panels[0], view_mtp(), summary(True))]
+    for panel, view, prompt_summary in pairs:
         panel.show(view)
-        if summary is not None:
+        if prompt_summary is not None:
             panel.begin_answer(PROMPT)
             panel.stream.feed(ANSWER)
-            panel.add_summary(summary)
+            panel.add_summary(prompt_summary)
         await panel.settle()
     if kind == "ab":
+        from textual.widgets import Static
+
         from mtpwatch.ui.screens.monitor import MonitorScreen
+        from mtpwatch.ui.view import render_speedup
 
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
-        screen.speedups = [2.91, 2.98]
-        from textual.widgets import Static
-
-        from mtpwatch.ui.view import render_speedup
-
-        screen.query_one("#speedup", Static).update(render_speedup(2.98, 2.95, 2, race=False))
+        ratio = p.targets["mtp"] / p.targets["baseline"]
+        screen.speedups = [ratio]
+        screen.query_one("#speedup", Static).update(
+            render_speedup(ratio, ratio, 1, race=False, label="MTP/baseline")
+        )
         screen.query_one("#lossless", Static).update(
-            "[$success]lossless: outputs identical[/] (256 token ids, temperature 0)"
+            f"[$text-success]lossless: outputs identical[/] ({TOKENS} token ids, temperature 0)"
         )

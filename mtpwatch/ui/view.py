@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from textual.markup import escape
 
 Status = Literal["starting", "connecting", "up", "down", "failed", "stopped"]
+
+VerdictLevel = Literal["good", "info", "warn", "bad"]
 
 WINDOWS: tuple[str, ...] = ("10 s", "60 s", "prompt")
 """Acceptance windows the `w` key cycles through."""
@@ -21,26 +23,51 @@ WINDOWS: tuple[str, ...] = ("10 s", "60 s", "prompt")
 
 @dataclass(frozen=True, slots=True)
 class BandwidthView:
-    """The roofline panel's numbers; every field None when unknown."""
+    """The roofline panel (issue 5): analytic figures from `core.roofline`, plus a hardware reading.
 
+    Every field is None / empty when unknown; `note` says why the panel is empty.
+    """
+
+    gpu: str | None = None
+    """GPU name the peak came from ('GB10 (simulated)', 'H100 SXM', ...)."""
+    peak_gbps: float | None = None
+    """Peak memory bandwidth (table, --gpu, --peak-gbps or the simulator)."""
     effective_gbps: float | None = None
     """Analytic bytes per verify step × steps/s, in GB/s."""
-    peak_gbps: float | None = None
-    """Peak memory bandwidth of the GPU (table or --peak-gbps)."""
     percent_of_peak: float | None = None
     """effective / peak × 100."""
+    k: int = 0
+    """Speculative tokens per step (0: plain decoding)."""
+    tau: float | None = None
+    """Mean acceptance length used for the speculative ceiling."""
+    tau_source: str = ""
+    """'measured' or 'assumed: every draft accepted (upper bound)'."""
     ceiling_baseline_tok_s: float | None = None
     """Bandwidth-bound tok/s without speculation (one token per weight pass)."""
     ceiling_spec_tok_s: float | None = None
-    """Bandwidth-bound tok/s with the measured mean acceptance length."""
+    """Bandwidth-bound tok/s with speculation at `tau` tokens per step."""
+    tok_s: float | None = None
+    """Server tok/s in the window (what the ceiling is compared with)."""
+    pct_of_ceiling: float | None = None
+    """tok_s as % of the ceiling that applies (spec when k > 0)."""
+    acceptance_term: float | None = None
+    """Rule-of-thumb term A = 1 + α·k = τ."""
+    bandwidth_term: float | None = None
+    """Term B = spec ceiling / baseline ceiling (drafter and MoE union priced in)."""
+    compute_term: float | None = None
+    """Term C (None when the GPU's FLOP rate is unknown)."""
     binding: str = ""
-    """Which term of the step's bytes dominates, in words."""
-    gpu: str | None = None
-    """GPU name the peak came from."""
-    hardware: str | None = None
-    """A hardware reading (NVML GPM DRAM bandwidth) when the GPU is local; None otherwise."""
+    """'acceptance', 'bandwidth' or 'compute': the smallest term."""
+    summary: str = ""
+    """`Roofline.summary`: the state in one sentence."""
+    context_tokens: int | None = None
+    """Tokens of context the KV-cache reads were priced at."""
+    context_source: str = ""
+    """Where `context_tokens` came from, in words."""
+    hardware: str = ""
+    """The hardware reading line: GPM DRAM GB/s and %, memory busy %, or why there is none."""
     note: str = ""
-    """Why a number is missing (e.g. how to give a model config)."""
+    """Why the panel is empty (e.g. how to give a model config)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +128,14 @@ class ServerView:
     """Server tok/s, one point per second, oldest first."""
     client_series: tuple[float, ...] = ()
     """Client decode tok/s of the current prompt, one point per second."""
+    drafts: float | None = None
+    """Δ verify steps with drafts over `window` (how much evidence the acceptance numbers rest on)."""
     bandwidth: BandwidthView = field(default_factory=BandwidthView)
     """The roofline panel."""
+    verdict: str = ""
+    """One sentence on whether MTP pays off, from the numbers above (`make_verdict`)."""
+    verdict_level: VerdictLevel = "info"
+    """How to colour the verdict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,15 +163,29 @@ class PromptSummary:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f}%"
+    return "—" if x is None else f"{100 * x:.0f} %"
 
 
 def _num(x: float | None, fmt: str = ".1f") -> str:
     return "—" if x is None else format(x, fmt)
 
 
-def _ms(x: float | None) -> str:
-    return "—" if x is None else f"{1000 * x:.1f} ms"
+def _ms(x: float | None, per: str = "") -> str:
+    return "—" if x is None else f"{1000 * x:.1f} ms{per}"
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    """Plain `text` wrapped to `width` cells (one line when no width is known)."""
+    if not width or width < 20:
+        return [text]
+    import textwrap
+
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+
+
+def window_words(window: str) -> str:
+    """'10 s', '60 s' or 'this prompt' (the 'prompt' window in words)."""
+    return "this prompt" if window == "prompt" else window
 
 
 STATUS_STYLE: dict[str, str] = {
@@ -150,137 +197,285 @@ STATUS_STYLE: dict[str, str] = {
     "stopped": "$text-muted",
 }
 
+VERDICT_STYLE: dict[str, str] = {
+    "good": "$text-success",
+    "info": "$text-muted",
+    "warn": "$text-warning",
+    "bad": "$text-error",
+}
+
+MIN_DRAFTS = 50
+"""Drafts needed before a near-zero acceptance is called a failure (fewer is noise or warm-up)."""
+LOW_ACCEPTANCE = 0.05
+LOW_MEAN_LENGTH = 1.2
+
+DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target with its -it assistant"
+MTP_SLOWER = "MTP is slower here: short answers or MoE expert union?"
+
+
+def make_verdict(
+    *,
+    speculative: bool | None,
+    acceptance_rate: float | None,
+    mean_acceptance_length: float | None,
+    drafts: float | None,
+    bandwidth: BandwidthView,
+    window: str,
+) -> tuple[str, VerdictLevel]:
+    """Whether MTP pays off on this server, in one sentence, from the window's numbers.
+
+    Known failure signatures first: acceptance near 0 over enough drafts (a mismatched drafter),
+    then a mean acceptance length under 1.2; otherwise the analytic ceiling with speculation
+    against the baseline ceiling (the bandwidth term), when the roofline is known.
+    """
+    where = f"(server, {window_words(window)})"
+    if speculative is False:
+        return "no speculation: this server is the baseline", "info"
+    if speculative is None:
+        return "", "info"
+    if not drafts:
+        return f"MTP: no drafts yet {where} — send a prompt", "info"
+    if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and drafts >= MIN_DRAFTS:
+        return (
+            f"MTP is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
+            f"{DRAFTER_MISMATCH}",
+            "bad",
+        )
+    tau = mean_acceptance_length
+    if tau is not None and tau < LOW_MEAN_LENGTH:
+        return (
+            f"MTP barely helps: {tau:.2f} tokens per verify step (< {LOW_MEAN_LENGTH}) {where}; "
+            "drafting costs more than it saves",
+            "warn",
+        )
+    bw = bandwidth
+    if bw.bandwidth_term is not None and bw.ceiling_baseline_tok_s and bw.ceiling_spec_tok_s:
+        ratio = bw.bandwidth_term
+        ceilings = f"{bw.ceiling_spec_tok_s:.0f} vs {bw.ceiling_baseline_tok_s:.0f} tok/s"
+        if ratio >= 1.1:
+            return (
+                f"MTP is paying off: τ {_num(tau, '.2f')} tokens/step lifts the bandwidth ceiling "
+                f"{ratio:.2f}× over the baseline's ({ceilings}, analytic) {where}",
+                "good",
+            )
+        if ratio >= 1.0:
+            return (
+                f"MTP is break-even: its ceiling is only {ratio:.2f}× the baseline's ({ceilings}) {where}",
+                "warn",
+            )
+        return (
+            f"MTP costs more than it brings: its ceiling is {ratio:.2f}× the baseline's ({ceilings}); "
+            f"the step's extra bytes outweigh {_num(tau, '.2f')} tokens per step {where}",
+            "bad",
+        )
+    return f"MTP: {_num(tau, '.2f')} tokens per verify step {where}; no roofline to compare with", "info"
+
+
+def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
+    """The hardware line of the roofline panel, from an `core.nvml.HardwareReading` (or None).
+
+    Measured DRAM bandwidth (GPM) is shown as GB/s and % of peak; NVML's utilization.memory only
+    as "memory busy %" (it is time, not bytes); otherwise the reading's reason, in words.
+    """
+    if simulated:
+        return "hardware: analytic only (simulated server: no GPU to read)"
+    if not local:
+        return "hardware: analytic only (remote server: NVML readings need the GPU on this machine)"
+    if reading is None:
+        return "hardware: analytic only (no reading yet)"
+    parts: list[str] = []
+    name = f" {reading.device_name}" if reading.device_name else ""
+    if reading.dram_gbps is not None and reading.dram_bw_util_pct is not None:
+        interval = f", {reading.interval_s:.1f} s" if reading.interval_s else ""
+        parts.append(
+            f"GPM DRAM {reading.dram_gbps:.0f} GB/s = {reading.dram_bw_util_pct:.0f} % of peak "
+            f"(NVML{name}{interval})"
+        )
+    if reading.memory_busy_pct is not None:
+        parts.append(f"memory busy {reading.memory_busy_pct:.0f} % (time, not bandwidth)")
+    if reading.dram_gbps is None:
+        reason = reading.reason or "no bandwidth counter"
+        parts.append(f"bandwidth: analytic only ({reason})")
+    return "hardware: " + " · ".join(parts)
+
 
 def render_header(view: ServerView, *, compact: bool = False) -> str:
     """Server, model, version, k and connection status: two lines (one when compact)."""
     style = STATUS_STYLE[view.status]
     status = f"[{style}]● {view.status}[/]"
-    if view.status_detail:
-        status += f" [{style}]{escape(view.status_detail)}[/]"
+    detail = f"[{style}]{escape(view.status_detail)}[/]" if view.status_detail else ""
+    if detail and not compact:
+        status += " " + detail
     model = escape(view.model or "model ?")
     if len(view.models) > 1:
         model += f" [dim](1 of {len(view.models)} served)[/]"
     if view.speculative is False:
-        spec = "[$warning]speculation off[/]"
+        spec = "[$text-warning]speculation off[/]"
     elif view.k is not None:
-        spec = f"k={view.k}"
+        spec = f"MTP k={view.k}"
     else:
         spec = "k ?"
     version = f"vLLM {escape(view.version)}" if view.version else "vLLM ?"
-    restarts = f" · [$warning]{view.restarts} restart(s)[/]" if view.restarts else ""
-    if compact:
-        return f"{model} · {spec} · {status}{restarts}"
-    line1 = f"{escape(view.url)}  {status}{restarts}"
+    restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
+    if compact:  # the detail (why, since when, next retry) gets its own line
+        return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
+    line1 = f"{escape(view.url)} · {status}{restarts}"
     line2 = f"{model} · {version} · {spec}"
     if view.facts:
-        line2 += " · [dim]" + escape(" · ".join(view.facts)) + "[/]"
+        line2 += " · [dim]" + escape(" · ".join(view.facts)) + " (server log)[/]"
     return f"{line1}\n{line2}"
 
 
 def render_numbers(view: ServerView, *, compact: bool = False) -> str:
     """The key numbers, each with its source and window."""
-    win = f"[dim]{view.window}, {view.scope}[/]"
-    if view.speculative is False:
-        acc = "acceptance [dim]— (no spec-decode counters: speculation off)[/]"
-    else:
-        acc = (
-            f"acceptance [b]{_pct(view.acceptance_rate)}[/]  "
-            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/]  {win}"
-        )
-    srv = f"server tok/s [b]{_num(view.server_tok_s)}[/] [dim]({view.window}, engine)[/]"
-    lat = (
-        f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s)}/token · "
-        f"ITL {_ms(view.mean_step_s)}/step [dim](server, {view.window})[/]"
-    )
-    kv = (
-        f"KV cache {_pct(view.kv_cache_usage)} · running {_num(view.running, '.0f')} · "
-        f"waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
-    )
+    w = window_words(view.window)
+    src = f"[dim](server, {w}, {view.scope})[/]"
     if compact:
         if view.speculative is False:
             acc = "acceptance — [dim](speculation off)[/]"
         else:
             acc = (
-                f"accept [b]{_pct(view.acceptance_rate)}[/] "
-                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] "
-                f"{win}"
+                f"accept [b]{_pct(view.acceptance_rate)}[/] · "
+                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
             )
         line2 = (
-            f"server [b]{_num(view.server_tok_s)}[/] tok/s · ITL {_ms(view.mean_step_s)}/step · "
-            f"KV {_pct(view.kv_cache_usage)} · "
-            f"run {_num(view.running, '.0f')} wait {_num(view.waiting, '.0f')}"
+            f"[b]{_num(view.server_tok_s)}[/] tok/s · ITL {_ms(view.mean_step_s, '/step')} "
+            f"[dim](server, {w})[/] · KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')} "
+            f"· wait {_num(view.waiting, '.0f')} [dim](now)[/]"
         )
         return f"{acc}\n{line2}"
+    if view.speculative is False:
+        acc = "acceptance [dim]— (no spec-decode counters: speculation off)[/]"
+    else:
+        drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
+        acc = (
+            f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
+            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/] tokens/step{drafts} {src}"
+        )
+    srv = (
+        f"server tok/s [b]{_num(view.server_tok_s)}[/] · steps/s {_num(view.steps_per_s)} "
+        f"[dim](server, {w}, engine-wide)[/]"
+    )
+    lat = (
+        f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s, '/token')} · "
+        f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+    )
+    kv = (
+        f"KV cache {_pct(view.kv_cache_usage)} · running {_num(view.running, '.0f')} · "
+        f"waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
+    )
     return "\n".join([acc, srv, lat, kv])
+
+
+def render_verdict(view: ServerView, width: int | None = None) -> str:
+    """The verdict, wrapped to `width` (empty when there is nothing to say yet)."""
+    if not view.verdict:
+        return ""
+    style = VERDICT_STYLE[view.verdict_level]
+    return "\n".join(f"[{style}]{escape(line)}[/]" for line in _wrap(view.verdict, width))
 
 
 def render_bars(
     marginal: Sequence[float], conditional: Sequence[float | None], *, width: int = 20, window: str = ""
 ) -> str:
-    """One bar per draft position: `pos 1 ██████▌     62%  cond 62%` (marginal bar, conditional beside)."""
+    """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside)."""
+    where = f"server, {window_words(window)}" if window else "server"
     if not marginal:
-        return "per-position acceptance [dim]— (no drafts yet)[/]"
+        return f"per-position acceptance [dim]— no drafts in the window ({where})[/]"
     eighths = " ▏▎▍▌▋▊▉█"
-    lines = [f"per-position acceptance [dim]marginal (bar) · conditional · {window}[/]"]
+    lines = [f"per-position acceptance [dim]bar: marginal · cond: given the previous ({where})[/]"]
     for i, value in enumerate(marginal):
         v = min(max(value, 0.0), 1.0)
         full, rem = divmod(round(v * width * 8), 8)
         bar = "█" * full + (eighths[rem] if rem else "")
         cond = conditional[i] if i < len(conditional) else None
-        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {_pct(value):>4}  cond {_pct(cond):>4}")
+        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {_pct(value):>5} · cond {_pct(cond):>5}")
     return "\n".join(lines)
 
 
-def render_bandwidth(bw: BandwidthView, window: str = "") -> str:
-    """Roofline panel: effective GB/s (analytic), % of peak, ceilings, binding term, hardware reading."""
-    if bw.effective_gbps is None and bw.peak_gbps is None:
-        return "bandwidth [dim]— " + escape(bw.note or "no model config known") + "[/]"
+def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = None) -> str:
+    """Roofline panel: analytic GB/s and % of peak, ceilings, the three terms, summary, hardware line."""
+    hardware = f"[dim]{escape(bw.hardware)}[/]" if bw.hardware else ""
+    if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
+        head = "roofline [dim]— " + escape(bw.note or "no model config known") + "[/]"
+        return head + (f"\n{hardware}" if hardware else "")
+    w = window_words(window or "10 s")
     gpu = escape(bw.gpu or "GPU ?")
-    eff = _num(bw.effective_gbps, ".0f")
-    peak = _num(bw.peak_gbps, ".0f")
-    pct = "—" if bw.percent_of_peak is None else f"{bw.percent_of_peak:.0f}%"
-    lines = [
-        f"bandwidth [b]{eff} GB/s[/] of {peak} GB/s peak ({gpu}) = [b]{pct}[/] "
-        f"[dim](analytic, {window or 'now'})[/]",
-        f"ceiling tok/s: baseline {_num(bw.ceiling_baseline_tok_s, '.0f')} · "
-        f"spec {_num(bw.ceiling_spec_tok_s, '.0f')}",
-    ]
-    if bw.binding:
-        lines.append(f"[dim]bound by {escape(bw.binding)}[/]")
-    lines.append(f"hardware: {escape(bw.hardware)}" if bw.hardware else "[dim]hardware: analytic only[/]")
-    if bw.note:
-        lines.append(f"[dim]{escape(bw.note)}[/]")
+    context = ""
+    if bw.context_tokens is not None:
+        context = f" · KV context {bw.context_tokens:,} tokens [dim]({escape(bw.context_source)})[/]"
+    lines = [f"roofline [dim](analytic, {w})[/]{context}"]
+    if bw.effective_gbps is not None:
+        lines.append(
+            f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{_num(bw.percent_of_peak, '.0f')} %[/] "
+            f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, {w})[/]"
+        )
+    else:
+        lines.append(
+            f"bandwidth — [dim](idle: no steps in the window) · {gpu}'s peak {bw.peak_gbps:.0f} GB/s[/]"
+        )
+    ceiling = f"ceiling baseline [b]{bw.ceiling_baseline_tok_s:.1f}[/] tok/s"
+    if bw.k and bw.ceiling_spec_tok_s is not None:
+        tau = _num(bw.tau, ".2f")
+        src = "" if bw.tau_source == "measured" else " [dim](assumed: all drafts accepted)[/]"
+        ceiling += f" · MTP at τ {tau}{src}: [b]{bw.ceiling_spec_tok_s:.1f}[/] tok/s"
+    if bw.tok_s and bw.pct_of_ceiling is not None:
+        ceiling += f" · now {bw.tok_s:.1f} tok/s = [b]{bw.pct_of_ceiling:.0f} %[/] of it"
+    lines.append(ceiling)
+    if bw.k and bw.acceptance_term is not None and bw.bandwidth_term is not None:
+        terms = []
+        for name, label, value in (
+            ("acceptance", "acceptance 1+α·k", bw.acceptance_term),
+            ("bandwidth", "bandwidth", bw.bandwidth_term),
+            ("compute", "compute", bw.compute_term),
+        ):
+            text = f"{label} {_num(value, '.2f')}"
+            terms.append(f"[b reverse $accent] {text} [/]" if name == bw.binding else text)
+        lines.append("speed-up ≤ min(" + " · ".join(terms) + f") → [b]{escape(bw.binding)}[/] binds")
+    elif not bw.k:
+        lines.append("[dim]speed-up terms: none (plain decoding, k = 0)[/]")
+    if bw.summary:
+        lines.extend(f"[i]{escape(line)}[/]" for line in _wrap(bw.summary, width))
+    if hardware:
+        lines.append(hardware)
     return "\n".join(lines)
 
 
 def render_summary(n: int, s: PromptSummary) -> str:
-    """One line per finished prompt: tokens, TTFT, decode tok/s, acceptance and its scope."""
+    """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server)."""
     if s.error:
-        return f"#{n} [$error]{escape(s.error)}[/]"
+        return f"#{n} [$text-error]{escape(s.error)}[/]"
     approx = "≈" if s.approximate else ""
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
-            f" · accept {_pct(s.acceptance_rate)} len {_num(s.mean_acceptance_length, '.2f')} "
-            f"[dim]({s.scope})[/]"
+            f" · accept {_pct(s.acceptance_rate)} · len {_num(s.mean_acceptance_length, '.2f')} "
+            f"[dim](server, {s.scope})[/]"
         )
-    ttft = _ms(s.ttft_s)
-    tail = " · [$warning]cancelled[/]" if s.cancelled else ""
+    tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
     return (
-        f"#{n} {approx}{s.tokens} tok · TTFT {ttft} · decode [b]{_num(s.decode_tok_s)}[/] tok/s "
+        f"#{n} {approx}{s.tokens} tok · TTFT {_ms(s.ttft_s)} · decode [b]{_num(s.decode_tok_s)}[/] tok/s "
         f"[dim](client)[/]{acc}{tail}"
     )
 
 
-def render_speedup(last: float | None, median: float | None, n: int, *, race: bool) -> str:
-    """The line between A/B panes: B over A decode tok/s."""
+def render_speedup(
+    last: float | None,
+    median: float | None,
+    n: int,
+    *,
+    race: bool,
+    label: str = "B/A",
+    slower: bool = False,
+) -> str:
+    """The line between A/B panes: decode tok/s ratio (client), last prompt and median."""
+    head = f"speed-up {label} [dim](decode tok/s, client)[/]:"
     if last is None:
-        text = "speed-up B/A (decode tok/s, client): — send a prompt"
+        text = f"{head} — send a prompt"
     else:
-        text = (
-            f"speed-up B/A (decode tok/s, client): last [b]{last:.2f}×[/] · "
-            f"median {_num(median, '.2f')}× over {n}"
-        )
+        text = f"{head} last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s)"
+    if slower:
+        text += f" · [$text-warning]{MTP_SLOWER}[/]"
     if race:
-        text += "  [$warning]race: contended — not a measurement[/]"
+        text += " · [$text-warning]race: contended, not a measurement[/]"
     return text

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from click.testing import CliRunner
-from textual.pilot import Pilot
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
 
-
-async def wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the timeout")
-        await pilot.pause(0.05)
+if TYPE_CHECKING:
+    from conftest import WaitUntil
 
 
 def _alive(pid: int) -> bool:
@@ -35,7 +27,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-async def test_demo_starts_and_stops_its_servers() -> None:
+async def test_demo_starts_and_stops_its_servers(wait_until: WaitUntil) -> None:
     config = demo_config()
     assert [s.launch is not None and s.launch.kind == "sim" for s in config.servers] == [True, True]
     app = make_app(config)
@@ -70,3 +62,15 @@ def test_ab_needs_two_urls_or_start() -> None:
     result = CliRunner().invoke(cli, ["ab", "http://127.0.0.1:1"])
     assert result.exit_code == 2
     assert "two URLs" in result.output
+
+
+async def test_screenshots_are_filmed_from_the_simulator(tmp_path: Path) -> None:
+    from mtpwatch.commands.screenshots import VIEWS, write_screenshots
+    from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
+
+    written = await write_screenshots(tmp_path, speed=20, max_tokens=24, startup_delay=1.5)
+    assert sorted(p.stem for p in written) == sorted(VIEWS)
+    preset = get_preset(DEFAULT_PRESET)
+    ab = (tmp_path / "ab.svg").read_text(encoding="utf-8")
+    assert f"MTP&#160;k={preset.k}" in ab and "lossless" in ab and "20×&#160;speed" in ab
+    assert "disconnected" in (tmp_path / "disconnected.svg").read_text(encoding="utf-8")

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import Any
-
-from textual.pilot import Pilot
+from typing import TYPE_CHECKING, Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.server import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
+if TYPE_CHECKING:
+    from conftest import WaitUntil
+
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=48)
-
-
-async def wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
-    """Event-driven wait: re-check after each pause, fail with a clear message at the timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the timeout")
-        await pilot.pause(0.05)
 
 
 def _panel(app: MtpWatchApp, i: int = 0) -> ServerPanel:
     return app.monitor.panels[i]
 
 
-async def test_attach_prompt_streams_and_summarises() -> None:
+async def test_attach_prompt_streams_and_summarises(wait_until: WaitUntil) -> None:
     async with running_sim(speed=20) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
@@ -50,7 +39,7 @@ async def test_attach_prompt_streams_and_summarises() -> None:
             await pilot.press("ctrl+q")
 
 
-async def test_server_dies_shows_disconnected_then_recovers() -> None:
+async def test_server_dies_shows_disconnected_then_recovers(wait_until: WaitUntil) -> None:
     async with running_sim(speed=20) as url:
         port = int(url.rsplit(":", 1)[1])
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
@@ -68,7 +57,7 @@ async def test_server_dies_shows_disconnected_then_recovers() -> None:
             await pilot.press("ctrl+q")
 
 
-async def test_server_exits_mid_stream_no_crash() -> None:
+async def test_server_exits_mid_stream_no_crash(wait_until: WaitUntil) -> None:
     async with running_sim(speed=1) as url:
         display = DisplaySettings(scrape_interval_s=0.1, max_tokens=2000)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
@@ -91,3 +80,118 @@ async def sim_fault(url: str, body: dict[str, Any]) -> None:
 
     async with httpx.AsyncClient() as http:
         await http.post(url + "/sim/fault", json=body)
+
+
+async def test_escape_cancels_and_keeps_the_partial_answer(wait_until: WaitUntil) -> None:
+    from mtpwatch.ui.widgets.token_stream import CANCEL_MARK
+
+    async with running_sim(speed=1) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, max_tokens=4000)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(120, 40)) as pilot:
+            panel = _panel(app)
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
+            await pilot.press(*"tell me a long story", "enter")
+            await wait_until(pilot, lambda: panel.stream.line_count > 2)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: panel.prompt_count == 1)
+            assert not app.monitor.generating
+            summary = panel.last_summary
+            assert summary is not None and summary.cancelled and summary.error is None
+            lines = panel.stream.lines
+            assert CANCEL_MARK in lines
+            answer = lines[: lines.index(CANCEL_MARK)]
+            assert sum(1 for line in answer if line.strip() and not line.startswith("▶")) >= 1
+            assert "cancelled" in str(panel.query_one(".summary").render())
+            await pilot.press("ctrl+q")
+
+
+async def test_pause_freezes_display_while_collection_continues(wait_until: WaitUntil) -> None:
+    async with running_sim(speed=20) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, max_tokens=200)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(120, 40)) as pilot:
+            panel = _panel(app)
+            feed = app.monitor.feeds[0]
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
+            await pilot.press("f2")
+            assert app.paused and app.monitor.has_class("-paused")
+            frozen = panel.view
+            app.monitor.send("a prompt sent while paused")
+            await wait_until(pilot, lambda: panel.prompt_count == 1)
+            latest = feed.collector.latest
+            assert latest is not None and latest.generation_tokens > 0  # collected meanwhile
+            await pilot.pause(0.6)  # longer than one display tick (2 Hz): still frozen
+            assert panel.view is frozen
+            await pilot.press("f2")
+            assert not app.paused
+            assert panel.view is not frozen  # jumps to the collected numbers at once
+            assert panel.view is not None and panel.view.server_tok_s
+            await pilot.press("ctrl+q")
+
+
+async def test_window_key_cycles_every_panel(wait_until: WaitUntil) -> None:
+    async with running_sim(speed=20) as url:
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = _panel(app)
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
+            seen = []
+            for _ in range(3):
+                await pilot.press("f3")
+                seen.append(app.monitor.window)
+                assert panel.view is not None and panel.view.window == app.monitor.window
+                title = str(app.monitor.query_one("#title-bar").render())
+                assert app.monitor.window.replace("prompt", "this prompt") in title
+            assert seen == ["60 s", "prompt", "10 s"]
+            await pilot.press("ctrl+q")
+
+
+async def test_roofline_and_verdict_from_the_simulator(wait_until: WaitUntil) -> None:
+    async with running_sim(speed=20) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, max_tokens=96)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(200, 50)) as pilot:
+            panel = _panel(app)
+            await wait_until(
+                pilot, lambda: panel.view is not None and panel.view.bandwidth.peak_gbps is not None
+            )
+            await pilot.press("f3", "f3")  # 'this prompt' window
+            await pilot.press(*"hello", "enter")
+            await wait_until(pilot, lambda: panel.prompt_count == 1)
+            feed = app.monitor.feeds[0]
+            final = feed.rates("prompt")
+            assert final is not None and final.drafts > 0
+            # the panel draws views at 2 Hz: wait for one built after the prompt ended
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.drafts == final.drafts)
+            assert panel.view is not None
+            bw = panel.view.bandwidth
+            assert bw.effective_gbps is not None
+            assert bw.k == 2 and bw.binding in ("acceptance", "bandwidth", "compute")
+            assert bw.ceiling_spec_tok_s is not None and bw.ceiling_baseline_tok_s is not None
+            assert bw.context_tokens and bw.context_source
+            assert bw.hardware.startswith("hardware: analytic only (simulated")
+            assert panel.view.verdict.startswith("MTP is paying off")
+            text = str(panel.query_one(".bandwidth").render())
+            assert "speed-up ≤ min(" in text and "binds" in text
+            await pilot.press("ctrl+q")
+
+
+async def test_prompt_window_ends_with_the_prompt(wait_until: WaitUntil) -> None:
+    async with running_sim(speed=20) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, max_tokens=96)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = _panel(app)
+            feed = app.monitor.feeds[0]
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
+            await pilot.press("f3", "f3", *"hello", "enter")
+            await wait_until(pilot, lambda: panel.prompt_count == 1)
+            first = feed.rates("prompt")
+            assert first is not None and first.server_tok_s and first.drafts > 0
+            scrapes = len(feed.collector.tok_s_series())
+            await wait_until(pilot, lambda: len(feed.collector.tok_s_series()) >= scrapes + 5)
+            later = feed.rates("prompt")  # idle scrapes since do not dilute it
+            assert later is not None and later.server_tok_s == first.server_tok_s
+            assert later.drafts == first.drafts
+            await pilot.press("ctrl+q")

@@ -20,7 +20,8 @@ Numbers come from two places, and each is labelled with its source and window:
   `requests_running ≤ 1` at every scrape of the prompt's window).
 * **client** — timestamps of the streamed answer as it arrives at mtpwatch.
 
-Windows: **10 s**, **60 s** or **prompt** (since the last prompt started); `F3` cycles them.
+Windows: **10 s**, **60 s** or **this prompt** (from the prompt's start to the scrape after its
+last token); `F3` cycles them.
 
 | number | formula | source |
 |---|---|---|
@@ -40,6 +41,11 @@ Windows: **10 s**, **60 s** or **prompt** (since the last prompt started); `F3` 
 | effective GB/s | analytic bytes per verify step (weights + drafter + KV) × steps/s | analytic |
 | % of peak | effective GB/s / peak GB/s of the GPU (table, `--gpu`, `--peak-gbps`) | analytic |
 | ceiling tok/s | peak GB/s / bytes per step × tokens per step (1 baseline, mean acceptance length with spec) | analytic |
+| now … % of it | server tok/s / the ceiling that applies (MTP ceiling when k > 0) | server + analytic |
+| speed-up terms | acceptance 1 + α·k (= τ) · bandwidth (MTP ceiling / baseline ceiling: drafter passes and MoE expert union priced in) · compute (needs the GPU's FLOP rate); the smallest binds and is highlighted | analytic |
+| KV context | `kv_cache_usage` × `num_gpu_blocks` × `block_size` (engine-wide), else the last prompt's prompt + generated tokens | server / client |
+| hardware | NVML GPM DRAM bandwidth (GB/s, % of peak) and "memory busy %" (time, not bytes) for a GPU on this machine, only while the panel is shown; otherwise the reason (remote server, GB10: analytic only) | hardware |
+| verdict | from the window's numbers: acceptance < 5 % over ≥ 50 drafts → mismatched drafter; mean length < 1.2 → barely helps; else the MTP ceiling vs the baseline's; in A/B, MTP slower than the baseline on the last prompts is flagged | server + analytic |
 
 A ≈ before a token count means the server sent no per-chunk usage, so tokens were
 counted from chunks. "speculation off" means the server exports no spec-decode counters.
@@ -59,9 +65,10 @@ across prompts. `race` sends both at once: contended — not a measurement. At t
 |---|---|
 | Enter | send the prompt (to every server) |
 | ↑ / ↓ | prompt history |
-| Escape | cancel the running generation |
+| Escape | cancel the running generation (the partial answer stays, marked cancelled) |
+| PgUp / PgDn | scroll the answers back / forward (the end follows new text again) |
 | F1 / ? | this help |
-| F2 | pause the display (collection continues) |
+| F2 | pause the display (collection continues; numbers jump on resume) |
 | F3 | cycle the acceptance window |
 | F4 | send a sample prompt |
 | F5 | clear the answers |

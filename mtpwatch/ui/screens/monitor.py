@@ -20,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from mtpwatch.config import AppConfig
-from mtpwatch.ui.view import WINDOWS, ServerView, render_speedup
+from mtpwatch.ui.view import WINDOWS, ServerView, render_speedup, window_words
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -110,12 +110,13 @@ class MonitorScreen(Screen[None]):
 
     def update_title(self) -> None:
         """Title bar: app title, mode, window, schedule, paused."""
-        parts = [f"[b]{self.config.title}[/]"]
+        # The window first: it qualifies every number, and narrow terminals cut the end.
+        parts = [f"window [b]{window_words(self.window)}[/]"]
         if self.config.mode == "ab":
-            parts.append(f"A/B · {self.schedule}")
-        parts.append(f"window {self.window}")
+            parts.append(f"A/B {self.schedule}")
         if self._is_paused():
             parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
+        parts.append(f"[b]{self.config.title}[/]")
         parts.append("[dim]F1 help · Ctrl+Q quit[/]")
         self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
 
@@ -135,6 +136,7 @@ class MonitorScreen(Screen[None]):
             panel.show_monitor()
         while True:
             delay = await feed.poll()
+            feed.hardware_wanted = panel.bandwidth_visible
             panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
             await asyncio.sleep(delay)
 
@@ -205,25 +207,54 @@ class MonitorScreen(Screen[None]):
         if self.config.mode == "ab" and len(answers) == 2:
             self.show_comparison(answers[0], answers[1])
 
+    def _arms(self) -> tuple[int, int, str]:
+        """(baseline index, MTP index, label) of the ratio: MTP/baseline when exactly one arm
+        speculates (its counters say so), else B/A."""
+        spec = [p.view.speculative if p.view is not None else None for p in self.panels]
+        if len(spec) == 2 and spec[0] is False and spec[1] is True:
+            return 0, 1, "MTP/baseline"
+        if len(spec) == 2 and spec[0] is True and spec[1] is False:
+            return 1, 0, "MTP/baseline"
+        return 0, 1, "B/A"
+
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
         from mtpwatch.ui.live import compare_outputs
 
-        ta, tb = a.summary.decode_tok_s, b.summary.decode_tok_s
-        last = tb / ta if ta and tb else None
+        base, mtp, label = self._arms()
+        answers = (a, b)
+        t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
+        last = t_mtp / t_base if t_base and t_mtp else None
         if last is not None:
             self.speedups.append(last)
         median = statistics.median(self.speedups) if self.speedups else None
+        recent = self.speedups[-3:]
+        # Known failure signature: MTP below the baseline on the last prompts (not in race mode,
+        # where contention decides).
+        slower = (
+            label == "MTP/baseline"
+            and self.schedule != "race"
+            and bool(recent)
+            and statistics.median(recent) < 1.0
+        )
         self.query_one("#speedup", Static).update(
             Content.from_markup(
-                render_speedup(last, median, len(self.speedups), race=self.schedule == "race")
-            )
+                render_speedup(
+                    last,
+                    median,
+                    len(self.speedups),
+                    race=self.schedule == "race",
+                    label=label,
+                    slower=slower,
+                )
+            ),
+            layout=False,  # one fixed line: no relayout
         )
         if self.config.display.temperature == 0:
             verdict = compare_outputs(a, b)
         else:
             verdict = "[dim]lossless check needs temperature 0[/]"
-        self.query_one("#lossless", Static).update(Content.from_markup(verdict))
+        self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
 
     def clear_answers(self) -> None:
         """Empty every answer pane."""
@@ -235,6 +266,7 @@ class MonitorScreen(Screen[None]):
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
         for feed, panel in zip(self.feeds, self.panels, strict=False):
+            panel.window = self.window
             panel.show(feed.view(self.window))
 
     def now(self) -> float:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.widgets import ContentSwitcher, Log, Static
 
 from mtpwatch.ui.view import (
@@ -21,6 +21,7 @@ from mtpwatch.ui.view import (
     render_header,
     render_numbers,
     render_summary,
+    render_verdict,
 )
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
@@ -42,8 +43,11 @@ class ServerPanel(Vertical):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, ServerPanel.ViewUpdated)
 
-    view: reactive[ServerView | None] = reactive(None, always_update=True)
-    """The newest view; `watch_view` pushes it into the children."""
+    view: var[ServerView | None] = var(None, always_update=True)
+    """The newest view shown; `watch_view` pushes it into the children (a `var`: no panel repaint)."""
+
+    APPLY_HZ = 2.0
+    """Feed views reach the widgets at most this often (scrapes run at 4 Hz; repaints cost)."""
 
     def __init__(
         self,
@@ -58,6 +62,9 @@ class ServerPanel(Vertical):
         self._starts_server = starts_server
         self._is_paused = is_paused
         self._summaries: list[str] = []
+        self._pending: ServerView | None = None
+        self.window: str | None = None
+        """The window the screen shows; feed views built for another one (in flight) are dropped."""
         self._shown: dict[str, str] = {}
         self.prompt_count = 0
         """Prompts finished in this panel."""
@@ -72,6 +79,7 @@ class ServerPanel(Vertical):
                 yield Log(max_lines=5_000, classes="server-log")
             with Horizontal(id="monitor", classes="body"):
                 with Vertical(classes="metrics"):
+                    yield Static(classes="verdict")
                     yield Static(classes="numbers")
                     yield Static(classes="bars")
                     yield ThroughputChart(classes="chart")
@@ -85,30 +93,61 @@ class ServerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = self._initial.label
         self.show(self._initial)
+        self.set_interval(1 / self.APPLY_HZ, self.apply_pending, name="view-apply")
 
     # -- data in -------------------------------------------------------------------------------
 
     def show(self, view: ServerView) -> None:
-        """Draw `view` now (tests, screenshots; the feed goes through `ViewUpdated`)."""
+        """Draw `view` now (tests, screenshots, a window change; the feed goes through `ViewUpdated`)."""
+        self._pending = None
         self.view = view
 
     def on_server_panel_view_updated(self, event: ViewUpdated) -> None:
-        if not self._is_paused():
-            self.view = event.view
+        # Kept, not drawn: `apply_pending` draws the newest at APPLY_HZ. A status change (up →
+        # down) is drawn at once.
+        if self.window is not None and event.view.window != self.window:
+            return  # built before the window key was pressed
+        self._pending = event.view
+        current = self.view
+        if current is None or current.status != event.view.status:
+            self.apply_pending()
+
+    def apply_pending(self) -> None:
+        """Draw the newest feed view unless the display is paused (collection goes on meanwhile)."""
+        if self._pending is not None and not self._is_paused():
+            view, self._pending = self._pending, None
+            with self.app.batch_update():
+                self.view = view
+
+    @property
+    def bandwidth_visible(self) -> bool:
+        """The roofline panel is shown (wide layouts, monitor pane, this screen on top)."""
+        bandwidth = self.query_one(".bandwidth", Static)
+        switcher = self.query_one(ContentSwitcher)
+        return bool(bandwidth.display) and switcher.current == "monitor" and self.screen.is_current
 
     def watch_view(self, view: ServerView | None) -> None:
         if view is None or not self.is_mounted:
             return
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
         self._set(".panel-header", render_header(view, compact=compact))
+        width = self.query_one(".numbers", Static).content_region.width or None
+        # Compact: the baseline's "no speculation" line is not worth a row.
+        verdict = "" if compact and view.speculative is False else render_verdict(view, width)
+        self.query_one(".verdict", Static).display = bool(verdict)
+        self._set(".verdict", verdict)
         self._set(".numbers", render_numbers(view, compact=compact))
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
-        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window))
+        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width))
         chart = self.query_one(ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
         for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
             self.set_class(view.status == status, f"-{status}")
+
+    def on_resize(self) -> None:
+        # Wrapped lines (verdict, roofline summary) follow the new width.
+        self.call_after_refresh(self.watch_view, self.view)
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when its line count changed.
@@ -154,9 +193,12 @@ class ServerPanel(Vertical):
         """Show the summary line of a finished prompt (the last three stay visible)."""
         self.prompt_count += 1
         self.last_summary = summary
-        self.stream.flush()
+        self.stream.finish(cancelled=summary.cancelled)
         self._summaries.append(render_summary(self.prompt_count, summary))
-        self.query_one(".summary", Static).update(Content.from_markup("\n".join(self._summaries[-3:])))
+        # Fixed height, no wrapping (CSS): the newest lines at the bottom, no relayout.
+        self.query_one(".summary", Static).update(
+            Content.from_markup("\n".join(self._summaries[-3:])), layout=False
+        )
 
     async def settle(self) -> None:
         """Flush the stream and redraw the chart now (tests and screenshots)."""

@@ -1,56 +1,187 @@
-"""ThroughputChart: client and server tok/s over time, drawn with plotext at most twice a second."""
+"""ThroughputChart: client and server tok/s over the last minute, drawn in braille by `render_line`.
+
+A plotext chart rebuilt its whole figure on every repaint (~20 ms for a panel-sized chart, more
+than everything else the idle monitor does), so this chart rasterises its two series itself: one
+pass over ≤ 60 points per series into a dot grid (≈0.5 ms), cached as strips until the data or
+the size change. It redraws at most `REDRAW_HZ` times a second, only when the series changed and
+it is visible.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
-from textual.reactive import var
-from textual_plotext import PlotextPlot
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+POINTS = 60
+"""Seconds of history (one point per second)."""
+_BRAILLE = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
+"""Dot bits of a braille cell by (row 0-3, column 0-1)."""
 
 
-class ThroughputChart(PlotextPlot):
-    """Client decode tok/s (this prompt) and server tok/s (generation_tokens), one point per second.
+def nice_ceiling(value: float) -> float:
+    """The smallest 1/2/2.5/5 × 10^n at or above `value` (an axis maximum), at least 1."""
+    if value <= 1:
+        return 1.0
+    exp = math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
+        top = step * 10.0**exp
+        if top >= value:
+            return top
+    return 10.0 ** (exp + 1)
 
-    A plotext redraw costs milliseconds to tens of milliseconds, so the chart redraws on
-    its own timer, only when its data changed and it is visible.
+
+def rasterise(
+    series: Sequence[Sequence[float]], width: int, height: int, y_max: float
+) -> list[list[tuple[int, int]]]:
+    """Dots of each series on a `width`×`height` cell grid: per cell (braille bits, last series drawn).
+
+    Point i of a series sits at its age in seconds, right-aligned (the newest point is at the right
+    edge, `POINTS` seconds span the width); consecutive points are joined dot column by dot column.
+    """
+    grid = [[(0, -1)] * width for _ in range(height)]
+    dots_x, dots_y = 2 * width, 4 * height
+    if width <= 0 or height <= 0:
+        return grid
+
+    def plot(x: int, y: int, index: int) -> None:
+        row = dots_y - 1 - y
+        cy, cx = row // 4, x // 2
+        bits = grid[cy][cx][0]
+        grid[cy][cx] = (bits | _BRAILLE[row % 4][x % 2], index)
+
+    for index, values in enumerate(series):
+        n = len(values)
+        prev: tuple[int, int] | None = None
+        for i, v in enumerate(values):
+            age = n - 1 - i
+            x = round((POINTS - 1 - age) * (dots_x - 1) / (POINTS - 1))
+            y = round(min(max(v / y_max, 0.0), 1.0) * (dots_y - 1))
+            if x < 0:
+                continue
+            if prev is None:
+                plot(x, y, index)
+            else:
+                x0, y0 = prev
+                last = y0
+                for xx in range(x0 + 1, x + 1):
+                    yy = round(y0 + (y - y0) * (xx - x0) / (x - x0))
+                    for fill in range(min(last, yy), max(last, yy) + 1):
+                        plot(xx, fill, index)
+                    last = yy
+            prev = (x, y)
+    return grid
+
+
+class ThroughputChart(Widget):
+    """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
+
+    Set `server_series` / `client_series` (one point per second, oldest first); the chart redraws
+    itself on a timer. `replot()` redraws now (tests, screenshots).
     """
 
-    REDRAW_INTERVAL = 1.0
+    REDRAW_HZ = 1.0
+    LABEL_WIDTH = 6
 
-    server_series: var[tuple[float, ...]] = var(())
-    """Server tok/s from Δgeneration_tokens, oldest first; assigning never repaints."""
-    client_series: var[tuple[float, ...]] = var(())
-    """Client decode tok/s of the current prompt, oldest first."""
+    COMPONENT_CLASSES = {"chart--server", "chart--client", "chart--axis"}
+
+    DEFAULT_CSS = """
+    ThroughputChart {
+        height: 10;
+        & > .chart--server { color: $secondary; }
+        & > .chart--client { color: $success; }
+        & > .chart--axis { color: $text-muted; }
+    }
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._drawn: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+        self.server_series: tuple[float, ...] = ()
+        """Server tok/s from Δgeneration_tokens, oldest first (engine-wide)."""
+        self.client_series: tuple[float, ...] = ()
+        """Client decode tok/s of the current prompt, oldest first."""
+        self._drawn: tuple[Any, ...] | None = None
+        self._strips: list[Strip] = []
 
     def on_mount(self) -> None:
-        self.set_interval(self.REDRAW_INTERVAL, self.redraw_if_needed, name="chart-redraw")
-        self.replot()
+        self.set_interval(1 / self.REDRAW_HZ, self.redraw_if_needed, name="chart-redraw")
 
     def redraw_if_needed(self) -> None:
-        """Replot when the data changed and the chart is on screen."""
-        if (self.server_series, self.client_series) != self._drawn and self.is_on_screen:
+        """Redraw when the data or size changed and the chart is on screen."""
+        if self._key() != self._drawn and self.is_on_screen:
             self.replot()
 
+    def _key(self) -> tuple[Any, ...]:
+        return (self.server_series, self.client_series, self.content_region.size)
+
     def replot(self) -> None:
-        """Draw the series now (tests and screenshots call this directly)."""
-        plt = self.plt
-        plt.clear_figure()
-        plt.title("tok/s — server (engine, all requests) · client (this prompt, decode)")
-        plt.xlabel("seconds ago")
-        drew = False
-        for series, label, marker in (
-            (self.server_series, "server", "braille"),
-            (self.client_series, "client", "hd"),
-        ):
-            if series:
-                n = len(series)
-                plt.plot([i - n + 1 for i in range(n)], list(series), label=label, marker=marker)
-                drew = True
-        if drew:
-            plt.ylim(0, None)
-        self._drawn = (self.server_series, self.client_series)
+        """Rasterise the series into strips now and repaint this widget only."""
+        self._drawn = self._key()
+        self._strips = self._build()
         self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.replot()
+
+    def _build(self) -> list[Strip]:
+        width, height = self.content_region.size
+        if width < self.LABEL_WIDTH + 10 or height < 3:
+            return []
+        base = self.rich_style
+        axis = base + self.get_component_rich_style("chart--axis")
+        styles = [
+            base + self.get_component_rich_style("chart--server"),
+            base + self.get_component_rich_style("chart--client"),
+        ]
+        plot_w, plot_h = width - self.LABEL_WIDTH, height - 2
+        top = max([*self.server_series, *self.client_series, 0.0])
+        y_max = nice_ceiling(top * 1.1)
+        grid = rasterise((self.server_series, self.client_series), plot_w, plot_h, y_max)
+        legend = [
+            Segment("tok/s  ", axis),
+            Segment("⣿ server", styles[0]),
+            Segment(" (engine, all requests)  ", axis),
+            Segment("⣿ client", styles[1]),
+            Segment(" (this prompt, decode)", axis),
+        ]
+        strips = [Strip(legend).crop_extend(0, width, base)]
+        for row in range(plot_h):
+            label = _fmt(y_max) if row == 0 else "0" if row == plot_h - 1 else ""
+            segments = [Segment(f"{label:>{self.LABEL_WIDTH - 1}}┤", axis)]
+            run: list[str] = []
+            run_style: Style = base
+            for bits, index in grid[row]:
+                style = styles[index] if bits else base
+                if style is not run_style and run:
+                    segments.append(Segment("".join(run), run_style))
+                    run = []
+                run_style = style
+                run.append(chr(0x2800 + bits) if bits else " ")
+            if run:
+                segments.append(Segment("".join(run), run_style))
+            strips.append(Strip(segments).crop_extend(0, width, base))
+        labels = f"{'-60 s':<{plot_w // 2}}{'-30 s':<{plot_w - plot_w // 2 - 3}}now"
+        strips.append(Strip([Segment(" " * self.LABEL_WIDTH + labels, axis)]).crop_extend(0, width, base))
+        return strips
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._drawn is None:  # first paint; later ones come from `replot`
+            self._drawn = self._key()
+            self._strips = self._build()
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.content_region.width, self.rich_style)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"

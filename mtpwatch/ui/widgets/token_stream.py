@@ -1,40 +1,84 @@
-"""TokenStream: generated text that accepts tokens at any rate and paints at most 15 times a second."""
+"""TokenStream: generated text that accepts tokens at any rate, paints at most 10 times a second,
+and never changes the screen's layout.
+
+Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers a virtual-size
+change with a relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that
+was most of the app's CPU. This pane is a fixed-size widget that draws its lines itself with
+`render_line`: it shows the tail while following, keeps the whole scroll-back (mouse wheel,
+PageUp/PageDown through `scroll_lines`), and draws its own one-column position bar, so no
+scrollbar or virtual size is involved and a new line repaints this pane only.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from textual.widgets import Log
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.cache import LRUCache
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+PROMPT_MARK = "▶ "
+"""Lines starting with this are the prompt of a block (drawn bold, accent colour)."""
+CANCEL_MARK = "■ cancelled"
+"""Line appended when the user cancels an answer (warning colour)."""
 
 
-class TokenStream(Log):
-    """Generated text. `feed` is cheap per token; a timer flushes the buffer at `FLUSH_HZ`.
+class TokenStream(Widget, can_focus=False):
+    """Generated text. `feed` is one list append per token; a timer flushes the buffer at `FLUSH_HZ`.
 
-    One `Log.write` per token saturates near 1.5 k tok/s (style.md §1.4), so tokens are
-    appended to a list and written in one call per frame.
+    Lines are soft-wrapped as they arrive (`wrap_stream`), one column narrower than the pane: the
+    last column is the position bar, drawn when the text is taller than the pane.
     """
 
-    FLUSH_HZ = 15
+    FLUSH_HZ = 10
+    MAX_LINES = 2_000
+    MAX_RAW_CHARS = 400_000
+    WHEEL_LINES = 3
+
+    COMPONENT_CLASSES = {"token-stream--prompt", "token-stream--cancelled", "token-stream--bar"}
 
     DEFAULT_CSS = """
-    TokenStream { height: 1fr; overflow-x: hidden; scrollbar-size-vertical: 1; }
+    TokenStream {
+        height: 1fr;
+        & > .token-stream--prompt { text-style: bold; color: $text-accent; }
+        & > .token-stream--cancelled { text-style: bold; color: $text-warning; }
+        & > .token-stream--bar { color: $scrollbar; }
+    }
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_lines=2_000, **kwargs)
+        super().__init__(**kwargs)
+        self._lines: list[str] = []
+        self._raw: list[str] = []
+        """Everything appended, unwrapped (re-wrapped when the pane's width changes)."""
+        self._raw_chars = 0
+        self._wrapped_at = 0
         self._pending: list[str] = []
         self._col = 0
+        self._top = 0
+        """First line shown when not following."""
+        self.following = True
+        """True: the pane shows the newest lines; False: the user scrolled back."""
+        self._strips: LRUCache[tuple[str, int, str], Strip] = LRUCache(512)
+        self._styles: dict[str, Style] = {}
+        self._frame_top = 0
 
     def on_mount(self) -> None:
         self.set_interval(1 / self.FLUSH_HZ, self._tick, name="token-flush")
+
+    # -- text in -------------------------------------------------------------------------------
 
     def feed(self, text: str) -> None:
         """Queue text (event-loop thread only)."""
         self._pending.append(text)
 
     def flush(self, *, final: bool = True) -> None:
-        """Write whatever is queued, word-wrapped to the pane.
+        """Wrap and append whatever is queued, then repaint this pane (never the layout).
 
         The timer passes `final=False`: a trailing partial word (tokens are sub-words) waits for
         the next flush so that wrapping never splits it. Tests and the end of an answer flush all.
@@ -49,34 +93,177 @@ class TokenStream(Log):
                 self._pending.append(text[cut:])
                 text = text[:cut]
         if text:
-            width = self.scrollable_content_region.width - 1
-            wrapped, self._col = wrap_stream(text, self._col, width if width >= 10 else 80)
-            self.write(wrapped)
+            self._append(text)
+
+    def _append(self, text: str) -> None:
+        self._raw.append(text)
+        self._raw_chars += len(text)
+        while self._raw_chars > self.MAX_RAW_CHARS and len(self._raw) > 1:
+            self._raw_chars -= len(self._raw.pop(0))
+        width = self._text_width()
+        self._wrapped_at = width
+        wrapped, self._col = wrap_stream(text, self._col, width)
+        pieces = wrapped.split("\n")
+        if not self._lines:
+            self._lines.append("")
+        self._lines[-1] += pieces[0]
+        self._lines.extend(pieces[1:])
+        excess = len(self._lines) - self.MAX_LINES
+        if excess > 0:
+            del self._lines[:excess]
+            self._top = max(0, self._top - excess)
+        if self.following or excess > 0:
+            self.refresh()  # a scrolled-back view only changes when lines were dropped
 
     def _tick(self) -> None:
-        self.flush(final=False)
+        if self._pending:
+            self.flush(final=False)
 
     def start_block(self, header: str) -> None:
-        """Flush, end the current line, leave a blank line, and write `header` on its own line."""
+        """Flush, leave a blank line, write `header` on its own line and follow the new text."""
         self.flush()
-        if self.line_count and self.lines[-1]:
-            self.write("\n")
-        if self.line_count > 1:
-            self.write("\n")
-        self._col = 0
+        if self._lines and self._lines[-1]:
+            self._append("\n")
+        if len(self._lines) > 1:
+            self._append("\n")
+        self.following = True
         self.feed(header + "\n")
         self.flush()
+
+    def finish(self, *, cancelled: bool = False) -> None:
+        """End the answer: flush everything and, if cancelled, say so under the partial text."""
+        self.flush()
+        if cancelled:
+            if self._lines and self._lines[-1]:
+                self._append("\n")
+            self._append(CANCEL_MARK + "\n")
+        self.refresh()
 
     def reset(self) -> None:
         """Drop pending and shown text."""
         self._pending.clear()
+        self._lines.clear()
+        self._raw.clear()
+        self._raw_chars = 0
         self._col = 0
-        self.clear()
+        self._top = 0
+        self.following = True
+        self.refresh()
+
+    # -- text out ------------------------------------------------------------------------------
+
+    @property
+    def lines(self) -> list[str]:
+        """The wrapped lines written so far (the last one may still grow)."""
+        return self._lines
+
+    @property
+    def line_count(self) -> int:
+        """Number of wrapped lines written so far."""
+        return len(self._lines)
+
+    @property
+    def text(self) -> str:
+        """All text written so far (wrapped)."""
+        return "\n".join(self._lines)
 
     @property
     def pending_text(self) -> str:
         """Text not yet painted."""
         return "".join(self._pending)
+
+    # -- scrolling -----------------------------------------------------------------------------
+
+    def _text_width(self) -> int:
+        width = self.content_region.width - 1  # the last column is the position bar
+        return width if width >= 10 else 80
+
+    @property
+    def top(self) -> int:
+        """Index of the first line shown."""
+        height = self.content_region.height
+        bottom = max(0, len(self._lines) - height)
+        return bottom if self.following else min(self._top, bottom)
+
+    def scroll_lines(self, delta: int) -> None:
+        """Scroll by `delta` lines (negative: back in time); reaching the end follows again."""
+        height = self.content_region.height
+        bottom = max(0, len(self._lines) - height)
+        top = min(max(self.top + delta, 0), bottom)
+        self._top = top
+        self.following = top >= bottom
+        self.refresh()
+
+    def page(self, direction: int) -> None:
+        """Scroll one page back (-1) or forward (+1)."""
+        self.scroll_lines(direction * max(1, self.content_region.height - 1))
+
+    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        event.stop()
+        self.scroll_lines(-self.WHEEL_LINES)
+
+    def _on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        event.stop()
+        self.scroll_lines(self.WHEEL_LINES)
+
+    # -- drawing -------------------------------------------------------------------------------
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+        self._strips.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            base = self.rich_style
+            style = base if name == "" else base + self.get_component_rich_style(name)
+            self._styles[name] = style
+        return style
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame_top = self.top
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_region.width
+        height = self.content_region.height
+        total = len(self._lines)
+        top = self._frame_top
+        index = top + y
+        bar = " "
+        if total > height > 0:
+            size = max(1, height * height // total)
+            start = min(height - size, top * height // total) if not self.following else height - size
+            bar = "┃" if start <= y < start + size else "│"
+        line = self._lines[index] if index < total else ""
+        key = (line, width, bar)
+        strip = self._strips.get(key)
+        if strip is None:
+            name = ""
+            if line.startswith(PROMPT_MARK):
+                name = "token-stream--prompt"
+            elif line == CANCEL_MARK:
+                name = "token-stream--cancelled"
+            base = self._style("")
+            text = Strip([Segment(line, self._style(name))]).crop_extend(0, max(0, width - 1), base)
+            strip = Strip.join([text, Strip([Segment(bar, self._style("token-stream--bar"))], 1)])
+            self._strips[key] = strip
+        return strip
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._strips.clear()
+        if self._raw and self._text_width() != self._wrapped_at:
+            self._rewrap()
+
+    def _rewrap(self) -> None:
+        """Wrap the whole text again at the new width (a resize; never while tokens stream)."""
+        width = self._text_width()
+        self._wrapped_at = width
+        wrapped, self._col = wrap_stream("".join(self._raw), 0, width)
+        self._lines = wrapped.split("\n")[-self.MAX_LINES :]
+        self._top = min(self._top, max(0, len(self._lines) - 1))
+        self.refresh()
 
 
 _WORDS = re.compile(r"\n|[^\S\n]+|\S+")
@@ -85,8 +272,8 @@ _WORDS = re.compile(r"\n|[^\S\n]+|\S+")
 def wrap_stream(text: str, col: int, width: int) -> tuple[str, int]:
     """Soft-wrap streamed `text` that continues a line already `col` characters long.
 
-    Log does not wrap, and a stream cannot be re-wrapped once written, so words are placed as
-    they arrive. Returns the text with newlines inserted and the column where it ends.
+    The pane does not re-wrap, and a stream cannot be re-wrapped once written, so words are placed
+    as they arrive. Returns the text with newlines inserted and the column where it ends.
     """
     out: list[str] = []
     for piece in _WORDS.findall(text):

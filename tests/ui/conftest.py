@@ -1,0 +1,32 @@
+"""Shared helpers of the UI tests: an event-driven wait (no fixed sleeps), as the `wait_until` fixture."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import pytest
+from textual.pilot import Pilot
+
+
+class WaitUntil(Protocol):
+    def __call__(
+        self, pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = ...
+    ) -> Awaitable[None]: ...
+
+
+async def _wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+    """Re-check `predicate` after each short pause; fail with a clear message at the timeout."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the timeout")
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+def wait_until() -> WaitUntil:
+    """`await wait_until(pilot, lambda: ..., limit_s=20)`."""
+    return _wait_until

@@ -1,0 +1,182 @@
+"""The roofline panel, the verdict, the hardware line and the answer pane, from fixed inputs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from textual.content import Content
+
+from mtpwatch.core.nvml import HardwareReading
+from mtpwatch.ui.view import (
+    DRAFTER_MISMATCH,
+    MTP_SLOWER,
+    BandwidthView,
+    describe_hardware,
+    make_verdict,
+    render_bandwidth,
+    render_speedup,
+)
+
+ROOF = BandwidthView(
+    gpu="GB10",
+    peak_gbps=273.0,
+    effective_gbps=229.0,
+    percent_of_peak=84.0,
+    k=2,
+    tau=2.2,
+    tau_source="measured",
+    ceiling_baseline_tok_s=29.3,
+    ceiling_spec_tok_s=64.0,
+    tok_s=38.0,
+    pct_of_ceiling=59.0,
+    acceptance_term=2.2,
+    bandwidth_term=2.18,
+    compute_term=None,
+    binding="bandwidth",
+    summary="bandwidth-bound at 84 % of GB10's peak (229 of 273 GB/s, analytic)",
+    context_tokens=1234,
+    context_source="KV-cache occupancy, engine-wide",
+)
+
+
+def _verdict(**kw: Any) -> tuple[str, str]:
+    args: dict[str, Any] = {
+        "speculative": True,
+        "acceptance_rate": 0.6,
+        "mean_acceptance_length": 2.2,
+        "drafts": 100.0,
+        "bandwidth": ROOF,
+        "window": "10 s",
+    }
+    args.update(kw)
+    return make_verdict(**args)
+
+
+def test_verdict_flags_a_mismatched_drafter_only_with_enough_drafts() -> None:
+    text, level = _verdict(acceptance_rate=0.01, mean_acceptance_length=1.02, drafts=60.0)
+    assert level == "bad" and DRAFTER_MISMATCH in text
+    text, level = _verdict(acceptance_rate=0.01, mean_acceptance_length=1.02, drafts=10.0)
+    assert DRAFTER_MISMATCH not in text and level == "warn"  # too few drafts: only the low length
+
+
+def test_verdict_low_mean_length_and_paying_off() -> None:
+    text, level = _verdict(acceptance_rate=0.08, mean_acceptance_length=1.15)
+    assert level == "warn" and "1.15" in text
+    text, level = _verdict()
+    assert level == "good" and text.startswith("MTP is paying off") and "2.18×" in text
+    text, level = _verdict(bandwidth=replace(ROOF, bandwidth_term=0.9))
+    assert level == "bad" and "costs more" in text
+
+
+def test_verdict_baseline_and_no_drafts() -> None:
+    assert _verdict(speculative=False)[0].startswith("no speculation")
+    text, level = _verdict(drafts=0.0, acceptance_rate=None, mean_acceptance_length=None)
+    assert level == "info" and "no drafts" in text
+
+
+def test_roofline_panel_highlights_the_binding_term_and_says_where_context_came_from() -> None:
+    text = render_bandwidth(ROOF, "10 s", width=200)
+    assert "[b reverse $accent] bandwidth 2.18 [/]" in text
+    assert "acceptance 1+α·k 2.20" in text and "compute —" in text
+    assert "1,234 tokens" in text and "KV-cache occupancy" in text
+    plain = Content.from_markup(text).plain
+    assert "229 GB/s = 84 % of GB10's 273 GB/s peak" in plain and "= 59 % of it" in plain
+    assert ROOF.summary in text
+    narrow = render_bandwidth(ROOF, "10 s", width=40)
+    assert narrow.count("\n") > text.count("\n")  # the summary wraps to the panel
+
+
+def test_hardware_line_from_fake_readings() -> None:
+    gpm = HardwareReading(
+        source="nvml+gpm",
+        device_name="NVIDIA H100 80GB HBM3",
+        dram_bw_util_pct=71.0,
+        dram_gbps=2378.5,
+        peak_gbps=3350.0,
+        memory_busy_pct=64.0,
+        interval_s=1.0,
+    )
+    line = describe_hardware(gpm, local=True)
+    assert "GPM DRAM 2378 GB/s = 71 % of peak" in line or "GPM DRAM 2379 GB/s = 71 % of peak" in line
+    assert "memory busy 64 % (time, not bandwidth)" in line
+    gb10 = HardwareReading(
+        source="nvml",
+        device_name="NVIDIA GB10",
+        reason="GPM not supported on this GPU: bandwidth on NVIDIA GB10 is analytic (no hardware counter)",
+        memory_busy_pct=None,
+    )
+    line = describe_hardware(gb10, local=True)
+    assert "bandwidth on NVIDIA GB10 is analytic" in line and "GB/s" not in line
+    assert describe_hardware(None, local=False).startswith("hardware: analytic only (remote server")
+    assert "simulated" in describe_hardware(gpm, local=True, simulated=True)
+
+
+def test_kv_context_prefers_engine_occupancy() -> None:
+    from mtpwatch.ui.live import _BandwidthModel
+
+    snap = SimpleNamespace(kv_cache_usage=0.25, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
+    assert _BandwidthModel.context(snap, 999) == (400, "KV-cache occupancy, engine-wide")
+    idle = SimpleNamespace(kv_cache_usage=0.0, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
+    assert _BandwidthModel.context(idle, 300) == (300, "last prompt: prompt + generated")
+    assert _BandwidthModel.context(None, None)[0] == 0
+
+
+def test_speedup_line_flags_mtp_slower() -> None:
+    assert MTP_SLOWER in render_speedup(0.8, 0.85, 3, race=False, label="MTP/baseline", slower=True)
+    assert MTP_SLOWER not in render_speedup(2.1, 2.0, 3, race=False, label="MTP/baseline")
+
+
+@pytest.mark.parametrize("slow", [True, False])
+async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> None:
+    from mtpwatch.ui import samples
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.live import Answer
+    from mtpwatch.ui.view import PromptSummary
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await samples.load(app, "ab")  # A: no speculation, B: MTP
+        screen = app.monitor
+        screen.speedups = []
+        mtp_tok_s = 15.0 if slow else 40.0
+        for _ in range(3):
+            a = Answer(PromptSummary(tokens=8, ttft_s=0.1, decode_tok_s=20.0))
+            b = Answer(PromptSummary(tokens=8, ttft_s=0.1, decode_tok_s=mtp_tok_s))
+            screen.show_comparison(a, b)
+        await pilot.pause()
+        line = str(screen.query_one("#speedup").render())
+        assert "MTP/baseline" in line
+        assert (MTP_SLOWER in line) is slow
+
+
+async def test_answer_pane_scrolls_back_and_rewraps() -> None:
+    from textual.app import App, ComposeResult
+
+    from mtpwatch.ui.widgets.token_stream import TokenStream
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TokenStream()
+
+    app = Host()
+    async with app.run_test(size=(60, 10)) as pilot:
+        stream = app.query_one(TokenStream)
+        stream.start_block("▶ prompt")
+        stream.feed(" ".join(f"word{i}" for i in range(200)))
+        stream.finish()
+        assert stream.following and stream.top == stream.line_count - 10
+        stream.scroll_lines(-5)
+        assert not stream.following and stream.top == stream.line_count - 15
+        stream.feed(" more")
+        stream.flush()
+        assert stream.top == stream.line_count - 15  # a scrolled-back view stays put
+        stream.page(+1)
+        assert stream.following
+        wide = stream.line_count
+        await pilot.resize_terminal(120, 10)
+        await pilot.pause()
+        assert stream.line_count < wide  # re-wrapped to the new width
+        assert max(len(line) for line in stream.lines) <= 119
