@@ -431,7 +431,14 @@ def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = No
         ):
             text = f"{label} {_num(value, '.2f')}"
             terms.append(f"[b reverse $accent] {text} [/]" if name == bw.binding else text)
-        lines.append("speed-up ≤ min(" + " · ".join(terms) + f") → [b]{escape(bw.binding)}[/] binds")
+        bound = min(v for v in (bw.acceptance_term, bw.bandwidth_term, bw.compute_term) if v is not None)
+        why = ""
+        if bw.binding == "acceptance" and bw.bandwidth_term < bw.acceptance_term:
+            # The bandwidth term is τ · bytes_0/bytes_k: within 2 % of τ the drafter is effectively free.
+            extra = 100.0 * (bw.acceptance_term / bw.bandwidth_term - 1.0)
+            why = f" [dim](drafts add {extra:.0f} % bytes)[/]"
+        binds = f"[b]{escape(bw.binding)}[/] binds{why}"
+        lines.append("speed-up ≤ min(" + " · ".join(terms) + f") = {bound:.2f}× → {binds}")
     elif not bw.k:
         lines.append("[dim]speed-up terms: none (plain decoding, k = 0)[/]")
     if bw.summary:
