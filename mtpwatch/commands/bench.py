@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import math
 import os
 import shlex
 import signal
@@ -25,6 +24,7 @@ from typing import Any, TextIO
 import click
 
 from mtpwatch.core import bench, workloads
+from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.stats import CV_FLAG, Summary
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
@@ -359,7 +359,7 @@ def _write_outputs(
     """
     problems: list[str] = []
     document = json.dumps(
-        _json_safe(report.to_json(require_identical)), indent=2, ensure_ascii=False, allow_nan=False
+        json_safe(report.to_json(require_identical)), indent=2, ensure_ascii=False, allow_nan=False
     )
 
     def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
@@ -379,15 +379,6 @@ def _write_outputs(
     return problems
 
 
-def _json_safe(value: Any) -> Any:
-    """JSON has no NaN or Infinity: any that slipped through becomes null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 @click.command(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 import click
 
+from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics import MetricsSnapshot, UnknownModelError, parse_snapshot, snapshot_report
 from mtpwatch.core.promparse import MetricsFormatError
 
@@ -103,15 +103,6 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
         )
 
 
-def _json_safe(value: Any) -> Any:
-    """JSON has no NaN or Infinity: any that slipped through becomes null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def _count(x: Any) -> str:
@@ -231,6 +222,6 @@ def command(source: str, since: str | None, model: str | None, api_key: str | No
     if as_json:
         report["source"] = source
         report["since"] = since
-        click.echo(json.dumps(_json_safe(report), indent=2, allow_nan=False))
+        click.echo(json.dumps(json_safe(report), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
