@@ -13,8 +13,10 @@ start=$(date +%s)
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# (pip's warnings about this machine kind's missing local index folders are noise: filtered)
+quiet() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 echo "== mtpwatch installed ($(( $(date +%s) - start )) s)"
 
 status=0
