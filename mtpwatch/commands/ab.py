@@ -1,4 +1,4 @@
-"""`mtpwatch ab URL_A URL_B`: two servers side by side with one prompt console."""
+"""`mtpwatch ab URL_A URL_B`: two servers side by side with one prompt console and F6 measurements."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ import sys
 import click
 
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import checked_url, display_options, display_settings, free_port
+from mtpwatch.ui.options import (
+    check_runs,
+    checked_url,
+    display_options,
+    display_settings,
+    free_port,
+    measure_options,
+)
 
 
 @click.command("ab")
@@ -40,9 +47,31 @@ from mtpwatch.ui.options import checked_url, display_options, display_settings, 
     show_default=True,
     help="alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
 )
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="With --start: one server at a time (machines that cannot hold both, e.g. two 31B on a "
+    "128 GB Spark). Goes straight into a measurement of --prompts, A, B, A sessions restarting the "
+    "servers in between; prompts you type afterwards are measured the same way.",
+)
+@click.option(
+    "--prompts",
+    "prompts_spec",
+    default="long",
+    show_default=True,
+    help="With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
+    "long_en, long_ja; or a JSONL file).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 100_000),
+    default=None,
+    help="With --restart: first N prompts of the set.",
+)
 @click.option("--model", default=None, help="model_name to watch on both servers.")
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
 @display_options
+@measure_options
 def command(
     url_a: str | None,
     url_b: str | None,
@@ -52,12 +81,24 @@ def command(
     vllm_cmd: str,
     keep: bool,
     schedule: str,
+    restart: bool,
+    prompts_spec: str,
+    limit: int | None,
     model: str | None,
     api_key: str | None,
+    runs: int,
+    warmup: int,
     **display: object,
 ) -> None:
-    """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live."""
+    """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
+
+    F6 measures the last prompt: --runs runs per arm (ABBA order, the first --warmup dropped),
+    speed-up as the median paired ratio with a 95 % CI, CV flagged above 10 %.
+    """
     settings = display_settings(**display)  # type: ignore[arg-type]
+    check_runs(runs, warmup)
+    if restart and start_model is None:
+        raise click.UsageError("--restart needs --start MODEL: mtpwatch must start and stop the servers")
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
@@ -95,7 +136,17 @@ def command(
             ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
-    config = AppConfig(servers=specs, display=settings, mode="ab", title="mtpwatch A/B")
+    from mtpwatch.ui.live import MeasureSettings, prompt_set
+
+    prompts: list[object] = []
+    if restart:
+        try:
+            prompts = prompt_set(prompts_spec, limit, settings.max_tokens)
+        except (ValueError, OSError) as exc:
+            raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
+    measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts))
+    title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
+    config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
     from mtpwatch.ui.app import run_app
 
-    sys.exit(run_app(config, schedule=schedule))
+    sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

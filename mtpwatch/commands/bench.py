@@ -379,8 +379,6 @@ def _write_outputs(
     return problems
 
 
-
-
 @click.command(
     "bench",
     context_settings={"help_option_names": ["-h", "--help"]},

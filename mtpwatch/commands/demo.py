@@ -7,7 +7,7 @@ import sys
 import click
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import free_port
+from mtpwatch.ui.options import check_runs, free_port, measure_options
 
 
 def demo_config(
@@ -48,9 +48,21 @@ def demo_config(
     show_default=True,
     help="A/B schedule.",
 )
-def command(preset: str | None, single: bool, schedule: str) -> None:
-    """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt."""
+@click.option(
+    "--restart",
+    is_flag=True,
+    help="One simulated server at a time, restarted between A, B, A sessions; starts by measuring "
+    "the sample prompt.",
+)
+@measure_options
+def command(preset: str | None, single: bool, schedule: str, restart: bool, runs: int, warmup: int) -> None:
+    """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt, F6 measures."""
     from mtpwatch.sim.presets import UnknownPresetError
+    from mtpwatch.ui.live import MeasureSettings, measurement_prompt
+
+    check_runs(runs, warmup)
+    if restart and single:
+        raise click.UsageError("--restart needs the A/B pair (drop --single)")
 
     try:
         config = demo_config(preset, single=single)
@@ -59,4 +71,8 @@ def command(preset: str | None, single: bool, schedule: str) -> None:
     from mtpwatch.ui.app import run_app
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
-    sys.exit(run_app(config, schedule=schedule, prefill=SAMPLE_PROMPT))
+    prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
+    measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts)
+    sys.exit(
+        run_app(config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure)
+    )

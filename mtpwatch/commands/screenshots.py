@@ -20,6 +20,7 @@ import click
 VIEWS: dict[str, str] = {
     "monitor": "one MTP server, 200×50, after a prompt ('this prompt' window)",
     "ab": "MTP off / on side by side, 200×50, after the same prompt on both",
+    "ab-measure": "the A/B view after F6: 6 paired runs per arm (first dropped), median speed-up and 95 % CI",
     "compact": "the A/B view at 80×24",
     "compact-single": "the single view at 80×24",
     "help": "the help screen, 120×40",
@@ -115,6 +116,7 @@ async def write_screenshots(
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
     from mtpwatch.sim.server import SimThread
     from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.live import MeasureSettings
     from mtpwatch.ui.options import free_port
 
     name = get_preset(preset or DEFAULT_PRESET).name
@@ -134,11 +136,18 @@ async def write_screenshots(
             mode="ab",
             title=title,
         )
-        app = make_app(ab, schedule="alternate")
+        app = make_app(ab, schedule="alternate", measure=MeasureSettings(runs=6, warmup=1, max_tokens=48))
         async with app.run_test(size=(200, 50)) as pilot:
             await _prepare(pilot)
             await _prompt_and_settle(pilot)
             written.append(_save(app, out / "ab.svg"))
+            monitor = app.monitor
+            monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
+            await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
+            for panel in monitor.panels:
+                await panel.settle()
+            await pilot.pause(0.5)
+            written.append(_save(app, out / "ab-measure.svg"))
             await pilot.resize_terminal(80, 24)
             await pilot.pause(0.5)
             written.append(_save(app, out / "compact.svg"))

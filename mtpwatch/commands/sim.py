@@ -22,48 +22,127 @@ def _is_loopback(host: str) -> bool:
 
 
 @click.command(name="sim")
-@click.option("--preset", default=DEFAULT_PRESET, show_default=True, type=click.Choice(list(PRESETS)),
-              help="Model + GPU to simulate.")
+@click.option(
+    "--preset",
+    default=DEFAULT_PRESET,
+    show_default=True,
+    type=click.Choice(list(PRESETS)),
+    help="Model + GPU to simulate.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
-              help="Port; 0 picks a free one (printed).")
-@click.option("--no-spec", is_flag=True,
-              help="Baseline twin: no drafter, no spec counters, same timing otherwise.")
-@click.option("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 32), default=None,
-              help="num_speculative_tokens (default: the preset's).")
-@click.option("--acceptance", type=click.FloatRange(0.0, 2.0), default=1.0, show_default=True,
-              help="Scale the preset's acceptance profile.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port; 0 picks a free one (printed).",
+)
+@click.option(
+    "--no-spec", is_flag=True, help="Baseline twin: no drafter, no spec counters, same timing otherwise."
+)
+@click.option(
+    "-k",
+    "--num-speculative-tokens",
+    "k",
+    type=click.IntRange(1, 32),
+    default=None,
+    help="num_speculative_tokens (default: the preset's).",
+)
+@click.option(
+    "--acceptance",
+    type=click.FloatRange(0.0, 2.0),
+    default=1.0,
+    show_default=True,
+    help="Scale the preset's acceptance profile.",
+)
 @click.option("--served-model-name", default=None, help="Model name in the API and metrics (default: HF id).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the acceptance RNG.")
-@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(min=0.01),
-              help="Run the physics this many times faster than real time.")
-@click.option("--startup-delay", "startup_delay", default=0.0, show_default=True,
-              type=click.FloatRange(min=0.0), help="Simulated model-load time (seconds) before serving.")
-@click.option("--log-interval", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
-              help="Seconds between the Engine/SpecDecoding stats lines.")
+@click.option(
+    "--speed",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Run the physics this many times faster than real time.",
+)
+@click.option(
+    "--startup-delay",
+    "startup_delay",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0.0),
+    help="Simulated model-load time (seconds) before serving.",
+)
+@click.option(
+    "--log-interval",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="Seconds between the Engine/SpecDecoding stats lines.",
+)
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
 @click.option("--max-num-seqs", default=None, type=click.IntRange(1), help="Batch limit (default: preset's).")
 @click.option("--mfu-metrics", is_flag=True, help="Increment vllm:estimated_read_bytes_per_gpu_total.")
-@click.option("--per-request-spec-decode-metrics", "per_request", type=click.Choice(["none", "summary"]),
-              default="none", show_default=True,
-              help="As vLLM >= 0.27: per-request acceptance on the final usage chunk.")
-@click.option("--fault-cut-stream", type=click.IntRange(0), default=None, metavar="N",
-              help="Drop each stream's connection after N tokens.")
+@click.option(
+    "--per-request-spec-decode-metrics",
+    "per_request",
+    type=click.Choice(["none", "summary"]),
+    default="none",
+    show_default=True,
+    help="As vLLM >= 0.27: per-request acceptance on the final usage chunk.",
+)
+@click.option(
+    "--fault-cut-stream",
+    type=click.IntRange(0),
+    default=None,
+    metavar="N",
+    help="Drop each stream's connection after N tokens.",
+)
 @click.option("--fault-metrics-500", is_flag=True, help="Answer /metrics with HTTP 500.")
-@click.option("--fault-metrics-delay", type=click.FloatRange(min=0.0), default=0.0, metavar="S",
-              help="Delay every /metrics answer by S seconds.")
-@click.option("--fault-exit-after", type=click.FloatRange(min=0.0), default=None, metavar="S",
-              help="Exit the process (status 1) S seconds after start-up ('server died').")
-@click.option("--fault-restart-after", type=click.FloatRange(min=0.0), default=None, metavar="S",
-              help="Simulate a restart S seconds after start-up (counters reset, new _created).")
+@click.option(
+    "--fault-metrics-delay",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    metavar="S",
+    help="Delay every /metrics answer by S seconds.",
+)
+@click.option(
+    "--fault-exit-after",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    metavar="S",
+    help="Exit the process (status 1) S seconds after start-up ('server died').",
+)
+@click.option(
+    "--fault-restart-after",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    metavar="S",
+    help="Simulate a restart S seconds after start-up (counters reset, new _created).",
+)
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
-def command(preset: str, host: str, port: int, no_spec: bool, k: int | None, acceptance: float,
-            served_model_name: str | None, seed: int, speed: float, startup_delay: float,
-            log_interval: float, api_key: str | None, max_num_seqs: int | None, mfu_metrics: bool,
-            per_request: str, fault_cut_stream: int | None, fault_metrics_500: bool,
-            fault_metrics_delay: float,
-            fault_exit_after: float | None, fault_restart_after: float | None,
-            list_presets: bool) -> None:
+def command(
+    preset: str,
+    host: str,
+    port: int,
+    no_spec: bool,
+    k: int | None,
+    acceptance: float,
+    served_model_name: str | None,
+    seed: int,
+    speed: float,
+    startup_delay: float,
+    log_interval: float,
+    api_key: str | None,
+    max_num_seqs: int | None,
+    mfu_metrics: bool,
+    per_request: str,
+    fault_cut_stream: int | None,
+    fault_metrics_500: bool,
+    fault_metrics_delay: float,
+    fault_exit_after: float | None,
+    fault_restart_after: float | None,
+    list_presets: bool,
+) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
 
     Faults can also be switched at run time: POST /sim/fault with JSON such as
@@ -77,16 +156,35 @@ def command(preset: str, host: str, port: int, no_spec: bool, k: int | None, acc
     from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
 
     if not _is_loopback(host):
-        click.echo(f"warning: binding {host} exposes the simulator beyond this machine; "
-                   "use 127.0.0.1 unless you mean it", err=True)
+        click.echo(
+            f"warning: binding {host} exposes the simulator beyond this machine; "
+            "use 127.0.0.1 unless you mean it",
+            err=True,
+        )
     options = SimOptions(
-        preset=preset, host=host, port=port, spec=not no_spec, k=k, acceptance_scale=acceptance,
-        served_model_name=served_model_name, seed=seed, speed=speed, startup_delay_s=startup_delay,
-        log_interval_s=log_interval, api_key=api_key, max_num_seqs=max_num_seqs, mfu_metrics=mfu_metrics,
+        preset=preset,
+        host=host,
+        port=port,
+        spec=not no_spec,
+        k=k,
+        acceptance_scale=acceptance,
+        served_model_name=served_model_name,
+        seed=seed,
+        speed=speed,
+        startup_delay_s=startup_delay,
+        log_interval_s=log_interval,
+        api_key=api_key,
+        max_num_seqs=max_num_seqs,
+        mfu_metrics=mfu_metrics,
         per_request_spec_metrics=per_request == "summary",
-        exit_mode="process", exit_after_s=fault_exit_after, restart_after_s=fault_restart_after,
-        faults=Faults(cut_stream_after=fault_cut_stream, metrics_status=500 if fault_metrics_500 else None,
-                      metrics_delay_s=fault_metrics_delay),
+        exit_mode="process",
+        exit_after_s=fault_exit_after,
+        restart_after_s=fault_restart_after,
+        faults=Faults(
+            cut_stream_after=fault_cut_stream,
+            metrics_status=500 if fault_metrics_500 else None,
+            metrics_delay_s=fault_metrics_delay,
+        ),
     )
     try:
         server = SimServer(options, log=default_log_stream())

@@ -103,8 +103,6 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
         )
 
 
-
-
 def _count(x: Any) -> str:
     if x is None:
         return "n/a"

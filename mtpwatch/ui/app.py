@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -15,6 +16,9 @@ from textual.screen import Screen
 from mtpwatch.config import AppConfig
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
+
+if TYPE_CHECKING:
+    from mtpwatch.ui.live import MeasureSettings
 
 
 class MtpWatchApp(App[int]):
@@ -37,6 +41,13 @@ class MtpWatchApp(App[int]):
             "f4", "sample_prompt", "Sample", tooltip="Send a sample prompt to every server.", id="sample"
         ),
         Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
+        Binding(
+            "f6",
+            "measure",
+            "Measure",
+            tooltip="A/B: run the last prompt N times per arm (paired runs, median speed-up, 95 % CI).",
+            id="measure",
+        ),
         Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
         Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
         Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
@@ -62,8 +73,10 @@ class MtpWatchApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         schedule: str = "alternate",
         prefill: str = "",
+        measure: MeasureSettings | None = None,
     ) -> None:
         super().__init__()
+        self.measure = measure
         self.config = config
         self.autostart = autostart
         self.clock = clock
@@ -78,6 +91,7 @@ class MtpWatchApp(App[int]):
             clock=self.clock,
             schedule=self.schedule,
             prefill=self.prefill,
+            measure=self.measure,
         )
         return screen  # type: ignore[return-value]
 
@@ -97,6 +111,11 @@ class MtpWatchApp(App[int]):
         yield SystemCommand("Cycle acceptance window", "10 s → 60 s → this prompt", self.action_cycle_window)
         yield SystemCommand("Send sample prompt", "One prompt to every server", self.action_sample_prompt)
         yield SystemCommand("Cancel generation", "Stop the running prompt", self.action_cancel)
+        yield SystemCommand(
+            "Measure (A/B)",
+            "Run the last prompt N times per arm: paired speed-up with CI",
+            self.action_measure,
+        )
         yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
 
     def action_help(self) -> None:
@@ -117,8 +136,11 @@ class MtpWatchApp(App[int]):
     def action_cycle_window(self) -> None:
         self.monitor.cycle_window()
 
+    def action_measure(self) -> None:
+        self.monitor.start_measurement()
+
     def action_sample_prompt(self) -> None:
-        if self.monitor.generating:
+        if self.monitor.generating or self.monitor.measuring:
             self.notify("A generation is running; Escape cancels it.", severity="warning")
             return
         self.monitor.send(SAMPLE_PROMPT)
@@ -155,6 +177,7 @@ def make_app(
     clock: Callable[[], float] = time.monotonic,
     schedule: str = "alternate",
     prefill: str = "",
+    measure: MeasureSettings | None = None,
 ) -> MtpWatchApp:
     """Build the app (CLI, tests and screenshots share this factory).
 
@@ -164,15 +187,24 @@ def make_app(
         clock: monotonic clock for every time the app measures.
         schedule: A/B schedule, 'alternate' (ABBA, never concurrent) or 'race'.
         prefill: text put in the prompt box (the demo suggests a prompt).
+        measure: runs/warm-up of F6 measurements; `restart` = one server at a time.
     """
-    return MtpWatchApp(config, autostart=autostart, clock=clock, schedule=schedule, prefill=prefill)
+    return MtpWatchApp(
+        config, autostart=autostart, clock=clock, schedule=schedule, prefill=prefill, measure=measure
+    )
 
 
-def run_app(config: AppConfig, *, schedule: str = "alternate", prefill: str = "") -> int:
+def run_app(
+    config: AppConfig,
+    *,
+    schedule: str = "alternate",
+    prefill: str = "",
+    measure: MeasureSettings | None = None,
+) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
     from mtpwatch.core import process
 
-    app = make_app(config, schedule=schedule, prefill=prefill)
+    app = make_app(config, schedule=schedule, prefill=prefill, measure=measure)
 
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()

@@ -15,7 +15,13 @@ from typing import Any
 
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.client import ServerError, VllmClient
-from mtpwatch.core.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
+from mtpwatch.core.generation import (
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    RequestSpecMetrics,
+    StreamEvent,
+)
 from mtpwatch.core.logparse import LogWatcher
 from mtpwatch.core.rates import Collector, Rates, delta_rates
 from mtpwatch.ui.view import (
@@ -32,6 +38,8 @@ BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 """Retry delays after a failed scrape (the last repeats)."""
 CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
+PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
+"""Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +124,12 @@ class ServerFeed:
         self._bandwidth = _BandwidthModel(display)
         self._scrape_lock = asyncio.Lock()
         self._request_tokens: int | None = None
+        self.request_spec: RequestSpecMetrics | None = None
+        """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
         """Prompt + generated tokens of the last console prompt (KV context when the engine says 0)."""
         self._sampler: Any = None
+        self.drafter_ref: str | None = None
+        """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.hardware_wanted = False
         """Set by the screen: the roofline panel is visible, so a local GPU may be sampled."""
 
@@ -176,6 +188,7 @@ class ServerFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await tick_task
         self.facts = _facts(watcher)
+        self.drafter_ref = watcher.facts.spec_model
         progress(self._phase_line(watcher, self.clock() - t0), pending[:])
         pending.clear()
         self._pump_task = pump_task  # keep reading so the pipe never fills; lines are dropped
@@ -218,6 +231,7 @@ class ServerFeed:
         return self.display.scrape_interval_s
 
     async def _identify(self) -> None:
+        refs: list[str] = []
         with contextlib.suppress(ServerError, OSError, ValueError):
             models = await self.client.models()
             names = tuple(m.id for m in models)
@@ -225,9 +239,14 @@ class ServerFeed:
                 self.models = names
                 if self.model is None:
                     self.model = names[0]
+            entry = next((m for m in models if m.id == self.model), models[0] if models else None)
+            if entry is not None:
+                refs = [r for r in (entry.root, entry.id) if r]
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
-        await self._bandwidth.load(self.client.base_url)
+        await self._bandwidth.load(
+            self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
+        )
         self.identified = True
 
     def _down(self, reason: str) -> float:
@@ -314,6 +333,18 @@ class ServerFeed:
             bandwidth=judged_bw,
             window=judged_window,
         )
+        acceptance = r.acceptance_rate if r else None
+        length = r.mean_acceptance_length if r else None
+        per_position = r.per_position if r else ()
+        conditional = r.per_position_conditional if r else ()
+        scope = self.scope(window)
+        per_request = self.request_spec
+        if window == "prompt" and per_request is not None and self.prompt_t_end is not None:
+            acceptance = per_request.acceptance_rate
+            length = per_request.mean_acceptance_length
+            per_position = per_request.per_position
+            conditional = _conditional(per_position)
+            scope = PER_REQUEST_SCOPE
         return ServerView(
             label=self.spec.label,
             url=self.spec.url,
@@ -326,11 +357,11 @@ class ServerFeed:
             k=(snap.num_speculative_tokens or None) if snap is not None else None,
             facts=self.facts,
             window=window,
-            scope=self.scope(window),
-            acceptance_rate=r.acceptance_rate if r else None,
-            mean_acceptance_length=r.mean_acceptance_length if r else None,
-            per_position=r.per_position if r else (),
-            per_position_conditional=r.per_position_conditional if r else (),
+            scope=scope,
+            acceptance_rate=acceptance,
+            mean_acceptance_length=length,
+            per_position=per_position,
+            per_position_conditional=conditional,
             server_tok_s=r.server_tok_s if r else None,
             steps_per_s=r.steps_per_s if r else None,
             mean_step_s=r.mean_step_s if r else None,
@@ -396,6 +427,7 @@ class ServerFeed:
         self.prompt_t0 = self.clock()
         self.prompt_t1 = self.prompt_t_end = None
         self._prompt_bounds = None
+        self.request_spec = None
         start_scrape = self._last_scrape
         restarts = self.collector.restarts
         stats.start(self.prompt_t0)
@@ -427,12 +459,20 @@ class ServerFeed:
         if self.prompt_t0 is not None:
             rates = self.rates("prompt")
             scope = str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
+        acceptance = rates.acceptance_rate if rates else None
+        length = rates.mean_acceptance_length if rates else None
+        self.request_spec = result.spec_metrics
+        if result.spec_metrics is not None:
+            # vLLM's own numbers for exactly this request beat counter deltas (no attribution guess).
+            acceptance = result.spec_metrics.acceptance_rate
+            length = result.spec_metrics.mean_acceptance_length
+            scope = PER_REQUEST_SCOPE
         summary = PromptSummary(
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
             decode_tok_s=result.decode_tok_s,
-            acceptance_rate=rates.acceptance_rate if rates else None,
-            mean_acceptance_length=rates.mean_acceptance_length if rates else None,
+            acceptance_rate=acceptance,
+            mean_acceptance_length=length,
             scope=scope,
             approximate=result.approximate,
             cancelled=result.cancelled,
@@ -448,6 +488,17 @@ class ServerFeed:
         return self._answer(stats.finish(cancelled=True))
 
     # -- shutdown -----------------------------------------------------------------------------
+
+    async def stop_server(self) -> None:
+        """Stop the server this feed launched (restart mode between sessions); the client stays open."""
+        process, self.process = self.process, None
+        pump = getattr(self, "_pump_task", None)
+        if pump is not None:
+            pump.cancel()
+        if process is not None:
+            await process.stop(timeout=10.0)
+        self.stop_hardware()
+        self.status, self.reason, self.identified = "stopped", "", False
 
     async def close(self) -> None:
         """Stop the server if mtpwatch owns it (unless keep); close the HTTP client."""
@@ -478,6 +529,16 @@ def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, .
             j += 1
         out.append(value)
         t += 1.0
+    return tuple(out)
+
+
+def _conditional(marginal: tuple[float, ...]) -> tuple[float, ...]:
+    """Conditional per-position acceptance (position i given i−1 accepted) from marginal rates."""
+    out: list[float] = []
+    prev = 1.0
+    for p in marginal:
+        out.append(p / prev if prev > 0 else 0.0)
+        prev = p
     return tuple(out)
 
 
@@ -528,10 +589,26 @@ class _BandwidthModel:
         self.peak_gbps: float | None = display.peak_gbps
         self.error = ""
         self.simulated = False
+        self.sources = ""
+        """Where the config, drafter and peak came from, in words (shown in the panel)."""
         self._loaded = False
 
-    async def load(self, base_url: str) -> None:
-        """Resolve the model spec and the peak once (a failure becomes a one-line note)."""
+    async def load(
+        self,
+        base_url: str,
+        *,
+        refs: tuple[str, ...] = (),
+        drafter_ref: str | None = None,
+        local: bool = False,
+    ) -> None:
+        """Resolve the model spec and the peak once (a failure becomes a one-line note).
+
+        Model config, in order: --model-config; each of `refs` (the /v1/models entry's `root`, then
+        its id: a local directory with config.json, a bundled preset or the local HF cache, never the
+        network); the simulator's /sim/info. Drafter: --drafter-config, `drafter_ref` (the speculative
+        config in the server log), /sim/info. Peak: --peak-gbps, --gpu, /sim/info, else the local GPU
+        through NVML when the server is on loopback.
+        """
         if self._loaded:
             return
         self._loaded = True
@@ -540,23 +617,53 @@ class _BandwidthModel:
 
         info = await _sim_info(base_url)
         self.simulated = bool(info)
-        config = self.display.model_config or info.get("model_config")
+        sources: list[str] = []
         try:
-            if config:
-                self.spec = ModelSpec.from_config(str(config))
-            if info.get("drafter") and info.get("spec"):
-                with contextlib.suppress(ConfigError, ValueError, OSError):
-                    self.drafter = ModelSpec.from_config(str(info["drafter"]))
+            if self.display.model_config:
+                self.spec = ModelSpec.from_config(self.display.model_config)
+                sources.append("config --model-config")
+            else:
+                found = _find_config(refs)
+                if found is not None:
+                    path, where = found
+                    self.spec = ModelSpec.from_config(path)
+                    sources.append(f"config {where}")
+                elif info.get("model_config"):
+                    self.spec = ModelSpec.from_config(str(info["model_config"]))
+                    sources.append("config from the simulator")
         except (ConfigError, ValueError, OSError) as exc:
             self.error = f"model config: {str(exc).splitlines()[0]}"
+        drafter_given = getattr(self.display, "drafter_config", None)
+        for ref, where in (
+            (drafter_given, "--drafter-config"),
+            (drafter_ref, "server log"),
+            (info.get("drafter") if info.get("spec") else None, "simulator"),
+        ):
+            if not ref:
+                continue
+            with contextlib.suppress(ConfigError, ValueError, OSError):
+                found = _find_config((str(ref),))
+                self.drafter = ModelSpec.from_config(found[0] if found else str(ref))
+                sources.append(f"drafter {where}")
+                break
         if self.display.gpu is not None:
             with contextlib.suppress(UnknownGpuError):
                 gpu = lookup_gpu(self.display.gpu)
                 self.gpu = gpu.key
                 self.peak_gbps = self.peak_gbps or gpu.peak_gbps
+                sources.append("peak --gpu")
         elif info.get("gpu"):
             self.gpu = str(info["gpu"]) + " (simulated)"
             self.peak_gbps = self.peak_gbps or float(info.get("peak_gbps") or 0) or None
+            sources.append("peak simulator")
+        elif local and self.peak_gbps is None:
+            name, peak = await asyncio.to_thread(_local_gpu)
+            if peak is not None:
+                self.gpu, self.peak_gbps = name, peak
+                sources.append("peak local GPU (NVML)")
+        if self.display.peak_gbps is not None:
+            sources.append("peak --peak-gbps")
+        self.sources = " · ".join(sources)
 
     @staticmethod
     def context(snap: Any, request_tokens: int | None) -> tuple[int, str]:
@@ -626,7 +733,47 @@ class _BandwidthModel:
             context_tokens=context,
             context_source=source,
             hardware=hardware,
+            config_source=self.sources,
         )
+
+
+def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first of `refs` that resolves to a config.json without the network, and where it was found."""
+    from mtpwatch.core.bandwidth import PRESET_DIR, ConfigError, resolve_config
+
+    for ref in refs:
+        if not ref:
+            continue
+        try:
+            path = resolve_config(ref)
+        except (ConfigError, ValueError, OSError):
+            continue
+        if path.parent == PRESET_DIR:
+            where = f"bundled for {ref}"
+        elif "models--" in str(path):
+            where = f"HF cache ({ref})"
+        else:
+            where = f"served model path {path.parent}"
+        return str(path), where
+    return None
+
+
+def _local_gpu() -> tuple[str | None, float | None]:
+    """NVML's name and peak GB/s of the local GPU (table first, then NVML's clock × bus width)."""
+    from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+
+    try:
+        from mtpwatch.core.nvml import local_gpu_reading
+
+        reading = local_gpu_reading()
+    except Exception:  # no NVML, no driver: the panel asks for --gpu instead
+        return None, None
+    name = reading.device_name
+    if name:
+        with contextlib.suppress(UnknownGpuError):
+            gpu = lookup_gpu(name)
+            return gpu.key, gpu.peak_gbps
+    return name, reading.peak_gbps
 
 
 async def _sim_info(base_url: str) -> dict[str, Any]:
@@ -642,3 +789,255 @@ async def _sim_info(base_url: str) -> dict[str, Any]:
     except (httpx.HTTPError, ValueError):
         pass
     return {}
+
+
+# -- repeated paired runs (the A/B view's measurement) ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureSettings:
+    """How the A/B view measures: runs per prompt and arm, warm-ups dropped, restart mode."""
+
+    runs: int = 12
+    """Runs per prompt and arm, warm-up included (the public Spark benchmark: 12, first dropped)."""
+    warmup: int = 1
+    """Runs per prompt dropped as warm-up."""
+    restart: bool = False
+    """One server at a time, started and stopped in A, B, A sessions by the bench engine."""
+    prompts: tuple[Any, ...] = ()
+    """`core.workloads.Prompt`s measured at startup in restart mode (empty: none)."""
+    max_tokens: int | None = None
+    """Output cap of measured console prompts; None = the console's --max-tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureUpdate:
+    """What the screen should show after one bench event."""
+
+    line: str = ""
+    """The live speed-up line (markup); empty = unchanged."""
+    progress: str = ""
+    """Progress in words: run i/N, which server is up."""
+    arm: int | None = None
+    """Panel index `run_line` belongs to."""
+    run_line: str = ""
+    """One finished run, for that panel's answer pane."""
+    summary: str = ""
+    """The final summary line (set on the last update)."""
+
+
+def measure_line(report: Any, *, done: int = 0, total: int = 0, head: bool = True) -> str:
+    """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
+
+    The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
+    has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
+    """
+    from mtpwatch.core import stats
+    from mtpwatch.core.bench import CONTENDED
+
+    overall = report.primary.overall
+    s = overall.speedup
+    lead = "speed-up B/A [dim](decode tok/s, client, paired runs)[/]" if head else "speed-up B/A"
+    if s is None:
+        text = f"{lead} — waiting for the first pair"
+    else:
+        ci = s.ci
+        text = (
+            f"{lead} median [b]{s.median:.2f}×[/] \\[95 % CI {ci.low:.2f}–{ci.high:.2f}] · {s.n_pairs} pairs"
+        )
+    cvs: list[str] = []
+    noisy = False
+    for name in ("a", "b"):
+        arm = overall.arms.get(name)
+        if arm is None or arm.rate is None:
+            continue
+        cv = arm.max_prompt_cv if arm.max_prompt_cv is not None else arm.rate.cv
+        noisy = noisy or cv > stats.CV_FLAG
+        cvs.append(f"{name.upper()} {100 * cv:.0f} %")
+    if cvs:
+        text += " · CV " + " ".join(cvs)
+    if noisy:
+        text += " · [$text-warning]noisy: CV above 10 %, numbers unreliable[/]"
+    if total:
+        text += f" · [dim]run {done}/{total}[/]"
+    if report.contended:
+        text += f" · [$text-warning]race: {CONTENDED}[/]"
+    if report.interrupted:
+        text += f" · [$text-warning]{_esc(report.interrupted)}[/]"
+    return text
+
+
+class FeedArm:
+    """A bench `ManagedArm` over a `ServerFeed` (restart mode): the feed launches the server, so its
+    panel shows the startup log and phases; while up the screen polls it; stop frees the GPU."""
+
+    def __init__(
+        self,
+        feed: ServerFeed,
+        progress: Callable[[str, list[str]], None],
+        on_up: Callable[[bool], None],
+    ) -> None:
+        from mtpwatch.core.bench import HttpArm
+
+        self.feed = feed
+        self.label = feed.spec.label
+        self._progress = progress
+        self._on_up = on_up
+        self._http = HttpArm(
+            feed.spec.url, label=feed.spec.label, model=feed.spec.model, api_key=feed.spec.api_key,
+            chat=feed.display.chat,
+        )  # fmt: skip
+
+    async def start(self) -> None:
+        """Launch the server through the feed; raises `StartupError` when it does not come up."""
+        from mtpwatch.core.process import StartupError
+
+        self.feed.status = "starting"
+        if not await self.feed.launch(self._progress):
+            raise StartupError(f"{self.label}: {self.feed.reason}", None, [])
+        self._on_up(True)
+
+    async def stop(self) -> None:
+        """Stop the server (idempotent); the panel says 'stopped'."""
+        self._on_up(False)
+        await self.feed.stop_server()
+
+    async def generate(self, request: Any) -> Any:
+        """One request through `HttpArm` (client numbers, token ids)."""
+        self._http.model = self._http.model or self.feed.model
+        return await self._http.generate(request)
+
+    async def counters(self) -> Any:
+        """The spec-decode counters of the server."""
+        self._http.model = self._http.model or self.feed.model
+        return await self._http.counters()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._http.aclose()
+
+
+class Measurement:
+    """Repeated paired runs of prompts on the two feeds through `core.bench.BenchRunner`.
+
+    Alternate (ABBA, never concurrent), race (both at once: contended, not a measurement) or
+    restart (`arms` are `FeedArm`s the engine starts and stops). `updates()` turns bench events
+    into `MeasureUpdate`s; cancelling it keeps what was measured (`final()`).
+    """
+
+    def __init__(
+        self,
+        feeds: list[ServerFeed],
+        prompts: list[Any],
+        settings: MeasureSettings,
+        schedule: str,
+        *,
+        arms: tuple[Any, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
+        from mtpwatch.core.bench import BenchConfig, BenchRunner
+
+        self.feeds = feeds
+        self.schedule = "restart" if settings.restart else schedule
+        self._owned: list[Any] = []
+        if arms is None:
+            arms = (self._http_arm(feeds[0]), self._http_arm(feeds[1]))
+        self.arms = arms
+        config = BenchConfig(
+            prompts=prompts,
+            runs=settings.runs,
+            warmup=settings.warmup,
+            schedule=self.schedule,  # type: ignore[arg-type]
+            temperature=feeds[0].display.temperature,
+        )
+        self.runner = BenchRunner(config, arms[0], arms[1])
+        self.total = self.runner.total
+        self.report: Any = None
+
+    def _http_arm(self, feed: ServerFeed) -> Any:
+        from mtpwatch.core.bench import HttpArm
+
+        arm = HttpArm(
+            feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
+            api_key=feed.spec.api_key, chat=feed.display.chat,
+        )  # fmt: skip
+        self._owned.append(arm)
+        return arm
+
+    async def updates(self) -> Any:
+        """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
+        from mtpwatch.core.bench import BenchFinished, PairFinished, RunFinished, StatusChanged
+
+        runs_per_prompt = self.runner.config.runs
+        async for event in self.runner.events():
+            if isinstance(event, StatusChanged):
+                yield MeasureUpdate(progress=_esc(event.message))
+            elif isinstance(event, RunFinished):
+                rec = event.record
+                tag = "warm-up" if rec.warmup else f"run {rec.run + 1}/{runs_per_prompt}"
+                if rec.error:
+                    body = f"[$text-error]{_esc(rec.error)}[/]"
+                else:
+                    acc = (
+                        f" · accept {100 * rec.acceptance_rate:.0f} %"
+                        if rec.acceptance_rate is not None
+                        else ""
+                    )
+                    body = f"{rec.tokens} tok · decode [b]{_fmt(rec.decode_tok_s)}[/] tok/s{acc}"
+                yield MeasureUpdate(
+                    progress=f"measuring: run {event.done}/{event.total} · {_esc(rec.prompt)}",
+                    arm=0 if rec.arm == "a" else 1,
+                    run_line=f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else ""),
+                )
+            elif isinstance(event, PairFinished):
+                report = self.runner.partial_report()
+                yield MeasureUpdate(line=measure_line(report, done=event.done, total=event.total))
+            elif isinstance(event, BenchFinished):
+                self.report = event.report
+                yield self._final_update(event.report)
+        await self.aclose()
+
+    def final(self, interrupted: str = "cancelled: partial measurement") -> MeasureUpdate:
+        """The summary of what was measured so far (after a cancel or a failure)."""
+        report = self.report or self.runner.partial_report(interrupted=interrupted)
+        self.report = report
+        return self._final_update(report)
+
+    def _final_update(self, report: Any) -> MeasureUpdate:
+        line = measure_line(report)
+        what = "race" if report.contended else self.schedule
+        prompts = len(report.config.prompts)
+        summary = (
+            f"measured ({what}, {prompts} prompt(s) × {report.config.runs} runs/arm, "
+            f"{report.config.warmup} warm-up dropped): " + measure_line(report, head=False)
+        )
+        return MeasureUpdate(line=line, progress="measurement finished", summary=summary)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients this measurement opened."""
+        for arm in self._owned:
+            with contextlib.suppress(Exception):
+                await arm.aclose()
+        for arm in self.arms:
+            if isinstance(arm, FeedArm):
+                with contextlib.suppress(Exception):
+                    await arm.aclose()
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def measurement_prompt(text: str, max_tokens: int) -> Any:
+    """A console prompt as a bench `Prompt`."""
+    from mtpwatch.core.workloads import Prompt
+
+    return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)
+
+
+def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Any]:
+    """`core.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
+    from mtpwatch.core.workloads import resolve
+
+    return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -112,3 +112,34 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def measure_options(func: F) -> F:
+    """Add --runs and --warmup (the F6 measurement of the A/B view)."""
+    options = [
+        click.option(
+            "--runs",
+            type=click.IntRange(2, 10_000),
+            default=12,
+            show_default=True,
+            help="F6 measurement: runs per prompt and arm, warm-up included.",
+        ),
+        click.option(
+            "--warmup",
+            type=click.IntRange(0, 10_000),
+            default=1,
+            show_default=True,
+            help="F6 measurement: first runs per prompt dropped as warm-up.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def check_runs(runs: int, warmup: int) -> None:
+    """One clear line when the warm-up leaves nothing to measure."""
+    if runs <= warmup:
+        raise click.UsageError(
+            f"--runs ({runs}) must be larger than --warmup ({warmup}): nothing would be measured"
+        )

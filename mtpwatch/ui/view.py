@@ -68,6 +68,8 @@ class BandwidthView:
     """The hardware reading line: GPM DRAM GB/s and %, memory busy %, or why there is none."""
     note: str = ""
     """Why the panel is empty (e.g. how to give a model config)."""
+    config_source: str = ""
+    """Where the model config (and drafter, peak) came from, in words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,6 +447,8 @@ def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = No
         lines.extend(f"[i]{escape(line)}[/]" for line in _wrap(bw.summary, width))
     if hardware:
         lines.append(hardware)
+    if bw.config_source:
+        lines.append(f"[dim]inputs: {escape(bw.config_source)}[/]")
     return "\n".join(lines)
 
 

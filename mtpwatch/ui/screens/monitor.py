@@ -25,7 +25,9 @@ from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 if TYPE_CHECKING:
-    from mtpwatch.ui.live import Answer, ServerFeed
+    from textual.worker import Worker
+
+    from mtpwatch.ui.live import Answer, MeasureSettings, MeasureUpdate, ServerFeed
 
 SAMPLE_PROMPT = (
     "Explain in three short paragraphs how speculative decoding with a multi-token-prediction "
@@ -44,8 +46,17 @@ class MonitorScreen(Screen[None]):
         clock: Callable[[], float],
         schedule: str = "alternate",
         prefill: str = "",
+        measure: MeasureSettings | None = None,
     ) -> None:
         super().__init__()
+        from mtpwatch.ui.live import MeasureSettings
+
+        self.measure_settings = measure or MeasureSettings()
+        self.measuring = False
+        self.last_prompt: str | None = None
+        self.measurement_summaries: list[str] = []
+        """One line per finished (or cancelled) measurement."""
+        self._pollers: dict[int, Worker[None]] = {}
         self.config = config
         self.autostart = autostart
         self.clock = clock
@@ -74,6 +85,7 @@ class MonitorScreen(Screen[None]):
         if self.config.mode == "ab":
             yield Static(id="speedup")
             yield Static(id="lossless")
+            yield Static(id="measure")
         yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
         yield Footer()
 
@@ -86,6 +98,7 @@ class MonitorScreen(Screen[None]):
             self.query_one("#lossless", Static).update(
                 Content.from_markup("[dim]lossless check (temperature 0): — send a prompt[/]")
             )
+            self.set_measure_line(self._measure_hint())
         self.query_one(PromptInput).focus()
         if self.autostart:
             from mtpwatch.ui.live import ServerFeed
@@ -93,7 +106,13 @@ class MonitorScreen(Screen[None]):
             for i, spec in enumerate(self.config.servers):
                 feed = ServerFeed(spec, self.config.display, clock=self.clock)
                 self.feeds.append(feed)
-                self.run_server(i)
+                if not self.restart_mode:
+                    self.run_server(i)
+            if self.restart_mode:
+                for panel in self.panels:
+                    panel.show_startup("[dim]waiting: one server at a time (restart schedule)[/]", [])
+                if self.measure_settings.prompts:
+                    self.start_measurement(list(self.measure_settings.prompts))
 
     @property
     def panels(self) -> list[ServerPanel]:
@@ -140,6 +159,35 @@ class MonitorScreen(Screen[None]):
             panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
             await asyncio.sleep(delay)
 
+    @property
+    def restart_mode(self) -> bool:
+        """One server at a time: the bench engine starts and stops them (A, B, A sessions)."""
+        return self.config.mode == "ab" and self.measure_settings.restart
+
+    @work(exit_on_error=False)
+    async def poll_server(self, index: int) -> None:
+        """Poll a server the restart schedule has started, until it is stopped."""
+        feed, panel = self.feeds[index], self.panels[index]
+        panel.show_monitor()
+        while True:
+            delay = await feed.poll()
+            feed.hardware_wanted = panel.bandwidth_visible
+            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+            await asyncio.sleep(delay)
+
+    def _arm_up(self, index: int, up: bool) -> None:
+        """Restart mode: a server came up (poll it) or is about to stop (stop polling)."""
+        worker = self._pollers.pop(index, None)
+        if worker is not None:
+            worker.cancel()
+        panel = self.panels[index]
+        if up:
+            self._pollers[index] = self.poll_server(index)
+            self.set_measure_line(f"server {'AB'[index]} is up ({_label(self, index)}); the other is stopped")
+        else:
+            panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
+            panel.show_startup_pane()
+
     async def stop_servers(self) -> None:
         """Stop owned server processes (unless `keep`) and close clients."""
         await asyncio.gather(*(feed.close() for feed in self.feeds), return_exceptions=True)
@@ -151,7 +199,7 @@ class MonitorScreen(Screen[None]):
         prompt = event.value.strip()
         if not prompt:
             return
-        if self.generating:
+        if self.generating or self.measuring:
             self.notify("A generation is running; Escape cancels it.", severity="warning")
             return
         prompt_input = self.query_one(PromptInput)
@@ -164,15 +212,140 @@ class MonitorScreen(Screen[None]):
         if not self.feeds:
             self.notify("Not connected to any server.", severity="warning")
             return
+        self.last_prompt = prompt
+        if self.restart_mode:  # one server at a time: a prompt runs as a measurement
+            from mtpwatch.ui.live import measurement_prompt
+
+            self.start_measurement(
+                [
+                    measurement_prompt(
+                        prompt, self.measure_settings.max_tokens or self.config.display.max_tokens
+                    )
+                ]
+            )
+            return
         self.generating = True
         self.generate(prompt)
 
     def cancel_generation(self) -> bool:
-        """Cancel the running generation; True if one was running."""
+        """Cancel the running generation or measurement; True if one was running."""
+        if self.measuring:
+            self.workers.cancel_group(self, "measure")
+            return True
         if not self.generating:
             return False
         self.workers.cancel_group(self, "generate")
         return True
+
+    # -- measurement ---------------------------------------------------------------------------
+
+    def _measure_hint(self) -> str:
+        s = self.measure_settings
+        if self.restart_mode:
+            return (
+                f"[dim]restart schedule: a prompt you send is measured {s.runs}× per arm "
+                f"({s.warmup} warm-up), one server at a time[/]"
+            )
+        what = "contended race, not a measurement" if self.schedule == "race" else "ABBA"
+        return f"[dim]F6 measures the last prompt {s.runs}× per arm ({s.warmup} warm-up dropped, {what})[/]"
+
+    def set_measure_line(self, markup: str) -> None:
+        """The progress line under the speed-up line (A/B mode)."""
+        if self.config.mode == "ab":
+            self.query_one("#measure", Static).update(Content.from_markup(markup), layout=False)
+
+    def start_measurement(self, prompts: list[object] | None = None) -> bool:
+        """Measure `prompts` (default: the last console prompt) with repeated paired runs."""
+        if self.config.mode != "ab" or len(self.feeds) != 2:
+            self.notify("Measuring needs two servers (mtpwatch ab / demo).", severity="warning")
+            return False
+        if self.measuring or self.generating:
+            self.notify("A generation is running; Escape cancels it.", severity="warning")
+            return False
+        if prompts is None:
+            from mtpwatch.ui.live import measurement_prompt
+
+            text = self.last_prompt or self.query_one(PromptInput).value.strip()
+            if not text:
+                self.notify("Send a prompt first; F6 measures it.", severity="warning")
+                return False
+            prompts = [
+                measurement_prompt(text, self.measure_settings.max_tokens or self.config.display.max_tokens)
+            ]
+        self.measuring = True
+        self.measure(prompts)
+        return True
+
+    @work(exclusive=True, group="measure", exit_on_error=False)
+    async def measure(self, prompts: list[object]) -> None:
+        """Run the measurement, showing each run, the live speed-up line and the final summary."""
+        from mtpwatch.core.bench import BenchConfigError
+        from mtpwatch.ui.live import FeedArm, Measurement
+
+        panels = self.panels
+        arms = None
+        if self.restart_mode:
+            arms = tuple(
+                FeedArm(
+                    self.feeds[i],
+                    progress=lambda phase, lines, i=i: panels[i].show_startup(phase, lines),  # type: ignore[misc]
+                    on_up=lambda up, i=i: self._arm_up(i, up),  # type: ignore[misc]
+                )
+                for i in range(2)
+            )
+        try:
+            session = Measurement(
+                self.feeds,
+                list(prompts),
+                self.measure_settings,
+                self.schedule,
+                arms=arms,  # type: ignore[arg-type]
+            )
+        except (BenchConfigError, ValueError) as exc:
+            self.measuring = False
+            self.notify(str(exc).splitlines()[0], severity="error")
+            return
+        names = ", ".join(getattr(p, "id", "?") for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
+        for panel in panels:
+            panel.begin_answer(
+                f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}"
+            )
+        self.set_measure_line(f"measuring: run 0/{session.total}")
+        self.query_one("#speedup", Static).update(
+            Content.from_markup("speed-up B/A [dim](paired runs)[/] — waiting for the first pair"),
+            layout=False,
+        )
+        try:
+            async for update in session.updates():
+                self.show_measure_update(update)
+        except asyncio.CancelledError:
+            self.show_measure_update(session.final())
+            await session.aclose()
+            raise
+        except Exception as exc:  # a server that does not start, a failed stream: keep what was measured
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.show_measure_update(session.final(interrupted=f"stopped: {reason}"))
+            await session.aclose()
+        finally:
+            self.measuring = False
+            for worker in self._pollers.values():
+                worker.cancel()
+            self._pollers.clear()
+
+    def show_measure_update(self, update: MeasureUpdate) -> None:
+        """Apply one measurement update to the lines and panels."""
+        if update.line:
+            self.query_one("#speedup", Static).update(Content.from_markup(update.line), layout=False)
+        if update.progress:
+            self.set_measure_line(update.progress)
+        if update.arm is not None and update.run_line:
+            stream = self.panels[update.arm].stream
+            stream.feed(Content.from_markup(update.run_line).plain + "\n")
+        if update.summary:
+            self.measurement_summaries.append(update.summary)
+            self.set_measure_line(update.summary)
+            for panel in self.panels:
+                panel.stream.finish()
 
     @work(exclusive=True, group="generate", exit_on_error=False)
     async def generate(self, prompt: str) -> None:
@@ -272,6 +445,10 @@ class MonitorScreen(Screen[None]):
     def now(self) -> float:
         """The injected clock."""
         return self.clock()
+
+
+def _label(screen: MonitorScreen, index: int) -> str:
+    return screen.config.servers[index].label
 
 
 def wall_clock() -> float:

@@ -38,13 +38,22 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exp + 1)
 
 
+def span_points(series: Sequence[Sequence[float]]) -> int:
+    """Points the x axis spans: the longest series (first sample to now), at most `POINTS`, at least 2.
+
+    With less than a minute of history the chart spans what there is instead of leaving most of
+    it empty.
+    """
+    return max(2, min(POINTS, max((len(values) for values in series), default=0)))
+
+
 def rasterise(
-    series: Sequence[Sequence[float]], width: int, height: int, y_max: float
+    series: Sequence[Sequence[float]], width: int, height: int, y_max: float, span: int = POINTS
 ) -> list[list[tuple[int, int]]]:
     """Dots of each series on a `width`×`height` cell grid: per cell (braille bits, last series drawn).
 
     Point i of a series sits at its age in seconds, right-aligned (the newest point is at the right
-    edge, `POINTS` seconds span the width); consecutive points are joined dot column by dot column.
+    edge, `span` seconds span the width); consecutive points are joined dot column by dot column.
     """
     grid = [[(0, -1)] * width for _ in range(height)]
     dots_x, dots_y = 2 * width, 4 * height
@@ -62,7 +71,7 @@ def rasterise(
         prev: tuple[int, int] | None = None
         for i, v in enumerate(values):
             age = n - 1 - i
-            x = round((POINTS - 1 - age) * (dots_x - 1) / (POINTS - 1))
+            x = round((span - 1 - age) * (dots_x - 1) / (span - 1))
             y = round(min(max(v / y_max, 0.0), 1.0) * (dots_y - 1))
             if x < 0:
                 continue
@@ -143,7 +152,9 @@ class ThroughputChart(Widget):
         plot_w, plot_h = width - self.LABEL_WIDTH, height - 2
         top = max([*self.server_series, *self.client_series, 0.0])
         y_max = nice_ceiling(top * 1.1)
-        grid = rasterise((self.server_series, self.client_series), plot_w, plot_h, y_max)
+        series = (self.server_series, self.client_series)
+        span = span_points(series)
+        grid = rasterise(series, plot_w, plot_h, y_max, span)
         legend = [
             Segment("tok/s  ", axis),
             Segment("⣿ server", styles[0]),
@@ -167,7 +178,8 @@ class ThroughputChart(Widget):
             if run:
                 segments.append(Segment("".join(run), run_style))
             strips.append(Strip(segments).crop_extend(0, width, base))
-        labels = f"{'-60 s':<{plot_w // 2}}{'-30 s':<{plot_w - plot_w // 2 - 3}}now"
+        left, mid = f"-{span - 1} s", f"-{(span - 1) / 2:.0f} s"
+        labels = f"{left:<{plot_w // 2}}{mid:<{plot_w - plot_w // 2 - 3}}now"
         strips.append(Strip([Segment(" " * self.LABEL_WIDTH + labels, axis)]).crop_extend(0, width, base))
         return strips
 
