@@ -60,6 +60,8 @@ class DisplaySettings:
     """Override the peak memory bandwidth in GB/s."""
     model_config: str | None = None
     """Path to the served model's config.json for the analytic bandwidth model."""
+    drafter_config: str | None = None
+    """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -633,7 +633,7 @@ class _BandwidthModel:
                     sources.append("config from the simulator")
         except (ConfigError, ValueError, OSError) as exc:
             self.error = f"model config: {str(exc).splitlines()[0]}"
-        drafter_given = getattr(self.display, "drafter_config", None)
+        drafter_given = self.display.drafter_config
         for ref, where in (
             (drafter_given, "--drafter-config"),
             (drafter_ref, "server log"),

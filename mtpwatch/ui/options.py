@@ -18,7 +18,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def display_options(func: F) -> F:
-    """Add --chat, --max-tokens, --temperature, --interval, --gpu, --peak-gbps, --model-config."""
+    """Add --chat, --max-tokens, --temperature, --interval, --gpu, --peak-gbps, --model/drafter-config."""
     options = [
         click.option(
             "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
@@ -59,6 +59,12 @@ def display_options(func: F) -> F:
             default=None,
             help="The served model's config.json, for the analytic bandwidth model.",
         ),
+        click.option(
+            "--drafter-config",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="The drafter's config.json (MTP assistant, EAGLE head), for the bandwidth model.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -74,6 +80,7 @@ def display_settings(
     gpu: str | None,
     peak_gbps: float | None,
     model_config: str | None,
+    drafter_config: str | None = None,
 ) -> DisplaySettings:
     """Check the display options (raising click.UsageError with one line) and build the settings."""
     if gpu is not None:
@@ -83,8 +90,9 @@ def display_settings(
             lookup_gpu(gpu)
         except UnknownGpuError as exc:
             raise click.UsageError(f"--gpu: {exc}") from None
-    if model_config is not None and not os.path.isfile(model_config):
-        raise click.UsageError(f"--model-config: no such file: {model_config}")
+    for flag, path in (("--model-config", model_config), ("--drafter-config", drafter_config)):
+        if path is not None and not os.path.isfile(path):
+            raise click.UsageError(f"{flag}: no such file: {path}")
     return DisplaySettings(
         scrape_interval_s=interval,
         chat=chat,
@@ -93,6 +101,7 @@ def display_settings(
         gpu=gpu,
         peak_gbps=peak_gbps,
         model_config=model_config,
+        drafter_config=drafter_config,
     )
 
 
