@@ -109,6 +109,11 @@ def _reader(server: RunningServer) -> None:
                 server.pgid = int(match.group(1))
 
 
+def _terminal_signals() -> None:
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def start_server(env: RealEnv, kind: str, tmp: Path) -> RunningServer:
     folder, name, flags = KINDS[kind]
     port = free_port()
@@ -127,6 +132,9 @@ def start_server(env: RealEnv, kind: str, tmp: Path) -> RunningServer:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,  # the tests signal mtpwatch like a terminal would, not pytest
+        # A user's terminal leaves SIGHUP at its default; a runner started under nohup passes it on
+        # ignored, and mtpwatch rightly keeps an ignored SIGHUP ignored. Give it a terminal's signals.
+        preexec_fn=_terminal_signals,
     )
     server = RunningServer(kind, f"http://127.0.0.1:{port}", port, model_path, name, log_path, proc)
     threading.Thread(target=_reader, args=(server,), daemon=True).start()
