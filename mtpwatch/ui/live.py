@@ -315,23 +315,22 @@ class ServerFeed:
         server_series = _per_second(series, now)
         client_series = tuple(v for t, v in self._client_points if t >= now - CHART_POINTS)
         r = rates
+        # A time window with no tokens (the server idle since the last prompt) would show only
+        # dashes: show the last prompt's numbers instead, labelled as such ("this prompt").
+        if window != "prompt" and (r is None or not r.generation_tokens):
+            prompt_rates = self.rates("prompt", now)
+            if prompt_rates is not None and prompt_rates.generation_tokens:
+                r, window = prompt_rates, "prompt"
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
         speculative = None if snap is None else snap.speculative
-        # No drafts in a time window (idle since the prompt): judge the last prompt instead.
-        judged, judged_window, judged_bw = r, window, bandwidth
-        if (r is None or not r.drafts) and window != "prompt" and speculative:
-            prompt_rates = self.rates("prompt", now)
-            if prompt_rates is not None and prompt_rates.drafts:
-                judged, judged_window = prompt_rates, "prompt"
-                judged_bw = self._bandwidth.view(prompt_rates, k, snap, self._request_tokens)
         verdict, level = make_verdict(
             speculative=speculative,
-            acceptance_rate=judged.acceptance_rate if judged else None,
-            mean_acceptance_length=judged.mean_acceptance_length if judged else None,
-            drafts=judged.drafts if judged else None,
-            bandwidth=judged_bw,
-            window=judged_window,
+            acceptance_rate=r.acceptance_rate if r else None,
+            mean_acceptance_length=r.mean_acceptance_length if r else None,
+            drafts=r.drafts if r else None,
+            bandwidth=bandwidth,
+            window=window,
         )
         acceptance = r.acceptance_rate if r else None
         length = r.mean_acceptance_length if r else None
