@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mtpwatch.core.faststream import open_sse, proxy_for
 from mtpwatch.core.generation import (
     ChunkDecoder,
     ChunkError,
@@ -71,6 +72,12 @@ __all__ = [
     "no_metrics_message",
     "normalize_url",
 ]
+
+STREAM_READ_INTERVAL_S = 0.0
+"""Fast path default for `read_interval`: 0 reads every segment on arrival (exact chunk times, for
+benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per chunk; TTFT and
+chunks after a quiet gap are still stamped on arrival, but a chunk that follows another within the
+interval (the last one included) is stamped up to that late, which biases short runs' tok/s."""
 
 NO_METRICS_HINT = (
     "it exposes no vllm: metrics: the server was started with --disable-log-stats, which removes them; "
@@ -381,6 +388,8 @@ class VllmClient:
         transport: httpx.AsyncBaseTransport | None = None,
         stream_timeout: float = 300.0,
         clock: Callable[[], float] = time.perf_counter,
+        fast_stream: bool | None = None,
+        read_interval: float | None = None,
     ) -> None:
         """Make a client; nothing connects until the first request.
 
@@ -391,11 +400,16 @@ class VllmClient:
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
             clock: monotonic clock stamped on stream events (tests inject a fake).
+            fast_stream: stream through `core.faststream` (True) or httpx (False). None: the fast
+                path for plain http:// without an injected transport or an environment proxy.
+            read_interval: fast path: read the socket at most this often during a fast stream
+                (None: `STREAM_READ_INTERVAL_S`); see `core.faststream.open_sse`.
         """
         self.base_url = normalize_url(base_url)
         key = api_key if api_key is not None else os.environ.get("VLLM_API_KEY")
         self.api_key = key or None
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._auth = headers
         self._timeout = timeout
         self._stream_timeout = stream_timeout
         self._clock = clock
@@ -408,6 +422,17 @@ class VllmClient:
             follow_redirects=True,
             limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
         )
+        if fast_stream is None:
+            fast_stream = (
+                transport is None and self.base_url.startswith("http://") and proxy_for(self.base_url) is None
+            )
+        self._fast = fast_stream
+        self._read_interval = STREAM_READ_INTERVAL_S if read_interval is None else read_interval
+
+    @property
+    def fast_stream(self) -> bool:
+        """True when generations stream through `core.faststream`, False through httpx."""
+        return self._fast
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -455,9 +480,8 @@ class VllmClient:
             return ServerUnreachable(f"cannot connect to {base}: {_describe_transport(exc)}", url=url)
         return ServerError(f"request to {url} failed: {_describe_transport(exc)}", url=url)
 
-    def _status_error(self, url: str, response: httpx.Response, body: str) -> ServerError:
-        status = response.status_code
-        head = f"{url} answered {status} {response.reason_phrase}".rstrip()
+    def _status_error(self, url: str, status: int, reason: str, body: str) -> ServerError:
+        head = f"{url} answered {status} {reason}".rstrip()
         if status in (401, 403):
             hint = (
                 "the API key was rejected; check --api-key or VLLM_API_KEY"
@@ -495,7 +519,7 @@ class VllmClient:
                 url=url,
             )
         if response.status_code != 200:
-            raise self._status_error(url, response, response.text)
+            raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
         ctype = response.headers.get("content-type", "")
         text = response.text
         if "html" in ctype or "json" in ctype or _NOT_PROMETHEUS.match(text):
@@ -571,7 +595,7 @@ class VllmClient:
         if response.status_code == 404:
             raise NotVllmError(f"{url} answered 404 Not Found — not an OpenAI-compatible server?", url=url)
         if response.status_code != 200:
-            raise self._status_error(url, response, response.text)
+            raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
         try:
             entries = response.json()["data"]
             return [
@@ -614,75 +638,194 @@ class VllmClient:
         Raises:
             ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
         """
+        async with aclosing(self._batches(request, stats)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def _batches(
+        self, request: GenerationRequest, stats: GenerationStats | None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """The events of `request`, one list per network read (fast path: per event-loop wake-up).
+
+        Every event is added to `stats` before its list is yielded; events decoded before a broken
+        chunk are yielded before the `StreamError`.
+        """
         url = self.base_url + request.path
-        include_usage = True
-        continuous = request.continuous_usage
-        token_ids = request.return_token_ids
-        timeout = httpx.Timeout(self._timeout, read=self._stream_timeout)
-        for _attempt in range(4):
+        flags = _Extensions(True, request.continuous_usage, request.return_token_ids)
+        attempts = 0
+        while attempts < 4:
+            attempts += 1
             body = request.body(
-                include_usage=include_usage, continuous_usage=continuous, return_token_ids=token_ids
+                include_usage=flags.include_usage,
+                continuous_usage=flags.continuous,
+                return_token_ids=flags.token_ids,
             )
             if stats is not None:
                 stats.start(self._clock())
+            decoder = ChunkDecoder()
             try:
-                async with self._http.stream("POST", request.path, json=body, timeout=timeout) as response:
-                    if response.status_code != 200:
-                        text = (await response.aread()).decode("utf-8", "replace")
-                        if response.status_code == 400:
-                            low = text.lower()
-                            if continuous and ("continuous_usage" in low or "stream_options" in low):
-                                continuous = False
-                                if stats is not None:
-                                    stats.fallback = (
-                                        "the server refused continuous_usage_stats (HTTP 400); "
-                                        "per-chunk token counts are estimated"
-                                    )
-                                continue
-                            if include_usage and ("stream_options" in low or "include_usage" in low):
-                                include_usage = False
-                                continue
-                            if token_ids and "return_token_ids" in low:
-                                token_ids = False
-                                continue
-                        raise self._status_error(url, response, text)
-                    decoder = ChunkDecoder()
-                    sse = SseDecoder()
-                    done = False
-                    try:
-                        async for chunk in response.aiter_bytes():
-                            for payload in sse.feed(chunk):
-                                if done or payload == DONE:
-                                    done = True
-                                    continue
-                                event = decoder.decode(payload, self._clock())
-                                if event is not None:
-                                    if stats is not None:
-                                        stats.add(event)
-                                    yield event
-                        for payload in sse.close():
-                            if done or payload == DONE:
-                                done = True
-                                continue
-                            event = decoder.decode(payload, self._clock())
-                            if event is not None:
-                                if stats is not None:
-                                    stats.add(event)
-                                yield event
-                    except httpx.RequestError as exc:
-                        raise StreamError(self._broken_message(exc, decoder), url=url) from exc
-                    except ChunkError as exc:
-                        raise StreamError(str(exc), url=url) from exc
-                    if not done and decoder.finish_reason is None:
-                        raise StreamError(
-                            f"the stream from {self.base_url} ended before the server finished"
-                            f" (no [DONE]) after {decoder.count} tokens",
-                            url=url,
-                        )
-                    return
-            except httpx.RequestError as exc:
-                raise self._transport_error(url, exc, self._timeout) from exc
+                if self._fast:
+                    gen = self._fast_batches(url, body, decoder, stats, flags)
+                else:
+                    gen = self._httpx_batches(request.path, url, body, decoder, stats, flags)
+                async with aclosing(gen) as batches:
+                    async for batch in batches:
+                        yield batch
+                return
+            except _Retry:
+                continue
+            except _UseHttpx:
+                self._fast = False  # a redirect: httpx follows it
+                attempts -= 1
+                continue
         raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url, status=400)
+
+    def _refusal(
+        self, url: str, status: int, reason: str, text: str, flags: _Extensions, stats: GenerationStats | None
+    ) -> Exception:
+        """`_Retry` when a 400 names an extension (now dropped from `flags`), else the one-line error."""
+        if status == 400:
+            low = text.lower()
+            if flags.continuous and ("continuous_usage" in low or "stream_options" in low):
+                flags.continuous = False
+                if stats is not None:
+                    stats.fallback = (
+                        "the server refused continuous_usage_stats (HTTP 400); "
+                        "per-chunk token counts are estimated"
+                    )
+                return _Retry()
+            if flags.include_usage and ("stream_options" in low or "include_usage" in low):
+                flags.include_usage = False
+                return _Retry()
+            if flags.token_ids and "return_token_ids" in low:
+                flags.token_ids = False
+                return _Retry()
+        return self._status_error(url, status, reason, text)
+
+    def _decode(
+        self,
+        payloads: list[tuple[float, bytes]],
+        decoder: ChunkDecoder,
+        stats: GenerationStats | None,
+        state: list[bool],
+    ) -> list[StreamEvent]:
+        """Payloads → events (added to `stats`); `state[0]` = [DONE] seen. A `ChunkError` carries
+        the events decoded before it in `.args[1]`."""
+        events: list[StreamEvent] = []
+        decode = decoder.decode
+        add = stats.add if stats is not None else None
+        for t, payload in payloads:
+            if state[0] or payload == DONE:
+                state[0] = True
+                continue
+            try:
+                event = decode(payload, t)
+            except ChunkError as exc:
+                raise _BrokenBatch(str(exc), events) from exc
+            if event is not None:
+                if add is not None:
+                    add(event)
+                events.append(event)
+        return events
+
+    async def _fast_batches(
+        self,
+        url: str,
+        body: dict[str, object],
+        decoder: ChunkDecoder,
+        stats: GenerationStats | None,
+        flags: _Extensions,
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        try:
+            conn = await open_sse(
+                url,
+                body,
+                headers=self._auth,
+                connect_timeout=self._timeout,
+                read_timeout=self._stream_timeout,
+                read_interval=self._read_interval,
+                clock=self._clock,
+            )
+        except httpx.RequestError as exc:
+            raise self._transport_error(url, exc, self._timeout) from exc
+        try:
+            if conn.status != 200:
+                if 300 <= conn.status < 400 and "location" in conn.headers:
+                    raise _UseHttpx
+                try:
+                    raw = await conn.read_body()
+                except httpx.RequestError as exc:
+                    raise self._transport_error(url, exc, self._timeout) from exc
+                text = raw.decode("utf-8", "replace")
+                raise self._refusal(url, conn.status, conn.reason, text, flags, stats)
+            state = [False]
+            while True:
+                try:
+                    payloads = await conn.batch()
+                except httpx.RequestError as exc:
+                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                if not payloads:
+                    break
+                try:
+                    events = self._decode(payloads, decoder, stats, state)
+                except _BrokenBatch as exc:
+                    if exc.events:
+                        yield exc.events
+                    raise StreamError(str(exc), url=url) from exc.__cause__
+                if events:
+                    yield events
+            self._check_finished(url, state[0], decoder)
+        finally:
+            conn.close()
+
+    async def _httpx_batches(
+        self,
+        path: str,
+        url: str,
+        body: dict[str, object],
+        decoder: ChunkDecoder,
+        stats: GenerationStats | None,
+        flags: _Extensions,
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        timeout = httpx.Timeout(self._timeout, read=self._stream_timeout)
+        clock = self._clock
+        try:
+            async with self._http.stream("POST", path, json=body, timeout=timeout) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
+                sse = SseDecoder()
+                state = [False]
+                try:
+                    async for chunk in response.aiter_bytes():
+                        payloads = sse.feed(chunk)
+                        if payloads:
+                            events = self._decode([(clock(), p) for p in payloads], decoder, stats, state)
+                            if events:
+                                yield events
+                    payloads = sse.close()
+                    if payloads:
+                        events = self._decode([(clock(), p) for p in payloads], decoder, stats, state)
+                        if events:
+                            yield events
+                except httpx.RequestError as exc:
+                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                except _BrokenBatch as exc:
+                    if exc.events:
+                        yield exc.events
+                    raise StreamError(str(exc), url=url) from exc.__cause__
+                self._check_finished(url, state[0], decoder)
+        except httpx.RequestError as exc:
+            raise self._transport_error(url, exc, self._timeout) from exc
+
+    def _check_finished(self, url: str, done: bool, decoder: ChunkDecoder) -> None:
+        if not done and decoder.finish_reason is None:
+            raise StreamError(
+                f"the stream from {self.base_url} ended before the server finished"
+                f" (no [DONE]) after {decoder.count} tokens",
+                url=url,
+            )
 
     def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
         if isinstance(exc, httpx.ReadTimeout):
@@ -705,13 +848,40 @@ class VllmClient:
         """
         stats = stats if stats is not None else GenerationStats(clock=self._clock)
         try:
-            async with aclosing(self.stream(request, stats=stats)) as events:
-                async for event in events:
+            # One resumption per batch of chunks, not per chunk (the stream can be 1,000 chunks/s).
+            async with aclosing(self._batches(request, stats)) as batches:
+                async for batch in batches:
                     if on_event is not None:
-                        on_event(event)
+                        for event in batch:
+                            on_event(event)
         except ServerError as exc:
             return stats.finish(error=str(exc))
         return stats.finish()
+
+
+@dataclass(slots=True)
+class _Extensions:
+    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400)."""
+
+    include_usage: bool
+    continuous: bool
+    token_ids: bool
+
+
+class _Retry(Exception):
+    """The server refused an extension; send the request again without it."""
+
+
+class _UseHttpx(Exception):
+    """The fast path met a redirect; httpx follows redirects."""
+
+
+class _BrokenBatch(ChunkError):
+    """A chunk failed to decode; `events` are the good ones before it in the same batch."""
+
+    def __init__(self, message: str, events: list[StreamEvent]) -> None:
+        super().__init__(message)
+        self.events = events
 
 
 _NOT_PROMETHEUS = re.compile(r"\s*[<{\[]")
