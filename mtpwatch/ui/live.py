@@ -697,6 +697,7 @@ class _BandwidthModel:
         if tau is not None:
             tau = min(max(tau, 1.0), k + 1.0)
         context, source = self.context(snap, request_tokens)
+        steps, tok = _busy_rates(rates)
         try:
             roof = compute_roofline(
                 self.spec,
@@ -707,8 +708,8 @@ class _BandwidthModel:
                 context=context,
                 mean_acceptance_length=tau,
                 # idle (no steps): no "now" figures, so the summary says what the roof allows
-                steps_per_s=(rates.steps_per_s or None) if rates is not None else None,
-                tok_s=(rates.server_tok_s or None) if rates is not None else None,
+                steps_per_s=steps,
+                tok_s=tok,
             )
         except ValueError as exc:
             return BandwidthView(note=f"roofline: {exc}", hardware=hardware)
@@ -734,6 +735,20 @@ class _BandwidthModel:
             hardware=hardware,
             config_source=self.sources,
         )
+
+
+def _busy_rates(rates: Rates | None) -> tuple[float | None, float | None]:
+    """Verify steps/s and tok/s *while decoding*, so idle seconds in a window do not read as slack.
+
+    vLLM's inter-token latency is the time between a request's successive engine steps: its mean
+    is the step time, and Δgeneration_tokens / ΔITL-sum is the decode rate of a stream. Without
+    ITL observations, fall back to plain window rates (diluted by idle time).
+    """
+    if rates is None:
+        return None, None
+    if rates.mean_step_s and rates.tokens_per_step:
+        return 1.0 / rates.mean_step_s, rates.tokens_per_step / rates.mean_step_s
+    return rates.steps_per_s or None, rates.server_tok_s or None
 
 
 def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:

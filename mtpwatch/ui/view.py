@@ -410,7 +410,7 @@ def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = No
     if bw.effective_gbps is not None:
         lines.append(
             f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{_num(bw.percent_of_peak, '.0f')} %[/] "
-            f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, {w})[/]"
+            f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, while decoding, {w})[/]"
         )
     else:
         lines.append(

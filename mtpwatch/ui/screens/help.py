@@ -38,10 +38,10 @@ last token); `F3` cycles them.
 | client TTFT | first token time − request sent | client |
 | decode tok/s | (tokens − 1) / (t_last − t_first) | client |
 | speed-up B/A | decode tok/s of B / decode tok/s of A, last prompt and median | client |
-| effective GB/s | analytic bytes per verify step (weights + drafter + KV) × steps/s | analytic |
+| effective GB/s | analytic bytes per verify step (weights + drafter + KV) × verify steps/s while decoding (1 / mean ITL, so idle seconds in the window do not count) | analytic |
 | % of peak | effective GB/s / peak GB/s of the GPU (table, `--gpu`, `--peak-gbps`) | analytic |
 | ceiling tok/s | peak GB/s / bytes per step × tokens per step (1 baseline, mean acceptance length with spec) | analytic |
-| now … % of it | server tok/s / the ceiling that applies (MTP ceiling when k > 0) | server + analytic |
+| now … % of it | tok/s while decoding (Δgeneration_tokens / ΔITL sum) / the ceiling that applies (MTP ceiling when k > 0) | server + analytic |
 | speed-up terms | acceptance 1 + α·k (= τ) · bandwidth (MTP ceiling / baseline ceiling: drafter passes and MoE expert union priced in) · compute (needs the GPU's FLOP rate); the smallest binds and is highlighted | analytic |
 | KV context | `kv_cache_usage` × `num_gpu_blocks` × `block_size` (engine-wide), else the last prompt's prompt + generated tokens | server / client |
 | hardware | NVML GPM DRAM bandwidth (GB/s, % of peak) and "memory busy %" (time, not bytes) for a GPU on this machine, only while the panel is shown; otherwise the reason (remote server, GB10: analytic only) | hardware |
