@@ -1,7 +1,7 @@
 """Overhead of the app itself: CPU while watching two simulators, and time to the first frame.
 
 `measure_cpu_percent()`: the app (headless, real compositor) attached to two simulator
-subprocesses, scraping each at 4 Hz while prompts stream about 2,000 tok/s in total; returns the
+subprocesses, scraping each at 4 Hz while prompts stream (the rate reached is measured); returns the
 app process's CPU time over wall time in % of one core. The simulators run in their own processes,
 so their CPU is not counted. `measure_first_frame_s()`: from spawning `python` to the app's first
 painted frame (Textual's Ready event), Python start-up included.
