@@ -20,17 +20,32 @@ quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]
 echo "== mtpwatch installed ($(( $(date +%s) - start )) s)"
 
 status=0
+mkdir -p .cache
+rm -f .cache/junit-*.xml
 echo "== fast suite (unit, simulator, UI, snapshots)"
-.venv/bin/python -m pytest -q -p no:randomly || status=$?
+.venv/bin/python -m pytest -q -p no:randomly --junitxml=.cache/junit-fast.xml || status=$?
 
 if [ "${MTPWATCH_FAST:-0}" != "1" ]; then
   echo "== real vLLM: environment and test models"
   # setup.sh prints 'export NAME=VALUE' lines for the venv and the models; it fails loudly.
-  mkdir -p .cache
   bash tests/real_vllm/setup.sh 2>&1 | tee .cache/real-vllm-setup.log
   eval "$(grep '^export ' .cache/real-vllm-setup.log)"
   echo "== real vLLM suite"
-  .venv/bin/python -m pytest -q -m real_vllm tests/real_vllm || status=$?
+  .venv/bin/python -m pytest -q -m real_vllm tests/real_vllm --junitxml=.cache/junit-real.xml || status=$?
 fi
 echo "== done in $(( $(date +%s) - start )) s, status $status"
+# One closing line for both runs (pytest prints one per run).
+.venv/bin/python - <<'PY'
+import glob
+import xml.etree.ElementTree as ET
+
+total = failed = skipped = 0
+for path in sorted(glob.glob(".cache/junit-*.xml")):
+    for suite in ET.parse(path).getroot().iter("testsuite"):
+        total += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped += int(suite.get("skipped", 0))
+line = f"{total - failed - skipped} passed, {failed} failed"
+print(line + (f", {skipped} skipped" if skipped else ""))
+PY
 exit $status
