@@ -98,7 +98,7 @@ class MonitorScreen(Screen[None]):
             self.query_one("#lossless", Static).update(
                 Content.from_markup("[dim]lossless check (temperature 0): — send a prompt[/]")
             )
-            self.set_measure_line(self._measure_hint())
+            self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
             from mtpwatch.ui.live import ServerFeed
@@ -249,10 +249,12 @@ class MonitorScreen(Screen[None]):
         what = "contended race, not a measurement" if self.schedule == "race" else "ABBA"
         return f"[dim]F6 measures the last prompt {s.runs}× per arm ({s.warmup} warm-up dropped, {what})[/]"
 
-    def set_measure_line(self, markup: str) -> None:
-        """The progress line under the speed-up line (A/B mode)."""
+    def set_measure_line(self, markup: str, *, hint: bool = False) -> None:
+        """The progress line under the speed-up line (A/B mode); a mere hint hides on short screens."""
         if self.config.mode == "ab":
-            self.query_one("#measure", Static).update(Content.from_markup(markup), layout=False)
+            line = self.query_one("#measure", Static)
+            line.set_class(hint, "-hint")
+            line.update(Content.from_markup(markup), layout=False)
 
     def start_measurement(self, prompts: list[object] | None = None) -> bool:
         """Measure `prompts` (default: the last console prompt) with repeated paired runs."""
