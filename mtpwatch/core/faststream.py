@@ -22,7 +22,7 @@ import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -94,8 +94,8 @@ class _Protocol(asyncio.Protocol):
     # -- asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's TCP transport has the Transport methods without subclassing asyncio.Transport.
+        self.transport = cast(asyncio.Transport, transport)
         self.last_data = self._loop.time()
 
     def data_received(self, data: bytes) -> None:
@@ -447,9 +447,11 @@ async def _connect(
             errors: list[OSError] = []
             for family, _kind, proto_num, _name, address in infos:
                 try:
-                    _, protocol = await loop.create_connection(
+                    transport, protocol = await loop.create_connection(
                         factory, family=family, proto=proto_num, host=str(address[0]), port=int(address[1])
                     )
+                    if protocol.transport is None:  # uvloop may call connection_made a tick later
+                        protocol.transport = transport
                     return protocol
                 except OSError as exc:
                     errors.append(exc)
