@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import signal
 import sys
 
 import click
 
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command(name="sim")
@@ -153,9 +143,10 @@ def command(
         for p in PRESETS.values():
             click.echo(f"{p.name:24} {p.description}")
         return
+    from mtpwatch.core.vllm_cmd import is_loopback
     from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
 
-    if not _is_loopback(host):
+    if not is_loopback(host):
         click.echo(
             f"warning: binding {host} exposes the simulator beyond this machine; "
             "use 127.0.0.1 unless you mean it",

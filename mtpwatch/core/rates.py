@@ -9,6 +9,7 @@ charts, counts restarts, and says whether a prompt's deltas are "this request" o
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -359,13 +360,23 @@ class Collector:
             self._series.popleft()
         return restarted
 
-    def _rates_from(self, t: float, label: str) -> Rates | None:
-        # Base: the newest entry at or before t (the oldest when history starts after t). Walk from the
-        # newest end: windows are short compared with the history.
+    def _rates_from(self, t: float, label: str, until: float | None = None) -> Rates | None:
+        # End: the newest entry at or before `until` (the newest of all without it). Base: the newest
+        # entry at or before t (the oldest when history starts after t). Walk from the newest end:
+        # windows are short compared with the history.
+        entries = reversed(self._history)
         t1, end = self._history[-1]
+        if until is not None:
+            for ts, snap in entries:
+                if ts <= until:
+                    t1, end = ts, snap
+                    break
+            else:
+                return None
+            entries = itertools.chain([(t1, end)], entries)
         running: list[float | None] = []
         t0, base = t1, end
-        for ts, snap in reversed(self._history):
+        for ts, snap in entries:
             t0, base = ts, snap
             running.append(snap.requests_running)
             if ts <= t:
@@ -384,15 +395,18 @@ class Collector:
             return None
         return self._rates_from(now - seconds, label or f"{seconds:g} s")
 
-    def since(self, t0: float, now: float, label: str = "prompt") -> Rates | None:
-        """Rates from the scrape at or before `t0` (e.g. when a prompt was sent) to the newest one.
+    def since(self, t0: float, now: float, label: str = "prompt", until: float | None = None) -> Rates | None:
+        """Rates from the scrape at or before `t0` (e.g. when a prompt was sent) to the newest one,
+        or to the newest one at or before `until` (e.g. the scrape after a prompt's last token, so
+        later idle time does not dilute the prompt's rates).
 
         After a restart the window starts at the restart and `Rates.restarted` is True.
         """
         if len(self._history) < 2:
             return None
-        rates = self._rates_from(t0, label)
-        if rates is not None and self._last_restart_at is not None and self._last_restart_at > t0:
+        rates = self._rates_from(t0, label, until)
+        restart = self._last_restart_at
+        if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
             rates = _replace_restarted(rates)
         return rates
 

@@ -23,7 +23,7 @@ from mtpwatch.core.generation import (
     StreamEvent,
 )
 from mtpwatch.core.logparse import LogWatcher
-from mtpwatch.core.rates import Collector, Rates, delta_rates
+from mtpwatch.core.rates import Collector, Rates
 from mtpwatch.ui.view import (
     BandwidthView,
     PromptSummary,
@@ -115,8 +115,6 @@ class ServerFeed:
         self.prompt_t1: float | None = None
         self.prompt_t_end: float | None = None
         """Time of the scrape after the prompt's last token: the 'prompt' window ends there."""
-        self._last_scrape: tuple[Any, float] | None = None
-        self._prompt_bounds: tuple[tuple[Any, float], tuple[Any, float], int] | None = None
         """(scrape before the prompt, scrape after its last token, restarts then) of the last prompt."""
         self._client_points: list[tuple[float, float]] = []
         self._gen_stats: GenerationStats | None = None
@@ -220,7 +218,6 @@ class ServerFeed:
             now = self.clock()
             if self.collector.add(snapshot, now):
                 self.identified = False  # a restart: the version or model may have changed
-            self._last_scrape = (snapshot, now)
         if self.model is None and snapshot.model:
             self.model = snapshot.model
         if snapshot.models:
@@ -282,13 +279,9 @@ class ServerFeed:
         if window == "prompt":
             if self.prompt_t0 is None:
                 return None
-            bounds = self._prompt_bounds
-            if bounds is not None and bounds[2] == self.collector.restarts:
-                # A finished prompt: from the scrape before it to the one after its last token.
-                # (`Collector.since` always runs to the newest scrape, which dilutes it afterwards.)
-                (before, t_before), (after, t_after), _ = bounds
-                return delta_rates(before, after, t_after - t_before, "prompt")
-            return self.collector.since(self.prompt_t0, now)
+            # A finished prompt ends at the scrape after its last token (later idle time would
+            # dilute it); a running one at the newest scrape.
+            return self.collector.since(self.prompt_t0, now, until=self.prompt_t_end)
         return self.collector.window(WINDOW_SECONDS[window], now)
 
     def scope(self, window: str) -> str:
@@ -385,8 +378,9 @@ class ServerFeed:
         """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
         from urllib.parse import urlsplit
 
-        host = (urlsplit(self.spec.url).hostname or "").lower()
-        return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
+        from mtpwatch.core.vllm_cmd import is_loopback
+
+        return is_loopback(urlsplit(self.spec.url).hostname or "")
 
     def _hardware_line(self) -> str:
         """Start/stop the NVML sampler as the panel shows/hides it; the reading in words."""
@@ -425,10 +419,7 @@ class ServerFeed:
         self._client_points = []
         self.prompt_t0 = self.clock()
         self.prompt_t1 = self.prompt_t_end = None
-        self._prompt_bounds = None
         self.request_spec = None
-        start_scrape = self._last_scrape
-        restarts = self.collector.restarts
         stats.start(self.prompt_t0)
         text_only = on_text
 
@@ -445,9 +436,6 @@ class ServerFeed:
         if result.error is None:
             await self.poll()  # a scrape after the last token, so the prompt's window is complete
         self.prompt_t_end = self.clock()
-        end_scrape = self._last_scrape
-        if start_scrape is not None and end_scrape is not None and end_scrape is not start_scrape:
-            self._prompt_bounds = (start_scrape, end_scrape, restarts)
         return self._answer(result)
 
     def _answer(self, result: GenerationResult) -> Answer:

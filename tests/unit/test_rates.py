@@ -320,3 +320,16 @@ def test_collector_attribution_and_max_running() -> None:
     assert c.max_running_since(100.0) is None
     w = c.since(5.5, 9.0)
     assert w is not None and w.max_running == 2.0
+
+
+def test_since_until_ends_at_the_scrape_after_the_prompt() -> None:
+    """A finished prompt's window stops at its last scrape; later idle scrapes do not dilute it."""
+    c = Collector()
+    for i, gen in enumerate([0.0, 100.0, 200.0, 300.0, 300.0, 300.0, 300.0]):
+        c.add(snap(generation_tokens=gen, created=1.0), float(i))
+    ended = c.since(0.5, 6.0, until=3.2)
+    assert ended is not None and ended.generation_tokens == 300.0 and ended.dt_s == 3.0
+    assert ended.server_tok_s == pytest.approx(100.0)
+    diluted = c.since(0.5, 6.0)
+    assert diluted is not None and diluted.dt_s == 6.0 and diluted.server_tok_s == pytest.approx(50.0)
+    assert c.since(0.5, 6.0, until=-1.0) is None  # nothing scraped before `until`
