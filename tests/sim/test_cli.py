@@ -12,7 +12,8 @@ import time
 import httpx
 from click.testing import CliRunner
 
-from mtpwatch.commands.sim import _is_loopback, command
+from mtpwatch.commands.sim import command
+from mtpwatch.core.vllm_cmd import is_loopback as _is_loopback
 from mtpwatch.sim.server import SimThread
 
 
