@@ -102,7 +102,7 @@ def command(
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        from mtpwatch.core.vllm_cmd import VllmArgsError, build_vllm_argv
+        from mtpwatch.core.launch.vllm_cmd import VllmArgsError, build_vllm_argv
 
         specs = []
         try:

@@ -23,9 +23,9 @@ from typing import Any, TextIO
 
 import click
 
-from mtpwatch.core import bench, workloads
+from mtpwatch.core.ab import bench, workloads
+from mtpwatch.core.ab.stats import CV_FLAG, Summary
 from mtpwatch.core.jsonout import json_safe
-from mtpwatch.core.stats import CV_FLAG, Summary
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 

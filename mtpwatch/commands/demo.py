@@ -14,7 +14,7 @@ def demo_config(
     preset: str | None = None, *, single: bool = False, startup_delay: float | None = None
 ) -> AppConfig:
     """The demo's servers: simulator subprocesses on free loopback ports, started by the app."""
-    from mtpwatch.core.vllm_cmd import build_sim_argv
+    from mtpwatch.core.launch.vllm_cmd import build_sim_argv
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
 
     name = get_preset(preset or DEFAULT_PRESET).name

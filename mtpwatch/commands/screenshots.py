@@ -112,7 +112,7 @@ async def write_screenshots(
     `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
     """
     from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-    from mtpwatch.core.vllm_cmd import build_sim_argv
+    from mtpwatch.core.launch.vllm_cmd import build_sim_argv
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
     from mtpwatch.sim.server import SimThread
     from mtpwatch.ui.app import make_app

@@ -143,7 +143,7 @@ def command(
         for p in PRESETS.values():
             click.echo(f"{p.name:24} {p.description}")
         return
-    from mtpwatch.core.vllm_cmd import is_loopback
+    from mtpwatch.core.launch.vllm_cmd import is_loopback
     from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
 
     if not is_loopback(host):

@@ -15,8 +15,9 @@ from typing import Any
 import click
 
 from mtpwatch.core.jsonout import json_safe
-from mtpwatch.core.metrics import MetricsSnapshot, UnknownModelError, parse_snapshot, snapshot_report
-from mtpwatch.core.promparse import MetricsFormatError
+from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.report import snapshot_report
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, UnknownModelError, parse_snapshot
 
 TIMEOUT_S = 5.0
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d+(/.*)?$")
@@ -35,7 +36,7 @@ def _is_url(source: str) -> bool:
 
 def _fetch(source: str, api_key: str | None) -> str:
     """GET SOURCE/metrics through the project's client; its errors are already one actionable line."""
-    from mtpwatch.core.client import ServerError, VllmClient
+    from mtpwatch.core.http.client import ServerError, VllmClient
 
     async def scrape() -> str:
         client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)
@@ -89,7 +90,7 @@ def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
 
 def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, since: str) -> None:
     """A counter that went down while `_created` stayed the same is not a restart: the pages are swapped."""
-    from mtpwatch.core.rates import is_restart
+    from mtpwatch.core.metrics.rates import is_restart
 
     if (
         before.created is not None

@@ -21,12 +21,12 @@ from typing import IO
 import click
 
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.core.client import ServerError, VllmClient
-from mtpwatch.core.logparse import LogWatcher
-from mtpwatch.core.metrics import MetricsSnapshot
-from mtpwatch.core.process import ServerProcess, StartupError, install_signal_handlers
-from mtpwatch.core.rates import delta_rates
-from mtpwatch.core.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
+from mtpwatch.core.http.client import ServerError, VllmClient
+from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
+from mtpwatch.core.metrics.rates import delta_rates
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
 
 def connect_url(host: str, port: int) -> str:

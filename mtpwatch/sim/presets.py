@@ -58,7 +58,7 @@ class Preset:
     model: str
     """HF model id served by default (also the `root` in /v1/models)."""
     model_config: str
-    """HF-style config name for `mtpwatch.core.bandwidth` (resolved in mtpwatch/data/configs)."""
+    """HF-style config name for `mtpwatch.core.roofline.bytemodel` (resolved in mtpwatch/data/configs)."""
     drafter: str | None
     """Drafter checkpoint for `--speculative-config` (None for drafter-less methods)."""
     method: str

@@ -202,7 +202,7 @@ def run_app(
     measure: MeasureSettings | None = None,
 ) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
-    from mtpwatch.core import process
+    from mtpwatch.core.launch import process
 
     app = make_app(config, schedule=schedule, prefill=prefill, measure=measure)
 

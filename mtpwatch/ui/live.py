@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.core.client import ServerError, VllmClient
-from mtpwatch.core.generation import (
+from mtpwatch.core.http.client import ServerError, VllmClient
+from mtpwatch.core.http.generation import (
     GenerationRequest,
     GenerationResult,
     GenerationStats,
     RequestSpecMetrics,
     StreamEvent,
 )
-from mtpwatch.core.logparse import LogWatcher
-from mtpwatch.core.rates import Collector, Rates
+from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.ui.view import (
     BandwidthView,
     PromptSummary,
@@ -58,7 +58,7 @@ def compare_outputs(a: Answer, b: Answer) -> str:
     """The lossless line: 'outputs identical' or where A and B first diverge (token ids when possible)."""
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:
         return "[dim]lossless check: — (an answer failed or was cancelled)[/]"
-    from mtpwatch.core.bench import first_difference
+    from mtpwatch.core.ab.bench import first_difference
 
     if a.token_ids is not None and b.token_ids is not None:
         ids_a, ids_b = a.token_ids, b.token_ids
@@ -138,7 +138,7 @@ class ServerFeed:
 
         Returns False (status 'failed', reason set, last lines shown) when it dies or times out.
         """
-        from mtpwatch.core.process import ServerProcess, StartupError
+        from mtpwatch.core.launch.process import ServerProcess, StartupError
 
         launch = self.spec.launch
         assert launch is not None
@@ -378,7 +378,7 @@ class ServerFeed:
         """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
         from urllib.parse import urlsplit
 
-        from mtpwatch.core.vllm_cmd import is_loopback
+        from mtpwatch.core.launch.vllm_cmd import is_loopback
 
         return is_loopback(urlsplit(self.spec.url).hostname or "")
 
@@ -391,7 +391,7 @@ class ServerFeed:
             self.stop_hardware()
             return describe_hardware(None, local=self.is_local, simulated=simulated)
         if self._sampler is None:
-            from mtpwatch.core.nvml import Sampler
+            from mtpwatch.core.roofline.nvml import Sampler
 
             self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
         return describe_hardware(self._sampler.latest(), local=True)
@@ -599,8 +599,8 @@ class _BandwidthModel:
         if self._loaded:
             return
         self._loaded = True
-        from mtpwatch.core.bandwidth import ConfigError, ModelSpec
-        from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+        from mtpwatch.core.roofline.bytemodel import ConfigError, ModelSpec
+        from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
         info = await _sim_info(base_url)
         self.simulated = bool(info)
@@ -679,7 +679,7 @@ class _BandwidthModel:
             return BandwidthView(
                 note="unknown GPU: pass --gpu NAME or --peak-gbps X for % of peak", hardware=hardware
             )
-        from mtpwatch.core.roofline import compute_roofline
+        from mtpwatch.core.roofline.ceilings import compute_roofline
 
         tau = rates.mean_acceptance_length if rates is not None and k else None
         if tau is not None:
@@ -741,7 +741,7 @@ def _busy_rates(rates: Rates | None) -> tuple[float | None, float | None]:
 
 def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
     """The first of `refs` that resolves to a config.json without the network, and where it was found."""
-    from mtpwatch.core.bandwidth import PRESET_DIR, ConfigError, resolve_config
+    from mtpwatch.core.roofline.bytemodel import PRESET_DIR, ConfigError, resolve_config
 
     for ref in refs:
         if not ref:
@@ -762,10 +762,10 @@ def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
 
 def _local_gpu() -> tuple[str | None, float | None]:
     """NVML's name and peak GB/s of the local GPU (table first, then NVML's clock × bus width)."""
-    from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+    from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
     try:
-        from mtpwatch.core.nvml import local_gpu_reading
+        from mtpwatch.core.roofline.nvml import local_gpu_reading
 
         reading = local_gpu_reading()
     except Exception:  # no NVML, no driver: the panel asks for --gpu instead
@@ -834,8 +834,8 @@ def measure_line(report: Any, *, done: int = 0, total: int = 0, head: bool = Tru
     The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
     has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
     """
-    from mtpwatch.core import stats
-    from mtpwatch.core.bench import CONTENDED
+    from mtpwatch.core.ab import stats
+    from mtpwatch.core.ab.bench import CONTENDED
 
     overall = report.primary.overall
     s = overall.speedup
@@ -879,7 +879,7 @@ class FeedArm:
         progress: Callable[[str, list[str]], None],
         on_up: Callable[[bool], None],
     ) -> None:
-        from mtpwatch.core.bench import HttpArm
+        from mtpwatch.core.ab.bench import HttpArm
 
         self.feed = feed
         self.label = feed.spec.label
@@ -892,7 +892,7 @@ class FeedArm:
 
     async def start(self) -> None:
         """Launch the server through the feed; raises `StartupError` when it does not come up."""
-        from mtpwatch.core.process import StartupError
+        from mtpwatch.core.launch.process import StartupError
 
         self.feed.status = "starting"
         if not await self.feed.launch(self._progress):
@@ -938,7 +938,7 @@ class Measurement:
         max_tokens: int | None = None,
     ) -> None:
         """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
-        from mtpwatch.core.bench import BenchConfig, BenchRunner
+        from mtpwatch.core.ab.bench import BenchConfig, BenchRunner
 
         self.feeds = feeds
         self.schedule = "restart" if settings.restart else schedule
@@ -958,7 +958,7 @@ class Measurement:
         self.report: Any = None
 
     def _http_arm(self, feed: ServerFeed) -> Any:
-        from mtpwatch.core.bench import HttpArm
+        from mtpwatch.core.ab.bench import HttpArm
 
         arm = HttpArm(
             feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
@@ -969,7 +969,7 @@ class Measurement:
 
     async def updates(self) -> Any:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
-        from mtpwatch.core.bench import BenchFinished, PairFinished, RunFinished, StatusChanged
+        from mtpwatch.core.ab.bench import BenchFinished, PairFinished, RunFinished, StatusChanged
 
         runs_per_prompt = self.runner.config.runs
         async for event in self.runner.events():
@@ -1033,13 +1033,13 @@ def _fmt(x: float | None) -> str:
 
 def measurement_prompt(text: str, max_tokens: int) -> Any:
     """A console prompt as a bench `Prompt`."""
-    from mtpwatch.core.workloads import Prompt
+    from mtpwatch.core.ab.workloads import Prompt
 
     return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)
 
 
 def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Any]:
     """`core.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
-    from mtpwatch.core.workloads import resolve
+    from mtpwatch.core.ab.workloads import resolve
 
     return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -84,7 +84,7 @@ def display_settings(
 ) -> DisplaySettings:
     """Check the display options (raising click.UsageError with one line) and build the settings."""
     if gpu is not None:
-        from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+        from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
         try:
             lookup_gpu(gpu)
@@ -107,7 +107,7 @@ def display_settings(
 
 def checked_url(url: str, param: str = "URL") -> str:
     """Normalise a server URL or fail with one clear line before the TUI starts."""
-    from mtpwatch.core.client import normalize_url
+    from mtpwatch.core.http.client import normalize_url
 
     try:
         return normalize_url(url)

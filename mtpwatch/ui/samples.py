@@ -15,7 +15,7 @@ from functools import cache
 from textual.app import App
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.core.rates import Rates
+from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
 from mtpwatch.ui.view import BandwidthView, PromptSummary, ServerView, make_verdict
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -73,7 +73,7 @@ def config(mode: str = "single") -> AppConfig:
 @cache
 def _bandwidth(spec: bool) -> BandwidthView:
     """The roofline panel of the preset at its published tok/s, through the live app's code."""
-    from mtpwatch.core.bandwidth import ModelSpec
+    from mtpwatch.core.roofline.bytemodel import ModelSpec
     from mtpwatch.ui.live import _BandwidthModel
     from mtpwatch.ui.view import describe_hardware
 

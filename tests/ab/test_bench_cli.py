@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core import bench
+from mtpwatch.core.ab import bench
 from mtpwatch.sim.server import SimThread
 
 PRESET = "gemma4-e4b-gb10"
@@ -143,7 +143,7 @@ def test_progress_line_shows_running_speedup() -> None:
     import io
 
     from mtpwatch.commands.bench import Progress
-    from mtpwatch.core.bench import PairFinished, Point, RunFinished, RunRecord
+    from mtpwatch.core.ab.bench import PairFinished, Point, RunFinished, RunRecord
 
     buf = io.StringIO()
     progress = Progress(buf, enabled=True)

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from mtpwatch.core import bench
-from mtpwatch.core.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
-from mtpwatch.core.workloads import Prompt
+from mtpwatch.core.ab import bench
+from mtpwatch.core.ab.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
+from mtpwatch.core.ab.workloads import Prompt
 
 PROMPTS = [Prompt("p1", "one", "cat-x", 16), Prompt("p2", "two", "cat-y", 16)]
 

@@ -17,8 +17,8 @@ import statistics
 
 import pytest
 
-from mtpwatch.core.bench import BenchConfig, BenchReport, BenchRunner, HttpArm
-from mtpwatch.core.workloads import Prompt, resolve
+from mtpwatch.core.ab.bench import BenchConfig, BenchReport, BenchRunner, HttpArm
+from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.sim.physics import Physics, simulate_request
 from mtpwatch.sim.presets import PRESETS
 from mtpwatch.sim.server import running_sim

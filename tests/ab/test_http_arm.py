@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mtpwatch.core import bench
-from mtpwatch.core.bench import BenchConfig, BenchRunner, HttpArm
-from mtpwatch.core.workloads import Prompt
+from mtpwatch.core.ab import bench
+from mtpwatch.core.ab.bench import BenchConfig, BenchRunner, HttpArm
+from mtpwatch.core.ab.workloads import Prompt
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

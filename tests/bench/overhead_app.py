@@ -16,8 +16,8 @@ import time
 from contextlib import AsyncExitStack
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.core.process import ServerProcess
-from mtpwatch.core.vllm_cmd import build_sim_argv
+from mtpwatch.core.launch.process import ServerProcess
+from mtpwatch.core.launch.vllm_cmd import build_sim_argv
 from mtpwatch.ui.options import free_port
 
 SPEED = 70.0
@@ -29,7 +29,7 @@ here)."""
 
 async def _generated(urls: list[str]) -> float:
     """Σ vllm:generation_tokens_total over the servers (their own counters, not the app's)."""
-    from mtpwatch.core.client import VllmClient
+    from mtpwatch.core.http.client import VllmClient
 
     total = 0.0
     for url in urls:

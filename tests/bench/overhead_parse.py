@@ -40,8 +40,8 @@ def measure_parse(repeat: int = 300, reference_repeat: int = 30) -> dict[str, fl
         sys.path.insert(0, str(ROOT))
     from prometheus_client.parser import text_string_to_metric_families
 
-    from mtpwatch.core import promparse
-    from mtpwatch.core.metrics import parse_snapshot
+    from mtpwatch.core.metrics import parse as promparse
+    from mtpwatch.core.metrics.snapshot import parse_snapshot
 
     text = PAGE.read_text(encoding="utf-8")
 

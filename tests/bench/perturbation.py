@@ -23,8 +23,8 @@ import textwrap
 import time
 from pathlib import Path
 
-from mtpwatch.core.client import VllmClient
-from mtpwatch.core.generation import GenerationRequest
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.generation import GenerationRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 0.995
@@ -37,9 +37,9 @@ PROMPT = (
 SCRAPER = textwrap.dedent(
     """
     import asyncio, sys, time
-    from mtpwatch.core.client import VllmClient
-    from mtpwatch.core.metrics import parse_snapshot
-    from mtpwatch.core.rates import Collector
+    from mtpwatch.core.http.client import VllmClient
+    from mtpwatch.core.metrics.snapshot import parse_snapshot
+    from mtpwatch.core.metrics.rates import Collector
 
     async def main(url, interval):
         client = VllmClient(url)

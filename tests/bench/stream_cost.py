@@ -31,10 +31,10 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from mtpwatch.core.client import GenerationRequest, VllmClient
-from mtpwatch.core.faststream import open_sse
-from mtpwatch.core.generation import ChunkDecoder, GenerationStats
-from mtpwatch.core.sse import DONE, SseDecoder
+from mtpwatch.core.http.client import GenerationRequest, VllmClient
+from mtpwatch.core.http.faststream import open_sse
+from mtpwatch.core.http.generation import ChunkDecoder, GenerationStats
+from mtpwatch.core.http.sse import DONE, SseDecoder
 
 PRESET = "gemma4-e4b-gb10"
 

@@ -2,9 +2,9 @@
 
 Runs a randomly initialised Llama-shaped decoder (a few GB in bf16, built from code, nothing
 downloaded) with greedy batch-1 decoding through Hugging Face transformers, plain and with a small
-draft model (assisted generation), while `mtpwatch.core.nvml.Sampler` reads GPM DRAM_BW_UTIL.
+draft model (assisted generation), while `mtpwatch.core.roofline.nvml.Sampler` reads GPM DRAM_BW_UTIL.
 Every forward pass is recorded by a hook (tokens in, context length), its bytes come from
-`mtpwatch.core.bandwidth.bytes_per_step` on the same config, and analytic GB/s = Σ bytes / time is
+`mtpwatch.core.roofline.bytemodel.bytes_per_step` on the same config, and analytic GB/s = Σ bytes / time is
 compared with GPM's GB/s over exactly the same window (one GPM sample before, one after).
 
     python tests/gpu/verify_bandwidth.py [--out results.json]     # prints JSON
@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mtpwatch.core.bandwidth import GB, ModelSpec, bytes_per_step  # noqa: E402
-from mtpwatch.core.nvml import Sampler  # noqa: E402
-from mtpwatch.core.roofline import compute_roofline  # noqa: E402
+from mtpwatch.core.roofline.bytemodel import GB, ModelSpec, bytes_per_step  # noqa: E402
+from mtpwatch.core.roofline.ceilings import compute_roofline  # noqa: E402
+from mtpwatch.core.roofline.nvml import Sampler  # noqa: E402
 
 TOLERANCE = 0.10
 

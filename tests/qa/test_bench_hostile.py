@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
-from mtpwatch.core.workloads import Prompt
+from mtpwatch.core.ab.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
+from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.sim.server import SimThread
 
 PROMPTS = [Prompt("p1", "one", "cat", 8)]

@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
-from mtpwatch.core.client import NotVllmError, VllmClient, normalize_url
-from mtpwatch.core.metrics import parse_snapshot
-from mtpwatch.core.promparse import MetricsFormatError
-from mtpwatch.core.rates import Collector
+from mtpwatch.core.http.client import NotVllmError, VllmClient, normalize_url
+from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.rates import Collector
+from mtpwatch.core.metrics.snapshot import parse_snapshot
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 AFTER = DATA / "metrics-ngram-k4-after.txt"

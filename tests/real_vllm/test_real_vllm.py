@@ -18,11 +18,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mtpwatch.core.client import VllmClient
-from mtpwatch.core.generation import GenerationRequest, StreamEvent
-from mtpwatch.core.logparse import LogWatcher, SpecDecodingLine
-from mtpwatch.core.metrics import parse_snapshot
-from mtpwatch.core.rates import delta_rates
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.generation import GenerationRequest, StreamEvent
+from mtpwatch.core.launch.logparse import LogWatcher, SpecDecodingLine
+from mtpwatch.core.metrics.rates import delta_rates
+from mtpwatch.core.metrics.snapshot import parse_snapshot
 
 from .conftest import RunningServer, ServerPool
 

@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.core.vllm_cmd import build_vllm_argv
+from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.ui.app import make_app
 
 from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv, free_port

@@ -13,7 +13,7 @@ import httpx
 from click.testing import CliRunner
 
 from mtpwatch.commands.sim import command
-from mtpwatch.core.vllm_cmd import is_loopback as _is_loopback
+from mtpwatch.core.launch.vllm_cmd import is_loopback as _is_loopback
 from mtpwatch.sim.server import SimThread
 
 

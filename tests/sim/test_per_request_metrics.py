@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtpwatch.core.client import GenerationRequest, VllmClient
+from mtpwatch.core.http.client import GenerationRequest, VllmClient
 from mtpwatch.sim.server import running_sim
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from textual.content import Content
 
-from mtpwatch.core.nvml import HardwareReading
+from mtpwatch.core.roofline.nvml import HardwareReading
 from mtpwatch.ui.view import (
     DRAFTER_MISMATCH,
     MTP_SLOWER,

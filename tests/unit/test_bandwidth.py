@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.bandwidth import (
+from mtpwatch.core.roofline.bytemodel import (
     GB,
     ConfigError,
     ModelSpec,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mtpwatch.core.client import (
+from mtpwatch.core.http.client import (
     NO_METRICS_HINT,
     AuthError,
     Backoff,

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.client import (
+from mtpwatch.core.http.client import (
     GenerationRequest,
     GenerationResult,
     ServerError,
     StreamEvent,
     VllmClient,
 )
-from mtpwatch.core.faststream import proxy_for
+from mtpwatch.core.http.faststream import proxy_for
 from mtpwatch.sim.server import running_sim
 
 PATHS = [pytest.param(True, id="fast"), pytest.param(False, id="httpx")]

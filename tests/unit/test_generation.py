@@ -12,7 +12,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from mtpwatch.core.client import (
+from mtpwatch.core.http.client import (
     GenerationRequest,
     GenerationStats,
     HttpStatusError,
@@ -363,7 +363,7 @@ def test_per_request_spec_metrics_from_final_usage_chunk() -> None:
     """vLLM ≥ 0.27 with --per-request-spec-decode-metrics: the example values of PR #48915."""
     import json
 
-    from mtpwatch.core.generation import ChunkDecoder, GenerationStats
+    from mtpwatch.core.http.generation import ChunkDecoder, GenerationStats
 
     final = {
         "id": "cmpl-1",
@@ -398,7 +398,7 @@ def test_per_request_spec_metrics_from_final_usage_chunk() -> None:
 
 
 def test_per_request_spec_metrics_absent_or_malformed_is_none() -> None:
-    from mtpwatch.core.generation import RequestSpecMetrics
+    from mtpwatch.core.http.generation import RequestSpecMetrics
 
     assert RequestSpecMetrics.from_json(None) is None
     assert RequestSpecMetrics.from_json({"num_spec_steps": "x"}) is None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.logparse import LogWatcher, Phase, parse_spec_line
+from mtpwatch.core.launch.logparse import LogWatcher, Phase, parse_spec_line
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

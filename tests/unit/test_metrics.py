@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.metrics import (
+from mtpwatch.core.metrics.parse import MetricsFormatError, parse_samples_reference
+from mtpwatch.core.metrics.report import snapshot_report
+from mtpwatch.core.metrics.snapshot import (
     MetricsSnapshot,
     UnknownModelError,
     detect_schema,
     parse_snapshot,
     snapshot_from_samples,
-    snapshot_report,
 )
-from mtpwatch.core.promparse import MetricsFormatError, parse_samples_reference
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = sorted(DATA.glob("metrics-*.txt"))

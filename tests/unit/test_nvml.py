@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.nvml import ANALYTIC_ONLY, Sampler, meminfo_used_bytes
+from mtpwatch.core.roofline.nvml import ANALYTIC_ONLY, Sampler, meminfo_used_bytes
 
 
 class FakeNVMLError(Exception):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core import process
-from mtpwatch.core.process import ServerProcess, StartupError, descendants, group_members, live_groups
+from mtpwatch.core.launch import process
+from mtpwatch.core.launch.process import ServerProcess, StartupError, descendants, group_members, live_groups
 
 # A server stand-in: a leader with a child in its group and a grandchild that left it (setsid).
 TREE = textwrap.dedent(
@@ -221,7 +221,7 @@ async def test_keep_writes_log_file_and_detach_forgets(tmp_path: Path) -> None:
 DRIVER_PLAIN = textwrap.dedent(
     """
     import asyncio, json, sys
-    from mtpwatch.core.process import ServerProcess, install_signal_handlers
+    from mtpwatch.core.launch.process import ServerProcess, install_signal_handlers
     mode, tree = sys.argv[1], sys.argv[2]
 
     async def main():
@@ -246,7 +246,7 @@ DRIVER_TEXTUAL = textwrap.dedent(
     """
     import json, sys
     from textual.app import App
-    from mtpwatch.core.process import ServerProcess, install_signal_handlers
+    from mtpwatch.core.launch.process import ServerProcess, install_signal_handlers
     tree = sys.argv[1]
 
     class Driver(App[None]):

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core import promparse
-from mtpwatch.core.metrics import SNAPSHOT_PREFIXES
-from mtpwatch.core.promparse import (
+from mtpwatch.core.metrics import parse as promparse
+from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     Sample,
     parse_samples,
     parse_samples_reference,
     same_samples,
 )
+from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIXTURES = sorted(DATA.glob("metrics-*.txt"))

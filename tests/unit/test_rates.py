@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.metrics import Histogram, MetricsSnapshot, parse_snapshot
-from mtpwatch.core.rates import Attribution, Collector, attribute, delta_rates, is_restart
+from mtpwatch.core.metrics.rates import Attribution, Collector, attribute, delta_rates, is_restart
+from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, parse_snapshot
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

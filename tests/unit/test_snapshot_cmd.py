@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
-from mtpwatch.core.metrics import parse_snapshot
+from mtpwatch.core.metrics.snapshot import parse_snapshot
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 AFTER = str(DATA / "metrics-ngram-k4-after.txt")

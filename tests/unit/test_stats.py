@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mtpwatch.core import stats
+from mtpwatch.core.ab import stats
 
 
 def test_summarize_hand_computed() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.client import ChunkDecoder, GenerationStats, SseDecoder
-from mtpwatch.core.generation import ChunkError, estimate_tokens
-from mtpwatch.core.sse import DONE, iter_sse_payloads
+from mtpwatch.core.http.client import ChunkDecoder, GenerationStats, SseDecoder
+from mtpwatch.core.http.generation import ChunkError, estimate_tokens
+from mtpwatch.core.http.sse import DONE, iter_sse_payloads
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SSE_FILES = sorted(DATA.glob("sse-*.txt"))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from mtpwatch.core.vllm_cmd import (
+from mtpwatch.core.launch.vllm_cmd import (
     VllmArgsError,
     bind_warning,
     build_sim_argv,

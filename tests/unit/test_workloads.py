@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core import workloads
-from mtpwatch.core.workloads import WorkloadError
+from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.workloads import WorkloadError
 
 
 def test_builtin_sets_shape() -> None:

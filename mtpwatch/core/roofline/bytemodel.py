@@ -71,7 +71,7 @@ _DTYPE_ALIASES: dict[str, str] = {
     "w8a8": "int8",
 }
 
-PRESET_DIR = Path(__file__).resolve().parent.parent / "data" / "configs"
+PRESET_DIR = Path(__file__).resolve().parents[2] / "data" / "configs"
 """Bundled Gemma 4 configs (reconstructions for this model; see the README there)."""
 
 

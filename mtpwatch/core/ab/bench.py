@@ -33,8 +33,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from mtpwatch.core import stats
-from mtpwatch.core.workloads import Prompt
+from mtpwatch.core.ab import stats
+from mtpwatch.core.ab.workloads import Prompt
 
 Schedule = Literal["alternate", "race", "restart"]
 ArmName = Literal["a", "b"]
@@ -1146,7 +1146,7 @@ class HttpArm:
         transport: an httpx transport for tests.
         stream_timeout: seconds a stream may stay silent before it fails.
         """
-        from mtpwatch.core.client import VllmClient
+        from mtpwatch.core.http.client import VllmClient
 
         self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=stream_timeout)
         self.url = self.client.base_url
@@ -1156,7 +1156,7 @@ class HttpArm:
 
     async def generate(self, request: ArmRequest) -> ArmResult:
         """Stream one request (asking for token ids) and return the client-side numbers."""
-        from mtpwatch.core.generation import GenerationRequest
+        from mtpwatch.core.http.generation import GenerationRequest
 
         extra: dict[str, Any] = {}
         if request.min_tokens is not None:
@@ -1233,7 +1233,7 @@ class LaunchedArm(HttpArm):
 
     async def start(self) -> None:
         """Start the server process and wait for /health; raises `StartupError` (one line + log tail)."""
-        from mtpwatch.core.process import ServerProcess
+        from mtpwatch.core.launch.process import ServerProcess
 
         self._process = await ServerProcess.start(self.argv, self.env)
         headers = {"Authorization": f"Bearer {self.client.api_key}"} if self.client.api_key else None

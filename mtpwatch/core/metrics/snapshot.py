@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from mtpwatch.core.promparse import MetricsFormatError, Sample, parse_samples
+from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, parse_samples
 
 __all__ = [
     "SNAPSHOT_PREFIXES",
@@ -25,7 +25,6 @@ __all__ = [
     "detect_schema",
     "parse_snapshot",
     "snapshot_from_samples",
-    "snapshot_report",
 ]
 
 Schema = Literal["vllm", "llamacpp", "none"]
@@ -416,54 +415,3 @@ def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:
     if schema == "none":
         return snapshot_from_samples([], model, "none")
     return snapshot_from_samples(parse_samples(text, SNAPSHOT_PREFIXES), model, schema)
-
-
-def _num(x: float | None) -> float | None:
-    # JSON has no NaN/Infinity; a missing or undefined number is null.
-    if x is None or math.isnan(x) or math.isinf(x):
-        return None
-    return x
-
-
-def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = None) -> dict[str, Any]:
-    """The `mtpwatch snapshot --json` object: cumulative totals, or deltas between two pages.
-
-    Keys: model, models, schema, engines, speculative, num_speculative_tokens, drafts, draft_tokens,
-    accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
-    self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
-    requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
-    restarted, window ("since server start" or "between pages"). Counts and rates cover the window;
-    gauges (requests_running, requests_waiting, kv_cache_usage) are read from `after`.
-    """
-    from mtpwatch.core.rates import delta_rates  # rates builds on this module
-
-    base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
-    r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")
-    return {
-        "model": after.model,
-        "models": list(after.models),
-        "schema": after.schema,
-        "engines": list(after.engines),
-        "window": r.window_label,
-        "restarted": r.restarted,
-        "speculative": after.speculative,
-        "num_speculative_tokens": after.num_speculative_tokens,
-        "drafts": r.drafts,
-        "draft_tokens": r.draft_tokens,
-        "accepted": r.accepted,
-        "acceptance_rate": _num(r.acceptance_rate),
-        "mean_acceptance_length": _num(r.mean_acceptance_length),
-        "per_position": [_num(x) for x in r.per_position],
-        "per_position_conditional": [_num(x) for x in r.per_position_conditional],
-        "self_check_residual": _num(r.self_check_residual),
-        "output_from_drafts": _num(r.output_from_drafts),
-        "generation_tokens": r.generation_tokens,
-        "prompt_tokens": r.prompt_tokens,
-        "requests_running": _num(after.requests_running),
-        "requests_waiting": _num(after.requests_waiting),
-        "kv_cache_usage": _num(after.kv_cache_usage),
-        "mean_step_s": _num(r.mean_step_s),
-        "mean_ttft_s": _num(r.mean_ttft_s),
-        "mean_tpot_s": _num(r.mean_tpot_s),
-        "tokens_per_step": _num(r.tokens_per_step),
-    }

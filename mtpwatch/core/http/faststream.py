@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mtpwatch.core.sse import SseDecoder
+from mtpwatch.core.http.sse import SseDecoder
 
 __all__ = ["SseConnection", "open_sse", "proxy_for"]
 

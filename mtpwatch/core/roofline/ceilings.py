@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mtpwatch.core.bandwidth import (
+from mtpwatch.core.roofline.bytemodel import (
     GB,
     ModelSpec,
     StepBytes,

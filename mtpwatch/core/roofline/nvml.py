@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from mtpwatch.core.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
 ANALYTIC_ONLY = "analytic only"
 GPM_DRAM_BW_UTIL = 10

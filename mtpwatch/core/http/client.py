@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mtpwatch.core.faststream import open_sse, proxy_for
-from mtpwatch.core.generation import (
+from mtpwatch.core.http.faststream import open_sse, proxy_for
+from mtpwatch.core.http.generation import (
     ChunkDecoder,
     ChunkError,
     GenerationRequest,
@@ -41,10 +41,10 @@ from mtpwatch.core.generation import (
     estimate_tokens,
     openai_error_message,
 )
-from mtpwatch.core.sse import DONE, SseDecoder
+from mtpwatch.core.http.sse import DONE, SseDecoder
 
 if TYPE_CHECKING:
-    from mtpwatch.core.metrics import MetricsSnapshot
+    from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
 __all__ = [
     "NO_METRICS_HINT",
@@ -536,8 +536,8 @@ class VllmClient:
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
         """
-        from mtpwatch.core.metrics import parse_snapshot
-        from mtpwatch.core.promparse import MetricsFormatError
+        from mtpwatch.core.metrics.parse import MetricsFormatError
+        from mtpwatch.core.metrics.snapshot import parse_snapshot
 
         text = await self.scrape_text()
         try:

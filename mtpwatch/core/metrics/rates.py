@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from mtpwatch.core.metrics import Histogram, MetricsSnapshot
+from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot
 
 __all__ = [
     "Attribution",

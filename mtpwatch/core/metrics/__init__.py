@@ -1,0 +1,8 @@
+"""What a `/metrics` page says, and what it means over a window.
+
+Owns: the fast exposition-format parser (`parse`), one page → one `MetricsSnapshot` (`snapshot`),
+vLLM's formulas written once with the source they follow (`formulas`), deltas, windows, restarts and
+attribution (`rates`), and the `snapshot --json` report (`report`).
+May import: the standard library and prometheus_client (the reference parser). Nothing else in
+mtpwatch: every other part of the core builds on this one.
+"""

@@ -1,0 +1,58 @@
+"""`mtpwatch snapshot --json`: cumulative totals of one page, or deltas between two."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mtpwatch.core.metrics.rates import delta_rates
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+
+
+def _num(x: float | None) -> float | None:
+    # JSON has no NaN/Infinity; a missing or undefined number is null.
+    if x is None or math.isnan(x) or math.isinf(x):
+        return None
+    return x
+
+
+def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = None) -> dict[str, Any]:
+    """The `mtpwatch snapshot --json` object: cumulative totals, or deltas between two pages.
+
+    Keys: model, models, schema, engines, speculative, num_speculative_tokens, drafts, draft_tokens,
+    accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
+    self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
+    requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
+    restarted, window ("since server start" or "between pages"). Counts and rates cover the window;
+    gauges (requests_running, requests_waiting, kv_cache_usage) are read from `after`.
+    """
+    base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
+    r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")
+    return {
+        "model": after.model,
+        "models": list(after.models),
+        "schema": after.schema,
+        "engines": list(after.engines),
+        "window": r.window_label,
+        "restarted": r.restarted,
+        "speculative": after.speculative,
+        "num_speculative_tokens": after.num_speculative_tokens,
+        "drafts": r.drafts,
+        "draft_tokens": r.draft_tokens,
+        "accepted": r.accepted,
+        "acceptance_rate": _num(r.acceptance_rate),
+        "mean_acceptance_length": _num(r.mean_acceptance_length),
+        "per_position": [_num(x) for x in r.per_position],
+        "per_position_conditional": [_num(x) for x in r.per_position_conditional],
+        "self_check_residual": _num(r.self_check_residual),
+        "output_from_drafts": _num(r.output_from_drafts),
+        "generation_tokens": r.generation_tokens,
+        "prompt_tokens": r.prompt_tokens,
+        "requests_running": _num(after.requests_running),
+        "requests_waiting": _num(after.requests_waiting),
+        "kv_cache_usage": _num(after.kv_cache_usage),
+        "mean_step_s": _num(r.mean_step_s),
+        "mean_ttft_s": _num(r.mean_ttft_s),
+        "mean_tpot_s": _num(r.mean_tpot_s),
+        "tokens_per_step": _num(r.tokens_per_step),
+    }
