@@ -57,14 +57,14 @@ _CREATIVE = [
 
 _CODE = [
     "def tokens_per_second(tokens: int, seconds: float) -> float:\n"
-    "    \"\"\"Return the decode rate, or zero when no time has passed.\"\"\"\n"
+    '    """Return the decode rate, or zero when no time has passed."""\n'
     "    if seconds <= 0:\n"
     "        return 0.0\n"
     "    return tokens / seconds\n",
     "async def stream(client, prompt):\n"
-    "    async with client.stream(\"POST\", \"/v1/completions\", json={\"prompt\": prompt}) as r:\n"
+    '    async with client.stream("POST", "/v1/completions", json={"prompt": prompt}) as r:\n'
     "        async for line in r.aiter_lines():\n"
-    "            if line.startswith(\"data: \") and line != \"data: [DONE]\":\n"
+    '            if line.startswith("data: ") and line != "data: [DONE]":\n'
     "                yield json.loads(line[6:])\n",
     "class Window:\n"
     "    def __init__(self, size: int) -> None:\n"
@@ -201,8 +201,9 @@ class Token:
 class TextSource:
     """The token sequence answering one prompt; identical with speculation on and off at T=0."""
 
-    def __init__(self, prompt: str, *, temperature: float = 0.0, seed: int | None = None,
-                 ignore_eos: bool = False) -> None:
+    def __init__(
+        self, prompt: str, *, temperature: float = 0.0, seed: int | None = None, ignore_eos: bool = False
+    ) -> None:
         self.category = categorize(prompt)
         self._pieces, starts = _stream(self.category)
         h = stable_hash(prompt)
@@ -231,8 +232,9 @@ class TextSource:
             piece = pieces[self._pos % len(pieces)]
             self._pos += 1
             n += 1
-            end = (self.natural_length is not None and n >= self.natural_length
-                   and piece.endswith(_SENTENCE_END))
+            end = (
+                self.natural_length is not None and n >= self.natural_length and piece.endswith(_SENTENCE_END)
+            )
             yield Token(piece, token_id(piece), end)
             if end:
                 return

@@ -94,9 +94,16 @@ class IntervalStats:
 class Engine:
     """Batches requests into steps on the running event loop."""
 
-    def __init__(self, physics: Physics, metrics: SimMetrics, *, speed: float = 1.0,
-                 max_num_seqs: int = 256, kv_cache_tokens: int = 500_000,
-                 mfu_metrics: bool = False) -> None:
+    def __init__(
+        self,
+        physics: Physics,
+        metrics: SimMetrics,
+        *,
+        speed: float = 1.0,
+        max_num_seqs: int = 256,
+        kv_cache_tokens: int = 500_000,
+        mfu_metrics: bool = False,
+    ) -> None:
         if speed <= 0:
             raise ValueError("speed must be > 0")
         self.physics = physics
@@ -170,10 +177,12 @@ class Engine:
                 prefill.append(req)
             decode = list(self.running)
             self.running.extend(prefill)
-            self.metrics.observe_scheduler(running=len(self.running), waiting=len(self.waiting),
-                                           kv_usage=self.kv_usage)
-            cost = self.physics.step_cost(prefill=[r.prompt_tokens for r in prefill],
-                                          decode=[r.context for r in decode])
+            self.metrics.observe_scheduler(
+                running=len(self.running), waiting=len(self.waiting), kv_usage=self.kv_usage
+            )
+            cost = self.physics.step_cost(
+                prefill=[r.prompt_tokens for r in prefill], decode=[r.context for r in decode]
+            )
             # deadline-based sleeping keeps the average step rate right despite timer jitter
             self._deadline = max(self._deadline, loop.time() - 0.05) + cost.seconds / self.speed
             await asyncio.sleep(max(0.0, self._deadline - loop.time()))
@@ -223,11 +232,16 @@ class Engine:
         self.interval.prompt_tokens += prompt_tokens
         self.interval.generation_tokens += generation_tokens
         if prompt_tokens or generation_tokens:
-            self.metrics.observe_step(prompt_tokens=prompt_tokens, generation_tokens=generation_tokens,
-                                      itls=itls, ttfts=ttfts,
-                                      read_bytes=read_bytes if self.mfu_metrics else None)
-        self.metrics.observe_scheduler(running=len(self.running), waiting=len(self.waiting),
-                                       kv_usage=self.kv_usage)
+            self.metrics.observe_step(
+                prompt_tokens=prompt_tokens,
+                generation_tokens=generation_tokens,
+                itls=itls,
+                ttfts=ttfts,
+                read_bytes=read_bytes if self.mfu_metrics else None,
+            )
+        self.metrics.observe_scheduler(
+            running=len(self.running), waiting=len(self.waiting), kv_usage=self.kv_usage
+        )
 
     def _emit(self, req: SimRequest, tokens: list[Token], reason: str | None, now: float) -> None:
         if reason is not None:
@@ -251,9 +265,16 @@ class Engine:
         first = req.first_token if req.first_token is not None else now
         last = req.last_token if req.last_token is not None else now
         self.metrics.observe_finished(
-            reason=reason, prompt_tokens=req.prompt_tokens, generation_tokens=req.generated,
-            max_tokens=req.max_tokens, e2e=now - req.arrival, queue=scheduled - req.arrival,
-            prefill=first - scheduled, decode=last - first, inference=last - scheduled)
+            reason=reason,
+            prompt_tokens=req.prompt_tokens,
+            generation_tokens=req.generated,
+            max_tokens=req.max_tokens,
+            e2e=now - req.arrival,
+            queue=scheduled - req.arrival,
+            prefill=first - scheduled,
+            decode=last - first,
+            inference=last - scheduled,
+        )
 
     def take_interval(self) -> IntervalStats:
         """Totals since the previous call (for the periodic log lines)."""

@@ -21,12 +21,74 @@ from prometheus_client import (
     generate_latest,
 )
 
-LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-                   120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-                10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-               20.0, 40.0, 80.0)
+LATENCY_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
 
@@ -47,8 +109,9 @@ def build_1_2_5_buckets(max_value: int) -> list[int]:
 class SimMetrics:
     """All vLLM series of one engine, in one registry; methods mirror where vLLM updates them."""
 
-    def __init__(self, *, model_name: str, k: int, max_model_len: int, cache_info: dict[str, str],
-                 engine: str = "0") -> None:
+    def __init__(
+        self, *, model_name: str, k: int, max_model_len: int, cache_info: dict[str, str], engine: str = "0"
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
         ProcessCollector(registry=reg)
@@ -81,34 +144,45 @@ class SimMetrics:
             self.drafts = counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
             self.draft_tokens = counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
             self.accepted = counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")
-            self.per_pos = counter("vllm:spec_decode_num_accepted_tokens_per_pos",
-                                   "Accepted tokens per draft position.", ["position"])
+            self.per_pos = counter(
+                "vllm:spec_decode_num_accepted_tokens_per_pos",
+                "Accepted tokens per draft position.",
+                ["position"],
+            )
             for pos in range(k):
                 self.per_pos.labels(**lv, position=str(pos))
         mfu = "(for Model Flops Utilization calculations)."
-        self.est_flops = counter("vllm:estimated_flops_per_gpu",
-                                 f"Estimated number of floating point operations per GPU {mfu}")
-        self.est_read = counter("vllm:estimated_read_bytes_per_gpu",
-                                f"Estimated number of bytes read from memory per GPU {mfu}")
-        self.est_write = counter("vllm:estimated_write_bytes_per_gpu",
-                                 f"Estimated number of bytes written to memory per GPU {mfu}")
+        self.est_flops = counter(
+            "vllm:estimated_flops_per_gpu", f"Estimated number of floating point operations per GPU {mfu}"
+        )
+        self.est_read = counter(
+            "vllm:estimated_read_bytes_per_gpu", f"Estimated number of bytes read from memory per GPU {mfu}"
+        )
+        self.est_write = counter(
+            "vllm:estimated_write_bytes_per_gpu", f"Estimated number of bytes written to memory per GPU {mfu}"
+        )
         self.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
         self.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
         self.waiting_by_reason = gauge(
             "vllm:num_requests_waiting_by_reason",
             "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
             "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
-            "status). Sum of all reasons equals vllm:num_requests_waiting.", ["reason"])
+            "status). Sum of all reasons equals vllm:num_requests_waiting.",
+            ["reason"],
+        )
         self.sleep_state = gauge(
             "vllm:engine_sleep_state",
             "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
             "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-            ["sleep_state"])
+            ["sleep_state"],
+        )
         self.kv_usage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
-        self.prefix_queries = counter("vllm:prefix_cache_queries",
-                                      "Prefix cache queries, in terms of number of queried tokens.")
-        self.prefix_hits = counter("vllm:prefix_cache_hits",
-                                   "Prefix cache hits, in terms of number of cached tokens.")
+        self.prefix_queries = counter(
+            "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
+        )
+        self.prefix_hits = counter(
+            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
+        )
         ext = "from KV connector cross-instance cache sharing, in terms of number of"
         counter("vllm:external_prefix_cache_queries", f"External prefix cache queries {ext} queried tokens.")
         counter("vllm:external_prefix_cache_hits", f"External prefix cache hits {ext} cached tokens.")
@@ -116,57 +190,99 @@ class SimMetrics:
         counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
         counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
         self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
-        self.prompt_by_source = counter("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.",
-                                        ["source"])
+        self.prompt_by_source = counter(
+            "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", ["source"]
+        )
         counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).")
         cached_by_source = counter(
             "vllm:prompt_tokens_cached_by_source",
             "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), host "
             "(offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or "
             "external_unspecified. Counted at admission; sums to vllm:prefix_cache_hits + "
-            "vllm:external_prefix_cache_hits.", ["source"])
+            "vllm:external_prefix_cache_hits.",
+            ["source"],
+        )
         self.generation_tokens = counter("vllm:generation_tokens", "Number of generation tokens processed.")
-        self.request_success = counter("vllm:request_success", "Count of successfully processed requests.",
-                                       ["finished_reason"])
-        rejections = Counter("vllm:admission_rejections",
-                             "Number of admission attempts rejected by a queue limit, by reason.",
-                             labelnames=["model_name", "reason"], registry=reg)
+        self.request_success = counter(
+            "vllm:request_success", "Count of successfully processed requests.", ["finished_reason"]
+        )
+        rejections = Counter(
+            "vllm:admission_rejections",
+            "Number of admission attempts rejected by a queue limit, by reason.",
+            labelnames=["model_name", "reason"],
+            registry=reg,
+        )
         token_buckets = build_1_2_5_buckets(max_model_len)
-        self.req_prompt_tokens = hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.",
-                                      token_buckets)
-        self.req_generation_tokens = hist("vllm:request_generation_tokens",
-                                          "Number of generation tokens processed.", token_buckets)
-        self.iteration_tokens = hist("vllm:iteration_tokens_total",
-                                     "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS)
-        self.req_max_gen = hist("vllm:request_max_num_generation_tokens",
-                                "Histogram of maximum number of requested generation tokens.", token_buckets)
+        self.req_prompt_tokens = hist(
+            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
+        )
+        self.req_generation_tokens = hist(
+            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
+        )
+        self.iteration_tokens = hist(
+            "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS
+        )
+        self.req_max_gen = hist(
+            "vllm:request_max_num_generation_tokens",
+            "Histogram of maximum number of requested generation tokens.",
+            token_buckets,
+        )
         self.req_n = hist("vllm:request_params_n", "Histogram of the n request parameter.", (1, 2, 5, 10, 20))
-        self.req_max_tokens = hist("vllm:request_params_max_tokens",
-                                   "Histogram of the max_tokens request parameter.", token_buckets)
-        self.ttft = hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                         TTFT_BUCKETS)
-        self.itl = hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-                        ITL_BUCKETS)
-        self.tpot = hist("vllm:request_time_per_output_token_seconds",
-                         "Histogram of time_per_output_token_seconds per request.", ITL_BUCKETS)
-        self.e2e = hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
-                        LATENCY_BUCKETS)
-        self.queue_time = hist("vllm:request_queue_time_seconds",
-                               "Histogram of time spent in WAITING phase for request.", LATENCY_BUCKETS)
-        self.inference_time = hist("vllm:request_inference_time_seconds",
-                                   "Histogram of time spent in RUNNING phase for request.", LATENCY_BUCKETS)
-        self.prefill_time = hist("vllm:request_prefill_time_seconds",
-                                 "Histogram of time spent in PREFILL phase for request.", LATENCY_BUCKETS)
-        self.decode_time = hist("vllm:request_decode_time_seconds",
-                                "Histogram of time spent in DECODE phase for request.", LATENCY_BUCKETS)
-        self.req_preemptions = hist("vllm:request_num_preemptions",
-                                    "Histogram of the number of times a request was preempted.",
-                                    (1, 2, 3, 4, 5, 10, 20))
+        self.req_max_tokens = hist(
+            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
+        )
+        self.ttft = hist(
+            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
+        )
+        self.itl = hist(
+            "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
+        )
+        self.tpot = hist(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            ITL_BUCKETS,
+        )
+        self.e2e = hist(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            LATENCY_BUCKETS,
+        )
+        self.queue_time = hist(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.inference_time = hist(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.prefill_time = hist(
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.decode_time = hist(
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.req_preemptions = hist(
+            "vllm:request_num_preemptions",
+            "Histogram of the number of times a request was preempted.",
+            (1, 2, 3, 4, 5, 10, 20),
+        )
         self.req_kv_computed = hist(
             "vllm:request_prefill_kv_computed_tokens",
-            "Histogram of new KV tokens computed during prefill (excluding cached tokens).", token_buckets)
-        info = Gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
-                     labelnames=sorted([*cache_info, "engine"]), registry=reg)
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            token_buckets,
+        )
+        info = Gauge(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labelnames=sorted([*cache_info, "engine"]),
+            registry=reg,
+        )
         info.labels(**cache_info, engine=engine).set(1)
 
         for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
@@ -192,8 +308,15 @@ class SimMetrics:
         for pos in range(num_accepted):
             self.per_pos.labels(**lv, position=str(pos)).inc()
 
-    def observe_step(self, *, prompt_tokens: int, generation_tokens: int, itls: Sequence[float],
-                     ttfts: Sequence[float], read_bytes: float | None) -> None:
+    def observe_step(
+        self,
+        *,
+        prompt_tokens: int,
+        generation_tokens: int,
+        itls: Sequence[float],
+        ttfts: Sequence[float],
+        read_bytes: float | None,
+    ) -> None:
         """Frontend IterationStats of one engine step that produced output."""
         lv = self._lv
         if prompt_tokens:
@@ -217,8 +340,19 @@ class SimMetrics:
         self.waiting_by_reason.labels(**lv, reason="capacity").set(waiting)
         self.kv_usage.labels(**lv).set(kv_usage)
 
-    def observe_finished(self, *, reason: str, prompt_tokens: int, generation_tokens: int, max_tokens: int,
-                         e2e: float, queue: float, prefill: float, decode: float, inference: float) -> None:
+    def observe_finished(
+        self,
+        *,
+        reason: str,
+        prompt_tokens: int,
+        generation_tokens: int,
+        max_tokens: int,
+        e2e: float,
+        queue: float,
+        prefill: float,
+        decode: float,
+        inference: float,
+    ) -> None:
         """A finished request (FinishedRequestStats)."""
         lv = self._lv
         self.request_success.labels(**lv, finished_reason=reason).inc()

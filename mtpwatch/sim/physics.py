@@ -39,8 +39,9 @@ class StepCost:
 class Physics:
     """Step costs and acceptance sampling for one preset, speculation on or off."""
 
-    def __init__(self, preset: Preset, *, spec: bool = True, k: int | None = None,
-                 acceptance_scale: float = 1.0) -> None:
+    def __init__(
+        self, preset: Preset, *, spec: bool = True, k: int | None = None, acceptance_scale: float = 1.0
+    ) -> None:
         self.preset = preset
         self.spec = spec
         self.k = (preset.k if k is None else k) if spec else 0
@@ -161,8 +162,9 @@ class RequestTrace:
         return (n - 1) / (self.token_times[-1] - self.token_times[0])
 
 
-def simulate_request(physics: Physics, *, prompt_tokens: int, max_tokens: int, seed: int = 0,
-                     category_factor: float = 1.0) -> RequestTrace:
+def simulate_request(
+    physics: Physics, *, prompt_tokens: int, max_tokens: int, seed: int = 0, category_factor: float = 1.0
+) -> RequestTrace:
     """Run one request alone through the step model (virtual time, deterministic)."""
     rng = random.Random(seed)
     now = physics.step_cost(prefill=[prompt_tokens]).seconds
@@ -187,5 +189,11 @@ def simulate_request(physics: Physics, *, prompt_tokens: int, max_tokens: int, s
         generated += emitted
         times.extend([now] * emitted)
         per_step.append(emitted)
-    return RequestTrace(ttft_s=ttft, token_times=tuple(times), tokens_per_step=tuple(per_step),
-                        drafts=drafts, accepted=accepted_total, accepted_per_pos=tuple(per_pos))
+    return RequestTrace(
+        ttft_s=ttft,
+        token_times=tuple(times),
+        tokens_per_step=tuple(per_step),
+        drafts=drafts,
+        accepted=accepted_total,
+        accepted_per_pos=tuple(per_pos),
+    )

@@ -266,6 +266,4 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UnknownPresetError(
-            f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}"
-        ) from None
+        raise UnknownPresetError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None

@@ -132,8 +132,10 @@ class SimServer:
         self.model_name = opts.served_model_name or self.preset.model
         self.log = _Log(log)
         self.faults = opts.faults
-        self.fingerprint = "vllm-{}-{}".format(VLLM_VERSION, hashlib.sha256(
-            f"{self.preset.name}:{self.physics.k}:{opts.spec}".encode()).hexdigest()[:8])
+        self.fingerprint = "vllm-{}-{}".format(
+            VLLM_VERSION,
+            hashlib.sha256(f"{self.preset.name}:{self.physics.k}:{opts.spec}".encode()).hexdigest()[:8],
+        )
         self.created = int(time.time())
         self.metrics = self._new_metrics()
         self.engine = self._new_engine()
@@ -149,19 +151,30 @@ class SimServer:
     def _new_metrics(self) -> SimMetrics:
         p = self.preset
         cache_info = {
-            "block_size": "16", "cache_dtype": "auto", "enable_prefix_caching": "True",
-            "gpu_memory_utilization": "0.9", "num_gpu_blocks": str(p.kv_cache_tokens // 16),
-            "kv_cache_size_tokens": str(p.kv_cache_tokens), "num_cpu_blocks": "None",
-            "sliding_window": "None", "prefix_caching_hash_algo": "sha256",
+            "block_size": "16",
+            "cache_dtype": "auto",
+            "enable_prefix_caching": "True",
+            "gpu_memory_utilization": "0.9",
+            "num_gpu_blocks": str(p.kv_cache_tokens // 16),
+            "kv_cache_size_tokens": str(p.kv_cache_tokens),
+            "num_cpu_blocks": "None",
+            "sliding_window": "None",
+            "prefix_caching_hash_algo": "sha256",
         }
-        return SimMetrics(model_name=self.model_name, k=self.physics.k, max_model_len=p.max_model_len,
-                          cache_info=cache_info)
+        return SimMetrics(
+            model_name=self.model_name, k=self.physics.k, max_model_len=p.max_model_len, cache_info=cache_info
+        )
 
     def _new_engine(self) -> Engine:
         opts = self.options
-        return Engine(self.physics, self.metrics, speed=opts.speed,
-                      max_num_seqs=opts.max_num_seqs or self.preset.max_num_seqs,
-                      kv_cache_tokens=self.preset.kv_cache_tokens, mfu_metrics=opts.mfu_metrics)
+        return Engine(
+            self.physics,
+            self.metrics,
+            speed=opts.speed,
+            max_num_seqs=opts.max_num_seqs or self.preset.max_num_seqs,
+            kv_cache_tokens=self.preset.kv_cache_tokens,
+            mfu_metrics=opts.mfu_metrics,
+        )
 
     @property
     def url(self) -> str:
@@ -271,8 +284,7 @@ class SimServer:
         p, opts, k = self.preset, self.options, self.physics.k
         log = self.log
         log("api_server.py:1880", f"vLLM API server version {VLLM_VERSION}")
-        args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port,
-                                "model": p.model}
+        args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
         if opts.served_model_name:
             args["served_model_name"] = [opts.served_model_name]
         spec_json = None
@@ -282,15 +294,25 @@ class SimServer:
         log("utils.py:253", f"non-default args: {args}")
         log("model.py:637", "Resolved architecture: Gemma4ForConditionalGeneration")
         log("model.py:1880", f"Using max model len {p.max_model_len}")
-        spec_repr = (f"SpeculativeConfig(method='{p.method}', model='{p.drafter}', num_spec_tokens={k})"
-                     if opts.spec else "None")
+        spec_repr = (
+            f"SpeculativeConfig(method='{p.method}', model='{p.drafter}', num_spec_tokens={k})"
+            if opts.spec
+            else "None"
+        )
         quant = p.quantization if p.quantization != "bf16" else None
-        log("core.py:133", f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{p.model}', "
+        log(
+            "core.py:133",
+            f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{p.model}', "
             f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
-            f"max_seq_len={p.max_model_len}, quantization={quant}")
+            f"max_seq_len={p.max_model_len}, quantization={quant}",
+        )
         if opts.spec and k > 1:
-            log("speculative.py:1381", "Enabling num_speculative_tokens > 1 will run multiple times of "
-                "forward on same MTP layer,which may result in lower acceptance rate", level="WARNING")
+            log(
+                "speculative.py:1381",
+                "Enabling num_speculative_tokens > 1 will run multiple times of "
+                "forward on same MTP layer,which may result in lower acceptance rate",
+                level="WARNING",
+            )
         # simulated load phases: weights ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 %
         weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
         log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
@@ -299,23 +321,35 @@ class SimServer:
         if opts.spec:
             log("gpu_model_runner.py:4187", "Loading drafter model...")
             await asyncio.sleep(drafter_s)
-            log("llm_base_proposer.py:1469",
-                "Detected MTP model. Sharing target model embedding weights with the draft model.")
+            log(
+                "llm_base_proposer.py:1469",
+                "Detected MTP model. Sharing target model embedding weights with the draft model.",
+            )
             if p.centroids:
-                log("gemma4_mtp.py:536", "Gemma4 MTP: centroids masking enabled "
-                    "(num_centroids=2048, top_k=32, active_tokens=4096/262144).")
+                log(
+                    "gemma4_mtp.py:536",
+                    "Gemma4 MTP: centroids masking enabled "
+                    "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
+                )
         gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
-        log("gpu_model_runner.py:4246",
-            f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds")
+        log(
+            "gpu_model_runner.py:4246",
+            f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
+        )
         await asyncio.sleep(kv_s)
         kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
         log("gpu_worker.py:436", f"Available KV cache memory: {kv_gib:.2f} GiB")
-        log("kv_cache_utils.py:1308", f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
-            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x")
+        log(
+            "kv_cache_utils.py:1308",
+            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
+            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
+        )
         await asyncio.sleep(graphs_s)
         log("gpu_model_runner.py:5104", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
-        log("core.py:276", f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} "
-            "seconds")
+        log(
+            "core.py:276",
+            f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} seconds",
+        )
 
     async def _stats_loop(self) -> None:
         had_activity = False
@@ -328,21 +362,25 @@ class SimServer:
             if not (active or had_activity):
                 continue
             had_activity = active
-            self.log("loggers.py:335",
-                     f"Engine 000: Avg prompt throughput: {stats.prompt_tokens / elapsed:.1f} tokens/s, "
-                     f"Avg generation throughput: {stats.generation_tokens / elapsed:.1f} tokens/s, "
-                     f"Running: {running} reqs, Waiting: {waiting} reqs, "
-                     f"GPU KV cache usage: {self.engine.kv_usage * 100:.1f}%, Prefix cache hit rate: 0.0%")
+            self.log(
+                "loggers.py:335",
+                f"Engine 000: Avg prompt throughput: {stats.prompt_tokens / elapsed:.1f} tokens/s, "
+                f"Avg generation throughput: {stats.generation_tokens / elapsed:.1f} tokens/s, "
+                f"Running: {running} reqs, Waiting: {waiting} reqs, "
+                f"GPU KV cache usage: {self.engine.kv_usage * 100:.1f}%, Prefix cache hit rate: 0.0%",
+            )
             if stats.drafts:
                 mean_len = 1 + stats.accepted / stats.drafts
                 per_pos = ", ".join(f"{n / stats.drafts:.3f}" for n in stats.per_pos)
                 rate = stats.accepted / stats.draft_tokens * 100 if stats.draft_tokens else float("nan")
-                self.log("metrics.py:120",
-                         f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
-                         f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
-                         f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
-                         f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
-                         f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%")
+                self.log(
+                    "metrics.py:120",
+                    f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
+                    f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
+                    f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
+                    f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
+                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
+                )
 
     # -- faults ------------------------------------------------------------------------------
     async def restart(self, down_s: float = 0.0) -> None:
@@ -413,14 +451,29 @@ class SimServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         card = {
-            "id": self.model_name, "object": "model", "created": self.created, "owned_by": "vllm",
-            "root": self.preset.model, "parent": None, "max_model_len": self.preset.max_model_len,
-            "permission": [{
-                "id": f"modelperm-{uuid.uuid4().hex[:16]}", "object": "model_permission",
-                "created": self.created, "allow_create_engine": False, "allow_sampling": True,
-                "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
-                "allow_fine_tuning": False, "organization": "*", "group": None, "is_blocking": False,
-            }],
+            "id": self.model_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "vllm",
+            "root": self.preset.model,
+            "parent": None,
+            "max_model_len": self.preset.max_model_len,
+            "permission": [
+                {
+                    "id": f"modelperm-{uuid.uuid4().hex[:16]}",
+                    "object": "model_permission",
+                    "created": self.created,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
         }
         return _json({"object": "list", "data": [card]})
 
@@ -429,8 +482,9 @@ class SimServer:
             await asyncio.sleep(self.faults.metrics_delay_s)
         if self.faults.metrics_status is not None and self.faults.metrics_status != 200:
             return web.Response(status=self.faults.metrics_status, text="Internal Server Error")
-        return web.Response(body=self.metrics.render(),
-                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+        return web.Response(
+            body=self.metrics.render(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+        )
 
     async def _info(self, request: web.Request) -> web.Response:
         return _json(self.info())
@@ -500,23 +554,40 @@ class SimServer:
         if max_tokens < 1:
             return _error(400, f"max_tokens must be at least 1, got {max_tokens}.", "BadRequestError")
         if prompt_tokens + max_tokens > max_len:
-            return _error(400, f"This model's maximum context length is {max_len} tokens. However, you "
-                          f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
-                          f"{max_tokens} in the completion). Please reduce the length of the messages or "
-                          "completion.", "BadRequestError")
-        source = TextSource(prompt_text, temperature=temperature, seed=seed,
-                            ignore_eos=bool(body.get("ignore_eos", False)))
+            return _error(
+                400,
+                f"This model's maximum context length is {max_len} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
+                f"{max_tokens} in the completion). Please reduce the length of the messages or "
+                "completion.",
+                "BadRequestError",
+            )
+        source = TextSource(
+            prompt_text, temperature=temperature, seed=seed, ignore_eos=bool(body.get("ignore_eos", False))
+        )
         rng_seed = f"{self.options.seed}:{stable_hash(prompt_text)}:{max_tokens}:{seed}:{temperature}"
-        req = SimRequest(request_id=uuid.uuid4().hex[:16], prompt_tokens=prompt_tokens, max_tokens=max_tokens,
-                         source=source, rng=random.Random(rng_seed))
+        req = SimRequest(
+            request_id=uuid.uuid4().hex[:16],
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+            source=source,
+            rng=random.Random(rng_seed),
+        )
         self.engine.add(req)
         stream_options = body.get("stream_options") or {}
         include_usage = bool(stream_options.get("include_usage"))
         continuous = include_usage and bool(stream_options.get("continuous_usage_stats"))
         return_ids = bool(body.get("return_token_ids"))
         if body.get("stream"):
-            return await self._stream(request, req, chat=chat, include_usage=include_usage,
-                                      continuous=continuous, return_ids=return_ids, prompt_ids=prompt_ids)
+            return await self._stream(
+                request,
+                req,
+                chat=chat,
+                include_usage=include_usage,
+                continuous=continuous,
+                return_ids=return_ids,
+                prompt_ids=prompt_ids,
+            )
         return await self._complete(request, req, chat=chat, return_ids=return_ids, prompt_ids=prompt_ids)
 
     def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, int, list[int]]:
@@ -554,8 +625,11 @@ class SimServer:
 
     def _usage(self, req: SimRequest, completion: int | None = None) -> dict[str, int]:
         done = req.generated if completion is None else completion
-        return {"prompt_tokens": req.prompt_tokens, "total_tokens": req.prompt_tokens + done,
-                "completion_tokens": done}
+        return {
+            "prompt_tokens": req.prompt_tokens,
+            "total_tokens": req.prompt_tokens + done,
+            "completion_tokens": done,
+        }
 
     async def _outputs(self, req: SimRequest) -> AsyncIterator[Output]:
         while True:
@@ -564,20 +638,41 @@ class SimServer:
             if out.finish_reason is not None:
                 return
 
-    async def _stream(self, request: web.Request, req: SimRequest, *, chat: bool, include_usage: bool,
-                      continuous: bool, return_ids: bool, prompt_ids: list[int]) -> web.StreamResponse:
+    async def _stream(
+        self,
+        request: web.Request,
+        req: SimRequest,
+        *,
+        chat: bool,
+        include_usage: bool,
+        continuous: bool,
+        return_ids: bool,
+        prompt_ids: list[int],
+    ) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
         await resp.prepare(request)
         rid = ("chatcmpl-" if chat else "cmpl-") + req.request_id
-        head = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
-                "created": int(time.time()), "model": self.model_name}
+        head = {
+            "id": rid,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
         cut = self.faults.cut_stream_after
         sent = 0
         try:
             if chat:
-                first: dict[str, Any] = {**head, "choices": [{
-                    "index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                    "finish_reason": None}]}
+                first: dict[str, Any] = {
+                    **head,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
                 if continuous:
                     first["usage"] = self._usage(req, 0)
                 first["prompt_token_ids"] = prompt_ids if return_ids else None
@@ -596,18 +691,32 @@ class SimServer:
                 sent += len(tokens)
                 finish = None if truncated else out.finish_reason
                 if tokens or finish is not None:
-                    await resp.write(self._chunk(head, req, tokens, finish, chat=chat, continuous=continuous,
-                                                 include_usage=include_usage, return_ids=return_ids,
-                                                 prompt_ids=prompt_ids if sent == len(tokens) else None,
-                                                 sent=sent))
+                    await resp.write(
+                        self._chunk(
+                            head,
+                            req,
+                            tokens,
+                            finish,
+                            chat=chat,
+                            continuous=continuous,
+                            include_usage=include_usage,
+                            return_ids=return_ids,
+                            prompt_ids=prompt_ids if sent == len(tokens) else None,
+                            sent=sent,
+                        )
+                    )
                 if cut is not None and sent >= cut and finish is None:
                     # fault: drop the connection after `cut` tokens, no [DONE]
                     self.engine.abort(req)
                     self._drop_transport(request)
                     return resp
             if include_usage:
-                final: dict[str, Any] = {**head, "choices": [], "usage": self._usage(req, sent),
-                         "system_fingerprint": self.fingerprint}
+                final: dict[str, Any] = {
+                    **head,
+                    "choices": [],
+                    "usage": self._usage(req, sent),
+                    "system_fingerprint": self.fingerprint,
+                }
                 if self.options.per_request_spec_metrics and self.engine.physics.spec:
                     spec = _request_spec_metrics(req, self.engine.physics.k)
                     final["metrics"] = {"speculative_decoding": spec}
@@ -621,9 +730,20 @@ class SimServer:
             raise
         return resp
 
-    def _chunk(self, head: dict[str, Any], req: SimRequest, tokens: list[Token], finish: str | None, *,
-               chat: bool, continuous: bool, include_usage: bool, return_ids: bool,
-               prompt_ids: list[int] | None, sent: int) -> bytes:
+    def _chunk(
+        self,
+        head: dict[str, Any],
+        req: SimRequest,
+        tokens: list[Token],
+        finish: str | None,
+        *,
+        chat: bool,
+        continuous: bool,
+        include_usage: bool,
+        return_ids: bool,
+        prompt_ids: list[int] | None,
+        sent: int,
+    ) -> bytes:
         text = "".join(t.text for t in tokens)
         ids = [t.token_id for t in tokens] if return_ids else None
         choice: dict[str, Any]
@@ -633,9 +753,15 @@ class SimServer:
                 choice["stop_reason"] = None
             choice["token_ids"] = ids
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish,
-                      "stop_reason": None, "prompt_token_ids": prompt_ids if return_ids else None,
-                      "token_ids": ids}
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "token_ids": ids,
+            }
         chunk: dict[str, Any] = {**head, "choices": [choice]}
         if continuous:
             chunk["usage"] = self._usage(req, sent)
@@ -650,8 +776,9 @@ class SimServer:
         if transport is not None:
             transport.abort()
 
-    async def _complete(self, request: web.Request, req: SimRequest, *, chat: bool, return_ids: bool,
-                        prompt_ids: list[int]) -> web.Response:
+    async def _complete(
+        self, request: web.Request, req: SimRequest, *, chat: bool, return_ids: bool, prompt_ids: list[int]
+    ) -> web.Response:
         tokens = []
         reason = "stop"
         try:
@@ -667,24 +794,59 @@ class SimServer:
         text = "".join(t.text for t in tokens)
         ids = [t.token_id for t in tokens] if return_ids else None
         usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
-        head = {"id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
-                "object": "chat.completion" if chat else "text_completion",
-                "created": int(time.time()), "model": self.model_name}
+        head = {
+            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
         if chat:
             choice: dict[str, Any] = {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None, "annotations": None,
-                            "audio": None, "function_call": None, "tool_calls": [], "reasoning": None},
-                "logprobs": None, "finish_reason": reason, "stop_reason": None, "token_ids": ids}
-            body = {**head, "choices": [choice], "service_tier": None, "system_fingerprint": self.fingerprint,
-                    "usage": usage, "prompt_logprobs": None,
-                    "prompt_token_ids": prompt_ids if return_ids else None, "kv_transfer_params": None}
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "refusal": None,
+                    "annotations": None,
+                    "audio": None,
+                    "function_call": None,
+                    "tool_calls": [],
+                    "reasoning": None,
+                },
+                "logprobs": None,
+                "finish_reason": reason,
+                "stop_reason": None,
+                "token_ids": ids,
+            }
+            body = {
+                **head,
+                "choices": [choice],
+                "service_tier": None,
+                "system_fingerprint": self.fingerprint,
+                "usage": usage,
+                "prompt_logprobs": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "kv_transfer_params": None,
+            }
         else:
-            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": reason,
-                      "stop_reason": None, "prompt_logprobs": None,
-                      "prompt_token_ids": prompt_ids if return_ids else None, "token_ids": ids}
-            body = {**head, "choices": [choice], "service_tier": None, "system_fingerprint": self.fingerprint,
-                    "usage": usage, "kv_transfer_params": None}
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": reason,
+                "stop_reason": None,
+                "prompt_logprobs": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "token_ids": ids,
+            }
+            body = {
+                **head,
+                "choices": [choice],
+                "service_tier": None,
+                "system_fingerprint": self.fingerprint,
+                "usage": usage,
+                "kv_transfer_params": None,
+            }
         return _json(body)
 
 

@@ -40,8 +40,9 @@ PRESET = "gemma4-e4b-gb10"
 
 
 def _request(max_tokens: int) -> GenerationRequest:
-    return GenerationRequest("Write a very long essay about memory bandwidth.", max_tokens=max_tokens,
-                             ignore_eos=True)
+    return GenerationRequest(
+        "Write a very long essay about memory bandwidth.", max_tokens=max_tokens, ignore_eos=True
+    )
 
 
 async def run_httpx(url: str, max_tokens: int) -> tuple[int, int]:
@@ -87,8 +88,14 @@ async def run_protocol(url: str, max_tokens: int, read_interval: float = 0.0) ->
     request = _request(max_tokens)
     decoder, stats = ChunkDecoder(), GenerationStats()
     stats.start()
-    conn = await open_sse(url + request.path, request.body(), headers={}, connect_timeout=5, read_timeout=60,
-                          read_interval=read_interval)
+    conn = await open_sse(
+        url + request.path,
+        request.body(),
+        headers={},
+        connect_timeout=5,
+        read_timeout=60,
+        read_interval=read_interval,
+    )
     try:
         assert conn.status == 200
         while batch := await conn.batch():
@@ -117,15 +124,35 @@ async def measure(url: str, path: str, max_tokens: int) -> dict[str, float]:
     t_cpu, t_wall = time.process_time(), time.perf_counter()
     chunks, tokens = await PATHS[path](url, max_tokens)
     cpu, wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
-    return {"us_per_chunk": 1e6 * cpu / chunks, "chunks": chunks, "tokens": tokens,
-            "chunks_per_s": chunks / wall, "cpu_percent": 100 * cpu / wall}
+    return {
+        "us_per_chunk": 1e6 * cpu / chunks,
+        "chunks": chunks,
+        "tokens": tokens,
+        "chunks_per_s": chunks / wall,
+        "cpu_percent": 100 * cpu / wall,
+    }
 
 
 def _start_sim(speed: float, *extra: str) -> tuple[subprocess.Popen[str], str]:
     sim = subprocess.Popen(
-        [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--preset", PRESET,
-         "--speed", str(speed), "--log-interval", "1000", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "mtpwatch",
+            "sim",
+            "--port",
+            "0",
+            "--preset",
+            PRESET,
+            "--speed",
+            str(speed),
+            "--log-interval",
+            "1000",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     assert sim.stdout is not None
     first = sim.stdout.readline()
@@ -183,13 +210,19 @@ def main_race(args: argparse.Namespace) -> None:
         for sim, _ in sims:
             sim.terminate()
             sim.wait(timeout=30)
-    print(json.dumps({
-        "scenario": "race, 2 simulators at speed 30, scrapes at 4 Hz, no UI", "seconds": args.race,
-        "cpu_percent": {
-            k: {"median": round(statistics.median(v), 1), "runs": [round(x, 1) for x in v]}
-            for k, v in runs.items()
-        },
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "scenario": "race, 2 simulators at speed 30, scrapes at 4 Hz, no UI",
+                "seconds": args.race,
+                "cpu_percent": {
+                    k: {"median": round(statistics.median(v), 1), "runs": [round(x, 1) for x in v]}
+                    for k, v in runs.items()
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 def main() -> None:
@@ -198,8 +231,13 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=50.0)
     parser.add_argument("--max-tokens", type=int, default=3000)
     parser.add_argument("--paths", default=",".join(PATHS))
-    parser.add_argument("--race", type=float, default=0.0, metavar="SECONDS",
-                        help="Instead: CPU %% of the core client in the app's race scenario (no UI).")
+    parser.add_argument(
+        "--race",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="Instead: CPU %% of the core client in the app's race scenario (no UI).",
+    )
     args = parser.parse_args()
     if args.race:
         main_race(args)
@@ -223,7 +261,9 @@ def main() -> None:
         sim.terminate()
         sim.wait(timeout=30)
     report = {
-        "speed": args.speed, "max_tokens": args.max_tokens, "rounds": args.rounds,
+        "speed": args.speed,
+        "max_tokens": args.max_tokens,
+        "rounds": args.rounds,
         "paths": {
             p: {
                 "us_per_chunk_median": round(statistics.median(r["us_per_chunk"] for r in rs), 1),

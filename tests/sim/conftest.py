@@ -16,9 +16,10 @@ SseFn = Callable[..., Awaitable[list[Any]]]
 async def _sse(url: str, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> list[Any]:
     """POST a streaming request; return the decoded `data:` events ('[DONE]' kept as a string)."""
     events: list[Any] = []
-    async with httpx.AsyncClient(timeout=30) as client, client.stream(
-        "POST", url + path, json={**body, "stream": True}, headers=headers
-    ) as resp:
+    async with (
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", url + path, json={**body, "stream": True}, headers=headers) as resp,
+    ):
         assert resp.status_code == 200, await resp.aread()
         assert resp.headers["content-type"].startswith("text/event-stream")
         async for line in resp.aiter_lines():

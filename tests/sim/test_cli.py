@@ -33,7 +33,9 @@ def test_loopback_detection() -> None:
 def test_subprocess_prints_url_serves_and_stops_on_sigterm() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--speed", "20", "--startup-delay", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
@@ -63,7 +65,9 @@ def test_subprocess_prints_url_serves_and_stops_on_sigterm() -> None:
 def test_exit_fault_ends_the_process() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--fault-exit-after", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         rc = proc.wait(timeout=60)

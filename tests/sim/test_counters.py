@@ -12,9 +12,16 @@ from mtpwatch.sim.server import running_sim
 
 
 async def _run_some(url: str, sse: Any, n: int, max_tokens: int) -> list[int]:
-    bodies = [{"prompt": f"Question {i}: explain memory bandwidth", "max_tokens": max_tokens,
-               "temperature": 0, "ignore_eos": True, "stream_options": {"include_usage": True}}
-              for i in range(n)]
+    bodies = [
+        {
+            "prompt": f"Question {i}: explain memory bandwidth",
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "ignore_eos": True,
+            "stream_options": {"include_usage": True},
+        }
+        for i in range(n)
+    ]
     results = await asyncio.gather(*(sse(url, "/v1/completions", b) for b in bodies))
     return [events[-2]["usage"]["completion_tokens"] for events in results]
 
@@ -56,10 +63,18 @@ async def test_baseline_has_no_spec_counters_and_one_token_per_step(sse: Any, me
 
 
 async def test_running_gauge_and_kv_usage_during_a_stream(metrics_tools: Any) -> None:
-    body = {"prompt": "long answer please", "max_tokens": 2000, "temperature": 0, "ignore_eos": True,
-            "stream": True}
-    async with (running_sim(speed=5.0) as url, httpx.AsyncClient(timeout=30) as client,
-                client.stream("POST", url + "/v1/completions", json=body) as resp):
+    body = {
+        "prompt": "long answer please",
+        "max_tokens": 2000,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    async with (
+        running_sim(speed=5.0) as url,
+        httpx.AsyncClient(timeout=30) as client,
+        client.stream("POST", url + "/v1/completions", json=body) as resp,
+    ):
         seen = 0
         async for line in resp.aiter_lines():
             if line.startswith("data: "):

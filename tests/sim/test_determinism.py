@@ -18,8 +18,11 @@ def _text(events: list[Any]) -> str:
 
 
 async def test_identical_text_spec_on_and_off(sse: Any) -> None:
-    body = {"messages": [{"role": "user", "content": "Write a python function"}], "max_tokens": 80,
-            "temperature": 0}
+    body = {
+        "messages": [{"role": "user", "content": "Write a python function"}],
+        "max_tokens": 80,
+        "temperature": 0,
+    }
     async with running_sim(speed=50.0) as on, running_sim(spec=False, speed=50.0) as off:
         a = await sse(on, "/v1/chat/completions", body)
         b = await sse(off, "/v1/chat/completions", body)

@@ -59,14 +59,28 @@ async def test_models_card() -> None:
     assert card["parent"] is None
     assert card["max_model_len"] == 131072
     assert card["permission"][0]["object"] == "model_permission"
-    assert set(card) == {"id", "object", "created", "owned_by", "root", "parent", "max_model_len",
-                         "permission"}
+    assert set(card) == {
+        "id",
+        "object",
+        "created",
+        "owned_by",
+        "root",
+        "parent",
+        "max_model_len",
+        "permission",
+    }
 
 
 async def test_chat_stream_shapes_match_real_capture(sse: Any) -> None:
     real = _fixture_events("sse-ngram-k4-chat.txt")
-    body = {"model": "spec", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 40,
-            "temperature": 0, "stream_options": {"include_usage": True}, "ignore_eos": True}
+    body = {
+        "model": "spec",
+        "messages": [{"role": "user", "content": "hello"}],
+        "max_tokens": 40,
+        "temperature": 0,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
     async with running_sim(served_model_name="spec", **FAST) as url:
         events = await sse(url, "/v1/chat/completions", body)
     assert events[-1] == "[DONE]"
@@ -85,8 +99,14 @@ async def test_chat_stream_shapes_match_real_capture(sse: Any) -> None:
 
 async def test_completions_stream_shapes_match_real_capture(sse: Any) -> None:
     real = _fixture_events("sse-baseline-completions.txt")
-    body = {"model": "base", "prompt": "The quick brown fox", "max_tokens": 16, "temperature": 0,
-            "stream_options": {"include_usage": True}, "ignore_eos": True}
+    body = {
+        "model": "base",
+        "prompt": "The quick brown fox",
+        "max_tokens": 16,
+        "temperature": 0,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
     async with running_sim(served_model_name="base", spec=False, **FAST) as url:
         events = await sse(url, "/v1/completions", body)
     assert [_shape(e) for e in events[:-3]] == [_shape(real[0])] * (len(events) - 3)
@@ -107,9 +127,14 @@ async def test_fingerprint_on_last_chunk_without_usage(sse: Any) -> None:
 
 
 async def test_continuous_usage_and_token_ids(sse: Any) -> None:
-    body = {"messages": [{"role": "user", "content": "Explain speculative decoding"}], "max_tokens": 50,
-            "temperature": 0, "return_token_ids": True, "ignore_eos": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    body = {
+        "messages": [{"role": "user", "content": "Explain speculative decoding"}],
+        "max_tokens": 50,
+        "temperature": 0,
+        "return_token_ids": True,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
     async with running_sim(**FAST) as url:
         events = await sse(url, "/v1/chat/completions", body)
     chunks = events[:-1]
@@ -130,11 +155,23 @@ async def test_continuous_usage_and_token_ids(sse: Any) -> None:
 
 async def test_non_streaming_chat_and_completion() -> None:
     async with running_sim(**FAST) as url, httpx.AsyncClient(timeout=30) as client:
-        chat = (await client.post(url + "/v1/chat/completions", json={
-            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "temperature": 0,
-            "ignore_eos": True})).json()
-        comp = (await client.post(url + "/v1/completions", json={
-            "prompt": "hi", "max_tokens": 7, "temperature": 0, "ignore_eos": True})).json()
+        chat = (
+            await client.post(
+                url + "/v1/chat/completions",
+                json={
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "max_tokens": 12,
+                    "temperature": 0,
+                    "ignore_eos": True,
+                },
+            )
+        ).json()
+        comp = (
+            await client.post(
+                url + "/v1/completions",
+                json={"prompt": "hi", "max_tokens": 7, "temperature": 0, "ignore_eos": True},
+            )
+        ).json()
     assert chat["object"] == "chat.completion"
     assert chat["choices"][0]["message"]["role"] == "assistant"
     assert chat["choices"][0]["finish_reason"] == "length"
@@ -144,8 +181,12 @@ async def test_non_streaming_chat_and_completion() -> None:
 
 
 async def test_natural_stop_finish_reason(sse: Any) -> None:
-    body = {"prompt": "Tell me about bandwidth", "max_tokens": 4000, "temperature": 0,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "prompt": "Tell me about bandwidth",
+        "max_tokens": 4000,
+        "temperature": 0,
+        "stream_options": {"include_usage": True},
+    }
     async with running_sim(speed=200.0) as url:
         events = await sse(url, "/v1/completions", body)
     assert events[-3]["choices"][0]["finish_reason"] == "stop"
@@ -156,11 +197,13 @@ async def test_errors_are_vllm_shaped() -> None:
     async with running_sim(api_key="sekrit", **FAST) as url, httpx.AsyncClient() as client:
         unauth = await client.post(url + "/v1/completions", json={"prompt": "x"})
         auth = {"Authorization": "Bearer sekrit"}
-        wrong_model = await client.post(url + "/v1/completions", json={"prompt": "x", "model": "nope"},
-                                        headers=auth)
+        wrong_model = await client.post(
+            url + "/v1/completions", json={"prompt": "x", "model": "nope"}, headers=auth
+        )
         bad_json = await client.post(url + "/v1/completions", content=b"{", headers=auth)
-        too_long = await client.post(url + "/v1/completions", json={"prompt": "x", "max_tokens": 10**7},
-                                     headers=auth)
+        too_long = await client.post(
+            url + "/v1/completions", json={"prompt": "x", "max_tokens": 10**7}, headers=auth
+        )
         metrics = await client.get(url + "/metrics")  # /metrics is not behind the key, as in vLLM
     assert unauth.status_code == 401 and unauth.json() == {"error": "Unauthorized"}
     assert wrong_model.status_code == 404 and wrong_model.json()["error"]["type"] == "NotFoundError"

@@ -15,9 +15,10 @@ async def _read_stream(url: str, body: dict[str, Any]) -> tuple[list[str], BaseE
     lines: list[str] = []
     error: BaseException | None = None
     try:
-        async with httpx.AsyncClient(timeout=30) as client, client.stream(
-            "POST", url + "/v1/completions", json={**body, "stream": True}
-        ) as resp:
+        async with (
+            httpx.AsyncClient(timeout=30) as client,
+            client.stream("POST", url + "/v1/completions", json={**body, "stream": True}) as resp,
+        ):
             async for line in resp.aiter_lines():
                 if line.startswith("data: "):
                     lines.append(line)
@@ -27,8 +28,14 @@ async def _read_stream(url: str, body: dict[str, Any]) -> tuple[list[str], BaseE
 
 
 async def test_cut_stream_after_n_tokens_from_options() -> None:
-    body = {"prompt": "x", "max_tokens": 100, "temperature": 0, "ignore_eos": True, "return_token_ids": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "prompt": "x",
+        "max_tokens": 100,
+        "temperature": 0,
+        "ignore_eos": True,
+        "return_token_ids": True,
+        "stream_options": {"include_usage": True},
+    }
     async with running_sim(speed=50.0, cut_stream_after=10) as url:
         lines, error = await _read_stream(url, body)
         async with httpx.AsyncClient() as client:

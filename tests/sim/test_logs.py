@@ -12,12 +12,16 @@ from mtpwatch.sim.server import running_sim
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PREFIX = r"INFO \d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+:\d+\] "
-ENGINE = (PREFIX + r"Engine 000: Avg prompt throughput: \d+\.\d tokens/s, Avg generation throughput: "
-          r"\d+\.\d tokens/s, Running: \d+ reqs, Waiting: \d+ reqs, GPU KV cache usage: \d+\.\d%, "
-          r"Prefix cache hit rate: \d+\.\d%$")
-SPEC = (PREFIX + r"SpecDecoding metrics: Mean acceptance length: \d+\.\d\d, Accepted throughput: \d+\.\d\d "
-        r"tokens/s, Drafted throughput: \d+\.\d\d tokens/s, Accepted: \d+ tokens, Drafted: \d+ tokens, "
-        r"Per-position acceptance rate: (\d\.\d{3}(, )?)+, Avg Draft acceptance rate: \d+\.\d%$")
+ENGINE = (
+    PREFIX + r"Engine 000: Avg prompt throughput: \d+\.\d tokens/s, Avg generation throughput: "
+    r"\d+\.\d tokens/s, Running: \d+ reqs, Waiting: \d+ reqs, GPU KV cache usage: \d+\.\d%, "
+    r"Prefix cache hit rate: \d+\.\d%$"
+)
+SPEC = (
+    PREFIX + r"SpecDecoding metrics: Mean acceptance length: \d+\.\d\d, Accepted throughput: \d+\.\d\d "
+    r"tokens/s, Drafted throughput: \d+\.\d\d tokens/s, Accepted: \d+ tokens, Drafted: \d+ tokens, "
+    r"Per-position acceptance rate: (\d\.\d{3}(, )?)+, Avg Draft acceptance rate: \d+\.\d%$"
+)
 
 
 def test_patterns_match_the_real_log_lines() -> None:
@@ -39,13 +43,18 @@ async def test_startup_and_stats_lines(sse: Any) -> None:
             await asyncio.sleep(0.02)
     text = log.getvalue()
     lines = text.splitlines()
-    for needle in ("vLLM API server version 0.32.0", "Loading weights took", "Model loading took",
-                   "Detected MTP model. Sharing target model embedding weights with the draft model.",
-                   "Gemma4 MTP: centroids masking enabled (num_centroids=2048, top_k=32, "
-                   "active_tokens=4096/262144).", "GPU KV cache size:", "Starting vLLM API server",
-                   "Application startup complete.",
-                   "speculative_config=SpeculativeConfig(method='mtp', "
-                   "model='google/gemma-4-E4B-it-assistant', num_spec_tokens=2)"):
+    for needle in (
+        "vLLM API server version 0.32.0",
+        "Loading weights took",
+        "Model loading took",
+        "Detected MTP model. Sharing target model embedding weights with the draft model.",
+        "Gemma4 MTP: centroids masking enabled (num_centroids=2048, top_k=32, active_tokens=4096/262144).",
+        "GPU KV cache size:",
+        "Starting vLLM API server",
+        "Application startup complete.",
+        "speculative_config=SpeculativeConfig(method='mtp', "
+        "model='google/gemma-4-E4B-it-assistant', num_spec_tokens=2)",
+    ):
         assert needle in text, needle
     assert any(re.match(ENGINE, x) for x in lines)
     assert any(re.match(SPEC, x) for x in lines)

@@ -38,10 +38,12 @@ def test_long_answer_decode_rate_near_target(name: str, spec: bool) -> None:
 def test_moe_short_answers_slower_with_mtp() -> None:
     preset = PRESETS["gemma4-26b-a4b-gb10"]
     on, off = Physics(preset, spec=True), Physics(preset, spec=False)
-    e2e_on = statistics.mean(simulate_request(on, prompt_tokens=300, max_tokens=8, seed=s).e2e_s
-                             for s in range(40))
-    e2e_off = statistics.mean(simulate_request(off, prompt_tokens=300, max_tokens=8, seed=s).e2e_s
-                              for s in range(40))
+    e2e_on = statistics.mean(
+        simulate_request(on, prompt_tokens=300, max_tokens=8, seed=s).e2e_s for s in range(40)
+    )
+    e2e_off = statistics.mean(
+        simulate_request(off, prompt_tokens=300, max_tokens=8, seed=s).e2e_s for s in range(40)
+    )
     print(f"26B-A4B 8-token answers: speed ratio {e2e_off / e2e_on:.2f} (published 0.81)")
     assert e2e_on > e2e_off
     # and long answers still gain
