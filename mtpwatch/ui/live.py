@@ -23,6 +23,7 @@ from mtpwatch.core.http.generation import (
     StreamEvent,
 )
 from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.metrics.formulas import conditional_from_marginal
 from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.ui.view import (
     BandwidthView,
@@ -521,12 +522,7 @@ def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, .
 
 def _conditional(marginal: tuple[float, ...]) -> tuple[float, ...]:
     """Conditional per-position acceptance (position i given i−1 accepted) from marginal rates."""
-    out: list[float] = []
-    prev = 1.0
-    for p in marginal:
-        out.append(p / prev if prev > 0 else 0.0)
-        prev = p
-    return tuple(out)
+    return tuple(0.0 if c is None else c for c in conditional_from_marginal(marginal))
 
 
 def _esc(text: str) -> str:

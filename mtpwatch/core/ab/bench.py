@@ -35,6 +35,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.metrics import formulas as F
 
 Schedule = Literal["alternate", "race", "restart"]
 ArmName = Literal["a", "b"]
@@ -316,9 +317,9 @@ class RunRecord:
     @property
     def acceptance_rate(self) -> float | None:
         """Δaccepted / Δdraft_tokens over this run (vLLM's formula)."""
-        if self.accepted is None or not self.draft_tokens:
+        if self.accepted is None or self.draft_tokens is None:
             return None
-        return self.accepted / self.draft_tokens
+        return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     def row(self) -> dict[str, Any]:
         """Flat per-run row for JSON `runs` and the CSV."""
@@ -629,19 +630,19 @@ class Acceptance:
     @property
     def acceptance_rate(self) -> float | None:
         """Δaccepted / Δdraft_tokens."""
-        return self.accepted / self.draft_tokens if self.draft_tokens > 0 else None
+        return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
         """1 + Δaccepted / Δdrafts (includes the bonus token)."""
-        return 1 + self.accepted / self.drafts if self.drafts > 0 else None
+        return F.mean_acceptance_length(self.accepted, self.drafts)
 
     @property
     def per_position(self) -> tuple[float, ...] | None:
         """Δper_pos[i] / Δdrafts, marginal (P(first i+1 drafts all accepted))."""
         if self.drafts <= 0:
             return None
-        return tuple(x / self.drafts for x in self.accepted_per_pos)
+        return F.per_position_marginal(self.accepted_per_pos, self.drafts)
 
 
 def _acceptance(records: Sequence[RunRecord]) -> Acceptance | None:

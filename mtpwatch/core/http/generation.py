@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mtpwatch.core.metrics import formulas as F
+
 __all__ = [
     "ChunkDecoder",
     "ChunkError",
@@ -161,21 +163,17 @@ class RequestSpecMetrics:
     @property
     def acceptance_rate(self) -> float | None:
         """accepted / drafted."""
-        return self.num_accepted_draft_tokens / self.num_draft_tokens if self.num_draft_tokens else None
+        return F.acceptance_rate(self.num_accepted_draft_tokens, self.num_draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
         """1 + accepted / steps (includes the bonus token)."""
-        return 1.0 + self.num_accepted_draft_tokens / self.num_spec_steps if self.num_spec_steps else None
+        return F.mean_acceptance_length(self.num_accepted_draft_tokens, self.num_spec_steps)
 
     @property
     def per_position(self) -> tuple[float, ...]:
         """Marginal acceptance per position: steps that accepted more than i drafts / steps."""
-        steps = self.num_spec_steps
-        hist = self.acceptance_histogram
-        if not steps or len(hist) < 2:
-            return ()
-        return tuple(sum(hist[i + 1 :]) / steps for i in range(len(hist) - 1))
+        return F.per_position_from_histogram(self.acceptance_histogram, self.num_spec_steps)
 
     @classmethod
     def from_json(cls, obj: object) -> RequestSpecMetrics | None:
@@ -488,13 +486,9 @@ class GenerationStats:
         t_end = self._clock() if t is None else t
         tokens = self.completion_tokens
         t_start, t_first, t_last = self.t_start, self.t_first, self.t_last
-        ttft = t_first - t_start if t_first is not None and t_start is not None else None
-        decode = None
-        if t_first is not None and t_last is not None and tokens >= 2 and t_last > t_first:
-            decode = (tokens - 1) / (t_last - t_first)
-        e2e = None
-        if t_start is not None and t_last is not None and tokens >= 1 and t_last > t_start:
-            e2e = tokens / (t_last - t_start)
+        ttft = F.ttft_s(t_start, t_first)
+        decode = F.decode_tok_s(tokens, t_first, t_last)
+        e2e = F.e2e_tok_s(tokens, t_start, t_last)
         fallback = self.fallback
         if fallback is None and self.approximate:
             fallback = (

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot
 
 __all__ = [
@@ -126,10 +127,6 @@ def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
     return False
 
 
-def _ratio(num: float, den: float) -> float | None:
-    return num / den if den > 0 else None
-
-
 def _pos(x: float) -> float:
     # Float sums over engines can leave -0.0 or -1e-12 where nothing changed.
     return x if x > 0 else 0.0
@@ -178,19 +175,10 @@ def delta_rates(
         _pos(after.accepted_per_pos[i] - (prev_pos[i] if i < len(prev_pos) else 0.0)) for i in range(k)
     )
 
-    mal = None
-    per_position: tuple[float, ...] = ()
-    conditional: tuple[float | None, ...] = ()
-    residual = None
-    if drafts > 0:
-        mal = 1.0 + accepted / drafts
-        per_position = tuple(d / drafts for d in per_pos_delta)
-        cond: list[float | None] = []
-        for i, d in enumerate(per_pos_delta):
-            cond.append(d / drafts if i == 0 else _ratio(d, per_pos_delta[i - 1]))
-        conditional = tuple(cond)
-        if per_position:
-            residual = (1.0 + sum(per_position)) - mal
+    mal = F.mean_acceptance_length(accepted, drafts)
+    per_position = F.per_position_marginal(per_pos_delta, drafts)
+    conditional = F.per_position_conditional(per_pos_delta, drafts)
+    residual = F.self_check_residual(per_position, mal)
 
     itl_count, itl_sum = _hist_delta(base.itl, after.itl)
     ttft_count, ttft_sum = _hist_delta(base.ttft, after.ttft)
@@ -229,22 +217,22 @@ def delta_rates(
         generation_tokens=gen,
         prompt_tokens=prompt,
         num_speculative_tokens=after.num_speculative_tokens,
-        acceptance_rate=_ratio(accepted, draft_tokens),
+        acceptance_rate=F.acceptance_rate(accepted, draft_tokens),
         mean_acceptance_length=mal,
         per_position=per_position,
         per_position_conditional=conditional,
         self_check_residual=residual,
-        output_from_drafts=_ratio(accepted, gen) if after.speculative else None,
+        output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
         prompt_tok_s=prompt / rate_dt if rate_dt is not None else None,
         drafts_per_s=drafts / rate_dt if rate_dt is not None else None,
         steps_per_s=steps,
         steps_source=source,
-        mean_step_s=_ratio(itl_sum, itl_count),
-        tokens_per_step=_ratio(gen, itl_count),
-        mean_ttft_s=_ratio(ttft_sum, ttft_count),
-        mean_tpot_s=_ratio(tpot_sum, tpot_count),
-        mean_e2e_s=_ratio(e2e_sum, e2e_count),
+        mean_step_s=F.histogram_mean(itl_sum, itl_count),
+        tokens_per_step=F.ratio(gen, itl_count),
+        mean_ttft_s=F.histogram_mean(ttft_sum, ttft_count),
+        mean_tpot_s=F.histogram_mean(tpot_sum, tpot_count),
+        mean_e2e_s=F.histogram_mean(e2e_sum, e2e_count),
         itl_count=itl_count,
         requests_finished=finished,
         max_running=max_running,

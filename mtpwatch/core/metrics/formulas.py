@@ -1,0 +1,131 @@
+"""vLLM's formulas, each written once, with the vLLM source it follows.
+
+Every number mtpwatch derives from vLLM's counters or from a streamed answer goes through one of these
+functions, so that "our numbers equal vLLM's" can be checked in this one file. Each returns None where
+its denominator is zero (nothing happened), never NaN and never a division error.
+
+Sources (vLLM 0.32; the same in 0.20 … 0.33):
+- `vllm/v1/spec_decode/metrics.py`, `SpecDecodingLogging.log()`:
+  `draft_acceptance_rate = num_accepted_tokens / num_draft_tokens`,
+  `mean_acceptance_length = 1 + num_accepted_tokens / num_drafts`,
+  `acceptance_rates = num_accepted_tokens_per_pos / num_drafts` (marginal, per position).
+  The Prometheus counters `vllm:spec_decode_num_{drafts,draft_tokens,accepted_tokens}_total` and
+  `…_accepted_tokens_per_pos_total{position}` are the same counts (`SpecDecodingProm`).
+- `vllm/v1/metrics/stats.py` (per-request spec metrics, `--per-request-spec-decode-metrics`):
+  `acceptance_histogram[j]` = verify steps that accepted exactly j drafts.
+- `vllm/benchmarks/serve.py` (`vllm bench serve`): `ttft = first_token_time - start`,
+  `tpot = (latency - ttft) / (output_len - 1)`; decode tok/s here is 1 / TPOT from client times.
+- `vllm/v1/metrics/loggers.py`: `inter_token_latency_seconds` is observed once per request per engine
+  step (several tokens under speculation); `request_time_per_output_token_seconds` once per finished
+  request. A histogram's mean over a window is Δsum / Δcount.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "acceptance_rate",
+    "conditional_from_marginal",
+    "decode_tok_s",
+    "e2e_tok_s",
+    "histogram_mean",
+    "mean_acceptance_length",
+    "per_position_conditional",
+    "per_position_from_histogram",
+    "per_position_marginal",
+    "ratio",
+    "self_check_residual",
+    "ttft_s",
+]
+
+
+def ratio(num: float, den: float) -> float | None:
+    """num / den, or None when den is not positive."""
+    return num / den if den > 0 else None
+
+
+def acceptance_rate(accepted: float, draft_tokens: float) -> float | None:
+    """Draft acceptance rate: accepted / drafted (`SpecDecodingLogging`: draft_acceptance_rate)."""
+    return ratio(accepted, draft_tokens)
+
+
+def mean_acceptance_length(accepted: float, drafts: float) -> float | None:
+    """1 + accepted / drafts: tokens per verify step, bonus token included (1 … k+1)."""
+    r = ratio(accepted, drafts)
+    return None if r is None else 1.0 + r
+
+
+def per_position_marginal(accepted_per_pos: Sequence[float], drafts: float) -> tuple[float, ...]:
+    """accepted_per_pos[i] / drafts: P(the first i+1 drafts were all accepted). Empty when no drafts."""
+    if drafts <= 0:
+        return ()
+    return tuple(x / drafts for x in accepted_per_pos)
+
+
+def per_position_conditional(accepted_per_pos: Sequence[float], drafts: float) -> tuple[float | None, ...]:
+    """accepted_per_pos[i] / accepted_per_pos[i−1] (position 0: the marginal rate).
+
+    P(draft i accepted | drafts 0 … i−1 accepted); None after a position that accepted nothing.
+    Empty when there were no drafts.
+    """
+    if drafts <= 0:
+        return ()
+    out: list[float | None] = []
+    for i, x in enumerate(accepted_per_pos):
+        out.append(x / drafts if i == 0 else ratio(x, accepted_per_pos[i - 1]))
+    return tuple(out)
+
+
+def conditional_from_marginal(marginal: Sequence[float]) -> tuple[float | None, ...]:
+    """The conditional rates from the marginal ones: marginal[i] / marginal[i−1] (None after a 0)."""
+    out: list[float | None] = []
+    prev = 1.0
+    for p in marginal:
+        out.append(ratio(p, prev))
+        prev = p
+    return tuple(out)
+
+
+def per_position_from_histogram(histogram: Sequence[int], steps: float) -> tuple[float, ...]:
+    """Marginal per-position rates from vLLM's per-request acceptance histogram.
+
+    `histogram[j]` = verify steps that accepted exactly j drafts, so position i was accepted in the
+    steps that accepted more than i: Σ_{j>i} histogram[j] / steps.
+    """
+    if steps <= 0 or len(histogram) < 2:
+        return ()
+    return tuple(sum(histogram[i + 1 :]) / steps for i in range(len(histogram) - 1))
+
+
+def self_check_residual(marginal: Sequence[float], mean_length: float | None) -> float | None:
+    """(1 + Σ marginal) − mean acceptance length: 0 when the per-position counts add up to accepted."""
+    if mean_length is None or not marginal:
+        return None
+    return (1.0 + sum(marginal)) - mean_length
+
+
+def ttft_s(t_start: float | None, t_first: float | None) -> float | None:
+    """Time to first token: first token's arrival − request start (`vllm bench serve`)."""
+    if t_start is None or t_first is None:
+        return None
+    return t_first - t_start
+
+
+def decode_tok_s(tokens: int, t_first: float | None, t_last: float | None) -> float | None:
+    """(tokens − 1) / (t_last − t_first): 1 / TPOT of `vllm bench serve`, from the client's clock."""
+    if t_first is None or t_last is None or tokens < 2 or t_last <= t_first:
+        return None
+    return (tokens - 1) / (t_last - t_first)
+
+
+def e2e_tok_s(tokens: int, t_start: float | None, t_last: float | None) -> float | None:
+    """tokens / (t_last − t_start): the whole request, prefill included."""
+    if t_start is None or t_last is None or tokens < 1 or t_last <= t_start:
+        return None
+    return tokens / (t_last - t_start)
+
+
+def histogram_mean(sum_delta: float, count_delta: float) -> float | None:
+    """A Prometheus histogram's mean over a window: Δsum / Δcount (ITL, TPOT, TTFT, e2e)."""
+    return ratio(sum_delta, count_delta)
