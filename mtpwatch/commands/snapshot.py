@@ -36,7 +36,8 @@ def _is_url(source: str) -> bool:
 
 def _fetch(source: str, api_key: str | None) -> str:
     """GET SOURCE/metrics through the project's client; its errors are already one actionable line."""
-    from mtpwatch.core.http.client import ServerError, VllmClient
+    from mtpwatch.core.http.client import VllmClient
+    from mtpwatch.core.http.errors import ServerError
 
     async def scrape() -> str:
         client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)

@@ -21,7 +21,8 @@ from typing import IO
 import click
 
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.core.http.client import ServerError, VllmClient
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv

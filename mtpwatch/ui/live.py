@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.core.http.client import ServerError, VllmClient
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.generation import (
     GenerationRequest,
     GenerationResult,

@@ -107,7 +107,7 @@ def display_settings(
 
 def checked_url(url: str, param: str = "URL") -> str:
     """Normalise a server URL or fail with one clear line before the TUI starts."""
-    from mtpwatch.core.http.client import normalize_url
+    from mtpwatch.core.http.urls import normalize_url
 
     try:
         return normalize_url(url)

@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable
 
 import aiohttp
 
-from mtpwatch.core.http.client import GenerationRequest, VllmClient
+from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.faststream import open_sse
-from mtpwatch.core.http.generation import ChunkDecoder, GenerationStats
+from mtpwatch.core.http.generation import ChunkDecoder, GenerationRequest, GenerationStats
 from mtpwatch.core.http.sse import DONE, SseDecoder
 
 PRESET = "gemma4-e4b-gb10"

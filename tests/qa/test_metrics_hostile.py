@@ -17,7 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
-from mtpwatch.core.http.client import NotVllmError, VllmClient, normalize_url
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import NotVllmError
+from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.metrics.snapshot import parse_snapshot

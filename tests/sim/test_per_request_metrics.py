@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mtpwatch.core.http.client import GenerationRequest, VllmClient
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.generation import GenerationRequest
 from mtpwatch.sim.server import running_sim
 
 

@@ -11,21 +11,19 @@ from typing import Any
 import httpx
 import pytest
 
-from mtpwatch.core.http.client import (
+from mtpwatch.core.http.backoff import Backoff, ConnectionState
+from mtpwatch.core.http.client import ModelInfo, VllmClient
+from mtpwatch.core.http.errors import (
     NO_METRICS_HINT,
     AuthError,
-    Backoff,
-    ConnectionState,
     HttpStatusError,
-    ModelInfo,
     NotVllmError,
     ServerError,
     ServerTimeout,
     ServerUnreachable,
-    VllmClient,
     no_metrics_message,
-    normalize_url,
 )
+from mtpwatch.core.http.urls import normalize_url
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 BASE = "http://127.0.0.1:8000"

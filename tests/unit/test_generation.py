@@ -12,14 +12,9 @@ import httpx
 import pytest
 from aiohttp import web
 
-from mtpwatch.core.http.client import (
-    GenerationRequest,
-    GenerationStats,
-    HttpStatusError,
-    StreamError,
-    StreamEvent,
-    VllmClient,
-)
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import HttpStatusError, StreamError
+from mtpwatch.core.http.generation import GenerationRequest, GenerationStats, StreamEvent
 
 BASE = "http://127.0.0.1:8000"
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.http.client import ChunkDecoder, GenerationStats, SseDecoder
-from mtpwatch.core.http.generation import ChunkError, estimate_tokens
-from mtpwatch.core.http.sse import DONE, iter_sse_payloads
+from mtpwatch.core.http.generation import ChunkDecoder, ChunkError, GenerationStats, estimate_tokens
+from mtpwatch.core.http.sse import DONE, SseDecoder, iter_sse_payloads
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SSE_FILES = sorted(DATA.glob("sse-*.txt"))

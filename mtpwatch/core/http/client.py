@@ -1,22 +1,17 @@
 """HTTP to a vLLM server (or the simulator): /metrics, /health, /v1/models, /version and streaming generation.
 
 One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
-a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do. Also here,
-pure and clock-injected so the UI and tests can drive them: `Backoff` (retry delays) and
-`ConnectionState` ("up" / "down since T (reason)" / "recovered").
-
-The generation types live in `core/generation.py` and the SSE decoder in `core/sse.py`; their public
-names are importable from here too.
+a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do.
+Errors live in `errors.py`, URL normalising in `urls.py`, the generation types in `generation.py` and
+the SSE decoder in `sse.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import ipaddress
 import json
 import os
-import random
 import re
 import socket
 import time
@@ -24,11 +19,23 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
 import httpx
 
+from mtpwatch.core.http.backoff import Backoff
+from mtpwatch.core.http.errors import (
+    AuthError,
+    HttpStatusError,
+    NotVllmError,
+    ServerError,
+    ServerTimeout,
+    ServerUnreachable,
+    StreamError,
+    causes,
+    describe_transport,
+    one_line,
+)
 from mtpwatch.core.http.faststream import open_sse, proxy_for
 from mtpwatch.core.http.generation import (
     ChunkDecoder,
@@ -36,328 +43,22 @@ from mtpwatch.core.http.generation import (
     GenerationRequest,
     GenerationResult,
     GenerationStats,
-    RequestSpecMetrics,
     StreamEvent,
-    estimate_tokens,
     openai_error_message,
 )
 from mtpwatch.core.http.sse import DONE, SseDecoder
+from mtpwatch.core.http.urls import normalize_url
 
 if TYPE_CHECKING:
     from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
-__all__ = [
-    "NO_METRICS_HINT",
-    "AuthError",
-    "Backoff",
-    "ChunkDecoder",
-    "ConnectionState",
-    "ConnectionStatus",
-    "GenerationRequest",
-    "GenerationResult",
-    "GenerationStats",
-    "HttpStatusError",
-    "ModelInfo",
-    "NoMetricsError",
-    "NotVllmError",
-    "RequestSpecMetrics",
-    "ServerError",
-    "ServerTimeout",
-    "ServerUnreachable",
-    "SseDecoder",
-    "StreamError",
-    "StreamEvent",
-    "VllmClient",
-    "estimate_tokens",
-    "no_metrics_message",
-    "normalize_url",
-]
+__all__ = ["STREAM_READ_INTERVAL_S", "ModelInfo", "VllmClient"]
 
 STREAM_READ_INTERVAL_S = 0.0
 """Fast path default for `read_interval`: 0 reads every segment on arrival (exact chunk times, for
 benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per chunk; TTFT and
 chunks after a quiet gap are still stamped on arrival, but a chunk that follows another within the
 interval (the last one included) is stamped up to that late, which biases short runs' tok/s."""
-
-NO_METRICS_HINT = (
-    "it exposes no vllm: metrics: the server was started with --disable-log-stats, which removes them; "
-    "restart it without that flag"
-)
-"""Why a vLLM /metrics page can lack every `vllm:` family (use with `no_metrics_message`)."""
-
-
-def no_metrics_message(base_url: str) -> str:
-    """One line for a /metrics page without `vllm:`/`llamacpp:` families (snapshot schema "none")."""
-    return f"{base_url}/metrics answers, but {NO_METRICS_HINT}"
-
-
-# ---------------------------------------------------------------------------------------------- errors
-
-
-class ServerError(Exception):
-    """Talking to the server failed; `str()` is one line a user can act on."""
-
-    def __init__(self, message: str, *, url: str = "") -> None:
-        super().__init__(message)
-        self.url = url
-        """The URL involved (base URL or endpoint)."""
-
-
-class ServerUnreachable(ServerError):
-    """No connection: refused, DNS failure, network unreachable."""
-
-
-class ServerTimeout(ServerError):
-    """No answer in time (connect or read)."""
-
-
-class AuthError(ServerError):
-    """HTTP 401/403: missing or wrong API key."""
-
-
-class NotVllmError(ServerError):
-    """The server answers, but not like vLLM: 404 on /metrics, a page that is not Prometheus text, …"""
-
-
-class NoMetricsError(NotVllmError):
-    """A Prometheus page without vLLM families (`--disable-log-stats`); see `no_metrics_message`."""
-
-
-class HttpStatusError(ServerError):
-    """Any other unexpected HTTP status (5xx, a rejected request)."""
-
-    def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
-        super().__init__(message, url=url)
-        self.status = status
-        """The HTTP status code."""
-
-
-class StreamError(ServerError):
-    """A generation stream broke mid-way or the server sent an error event."""
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in seen and len(seen) < 10:
-        seen.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return seen
-
-
-def _describe_transport(exc: BaseException) -> str:
-    """The most specific one-line reason in an exception chain ('' when there is none)."""
-    for cause in reversed(_causes(exc)):
-        text = str(cause)
-        if text:
-            return _one_line(text, 120)
-    return type(exc).__name__
-
-
-# ------------------------------------------------------------------------------------------------- URLs
-
-_HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
-_STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
-
-
-def normalize_url(url: str) -> str:
-    """`host:port`, `http://host:port/`, `…/v1`, `…/metrics` → `http://host:port` (scheme://host[:port][/prefix]).
-
-    Raises:
-        ValueError: one line saying what is wrong (bad scheme, no host, bad port, …).
-    """
-    raw = url.strip()
-    if not raw:
-        raise ValueError("empty server URL: give host:port or http://host:port, e.g. 127.0.0.1:8000")
-    candidate = raw if "://" in raw else "http://" + raw
-    try:
-        parts = urlsplit(candidate)
-    except ValueError:
-        # urlsplit only fails on an unbalanced '[' or ']' (an IPv6 literal).
-        raise ValueError(f"bad server URL {url!r}: unbalanced [ ] around an IPv6 address") from None
-    try:
-        port = parts.port
-    except ValueError:
-        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ValueError(f"bad server URL {url!r}: the scheme must be http:// or https://, not {scheme}://")
-    host = (parts.hostname or "").lower()
-    if not host or (host.isdigit() and "." not in host):
-        raise ValueError(f"bad server URL {url!r}: no host name; expected host:port, e.g. 127.0.0.1:8000")
-    if ":" in host:
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv6 address") from None
-        netloc = f"[{host}]"
-    elif _HOST.match(host):
-        netloc = host
-    else:
-        raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid host name")
-    if port == 0:
-        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError(f"bad server URL {url!r}: credentials in the URL are not supported; use --api-key")
-    if parts.query or parts.fragment:
-        raise ValueError(f"bad server URL {url!r}: remove the ?query or #fragment part")
-    if port is not None:
-        netloc += f":{port}"
-    path = parts.path.rstrip("/")
-    for suffix in _STRIP_SUFFIXES:
-        if path.endswith(suffix):
-            path = path[: -len(suffix)].rstrip("/")
-            break
-    return f"{scheme}://{netloc}{path}"
-
-
-# ----------------------------------------------------------------------------------- backoff and status
-
-
-class Backoff:
-    """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
-
-    __slots__ = ("_delay", "_rng", "attempts", "factor", "initial", "jitter", "maximum")
-
-    def __init__(
-        self,
-        initial: float = 0.5,
-        factor: float = 2.0,
-        maximum: float = 10.0,
-        *,
-        jitter: float = 0.0,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
-        if initial <= 0 or factor < 1 or maximum < initial or not 0 <= jitter <= 1:
-            raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
-        self.initial = initial
-        self.factor = factor
-        self.maximum = maximum
-        self.jitter = jitter
-        """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
-        self._rng = rng
-        self._delay = initial
-        self.attempts = 0
-        """Delays handed out since the last reset."""
-
-    def next(self) -> float:
-        """The delay before the next attempt (advances the sequence)."""
-        delay = self._delay
-        self._delay = min(self.maximum, self._delay * self.factor)
-        self.attempts += 1
-        if self.jitter:
-            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self._rng()))
-        return delay
-
-    def reset(self) -> None:
-        """Back to the initial delay (after a success)."""
-        self._delay = self.initial
-        self.attempts = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionStatus:
-    """What the UI shows about a server's reachability."""
-
-    state: Literal["unknown", "up", "down", "recovered"]
-    """'unknown' before the first answer; 'recovered' for a while after an outage, then 'up'."""
-    since: float | None
-    """Clock time the current state began (down: the first failure)."""
-    reason: str | None
-    """Down: the latest failure's one-line reason. Recovered: the reason of the outage."""
-    failures: int
-    """Consecutive failures (0 when up)."""
-    outage_s: float | None
-    """Recovered: how long the outage lasted."""
-
-    def describe(self, now: float | None = None) -> str:
-        """One short line: 'up', 'down since 14:03:07 (connection refused)', 'recovered after 12 s down'."""
-        if self.state == "unknown":
-            return "connecting…"
-        if self.state == "up":
-            return "up"
-        if self.state == "down":
-            assert self.since is not None
-            clock = time.strftime("%H:%M:%S", time.localtime(self.since))
-            lasted = f", {now - self.since:.0f} s" if now is not None else ""
-            return f"down since {clock} ({self.reason}){lasted}"
-        return f"recovered after {self.outage_s or 0.0:.0f} s down"
-
-
-class ConnectionState:
-    """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
-
-    __slots__ = (
-        "_clock",
-        "_down_since",
-        "_failures",
-        "_outage_s",
-        "_reason",
-        "_recovered_at",
-        "_state",
-        "_up_since",
-        "recovered_hold_s",
-    )
-
-    def __init__(self, clock: Callable[[], float] = time.time, *, recovered_hold_s: float = 5.0) -> None:
-        self._clock = clock
-        self.recovered_hold_s = recovered_hold_s
-        """How long 'recovered' shows before it becomes 'up'."""
-        self._state: Literal["unknown", "up", "down", "recovered"] = "unknown"
-        self._down_since: float | None = None
-        self._up_since: float | None = None
-        self._recovered_at: float | None = None
-        self._reason: str | None = None
-        self._failures = 0
-        self._outage_s: float | None = None
-
-    def success(self) -> ConnectionStatus:
-        """Record a successful request; returns the new status."""
-        now = self._clock()
-        if self._state == "down":
-            assert self._down_since is not None
-            self._state = "recovered"
-            self._outage_s = now - self._down_since
-            self._recovered_at = now
-            self._up_since = now
-        elif self._state == "unknown":
-            self._state = "up"
-            self._up_since = now
-        self._failures = 0
-        self._down_since = None
-        return self.status()
-
-    def failure(self, reason: str) -> ConnectionStatus:
-        """Record a failed request with its one-line reason; returns the new status."""
-        now = self._clock()
-        if self._state != "down":
-            self._state = "down"
-            self._down_since = now
-        self._failures += 1
-        self._reason = reason
-        return self.status()
-
-    def status(self) -> ConnectionStatus:
-        """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
-        now = self._clock()
-        if (
-            self._state == "recovered"
-            and self._recovered_at is not None
-            and now - self._recovered_at >= self.recovered_hold_s
-        ):
-            self._state = "up"
-        state = self._state
-        if state == "down":
-            return ConnectionStatus("down", self._down_since, self._reason, self._failures, None)
-        if state == "recovered":
-            return ConnectionStatus("recovered", self._recovered_at, self._reason, 0, self._outage_s)
-        return ConnectionStatus(state, self._up_since, None, 0, None)
-
 
 # --------------------------------------------------------------------------------------------- the client
 
@@ -461,8 +162,8 @@ class VllmClient:
                 f"{url} did not answer within {timeout:g} s — the server may be overloaded or stuck", url=url
             )
         if isinstance(exc, httpx.ConnectError):
-            causes = _causes(exc)
-            if any(isinstance(c, socket.gaierror) for c in causes):
+            chain = causes(exc)
+            if any(isinstance(c, socket.gaierror) for c in chain):
                 host = httpx.URL(base).host
                 return ServerUnreachable(
                     f"cannot connect to {base}: host {host} not found (DNS lookup failed) — check the URL",
@@ -470,15 +171,15 @@ class VllmClient:
                 )
             if any(
                 isinstance(c, ConnectionRefusedError) or getattr(c, "errno", None) == errno.ECONNREFUSED
-                for c in causes
+                for c in chain
             ):
                 hint = "is the server running?"
                 if httpx.URL(base).port is None:
                     # 'localhost' alone means port 80 (443); vLLM listens on 8000 unless told otherwise.
                     hint = "no port was given, so the default port was used; vLLM listens on 8000 (host:8000)"
                 return ServerUnreachable(f"cannot connect to {base}: connection refused — {hint}", url=url)
-            return ServerUnreachable(f"cannot connect to {base}: {_describe_transport(exc)}", url=url)
-        return ServerError(f"request to {url} failed: {_describe_transport(exc)}", url=url)
+            return ServerUnreachable(f"cannot connect to {base}: {describe_transport(exc)}", url=url)
+        return ServerError(f"request to {url} failed: {describe_transport(exc)}", url=url)
 
     def _status_error(self, url: str, status: int, reason: str, body: str) -> ServerError:
         head = f"{url} answered {status} {reason}".rstrip()
@@ -545,7 +246,7 @@ class VllmClient:
         except MetricsFormatError as exc:
             url = self.base_url + "/metrics"
             raise NotVllmError(
-                f"{url} did not return valid Prometheus text: {_one_line(str(exc))}", url=url
+                f"{url} did not return valid Prometheus text: {one_line(str(exc))}", url=url
             ) from exc
 
     async def health(self) -> bool:
@@ -831,7 +532,7 @@ class VllmClient:
         if isinstance(exc, httpx.ReadTimeout):
             why = f"no data for {self._stream_timeout:g} s"
         else:
-            why = f"connection lost ({_describe_transport(exc)})"
+            why = f"connection lost ({describe_transport(exc)})"
         return f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}"
 
     async def generate(
@@ -895,4 +596,4 @@ def _body_message(body: str) -> str:
         message = None
     if message:
         return message
-    return "" if _NOT_PROMETHEUS.match(body) else _one_line(body, 160)
+    return "" if _NOT_PROMETHEUS.match(body) else one_line(body, 160)

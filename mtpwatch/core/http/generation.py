@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mtpwatch.core.http.errors import one_line
 from mtpwatch.core.metrics import formulas as F
 
 __all__ = [
@@ -47,26 +48,21 @@ class ChunkError(ValueError):
     """A stream event the client cannot use: a server error event or malformed JSON (one line)."""
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def openai_error_message(obj: object) -> str | None:
     """The human message of an OpenAI/vLLM error body (`{"error": {"message": …}}`, `{"message": …}`)."""
     if not isinstance(obj, dict):
         return None
     err = obj.get("error", obj)
     if isinstance(err, str):
-        return _one_line(err)
+        return one_line(err)
     if isinstance(err, dict):
         for key in ("message", "detail"):
             value = err.get(key)
             if isinstance(value, str) and value:
-                return _one_line(value)
+                return one_line(value)
     detail = obj.get("detail")
     if isinstance(detail, str) and detail:
-        return _one_line(detail)
+        return one_line(detail)
     return None
 
 
@@ -249,9 +245,9 @@ class ChunkDecoder:
             obj = json.loads(payload)
         except ValueError as exc:
             raw = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
-            raise ChunkError(f"the server sent a malformed stream event: {_one_line(raw, 80)!r}") from exc
+            raise ChunkError(f"the server sent a malformed stream event: {one_line(raw, 80)!r}") from exc
         if not isinstance(obj, dict):
-            raise ChunkError(f"the server sent an unexpected stream event: {_one_line(str(obj), 80)!r}")
+            raise ChunkError(f"the server sent an unexpected stream event: {one_line(str(obj), 80)!r}")
         if "error" in obj or obj.get("object") == "error":
             message = openai_error_message(obj) or "no message"
             raise ChunkError(f"the server reported an error mid-stream: {message}")
@@ -259,7 +255,7 @@ class ChunkDecoder:
             return self._decode(obj, t)
         except (AttributeError, IndexError, KeyError, TypeError) as exc:
             raise ChunkError(
-                f"the server sent a stream event of unexpected shape: {_one_line(str(obj), 80)!r}"
+                f"the server sent a stream event of unexpected shape: {one_line(str(obj), 80)!r}"
             ) from exc
 
     def _decode(self, obj: dict[str, Any], t: float) -> StreamEvent | None:

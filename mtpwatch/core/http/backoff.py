@@ -1,0 +1,151 @@
+"""Retry delays and a server's reachability (up / down since T / recovered): pure, clock injected."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Backoff", "ConnectionState", "ConnectionStatus"]
+
+
+class Backoff:
+    """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
+
+    __slots__ = ("_delay", "_rng", "attempts", "factor", "initial", "jitter", "maximum")
+
+    def __init__(
+        self,
+        initial: float = 0.5,
+        factor: float = 2.0,
+        maximum: float = 10.0,
+        *,
+        jitter: float = 0.0,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if initial <= 0 or factor < 1 or maximum < initial or not 0 <= jitter <= 1:
+            raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
+        self.initial = initial
+        self.factor = factor
+        self.maximum = maximum
+        self.jitter = jitter
+        """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
+        self._rng = rng
+        self._delay = initial
+        self.attempts = 0
+        """Delays handed out since the last reset."""
+
+    def next(self) -> float:
+        """The delay before the next attempt (advances the sequence)."""
+        delay = self._delay
+        self._delay = min(self.maximum, self._delay * self.factor)
+        self.attempts += 1
+        if self.jitter:
+            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self._rng()))
+        return delay
+
+    def reset(self) -> None:
+        """Back to the initial delay (after a success)."""
+        self._delay = self.initial
+        self.attempts = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatus:
+    """What the UI shows about a server's reachability."""
+
+    state: Literal["unknown", "up", "down", "recovered"]
+    """'unknown' before the first answer; 'recovered' for a while after an outage, then 'up'."""
+    since: float | None
+    """Clock time the current state began (down: the first failure)."""
+    reason: str | None
+    """Down: the latest failure's one-line reason. Recovered: the reason of the outage."""
+    failures: int
+    """Consecutive failures (0 when up)."""
+    outage_s: float | None
+    """Recovered: how long the outage lasted."""
+
+    def describe(self, now: float | None = None) -> str:
+        """One short line: 'up', 'down since 14:03:07 (connection refused)', 'recovered after 12 s down'."""
+        if self.state == "unknown":
+            return "connecting…"
+        if self.state == "up":
+            return "up"
+        if self.state == "down":
+            assert self.since is not None
+            clock = time.strftime("%H:%M:%S", time.localtime(self.since))
+            lasted = f", {now - self.since:.0f} s" if now is not None else ""
+            return f"down since {clock} ({self.reason}){lasted}"
+        return f"recovered after {self.outage_s or 0.0:.0f} s down"
+
+
+class ConnectionState:
+    """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
+
+    __slots__ = (
+        "_clock",
+        "_down_since",
+        "_failures",
+        "_outage_s",
+        "_reason",
+        "_recovered_at",
+        "_state",
+        "_up_since",
+        "recovered_hold_s",
+    )
+
+    def __init__(self, clock: Callable[[], float] = time.time, *, recovered_hold_s: float = 5.0) -> None:
+        self._clock = clock
+        self.recovered_hold_s = recovered_hold_s
+        """How long 'recovered' shows before it becomes 'up'."""
+        self._state: Literal["unknown", "up", "down", "recovered"] = "unknown"
+        self._down_since: float | None = None
+        self._up_since: float | None = None
+        self._recovered_at: float | None = None
+        self._reason: str | None = None
+        self._failures = 0
+        self._outage_s: float | None = None
+
+    def success(self) -> ConnectionStatus:
+        """Record a successful request; returns the new status."""
+        now = self._clock()
+        if self._state == "down":
+            assert self._down_since is not None
+            self._state = "recovered"
+            self._outage_s = now - self._down_since
+            self._recovered_at = now
+            self._up_since = now
+        elif self._state == "unknown":
+            self._state = "up"
+            self._up_since = now
+        self._failures = 0
+        self._down_since = None
+        return self.status()
+
+    def failure(self, reason: str) -> ConnectionStatus:
+        """Record a failed request with its one-line reason; returns the new status."""
+        now = self._clock()
+        if self._state != "down":
+            self._state = "down"
+            self._down_since = now
+        self._failures += 1
+        self._reason = reason
+        return self.status()
+
+    def status(self) -> ConnectionStatus:
+        """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
+        now = self._clock()
+        if (
+            self._state == "recovered"
+            and self._recovered_at is not None
+            and now - self._recovered_at >= self.recovered_hold_s
+        ):
+            self._state = "up"
+        state = self._state
+        if state == "down":
+            return ConnectionStatus("down", self._down_since, self._reason, self._failures, None)
+        if state == "recovered":
+            return ConnectionStatus("recovered", self._recovered_at, self._reason, 0, self._outage_s)
+        return ConnectionStatus(state, self._up_since, None, 0, None)

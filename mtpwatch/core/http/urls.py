@@ -1,0 +1,63 @@
+"""Server URLs as users type them (`host:port`, `…/v1`, `…/metrics`) → one canonical base URL."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+__all__ = ["normalize_url"]
+
+_HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
+_STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
+
+
+def normalize_url(url: str) -> str:
+    """`host:port`, `http://host:port/`, `…/v1`, `…/metrics` → `http://host:port` (scheme://host[:port][/prefix]).
+
+    Raises:
+        ValueError: one line saying what is wrong (bad scheme, no host, bad port, …).
+    """
+    raw = url.strip()
+    if not raw:
+        raise ValueError("empty server URL: give host:port or http://host:port, e.g. 127.0.0.1:8000")
+    candidate = raw if "://" in raw else "http://" + raw
+    try:
+        parts = urlsplit(candidate)
+    except ValueError:
+        # urlsplit only fails on an unbalanced '[' or ']' (an IPv6 literal).
+        raise ValueError(f"bad server URL {url!r}: unbalanced [ ] around an IPv6 address") from None
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"bad server URL {url!r}: the scheme must be http:// or https://, not {scheme}://")
+    host = (parts.hostname or "").lower()
+    if not host or (host.isdigit() and "." not in host):
+        raise ValueError(f"bad server URL {url!r}: no host name; expected host:port, e.g. 127.0.0.1:8000")
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv6 address") from None
+        netloc = f"[{host}]"
+    elif _HOST.match(host):
+        netloc = host
+    else:
+        raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid host name")
+    if port == 0:
+        raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"bad server URL {url!r}: credentials in the URL are not supported; use --api-key")
+    if parts.query or parts.fragment:
+        raise ValueError(f"bad server URL {url!r}: remove the ?query or #fragment part")
+    if port is not None:
+        netloc += f":{port}"
+    path = parts.path.rstrip("/")
+    for suffix in _STRIP_SUFFIXES:
+        if path.endswith(suffix):
+            path = path[: -len(suffix)].rstrip("/")
+            break
+    return f"{scheme}://{netloc}{path}"
