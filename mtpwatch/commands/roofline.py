@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from mtpwatch.core.roofline.bytemodel import GB, ConfigError, ModelSpec, kv_cache_bytes
+from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
 from mtpwatch.core.roofline.ceilings import Roofline, compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.modelconfig import GB, ConfigError, ModelSpec
 
 
 def _fail(message: str) -> None:
