@@ -6,8 +6,7 @@ import sys
 
 import click
 
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import (
+from mtpwatch.commands.options import (
     check_runs,
     checked_url,
     display_options,
@@ -15,6 +14,7 @@ from mtpwatch.ui.options import (
     free_port,
     measure_options,
 )
+from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
 
 
 @click.command("ab")

@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from mtpwatch.commands.options import checked_url, display_options, display_settings
 from mtpwatch.config import AppConfig, ServerSpec
-from mtpwatch.ui.options import checked_url, display_options, display_settings
 
 
 @click.command("attach")

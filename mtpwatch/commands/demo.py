@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from mtpwatch.commands.options import check_runs, free_port, measure_options
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import check_runs, free_port, measure_options
 
 
 def demo_config(

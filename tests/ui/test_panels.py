@@ -131,10 +131,10 @@ def test_speedup_line_flags_mtp_slower() -> None:
 
 @pytest.mark.parametrize("slow", [True, False])
 async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> None:
-    from mtpwatch.ui import samples
     from mtpwatch.ui.app import make_app
     from mtpwatch.ui.live import Answer
     from mtpwatch.ui.view import PromptSummary
+    from tests.ui import samples
 
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
