@@ -60,7 +60,7 @@ def compare_outputs(a: Answer, b: Answer) -> str:
     """The lossless line: 'outputs identical' or where A and B first diverge (token ids when possible)."""
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:
         return "[dim]lossless check: — (an answer failed or was cancelled)[/]"
-    from mtpwatch.core.ab.bench import first_difference
+    from mtpwatch.core.ab.lossless import first_difference
 
     if a.token_ids is not None and b.token_ids is not None:
         ids_a, ids_b = a.token_ids, b.token_ids
@@ -832,7 +832,7 @@ def measure_line(report: Any, *, done: int = 0, total: int = 0, head: bool = Tru
     has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
     """
     from mtpwatch.core.ab import stats
-    from mtpwatch.core.ab.bench import CONTENDED
+    from mtpwatch.core.ab.plan import CONTENDED
 
     overall = report.primary.overall
     s = overall.speedup
@@ -876,7 +876,7 @@ class FeedArm:
         progress: Callable[[str, list[str]], None],
         on_up: Callable[[bool], None],
     ) -> None:
-        from mtpwatch.core.ab.bench import HttpArm
+        from mtpwatch.core.ab.http_arm import HttpArm
 
         self.feed = feed
         self.label = feed.spec.label
@@ -935,7 +935,8 @@ class Measurement:
         max_tokens: int | None = None,
     ) -> None:
         """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
-        from mtpwatch.core.ab.bench import BenchConfig, BenchRunner
+        from mtpwatch.core.ab.plan import BenchConfig
+        from mtpwatch.core.ab.runner import BenchRunner
 
         self.feeds = feeds
         self.schedule = "restart" if settings.restart else schedule
@@ -955,7 +956,7 @@ class Measurement:
         self.report: Any = None
 
     def _http_arm(self, feed: ServerFeed) -> Any:
-        from mtpwatch.core.ab.bench import HttpArm
+        from mtpwatch.core.ab.http_arm import HttpArm
 
         arm = HttpArm(
             feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
@@ -966,7 +967,7 @@ class Measurement:
 
     async def updates(self) -> Any:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
-        from mtpwatch.core.ab.bench import BenchFinished, PairFinished, RunFinished, StatusChanged
+        from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
 
         runs_per_prompt = self.runner.config.runs
         async for event in self.runner.events():

@@ -281,7 +281,7 @@ class MonitorScreen(Screen[None]):
     @work(exclusive=True, group="measure", exit_on_error=False)
     async def measure(self, prompts: list[object]) -> None:
         """Run the measurement, showing each run, the live speed-up line and the final summary."""
-        from mtpwatch.core.ab.bench import BenchConfigError
+        from mtpwatch.core.ab.plan import BenchConfigError
         from mtpwatch.ui.live import FeedArm, Measurement
 
         panels = self.panels
