@@ -1,13 +1,14 @@
 """The lossless check: are the two arms' outputs identical at temperature 0?
 
-`compare_outputs` compares two runs' outputs (token ids when both have them, else text).
+`compare_outputs` is the one place that compares two outputs (token ids when both have them,
+else text); the bench report and the app's console both use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mtpwatch.core.ab.plan import Point
 from mtpwatch.core.ab.records import RunRecord, match_pairs
@@ -83,20 +84,44 @@ def first_difference(a: Sequence[Any], b: Sequence[Any]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def compare_outputs(a: RunRecord, b: RunRecord) -> Divergence | None:
-    """Compare two runs' outputs by token ids when both have them, else by text."""
+class Output(Protocol):
+    """One generation's output: its text and, when the server sent them, its token ids."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def token_ids(self) -> tuple[int, ...] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutputComparison:
+    """How two outputs compare."""
+
+    compared: Compared
+    """'token_ids' when both outputs carry token ids, else 'text'."""
+    token_index: int | None
+    """First differing token id (a length mismatch counts); None when equal or compared by text."""
+    char_index: int | None
+    """First differing character of the text (a length mismatch counts); None when the texts are equal."""
+
+    @property
+    def identical(self) -> bool:
+        """True when what was compared is equal."""
+        return (self.token_index if self.compared == "token_ids" else self.char_index) is None
+
+
+def compare_outputs(a: Output, b: Output) -> OutputComparison:
+    """Compare two outputs by token ids when both have them, else by text."""
     char = first_difference(a.text, b.text)
     if a.token_ids is not None and b.token_ids is not None:
-        tok = first_difference(a.token_ids, b.token_ids)
-        if tok is None:
-            return None
-        compared: Compared = "token_ids"
-    else:
-        if char is None:
-            return None
-        tok = None
-        compared = "text"
-    c = char if char is not None else min(len(a.text), len(b.text))
+        return OutputComparison("token_ids", first_difference(a.token_ids, b.token_ids), char)
+    return OutputComparison("text", None, char)
+
+
+def _divergence(a: RunRecord, b: RunRecord, cmp: OutputComparison) -> Divergence:
+    tok = cmp.token_index
+    c = cmp.char_index if cmp.char_index is not None else min(len(a.text), len(b.text))
     lo = max(0, c - CONTEXT_CHARS)
     hi = c + CONTEXT_CHARS
     return Divergence(
@@ -104,7 +129,7 @@ def compare_outputs(a: RunRecord, b: RunRecord) -> Divergence | None:
         category=a.category,
         point=a.point,
         pair=a.pair if a.pair is not None else -1,
-        compared=compared,
+        compared=cmp.compared,
         token_index=tok,
         char_index=c,
         a_tokens=a.token_ids[max(0, tok - CONTEXT_TOKENS) : tok + CONTEXT_TOKENS]
@@ -133,9 +158,10 @@ def lossless_check(records: Sequence[RunRecord], temperature: float, paired: boo
     first: Divergence | None = None
     differing = 0
     for a, b in pairs:
-        by.add("token_ids" if a.token_ids is not None and b.token_ids is not None else "text")
-        d = compare_outputs(a, b)
-        if d is not None:
+        cmp = compare_outputs(a, b)
+        by.add(cmp.compared)
+        if not cmp.identical:
             differing += 1
-            first = first or d
+            if first is None:
+                first = _divergence(a, b, cmp)
     return LosslessReport(True, len(pairs), differing, "+".join(sorted(by)), first)
