@@ -1,8 +1,9 @@
 """The simulator's served /metrics page and SSE chunks against the real vLLM 0.32 captures, automatically.
 
-tests/sim compares a freshly rendered page and a few chosen chunks; this compares the page a running
-simulator serves after requests, family by family (TYPE, HELP, sample names including `_created`,
-label names, `le` boundaries), and the set of distinct chunk shapes of whole streams, key by key.
+test_metrics_format.py and test_endpoints.py compare a freshly rendered page and a few chosen chunks;
+this compares the page a running simulator serves after requests, family by family (TYPE, HELP,
+sample names including `_created`, label names, `le` boundaries), and the set of distinct chunk
+shapes of whole streams, key by key.
 """
 
 from __future__ import annotations
