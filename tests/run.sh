@@ -34,7 +34,7 @@ if [ "$checks" != "0" ]; then
 fi
 mkdir -p .cache
 rm -f .cache/junit-*.xml
-echo "== fast suite (unit, simulator, UI, snapshots)"
+echo "== fast suite (core, commands, simulator, UI, snapshots)"
 .venv/bin/python -m pytest -q -p no:randomly --junitxml=.cache/junit-fast.xml || status=$?
 
 if [ "${MTPWATCH_FAST:-0}" != "1" ]; then
