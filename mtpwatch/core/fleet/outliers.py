@@ -26,7 +26,7 @@ MIN_PEERS = 2
 """Rows needed besides the one judged."""
 
 OUTLIER_RULE = (
-    "A row is marked ▲/▼ (outlier) when its acceptance or its tok/s differs from the median m of the "
+    "A row is marked ⚠ (outlier) when its acceptance or its tok/s differs from the median m of the "
     "other rows with the same model and k by more than max(3 × MAD, 25 % of m) (MAD: their median "
     "absolute deviation). It needs at least 2 such other rows with the number in the window "
     "(acceptance: drafts in the window; tok/s: tokens in the window)."

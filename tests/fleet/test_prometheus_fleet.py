@@ -14,6 +14,9 @@ series' factors, which the test bounds from the same samples.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusSource
 
-from .conftest import Procs, start_prometheus, start_sims
+from .conftest import Procs, Tty, start_prometheus, start_sims
 
 COUNTERS = {
     "drafts": "vllm:spec_decode_num_drafts_total",
@@ -171,6 +174,24 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
         assert flagged == {collapsed}, rows
     assert d[collapsed].acceptance is not None and d[collapsed].acceptance < 0.2
     assert min(d[h].acceptance or 0 for h in hosts[:2]) > 0.4
+
+    # The README's commands: the same numbers as the CLI prints them, and the fleet view on screen.
+    argv = [sys.executable, "-m", "mtpwatch", "snapshot", "--prometheus", prom, "--json"]
+    out = await asyncio.to_thread(
+        subprocess.run,
+        [*argv, "--selector", '{job="vllm"}', "--window", "60"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert {r["source"] for r in doc["rows"]} == set(hosts)
+    assert doc["outliers"] == [collapsed] and 'job="vllm"' in doc["queries"]["drafts"]
+    tty = Tty(procs, ["attach", "--prometheus", prom, "--selector", '{job="vllm"}', "--window", "60"])
+    tty.wait_for("fleet", "Prometheus", *hosts, "outliers:")
+    assert tty.quit() == 0
 
     # A target that dies: Prometheus' `up` turns 0 and the row says so.
     procs.procs[2].terminate()

@@ -2,7 +2,7 @@
 # Fetch Debian's prometheus package with `apt-get download` and unpack it with `dpkg -x` into
 # ~/.cache/mtpwatch/prometheus (no root, no install; cached). Prints `export MTPWATCH_PROMETHEUS=PATH`.
 #
-#   bash tests/prometheus/setup.sh
+#   bash tests/fleet/setup_prometheus.sh
 set -euo pipefail
 CACHE=${MTPWATCH_CACHE:-$HOME/.cache/mtpwatch}/prometheus
 BIN=$CACHE/root/usr/bin/prometheus

@@ -1,8 +1,13 @@
-"""A real Prometheus (Debian's package, fetched and unpacked by setup.sh) scraping simulator processes."""
+"""Fleet tests' helpers: simulator processes, a real Prometheus (Debian's package, fetched and unpacked by
+setup_prometheus.sh, cached), and `mtpwatch` run in a pseudo-terminal as a user runs it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
+import re
+import select
 import signal
 import socket
 import subprocess
@@ -31,9 +36,9 @@ def prometheus_binary() -> str:
     if path and os.access(path, os.X_OK):
         return path
     out = subprocess.run(
-        ["bash", str(HERE / "setup.sh")], capture_output=True, text=True, timeout=600, check=False
+        ["bash", str(HERE / "setup_prometheus.sh")], capture_output=True, text=True, timeout=600, check=False
     )
-    assert out.returncode == 0, f"tests/prometheus/setup.sh failed:\n{out.stderr[-2000:]}"
+    assert out.returncode == 0, f"tests/fleet/setup_prometheus.sh failed:\n{out.stderr[-2000:]}"
     line = next(x for x in out.stdout.splitlines() if x.startswith("export MTPWATCH_PROMETHEUS="))
     return line.split("=", 1)[1]
 
@@ -122,3 +127,52 @@ def start_prometheus(procs: Procs, tmp: Path, targets: list[str], interval_s: in
             pass
         time.sleep(0.2)
     raise AssertionError("Prometheus not ready within 30 s:\n" + (tmp / "prometheus.log").read_text()[-2000:])
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07]*\x07")
+
+
+class Tty:
+    """`mtpwatch ARGS` in a pseudo-terminal; `screen` is everything it drew, escapes removed."""
+
+    def __init__(self, procs: Procs, args: list[str], cols: int = 200, rows: int = 40) -> None:
+        import fcntl
+        import struct
+        import termios
+
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows)}
+        self.proc = procs.start(
+            [sys.executable, "-m", "mtpwatch", *args], stdin=slave, stdout=slave, stderr=slave, env=env
+        )
+        os.close(slave)
+        self.master = master
+        self.raw = b""
+
+    def read(self, timeout: float) -> None:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if ready:
+            with contextlib.suppress(OSError):  # the child closed the terminal
+                self.raw += os.read(self.master, 1 << 16)
+
+    @property
+    def screen(self) -> str:
+        return ANSI.sub("", self.raw.decode("utf-8", "replace"))
+
+    def wait_for(self, *needles: str, limit_s: float = 30.0) -> None:
+        deadline = time.monotonic() + limit_s
+        while not all(n in self.screen for n in needles):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"never saw {needles!r}; screen tail:\n{self.screen[-3000:]}")
+            self.read(0.2)
+
+    def quit(self, limit_s: float = 20.0) -> int:
+        """Ctrl+Q; the exit status once the process ends (reading on so it never blocks on output)."""
+        os.write(self.master, b"\x11")
+        deadline = time.monotonic() + limit_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self.read(0.1)
+        code = self.proc.wait(timeout=5)
+        os.close(self.master)
+        return code
