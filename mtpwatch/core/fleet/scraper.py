@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, GroupKey, RowState, build_row, down_row, split_page
 from mtpwatch.core.http.client import Backoff, ConnectionState, ServerError, VllmClient
+from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported, fast_get_possible
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 
@@ -135,8 +136,36 @@ class Track:
 
 
 def _client_fetch(target: Target, timeout_s: float) -> tuple[Fetch, Callable[[], Awaitable[None]]]:
+    """The target's page getter: the fast kept-alive GET where it can, httpx otherwise.
+
+    When the fast path meets anything but the plain case (a redirect, an error status, a refused
+    connection), httpx asks once more: it follows redirects and words every error exactly as the
+    single-server monitor does. A target whose plain answers need httpx stays on httpx.
+    """
     client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
-    return client.scrape_text, client.aclose
+    if not fast_get_possible(client.base_url):
+        return client.scrape_text, client.aclose
+    fast = FastGet(client.base_url, api_key=client.api_key)
+    use_fast = True
+
+    async def fetch() -> str:
+        nonlocal use_fast
+        if use_fast:
+            try:
+                return await fast.get()
+            except FastGetUnsupported:
+                text = await client.scrape_text()
+                use_fast = False  # a plain answer the fast path cannot read: httpx from now on
+                return text
+            except (OSError, asyncio.IncompleteReadError, ValueError, asyncio.LimitOverrunError):
+                pass  # httpx retries and, if it fails too, says why in the monitor's words
+        return await client.scrape_text()
+
+    async def close() -> None:
+        fast.close()
+        await client.aclose()
+
+    return fetch, close
 
 
 class FleetScraper:
