@@ -29,7 +29,7 @@ def test_attach_file_json_prints_one_document(procs: Procs, tmp_path: Path) -> N
     listing = tmp_path / "servers.txt"
     listing.write_text(f"# my servers\n{urls[0]}\n\n{urls[1]}  # the odd one\nhttp://127.0.0.1:9\n")
     out = subprocess.run(
-        [sys.executable, "-m", "mtpwatch", "attach", "--file", str(listing), "--json", "--window", "3"],
+        [sys.executable, "-m", "mtpwatch", "attach", "--file", str(listing), "--json"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -79,3 +79,20 @@ def test_fleet_bad_input_is_one_error_line(tmp_path: Path) -> None:
     )
     assert "cannot reach Prometheus" in _error(["snapshot", "--prometheus", "http://127.0.0.1:9", "--json"])
     assert "give a server URL" in _error(["snapshot"])
+
+
+def test_fleet_scale_bench_runs() -> None:
+    bench = Path(__file__).resolve().parents[1] / "bench" / "fleet_scale.py"
+    out = subprocess.run(
+        [sys.executable, str(bench), "--sizes", "2,4", "--seconds", "2", "--procs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert any(
+        line.startswith("fleet_scale:  4 servers at 4 Hz: app CPU") and "4 rows up" in line for line in lines
+    )
+    assert any("2 → 4 servers" in line for line in lines)

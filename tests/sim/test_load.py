@@ -71,3 +71,36 @@ def test_count_past_the_last_port_is_one_error_line() -> None:
         check=False,
     )
     assert out.returncode == 2 and "runs past port 65535" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_count_from_a_given_port_uses_consecutive_ports() -> None:
+    import socket
+
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base > 65000:
+            continue
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mtpwatch", "sim", "--count", "3", "--port", str(base), "--load", "2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            urls = [proc.stdout.readline() for _ in range(3)]
+            if not all(urls):  # a neighbouring port was taken: try another base
+                continue
+            ports = [int(u.strip().rsplit(":", 1)[1]) for u in urls]
+            assert ports == [base, base + 1, base + 2]
+            page = parse_snapshot(httpx.get(f"http://127.0.0.1:{base + 2}/metrics", timeout=10).text)
+            assert page.schema == "vllm"
+            return
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+    raise AssertionError("no free run of 3 ports found")

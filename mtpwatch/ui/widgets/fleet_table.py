@@ -95,20 +95,36 @@ class FleetTable(DataTable[Text]):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
         self.rows_shown: list[FleetRow] = []
+        self._cells: list[list[Text]] = []
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key)
 
     def show(self, rows: Sequence[FleetRow]) -> None:
-        """Replace the rows (already sorted), keeping the cursor on the row with the same key."""
+        """Replace the rows (already sorted), keeping the cursor on the row with the same key.
+
+        When the same rows come in the same order (the usual refresh), only cells whose text or
+        style changed are updated: a full rebuild of 32 rows × 13 cells costs several ms a frame.
+        """
+        new_cells = [cells(row) for row in rows]
+        keys = [row.key for row in rows]
+        if keys == [r.key for r in self.rows_shown] and len(self._cells) == len(rows):
+            for row_key, old, new in zip(keys, self._cells, new_cells, strict=True):
+                for (col_key, _), a, b in zip(COLUMNS, old, new, strict=True):
+                    if a.plain != b.plain or a.style != b.style:
+                        self.update_cell(row_key, col_key, b)
+            self.rows_shown = list(rows)
+            self._cells = new_cells
+            return
         current = None
         if self.rows_shown and 0 <= self.cursor_row < len(self.rows_shown):
             current = self.rows_shown[self.cursor_row].key
         self.clear()
-        for row in rows:
-            self.add_row(*cells(row), key=row.key)
+        for row, row_cells in zip(rows, new_cells, strict=True):
+            self.add_row(*row_cells, key=row.key)
         self.rows_shown = list(rows)
+        self._cells = new_cells
         if current is not None:
             for i, row in enumerate(rows):
                 if row.key == current:
