@@ -86,6 +86,42 @@ async def wait_scraped(prom: str, n: int) -> None:
     raise AssertionError(f"Prometheus did not scrape all {n} targets within 30 s")
 
 
+async def check_monitor_from_prometheus(prom: str, collapsed: str) -> None:
+    from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.screens.monitor import MonitorScreen
+    from mtpwatch.ui.widgets.fleet_table import FleetTable
+
+    config = AppConfig(
+        servers=[],
+        display=DisplaySettings(scrape_interval_s=0.5),
+        fleet=FleetSettings(prometheus=prom, selector='{job="vllm"}', window_s=60.0),
+    )
+    app = make_app(config)
+    async with app.run_test(size=(180, 40)) as pilot:
+        table = app.screen.query_one(FleetTable)
+        deadline = time.monotonic() + 20
+        while len(table.rows_shown) < 3:
+            assert time.monotonic() < deadline, "no rows from Prometheus"
+            await pilot.pause(0.2)
+        index = next(i for i, r in enumerate(table.rows_shown) if r.name == collapsed)
+        table.move_cursor(row=index)
+        await pilot.press("enter")
+        monitor = app.screen
+        assert isinstance(monitor, MonitorScreen)
+        while not (monitor.feeds and monitor.feeds[0].status == "up"):
+            assert time.monotonic() < deadline + 20, "the Prometheus-fed monitor never came up"
+            await pilot.pause(0.2)
+        feed = monitor.feeds[0]
+        assert len(feed.collector) >= 10, "history from before the monitor opened"
+        rates = feed.rates("60 s")
+        assert rates is not None and rates.acceptance_rate is not None and rates.acceptance_rate < 0.2
+        assert max(v for _, v in feed.collector.tok_s_series()) > 0
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        await pilot.press("ctrl+q")
+
+
 def by_instance(rows: list[FleetRow], strip_scheme: bool) -> dict[str, FleetRow]:
     return {(r.source.split("://", 1)[-1] if strip_scheme else r.source): r for r in rows}
 
@@ -191,6 +227,10 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     tty = Tty(procs, ["attach", "--prometheus", prom, "--selector", '{job="vllm"}'])
     tty.wait_for("fleet", "Prometheus", *hosts, "idle")  # the burst ended > 10 s ago
     assert tty.quit() == 0
+
+    # Enter on the collapsed row: the single-server monitor, fed from Prometheus, its history
+    # (from before the monitor opened) read by a range query.
+    await check_monitor_from_prometheus(prom, collapsed)
 
     # A target that dies: Prometheus' `up` turns 0 and the row says so.
     procs.procs[2].terminate()

@@ -208,20 +208,24 @@ class FleetScreen(Screen[None]):
         self.open_monitor(row)
 
     def open_monitor(self, row: FleetRow) -> None:
-        """Push the single-server monitor for `row` (it scrapes that server itself)."""
+        """Push the single-server monitor for `row`: it scrapes the server itself, or, for a row read
+        from Prometheus, reads that target's counters (and their recent history) from Prometheus."""
         from mtpwatch.ui.screens.monitor import MonitorScreen
 
         url = row.source if "://" in row.source else f"http://{row.source}"
+        factory = None
+        title = f"{self.config.title} · {row.name}"
         if self.fleet.prometheus is not None:
-            self.app.notify(
-                f"The monitor scrapes {url} directly (Prometheus rows name the target's address).",
-                timeout=4,
+            from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
+
+            factory = prometheus_feed_factory(
+                self.fleet.prometheus, self.fleet.selector, (row.source, row.model, row.engine)
             )
+            title += " (counters from Prometheus; prompts go to the server itself)"
         spec = ServerSpec(label=row.name, url=url, model=row.model, api_key=self.fleet.api_key)
-        config = AppConfig(
-            servers=[spec], display=self.config.display, title=f"{self.config.title} · {row.name}"
-        )
-        self.app.push_screen(MonitorScreen(config, autostart=self.autostart, clock=self.clock))
+        config = AppConfig(servers=[spec], display=self.config.display, title=title)
+        screen = MonitorScreen(config, autostart=self.autostart, clock=self.clock, feed_factory=factory)
+        self.app.push_screen(screen)
 
     async def stop(self) -> None:
         """Stop scraping (the workers close their clients)."""

@@ -47,10 +47,13 @@ class MonitorScreen(Screen[None]):
         schedule: str = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
+        feed_factory: Callable[..., ServerFeed] | None = None,
     ) -> None:
         super().__init__()
         from mtpwatch.ui.live import MeasureSettings
 
+        self.feed_factory = feed_factory
+        """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
         self.measure_settings = measure or MeasureSettings()
         self.measuring = False
         self.last_prompt: str | None = None
@@ -103,8 +106,9 @@ class MonitorScreen(Screen[None]):
         if self.autostart:
             from mtpwatch.ui.live import ServerFeed
 
+            factory = self.feed_factory or ServerFeed
             for i, spec in enumerate(self.config.servers):
-                feed = ServerFeed(spec, self.config.display, clock=self.clock)
+                feed = factory(spec, self.config.display, clock=self.clock)
                 self.feeds.append(feed)
                 if not self.restart_mode:
                     self.run_server(i)
