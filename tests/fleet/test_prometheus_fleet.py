@@ -9,11 +9,17 @@ the first/last sample lies within 1.1 average sample intervals of them, else by 
 which this test recomputes from the raw samples. So every increase must equal direct delta ×
 factor, and the ratios (acceptance, mean length, per position) may differ only by the ratio of two
 series' factors, which the test bounds from the same samples.
+
+Then: the README's `snapshot --prometheus` and `attach --prometheus` commands; Enter on the collapsed
+row (its monitor fed from Prometheus, with history from before it opened); a server restart inside
+the window (increase() adds the value before the reset: the row counts exactly the traffic since);
+and a dead target (`up == 0`: the row says down).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import subprocess
 import sys
@@ -40,12 +46,13 @@ PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 
 
 def extrapolation_factor(points: list[tuple[int, float]], range_start_ms: int, range_end_ms: int) -> float:
-    """increase() / (last − first) for one series: Prometheus 2.42's extrapolatedRate, counter, no resets.
+    """increase() / Δ for one series, Δ = last − first plus the value before each reset: Prometheus
+    2.42's extrapolatedRate for a counter.
 
     Times in integer milliseconds, as Prometheus keeps them (floats near 1.7e9 s lose the last digits).
     """
-    (t0, v0), (t1, v1) = points[0], points[-1]
-    delta = v1 - v0
+    (t0, v0), (t1, _) = points[0], points[-1]
+    delta = reset_corrected(points)
     to_start, to_end, sampled = (t0 - range_start_ms) / 1000, (range_end_ms - t1) / 1000, (t1 - t0) / 1000
     avg = sampled / (len(points) - 1)
     if delta > 0 and v0 >= 0:
@@ -55,6 +62,16 @@ def extrapolation_factor(points: list[tuple[int, float]], range_start_ms: int, r
     interval += to_start if to_start < threshold else avg / 2
     interval += to_end if to_end < threshold else avg / 2
     return interval / sampled
+
+
+def reset_corrected(points: list[tuple[int, float]]) -> float:
+    """last − first, plus the value before every drop (a counter reset)."""
+    delta, prev = points[-1][1] - points[0][1], 0.0
+    for _, v in points:
+        if v < prev:
+            delta += prev
+        prev = v
+    return delta
 
 
 async def generate(url: str, prompt: str, max_tokens: int) -> None:
@@ -232,10 +249,36 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     # (from before the monitor opened) read by a range query.
     await check_monitor_from_prometheus(prom, collapsed)
 
-    # A target that dies: Prometheus' `up` turns 0 and the row says so.
-    procs.procs[2].terminate()
-    procs.procs[2].wait(timeout=10)
-    await asyncio.sleep(2.5)
+    # A server that restarts (counters back to 0) inside the window: increase() adds the value before
+    # the reset, so the row counts the traffic after the restart, not a negative or a full total.
+    t_before = time.time()
+    async with httpx.AsyncClient(timeout=10) as client:
+        r = await client.post(urls[0] + "/sim/fault", json={"restart": True})
+        r.raise_for_status()
+        await asyncio.sleep(1.5)  # Prometheus scrapes the reset counters
+        await generate(urls[0], "After the restart, write one more story.", 60)
+        # A target that dies: Prometheus' `up` turns 0 and the row says so (checked below).
+        procs.procs[2].terminate()
+        procs.procs[2].wait(timeout=10)
+        await asyncio.sleep(3.0)
+        page = (await client.get(urls[0] + "/metrics")).text
+    from mtpwatch.core.metrics.snapshot import parse_snapshot
+
+    after_restart = parse_snapshot(page)
+    t_end2 = round(time.time(), 3)
+    w2_ms = round((t_end2 - t_before + 2.0) * 1000)
+    series = await raw_matrix(prom, f'{COUNTERS["drafts"]}{{instance="{hosts[0]}"}}[{w2_ms}ms]', t_end2)
+    pts = [(round(float(t) * 1000), float(v)) for t, v in series[0]["values"]]
+    assert any(b[1] < a[1] for a, b in itertools.pairwise(pts)), "the window holds the reset"
+    assert reset_corrected(pts) == after_restart.drafts > 0
+    factor = extrapolation_factor(pts, round(t_end2 * 1000) - w2_ms, round(t_end2 * 1000))
+    source = PrometheusSource(prom, selector='{job="vllm"}', stale_after_s=5)
+    try:
+        across = by_instance(await source.rows(w2_ms / 1000, at=t_end2), strip_scheme=False)[hosts[0]]
+    finally:
+        await source.aclose()
+    assert across.drafts == pytest.approx(after_restart.drafts * factor, rel=1e-9)
+    assert across.acceptance is not None and 0 < across.acceptance < 1
     source = PrometheusSource(prom, selector='{job="vllm"}', stale_after_s=5)
     try:
         later = by_instance(await source.rows(10.0), strip_scheme=False)
