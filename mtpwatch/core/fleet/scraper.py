@@ -124,7 +124,7 @@ class Track:
             if latest is None:
                 continue
             rates = collector.window(window_s, now)
-            history = tuple(collector.tok_s_series(since=now - 60.0, smooth_s=1.0))
+            history = _buckets(collector.tok_s_series(since=now - HISTORY_S), now)
             out.append(
                 build_row(url, key, latest, rates, engines_on_source=n, reason=self.reason, history=history)
             )
@@ -133,6 +133,25 @@ class Track:
         else:
             self.last_rows = out
         return out
+
+
+HISTORY_S = 60.0
+"""Span of a row's tok/s history (the sparkline), in `HISTORY_BUCKETS` equal buckets."""
+HISTORY_BUCKETS = 12
+
+
+def _buckets(series: Sequence[tuple[float, float]], now: float) -> tuple[tuple[float, float], ...]:
+    """(end of bucket, mean tok/s) for each 5 s bucket of the last minute that has scrapes."""
+    width = HISTORY_S / HISTORY_BUCKETS
+    sums = [0.0] * HISTORY_BUCKETS
+    counts = [0] * HISTORY_BUCKETS
+    start = now - HISTORY_S
+    for t, v in series:
+        i = int((t - start) / width)
+        if 0 <= i < HISTORY_BUCKETS:
+            sums[i] += v
+            counts[i] += 1
+    return tuple((start + (i + 1) * width, sums[i] / counts[i]) for i in range(HISTORY_BUCKETS) if counts[i])
 
 
 def _client_fetch(target: Target, timeout_s: float) -> tuple[Fetch, Callable[[], Awaitable[None]]]:

@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 WINDOWS_S = (10.0, 60.0)
 """Windows F3 cycles through (the --window given first when it is another value)."""
+REFRESH_S = 1.0
+"""Seconds between two table updates of a directly scraped fleet (the numbers span a 10 s or 60 s
+window; a faster redraw costs CPU, tests/bench/fleet_scale.py)."""
 PROMETHEUS_REFRESH_S = 2.0
 """Seconds between two rounds of Prometheus queries."""
 
@@ -74,7 +78,8 @@ class FleetScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="title-bar")
-        yield FleetTable(id="fleet-table")
+        with VerticalScroll(id="fleet-scroll"):
+            yield FleetTable(id="fleet-table")
         yield Static(id="fleet-status")
         yield Footer()
 
@@ -98,7 +103,7 @@ class FleetScreen(Screen[None]):
                 clock=self.clock,
             )
             self.run_scraper()
-            self.set_interval(0.5, self.refresh_direct)
+            self.set_interval(REFRESH_S, self.refresh_direct)
 
     def source_words(self) -> str:
         if self.fleet.prometheus is not None:
@@ -195,11 +200,6 @@ class FleetScreen(Screen[None]):
         self.update_title()
         if self.scraper is not None:
             self.refresh_direct()
-
-    @on(DataTable.RowSelected)
-    def row_selected(self, event: DataTable.RowSelected) -> None:
-        event.stop()
-        self.action_open_row()
 
     def action_open_row(self) -> None:
         row = self.query_one(FleetTable).selected()

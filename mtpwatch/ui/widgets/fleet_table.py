@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rich.text import Text
-from textual.widgets import DataTable
+from textual.binding import Binding
+from textual.containers import ScrollableContainer
+from textual.geometry import Region
+from textual.widgets import Static
 
 from mtpwatch.core.fleet.rows import FleetRow
 
@@ -89,47 +93,84 @@ def cells(row: FleetRow) -> list[Text]:
     ]
 
 
-class FleetTable(DataTable[Text]):
-    """The fleet's rows; keeps the cursor on the same server across refreshes."""
+class FleetTable(Static, can_focus=True):
+    """The fleet's rows as one text block (one line per row, a highlighted cursor line).
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)  # type: ignore[arg-type]
+    Drawn as a single `Static` rather than a `DataTable`: a refresh re-renders one text block instead
+    of updating hundreds of cells, which kept a 32-row refresh well under the CPU budget of the fleet
+    view (tests/bench/fleet_scale.py). The cursor stays on the same server across refreshes.
+    """
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "cursor(-10)", "Page up", show=False),
+        Binding("pagedown", "cursor(10)", "Page down", show=False),
+        Binding("home", "cursor(-100000)", "First", show=False),
+        Binding("end", "cursor(100000)", "Last", show=False),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("", **kwargs)
         self.rows_shown: list[FleetRow] = []
-        self._cells: list[list[Text]] = []
-
-    def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        self.cursor_row = 0
+        self._lines: list[list[Text]] = []
 
     def show(self, rows: Sequence[FleetRow]) -> None:
-        """Replace the rows (already sorted), keeping the cursor on the row with the same key.
-
-        When the same rows come in the same order (the usual refresh), only cells whose text or
-        style changed are updated: a full rebuild of 32 rows × 13 cells costs several ms a frame.
-        """
-        new_cells = [cells(row) for row in rows]
-        keys = [row.key for row in rows]
-        if keys == [r.key for r in self.rows_shown] and len(self._cells) == len(rows):
-            for row_key, old, new in zip(keys, self._cells, new_cells, strict=True):
-                for (col_key, _), a, b in zip(COLUMNS, old, new, strict=True):
-                    if a.plain != b.plain or a.style != b.style:
-                        self.update_cell(row_key, col_key, b)
-            self.rows_shown = list(rows)
-            self._cells = new_cells
-            return
-        current = None
-        if self.rows_shown and 0 <= self.cursor_row < len(self.rows_shown):
-            current = self.rows_shown[self.cursor_row].key
-        self.clear()
-        for row, row_cells in zip(rows, new_cells, strict=True):
-            self.add_row(*row_cells, key=row.key)
+        """Replace the rows (already sorted), keeping the cursor on the row with the same key."""
+        current = self.selected()
         self.rows_shown = list(rows)
-        self._cells = new_cells
+        self._lines = [cells(row) for row in rows]
         if current is not None:
             for i, row in enumerate(rows):
-                if row.key == current:
-                    self.move_cursor(row=i, animate=False)
+                if row.key == current.key:
+                    self.cursor_row = i
                     break
+        self.cursor_row = max(0, min(self.cursor_row, len(rows) - 1))
+        self._draw()
+
+    def _draw(self) -> None:
+        header = [Text(label, style="bold") for _, label in COLUMNS]
+        table = [header, *self._lines]
+        widths = [max(cell.cell_len for cell in col) for col in zip(*table, strict=True)]
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, line in enumerate(table):
+            row = Text(no_wrap=True)
+            for j, (cell, width) in enumerate(zip(line, widths, strict=True)):
+                pad = width - cell.cell_len
+                if j:
+                    row.append("  ")
+                if cell.justify == "right":
+                    row.append(" " * pad)
+                    row.append_text(cell)
+                else:
+                    row.append_text(cell)
+                    row.append(" " * pad)
+            if i - 1 == self.cursor_row and self.has_focus:
+                row.stylize("reverse")
+            elif i - 1 == self.cursor_row:
+                row.stylize("underline")
+            out.append_text(row)
+            out.append("\n")
+        if not self._lines:
+            out.append_text(Text("waiting for the first answers…", style="dim"))
+        self.update(out)
+
+    def on_focus(self) -> None:
+        self._draw()
+
+    def on_blur(self) -> None:
+        self._draw()
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(row=self.cursor_row + step)
+
+    def move_cursor(self, *, row: int) -> None:
+        """Put the cursor on `row` (clamped)."""
+        self.cursor_row = max(0, min(row, len(self.rows_shown) - 1))
+        self._draw()
+        if isinstance(self.parent, ScrollableContainer):  # keep the cursor line (and the header) in view
+            self.parent.scroll_to_region(Region(0, self.cursor_row, 1, 2), animate=False)
 
     def selected(self) -> FleetRow | None:
         """The row under the cursor."""
