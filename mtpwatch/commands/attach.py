@@ -61,6 +61,8 @@ def command(
     from mtpwatch.commands import fleet
 
     settings = display_settings(**display)  # type: ignore[arg-type]
+    if model is not None and (prometheus is not None or url_file is not None or len(urls) > 1):
+        raise click.UsageError("--model goes with one URL: the fleet view shows every model, one row each")
     if prometheus is not None:
         if urls or url_file:
             raise click.UsageError("--prometheus reads every server from Prometheus: give no URL or --file")
