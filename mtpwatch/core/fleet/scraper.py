@@ -230,8 +230,9 @@ class FleetScraper:
 
     async def _scrape(self, track: Track) -> None:
         try:
-            async with self._semaphore:
-                text = await asyncio.wait_for(track.fetch(), self.timeout_s)
+            async with self._semaphore:  # the timeout starts once a slot is free
+                async with asyncio.timeout(self.timeout_s):
+                    text = await track.fetch()
             track.record(text, self.clock())
             self.stats.scrapes += 1
         except TimeoutError:
