@@ -23,6 +23,7 @@ import click
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import ServerError, VllmClient
 from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.ports import port_in_use_message
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
 from mtpwatch.core.metrics.rates import delta_rates
@@ -305,6 +306,9 @@ def command(
     warning = bind_warning(host, api_key)
     if warning:
         click.echo(warning, err=True)
+    taken = port_in_use_message(host, port)
+    if taken:
+        raise click.ClickException(taken)
     url = connect_url(host, port)
     if headless:
         code = asyncio.run(
