@@ -49,7 +49,7 @@ class Faults:
     metrics_delay_s: float = 0.0
     """Delay every /metrics answer (seconds)."""
     metrics_truncate: bool = False
-    """Answer /metrics with the first half of the page only (cut mid-line)."""
+    """Send half of the /metrics page (cut mid-line), then drop the connection."""
     metrics_no_spec: bool = False
     """Leave the `vllm:spec_decode_*` families out of /metrics (as a server without speculation)."""
     cut_mid_chunk: bool = False
@@ -487,7 +487,7 @@ class SimServer:
         }
         return _json({"object": "list", "data": [card]})
 
-    async def _metrics(self, request: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
         if self.faults.metrics_delay_s > 0:
             await asyncio.sleep(self.faults.metrics_delay_s)
         if self.faults.metrics_status is not None and self.faults.metrics_status != 200:
@@ -497,9 +497,16 @@ class SimServer:
             body = b"".join(
                 line for line in body.splitlines(keepends=True) if b"vllm:spec_decode_" not in line
             )
+        headers = {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
         if self.faults.metrics_truncate:
-            body = body[: len(body) // 2]
-        return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+            # announce the whole page, send half of it (cut mid-line), then drop the connection
+            resp = web.StreamResponse(headers={**headers, **SIM_HEADERS})
+            resp.content_length = len(body)
+            await resp.prepare(request)
+            await resp.write(body[: len(body) // 2])
+            self._drop_transport(request)
+            return resp
+        return web.Response(body=body, headers=headers)
 
     async def _info(self, request: web.Request) -> web.Response:
         return _json(self.info())
