@@ -40,6 +40,7 @@ def test_bad_flag_headless_says_why_and_shows_the_log() -> None:
     assert "Traceback" not in result.stdout + result.stderr
     assert "error: server exited with status 2 before answering /health" in result.stdout, result.stdout
     assert "unrecognized arguments: --no-such-flag" in result.stdout
+    assert "hint: vLLM does not know a flag" in result.stdout
 
 
 async def test_bad_flag_in_the_ui_shows_failed_with_the_reason() -> None:

@@ -94,6 +94,17 @@ def test_spec_log_lines_fixture() -> None:
         ("RuntimeError: operator torchvision::nms does not exist", "torchvision"),
         ("importlib.metadata.PackageNotFoundError: No package metadata was found for vllm", "cannot find"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "CUDA out of memory"),
+        (
+            "(EngineCore pid=2) ValueError: Free memory on device cuda:0 (10.5/119.7 GiB) on startup is less "
+            "than desired GPU memory utilization (0.9, 107.7 GiB). Decrease GPU memory utilization or reduce "
+            "GPU memory used by other processes.",
+            "free GPU memory",
+        ),
+        ("vllm: error: unrecognized arguments: --no-such-flag", "flag"),
+        (
+            "ValueError: Invalid repository ID or local directory specified: '/nonexistent/model'.",
+            "model not found",
+        ),
     ],
 )
 def test_failure_hints(line: str, problem: str) -> None:
