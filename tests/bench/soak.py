@@ -133,6 +133,8 @@ class Figures:
     minutes: float = 0.0
     faults_injected: int = 0
     faults_survived: int = 0
+    injections_failed: int = 0
+    """Faults that could not be switched on (the simulator's control request failed)."""
     faults_by_kind: dict[str, list[int]] = field(default_factory=dict)
     """kind -> [injected, survived]"""
     crashes: int = 0
@@ -376,7 +378,15 @@ class Soak:
             elif kind != "restart":
                 await sim_fault(sim.url, {"clear": True})
         except Exception as exc:
+            # the control request timed out (a loaded machine): not a fault the app met
             self.say(f"fault {kind} on {sim.name}: the injection itself failed: {exc!r}")
+            self.fig.faults_injected -= 1
+            self.fig.injections_failed += 1
+            counts[0] -= 1
+            with contextlib.suppress(Exception):
+                sim.signal(signal.SIGCONT)
+                await sim_fault(sim.url, {"clear": True})
+            self.fault_until[index] = time.monotonic()
             return
         ended = time.monotonic()
         feed = app.monitor.feeds[index]
