@@ -159,6 +159,10 @@ class Figures:
     bad_examples: list[str] = field(default_factory=list)
     slowest_recovery_s: float = 0.0
     rss_by_minute_mb: list[float] = field(default_factory=list)
+    python_heap_growth_mb_per_h: float | None = None
+    """With --tracemalloc: growth of the memory Python objects hold (after the first 10 %), per hour.
+    RSS growing while this stays flat points at the allocator (fragmentation), not at a leak."""
+    python_heap_top_growth: list[str] = field(default_factory=list)
 
 
 def _bad_numbers(obj: Any, path: str = "") -> list[str]:
@@ -181,8 +185,11 @@ def _bad_numbers(obj: Any, path: str = "") -> list[str]:
 
 
 class Soak:
-    def __init__(self, minutes: float, seed: int, speed: float) -> None:
+    def __init__(self, minutes: float, seed: int, speed: float, trace: bool = False) -> None:
         self.minutes = minutes
+        self.trace = trace
+        self.heap: list[tuple[float, int]] = []
+        self.heap_first: Any = None
         self.rng = random.Random(seed)
         self.sims = [Sim("A", ["--no-spec"], speed), Sim("B", [], speed)]
         self.fig = Figures(minutes=minutes)
@@ -242,6 +249,8 @@ class Soak:
             if now - last_sample >= 10.0:
                 last_sample = now
                 self.rss.append((now - t0, rss_bytes()))
+                if self.trace:
+                    self._trace_sample(now - t0)
                 fds, tasks = open_fds(), len(asyncio.all_tasks())
                 self.fig.fds_max = max(self.fig.fds_max, fds)
                 self.fig.tasks_max = max(self.fig.tasks_max, tasks)
@@ -273,13 +282,30 @@ class Soak:
         self.fig.rss_end_mb = rss_bytes() / 2**20
         self.fig.fds_end = open_fds()
         self.fig.tasks_end = len(asyncio.all_tasks())
-        self.fig.rss_growth_mb_per_h = self._slope_mb_per_h()
+        self.fig.rss_growth_mb_per_h = self._slope_mb_per_h(self.rss)
+        if self.trace:
+            self._trace_report()
         self.fig.rss_by_minute_mb = [round(r / 2**20, 1) for i, (_, r) in enumerate(self.rss) if i % 6 == 0]
         self.fig.worker_errors = sum(1 for w in app.workers if w.state.name == "ERROR")
         await pilot.press("ctrl+q")
 
-    def _slope_mb_per_h(self) -> float:
-        pts = self.rss[len(self.rss) // 10 :]
+    def _trace_sample(self, t: float) -> None:
+        import tracemalloc
+
+        self.heap.append((t, tracemalloc.get_traced_memory()[0]))
+        if self.heap_first is None and t >= self.minutes * 60 * 0.1:
+            self.heap_first = tracemalloc.take_snapshot()
+
+    def _trace_report(self) -> None:
+        import tracemalloc
+
+        self.fig.python_heap_growth_mb_per_h = self._slope_mb_per_h(self.heap)
+        if self.heap_first is not None:
+            stats = tracemalloc.take_snapshot().compare_to(self.heap_first, "lineno")
+            self.fig.python_heap_top_growth = [str(st) for st in stats[:8]]
+
+    def _slope_mb_per_h(self, samples: list[tuple[float, int]]) -> float:
+        pts = samples[len(samples) // 10 :]
         if len(pts) < 3:
             return float("nan")
         n = len(pts)
@@ -411,13 +437,23 @@ def main() -> int:
         "--speed", type=float, default=1.0, help="simulator speed (1 = the preset's real rate)"
     )
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="also measure the Python heap (slower; tells leaks from fragmentation)",
+    )
     args = parser.parse_args()
-    soak = Soak(args.minutes, args.seed, args.speed)
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start(1)
+    soak = Soak(args.minutes, args.seed, args.speed, trace=args.tracemalloc)
     fig = asyncio.run(soak.run())
     doc = dataclasses.asdict(fig)
     print(json.dumps(doc, indent=2))
     print(
-        f"soak {fig.minutes:g} min: faults survived {fig.faults_survived}/{fig.faults_injected}, "
+        f"soak {fig.minutes:g} min: faults survived {fig.faults_survived}/{fig.faults_injected} "
+        f"({fig.injections_failed} could not be switched on), "
         f"crashes {fig.crashes}, worker errors {fig.worker_errors}, "
         f"RSS {fig.rss_start_mb:.1f} -> {fig.rss_end_mb:.1f} MB ({fig.rss_growth_mb_per_h:+.2f} MB/h), "
         f"fds {fig.fds_start} -> {fig.fds_end} (max {fig.fds_max}), "
@@ -425,6 +461,11 @@ def main() -> int:
         f"largest scrape gap {fig.largest_scrape_gap_s:.2f} s "
         f"(clean {fig.largest_clean_scrape_gap_s:.2f} s), "
         f"negative/NaN numbers {fig.bad_numbers}, prompts {fig.prompts_completed}"
+        + (
+            f", Python heap {fig.python_heap_growth_mb_per_h:+.2f} MB/h"
+            if fig.python_heap_growth_mb_per_h is not None
+            else ""
+        )
     )
     if args.json is not None:
         args.json.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
