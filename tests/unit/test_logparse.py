@@ -105,6 +105,11 @@ def test_spec_log_lines_fixture() -> None:
             "ValueError: Invalid repository ID or local directory specified: '/nonexistent/model'.",
             "model not found",
         ),
+        (  # vLLM 0.32 (CPU build) given a local path that does not exist
+            "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+            "'namespace/repo_name': '/tmp/no-such-model'. Use `repo_type` argument if needed.",
+            "model not found",
+        ),
     ],
 )
 def test_failure_hints(line: str, problem: str) -> None:

@@ -202,7 +202,7 @@ _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
     (
         re.compile(
             r"Invalid repository ID or local directory specified|is not a valid model identifier|"
-            r"Repository Not Found"
+            r"Repository Not Found|Repo id must be in the form"
         ),
         Hint(
             "model not found",
@@ -244,6 +244,7 @@ _HINT_PREFILTER = (
     "Invalid repository",
     "model identifier",
     "Repository Not Found",
+    "Repo id must be",
 )
 
 
