@@ -26,7 +26,7 @@ from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogEvent
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
-from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, api_key_env, bind_warning, build_vllm_argv
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
@@ -99,6 +99,7 @@ async def run_headless(
     log_file: Path | None,
     served_model_name: str | None,
     out: IO[str] = sys.stdout,
+    env: dict[str, str] | None = None,
 ) -> int:
     """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
@@ -117,7 +118,7 @@ async def run_headless(
         if event.kind in ("phase", "fact", "spec"):
             say(event.text if event.kind != "phase" else f"phase: {event.text}")
 
-    launch = Launch(argv, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
+    launch = Launch(argv, env=env, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
     try:
         proc = await launch.start()
     except StartupError as exc:
@@ -227,7 +228,13 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--api-key", metavar="KEY", help="Require this key (vLLM --api-key); mtpwatch uses it too.")
+@click.option(
+    "--api-key",
+    metavar="KEY",
+    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
+    help="Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
+    "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
+)
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
 @click.option(
     "--vllm",
@@ -293,7 +300,6 @@ def command(
             host=host,
             port=port,
             vllm=vllm_cmd,
-            api_key=api_key,
             served_model_name=served_model_name,
             extra=extra,
         )
@@ -314,6 +320,7 @@ def command(
                 status_interval=status_interval,
                 log_file=log_file,
                 served_model_name=served_model_name,
+                env=api_key_env(api_key),
             )
         )
         sys.exit(code)
@@ -327,7 +334,11 @@ def command(
         model=served_model_name,
         api_key=api_key,
         launch=LaunchSpec(
-            argv=tuple(argv), env={}, kind="vllm", keep=keep, startup_timeout_s=startup_timeout
+            argv=tuple(argv),
+            env=api_key_env(api_key),
+            kind="vllm",
+            keep=keep,
+            startup_timeout_s=startup_timeout,
         ),
     )
     # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)

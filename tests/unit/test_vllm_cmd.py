@@ -10,6 +10,7 @@ import pytest
 
 from mtpwatch.core.launch.vllm_cmd import (
     VllmArgsError,
+    api_key_env,
     bind_warning,
     build_sim_argv,
     build_speculative_config,
@@ -129,13 +130,14 @@ def test_vllm_command_forms(vllm: str, prefix: list[str]) -> None:
     assert argv[len(prefix)] == "--host"
 
 
-def test_name_key_and_extra_go_in_order() -> None:
-    argv = build_vllm_argv(
-        "M", api_key="s3cret", served_model_name="gemma", extra=["--max-model-len", "8192"], k=2
-    )
+def test_name_and_extra_go_in_order_and_the_key_never_in_argv() -> None:
+    argv = build_vllm_argv("M", served_model_name="gemma", extra=["--max-model-len", "8192"], k=2)
     assert argv[argv.index("--served-model-name") + 1] == "gemma"
-    assert argv[argv.index("--api-key") + 1] == "s3cret"
     assert argv[-2:] == ["--max-model-len", "8192"]
+    assert "--api-key" not in argv
+    assert api_key_env("s3cret") == {"VLLM_API_KEY": "s3cret"} and api_key_env(None) == {}
+    with pytest.raises(VllmArgsError, match="--api-key"):
+        build_vllm_argv("M", extra=["--api-key", "s3cret"])
 
 
 def test_bind_warning() -> None:

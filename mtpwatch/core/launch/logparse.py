@@ -185,6 +185,14 @@ _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
         ),
     ),
     (
+        re.compile(r"on startup is less than desired GPU memory utilization"),
+        Hint(
+            "another process holds the GPU's memory",
+            "give each server on this GPU its own smaller --gpu-memory-utilization (mtpwatch ab "
+            "--start plans them; see --plan), stop the other server, or use --restart",
+        ),
+    ),
+    (
         re.compile(r"CUDA out of memory|OutOfMemoryError"),
         Hint(
             "CUDA out of memory",

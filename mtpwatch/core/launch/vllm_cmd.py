@@ -19,6 +19,7 @@ __all__ = [
     "METHODS",
     "NGRAM_DEFAULTS",
     "VllmArgsError",
+    "api_key_env",
     "bind_warning",
     "build_sim_argv",
     "build_speculative_config",
@@ -182,14 +183,15 @@ def build_vllm_argv(
     host: str = "127.0.0.1",
     port: int = 8000,
     vllm: str = "vllm",
-    api_key: str | None = None,
     served_model_name: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
     """The argv of a vLLM OpenAI server for `model`, with speculation from the short flags.
 
     `vllm` is the command that runs vLLM and may have several words (``uv run vllm``,
-    ``python -m vllm.entrypoints.openai.api_server``); `extra` goes last, unchanged.
+    ``python -m vllm.entrypoints.openai.api_server``); `extra` goes last, unchanged. An API key
+    never goes on the command line (``ps`` shows argv to every user): pass `api_key_env` as the
+    server's environment instead.
     """
     if not model.strip():
         raise VllmArgsError("MODEL is empty")
@@ -219,12 +221,15 @@ def build_vllm_argv(
     argv += ["--host", host, "--port", str(port)]
     if served_model_name:
         argv += ["--served-model-name", served_model_name]
-    if api_key:
-        argv += ["--api-key", api_key]
     if config is not None:
         argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
     argv += list(extra)
     return argv
+
+
+def api_key_env(api_key: str | None) -> dict[str, str]:
+    """The environment that gives a server its API key: vLLM reads ``VLLM_API_KEY`` like ``--api-key``."""
+    return {"VLLM_API_KEY": api_key} if api_key else {}
 
 
 def build_sim_argv(
