@@ -34,6 +34,9 @@ __all__ = ["LEDGER_ENV", "WORKER_LINGER_S", "SimGpu", "default_ledger_dir", "spa
 
 LEDGER_ENV = "MTPWATCH_SIM_GPU_DIR"
 """Folder of the ledgers (default: a per-user folder in the temp dir)."""
+LINGER_ENV = "MTPWATCH_SIM_WORKER_LINGER"
+"""Seconds the worker outlives its API server, overriding `WORKER_LINGER_S` (a GPU worker that frees
+tens of GB takes longer)."""
 WORKER_LINGER_S = 0.6
 """Seconds the worker outlives its API server (vLLM CPU build: ~0.5–0.6 s)."""
 
@@ -63,8 +66,13 @@ def default_ledger_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"mtpwatch-sim-gpu-{os.getuid()}"
 
 
-def spawn_worker(linger_s: float = WORKER_LINGER_S) -> subprocess.Popen[bytes]:
+def spawn_worker(linger_s: float | None = None) -> subprocess.Popen[bytes]:
     """The process that holds this server's memory; it exits `linger_s` after this one."""
+    if linger_s is None:
+        try:
+            linger_s = float(os.environ.get(LINGER_ENV, WORKER_LINGER_S))
+        except ValueError:
+            linger_s = WORKER_LINGER_S
     return subprocess.Popen(
         [sys.executable, "-c", _WORKER, str(os.getpid()), f"{linger_s:g}"],
         stdin=subprocess.DEVNULL,

@@ -80,10 +80,11 @@ def estimate_need(
         try:
             dspec = _spec(drafter)
         except ConfigError:
-            return None
-        drafter_bytes, _ = model_weight_bytes(dspec)
-        if method in _OWN_KV_METHODS and not dspec.kv_from_target:
-            kv += kv_cache_bytes(dspec, length)
+            source += f"; drafter {drafter}: size unknown offline, not counted"
+        else:
+            drafter_bytes, _ = model_weight_bytes(dspec)
+            if method in _OWN_KV_METHODS and not dspec.kv_from_target:
+                kv += kv_cache_bytes(dspec, length)
     overhead = OVERHEAD_FIXED + (0.0 if enforce_eager else OVERHEAD_GRAPHS) + _activation_bytes(target)
     return ServerNeed(
         weights=weights,
