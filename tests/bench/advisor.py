@@ -33,7 +33,7 @@ PRESETS = [
 def run_sweep(args: list[str], env: dict[str, str]) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sweep.json"
-        cmd = [sys.executable, "-m", "mtpwatch", "bench", *args, "--json", str(out), "--no-progress"]
+        cmd = [sys.executable, "-m", "mtpwatch", "bench", "--json", str(out), "--no-progress", *args]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
         if proc.returncode != 0 or not out.exists():
             sys.stderr.write(proc.stdout + proc.stderr)

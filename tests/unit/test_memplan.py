@@ -159,3 +159,14 @@ def test_local_gpu_reads_unified_memory_from_meminfo(tmp_path: object) -> None:
     assert gpu is not None and gpu.unified and gpu.name == "NVIDIA GB10"
     assert gpu.total_bytes == 125000000 * 1024 and gpu.free_bytes == 100000000 * 1024
     assert local_gpu_memory(_NoNvml()) is None
+
+
+async def test_wait_memory_back_polls_until_the_memory_is_free() -> None:
+    from mtpwatch.core.launch.gpumem import wait_memory_back
+
+    reads = iter([10 * GIB, 30 * GIB, 60 * GIB, 79 * GIB, 79 * GIB])
+    free = await wait_memory_back(78 * GIB, poll_s=0.01, read=lambda: next(reads))
+    assert free == 79 * GIB
+    steady = iter([50 * GIB, 70 * GIB, 70 * GIB, 99 * GIB])
+    assert await wait_memory_back(None, poll_s=0.01, read=lambda: next(steady)) == 70 * GIB
+    assert await wait_memory_back(1.0, read=lambda: None) is None

@@ -10,14 +10,34 @@ predicts every k of the sweep, so its error can be read against the measured fig
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mtpwatch.core.ab import bench
 from mtpwatch.core.ab.advisor import Advice, advise, step_time_from_rate
+from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
 
-__all__ = ["SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+__all__ = ["SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+
+
+class SettlingArm(bench.LaunchedArm):
+    """A launched arm that, once its server stopped (every process of its group gone), also waits
+    until the GPU's free memory is back where NVML can tell — before the next server starts."""
+
+    _free_before: float | None = None
+
+    async def start(self) -> None:
+        gpu = await asyncio.to_thread(local_gpu_memory)
+        self._free_before = gpu.free_bytes if gpu is not None and gpu.source == "nvml" else None
+        await super().start()
+
+    async def stop(self) -> None:
+        running = self._process is not None
+        await super().stop()
+        if running and self._free_before is not None:
+            await wait_memory_back(0.98 * self._free_before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,12 +195,10 @@ async def run_sweep(
     for k, url, argv in treatments:
         if on_k is not None:
             on_k(k)
-        arm_a = bench.LaunchedArm(
+        arm_a = SettlingArm(
             baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
         )
-        arm_b = bench.LaunchedArm(
-            url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common
-        )
+        arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common)
         runner = bench.BenchRunner(config, arm_a, arm_b)
         try:
             reports[k] = await runner.run(on_event)

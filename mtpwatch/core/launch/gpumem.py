@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import re
+import time
 from typing import Any
 
 from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError, with_gpu_overrides
@@ -116,3 +118,38 @@ def resolve_gpu_memory(
     if free_gib is not None and total_gib is not None and free_gib > total_gib:
         raise PlanError(f"--gpu-free {free_gib:g} GiB is more than --gpu-memory {total_gib:g} GiB")
     return with_gpu_overrides(base, total_gib=total_gib, free_gib=free_gib)
+
+
+async def wait_memory_back(
+    expected_free_bytes: float | None,
+    *,
+    timeout_s: float = 30.0,
+    poll_s: float = 0.5,
+    read: Any = None,
+) -> float | None:
+    """After a server stopped: wait until NVML's free memory is back (≥ `expected_free_bytes`, or
+    steady over two reads), at most `timeout_s`. Returns the free bytes seen; None without NVML.
+
+    `read` (tests) returns free bytes or None; default: `local_gpu_memory`.
+    """
+
+    def default_read() -> float | None:
+        gpu = local_gpu_memory()
+        return None if gpu is None or gpu.source != "nvml" else gpu.free_bytes
+
+    reader = read or default_read
+    free = await asyncio.to_thread(reader)
+    if free is None:
+        return None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if expected_free_bytes is not None and free >= expected_free_bytes:
+            return float(free)
+        await asyncio.sleep(poll_s)
+        now = await asyncio.to_thread(reader)
+        if now is None:
+            return float(free)
+        if expected_free_bytes is None and abs(now - free) <= 0.005 * max(free, 1.0):
+            return float(now)
+        free = now
+    return float(free)

@@ -497,6 +497,11 @@ class ServerProcess:
             _signal_group(group.pgid, signal.SIGKILL)
             _signal_pids(left, signal.SIGKILL)
         returncode = await self._proc.wait()
+        # Stopped means every process of the group is gone (a GPU worker frees its memory last):
+        # the next server on this device may start only then.
+        deadline = time.monotonic() + 5.0
+        while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
         _REGISTRY.pop(group.pgid, None)
         # The pipe closes once every writer is gone: let the pump keep the last lines.
         with contextlib.suppress(asyncio.TimeoutError):
