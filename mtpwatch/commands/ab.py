@@ -6,6 +6,14 @@ import sys
 
 import click
 
+from mtpwatch.commands.options import (
+    check_runs,
+    checked_url,
+    display_options,
+    display_settings,
+    free_port,
+    measure_options,
+)
 from mtpwatch.commands.planning import (
     API_KEY_ENVVARS,
     PassthroughCommand,
@@ -15,16 +23,11 @@ from mtpwatch.commands.planning import (
     print_plan,
     split_args,
 )
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.core.launch.vllm_cmd import METHODS
-from mtpwatch.ui.options import (
-    check_runs,
-    checked_url,
-    display_options,
-    display_settings,
-    free_port,
-    measure_options,
-)
+from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
+from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.launch.memplan import PlanError
+from mtpwatch.core.launch.servers import plan_twins
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 
 
 @click.command("ab", cls=PassthroughCommand)
@@ -119,7 +122,7 @@ def command(
     gpu_memory: float | None,
     gpu_free: float | None,
     keep: bool,
-    schedule: str,
+    schedule: Schedule,
     restart: bool,
     prompts_spec: str,
     limit: int | None,
@@ -144,10 +147,6 @@ def command(
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        from mtpwatch.core.launch.memplan import PlanError
-        from mtpwatch.core.launch.servers import plan_twins
-        from mtpwatch.core.launch.vllm_cmd import VllmArgsError
-
         gpu = gpu_for_plan(settings.gpu, gpu_memory, gpu_free)
         try:
             plan = plan_twins(
@@ -190,9 +189,10 @@ def command(
             ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
-    from mtpwatch.ui.live import MeasureSettings, prompt_set
+    # lazy: Textual loads only once the arguments are checked
+    from mtpwatch.ui.measure import prompt_set
 
-    prompts: list[object] = []
+    prompts: list[Prompt] = []
     if restart:
         try:
             prompts = prompt_set(prompts_spec, limit, settings.max_tokens)
@@ -201,6 +201,6 @@ def command(
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts))
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
     config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
-    from mtpwatch.ui.app import run_app
+    from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

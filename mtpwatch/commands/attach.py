@@ -6,8 +6,8 @@ import sys
 
 import click
 
+from mtpwatch.commands.options import checked_url, display_options, display_settings
 from mtpwatch.config import AppConfig, ServerSpec
-from mtpwatch.ui.options import checked_url, display_options, display_settings
 
 
 @click.command("attach")
@@ -22,6 +22,6 @@ def command(url: str, model: str | None, api_key: str | None, **display: object)
     config = AppConfig(
         servers=[ServerSpec(label=base, url=base, model=model, api_key=api_key)], display=settings
     )
-    from mtpwatch.ui.app import run_app
+    from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config))

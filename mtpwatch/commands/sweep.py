@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.commands.planning import gpu_for_plan, print_plan
 from mtpwatch.core.ab import bench
 from mtpwatch.core.ab.advisor import STEP_MODEL
@@ -24,7 +25,6 @@ from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
-from mtpwatch.ui.options import free_port
 
 
 def _f(x: float | None, fmt: str = "{:.2f}") -> str:

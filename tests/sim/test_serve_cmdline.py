@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch.process import ServerProcess, StartupError, group_members
 from mtpwatch.core.launch.servers import plan_twins
 from mtpwatch.sim.gpu import SimGpu
 from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
-from mtpwatch.ui.options import free_port
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 20"
