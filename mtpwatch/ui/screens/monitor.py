@@ -22,6 +22,7 @@ from textual.worker import Worker
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.bench import BenchConfigError
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
@@ -407,6 +408,9 @@ class MonitorScreen(Screen[None]):
                     race=self.schedule == "race",
                     label=label,
                     slower=slower,
+                )
+                + render_advice(
+                    advice_for(self.feeds[base], self.feeds[mtp]) if label == "MTP/baseline" else None
                 )
             ),
             layout=False,  # one fixed line: no relayout
