@@ -192,3 +192,19 @@ def test_start_takes_its_key_from_the_environment(monkeypatch: pytest.MonkeyPatc
     assert captured["api_key"] == KEY and captured["env"] == {"VLLM_API_KEY": KEY}
     assert KEY not in " ".join(captured["argv"])
     assert os.environ.get("VLLM_API_KEY") is None
+
+
+async def test_clients_read_openai_api_key_where_vllm_api_key_is_absent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mtpwatch.core.http.client import VllmClient
+
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    client = VllmClient("http://127.0.0.1:9")
+    assert client.api_key == KEY
+    await client.aclose()
+    monkeypatch.setenv("VLLM_API_KEY", "vllm-first")
+    client = VllmClient("http://127.0.0.1:9")
+    assert client.api_key == "vllm-first"
+    await client.aclose()
