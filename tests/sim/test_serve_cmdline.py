@@ -147,3 +147,39 @@ async def test_too_small_a_share_for_max_model_len_is_refused(tmp_path: Path) ->
         json.loads((tmp_path / "GB10.json").read_text())["servers"] == []
         or SimGpu.for_gpu("GB10", tmp_path).held() == 0
     )
+
+
+def test_start_headless_with_the_simulator_as_vllm(tmp_path: Path) -> None:
+    """`mtpwatch start … --vllm "mtpwatch sim"`: the whole start path, the key only in the environment."""
+    import os
+    import signal
+    import subprocess
+
+    port = free_port()
+    env = {**os.environ, "MTPWATCH_SIM_GPU_DIR": str(tmp_path), "VLLM_API_KEY": "start-secret"}
+    argv = [
+        sys.executable, "-m", "mtpwatch", "start", E4B, "--method", "ngram", "-k", "3", "--headless",
+        "--port", str(port), "--vllm", SIM, "--status-interval", "0.5", "--", "--max-model-len", "4096",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        for line in proc.stdout:
+            lines.append(line)
+            if "ready in" in line or time.monotonic() > deadline:
+                break
+        assert any("ready in" in line for line in lines), "".join(lines)
+        info = httpx.get(f"http://127.0.0.1:{port}/sim/info", timeout=5).json()
+        assert info["method"] == "ngram" and info["k"] == 3 and info["max_model_len"] == 4096
+        unauth = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5)
+        assert unauth.status_code == 401  # the key reached the server through its environment
+        starting = next(line for line in lines if "starting:" in line)
+        assert "start-secret" not in starting and "--api-key" not in starting
+        assert SimGpu.for_gpu("GB10", tmp_path).held() > 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert SimGpu.for_gpu("GB10", tmp_path).held() == 0.0
