@@ -18,8 +18,8 @@ import click
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.commands.planning import gpu_for_plan, print_plan
-from mtpwatch.core.ab import bench
 from mtpwatch.core.ab.advisor import STEP_MODEL
+from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.sweep import SweepReport, run_sweep
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.launch.memplan import PlanError
@@ -88,7 +88,7 @@ def sweep_command(
     gpu_memory: float | None,
     gpu_free: float | None,
     show_plan: bool,
-    config: bench.BenchConfig,
+    config: BenchConfig,
     api_key: str | None,
     served_model: str | None,
     chat: bool,

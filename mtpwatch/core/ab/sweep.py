@@ -15,14 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mtpwatch.core.ab import bench
 from mtpwatch.core.ab.advisor import Advice, advise, step_time_from_rate
+from mtpwatch.core.ab.http_arm import LaunchedArm
+from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
 
 __all__ = ["SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
 
 
-class SettlingArm(bench.LaunchedArm):
+class SettlingArm(LaunchedArm):
     """A launched arm that, once its server stopped (every process of its group gone), also waits
     until the GPU's free memory is back where NVML can tell — before the next server starts."""
 
@@ -168,7 +170,7 @@ def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = Non
 
 
 async def run_sweep(
-    config: bench.BenchConfig,
+    config: BenchConfig,
     baseline: tuple[str, Sequence[str]],
     treatments: Sequence[tuple[int, str, Sequence[str]]],
     *,
@@ -199,7 +201,7 @@ async def run_sweep(
             baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
         )
         arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common)
-        runner = bench.BenchRunner(config, arm_a, arm_b)
+        runner = BenchRunner(config, arm_a, arm_b)
         try:
             reports[k] = await runner.run(on_event)
         except Exception as exc:

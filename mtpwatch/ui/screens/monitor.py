@@ -21,7 +21,7 @@ from textual.worker import Worker
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.advisor import Advice
-from mtpwatch.core.ab.bench import BenchConfigError
+from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
