@@ -53,6 +53,15 @@ def test_gb10_31b_bf16_twins_go_one_at_a_time_and_say_why() -> None:
     assert [s["argv"][:3] for s in doc["servers"]] == [["vllm", "serve", B31]] * 2
 
 
+def test_h100_31b_bf16_one_at_a_time_each_with_a_share_that_covers_it() -> None:
+    gpu = gpu_from_table("H100 SXM")
+    plan = plan_twins(B31, ports=PORTS, drafter=B31_D, k=8, gpu=gpu, extra=["--max-model-len", "262144"])
+    assert plan.schedule == "restart"
+    for server, mem in zip(plan.servers, plan.memory.servers, strict=True):
+        assert mem.need is not None and _util(server.argv) * gpu.total_bytes >= mem.need.total
+        assert _util(server.argv) * gpu.total_bytes <= gpu.free_bytes
+
+
 def test_no_restart_allowed_refuses_with_numbers() -> None:
     with pytest.raises(PlanError, match=r"need \d+\.\d\d GiB.*GiB free"):
         plan_twins(B31, ports=PORTS, drafter=B31_D, k=2, gpu=gpu_from_table("GB10"), restart=False)

@@ -352,6 +352,8 @@ def plan_memory(
                 out.append(_with_user(label, need, flags, total))
                 continue
             util = min(DEFAULT_UTILIZATION, _floor2(usable / total))
+            if need is not None and util * total < need.total:
+                util = _ceil2(need.total / total)  # above vLLM's default, still within what is free
             out.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
         return tuple(out)
 
