@@ -75,13 +75,14 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--real", action="store_true", help="also real vLLM CPU, ngram k=0,1,2,4")
     parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
+    parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
     opts = parser.parse_args()
     env = dict(os.environ)
     worst: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as ledger:
         env["MTPWATCH_SIM_GPU_DIR"] = ledger
         for model, drafter, gpu, speed in PRESETS:
-            if opts.sim_only_preset and opts.sim_only_preset != model:
+            if opts.real_only or (opts.sim_only_preset and opts.sim_only_preset != model):
                 continue
             sim = f"{sys.executable} -m mtpwatch sim --speed {speed}"
             args = [
@@ -100,7 +101,7 @@ def main() -> None:
             args += ["--max-tokens", str(opts.max_tokens), "--", "--max-model-len", "32768"]
             doc = run_sweep(args, env)
             worst[model] = table(f"simulator: {model} on {gpu}", doc, speed)
-    if opts.real:
+    if opts.real or opts.real_only:
         real = Path(os.environ.get("MTPWATCH_VLLM_VENV", "")) / "bin" / "vllm"
         models = Path(os.environ.get("MTPWATCH_TEST_MODELS", ""))
         if not real.exists() or not (models / "gemma3-270m").is_dir():

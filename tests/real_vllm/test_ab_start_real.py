@@ -37,6 +37,7 @@ def _all_cmdlines() -> list[str]:
     return [_cmdline(int(p)) for p in os.listdir("/proc") if p.isdigit()]
 
 
+@pytest.mark.timeout(2 * STARTUP_LIMIT_S + 300)
 def test_ab_start_ngram_twins_real(real_env: RealEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in VLLM_ENV.items():
         monkeypatch.setenv(key, value)
