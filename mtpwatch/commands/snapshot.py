@@ -192,7 +192,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 
 
 @click.command("snapshot")
-@click.argument("source", metavar="URL|FILE")
+@click.argument("source", metavar="URL|FILE", required=False)
 @click.option(
     "--since",
     "since",
@@ -210,8 +210,36 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-def command(source: str, since: str | None, model: str | None, api_key: str | None, as_json: bool) -> None:
-    """Print speculative-decoding numbers once, from a server URL or a saved /metrics page (FILE)."""
+@click.option(
+    "--prometheus", default=None, metavar="URL", help="The whole fleet, from this Prometheus server."
+)
+@click.option(
+    "--selector", default="", help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'."
+)
+@click.option(
+    "--window",
+    type=click.FloatRange(1.0, 86400.0),
+    default=60.0,
+    show_default=True,
+    help="With --prometheus: seconds of increase()/rate().",
+)
+def command(
+    source: str | None,
+    since: str | None,
+    model: str | None,
+    api_key: str | None,
+    as_json: bool,
+    prometheus: str | None,
+    selector: str,
+    window: float,
+) -> None:
+    """Print speculative-decoding numbers once, from a server URL or a saved /metrics page (FILE),
+    or for every server a Prometheus scrapes (--prometheus URL)."""
+    if prometheus is not None:
+        _prometheus(prometheus, source, since, selector, window, as_json)
+        return
+    if source is None:
+        raise click.UsageError("give a server URL or a saved /metrics page (or --prometheus URL)")
     after = _parse(_load(source, api_key), source, model)
     before = None
     if since is not None:
@@ -226,3 +254,20 @@ def command(source: str, since: str | None, model: str | None, api_key: str | No
         click.echo(json.dumps(json_safe(report), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
+
+
+def _prometheus(
+    url: str, source: str | None, since: str | None, selector: str, window: float, as_json: bool
+) -> None:
+    from mtpwatch.commands import fleet
+    from mtpwatch.commands.options import checked_url
+
+    if source is not None or since is not None:
+        raise click.UsageError("--prometheus reads every server from Prometheus: give no URL|FILE or --since")
+    doc = fleet.prometheus_json(
+        checked_url(url, "--prometheus"), selector=fleet.checked_selector(selector), window_s=window
+    )
+    if as_json:
+        fleet.echo_json(doc)
+    else:
+        click.echo(fleet.render_table(doc))

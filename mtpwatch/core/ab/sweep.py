@@ -36,7 +36,7 @@ class SettlingArm(LaunchedArm):
         await super().start()
 
     async def stop(self) -> None:
-        running = self._process is not None
+        running = self._launch is not None
         await super().stop()
         if running and self._free_before is not None:
             await wait_memory_back(0.98 * self._free_before)

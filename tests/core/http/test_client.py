@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,8 +23,8 @@ from mtpwatch.core.http.errors import (
     no_metrics_message,
 )
 from mtpwatch.core.http.urls import normalize_url
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 BASE = "http://127.0.0.1:8000"
 PROM = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -85,8 +84,8 @@ def mock(handler: Callable[[httpx.Request], httpx.Response], **kw: Any) -> VllmC
     return VllmClient(BASE, transport=httpx.MockTransport(handler), **kw)
 
 
-async def test_scrape_text_returns_page_and_sends_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    page = (DATA / "metrics-ngram-k4-after.txt").read_text()
+async def test_scrape_text_returns_page_and_sends_key(monkeypatch: pytest.MonkeyPatch, data: DataDir) -> None:
+    page = data.text("metrics-ngram-k4-after.txt")
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -108,8 +107,8 @@ async def test_scrape_text_returns_page_and_sends_key(monkeypatch: pytest.Monkey
     assert "authorization" not in seen[-1].headers
 
 
-async def test_scrape_parses_snapshot() -> None:
-    page = (DATA / "metrics-ngram-k4-after.txt").read_text()
+async def test_scrape_parses_snapshot(data: DataDir) -> None:
+    page = data.text("metrics-ngram-k4-after.txt")
     async with mock(lambda r: httpx.Response(200, text=page, headers={"content-type": PROM})) as client:
         snapshot = await client.scrape()
     assert snapshot.schema == "vllm" and snapshot.speculative and snapshot.num_speculative_tokens == 4

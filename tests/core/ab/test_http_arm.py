@@ -8,7 +8,6 @@ completion and serves a /metrics page whose counters advance by the captured run
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import httpx
 import pytest
@@ -17,12 +16,11 @@ from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 
-
-def _sse_body() -> bytes:
-    lines = (DATA / "sse-ngram-k4-completions.txt").read_text(encoding="utf-8").splitlines()
+def _sse_body(data: DataDir) -> bytes:
+    lines = data.text("sse-ngram-k4-completions.txt").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("data:"))
     return ("\n".join(lines[start:]) + "\n\n").encode()
 
@@ -46,10 +44,10 @@ def _metrics(n: int, k: int = 4) -> str:
 
 
 class FakeVllm:
-    def __init__(self) -> None:
+    def __init__(self, sse: bytes) -> None:
         self.completions = 0
         self.bodies: list[dict[str, object]] = []
-        self.sse = _sse_body()
+        self.sse = sse
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         if request.url.path == "/metrics":
@@ -61,8 +59,8 @@ class FakeVllm:
         return httpx.Response(404)
 
 
-async def test_http_arm_measures_and_scrapes_acceptance() -> None:
-    fake = FakeVllm()
+async def test_http_arm_measures_and_scrapes_acceptance(data: DataDir) -> None:
+    fake = FakeVllm(_sse_body(data))
     arm = HttpArm("http://127.0.0.1:9", transport=httpx.MockTransport(fake.handler), label="spec")
     try:
         report = await BenchRunner(BenchConfig([Prompt("p", "x", "c", 128)], runs=3, warmup=1), arm).run()
@@ -82,8 +80,8 @@ async def test_http_arm_measures_and_scrapes_acceptance() -> None:
     assert all("ignore_eos" not in b and "min_tokens" not in b for b in fake.bodies)
 
 
-async def test_http_arm_forces_lengths_in_the_sweep() -> None:
-    fake = FakeVllm()
+async def test_http_arm_forces_lengths_in_the_sweep(data: DataDir) -> None:
+    fake = FakeVllm(_sse_body(data))
     arm = HttpArm("http://127.0.0.1:9", transport=httpx.MockTransport(fake.handler))
     try:
         await BenchRunner(
@@ -96,9 +94,9 @@ async def test_http_arm_forces_lengths_in_the_sweep() -> None:
     )
 
 
-async def test_identical_capture_is_identical_by_text() -> None:
+async def test_identical_capture_is_identical_by_text(data: DataDir) -> None:
     # The capture has no token ids (the server was not asked), so the check falls back to text.
-    fa, fb = FakeVllm(), FakeVllm()
+    fa, fb = FakeVllm(_sse_body(data)), FakeVllm(_sse_body(data))
     a = HttpArm("http://127.0.0.1:9", transport=httpx.MockTransport(fa.handler))
     b = HttpArm("http://127.0.0.1:10", transport=httpx.MockTransport(fb.handler))
     try:

@@ -12,9 +12,7 @@ import pytest
 
 from mtpwatch.core.http.generation import ChunkDecoder, ChunkError, GenerationStats, estimate_tokens
 from mtpwatch.core.http.sse import DONE, SseDecoder, iter_sse_payloads
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-SSE_FILES = sorted(DATA.glob("sse-*.txt"))
+from tests.datadir import DataDir
 
 
 def load_transcript(path: Path) -> tuple[dict[str, Any], bytes]:
@@ -40,13 +38,12 @@ def split_randomly(data: bytes, seed: int) -> list[bytes]:
     return out
 
 
-def test_fixtures_are_present() -> None:
-    assert len(SSE_FILES) >= 5
+def test_fixtures_are_present(data: DataDir) -> None:
+    assert len(data.glob("sse-*.txt")) >= 5
 
 
-@pytest.mark.parametrize("path", SSE_FILES, ids=lambda p: p.name)
-def test_sse_decoder_matches_reference_however_split(path: Path) -> None:
-    _, body = load_transcript(path)
+def test_sse_decoder_matches_reference_however_split(sse_transcript: Path) -> None:
+    _, body = load_transcript(sse_transcript)
     expected = reference_payloads(body)
     assert expected[-1] == DONE
     assert iter_sse_payloads([body]) == expected
@@ -99,9 +96,8 @@ def decode_all(body: bytes, *, step: float = 0.01) -> tuple[GenerationStats, lis
     return stats, events
 
 
-@pytest.mark.parametrize("path", SSE_FILES, ids=lambda p: p.name)
-def test_fixture_token_counts_come_from_usage(path: Path) -> None:
-    summary, body = load_transcript(path)
+def test_fixture_token_counts_come_from_usage(sse_transcript: Path) -> None:
+    summary, body = load_transcript(sse_transcript)
     stats, events = decode_all(body)
     result = stats.finish(t=99.0)
     usage = summary["usage"]
@@ -131,8 +127,8 @@ def test_fixture_token_counts_come_from_usage(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["sse-ngram-k4-completions.txt", "sse-ngram-k4-chat.txt"])
-def test_ngram_fixtures_have_multi_token_chunks(name: str) -> None:
-    summary, body = load_transcript(DATA / name)
+def test_ngram_fixtures_have_multi_token_chunks(name: str, data: DataDir) -> None:
+    summary, body = load_transcript(data.path(name))
     stats, _events = decode_all(body)
     result = stats.finish(t=99.0)
     # Under speculation chunks carry several tokens: the (exact) total beats the chunk count.

@@ -17,13 +17,7 @@ from mtpwatch.core.metrics.snapshot import (
     parse_snapshot,
     snapshot_from_samples,
 )
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-FIXTURES = sorted(DATA.glob("metrics-*.txt"))
-
-
-def page(name: str) -> str:
-    return (DATA / f"metrics-{name}.txt").read_text(encoding="utf-8")
+from tests.datadir import DataDir
 
 
 def raw_values(text: str, name: str) -> list[float]:
@@ -31,14 +25,13 @@ def raw_values(text: str, name: str) -> list[float]:
     return [float(v) for v in re.findall(rf"^{re.escape(name)}(?:\{{[^\n]*\}})? (\S+)$", text, re.M)]
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
-def test_fast_snapshot_equals_snapshot_from_reference_parser(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
+def test_fast_snapshot_equals_snapshot_from_reference_parser(metrics_page: Path) -> None:
+    text = metrics_page.read_text(encoding="utf-8")
     assert parse_snapshot(text) == snapshot_from_samples(parse_samples_reference(text))
 
 
-def test_ngram_k4_page() -> None:
-    text = page("ngram-k4-after")
+def test_ngram_k4_page(data: DataDir) -> None:
+    text = data.text("metrics-ngram-k4-after.txt")
     snap = parse_snapshot(text)
     positions = set(re.findall(r'spec_decode_num_accepted_tokens_per_pos_total\{[^}]*position="(\d+)"', text))
     assert snap.schema == "vllm"
@@ -71,8 +64,8 @@ def test_ngram_k4_page() -> None:
     assert "engine" not in snap.cache_config
 
 
-def test_mtp_k1_page_gives_k1() -> None:
-    snap = parse_snapshot(page("mtp-k1-random-after"))
+def test_mtp_k1_page_gives_k1(data: DataDir) -> None:
+    snap = parse_snapshot(data.text("metrics-mtp-k1-random-after.txt"))
     assert snap.speculative
     assert snap.num_speculative_tokens == 1
     assert len(snap.accepted_per_pos) == 1
@@ -80,8 +73,8 @@ def test_mtp_k1_page_gives_k1() -> None:
 
 
 @pytest.mark.parametrize("name", ["baseline-before", "baseline-after"])
-def test_baseline_page_says_speculation_off(name: str) -> None:
-    text = page(name)
+def test_baseline_page_says_speculation_off(name: str, data: DataDir) -> None:
+    text = data.text(f"metrics-{name}.txt")
     assert "spec_decode" not in text
     snap = parse_snapshot(text)
     assert snap.schema == "vllm"
@@ -91,10 +84,10 @@ def test_baseline_page_says_speculation_off(name: str) -> None:
     assert snap.generation_tokens == sum(raw_values(text, "vllm:generation_tokens_total"))
 
 
-def test_page_without_vllm_families_is_schema_none() -> None:
+def test_page_without_vllm_families_is_schema_none(data: DataDir) -> None:
     text = "\n".join(
         line
-        for line in page("ngram-k4-after").splitlines()
+        for line in data.text("metrics-ngram-k4-after.txt").splitlines()
         if not line.startswith(("vllm:", "# HELP vllm:", "# TYPE vllm:"))
     )
     assert detect_schema(text) == "none"
@@ -212,8 +205,8 @@ def test_llamacpp_without_draft_model_is_not_speculative() -> None:
     assert snap.schema == "llamacpp" and not snap.speculative
 
 
-def test_malformed_kept_line_raises() -> None:
-    bad = page("ngram-k4-after").replace(
+def test_malformed_kept_line_raises(data: DataDir) -> None:
+    bad = data.text("metrics-ngram-k4-after.txt").replace(
         'vllm:generation_tokens_total{engine="0",model_name="spec"} 256.0',
         'vllm:generation_tokens_total{engine="0",model_name="spec" 256.0',
     )
@@ -221,9 +214,9 @@ def test_malformed_kept_line_raises() -> None:
         parse_snapshot(bad)
 
 
-def test_snapshot_report_totals_and_deltas() -> None:
-    before = parse_snapshot(page("ngram-k4-before"))
-    after = parse_snapshot(page("ngram-k4-after"))
+def test_snapshot_report_totals_and_deltas(data: DataDir) -> None:
+    before = parse_snapshot(data.text("metrics-ngram-k4-before.txt"))
+    after = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
     totals = snapshot_report(after)
     deltas = snapshot_report(after, before)
     assert totals["window"] == "since server start" and deltas["window"] == "between pages"
@@ -231,6 +224,6 @@ def test_snapshot_report_totals_and_deltas() -> None:
     assert totals["drafts"] == after.drafts
     assert deltas["requests_running"] == after.requests_running
     assert len(deltas["per_position"]) == deltas["num_speculative_tokens"] == 4
-    off = snapshot_report(parse_snapshot(page("baseline-after")))
+    off = snapshot_report(parse_snapshot(data.text("metrics-baseline-after.txt")))
     assert off["speculative"] is False
     assert off["acceptance_rate"] is None and off["per_position"] == [] and off["output_from_drafts"] is None

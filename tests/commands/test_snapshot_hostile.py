@@ -23,11 +23,21 @@ from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.metrics.snapshot import parse_snapshot
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-AFTER = DATA / "metrics-ngram-k4-after.txt"
-BEFORE = DATA / "metrics-ngram-k4-before.txt"
 DRAFTS = re.compile(r"^(vllm:spec_decode_num_drafts_total\{[^}]*\}) \S+$", re.MULTILINE)
+
+
+@pytest.fixture
+def after_page(data: DataDir) -> Path:
+    """A real vLLM 0.32 page (ngram k=4) after a request."""
+    return data.path("metrics-ngram-k4-after.txt")
+
+
+@pytest.fixture
+def before_page(data: DataDir) -> Path:
+    """The same server's page before it."""
+    return data.path("metrics-ngram-k4-before.txt")
 
 
 def run(*args: str) -> Result:
@@ -51,13 +61,13 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=reject)
 
 
-def _with_drafts_value(value: str) -> str:
-    return DRAFTS.sub(lambda m: f"{m.group(1)} {value}", AFTER.read_text(encoding="utf-8"))
+def _with_drafts_value(page: Path, value: str) -> str:
+    return DRAFTS.sub(lambda m: f"{m.group(1)} {value}", page.read_text(encoding="utf-8"))
 
 
-def test_duplicate_series_is_an_error_not_a_doubled_count(tmp_path: Path) -> None:
+def test_duplicate_series_is_an_error_not_a_doubled_count(tmp_path: Path, after_page: Path) -> None:
     """Bug: a repeated series was summed twice (drafts 102 instead of 51, mean acceptance length 2.88)."""
-    text = AFTER.read_text(encoding="utf-8")
+    text = after_page.read_text(encoding="utf-8")
     repeated = "\n".join(m.group(0) for m in DRAFTS.finditer(text))
     with pytest.raises(MetricsFormatError, match="duplicate series vllm:spec_decode_num_drafts_total"):
         parse_snapshot(text + repeated + "\n")
@@ -67,17 +77,17 @@ def test_duplicate_series_is_an_error_not_a_doubled_count(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("value", ["+Inf", "NaN", "-5"])
-def test_non_finite_or_negative_counter_is_an_error(tmp_path: Path, value: str) -> None:
+def test_non_finite_or_negative_counter_is_an_error(tmp_path: Path, value: str, after_page: Path) -> None:
     """Bug: `+Inf` drafts reached `--json` as `Infinity` (invalid JSON) and a mean acceptance length of 1."""
     page = tmp_path / "bad.txt"
-    page.write_text(_with_drafts_value(value), encoding="utf-8")
+    page.write_text(_with_drafts_value(after_page, value), encoding="utf-8")
     with pytest.raises(MetricsFormatError, match="finite number"):
         parse_snapshot(page.read_text(encoding="utf-8"))
     one_line_error(run(str(page), "--json"), "spec_decode_num_drafts_total")
 
 
-def test_nan_gauges_become_unknown_and_json_stays_valid(tmp_path: Path) -> None:
-    text = AFTER.read_text(encoding="utf-8")
+def test_nan_gauges_become_unknown_and_json_stays_valid(tmp_path: Path, after_page: Path) -> None:
+    text = after_page.read_text(encoding="utf-8")
     text = re.sub(r"^(vllm:num_requests_(?:running|waiting)\{[^}]*\}) \S+$", r"\1 NaN", text, flags=re.M)
     snap = parse_snapshot(text)
     assert snap.requests_running is None and snap.requests_waiting is None
@@ -90,27 +100,29 @@ def test_nan_gauges_become_unknown_and_json_stays_valid(tmp_path: Path) -> None:
     assert data["drafts"] == snap.drafts
 
 
-def test_swapped_pages_are_named_not_reported_as_a_restart() -> None:
+def test_swapped_pages_are_named_not_reported_as_a_restart(after_page: Path, before_page: Path) -> None:
     """Bug: `snapshot BEFORE --since AFTER` printed zeros labelled "server restarted in between"."""
-    assert parse_snapshot(BEFORE.read_text()).created == parse_snapshot(AFTER.read_text()).created
-    one_line_error(run(str(BEFORE), "--since", str(AFTER)), "swap")
+    assert parse_snapshot(before_page.read_text()).created == parse_snapshot(after_page.read_text()).created
+    one_line_error(run(str(before_page), "--since", str(after_page)), "swap")
 
 
-def test_real_restart_between_pages_still_counts_from_the_restart(tmp_path: Path) -> None:
-    after = parse_snapshot(AFTER.read_text(encoding="utf-8"))
+def test_real_restart_between_pages_still_counts_from_the_restart(
+    tmp_path: Path, after_page: Path, before_page: Path
+) -> None:
+    after = parse_snapshot(after_page.read_text(encoding="utf-8"))
     assert after.created is not None
     # Same counters as BEFORE (zeros) but a later _created: the server restarted, nothing was swapped.
     later = after.created + 60.0
     text = re.sub(
         r"^(vllm:\w+_created\{[^}]*\}) \S+$",
         lambda m: f"{m.group(1)} {later!r}",
-        BEFORE.read_text(),
+        before_page.read_text(),
         flags=re.M,
     )
     restarted = tmp_path / "restarted.txt"
     restarted.write_text(text, encoding="utf-8")
     assert parse_snapshot(text).created == later
-    result = run(str(restarted), "--since", str(AFTER), "--json")
+    result = run(str(restarted), "--since", str(after_page), "--json")
     assert result.exit_code == 0, result.output
     data = _strict_json(result.stdout)
     assert data["restarted"] is True
@@ -167,8 +179,8 @@ def test_refused_without_port_says_which_port_was_tried() -> None:
     assert "connection refused" in with_port and "is the server running?" in with_port
 
 
-async def test_scrape_of_duplicate_page_is_not_vllm_error() -> None:
-    text = AFTER.read_text(encoding="utf-8")
+async def test_scrape_of_duplicate_page_is_not_vllm_error(data: DataDir) -> None:
+    text = data.text("metrics-ngram-k4-after.txt")
     page = text + "\n".join(m.group(0) for m in DRAFTS.finditer(text)) + "\n"
 
     def serve(request: httpx.Request) -> httpx.Response:
@@ -179,9 +191,9 @@ async def test_scrape_of_duplicate_page_is_not_vllm_error() -> None:
             await client.scrape()
 
 
-def test_rates_never_nan_or_negative_across_restart_and_idle() -> None:
-    before = parse_snapshot(BEFORE.read_text(encoding="utf-8"))
-    after = parse_snapshot(AFTER.read_text(encoding="utf-8"))
+def test_rates_never_nan_or_negative_across_restart_and_idle(after_page: Path, before_page: Path) -> None:
+    before = parse_snapshot(before_page.read_text(encoding="utf-8"))
+    after = parse_snapshot(after_page.read_text(encoding="utf-8"))
     c = Collector()
     c.add(before, 0.0)
     c.add(after, 1.0)

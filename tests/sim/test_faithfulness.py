@@ -1,14 +1,14 @@
 """The simulator's served /metrics page and SSE chunks against the real vLLM 0.32 captures, automatically.
 
-tests/sim compares a freshly rendered page and a few chosen chunks; this compares the page a running
-simulator serves after requests, family by family (TYPE, HELP, sample names including `_created`,
-label names, `le` boundaries), and the set of distinct chunk shapes of whole streams, key by key.
+test_metrics_format.py and test_endpoints.py compare a freshly rendered page and a few chosen chunks;
+this compares the page a running simulator serves after requests, family by family (TYPE, HELP,
+sample names including `_created`, label names, `le` boundaries), and the set of distinct chunk
+shapes of whole streams, key by key.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,8 +16,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mtpwatch.sim.server import running_sim
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 FAST = {"speed": 50.0}
 
 
@@ -65,9 +65,9 @@ async def _served_page(**options: Any) -> tuple[str, int]:
     return page, int(card["max_model_len"])
 
 
-async def test_served_metrics_page_matches_real_page_family_by_family() -> None:
+async def test_served_metrics_page_matches_real_page_family_by_family(data: DataDir) -> None:
     page, max_model_len = await _served_page()
-    real = _families((DATA / "metrics-ngram-k4-after.txt").read_text(encoding="utf-8"))
+    real = _families(data.text("metrics-ngram-k4-after.txt"))
     sim = _families(page)
     assert sorted(sim) == sorted(real), "families missing or extra in the simulator"
     real_max_model_len = 2048  # the capture's server ran with --max-model-len 2048
@@ -89,8 +89,7 @@ async def test_served_metrics_page_matches_real_page_family_by_family() -> None:
             assert got["le"] == want["le"], f"{name}: le"
 
 
-def _fixture_events(name: str) -> list[dict[str, Any]]:
-    text = (DATA / name).read_text(encoding="utf-8")
+def _fixture_events(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
 
 
@@ -138,9 +137,9 @@ CASES = [
 
 @pytest.mark.parametrize(("fixture", "path", "spec", "body"), CASES, ids=[c[0] for c in CASES])
 async def test_stream_chunk_shapes_match_real_capture(
-    fixture: str, path: str, spec: bool, body: dict[str, Any]
+    fixture: str, path: str, spec: bool, body: dict[str, Any], data: DataDir
 ) -> None:
-    real = _fixture_events(fixture)
+    real = _fixture_events(data.text(fixture))
     request = {**body, "max_tokens": 30, "temperature": 0, "stream_options": {"include_usage": True}}
     async with running_sim(spec=spec, **FAST) as url:
         events = await _stream(url, path, request)

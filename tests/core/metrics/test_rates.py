@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mtpwatch.core.metrics.rates import Attribution, Collector, attribute, delta_rates, is_restart
 from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, parse_snapshot
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from tests.datadir import DataDir
 
 LOG_RE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: ([\d.]+), .*?Accepted: (\d+) tokens, "
@@ -20,9 +18,9 @@ LOG_RE = re.compile(
 )
 
 
-def log_intervals(section_start: str) -> list[dict[str, Any]]:
+def log_intervals(data: DataDir, section_start: str) -> list[dict[str, Any]]:
     """The SpecDecoding log lines of one server run in tests/data/spec-log-lines.txt."""
-    text = (DATA / "spec-log-lines.txt").read_text(encoding="utf-8")
+    text = data.text("spec-log-lines.txt")
     section = text.split("### ")
     run = next(s for s in section if s.startswith(section_start))
     out = []
@@ -45,7 +43,7 @@ def snap(**kw: Any) -> MetricsSnapshot:
     return MetricsSnapshot(**base)
 
 
-def test_ngram_k4_pages_reproduce_vllm_log_line() -> None:
+def test_ngram_k4_pages_reproduce_vllm_log_line(data: DataDir) -> None:
     """The before/after pages span the first two logged intervals of the ngram k=4 run.
 
     Log line 1: Accepted 184, Drafted 196, per-position 0.939 ×4, mean acceptance length 4.76.
@@ -56,9 +54,9 @@ def test_ngram_k4_pages_reproduce_vllm_log_line() -> None:
     vLLM's 0.939 at every position, the logged acceptance rate and mean acceptance length; (c) the rest
     gives interval 2's 1.000.
     """
-    before = parse_snapshot((DATA / "metrics-ngram-k4-before.txt").read_text(encoding="utf-8"))
-    after = parse_snapshot((DATA / "metrics-ngram-k4-after.txt").read_text(encoding="utf-8"))
-    first, second = log_intervals("server log: ngram on gemma3-270m ('speculative")[:2]
+    before = parse_snapshot(data.text("metrics-ngram-k4-before.txt"))
+    after = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
+    first, second = log_intervals(data, "server log: ngram on gemma3-270m ('speculative")[:2]
     k = after.num_speculative_tokens
     assert k == len(first["per_pos"]) == 4
 
@@ -91,9 +89,9 @@ def test_ngram_k4_pages_reproduce_vllm_log_line() -> None:
     assert [f"{p:.3f}" for p in whole.per_position] != first["per_pos"]
 
 
-def test_mtp_k1_page_matches_its_log_lines() -> None:
-    after = parse_snapshot((DATA / "metrics-mtp-k1-random-after.txt").read_text(encoding="utf-8"))
-    logged = log_intervals("server log: mtp, tiny-mimo-mtp (random")
+def test_mtp_k1_page_matches_its_log_lines(data: DataDir) -> None:
+    after = parse_snapshot(data.text("metrics-mtp-k1-random-after.txt"))
+    logged = log_intervals(data, "server log: mtp, tiny-mimo-mtp (random")
     r = delta_rates(
         replace(after, drafts=0, draft_tokens=0, accepted=0, accepted_per_pos=(0.0,)), after, None, "x"
     )

@@ -14,10 +14,8 @@ from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
 from mtpwatch.core.metrics.snapshot import parse_snapshot
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-AFTER = str(DATA / "metrics-ngram-k4-after.txt")
-BEFORE = str(DATA / "metrics-ngram-k4-before.txt")
 REQUIRED_KEYS = {
     "model",
     "speculative",
@@ -36,8 +34,26 @@ REQUIRED_KEYS = {
 }
 
 
+@pytest.fixture
+def after_page(data: DataDir) -> str:
+    """A real vLLM 0.32 page (ngram k=4) after a request."""
+    return str(data.path("metrics-ngram-k4-after.txt"))
+
+
+@pytest.fixture
+def before_page(data: DataDir) -> str:
+    """The same server's page before it."""
+    return str(data.path("metrics-ngram-k4-before.txt"))
+
+
 def run(*args: str, env: dict[str, str] | None = None) -> Result:
     return CliRunner().invoke(cli, ["snapshot", *args], env=env)
+
+
+@pytest.fixture
+def baseline_page(data: DataDir) -> str:
+    """A real vLLM 0.32 page of a server without speculation."""
+    return str(data.path("metrics-baseline-after.txt"))
 
 
 def assert_one_line_error(result: Result, *fragments: str) -> None:
@@ -49,13 +65,13 @@ def assert_one_line_error(result: Result, *fragments: str) -> None:
         assert fragment in lines[0]
 
 
-def test_json_between_pages() -> None:
-    result = run(AFTER, "--since", BEFORE, "--json")
+def test_json_between_pages(after_page: str, before_page: str) -> None:
+    result = run(after_page, "--since", before_page, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) >= REQUIRED_KEYS
-    after = parse_snapshot(Path(AFTER).read_text(encoding="utf-8"))
-    before = parse_snapshot(Path(BEFORE).read_text(encoding="utf-8"))
+    after = parse_snapshot(Path(after_page).read_text(encoding="utf-8"))
+    before = parse_snapshot(Path(before_page).read_text(encoding="utf-8"))
     drafts = after.drafts - before.drafts
     assert data["window"] == "between pages"
     assert data["model"] == "spec" and data["speculative"] is True
@@ -67,8 +83,8 @@ def test_json_between_pages() -> None:
     assert data["mean_acceptance_length"] == pytest.approx(1 + (after.accepted - before.accepted) / drafts)
 
 
-def test_json_totals_for_baseline() -> None:
-    result = run(str(DATA / "metrics-baseline-after.txt"), "--json")
+def test_json_totals_for_baseline(baseline_page: str) -> None:
+    result = run(baseline_page, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["window"] == "since server start"
@@ -76,14 +92,14 @@ def test_json_totals_for_baseline() -> None:
     assert data["acceptance_rate"] is None and data["per_position"] == []
 
 
-def test_table_labels_every_number() -> None:
-    result = run(AFTER, "--since", BEFORE)
+def test_table_labels_every_number(after_page: str, before_page: str) -> None:
+    result = run(after_page, "--since", before_page)
     assert result.exit_code == 0, result.output
     rows = [line for line in result.stdout.splitlines() if line.startswith("  ")]
     assert len(rows) >= 10
     assert all(("between pages" in r) or ("second page" in r) or r.rstrip().endswith("page") for r in rows)
     assert "on, k=4" in result.stdout
-    totals = run(AFTER)
+    totals = run(after_page)
     assert "since server start" in totals.stdout and "between pages" not in totals.stdout
 
 
@@ -101,8 +117,8 @@ def test_missing_file() -> None:
     assert_one_line_error(run("no-such-page.txt"), "no such file", "no-such-page.txt")
 
 
-def test_not_a_metrics_page() -> None:
-    assert_one_line_error(run(str(DATA / "sse-baseline.txt")), "not a Prometheus /metrics page")
+def test_not_a_metrics_page(data: DataDir) -> None:
+    assert_one_line_error(run(str(data.path("sse-baseline.txt"))), "not a Prometheus /metrics page")
 
 
 def test_page_without_vllm_families(tmp_path: Path) -> None:
@@ -111,8 +127,8 @@ def test_page_without_vllm_families(tmp_path: Path) -> None:
     assert_one_line_error(run(str(path)), "--disable-log-stats")
 
 
-def test_unknown_model() -> None:
-    assert_one_line_error(run(AFTER, "--model", "nope"), "'nope'", "spec")
+def test_unknown_model(after_page: str) -> None:
+    assert_one_line_error(run(after_page, "--model", "nope"), "'nope'", "spec")
 
 
 def test_malformed_page(tmp_path: Path) -> None:
@@ -136,10 +152,10 @@ def test_connection_refused() -> None:
 
 
 @pytest.fixture
-def server() -> Iterator[tuple[str, list[str | None]]]:
+def server(after_page: str) -> Iterator[tuple[str, list[str | None]]]:
     """A loopback /metrics server that wants `Authorization: Bearer secret`."""
     seen: list[str | None] = []
-    body = Path(AFTER).read_bytes()
+    body = Path(after_page).read_bytes()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:

@@ -1,29 +1,25 @@
-"""Roofline ceilings, speed-up terms, the GPU table and the `mtpwatch roofline` command."""
+"""Roofline ceilings, speed-up terms and the GPU table (`mtpwatch roofline`: tests/commands)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from mtpwatch.commands.roofline import command
 from mtpwatch.core.roofline.bytemodel import bytes_per_step
 from mtpwatch.core.roofline.ceilings import compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
-
-CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
-
-
-def dense() -> ModelSpec:
-    return ModelSpec.from_config(CONFIGS / "dense-bf16.json")
+from tests.datadir import DataDir
 
 
-def test_ceilings_and_terms_from_bytes() -> None:
-    target = ModelSpec.from_config(CONFIGS / "gemma4-tiny.json")
-    drafter = ModelSpec.from_config(CONFIGS / "gemma4-tiny-assistant.json")
+def dense(data: DataDir) -> ModelSpec:
+    return ModelSpec.from_config(data.path("configs/dense-bf16.json"))
+
+
+def test_ceilings_and_terms_from_bytes(data: DataDir) -> None:
+    target = ModelSpec.from_config(data.path("configs/gemma4-tiny.json"))
+    drafter = ModelSpec.from_config(data.path("configs/gemma4-tiny-assistant.json"))
     b0 = bytes_per_step(target, 0, 100).total
     bk = bytes_per_step(target, 3, 100, drafter).total
     r = compute_roofline(
@@ -50,7 +46,7 @@ def test_ceilings_and_terms_from_bytes() -> None:
     json.dumps(doc)
 
 
-def test_heavy_drafter_is_bandwidth_bound_and_free_drafting_is_acceptance_bound() -> None:
+def test_heavy_drafter_is_bandwidth_bound_and_free_drafting_is_acceptance_bound(data: DataDir) -> None:
     t31 = ModelSpec.from_config("gemma-4-31B-it", weight_dtype="nvfp4")
     d31 = ModelSpec.from_config("gemma-4-31B-it-assistant")
     heavy = compute_roofline(
@@ -58,22 +54,24 @@ def test_heavy_drafter_is_bandwidth_bound_and_free_drafting_is_acceptance_bound(
     )
     assert heavy.binding == "bandwidth" and heavy.speedup_bound < heavy.speedup_bound_naive
     assert "bandwidth-bound" in heavy.summary
-    ngram = compute_roofline(dense(), peak_gbps=1000, gpu="X", k=4, context=10, mean_acceptance_length=2.0)
+    ngram = compute_roofline(
+        dense(data), peak_gbps=1000, gpu="X", k=4, context=10, mean_acceptance_length=2.0
+    )
     assert ngram.binding == "acceptance" and ngram.speedup_bound == pytest.approx(2.0, rel=0.01)
 
 
-def test_compute_term_binds_with_a_tiny_flop_rate() -> None:
+def test_compute_term_binds_with_a_tiny_flop_rate(data: DataDir) -> None:
     r = compute_roofline(
-        dense(), peak_gbps=1000, gpu="X", k=4, context=10, mean_acceptance_length=3.0, peak_tflops=0.001
+        dense(data), peak_gbps=1000, gpu="X", k=4, context=10, mean_acceptance_length=3.0, peak_tflops=0.001
     )
     assert r.binding == "compute" and r.compute_term is not None and r.compute_term < 1.0
     assert "compute-bound" in r.summary
-    none = compute_roofline(dense(), peak_gbps=1000, gpu="X", k=4, mean_acceptance_length=3.0)
+    none = compute_roofline(dense(data), peak_gbps=1000, gpu="X", k=4, mean_acceptance_length=3.0)
     assert none.compute_term is None
 
 
-def test_measured_rates_give_effective_bandwidth_and_words() -> None:
-    spec = dense()
+def test_measured_rates_give_effective_bandwidth_and_words(data: DataDir) -> None:
+    spec = dense(data)
     per_step = bytes_per_step(spec, 0, 100).total
     steps = 0.84 * 273e9 / per_step  # a step rate that reads 84 % of 273 GB/s
     r = compute_roofline(spec, peak_gbps=273, gpu="GB10", context=100, steps_per_s=steps, tok_s=steps)
@@ -85,26 +83,26 @@ def test_measured_rates_give_effective_bandwidth_and_words() -> None:
     assert "overhead" in slow.summary
 
 
-def test_steps_from_tok_s_and_acceptance_when_steps_unknown() -> None:
+def test_steps_from_tok_s_and_acceptance_when_steps_unknown(data: DataDir) -> None:
     r = compute_roofline(
-        dense(), peak_gbps=500, gpu="X", k=2, context=0, mean_acceptance_length=2.0, tok_s=40.0
+        dense(data), peak_gbps=500, gpu="X", k=2, context=0, mean_acceptance_length=2.0, tok_s=40.0
     )
     assert r.steps_per_s == pytest.approx(20.0)
-    assert r.effective_gbps == pytest.approx(20.0 * bytes_per_step(dense(), 2, 0).total / GB)
+    assert r.effective_gbps == pytest.approx(20.0 * bytes_per_step(dense(data), 2, 0).total / GB)
 
 
-def test_unknown_acceptance_is_labelled_an_upper_bound() -> None:
-    r = compute_roofline(dense(), peak_gbps=500, gpu="X", k=3)
+def test_unknown_acceptance_is_labelled_an_upper_bound(data: DataDir) -> None:
+    r = compute_roofline(dense(data), peak_gbps=500, gpu="X", k=3)
     assert r.mean_acceptance_length == 4.0 and "upper bound" in r.acceptance_source
 
 
 @pytest.mark.parametrize(
     "kwargs", [{"peak_gbps": 0}, {"k": -1}, {"acceptance_rate": 1.5}, {"k": 2, "mean_acceptance_length": 3.5}]
 )
-def test_invalid_inputs(kwargs: dict[str, float]) -> None:
+def test_invalid_inputs(kwargs: dict[str, float], data: DataDir) -> None:
     args: dict[str, object] = {"peak_gbps": 100.0, "gpu": "X", **kwargs}
     with pytest.raises(ValueError):
-        compute_roofline(dense(), **args)  # type: ignore[arg-type]
+        compute_roofline(dense(data), **args)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -136,55 +134,3 @@ def test_gpu_lookup_errors_list_choices() -> None:
         lookup_gpu("Radeon 7900")
     with pytest.raises(UnknownGpuError, match="ambiguous"):
         lookup_gpu("A100")
-
-
-def test_cli_table_says_analytic_and_json_has_the_fields() -> None:
-    runner = CliRunner()
-    args = [
-        "--config",
-        "gemma-4-31B-it",
-        "--drafter-config",
-        "gemma-4-31B-it-assistant",
-        "--gpu",
-        "GB10",
-        "-k",
-        "4",
-        "--acceptance-length",
-        "3",
-        "--dtype",
-        "nvfp4",
-    ]
-    table = runner.invoke(command, args)
-    assert table.exit_code == 0, table.output
-    rows = [line for line in table.output.splitlines() if "GB" in line and "/ step" in line]
-    assert rows and all("analytic" in line for line in rows)
-    out = runner.invoke(command, [*args, "--json"])
-    doc = json.loads(out.output)
-    assert doc["peak_gbps"] == 273 and doc["k"] == 4 and doc["inputs"]["weight_dtype"] == "nvfp4"
-    assert doc["ceiling_tok_s_spec"] == pytest.approx(3 * 273e9 / doc["total_bytes_per_step"])
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--config", "no-such-model", "--gpu", "GB10"],
-        ["--config", "gemma-4-E4B-it", "--gpu", "Voodoo 5"],
-        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "--dtype", "q9"],
-        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "-k", "2", "--acceptance-length", "9"],
-        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "--acceptance", "0.5", "--acceptance-length", "2"],
-    ],
-)
-def test_cli_errors_are_one_line(args: list[str]) -> None:
-    result = CliRunner().invoke(command, args)
-    assert result.exit_code == 1
-    assert len(result.output.strip().splitlines()) == 1 and "error:" in result.output
-    assert "Traceback" not in result.output
-
-
-def test_cli_peak_override_for_an_unknown_gpu() -> None:
-    result = CliRunner().invoke(
-        command,
-        ["--config", str(CONFIGS / "dense-bf16.json"), "--gpu", "MyCard", "--peak-gbps", "500", "--json"],
-    )
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["peak_gbps"] == 500

@@ -9,8 +9,7 @@ import pytest
 
 from mtpwatch.core.roofline.bytemodel import bytes_per_step, expected_experts, kv_cache_bytes
 from mtpwatch.core.roofline.modelconfig import GB, ConfigError, ModelSpec, preset_names, resolve_config
-
-CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+from tests.datadir import DataDir
 
 # dense-bf16.json: hidden 1024, 4 layers, 8 heads × 128, 2 KV heads, MLP 4096 (gated), vocab 32000, untied
 DENSE_ATTN = 4 * (2 * 1024 * 8 * 128 + 2 * 1024 * 2 * 128)  # q,o + k,v
@@ -19,46 +18,46 @@ DENSE_HEAD = 32000 * 1024
 DENSE_KV_PER_TOKEN = 4 * 2 * 128 * 2 * 2  # layers × kv heads × head dim × (K,V) × bf16
 
 
-def spec(name: str, **kw: object) -> ModelSpec:
-    return ModelSpec.from_config(CONFIGS / name, **kw)  # type: ignore[arg-type]
+def spec(data: DataDir, name: str, **kw: object) -> ModelSpec:
+    return ModelSpec.from_config(data.path(f"configs/{name}"), **kw)  # type: ignore[arg-type]
 
 
-def test_dense_bf16_plain_step() -> None:
-    s = bytes_per_step(spec("dense-bf16.json"), k=0, context=100)
+def test_dense_bf16_plain_step(data: DataDir) -> None:
+    s = bytes_per_step(spec(data, "dense-bf16.json"), k=0, context=100)
     assert s.target == (DENSE_ATTN + DENSE_MLP) * 2 + DENSE_HEAD * 2 + 1 * 1024 * 2
     assert s.kv == DENSE_KV_PER_TOKEN * 100
     assert s.drafter == 0 and s.draft_passes == 0
     assert s.total == s.target + s.kv
 
 
-def test_dense_verify_pass_reads_weights_once_and_gathers_k_plus_1_rows() -> None:
-    s0 = bytes_per_step(spec("dense-bf16.json"), k=0, context=0)
-    s4 = bytes_per_step(spec("dense-bf16.json"), k=4, context=0)
+def test_dense_verify_pass_reads_weights_once_and_gathers_k_plus_1_rows(data: DataDir) -> None:
+    s0 = bytes_per_step(spec(data, "dense-bf16.json"), k=0, context=0)
+    s4 = bytes_per_step(spec(data, "dense-bf16.json"), k=4, context=0)
     assert s4.target - s0.target == 4 * 1024 * 2  # four more embedding rows, nothing else
     assert s4.tokens_per_pass == 5
 
 
-def test_fp8_weights_keep_head_in_bf16() -> None:
-    s = bytes_per_step(spec("dense-fp8.json"), k=0, context=0)
+def test_fp8_weights_keep_head_in_bf16(data: DataDir) -> None:
+    s = bytes_per_step(spec(data, "dense-fp8.json"), k=0, context=0)
     assert s.target == (DENSE_ATTN + DENSE_MLP) * 1 + DENSE_HEAD * 2 + 1024 * 2
 
 
-def test_nvfp4_counts_one_fp8_scale_per_16_weights() -> None:
-    s = bytes_per_step(spec("dense-nvfp4.json"), k=0, context=0)
+def test_nvfp4_counts_one_fp8_scale_per_16_weights(data: DataDir) -> None:
+    s = bytes_per_step(spec(data, "dense-nvfp4.json"), k=0, context=0)
     assert s.target == pytest.approx((DENSE_ATTN + DENSE_MLP) * (4.5 / 8) + DENSE_HEAD * 2 + 1024 * 2)
 
 
-def test_dtype_override_and_unknown_dtype() -> None:
-    s = bytes_per_step(spec("dense-bf16.json", weight_dtype="int4"), k=0, context=0)
+def test_dtype_override_and_unknown_dtype(data: DataDir) -> None:
+    s = bytes_per_step(spec(data, "dense-bf16.json", weight_dtype="int4"), k=0, context=0)
     assert s.target == pytest.approx((DENSE_ATTN + DENSE_MLP) * (0.5 + 2.5 / 128) + DENSE_HEAD * 2 + 2048)
     with pytest.raises(ConfigError, match="unknown dtype"):
-        spec("dense-bf16.json", weight_dtype="q9")
+        spec(data, "dense-bf16.json", weight_dtype="q9")
 
 
-def test_moe_union_of_experts_for_k_plus_1_tokens() -> None:
+def test_moe_union_of_experts_for_k_plus_1_tokens(data: DataDir) -> None:
     # moe-bf16.json: hidden 512, 2 layers, 4 heads × 128, 4 KV heads, 8 experts top-2 × 256,
     # shared expert 512, vocab 1000 tied.
-    s = bytes_per_step(spec("moe-bf16.json"), k=3, context=0)
+    s = bytes_per_step(spec(data, "moe-bf16.json"), k=3, context=0)
     union = 8 * (1 - (1 - 2 / 8) ** 4)
     assert s.experts_per_layer == pytest.approx(union)
     attn = 2 * (2 * 512 * 4 * 128 + 2 * 512 * 4 * 128)
@@ -67,7 +66,7 @@ def test_moe_union_of_experts_for_k_plus_1_tokens() -> None:
     router = 2 * 512 * 8
     expected = (attn + experts + shared + router) * 2 + 1000 * 512 * 2 + 4 * 512 * 2
     assert s.target == pytest.approx(expected)
-    one = bytes_per_step(spec("moe-bf16.json"), k=0, context=0)
+    one = bytes_per_step(spec(data, "moe-bf16.json"), k=0, context=0)
     assert one.experts_per_layer == pytest.approx(2.0)
 
 
@@ -78,8 +77,8 @@ def test_expected_experts_limits() -> None:
     assert expected_experts(0, 8, 4) == 0
 
 
-def test_gemma4_nested_text_config_sliding_and_k_eq_v() -> None:
-    s = spec("gemma4-tiny.json")
+def test_gemma4_nested_text_config_sliding_and_k_eq_v(data: DataDir) -> None:
+    s = spec(data, "gemma4-tiny.json")
     assert s.hidden_size == 256 and s.layer_types == ("sliding", "sliding", "sliding", "full")
     step = bytes_per_step(s, k=0, context=100)
     sliding = 2 * 256 * 4 * 64 + 2 * 256 * 2 * 64
@@ -91,8 +90,8 @@ def test_gemma4_nested_text_config_sliding_and_k_eq_v() -> None:
     assert step.kv == 3 * kv_sliding + kv_full
 
 
-def test_gemma4_drafter_centroid_head_and_target_kv() -> None:
-    target, drafter = spec("gemma4-tiny.json"), spec("gemma4-tiny-assistant.json")
+def test_gemma4_drafter_centroid_head_and_target_kv(data: DataDir) -> None:
+    target, drafter = spec(data, "gemma4-tiny.json"), spec(data, "gemma4-tiny-assistant.json")
     assert drafter.kv_from_target
     step = bytes_per_step(target, k=3, context=100, drafter=drafter)
     q_o = 2 * 64 * 2 * 64 + 2 * 64 * 2 * 128  # Q-only attention: no k/v projections
@@ -109,22 +108,22 @@ def test_gemma4_drafter_centroid_head_and_target_kv() -> None:
     assert block.drafter == one_pass
 
 
-def test_batch_scales_kv_and_tokens_not_weights() -> None:
-    s1 = bytes_per_step(spec("dense-bf16.json"), k=0, context=50, batch=1)
-    s4 = bytes_per_step(spec("dense-bf16.json"), k=0, context=50, batch=4)
+def test_batch_scales_kv_and_tokens_not_weights(data: DataDir) -> None:
+    s1 = bytes_per_step(spec(data, "dense-bf16.json"), k=0, context=50, batch=1)
+    s4 = bytes_per_step(spec(data, "dense-bf16.json"), k=0, context=50, batch=4)
     assert s4.kv == 4 * s1.kv
     assert s4.target - s1.target == 3 * 1024 * 2
 
 
-def test_overrides() -> None:
-    s = bytes_per_step(spec("dense-bf16.json", weights_gb=2.5), k=0, context=10)
+def test_overrides(data: DataDir) -> None:
+    s = bytes_per_step(spec(data, "dense-bf16.json", weights_gb=2.5), k=0, context=10)
     assert s.target == 2.5 * GB and s.kv == DENSE_KV_PER_TOKEN * 10
-    a = bytes_per_step(spec("dense-bf16.json", active_params=1e9, weight_dtype="fp8"), k=0, context=0)
+    a = bytes_per_step(spec(data, "dense-bf16.json", active_params=1e9, weight_dtype="fp8"), k=0, context=0)
     assert a.target == 1e9
 
 
-def test_kv_shared_layers_read_but_do_not_own_cache() -> None:
-    cfg = json.loads((CONFIGS / "gemma4-tiny.json").read_text())
+def test_kv_shared_layers_read_but_do_not_own_cache(data: DataDir) -> None:
+    cfg = json.loads(data.text("configs/gemma4-tiny.json"))
     cfg["text_config"]["num_kv_shared_layers"] = 2
     s = ModelSpec.from_config(cfg)
     assert kv_cache_bytes(s, 100) == 2 * (2 * 64 * 2 * 2 * 16)  # layers 0, 1 (sliding) own a cache
@@ -152,12 +151,14 @@ def test_presets_match_research_note_derivations() -> None:
     assert {"gemma-4-E2B-it", "gemma-4-E4B-it-assistant"} <= set(preset_names())
 
 
-def test_resolve_config_paths_presets_and_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert resolve_config(str(CONFIGS / "dense-bf16.json")).name == "dense-bf16.json"
+def test_resolve_config_paths_presets_and_hf_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: DataDir
+) -> None:
+    assert resolve_config(str(data.path("configs/dense-bf16.json"))).name == "dense-bf16.json"
     assert resolve_config("GEMMA-4-31b-IT").stem == "gemma-4-31B-it"
     snap = tmp_path / "hub" / "models--acme--tiny" / "snapshots" / "abc123"
     snap.mkdir(parents=True)
-    (snap / "config.json").write_text((CONFIGS / "dense-bf16.json").read_text())
+    (snap / "config.json").write_text(data.text("configs/dense-bf16.json"))
     (snap / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 123456}}))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     s = ModelSpec.from_config("acme/tiny")

@@ -16,19 +16,16 @@ from mtpwatch.core.metrics.parse import (
     same_samples,
 )
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-FIXTURES = sorted(DATA.glob("metrics-*.txt"))
+from tests.datadir import DataDir
 
 
-def test_fixtures_exist() -> None:
-    assert len(FIXTURES) >= 5
+def test_fixtures_exist(data: DataDir) -> None:
+    assert len(data.glob("metrics-*.txt")) >= 5
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
 @pytest.mark.parametrize("prefixes", [promparse.DEFAULT_PREFIXES, SNAPSHOT_PREFIXES], ids=["all", "snapshot"])
-def test_fast_equals_reference_on_fixture(path: Path, prefixes: tuple[str, ...]) -> None:
-    text = path.read_text(encoding="utf-8")
+def test_fast_equals_reference_on_fixture(metrics_page: Path, prefixes: tuple[str, ...]) -> None:
+    text = metrics_page.read_text(encoding="utf-8")
     promparse._LABEL_CACHE.clear()
     promparse._NAME_CACHE.clear()
     cold = parse_samples(text, prefixes)
@@ -40,8 +37,8 @@ def test_fast_equals_reference_on_fixture(path: Path, prefixes: tuple[str, ...])
     assert all(s.name.startswith(prefixes) for s in cold)
 
 
-def test_fast_path_skips_other_families() -> None:
-    text = (DATA / "metrics-ngram-k4-after.txt").read_text(encoding="utf-8")
+def test_fast_path_skips_other_families(data: DataDir) -> None:
+    text = data.text("metrics-ngram-k4-after.txt")
     names = {s.name for s in parse_samples(text)}
     assert any(n.startswith("vllm:spec_decode") for n in names)
     assert not any(n.startswith(("python_", "process_", "http_")) for n in names)

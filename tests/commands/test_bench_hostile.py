@@ -153,7 +153,7 @@ def sims() -> Iterator[tuple[str, str]]:
     ("sig", "code", "name"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")]
 )
 def test_interrupted_bench_prints_and_writes_what_it_measured(
-    sims: tuple[str, str], tmp_path: Path, sig: signal.Signals, code: int, name: str
+    sims: tuple[str, str], tmp_path: Path, sig: signal.Signals, code: int, name: str, repo_root: Path
 ) -> None:
     """Bug: Ctrl-C printed only "Aborted!" and SIGTERM nothing; every measured run was lost."""
     out = tmp_path / "partial.json"
@@ -164,7 +164,7 @@ def test_interrupted_bench_prints_and_writes_what_it_measured(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=repo_root,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stderr is not None and proc.stdout is not None

@@ -267,10 +267,12 @@ DRIVER_TEXTUAL = textwrap.dedent(
 )
 
 
-def run_driver(tmp_path: Path, script: str, args: list[str]) -> tuple[subprocess.Popen[str], list[int]]:
+def run_driver(
+    tmp_path: Path, repo_root: Path, script: str, args: list[str]
+) -> tuple[subprocess.Popen[str], list[int]]:
     driver = tmp_path / "driver.py"
     driver.write_text(script)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(repo_root))
     proc = subprocess.Popen(
         [sys.executable, str(driver), *args],
         stdout=subprocess.PIPE,
@@ -296,17 +298,17 @@ def run_driver(tmp_path: Path, script: str, args: list[str]) -> tuple[subprocess
     ],
 )
 def test_no_orphans_after_exit_crash_sigterm_sighup(
-    tmp_path: Path, tree: Path, mode: str, sig: int | None, expected_rc: int
+    tmp_path: Path, tree: Path, mode: str, sig: int | None, expected_rc: int, repo_root: Path
 ) -> None:
-    driver, pids = run_driver(tmp_path, DRIVER_PLAIN, [mode, str(tree)])
+    driver, pids = run_driver(tmp_path, repo_root, DRIVER_PLAIN, [mode, str(tree)])
     if sig is not None:
         driver.send_signal(sig)
     assert driver.wait(timeout=60) == expected_rc
     assert wait_until(lambda: not any(alive(p) for p in pids)), [p for p in pids if alive(p)]
 
 
-def test_sigkill_of_mtpwatch_still_terminates_the_server(tmp_path: Path, tree: Path) -> None:
-    driver, (leader, _child, _escaped) = run_driver(tmp_path, DRIVER_PLAIN, ["wait", str(tree)])
+def test_sigkill_of_mtpwatch_still_terminates_the_server(tmp_path: Path, tree: Path, repo_root: Path) -> None:
+    driver, (leader, _child, _escaped) = run_driver(tmp_path, repo_root, DRIVER_PLAIN, ["wait", str(tree)])
     driver.kill()
     driver.wait(timeout=30)
     # PR_SET_PDEATHSIG: the kernel sends the leader SIGTERM (vLLM then stops its engine itself).
@@ -314,8 +316,10 @@ def test_sigkill_of_mtpwatch_still_terminates_the_server(tmp_path: Path, tree: P
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_textual_app_stops_children_on_signal_and_exits_cleanly(tmp_path: Path, tree: Path, sig: int) -> None:
-    driver, pids = run_driver(tmp_path, DRIVER_TEXTUAL, [str(tree)])
+def test_textual_app_stops_children_on_signal_and_exits_cleanly(
+    tmp_path: Path, tree: Path, sig: int, repo_root: Path
+) -> None:
+    driver, pids = run_driver(tmp_path, repo_root, DRIVER_TEXTUAL, [str(tree)])
     driver.send_signal(sig)
     assert driver.wait(timeout=60) == 128 + sig
     assert driver.stdout is not None

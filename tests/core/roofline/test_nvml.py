@@ -207,7 +207,7 @@ def test_meminfo_missing_file(tmp_path: Path) -> None:
 
 
 def _cpu_cost_with_fake(seconds: float = 30.0, period: float = 1.0) -> None:
-    """Not a test: `python tests/unit/test_nvml.py` prints the sampler's CPU cost with the fake NVML."""
+    """Not a test: `python tests/core/roofline/test_nvml.py` prints the sampler's CPU cost (fake NVML)."""
     s = Sampler(nvml=FakeNvml(), period_s=period)
     c0, t0 = time.process_time(), time.perf_counter()
     s.start()

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 
 from mtpwatch.core.launch.logparse import LogWatcher, Phase, parse_spec_line
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 
-
-def feed_file(name: str) -> tuple[LogWatcher, list[str]]:
+def feed_file(data: DataDir, name: str) -> tuple[LogWatcher, list[str]]:
     clock = itertools.count()  # one "second" per line: phase times are line numbers
     watcher = LogWatcher(clock=lambda: float(next(clock)))
     texts: list[str] = []
-    for line in (DATA / name).read_text().splitlines():
+    for line in data.text(name).splitlines():
         texts += [f"{e.kind}: {e.text}" for e in watcher.feed(line)]
     return watcher, texts
 
 
-def test_real_cpu_startup_log_phases_and_facts() -> None:
-    watcher, texts = feed_file("vllm-startup-ngram-cpu.log")
+def test_real_cpu_startup_log_phases_and_facts(data: DataDir) -> None:
+    watcher, texts = feed_file(data, "vllm-startup-ngram-cpu.log")
     assert watcher.phase is Phase.READY
     started = watcher.phase_started
     assert started[Phase.STARTING] < started[Phase.LOADING] < started[Phase.COMPILING] < started[Phase.READY]
@@ -44,10 +42,10 @@ def test_real_cpu_startup_log_phases_and_facts() -> None:
     assert watcher.spec_lines[0].accepted == 91 and watcher.spec_lines[0].drafted == 136
 
 
-def test_spec_log_lines_fixture() -> None:
-    watcher, _ = feed_file("spec-log-lines.txt")
+def test_spec_log_lines_fixture(data: DataDir) -> None:
+    watcher, _ = feed_file(data, "spec-log-lines.txt")
     lines = watcher.spec_lines
-    assert len(lines) == (DATA / "spec-log-lines.txt").read_text().count("SpecDecoding metrics:")
+    assert len(lines) == data.text("spec-log-lines.txt").count("SpecDecoding metrics:")
     first = lines[0]
     assert first.mean_acceptance_length == 4.76
     assert (first.accepted_throughput, first.drafted_throughput) == (12.57, 13.39)

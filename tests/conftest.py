@@ -1,0 +1,44 @@
+"""Fixtures every test folder shares: the recorded data under tests/data, and the repository root.
+
+- `data` (session): `data.path("metrics-ngram-k4-after.txt")`, `data.text(name)`, `data.glob("sse-*.txt")`;
+  model configs are `data.path("configs/dense-bf16.json")`.
+- Parametrised by data file: a test that takes `metrics_page` runs once per tests/data/metrics-*.txt,
+  one that takes `sse_transcript` once per tests/data/sse-*.txt (the argument is the file's Path, the
+  test id its name).
+- `repo_root` (session): the checkout's root, for subprocesses that import mtpwatch from source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.datadir import REPO_ROOT, DataDir
+
+DATA = DataDir()
+
+# Fixture name → the data files a test asking for it runs over.
+DATA_PARAMETERS = {
+    "metrics_page": "metrics-*.txt",
+    "sse_transcript": "sse-*.txt",
+}
+
+
+@pytest.fixture(scope="session")
+def data() -> DataDir:
+    """The files under tests/data."""
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root (where `python -m mtpwatch` finds the package from source)."""
+    return REPO_ROOT
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for name, pattern in DATA_PARAMETERS.items():
+        if name in metafunc.fixturenames:
+            files = DATA.glob(pattern)
+            metafunc.parametrize(name, files, ids=[p.name for p in files])
