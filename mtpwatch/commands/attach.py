@@ -7,13 +7,19 @@ import sys
 import click
 
 from mtpwatch.commands.options import checked_url, display_options, display_settings
+from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 
 
 @click.command("attach")
 @click.argument("urls", nargs=-1, metavar="URL...")
 @click.option("--model", default=None, help="model_name to watch when the server serves several.")
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--api-key",
+    default=None,
+    envvar=API_KEY_ENVVARS,
+    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+)
 @click.option(
     "--file",
     "url_file",

@@ -45,7 +45,10 @@ def display_options(func: F) -> F:
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
-            "--gpu", default=None, help="GPU of a remote server for the peak-bandwidth table, e.g. GB10."
+            "--gpu",
+            default=None,
+            help="GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
+            "e.g. GB10.",
         ),
         click.option(
             "--peak-gbps",

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -204,9 +205,9 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 )
 @click.option(
     "--api-key",
-    envvar="VLLM_API_KEY",
+    envvar=API_KEY_ENVVARS,
     default=None,
-    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY).",
+    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option(

@@ -100,6 +100,7 @@ async def run_headless(
     log_file: Path | None,
     served_model_name: str | None,
     out: IO[str] = sys.stdout,
+    env: dict[str, str] | None = None,
 ) -> int:
     """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
@@ -118,9 +119,7 @@ async def run_headless(
         if event.kind in ("phase", "fact", "spec"):
             say(event.text if event.kind != "phase" else f"phase: {event.text}")
 
-    launch = Launch(
-        argv, env=server_env(api_key), keep=keep, log_path=server_log, on_line=on_line, on_event=on_event
-    )
+    launch = Launch(argv, env=env, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
     try:
         proc = await launch.start()
     except StartupError as exc:
@@ -233,8 +232,9 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option(
     "--api-key",
     metavar="KEY",
-    envvar="VLLM_API_KEY",
-    help="Require this key (vLLM gets it as VLLM_API_KEY, not on its command line); default: $VLLM_API_KEY.",
+    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
+    help="Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
+    "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
 )
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
 @click.option(
@@ -324,6 +324,7 @@ def command(
                 status_interval=status_interval,
                 log_file=log_file,
                 served_model_name=served_model_name,
+                env=server_env(api_key),
             )
         )
         sys.exit(code)

@@ -94,7 +94,8 @@ class VllmClient:
 
         Args:
             base_url: anything `normalize_url` accepts.
-            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable.
+            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable, then
+                OPENAI_API_KEY (what OpenAI clients and `vllm bench serve` read).
             timeout: seconds for connect/read of the small GETs.
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
@@ -105,7 +106,11 @@ class VllmClient:
                 (None: `STREAM_READ_INTERVAL_S`); see `core.faststream.open_sse`.
         """
         self.base_url = normalize_url(base_url)
-        key = api_key if api_key is not None else os.environ.get("VLLM_API_KEY")
+        key = (
+            api_key
+            if api_key is not None
+            else (os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+        )
         self.api_key = key or None
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._auth = headers

@@ -20,8 +20,10 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.core.ab.advisor import Advice
 from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
@@ -412,6 +414,7 @@ class MonitorScreen(Screen[None]):
                     label=label,
                     slower=slower,
                 )
+                + render_advice(self._advice(base, mtp) if label == "MTP/baseline" else None)
             ),
             layout=False,  # one fixed line: no relayout
         )
@@ -420,6 +423,12 @@ class MonitorScreen(Screen[None]):
         else:
             verdict = "[dim]lossless check needs temperature 0[/]"
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
+
+    def _advice(self, base: int, mtp: int) -> Advice | None:
+        """The k advisor from the last prompt on both arms (None without both feeds)."""
+        if len(self.feeds) <= max(base, mtp):
+            return None
+        return advice_for(self.feeds[base], self.feeds[mtp])
 
     def clear_answers(self) -> None:
         """Empty every answer pane."""
