@@ -22,6 +22,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
     "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (MTP on vs off), one prompt console."),
     "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check."),
+    "plot": (
+        "mtpwatch.commands.plot",
+        "Plot saved bench reports in the terminal (speed-up vs length, k).",
+    ),
+    "compare": ("mtpwatch.commands.compare", "Compare several bench reports side by side, prompts matched."),
     "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
     "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
     "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
