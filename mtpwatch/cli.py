@@ -8,12 +8,14 @@ heavy (Textual, aiohttp, prometheus_client) is imported before it is needed.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
 from mtpwatch import __version__
+from mtpwatch.core import userconfig
 
 #: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -35,7 +37,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
-    """A click group that imports a subcommand's module only when that subcommand runs."""
+    """A click group that imports a subcommand's module only when that subcommand runs.
+
+    Its context carries the user's defaults (config file and `MTPWATCH_*` variables) as click's
+    `default_map`, so every subcommand's options and URL arguments pick them up.
+    """
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        if "default_map" not in extra:
+            try:
+                config = userconfig.load_file(userconfig.config_path())
+                extra["default_map"] = userconfig.default_map(config, os.environ, COMMANDS)
+            except userconfig.UserConfigError as exc:
+                raise click.ClickException(str(exc)) from None
+        return super().make_context(info_name, args, parent, **extra)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -46,6 +63,12 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(entry[0])
         command: click.Command = module.command
+        own = (ctx.default_map or {}).get(cmd_name)
+        if own:
+            try:
+                userconfig.check_section(cmd_name, own, (p.name for p in command.params if p.name))
+            except userconfig.UserConfigError as exc:
+                raise click.ClickException(str(exc)) from None
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -54,7 +77,10 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MTPWATCH"},
+)
 @click.version_option(__version__, prog_name="mtpwatch")
 def cli() -> None:
     """Watch vLLM speculative decoding (Gemma 4 MTP, EAGLE, ngram) live, next to a prompt console."""

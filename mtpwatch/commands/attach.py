@@ -6,17 +6,19 @@ import sys
 
 import click
 
+from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.config import AppConfig, ServerSpec
 from mtpwatch.ui.options import checked_url, display_options, display_settings
 
 
 @click.command("attach")
-@click.argument("url")
+@click.argument("url", default=DEFAULT_URL)
 @click.option("--model", default=None, help="model_name to watch when the server serves several.")
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
 @display_options
+@tls_options
 def command(url: str, model: str | None, api_key: str | None, **display: object) -> None:
-    """Watch a running vLLM server at URL (e.g. http://127.0.0.1:8000) and send it prompts."""
+    """Watch a running vLLM server at URL (default http://127.0.0.1:8000) and send it prompts."""
     base = checked_url(url)
     settings = display_settings(**display)  # type: ignore[arg-type]
     config = AppConfig(
