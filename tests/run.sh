@@ -16,10 +16,22 @@ fi
 # (pip's warnings about this machine kind's missing local index folders are noise: filtered)
 quiet() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 quiet .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 echo "== mtpwatch installed ($(( $(date +%s) - start )) s)"
 
 status=0
+# The shape of the code: lint, format, strict types, import contracts (layers, no Textual in core,
+# the simulator apart, no import cycles). Any failure fails the run, after the tests have run too.
+echo "== checks (ruff, ruff format, mypy --strict, import contracts)"
+checks=0
+.venv/bin/ruff check mtpwatch tests || checks=1
+.venv/bin/ruff format --check mtpwatch tests || checks=1
+.venv/bin/mypy || checks=1
+.venv/bin/lint-imports --no-cache || checks=1
+if [ "$checks" != "0" ]; then
+  echo "== checks FAILED"
+  status=1
+fi
 mkdir -p .cache
 rm -f .cache/junit-*.xml
 echo "== fast suite (unit, simulator, UI, snapshots)"
@@ -35,7 +47,7 @@ if [ "${MTPWATCH_FAST:-0}" != "1" ]; then
 fi
 echo "== done in $(( $(date +%s) - start )) s, status $status"
 # One closing line for both runs (pytest prints one per run).
-.venv/bin/python - <<'PY'
+CHECKS_FAILED=$checks .venv/bin/python - <<'PY'
 import glob
 import xml.etree.ElementTree as ET
 
@@ -45,6 +57,9 @@ for path in sorted(glob.glob(".cache/junit-*.xml")):
         total += int(suite.get("tests", 0))
         failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
         skipped += int(suite.get("skipped", 0))
+import os
+
+failed += int(os.environ.get("CHECKS_FAILED", "0"))  # a failed check counts as a failed test
 line = f"{total - failed - skipped} passed, {failed} failed"
 print(line + (f", {skipped} skipped" if skipped else ""))
 PY

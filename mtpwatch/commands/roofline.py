@@ -8,9 +8,11 @@ from typing import Any
 
 import click
 
-from mtpwatch.core.roofline.bytemodel import GB, ConfigError, ModelSpec, kv_cache_bytes
+from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
 from mtpwatch.core.roofline.ceilings import Roofline, compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.modelconfig import GB, ConfigError, ModelSpec
+from mtpwatch.core.roofline.nvml import local_gpu_reading
 
 
 def _fail(message: str) -> None:
@@ -24,8 +26,6 @@ def _gb(x: float) -> str:
 
 def _local_gpu_name() -> str | None:
     """The local GPU's NVML name, when pynvml and a GPU are there."""
-    from mtpwatch.core.roofline.nvml import local_gpu_reading
-
     reading = local_gpu_reading()
     return reading.device_name
 

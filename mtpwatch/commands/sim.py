@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
 
@@ -143,7 +144,7 @@ def command(
         for p in PRESETS.values():
             click.echo(f"{p.name:24} {p.description}")
         return
-    from mtpwatch.core.launch.vllm_cmd import is_loopback
+    # Lazy: the server pulls aiohttp; `mtpwatch sim --help` and --list-presets do not need it.
     from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
 
     if not is_loopback(host):

@@ -16,6 +16,7 @@ import click
 
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, UnknownModelError, parse_snapshot
 
@@ -36,6 +37,7 @@ def _is_url(source: str) -> bool:
 
 def _fetch(source: str, api_key: str | None) -> str:
     """GET SOURCE/metrics through the project's client; its errors are already one actionable line."""
+    # Lazy: reading saved pages needs no HTTP stack (httpx costs ~60 ms of start-up).
     from mtpwatch.core.http.client import VllmClient
     from mtpwatch.core.http.errors import ServerError
 
@@ -91,8 +93,6 @@ def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
 
 def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, since: str) -> None:
     """A counter that went down while `_created` stayed the same is not a restart: the pages are swapped."""
-    from mtpwatch.core.metrics.rates import is_restart
-
     if (
         before.created is not None
         and before.created == after.created

@@ -23,7 +23,8 @@ import click
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
-from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.launch.logparse import LogEvent
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
 from mtpwatch.core.metrics.rates import delta_rates
@@ -104,10 +105,25 @@ async def run_headless(
     say = _Printer(t0, out)
     say("starting: " + shlex.join(argv))
     server_log = default_log_path(int(url.rsplit(":", 1)[1])) if keep else None
+    log_fh = open(log_file, "a", encoding="utf-8") if log_file else None  # noqa: SIM115, ASYNC230
+
+    def on_line(line: str) -> None:
+        if log_fh is not None:
+            log_fh.write(line + "\n")
+            log_fh.flush()
+
+    def on_event(event: LogEvent) -> None:
+        # Hints are printed with the failure report, next to the log lines they explain.
+        if event.kind in ("phase", "fact", "spec"):
+            say(event.text if event.kind != "phase" else f"phase: {event.text}")
+
+    launch = Launch(argv, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
     try:
-        proc = await ServerProcess.start(argv, keep=keep, log_path=server_log)
+        proc = await launch.start()
     except StartupError as exc:
         say(f"error: {exc}")
+        if log_fh is not None:
+            log_fh.close()
         return 1
     say(f"process group {proc.pgid}" + (f", log {server_log}" if server_log else ""))
 
@@ -124,23 +140,9 @@ async def run_headless(
 
         loop.add_signal_handler(signum, on_signal)
 
-    watcher = LogWatcher()
-    log_fh = open(log_file, "a", encoding="utf-8") if log_file else None  # noqa: SIM115, ASYNC230
-
-    async def follow_log() -> None:
-        async for line in proc.lines():
-            if log_fh is not None:
-                log_fh.write(line + "\n")
-                log_fh.flush()
-            for event in watcher.feed(line):
-                # Hints are printed with the failure report, next to the log lines they explain.
-                if event.kind in ("phase", "fact", "spec"):
-                    say(event.text if event.kind != "phase" else f"phase: {event.text}")
-
-    log_task = asyncio.create_task(follow_log())
     code = 0
     try:
-        health = asyncio.create_task(proc.wait_healthy(url, timeout=startup_timeout))
+        health = asyncio.create_task(launch.wait_ready(url, startup_timeout))
         stopper = asyncio.create_task(stop_event.wait())
         await asyncio.wait({health, stopper}, return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
@@ -153,21 +155,17 @@ async def run_headless(
         try:
             elapsed = health.result()
         except StartupError as exc:
-            await asyncio.sleep(0)  # let the log task print what it has
-            watcher.mark_failed(exc.returncode)
             say(f"error: {exc}")
             tail = proc.tail(25)
             if tail:
                 say("last log lines:")
                 for line in tail:
                     print(f"    {line}", file=out)
-            for hint in watcher.hints:
+            for hint in launch.watcher.hints:
                 say(f"hint: {hint}")
             if exc.returncode is None:  # timed out while still running: do not leave it behind
                 await proc.stop()
             return 1
-        for event in watcher.mark_ready():
-            say(f"phase: {event.text}")
         say(f"ready in {elapsed:.0f} s: {url}")
         say(f"attach from another terminal: mtpwatch attach {url}")
 
@@ -188,7 +186,7 @@ async def run_headless(
                     say(f"error: the server exited with status {proc.returncode}")
                     for tail_line in proc.tail(25):
                         print(f"    {tail_line}", file=out)
-                    for hint in watcher.hints:
+                    for hint in launch.watcher.hints:
                         say(f"hint: {hint}")
                     return 1
         finally:
@@ -200,9 +198,7 @@ async def run_headless(
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(signum)
         if not keep or proc.returncode is not None:
-            log_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await log_task
+            await launch.close_log()
         if log_fh is not None:
             log_fh.close()
 

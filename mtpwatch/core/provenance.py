@@ -25,12 +25,26 @@ import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from mtpwatch import __version__
-from mtpwatch.core.ab.workloads import Prompt
 
 SCHEMA = 1
+
+
+class Prompt(Protocol):
+    """What the prompt-set hash reads of a prompt (`core.ab.workloads.Prompt` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+
 MASK = "***"
 
 #: Command-line flags whose value is a secret (the value after them, or after '=', is masked).

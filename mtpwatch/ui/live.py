@@ -596,8 +596,8 @@ class _BandwidthModel:
         if self._loaded:
             return
         self._loaded = True
-        from mtpwatch.core.roofline.bytemodel import ConfigError, ModelSpec
         from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+        from mtpwatch.core.roofline.modelconfig import ConfigError, ModelSpec
 
         info = await _sim_info(base_url)
         self.simulated = bool(info)
@@ -738,7 +738,7 @@ def _busy_rates(rates: Rates | None) -> tuple[float | None, float | None]:
 
 def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
     """The first of `refs` that resolves to a config.json without the network, and where it was found."""
-    from mtpwatch.core.roofline.bytemodel import PRESET_DIR, ConfigError, resolve_config
+    from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
 
     for ref in refs:
         if not ref:

@@ -73,7 +73,7 @@ def config(mode: str = "single") -> AppConfig:
 @cache
 def _bandwidth(spec: bool) -> BandwidthView:
     """The roofline panel of the preset at its published tok/s, through the live app's code."""
-    from mtpwatch.core.roofline.bytemodel import ModelSpec
+    from mtpwatch.core.roofline.modelconfig import ModelSpec
     from mtpwatch.ui.live import _BandwidthModel
     from mtpwatch.ui.view import describe_hardware
 

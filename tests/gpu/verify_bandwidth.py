@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mtpwatch.core.roofline.bytemodel import GB, ModelSpec, bytes_per_step  # noqa: E402
+from mtpwatch.core.roofline.bytemodel import bytes_per_step  # noqa: E402
 from mtpwatch.core.roofline.ceilings import compute_roofline  # noqa: E402
+from mtpwatch.core.roofline.modelconfig import GB, ModelSpec  # noqa: E402
 from mtpwatch.core.roofline.nvml import Sampler  # noqa: E402
 
 TOLERANCE = 0.10

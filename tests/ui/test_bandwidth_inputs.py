@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mtpwatch.config import DisplaySettings
-from mtpwatch.core.roofline.bytemodel import PRESET_DIR
+from mtpwatch.core.roofline.modelconfig import PRESET_DIR
 from mtpwatch.ui.live import _BandwidthModel
 
 CLOSED = "http://127.0.0.1:9"  # nothing listens: /sim/info is absent, as on a real vLLM

@@ -7,16 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.roofline.bytemodel import (
-    GB,
-    ConfigError,
-    ModelSpec,
-    bytes_per_step,
-    expected_experts,
-    kv_cache_bytes,
-    preset_names,
-    resolve_config,
-)
+from mtpwatch.core.roofline.bytemodel import bytes_per_step, expected_experts, kv_cache_bytes
+from mtpwatch.core.roofline.modelconfig import GB, ConfigError, ModelSpec, preset_names, resolve_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 

@@ -9,9 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.roofline import command
-from mtpwatch.core.roofline.bytemodel import GB, ModelSpec, bytes_per_step
+from mtpwatch.core.roofline.bytemodel import bytes_per_step
 from mtpwatch.core.roofline.ceilings import compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 

@@ -19,7 +19,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -49,9 +48,8 @@ from mtpwatch.core.http.generation import (
 )
 from mtpwatch.core.http.sse import DONE, SseDecoder
 from mtpwatch.core.http.urls import normalize_url
-
-if TYPE_CHECKING:
-    from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
 
 __all__ = ["STREAM_READ_INTERVAL_S", "ModelInfo", "VllmClient"]
 
@@ -239,9 +237,6 @@ class VllmClient:
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
         """
-        from mtpwatch.core.metrics.parse import MetricsFormatError
-        from mtpwatch.core.metrics.snapshot import parse_snapshot
-
         text = await self.scrape_text()
         try:
             return parse_snapshot(text, model)

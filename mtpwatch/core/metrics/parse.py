@@ -186,6 +186,7 @@ def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFI
     Raises:
         MetricsFormatError: prometheus_client rejected the text.
     """
+    # Lazy: prometheus_client's parser is the slow reference, used by tests and benchmarks only.
     from prometheus_client.parser import text_string_to_metric_families
 
     try:

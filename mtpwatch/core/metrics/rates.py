@@ -468,6 +468,4 @@ def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
 
 
 def _replace_restarted(rates: Rates) -> Rates:
-    from dataclasses import replace
-
     return replace(rates, restarted=True)

@@ -38,13 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mtpwatch.core.roofline.bytemodel import (
-    GB,
-    ModelSpec,
-    StepBytes,
-    active_params,
-    bytes_per_step,
-)
+from mtpwatch.core.roofline.bytemodel import StepBytes, active_params, bytes_per_step
+from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
 
 Binding = Literal["acceptance", "bandwidth", "compute"]
 

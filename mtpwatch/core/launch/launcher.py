@@ -1,0 +1,131 @@
+"""One way to bring a server up: start it, follow its log, wait for `/health`.
+
+`mtpwatch start`, the app (a `ServerSpec` with a launch) and the A/B bench (a launched arm) all start
+servers through `Launch`, so they share one behaviour: the process group is owned
+(`ServerProcess`), every log line goes through one `LogWatcher` (phases, facts, failure hints), the
+log is read for as long as the server lives (a full pipe would block the server), and a server that
+dies or never answers is reported the same way (`StartupError`: one line, exit status, log tail, and
+the watcher's hints).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from mtpwatch.core.launch.logparse import LogEvent, LogWatcher
+from mtpwatch.core.launch.process import ServerProcess, StartupError
+
+__all__ = ["Launch"]
+
+
+class Launch:
+    """A server being started: its process, its followed log, and the wait for readiness.
+
+    Usage::
+
+        launch = Launch(argv, env=env, on_line=..., on_event=...)
+        await launch.start()              # StartupError: the program cannot run
+        await launch.wait_ready(url, 900)  # StartupError: it died or never answered /health
+        ...
+        await launch.stop()               # the whole process group; idempotent
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        keep: bool = False,
+        log_path: str | os.PathLike[str] | None = None,
+        on_line: Callable[[str], None] | None = None,
+        on_event: Callable[[LogEvent], None] | None = None,
+    ) -> None:
+        """Args:
+        argv: the server's full command line.
+        env: variables added to mtpwatch's environment (an API key travels here, never in argv).
+        keep: the server may outlive mtpwatch (needs `log_path`).
+        log_path: the server writes its log there instead of a pipe.
+        on_line: called with every log line, in order.
+        on_event: called with every phase, fact, hint and spec line the watcher finds.
+        """
+        self.argv = tuple(argv)
+        self.env = dict(env or {})
+        self.keep = keep
+        self.log_path = log_path
+        self.on_line = on_line
+        self.on_event = on_event
+        self.watcher = LogWatcher()
+        """Phases, facts and hints seen so far."""
+        self._process: ServerProcess | None = None
+        self._follow: asyncio.Task[None] | None = None
+
+    @property
+    def process(self) -> ServerProcess:
+        """The started process (after `start`)."""
+        if self._process is None:
+            raise RuntimeError("Launch.start() has not run")
+        return self._process
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    async def start(self) -> ServerProcess:
+        """Start the process and begin following its log. Raises `StartupError` (cannot run)."""
+        self._process = await ServerProcess.start(self.argv, self.env, keep=self.keep, log_path=self.log_path)
+        self._follow = asyncio.create_task(self._follow_log())
+        return self._process
+
+    def _emit(self, events: list[LogEvent]) -> None:
+        if self.on_event is not None:
+            for event in events:
+                self.on_event(event)
+
+    async def _follow_log(self) -> None:
+        async for line in self.process.lines():
+            events = self.watcher.feed(line)
+            if self.on_line is not None:
+                self.on_line(line)
+            self._emit(events)
+
+    async def wait_ready(
+        self,
+        url: str,
+        timeout_s: float,
+        *,
+        headers: Mapping[str, str] | None = None,
+        poll_s: float = 0.25,
+    ) -> float:
+        """Wait until `GET {url}/health` answers 200; returns the seconds since the start.
+
+        Raises `StartupError` when the server exits first or `timeout_s` passes; the watcher is then
+        marked failed (its `hints` say why, when the log told). A server that timed out while
+        still running is left running: the caller decides (`stop`).
+        """
+        try:
+            elapsed = await self.process.wait_healthy(url, timeout=timeout_s, poll=poll_s, headers=headers)
+        except StartupError as exc:
+            await asyncio.sleep(0)  # let the follower hand over the lines it already has
+            self.watcher.mark_failed(exc.returncode)  # the caller reports the failure itself
+            raise
+        self._emit(self.watcher.mark_ready())
+        return elapsed
+
+    async def stop(self, timeout_s: float = 10.0) -> int | None:
+        """Stop the whole process group (SIGTERM, then SIGKILL) and stop following the log."""
+        code: int | None = None
+        if self._process is not None:
+            code = await self._process.stop(timeout=timeout_s)
+        await self.close_log()
+        return code
+
+    async def close_log(self) -> None:
+        """Stop following the log (the process, if kept, goes on writing to its log file)."""
+        task, self._follow = self._follow, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
