@@ -64,9 +64,17 @@ class LazyGroup(click.Group):
         module = importlib.import_module(entry[0])
         command: click.Command = module.command
         own = (ctx.default_map or {}).get(cmd_name)
-        if own:
+        if own and ctx.default_map is not None:
+            names: dict[str, str] = {}
+            for param in command.params:
+                if param.name is None:
+                    continue
+                names[param.name] = param.name
+                for opt in param.opts:
+                    if opt.startswith("--"):
+                        names[opt[2:].replace("-", "_")] = param.name
             try:
-                userconfig.check_section(cmd_name, own, (p.name for p in command.params if p.name))
+                ctx.default_map[cmd_name] = userconfig.resolve_section(cmd_name, own, names)
             except userconfig.UserConfigError as exc:
                 raise click.ClickException(str(exc)) from None
         return command

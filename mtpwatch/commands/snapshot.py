@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -191,7 +192,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 
 
 @click.command("snapshot")
-@click.argument("source", metavar="URL|FILE")
+@click.argument("source", metavar="[URL|FILE]", default=DEFAULT_URL)
 @click.option(
     "--since",
     "since",
@@ -209,8 +210,10 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@tls_options
 def command(source: str, since: str | None, model: str | None, api_key: str | None, as_json: bool) -> None:
-    """Print speculative-decoding numbers once, from a server URL or a saved /metrics page (FILE)."""
+    """Print speculative-decoding numbers once, from a server URL (default http://127.0.0.1:8000) or a
+    saved /metrics page (FILE)."""
     after = _parse(_load(source, api_key), source, model)
     before = None
     if since is not None:

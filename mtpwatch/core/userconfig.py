@@ -135,11 +135,22 @@ def default_map(
     return out
 
 
-def check_section(command: str, defaults: Mapping[str, Any], params: Iterable[str]) -> None:
-    """Fail with one line when a command's own table names an option the command does not have."""
-    known = set(params)
-    for key in defaults:
-        if key not in known and key not in GLOBAL_KEYS and key not in ALIASES.get(command, {}).values():
+def resolve_section(command: str, defaults: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """A command's defaults keyed by its parameter names; fail with one line on an unknown option.
+
+    `names` maps every spelling a user may write (the long flag without dashes, with `_` for `-`,
+    and the parameter's own name) to the parameter name: `json = true` sets `--json`, whose
+    parameter is called `as_json`.
+    """
+    out: dict[str, Any] = {}
+    for key, value in defaults.items():
+        if key in names:
+            out[names[key]] = value
+        elif key in GLOBAL_KEYS or key in ALIASES.get(command, {}).values():
+            out[key] = value  # a top-level key this command has no option for: ignored by click
+        else:
+            spelled = sorted(set(names) - {"help"})
             raise UserConfigError(
-                f"config file: [{command}] has no option {key!r}; options: {', '.join(sorted(known))}"
+                f"config file: [{command}] has no option {key!r}; options: {', '.join(spelled)}"
             )
+    return out
