@@ -9,6 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mtpwatch.core.ab.workloads import Prompt
+
+Schedule = Literal["alternate", "race", "restart"]
+"""How the A/B view runs a prompt on two servers: 'alternate' (ABBA, never concurrent), 'race'
+(both at once: contended, not a measurement) or 'restart' (one server at a time, A, B, A sessions)."""
+
 
 @dataclass(frozen=True, slots=True)
 class LaunchSpec:
@@ -62,6 +68,22 @@ class DisplaySettings:
     """Path to the served model's config.json for the analytic bandwidth model."""
     drafter_config: str | None = None
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureSettings:
+    """How the A/B view measures: runs per prompt and arm, warm-ups dropped, restart mode."""
+
+    runs: int = 12
+    """Runs per prompt and arm, warm-up included (the public Spark benchmark: 12, first dropped)."""
+    warmup: int = 1
+    """Runs per prompt dropped as warm-up."""
+    restart: bool = False
+    """One server at a time, started and stopped in A, B, A sessions by the bench engine."""
+    prompts: tuple[Prompt, ...] = ()
+    """Prompts measured at startup in restart mode (empty: none)."""
+    max_tokens: int | None = None
+    """Output cap of measured console prompts; None = the console's --max-tokens."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,7 @@ import sys
 
 import click
 
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import (
+from mtpwatch.commands.options import (
     check_runs,
     checked_url,
     display_options,
@@ -15,6 +14,8 @@ from mtpwatch.ui.options import (
     free_port,
     measure_options,
 )
+from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
+from mtpwatch.core.ab.workloads import Prompt
 
 
 @click.command("ab")
@@ -80,7 +81,7 @@ def command(
     k: int | None,
     vllm_cmd: str,
     keep: bool,
-    schedule: str,
+    schedule: Schedule,
     restart: bool,
     prompts_spec: str,
     limit: int | None,
@@ -136,9 +137,10 @@ def command(
             ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
-    from mtpwatch.ui.live import MeasureSettings, prompt_set
+    # lazy: Textual loads only once the arguments are checked
+    from mtpwatch.ui.measure import prompt_set
 
-    prompts: list[object] = []
+    prompts: list[Prompt] = []
     if restart:
         try:
             prompts = prompt_set(prompts_spec, limit, settings.max_tokens)
@@ -147,6 +149,6 @@ def command(
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts))
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
     config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
-    from mtpwatch.ui.app import run_app
+    from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

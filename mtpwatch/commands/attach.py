@@ -7,8 +7,8 @@ import sys
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.options import checked_url, display_options, display_settings
 from mtpwatch.config import AppConfig, ServerSpec
-from mtpwatch.ui.options import checked_url, display_options, display_settings
 
 
 @click.command("attach")
@@ -24,6 +24,6 @@ def command(url: str, model: str | None, api_key: str | None, **display: object)
     config = AppConfig(
         servers=[ServerSpec(label=base, url=base, model=model, api_key=api_key)], display=settings
     )
-    from mtpwatch.ui.app import run_app
+    from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config))

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.ui.options import check_runs, free_port, measure_options
+from mtpwatch.commands.options import check_runs, free_port, measure_options
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 
 
 def demo_config(
@@ -55,10 +55,14 @@ def demo_config(
     "the sample prompt.",
 )
 @measure_options
-def command(preset: str | None, single: bool, schedule: str, restart: bool, runs: int, warmup: int) -> None:
+def command(
+    preset: str | None, single: bool, schedule: Schedule, restart: bool, runs: int, warmup: int
+) -> None:
     """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt, F6 measures."""
     from mtpwatch.sim.presets import UnknownPresetError
-    from mtpwatch.ui.live import MeasureSettings, measurement_prompt
+
+    # lazy: Textual loads only once the arguments are checked
+    from mtpwatch.ui.measure import measurement_prompt
 
     check_runs(runs, warmup)
     if restart and single:
@@ -68,6 +72,7 @@ def command(preset: str | None, single: bool, schedule: str, restart: bool, runs
         config = demo_config(preset, single=single)
     except UnknownPresetError as exc:
         raise click.UsageError(str(exc)) from None
+    # lazy: Textual loads only for the UI
     from mtpwatch.ui.app import run_app
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 

@@ -111,13 +111,13 @@ async def write_screenshots(
 
     `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
     """
-    from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
+    # lazy: the simulator and Textual load only when filming
+    from mtpwatch.commands.options import free_port
+    from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
     from mtpwatch.core.launch.vllm_cmd import build_sim_argv
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
     from mtpwatch.sim.server import SimThread
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.live import MeasureSettings
-    from mtpwatch.ui.options import free_port
 
     name = get_preset(preset or DEFAULT_PRESET).name
     pace = "" if speed == 1 else f", {speed:g}× speed"

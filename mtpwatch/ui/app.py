@@ -6,19 +6,16 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from mtpwatch.config import AppConfig
+from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.core.launch import process
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
-
-if TYPE_CHECKING:
-    from mtpwatch.ui.live import MeasureSettings
 
 
 class MtpWatchApp(App[int]):
@@ -71,7 +68,7 @@ class MtpWatchApp(App[int]):
         *,
         autostart: bool = True,
         clock: Callable[[], float] = time.monotonic,
-        schedule: str = "alternate",
+        schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
     ) -> None:
@@ -175,7 +172,7 @@ def make_app(
     *,
     autostart: bool = True,
     clock: Callable[[], float] = time.monotonic,
-    schedule: str = "alternate",
+    schedule: Schedule = "alternate",
     prefill: str = "",
     measure: MeasureSettings | None = None,
 ) -> MtpWatchApp:
@@ -185,7 +182,7 @@ def make_app(
         config: servers and display settings.
         autostart: start/poll servers; False leaves panels empty for injected states.
         clock: monotonic clock for every time the app measures.
-        schedule: A/B schedule, 'alternate' (ABBA, never concurrent) or 'race'.
+        schedule: A/B schedule, 'alternate' (ABBA, never concurrent), 'race' or 'restart'.
         prefill: text put in the prompt box (the demo suggests a prompt).
         measure: runs/warm-up of F6 measurements; `restart` = one server at a time.
     """
@@ -197,13 +194,11 @@ def make_app(
 def run_app(
     config: AppConfig,
     *,
-    schedule: str = "alternate",
+    schedule: Schedule = "alternate",
     prefill: str = "",
     measure: MeasureSettings | None = None,
 ) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
-    from mtpwatch.core.launch import process
-
     app = make_app(config, schedule=schedule, prefill=prefill, measure=measure)
 
     def install_handlers() -> None:

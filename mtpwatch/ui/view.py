@@ -1,12 +1,14 @@
 """What one frame shows: frozen view models and the pure functions that turn them into text.
 
-The live feed (`mtpwatch.ui.live`) builds these from `mtpwatch.core`; snapshot tests and
-`mtpwatch screenshots` build them directly, so every panel can be drawn without a server.
-Nothing here imports Textual widgets: the render functions return markup strings.
+The live feed (`mtpwatch.ui.feed.ServerFeed`) builds these from `mtpwatch.core`; the snapshot
+tests build them directly from fixed sample states, so every panel can be drawn without a server
+(`mtpwatch screenshots` films the simulator through the feed instead). Nothing here imports
+Textual widgets: the render functions return markup strings, and they alone escape text.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -180,8 +182,6 @@ def _wrap(text: str, width: int | None) -> list[str]:
     """Plain `text` wrapped to `width` cells (one line when no width is known)."""
     if not width or width < 20:
         return [text]
-    import textwrap
-
     return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
@@ -490,3 +490,29 @@ def render_speedup(
     if race:
         text += " · [$text-warning]race: contended, not a measurement[/]"
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class StartupView:
+    """A server mtpwatch is starting: its phase in the log, or why it failed."""
+
+    phase: str = ""
+    """The log's current phase ('loading weights', ...)."""
+    elapsed_s: float = 0.0
+    """Seconds since the process started."""
+    facts: tuple[str, ...] = ()
+    """Header facts read from the log so far (weights, spec method, KV cache)."""
+    error: str | None = None
+    """Set when the start failed: the one-line reason."""
+    hint: str = ""
+    """A fix the log suggests, for a failed start."""
+
+
+def render_startup(view: StartupView) -> str:
+    """The start-up pane's phase line (and facts), or the failure with its hint."""
+    if view.error is not None:
+        hint = f"\n[$warning]hint: {escape(view.hint)}[/]" if view.hint else ""
+        return f"[$error]failed: {escape(view.error)}[/]" + hint
+    line = f"[b]{escape(view.phase)}[/] · {view.elapsed_s:.1f} s since start"
+    facts = " · ".join(view.facts)
+    return line + (f"\n[dim]{escape(facts)}[/]" if facts else "")

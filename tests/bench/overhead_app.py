@@ -15,10 +15,10 @@ import sys
 import time
 from contextlib import AsyncExitStack
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.launch.process import ServerProcess
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
-from mtpwatch.ui.options import free_port
 
 SPEED = 70.0
 """Simulator time factor. The E4B preset streams ~18 (MTP off) + ~39 (MTP on) tok/s, but answers

@@ -115,7 +115,7 @@ def test_hardware_line_from_fake_readings() -> None:
 
 
 def test_kv_context_prefers_engine_occupancy() -> None:
-    from mtpwatch.ui.live import _BandwidthModel
+    from mtpwatch.ui.bandwidth_inputs import BandwidthModel as _BandwidthModel
 
     snap = SimpleNamespace(kv_cache_usage=0.25, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
     assert _BandwidthModel.context(snap, 999) == (400, "KV-cache occupancy, engine-wide")
@@ -131,10 +131,10 @@ def test_speedup_line_flags_mtp_slower() -> None:
 
 @pytest.mark.parametrize("slow", [True, False])
 async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> None:
-    from mtpwatch.ui import samples
+    from mtpwatch.ui.answers import Answer
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.live import Answer
     from mtpwatch.ui.view import PromptSummary
+    from tests.ui import samples
 
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:

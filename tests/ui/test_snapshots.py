@@ -8,8 +8,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from mtpwatch.ui import samples
 from mtpwatch.ui.app import make_app
+from tests.ui import samples
 
 
 def _run_before(kind: str, keys: tuple[str, ...] = ()) -> Any:

@@ -10,7 +10,6 @@ import asyncio
 import statistics
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -18,16 +17,17 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
+from textual.worker import Worker
 
-from mtpwatch.config import AppConfig
-from mtpwatch.ui.view import WINDOWS, ServerView, render_speedup, window_words
+from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.core.ab.bench import BenchConfigError
+from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.ui.answers import Answer, compare_outputs
+from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
+from mtpwatch.ui.view import WINDOWS, ServerView, StartupView, render_speedup, render_startup, window_words
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-
-if TYPE_CHECKING:
-    from textual.worker import Worker
-
-    from mtpwatch.ui.live import Answer, MeasureSettings, MeasureUpdate, ServerFeed
 
 SAMPLE_PROMPT = (
     "Explain in three short paragraphs how speculative decoding with a multi-token-prediction "
@@ -44,13 +44,11 @@ class MonitorScreen(Screen[None]):
         *,
         autostart: bool,
         clock: Callable[[], float],
-        schedule: str = "alternate",
+        schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
     ) -> None:
         super().__init__()
-        from mtpwatch.ui.live import MeasureSettings
-
         self.measure_settings = measure or MeasureSettings()
         self.measuring = False
         self.last_prompt: str | None = None
@@ -101,8 +99,6 @@ class MonitorScreen(Screen[None]):
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
-            from mtpwatch.ui.live import ServerFeed
-
             for i, spec in enumerate(self.config.servers):
                 feed = ServerFeed(spec, self.config.display, clock=self.clock)
                 self.feeds.append(feed)
@@ -147,15 +143,22 @@ class MonitorScreen(Screen[None]):
         feed = self.feeds[index]
         panel = self.panels[index]
         if feed.spec.launch is not None:
-            ok = await feed.launch(lambda phase, lines: panel.show_startup(phase, lines))
+            ok = await feed.launch(_startup_to(panel))
             if not ok:
                 panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
                 panel.show_startup_pane()
                 return
             panel.show_monitor()
+        await self._poll_forever(feed, panel)
+
+    async def _poll_forever(self, feed: ServerFeed, panel: ServerPanel) -> None:
+        """Scrape, sample the GPU only while the roofline panel shows, post the view of our window."""
         while True:
             delay = await feed.poll()
-            feed.hardware_wanted = panel.bandwidth_visible
+            if panel.bandwidth_visible:
+                feed.start_hardware()
+            else:
+                feed.stop_hardware()
             panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
             await asyncio.sleep(delay)
 
@@ -169,11 +172,7 @@ class MonitorScreen(Screen[None]):
         """Poll a server the restart schedule has started, until it is stopped."""
         feed, panel = self.feeds[index], self.panels[index]
         panel.show_monitor()
-        while True:
-            delay = await feed.poll()
-            feed.hardware_wanted = panel.bandwidth_visible
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
-            await asyncio.sleep(delay)
+        await self._poll_forever(feed, panel)
 
     def _arm_up(self, index: int, up: bool) -> None:
         """Restart mode: a server came up (poll it) or is about to stop (stop polling)."""
@@ -214,8 +213,6 @@ class MonitorScreen(Screen[None]):
             return
         self.last_prompt = prompt
         if self.restart_mode:  # one server at a time: a prompt runs as a measurement
-            from mtpwatch.ui.live import measurement_prompt
-
             self.start_measurement(
                 [
                     measurement_prompt(
@@ -256,7 +253,7 @@ class MonitorScreen(Screen[None]):
             line.set_class(hint, "-hint")
             line.update(Content.from_markup(markup), layout=False)
 
-    def start_measurement(self, prompts: list[object] | None = None) -> bool:
+    def start_measurement(self, prompts: list[Prompt] | None = None) -> bool:
         """Measure `prompts` (default: the last console prompt) with repeated paired runs."""
         if self.config.mode != "ab" or len(self.feeds) != 2:
             self.notify("Measuring needs two servers (mtpwatch ab / demo).", severity="warning")
@@ -265,8 +262,6 @@ class MonitorScreen(Screen[None]):
             self.notify("A generation is running; Escape cancels it.", severity="warning")
             return False
         if prompts is None:
-            from mtpwatch.ui.live import measurement_prompt
-
             text = self.last_prompt or self.query_one(PromptInput).value.strip()
             if not text:
                 self.notify("Send a prompt first; F6 measures it.", severity="warning")
@@ -279,21 +274,14 @@ class MonitorScreen(Screen[None]):
         return True
 
     @work(exclusive=True, group="measure", exit_on_error=False)
-    async def measure(self, prompts: list[object]) -> None:
+    async def measure(self, prompts: list[Prompt]) -> None:
         """Run the measurement, showing each run, the live speed-up line and the final summary."""
-        from mtpwatch.core.ab.bench import BenchConfigError
-        from mtpwatch.ui.live import FeedArm, Measurement
-
         panels = self.panels
-        arms = None
+        arms: tuple[FeedArm, FeedArm] | None = None
         if self.restart_mode:
-            arms = tuple(
-                FeedArm(
-                    self.feeds[i],
-                    progress=lambda phase, lines, i=i: panels[i].show_startup(phase, lines),  # type: ignore[misc]
-                    on_up=lambda up, i=i: self._arm_up(i, up),  # type: ignore[misc]
-                )
-                for i in range(2)
+            arms = (
+                FeedArm(self.feeds[0], progress=_startup_to(panels[0]), on_up=lambda up: self._arm_up(0, up)),
+                FeedArm(self.feeds[1], progress=_startup_to(panels[1]), on_up=lambda up: self._arm_up(1, up)),
             )
         try:
             session = Measurement(
@@ -301,13 +289,13 @@ class MonitorScreen(Screen[None]):
                 list(prompts),
                 self.measure_settings,
                 self.schedule,
-                arms=arms,  # type: ignore[arg-type]
+                arms=arms,
             )
         except (BenchConfigError, ValueError) as exc:
             self.measuring = False
             self.notify(str(exc).splitlines()[0], severity="error")
             return
-        names = ", ".join(getattr(p, "id", "?") for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
+        names = ", ".join(p.id for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
         for panel in panels:
             panel.begin_answer(
                 f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}"
@@ -394,8 +382,6 @@ class MonitorScreen(Screen[None]):
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
-        from mtpwatch.ui.live import compare_outputs
-
         base, mtp, label = self._arms()
         answers = (a, b)
         t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
@@ -447,6 +433,15 @@ class MonitorScreen(Screen[None]):
     def now(self) -> float:
         """The injected clock."""
         return self.clock()
+
+
+def _startup_to(panel: ServerPanel) -> Callable[[StartupView, list[str]], None]:
+    """A launch's progress, drawn in `panel`'s start-up pane."""
+
+    def show(view: StartupView, lines: list[str]) -> None:
+        panel.show_startup(render_startup(view), lines)
+
+    return show
 
 
 def _label(screen: MonitorScreen, index: int) -> str:

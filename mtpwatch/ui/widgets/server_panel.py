@@ -30,7 +30,7 @@ from mtpwatch.ui.widgets.token_stream import TokenStream
 class ServerPanel(Vertical):
     """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
 
-    Data comes from a `ServerFeed` (mtpwatch.ui.live) through one message type carrying a complete
+    Data comes from a `ServerFeed` (mtpwatch.ui.feed) through one message type carrying a complete
     `ServerView`; the panel never fetches anything itself. Tests and screenshots call `show(view)`.
     """
 

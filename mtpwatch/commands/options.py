@@ -84,6 +84,7 @@ def display_settings(
 ) -> DisplaySettings:
     """Check the display options (raising click.UsageError with one line) and build the settings."""
     if gpu is not None:
+        # lazy: `mtpwatch --help` imports only click and mtpwatch.config
         from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
         try:
@@ -107,6 +108,7 @@ def display_settings(
 
 def checked_url(url: str, param: str = "URL") -> str:
     """Normalise a server URL or fail with one clear line before the TUI starts."""
+    # lazy: `mtpwatch --help` imports only click and mtpwatch.config
     from mtpwatch.core.http.urls import normalize_url
 
     try:

@@ -2,7 +2,7 @@
 
 Every figure is derived from the default simulator preset (`mtpwatch.sim.presets`): model, k,
 GPU, peak bandwidth, weights, the acceptance profile and the published tok/s the preset
-reproduces; the roofline panel goes through the same code as the live app (`live._BandwidthModel`
+reproduces; the roofline panel goes through the same code as the live app (`BandwidthModel`
 → `core.roofline.compute_roofline`). So the snapshots agree with what `mtpwatch demo` shows, and
 stay fixed from run to run. `mtpwatch screenshots` does not use these: it films the simulator.
 """
@@ -74,11 +74,11 @@ def config(mode: str = "single") -> AppConfig:
 def _bandwidth(spec: bool) -> BandwidthView:
     """The roofline panel of the preset at its published tok/s, through the live app's code."""
     from mtpwatch.core.roofline.modelconfig import ModelSpec
-    from mtpwatch.ui.live import _BandwidthModel
+    from mtpwatch.ui.bandwidth_inputs import BandwidthModel
     from mtpwatch.ui.view import describe_hardware
 
     p = preset()
-    model = _BandwidthModel(DisplaySettings())
+    model = BandwidthModel(DisplaySettings())
     model.spec = ModelSpec.from_config(p.model_config)
     model.drafter = ModelSpec.from_config(p.drafter) if spec and p.drafter else None
     model.gpu = f"{p.gpu} (simulated)"

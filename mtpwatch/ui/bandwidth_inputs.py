@@ -1,0 +1,251 @@
+"""The roofline panel's inputs and numbers: model config, drafter and peak bandwidth, resolved once.
+
+`BandwidthModel.load` finds the model config (--model-config, the served model's local files, a
+bundled preset, the simulator's /sim/info) and the peak (--peak-gbps, --gpu, /sim/info, NVML on
+this machine); `BandwidthModel.view` prices a window's rates with `core.roofline.compute_roofline`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import httpx
+
+from mtpwatch.config import DisplaySettings
+from mtpwatch.core.metrics.rates import Rates
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.core.roofline.ceilings import compute_roofline
+from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, ModelSpec, resolve_config
+from mtpwatch.core.roofline.nvml import local_gpu_reading
+from mtpwatch.ui.view import BandwidthView
+
+
+class BandwidthModel:
+    """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates.
+
+    The model config comes from --model-config, else from the simulator's /sim/info; the peak from
+    --peak-gbps, --gpu or /sim/info. KV-cache reads are priced at the engine's KV-cache occupancy
+    (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it is known and
+    non-zero, else at the last console prompt's prompt + generated tokens.
+    """
+
+    def __init__(self, display: DisplaySettings) -> None:
+        self.display = display
+        self.spec: ModelSpec | None = None
+        self.drafter: ModelSpec | None = None
+        self.gpu: str | None = None
+        self.peak_gbps: float | None = display.peak_gbps
+        self.error = ""
+        self.simulated = False
+        self.sources = ""
+        """Where the config, drafter and peak came from, in words (shown in the panel)."""
+        self._loaded = False
+
+    async def load(
+        self,
+        base_url: str,
+        *,
+        refs: tuple[str, ...] = (),
+        drafter_ref: str | None = None,
+        local: bool = False,
+    ) -> None:
+        """Resolve the model spec and the peak once (a failure becomes a one-line note).
+
+        Model config, in order: --model-config; each of `refs` (the /v1/models entry's `root`, then
+        its id: a local directory with config.json, a bundled preset or the local HF cache, never the
+        network); the simulator's /sim/info. Drafter: --drafter-config, `drafter_ref` (the speculative
+        config in the server log), /sim/info. Peak: --peak-gbps, --gpu, /sim/info, else the local GPU
+        through NVML when the server is on loopback.
+        """
+        if self._loaded:
+            return
+        self._loaded = True
+        info = await _sim_info(base_url)
+        self.simulated = bool(info)
+        sources: list[str] = []
+        try:
+            if self.display.model_config:
+                self.spec = ModelSpec.from_config(self.display.model_config)
+                sources.append("config --model-config")
+            else:
+                found = _find_config(refs)
+                if found is not None:
+                    path, where = found
+                    self.spec = ModelSpec.from_config(path)
+                    sources.append(f"config {where}")
+                elif info.get("model_config"):
+                    self.spec = ModelSpec.from_config(str(info["model_config"]))
+                    sources.append("config from the simulator")
+        except (ConfigError, ValueError, OSError) as exc:
+            self.error = f"model config: {str(exc).splitlines()[0]}"
+        drafter_given = self.display.drafter_config
+        for ref, where in (
+            (drafter_given, "--drafter-config"),
+            (drafter_ref, "server log"),
+            (info.get("drafter") if info.get("spec") else None, "simulator"),
+        ):
+            if not ref:
+                continue
+            with contextlib.suppress(ConfigError, ValueError, OSError):
+                found = _find_config((str(ref),))
+                self.drafter = ModelSpec.from_config(found[0] if found else str(ref))
+                sources.append(f"drafter {where}")
+                break
+        if self.display.gpu is not None:
+            with contextlib.suppress(UnknownGpuError):
+                gpu = lookup_gpu(self.display.gpu)
+                self.gpu = gpu.key
+                self.peak_gbps = self.peak_gbps or gpu.peak_gbps
+                sources.append("peak --gpu")
+        elif info.get("gpu"):
+            self.gpu = str(info["gpu"]) + " (simulated)"
+            self.peak_gbps = self.peak_gbps or float(info.get("peak_gbps") or 0) or None
+            sources.append("peak simulator")
+        elif local and self.peak_gbps is None:
+            name, peak = await asyncio.to_thread(_local_gpu)
+            if peak is not None:
+                self.gpu, self.peak_gbps = name, peak
+                sources.append("peak local GPU (NVML)")
+        if self.display.peak_gbps is not None:
+            sources.append("peak --peak-gbps")
+        self.sources = " · ".join(sources)
+
+    @staticmethod
+    def context(snap: MetricsSnapshot | None, request_tokens: int | None) -> tuple[int, str]:
+        """KV context tokens for the roofline and where they came from, in words."""
+        if snap is not None and snap.kv_cache_usage:
+            cfg = snap.cache_config
+            try:
+                size = int(cfg["num_gpu_blocks"]) * int(cfg["block_size"])
+            except (KeyError, ValueError):
+                size = 0
+            if size > 0:
+                return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
+        if request_tokens:
+            return request_tokens, "last prompt: prompt + generated"
+        return 0, "KV cache empty"
+
+    def view(
+        self,
+        rates: Rates | None,
+        k: int,
+        snap: MetricsSnapshot | None,
+        request_tokens: int | None,
+        *,
+        hardware: str = "",
+    ) -> BandwidthView:
+        """The panel for `rates` at `k` speculative tokens (pure: a note when an input is missing)."""
+        if self.spec is None:
+            note = self.error or (
+                "no model config: pass --model-config PATH/config.json (and --gpu NAME for a remote server)"
+            )
+            return BandwidthView(note=note, hardware=hardware)
+        if self.peak_gbps is None:
+            return BandwidthView(
+                note="unknown GPU: pass --gpu NAME or --peak-gbps X for % of peak", hardware=hardware
+            )
+        tau = rates.mean_acceptance_length if rates is not None and k else None
+        if tau is not None:
+            tau = min(max(tau, 1.0), k + 1.0)
+        context, source = self.context(snap, request_tokens)
+        steps, tok = _busy_rates(rates)
+        try:
+            roof = compute_roofline(
+                self.spec,
+                peak_gbps=self.peak_gbps,
+                gpu=self.gpu or "GPU",
+                k=k,
+                drafter=self.drafter if k else None,
+                context=context,
+                mean_acceptance_length=tau,
+                # idle (no steps): no "now" figures, so the summary says what the roof allows
+                steps_per_s=steps,
+                tok_s=tok,
+            )
+        except ValueError as exc:
+            return BandwidthView(note=f"roofline: {exc}", hardware=hardware)
+        return BandwidthView(
+            gpu=self.gpu,
+            peak_gbps=roof.peak_gbps,
+            effective_gbps=roof.effective_gbps,
+            percent_of_peak=roof.pct_of_peak,
+            k=k,
+            tau=roof.mean_acceptance_length if k else None,
+            tau_source="measured" if tau is not None else roof.acceptance_source,
+            ceiling_baseline_tok_s=roof.ceiling_tok_s_baseline,
+            ceiling_spec_tok_s=roof.ceiling_tok_s_spec if k else None,
+            tok_s=roof.tok_s,
+            pct_of_ceiling=roof.pct_of_ceiling,
+            acceptance_term=roof.acceptance_term if k else None,
+            bandwidth_term=roof.bandwidth_term if k else None,
+            compute_term=roof.compute_term if k else None,
+            binding=roof.binding if k else "",
+            summary=roof.summary,
+            context_tokens=context,
+            context_source=source,
+            hardware=hardware,
+            config_source=self.sources,
+        )
+
+
+def _busy_rates(rates: Rates | None) -> tuple[float | None, float | None]:
+    """Verify steps/s and tok/s *while decoding*, so idle seconds in a window do not read as slack.
+
+    vLLM's inter-token latency is the time between a request's successive engine steps: its mean
+    is the step time, and Δgeneration_tokens / ΔITL-sum is the decode rate of a stream. Without
+    ITL observations, fall back to plain window rates (diluted by idle time).
+    """
+    if rates is None:
+        return None, None
+    if rates.mean_step_s and rates.tokens_per_step:
+        return 1.0 / rates.mean_step_s, rates.tokens_per_step / rates.mean_step_s
+    return rates.steps_per_s or None, rates.server_tok_s or None
+
+
+def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
+    """The first of `refs` that resolves to a config.json without the network, and where it was found."""
+    for ref in refs:
+        if not ref:
+            continue
+        try:
+            path = resolve_config(ref)
+        except (ConfigError, ValueError, OSError):
+            continue
+        if path.parent == PRESET_DIR:
+            where = f"bundled for {ref}"
+        elif "models--" in str(path):
+            where = f"HF cache ({ref})"
+        else:
+            where = f"served model path {path.parent}"
+        return str(path), where
+    return None
+
+
+def _local_gpu() -> tuple[str | None, float | None]:
+    """NVML's name and peak GB/s of the local GPU (table first, then NVML's clock × bus width)."""
+    try:
+        reading = local_gpu_reading()
+    except Exception:  # no NVML, no driver: the panel asks for --gpu instead
+        return None, None
+    name = reading.device_name
+    if name:
+        with contextlib.suppress(UnknownGpuError):
+            gpu = lookup_gpu(name)
+            return gpu.key, gpu.peak_gbps
+    return name, reading.peak_gbps
+
+
+async def _sim_info(base_url: str) -> dict[str, Any]:
+    """The simulator's /sim/info, or {} for a real vLLM (404) or any failure."""
+    try:
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            response = await http.get(base_url.rstrip("/") + "/sim/info")
+            if response.status_code == 200:
+                data = response.json()
+                return data if isinstance(data, dict) else {}
+    except (httpx.HTTPError, ValueError):
+        pass
+    return {}

@@ -1,0 +1,554 @@
+"""ServerFeed: one server as the app sees it (start it, scrape it, stream prompts), and its `ServerView`s.
+
+The feed holds no widgets and writes no markup: the screen's workers call it, ask it for the view
+of the window they show (`view`, pure) and post that view; render functions in `ui.view` turn it
+into text. The feed owns an optional server process, a client, a collector of scrapes, the
+reachability of the server (`core.http.backoff`) and an NVML sampler the screen starts and stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.core.http.backoff import Backoff, ConnectionState
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.http.generation import (
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    RequestSpecMetrics,
+    StreamEvent,
+)
+from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.process import ServerProcess, StartupError
+from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.metrics.formulas import conditional_from_marginal
+from mtpwatch.core.metrics.rates import Collector, Rates
+from mtpwatch.core.roofline.nvml import Sampler
+from mtpwatch.ui.answers import Answer
+from mtpwatch.ui.bandwidth_inputs import BandwidthModel
+from mtpwatch.ui.view import (
+    PromptSummary,
+    ServerView,
+    StartupView,
+    Status,
+    describe_hardware,
+    make_verdict,
+)
+
+WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
+RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
+"""Retry delays after a failed scrape: 0.5, 1, 2, 4, 8 s, then 8 s (`Backoff`, no jitter)."""
+CHART_POINTS = 60
+"""Seconds of history the tok/s chart shows."""
+PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
+"""Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
+
+StartupProgress = Callable[[StartupView, list[str]], None]
+"""Called during a launch with the phase (or failure) and the log lines since the last call."""
+
+
+def _clock_time(wall: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(wall))
+
+
+# -- launch → follow the log → wait for /health ---------------------------------------------------
+
+
+@dataclass(slots=True)
+class Launch:
+    """What `launch_server` left: the process (None when it did not start), the log, the outcome."""
+
+    process: ServerProcess | None
+    watcher: LogWatcher
+    pump: asyncio.Task[None] | None = None
+    """Keeps reading the log after startup, so the pipe never fills (lines are dropped)."""
+    error: str | None = None
+    """Why the server did not come up (None: it answers /health)."""
+    hint: str = ""
+    """A fix the log suggests, for a failed start."""
+
+
+async def launch_server(
+    launch: LaunchSpec,
+    url: str,
+    progress: StartupProgress,
+    clock: Callable[[], float],
+    on_start: Callable[[ServerProcess], None],
+) -> Launch:
+    """Start `launch`, stream its log and phase to `progress` every 0.1 s, wait for `url`/health.
+
+    `on_start` gets the process as soon as it exists, so its owner can stop it even when this call
+    is cancelled. A process that dies or does not answer in `launch.startup_timeout_s` is stopped;
+    the result then carries the error and the log's hint, and `progress` got them with the last lines.
+    """
+    watcher = LogWatcher()
+    t0 = clock()
+    try:
+        process = await ServerProcess.start(launch.argv, launch.env)
+    except StartupError as exc:
+        progress(StartupView(error=str(exc)), [])
+        return Launch(None, watcher, error=str(exc))
+    on_start(process)
+    pending: list[str] = []
+
+    def phase() -> StartupView:
+        return StartupView(phase=watcher.phase.value, elapsed_s=clock() - t0, facts=log_facts(watcher))
+
+    async def pump() -> None:
+        async for line in process.lines():
+            watcher.feed(line)
+            pending.append(line)
+
+    async def ticker() -> None:
+        while True:
+            batch = pending[:]
+            pending.clear()
+            progress(phase(), batch)
+            await asyncio.sleep(0.1)
+
+    pump_task = asyncio.create_task(pump())
+    tick_task = asyncio.create_task(ticker())
+    try:
+        await process.wait_healthy(url, timeout=launch.startup_timeout_s, poll=0.25)
+    except StartupError as exc:
+        await asyncio.sleep(0.2)
+        tick_task.cancel()
+        hint = str(watcher.hints[-1]) if watcher.hints else ""
+        tail = [] if pending else exc.tail[-5:]
+        progress(StartupView(error=str(exc), hint=hint), pending[:] + tail)
+        if process.returncode is None:
+            await process.stop()
+        return Launch(process, watcher, error=str(exc), hint=hint)
+    finally:
+        tick_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await tick_task
+    progress(phase(), pending[:])
+    pending.clear()
+    return Launch(process, watcher, pump=pump_task)
+
+
+class ServerFeed:
+    """One server as the app sees it: optional process, client, collector, connection state."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        display: DisplaySettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.spec = spec
+        self.display = display
+        self.clock = clock
+        self.wall = wall
+        self.client = VllmClient(spec.url, api_key=spec.api_key, timeout=5.0, clock=clock)
+        self.collector = Collector(horizon_s=180.0)
+        self.status: Status = "starting" if spec.launch else "connecting"
+        self.reason = ""
+        self.retry_in: float | None = None
+        """Seconds until the next scrape after a failure (None while up)."""
+        self._connection = ConnectionState(clock=wall)
+        self._backoff = Backoff(RETRY_INITIAL_S, 2.0, RETRY_MAX_S)
+        self.identified = False
+        self.model = spec.model
+        self.models: tuple[str, ...] = ()
+        self.version: str | None = None
+        self.facts: tuple[str, ...] = ()
+        self.process: ServerProcess | None = None
+        self._pump_task: asyncio.Task[None] | None = None
+        self.prompt_t0: float | None = None
+        """Time of the scrape before the last prompt: its window starts there."""
+        self.prompt_t1: float | None = None
+        """Time of the last prompt's last token."""
+        self.prompt_t_end: float | None = None
+        """Time of the scrape after the prompt's last token: the 'prompt' window ends there."""
+        self._client_points: list[tuple[float, float]] = []
+        self._gen_stats: GenerationStats | None = None
+        self._cancelled_stats: GenerationStats | None = None
+        self._bandwidth = BandwidthModel(display)
+        self._scrape_lock = asyncio.Lock()
+        self._request_tokens: int | None = None
+        """Prompt + generated tokens of the last console prompt (KV context when the engine says 0)."""
+        self.request_spec: RequestSpecMetrics | None = None
+        """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
+        self._sampler: Sampler | None = None
+        self.drafter_ref: str | None = None
+        """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
+
+    # -- launching ----------------------------------------------------------------------------
+
+    async def launch(self, progress: StartupProgress) -> bool:
+        """Start the server of `spec.launch` through `launch_server`.
+
+        Returns False (status 'failed', reason set, last log lines shown) when it does not come up.
+        """
+        assert self.spec.launch is not None
+
+        def started(process: ServerProcess) -> None:
+            self.process = process
+
+        result = await launch_server(self.spec.launch, self.spec.url, progress, self.clock, started)
+        if result.process is not None:
+            self.facts = log_facts(result.watcher)
+        if result.error is not None:
+            hint = f" — {result.hint}" if result.hint else ""
+            self.status, self.reason = "failed", result.error + hint
+            return False
+        self.drafter_ref = result.watcher.facts.spec_model
+        self._pump_task = result.pump
+        self.status = "connecting"
+        return True
+
+    # -- polling ------------------------------------------------------------------------------
+
+    async def poll(self) -> float:
+        """Scrape once; returns the seconds to wait before the next scrape (backoff when down)."""
+        async with self._scrape_lock:  # the poll loop and a prompt's final scrape never interleave
+            try:
+                if not self.identified:
+                    await self._identify()
+                snapshot = await self.client.scrape(self.model)
+            except (ServerError, OSError, ValueError) as exc:
+                return self._down(str(exc) or type(exc).__name__)
+            now = self.clock()
+            if self.collector.add(snapshot, now):
+                self.identified = False  # a restart: the version or model may have changed
+        if self.model is None and snapshot.model:
+            self.model = snapshot.model
+        if snapshot.models:
+            self.models = tuple(snapshot.models)
+        self.status, self.reason, self.retry_in = "up", "", None
+        self._connection.success()
+        self._backoff.reset()
+        self._sample_client(now)
+        return self.display.scrape_interval_s
+
+    async def _identify(self) -> None:
+        refs: list[str] = []
+        with contextlib.suppress(ServerError, OSError, ValueError):
+            models = await self.client.models()
+            names = tuple(m.id for m in models)
+            if names:
+                self.models = names
+                if self.model is None:
+                    self.model = names[0]
+            entry = next((m for m in models if m.id == self.model), models[0] if models else None)
+            if entry is not None:
+                refs = [r for r in (entry.root, entry.id) if r]
+        with contextlib.suppress(ServerError, OSError, ValueError):
+            self.version = await self.client.version()
+        await self._bandwidth.load(
+            self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
+        )
+        self.identified = True
+
+    def _down(self, reason: str) -> float:
+        if self.status == "failed":
+            return RETRY_MAX_S
+        self.reason = reason.splitlines()[0] if reason else "unreachable"
+        connection = self._connection.failure(self.reason)
+        # 'connecting' until the second failure of a server never seen up; 'down' once it was.
+        seen = self.collector.latest is not None or connection.failures > 1
+        self.status = "down" if seen else "connecting"
+        self.retry_in = self._backoff.next()
+        return self.retry_in
+
+    @property
+    def down_since(self) -> float | None:
+        """Wall time of the first failed scrape of the current outage (None while up)."""
+        status = self._connection.status()
+        return status.since if status.state == "down" else None
+
+    def _sample_client(self, now: float) -> None:
+        """One point per second of the running prompt's client decode tok/s."""
+        stats = self._gen_stats
+        if stats is None or stats.t_first is None or stats.t_last is None:
+            return
+        if self._client_points and now - self._client_points[-1][0] < 1.0:
+            return
+        span = stats.t_last - stats.t_first
+        if span > 0 and stats.completion_tokens >= 2:
+            self._client_points.append((now, (stats.completion_tokens - 1) / span))
+
+    # -- view ---------------------------------------------------------------------------------
+
+    def rates(self, window: str, now: float | None = None) -> Rates | None:
+        """Rates over `window` ('10 s', '60 s' or 'prompt')."""
+        now = self.clock() if now is None else now
+        if window == "prompt":
+            if self.prompt_t0 is None:
+                return None
+            # A finished prompt ends at the scrape after its last token (later idle time would
+            # dilute it); a running one at the newest scrape.
+            return self.collector.since(self.prompt_t0, now, until=self.prompt_t_end)
+        return self.collector.window(WINDOW_SECONDS[window], now)
+
+    def scope(self, window: str) -> str:
+        """'this request' when only the console's prompt ran in the prompt window, else 'engine-wide'."""
+        if window == "prompt" and self.prompt_t0 is not None:
+            return str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
+        return "engine-wide"
+
+    def view(self, window: str) -> ServerView:
+        """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
+        now = self.clock()
+        snap = self.collector.latest
+        rates = self.rates(window, now)
+        if self.status == "down" or (self.status == "connecting" and self.reason):
+            down_since = self.down_since
+            since = _clock_time(down_since) if down_since is not None else "?"
+            retry = f", retrying in {self.retry_in:.1f} s" if self.retry_in is not None else ""
+            verb = "disconnected" if self.status == "down" else "not reachable"
+            detail = f"{verb} since {since} ({self.reason}){retry}"
+        elif self.status == "failed":
+            detail = self.reason
+        else:
+            detail = ""
+        series = self.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
+        server_series = _per_second(series, now)
+        client_series = tuple(v for t, v in self._client_points if t >= now - CHART_POINTS)
+        r = rates
+        # A time window with no tokens (the server idle since the last prompt) would show only
+        # dashes: show the last prompt's numbers instead, labelled as such ("this prompt").
+        if window != "prompt" and (r is None or not r.generation_tokens):
+            prompt_rates = self.rates("prompt", now)
+            if prompt_rates is not None and prompt_rates.generation_tokens:
+                r, window = prompt_rates, "prompt"
+        k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
+        bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
+        speculative = None if snap is None else snap.speculative
+        verdict, level = make_verdict(
+            speculative=speculative,
+            acceptance_rate=r.acceptance_rate if r else None,
+            mean_acceptance_length=r.mean_acceptance_length if r else None,
+            drafts=r.drafts if r else None,
+            bandwidth=bandwidth,
+            window=window,
+        )
+        acceptance = r.acceptance_rate if r else None
+        length = r.mean_acceptance_length if r else None
+        per_position = r.per_position if r else ()
+        conditional = r.per_position_conditional if r else ()
+        scope = self.scope(window)
+        per_request = self.request_spec
+        if window == "prompt" and per_request is not None and self.prompt_t_end is not None:
+            acceptance = per_request.acceptance_rate
+            length = per_request.mean_acceptance_length
+            per_position = per_request.per_position
+            conditional = _conditional(per_position)
+            scope = PER_REQUEST_SCOPE
+        return ServerView(
+            label=self.spec.label,
+            url=self.spec.url,
+            status=self.status,
+            status_detail=detail,
+            model=self.model,
+            models=self.models,
+            version=self.version,
+            speculative=speculative,
+            k=(snap.num_speculative_tokens or None) if snap is not None else None,
+            facts=self.facts,
+            window=window,
+            scope=scope,
+            acceptance_rate=acceptance,
+            mean_acceptance_length=length,
+            per_position=per_position,
+            per_position_conditional=conditional,
+            server_tok_s=r.server_tok_s if r else None,
+            steps_per_s=r.steps_per_s if r else None,
+            mean_step_s=r.mean_step_s if r else None,
+            mean_ttft_s=r.mean_ttft_s if r else None,
+            mean_tpot_s=r.mean_tpot_s if r else None,
+            kv_cache_usage=snap.kv_cache_usage if snap else None,
+            running=snap.requests_running if snap else None,
+            waiting=snap.requests_waiting if snap else None,
+            restarts=self.collector.restarts,
+            server_series=server_series,
+            client_series=client_series,
+            drafts=r.drafts if r and speculative else None,
+            bandwidth=bandwidth,
+            verdict=verdict,
+            verdict_level=level,
+        )
+
+    # -- hardware (the screen starts and stops the sampler) ------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
+        return is_loopback(urlsplit(self.spec.url).hostname or "")
+
+    @property
+    def can_sample_hardware(self) -> bool:
+        """A local GPU reading applies: the server is identified, on loopback and not simulated."""
+        return self.identified and self.is_local and not self._bandwidth.simulated
+
+    def start_hardware(self) -> None:
+        """Start the NVML sampler thread when a reading applies (idempotent)."""
+        if self._sampler is None and self.can_sample_hardware:
+            self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
+
+    def stop_hardware(self) -> None:
+        """Stop the NVML sampler thread (panel hidden, server stopped, or shutting down)."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.stop(timeout=2.0)
+
+    def _hardware_line(self) -> str:
+        """The sampler's latest reading in words, or why there is none."""
+        if not self.identified:
+            return ""
+        if self._sampler is None:
+            return describe_hardware(None, local=self.is_local, simulated=self._bandwidth.simulated)
+        return describe_hardware(self._sampler.latest(), local=True)
+
+    # -- prompts ------------------------------------------------------------------------------
+
+    async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
+        """Stream `prompt`, passing text to `on_text` as it arrives; returns the answer and summary."""
+        request = GenerationRequest(
+            prompt=prompt,
+            model=self.model,
+            chat=self.display.chat,
+            max_tokens=self.display.max_tokens,
+            temperature=self.display.temperature,
+            return_token_ids=True,
+        )
+        stats = GenerationStats(clock=self.clock)
+        self._gen_stats = stats
+        self._client_points = []
+        self.prompt_t0 = self.clock()
+        self.prompt_t1 = self.prompt_t_end = None
+        self.request_spec = None
+        stats.start(self.prompt_t0)
+        text_only = on_text
+
+        def on_event(event: StreamEvent) -> None:
+            if event.text:
+                text_only(event.text)
+
+        self._cancelled_stats = stats
+        try:
+            result = await self.client.generate(request, stats=stats, on_event=on_event)
+        finally:
+            self.prompt_t1 = self.clock()
+            self._gen_stats = None
+        if result.error is None:
+            await self.poll()  # a scrape after the last token, so the prompt's window is complete
+        self.prompt_t_end = self.clock()
+        return self._answer(result)
+
+    def _answer(self, result: GenerationResult) -> Answer:
+        if result.completion_tokens:
+            self._request_tokens = (result.prompt_tokens or 0) + result.completion_tokens
+        rates = None
+        scope = "engine-wide"
+        if self.prompt_t0 is not None:
+            rates = self.rates("prompt")
+            scope = str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
+        acceptance = rates.acceptance_rate if rates else None
+        length = rates.mean_acceptance_length if rates else None
+        self.request_spec = result.spec_metrics
+        if result.spec_metrics is not None:
+            # vLLM's own numbers for exactly this request beat counter deltas (no attribution guess).
+            acceptance = result.spec_metrics.acceptance_rate
+            length = result.spec_metrics.mean_acceptance_length
+            scope = PER_REQUEST_SCOPE
+        summary = PromptSummary(
+            tokens=result.completion_tokens,
+            ttft_s=result.ttft_s,
+            decode_tok_s=result.decode_tok_s,
+            acceptance_rate=acceptance,
+            mean_acceptance_length=length,
+            scope=scope,
+            approximate=result.approximate,
+            cancelled=result.cancelled,
+            error=result.error,
+        )
+        return Answer(summary=summary, text=result.text, token_ids=result.token_ids)
+
+    def cancelled_answer(self) -> Answer:
+        """The answer of a generation the user cancelled (what arrived so far)."""
+        stats = self._cancelled_stats or GenerationStats(clock=self.clock)
+        self._cancelled_stats = None
+        self.prompt_t_end = self.clock()
+        return self._answer(stats.finish(cancelled=True))
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    async def stop_server(self) -> None:
+        """Stop the server this feed launched (restart mode between sessions); the client stays open."""
+        process, self.process = self.process, None
+        pump = self._pump_task
+        if pump is not None:
+            pump.cancel()
+        if process is not None:
+            await process.stop(timeout=10.0)
+        self.stop_hardware()
+        self.status, self.reason, self.identified = "stopped", "", False
+
+    async def close(self) -> None:
+        """Stop the server if mtpwatch owns it (unless keep); close the HTTP client."""
+        self.stop_hardware()
+        process, self.process = self.process, None
+        if process is not None:
+            launch = self.spec.launch
+            if launch is not None and launch.keep:
+                process.detach()
+            else:
+                await process.stop(timeout=10.0)
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
+
+
+def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:
+    """Resample (t, tok/s) points to one per second for the last CHART_POINTS seconds."""
+    if not series:
+        return ()
+    out: list[float] = []
+    j = 0
+    start = max(series[0][0], now - CHART_POINTS)
+    t = start
+    value = series[0][1]
+    while t <= now:
+        while j < len(series) and series[j][0] <= t:
+            value = series[j][1]
+            j += 1
+        out.append(value)
+        t += 1.0
+    return tuple(out)
+
+
+def _conditional(marginal: tuple[float, ...]) -> tuple[float, ...]:
+    """Conditional per-position acceptance (position i given i−1 accepted) from marginal rates."""
+    return tuple(0.0 if c is None else c for c in conditional_from_marginal(marginal))
+
+
+def log_facts(watcher: LogWatcher) -> tuple[str, ...]:
+    """Header facts from the server log: weights, MTP detected, centroids masking, KV cache."""
+    f = watcher.facts
+    out: list[str] = []
+    if f.weights_gib is not None:
+        out.append(f"weights {f.weights_gib:.1f} GiB")
+    if f.mtp_detected:
+        out.append("Detected MTP model")
+    if f.spec_method:
+        k = f" k={f.num_spec_tokens}" if f.num_spec_tokens else ""
+        out.append(f"spec {f.spec_method}{k}")
+    if f.centroids_masking:
+        out.append("centroids masking on")
+    if f.kv_cache_gib is not None:
+        out.append(f"KV cache {f.kv_cache_gib:.1f} GiB")
+    elif f.kv_cache_tokens is not None:
+        out.append(f"KV cache {f.kv_cache_tokens:,} tokens")
+    return tuple(out)

@@ -1,0 +1,251 @@
+"""The A/B view's measurement: repeated paired runs of prompts on two feeds through the bench engine.
+
+`Measurement` runs `core.ab.bench.BenchRunner` over the two servers (ABBA, race, or restart with
+`FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: lines the
+screen shows as they are (markup, escaped here, like every render function).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from textual.markup import escape
+
+from mtpwatch.config import MeasureSettings, Schedule
+from mtpwatch.core.ab import stats
+from mtpwatch.core.ab.bench import (
+    CONTENDED,
+    Arm,
+    ArmRequest,
+    ArmResult,
+    BenchConfig,
+    BenchFinished,
+    BenchReport,
+    BenchRunner,
+    HttpArm,
+    PairFinished,
+    RunFinished,
+    SpecCounters,
+    StatusChanged,
+)
+from mtpwatch.core.ab.workloads import Prompt, resolve
+from mtpwatch.core.launch.process import StartupError
+from mtpwatch.ui.feed import ServerFeed, StartupProgress
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureUpdate:
+    """What the screen should show after one bench event."""
+
+    line: str = ""
+    """The live speed-up line (markup); empty = unchanged."""
+    progress: str = ""
+    """Progress in words: run i/N, which server is up."""
+    arm: int | None = None
+    """Panel index `run_line` belongs to."""
+    run_line: str = ""
+    """One finished run, for that panel's answer pane."""
+    summary: str = ""
+    """The final summary line (set on the last update)."""
+
+
+def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
+    """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
+
+    The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
+    has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
+    """
+    overall = report.primary.overall
+    s = overall.speedup
+    lead = "speed-up B/A [dim](decode tok/s, client, paired runs)[/]" if head else "speed-up B/A"
+    if s is None:
+        text = f"{lead} — waiting for the first pair"
+    else:
+        ci = s.ci
+        text = (
+            f"{lead} median [b]{s.median:.2f}×[/] \\[95 % CI {ci.low:.2f}–{ci.high:.2f}] · {s.n_pairs} pairs"
+        )
+    cvs: list[str] = []
+    noisy = False
+    for name in ("a", "b"):
+        arm = overall.arms.get(name)
+        if arm is None or arm.rate is None:
+            continue
+        cv = arm.max_prompt_cv if arm.max_prompt_cv is not None else arm.rate.cv
+        noisy = noisy or cv > stats.CV_FLAG
+        cvs.append(f"{name.upper()} {100 * cv:.0f} %")
+    if cvs:
+        text += " · CV " + " ".join(cvs)
+    if noisy:
+        text += " · [$text-warning]noisy: CV above 10 %, numbers unreliable[/]"
+    if total:
+        text += f" · [dim]run {done}/{total}[/]"
+    if report.contended:
+        text += f" · [$text-warning]race: {CONTENDED}[/]"
+    if report.interrupted:
+        text += f" · [$text-warning]{escape(report.interrupted)}[/]"
+    return text
+
+
+class FeedArm:
+    """A bench `ManagedArm` over a `ServerFeed` (restart mode): the feed launches the server, so its
+    panel shows the startup log and phases; while up the screen polls it; stop frees the GPU."""
+
+    def __init__(
+        self,
+        feed: ServerFeed,
+        progress: StartupProgress,
+        on_up: Callable[[bool], None],
+    ) -> None:
+        self.feed = feed
+        self.label = feed.spec.label
+        self._progress = progress
+        self._on_up = on_up
+        self._http = HttpArm(
+            feed.spec.url, label=feed.spec.label, model=feed.spec.model, api_key=feed.spec.api_key,
+            chat=feed.display.chat,
+        )  # fmt: skip
+
+    async def start(self) -> None:
+        """Launch the server through the feed; raises `StartupError` when it does not come up."""
+        self.feed.status = "starting"
+        if not await self.feed.launch(self._progress):
+            raise StartupError(f"{self.label}: {self.feed.reason}", None, [])
+        self._on_up(True)
+
+    async def stop(self) -> None:
+        """Stop the server (idempotent); the panel says 'stopped'."""
+        self._on_up(False)
+        await self.feed.stop_server()
+
+    async def generate(self, request: ArmRequest) -> ArmResult:
+        """One request through `HttpArm` (client numbers, token ids)."""
+        self._http.model = self._http.model or self.feed.model
+        return await self._http.generate(request)
+
+    async def counters(self) -> SpecCounters | None:
+        """The spec-decode counters of the server."""
+        self._http.model = self._http.model or self.feed.model
+        return await self._http.counters()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._http.aclose()
+
+
+class Measurement:
+    """Repeated paired runs of prompts on the two feeds through `core.bench.BenchRunner`.
+
+    Alternate (ABBA, never concurrent), race (both at once: contended, not a measurement) or
+    restart (`arms` are `FeedArm`s the engine starts and stops). `updates()` turns bench events
+    into `MeasureUpdate`s; cancelling it keeps what was measured (`final()`).
+    """
+
+    def __init__(
+        self,
+        feeds: list[ServerFeed],
+        prompts: list[Prompt],
+        settings: MeasureSettings,
+        schedule: Schedule,
+        *,
+        arms: tuple[FeedArm, FeedArm] | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
+        """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
+        self.feeds = feeds
+        self.schedule: Schedule = "restart" if settings.restart else schedule
+        self._owned: list[HttpArm] = []
+        self.arms: tuple[Arm, Arm] = (
+            (self._http_arm(feeds[0]), self._http_arm(feeds[1])) if arms is None else arms
+        )
+        config = BenchConfig(
+            prompts=prompts,
+            runs=settings.runs,
+            warmup=settings.warmup,
+            schedule=self.schedule,
+            temperature=feeds[0].display.temperature,
+        )
+        self.runner = BenchRunner(config, self.arms[0], self.arms[1])
+        self.total = self.runner.total
+        self.report: BenchReport | None = None
+
+    def _http_arm(self, feed: ServerFeed) -> HttpArm:
+        arm = HttpArm(
+            feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
+            api_key=feed.spec.api_key, chat=feed.display.chat,
+        )  # fmt: skip
+        self._owned.append(arm)
+        return arm
+
+    async def updates(self) -> AsyncIterator[MeasureUpdate]:
+        """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
+        runs_per_prompt = self.runner.config.runs
+        async for event in self.runner.events():
+            if isinstance(event, StatusChanged):
+                yield MeasureUpdate(progress=escape(event.message))
+            elif isinstance(event, RunFinished):
+                rec = event.record
+                tag = "warm-up" if rec.warmup else f"run {rec.run + 1}/{runs_per_prompt}"
+                if rec.error:
+                    body = f"[$text-error]{escape(rec.error)}[/]"
+                else:
+                    acc = (
+                        f" · accept {100 * rec.acceptance_rate:.0f} %"
+                        if rec.acceptance_rate is not None
+                        else ""
+                    )
+                    body = f"{rec.tokens} tok · decode [b]{_fmt(rec.decode_tok_s)}[/] tok/s{acc}"
+                yield MeasureUpdate(
+                    progress=f"measuring: run {event.done}/{event.total} · {escape(rec.prompt)}",
+                    arm=0 if rec.arm == "a" else 1,
+                    run_line=f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else ""),
+                )
+            elif isinstance(event, PairFinished):
+                report = self.runner.partial_report()
+                yield MeasureUpdate(line=measure_line(report, done=event.done, total=event.total))
+            elif isinstance(event, BenchFinished):
+                self.report = event.report
+                yield self._final_update(event.report)
+        await self.aclose()
+
+    def final(self, interrupted: str = "cancelled: partial measurement") -> MeasureUpdate:
+        """The summary of what was measured so far (after a cancel or a failure)."""
+        report = self.report or self.runner.partial_report(interrupted=interrupted)
+        self.report = report
+        return self._final_update(report)
+
+    def _final_update(self, report: BenchReport) -> MeasureUpdate:
+        line = measure_line(report)
+        what = "race" if report.contended else self.schedule
+        prompts = len(report.config.prompts)
+        summary = (
+            f"measured ({what}, {prompts} prompt(s) × {report.config.runs} runs/arm, "
+            f"{report.config.warmup} warm-up dropped): " + measure_line(report, head=False)
+        )
+        return MeasureUpdate(line=line, progress="measurement finished", summary=summary)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients this measurement opened."""
+        for arm in self._owned:
+            with contextlib.suppress(Exception):
+                await arm.aclose()
+        for feed_arm in self.arms:
+            if isinstance(feed_arm, FeedArm):
+                with contextlib.suppress(Exception):
+                    await feed_arm.aclose()
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}"
+
+
+def measurement_prompt(text: str, max_tokens: int) -> Prompt:
+    """A console prompt as a bench `Prompt`."""
+    return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)
+
+
+def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Prompt]:
+    """`core.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
+    return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -1,0 +1,85 @@
+"""ServerFeed without a terminal: views are pure, the sampler starts only when asked, retries back off."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from mtpwatch.commands.options import free_port
+from mtpwatch.config import DisplaySettings, ServerSpec
+from mtpwatch.ui import feed as feed_module
+from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.ui.view import StartupView, render_startup
+
+
+class SpySampler:
+    """Stands in for the NVML sampler thread; counts starts and stops."""
+
+    started = 0
+    stopped = 0
+
+    def __init__(self, **kwargs: Any) -> None:
+        pass
+
+    def start(self) -> SpySampler:
+        SpySampler.started += 1
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        SpySampler.stopped += 1
+
+    def latest(self) -> None:
+        return None
+
+
+def _feed(port: int) -> ServerFeed:
+    return ServerFeed(ServerSpec(label="A", url=f"http://127.0.0.1:{port}"), DisplaySettings())
+
+
+async def test_view_never_starts_or_stops_the_sampler(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(feed_module, "Sampler", SpySampler)
+    SpySampler.started = SpySampler.stopped = 0
+    feed = _feed(free_port())
+    feed.identified = True  # a loopback server, not simulated: a local GPU reading applies
+    for window in ("10 s", "60 s", "prompt"):
+        feed.view(window)
+    assert (SpySampler.started, SpySampler.stopped) == (0, 0)
+    feed.start_hardware()
+    feed.start_hardware()  # idempotent
+    feed.view("10 s")
+    assert (SpySampler.started, SpySampler.stopped) == (1, 0)
+    assert "no reading yet" in feed.view("10 s").bandwidth.hardware
+    feed.stop_hardware()
+    feed.view("10 s")
+    assert (SpySampler.started, SpySampler.stopped) == (1, 1)
+    await feed.close()
+
+
+async def test_unreachable_server_backs_off_and_says_since_when() -> None:
+    feed = _feed(free_port())  # nobody listens there
+    delays = [await feed.poll() for _ in range(7)]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
+    assert feed.status == "down" and feed.down_since is not None
+    since = time.strftime("%H:%M:%S", time.localtime(feed.down_since))
+    detail = feed.view("10 s").status_detail
+    assert detail.startswith(f"disconnected since {since} (") and detail.endswith("), retrying in 8.0 s")
+    await feed.close()
+
+
+async def test_first_failure_of_a_server_never_seen_reads_not_reachable() -> None:
+    feed = _feed(free_port())
+    assert await feed.poll() == 0.5
+    assert feed.status == "connecting"
+    assert feed.view("10 s").status_detail.startswith("not reachable since ")
+    await feed.poll()
+    assert feed.status == "down"
+    await feed.close()
+
+
+def test_startup_lines_are_escaped_by_the_render_function() -> None:
+    failed = render_startup(StartupView(error="bad [b]tag", hint="pass --port"))
+    assert failed == "[$error]failed: bad \\[b]tag[/]\n[$warning]hint: pass --port[/]"
+    phase = render_startup(StartupView(phase="loading", elapsed_s=1.5, facts=("weights 1.0 GiB",)))
+    assert phase == "[b]loading[/] · 1.5 s since start\n[dim]weights 1.0 GiB[/]"
