@@ -68,6 +68,8 @@ class DisplaySettings:
     """Path to the served model's config.json for the analytic bandwidth model."""
     drafter_config: str | None = None
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
+    theme: str | None = None
+    """Textual theme name ('textual-dark', 'nord', 'solarized-light', ...); None = Textual's default."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,8 @@ class MtpWatchApp(App[int]):
         self.schedule = schedule
         self.prefill = prefill
         self.title = config.title
+        if config.display.theme:
+            self.theme = config.display.theme
 
     def get_default_screen(self) -> Screen[object]:
         screen = MonitorScreen(

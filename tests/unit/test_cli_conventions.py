@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -169,3 +170,46 @@ def test_shell_completion_scripts_and_answers() -> None:
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout  # fmt: skip
     assert "plain,--schedule" in options.splitlines()
+
+
+# --- the theme: MTPWATCH_THEME / config -> --theme -> the app -------------------------------------
+
+
+def _attach_params(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> dict[str, object]:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    ctx = cli.make_context("mtpwatch", ["attach", *args])
+    command = cli.get_command(ctx, "attach")
+    assert command is not None
+    sub = command.make_context("attach", list(args), parent=ctx)
+    return dict(sub.params)
+
+
+def test_theme_interval_url_defaults_reach_attach(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env = {**_config(tmp_path, 'interval = 0.5\ntheme = "gruvbox"\n'), "MTPWATCH_THEME": "nord"}
+    params = _attach_params(env, monkeypatch, [])
+    assert params["theme"] == "nord" and params["interval"] == 0.5
+    assert params["url"] == "http://127.0.0.1:8000"
+    assert _attach_params({}, monkeypatch, ["--theme", "dracula"])["theme"] == "dracula"
+
+
+async def test_the_app_uses_the_theme() -> None:
+    from mtpwatch.commands.options import display_settings
+    from mtpwatch.config import AppConfig, ServerSpec
+    from mtpwatch.ui.app import MtpWatchApp
+
+    common: dict[str, object] = {
+        "chat": False, "max_tokens": 8, "temperature": 0.0, "interval": 0.25, "gpu": None,
+        "peak_gbps": None, "model_config": None,
+    }  # fmt: skip
+    with pytest.raises(click.UsageError, match="unknown theme 'neon'"):
+        display_settings(**common, theme="neon")  # type: ignore[arg-type]
+    settings = display_settings(**common, theme="nord")  # type: ignore[arg-type]
+    app = MtpWatchApp(
+        AppConfig(servers=[ServerSpec(label="x", url="http://127.0.0.1:9")], display=settings),
+        autostart=False,
+    )
+    async with app.run_test(size=(100, 30)):
+        assert app.theme == "nord"
