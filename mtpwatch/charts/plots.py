@@ -14,6 +14,7 @@ break-even line.
 from __future__ import annotations
 
 import importlib
+import math
 import statistics
 import textwrap
 from collections.abc import Callable, Sequence
@@ -107,6 +108,29 @@ def _drift(report: SavedReport, arm: str) -> float | None:
     return statistics.median(changes) if changes else None
 
 
+def _clip_range(intervals: Sequence[Any]) -> tuple[float, float]:
+    """The y range of a speed-up plot: every median, 1.0, and the CIs up to one median range beyond.
+
+    A CI from three noisy pairs can reach 200x; drawn whole it would flatten every other point.
+    """
+    meds = [iv.median for iv in intervals] + [1.0]
+    span = max(max(meds) - min(meds), 0.25)
+    lo = max(min(iv.low for iv in intervals), min(meds) - span)
+    hi = min(max(iv.high for iv in intervals), max(meds) + span)
+    return _limits([lo, hi, *meds], 1.0)
+
+
+def _speedup_ticks(lo: float, hi: float) -> list[float]:
+    """Round y ticks between lo and hi that always include 1.0 (the break-even line sits on one)."""
+    span = hi - lo
+    step = next((st for st in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0) if span / st <= 6), 20.0)
+    first = math.ceil(lo / step) * step
+    ticks = [round(first + i * step, 6) for i in range(int((hi - first) / step) + 1)]
+    if lo <= 1.0 <= hi and 1.0 not in ticks:
+        ticks.append(1.0)
+    return sorted(ticks)
+
+
 def _limits(values: Sequence[float], include: float | None = None, pad: float = 0.08) -> tuple[float, float]:
     vs = list(values) + ([include] if include is not None else [])
     lo, hi = min(vs), max(vs)
@@ -173,15 +197,22 @@ def speedup_vs_length(
     # x is the index of the length (sweeps are roughly geometric: 8, 32, 128, 512 stay readable)
     pos = {length: i + 1 for i, length in enumerate(lengths)}
     colors = ["blue", "green", "magenta", "cyan"]
-    ys: list[float] = [1.0]
+    lo, hi = _clip_range([p.speedup for pts in sweep.values() for p in pts])
+    clipped = False
     for i, (conc, pts) in enumerate(sweep.items()):
         col = colors[i % len(colors)]
         xs = [pos[p.length] + 0.08 * i for p in pts]
-        cv.ci_bars(xs, [p.speedup.low for p in pts], [p.speedup.high for p in pts], col)
+        lows = [max(lo, p.speedup.low) for p in pts]
+        highs = [min(hi, p.speedup.high) for p in pts]
+        clipped = clipped or any(p.speedup.low < lo or p.speedup.high > hi for p in pts)
+        cv.ci_bars(xs, lows, highs, col)
         plt.plot(xs, [p.speedup.median for p in pts], color=col, marker="●", label=f"concurrency {conc}")
-        ys += [p.speedup.low for p in pts] + [p.speedup.high for p in pts]
     plt.hline(1.0, "red")
-    plt.ylim(*_limits(ys, 1.0))
+    plt.ylim(lo, hi)
+    ticks = _speedup_ticks(lo, hi)
+    plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    if clipped:
+        notes.insert(0, "(some CI bars run past the plot's edge: `--table` shows them whole)")
     plt.xlim(0.5, len(lengths) + 0.5)
     plt.xticks(list(pos.values()), [str(x) for x in lengths])
     plt.xlabel("forced output length (tokens)")
@@ -305,11 +336,15 @@ def speedup_vs_k(
         return Figure("k", title, _table(header, rows, width), False)
     cv = _Canvas(plt, width, height, color)
     xs = [float(p.k) for p in points]
-    cv.ci_bars(xs, [p.speedup.low for p in points], [p.speedup.high for p in points], "blue")
+    lo, hi = _clip_range([p.speedup for p in points])
+    cv.ci_bars(
+        xs, [max(lo, p.speedup.low) for p in points], [min(hi, p.speedup.high) for p in points], "blue"
+    )
     plt.plot(xs, [p.speedup.median for p in points], color="blue", marker="●")
     plt.hline(1.0, "red")
-    ys = [p.speedup.low for p in points] + [p.speedup.high for p in points]
-    plt.ylim(*_limits(ys, 1.0))
+    plt.ylim(lo, hi)
+    ticks = _speedup_ticks(lo, hi)
+    plt.yticks(ticks, [f"{t:g}" for t in ticks])
     ks = sorted({p.k for p in points})
     plt.xlim(min(ks) - 0.5, max(ks) + 0.5)
     plt.xticks(ks, [str(k) for k in ks])
