@@ -23,7 +23,13 @@ from typing import Any, TextIO
 
 import click
 
-from mtpwatch.core.ab import bench, workloads
+from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished, StatusChanged
+from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
+from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
+from mtpwatch.core.ab.records import CSV_FIELDS
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
 from mtpwatch.core.jsonout import json_safe
 
@@ -64,14 +70,14 @@ class Progress:
         self.stream.flush()
         self.width = len(text)
 
-    def __call__(self, event: bench.BenchEvent) -> None:
+    def __call__(self, event: BenchEvent) -> None:
         if not self.enabled:
             return
-        if isinstance(event, bench.StatusChanged):
+        if isinstance(event, StatusChanged):
             self._write(event.message)
-        elif isinstance(event, bench.PairFinished) and event.running_speedup is not None:
+        elif isinstance(event, PairFinished) and event.running_speedup is not None:
             self.speedup = f" | running speed-up B/A {event.running_speedup:.2f}x ({event.pairs_done} pairs)"
-        elif isinstance(event, bench.RunFinished):
+        elif isinstance(event, RunFinished):
             r = event.record
             rate = f"{r.rate:.1f} tok/s" if r.rate is not None else "failed" if r.error else "-"
             tag = " warm-up" if r.warmup else ""
@@ -79,7 +85,7 @@ class Progress:
                 f"[{event.done}/{event.total}] {r.point.name} {r.arm.upper()} {r.prompt} run {r.run}{tag}: "
                 f"{rate}{self.speedup}"
             )
-        elif isinstance(event, bench.BenchFinished):
+        elif isinstance(event, BenchFinished):
             self._write("")
             self.stream.write("\r")
             self.stream.flush()
@@ -102,7 +108,7 @@ def _ci(s: Any) -> str:
     return f"{s.median:.2f}x [{s.ci.low:.2f}, {s.ci.high:.2f}]"
 
 
-def format_report(report: bench.BenchReport, workload_name: str, require_identical: bool = False) -> str:
+def format_report(report: BenchReport, workload_name: str, require_identical: bool = False) -> str:
     """The stdout table: every number says where it comes from."""
     cfg = report.config
     lines: list[str] = []
@@ -110,7 +116,7 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
     contended = report.contended
     schedule = {
         "alternate": "alternate (ABBA order per prompt, never concurrent)",
-        "race": f"race (both at once) — {bench.CONTENDED.upper()}",
+        "race": f"race (both at once) — {CONTENDED.upper()}",
         "restart": "restart (one server at a time; sessions A, B, A; warm-up after each start)",
     }[cfg.schedule]
     lines.append(f"mtpwatch bench · schedule: {schedule} · temperature {cfg.temperature:g}")
@@ -179,7 +185,7 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
         if sp is None:
             lines.append("speed-up B/A: — (no successful pairs)")
         else:
-            tail = f" — {bench.CONTENDED}" if contended else ""
+            tail = f" — {CONTENDED}" if contended else ""
             cov = f"{100 * sp.ci.coverage:.1f}% coverage; " if sp.ci.coverage < 0.95 else ""
             lines.append(
                 f"speed-up B/A: median {sp.median:.2f}x  95% CI [{sp.ci.low:.2f}, {sp.ci.high:.2f}]  "
@@ -241,7 +247,7 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
     for c, be in report.break_even.items():
         pts = "  ".join(f"{length}→{s:.2f}x" for length, s in report.break_even_points[c])
         lines.append(f"break-even (concurrency {c}): {pts}")
-        lines.append(f"  {be.verdict}" + (f" ({bench.CONTENDED})" if contended else ""))
+        lines.append(f"  {be.verdict}" + (f" ({CONTENDED})" if contended else ""))
 
     warnings: list[str] = []
     for a, lines_ in report.problems.items():
@@ -276,10 +282,10 @@ def format_report(report: bench.BenchReport, workload_name: str, require_identic
     return "\n".join(lines)
 
 
-def write_csv(report: bench.BenchReport, path: Path) -> None:
+def write_csv(report: BenchReport, path: Path) -> None:
     """One row per run (warm-ups included, flagged)."""
     with path.open("w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=bench.CSV_FIELDS)
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for r in report.records:
             writer.writerow(r.row())
@@ -292,9 +298,7 @@ class Stopped(Exception):
     """The bench was stopped by a signal; `str()` names it ('Ctrl-C', 'SIGTERM', 'SIGHUP')."""
 
 
-async def _run(
-    runner: bench.BenchRunner, arms: Sequence[bench.HttpArm], progress: Progress, check: bool
-) -> bench.BenchReport:
+async def _run(runner: BenchRunner, arms: Sequence[HttpArm], progress: Progress, check: bool) -> BenchReport:
     # SIGTERM/SIGHUP (a closed SSH session) cancel the run like Ctrl-C does, so the runs measured
     # so far are still reported and written instead of vanishing with the process.
     loop = asyncio.get_running_loop()
@@ -351,7 +355,7 @@ def _check_writable(path: Path | None, option: str) -> None:
 
 
 def _write_outputs(
-    report: bench.BenchReport, json_path: Path | None, csv_path: Path | None, require_identical: bool
+    report: BenchReport, json_path: Path | None, csv_path: Path | None, require_identical: bool
 ) -> list[str]:
     """Write --json/--csv; a file that cannot be written goes to the temp folder instead (nothing lost).
 
@@ -508,7 +512,7 @@ def command(
         prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
     except workloads.WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompts") from None
-    config = bench.BenchConfig(
+    config = BenchConfig(
         prompts=prompts,
         runs=runs,
         warmup=warmup,
@@ -518,7 +522,7 @@ def command(
         temperature=temperature,
     )
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
-    arms: list[bench.HttpArm] = []
+    arms: list[HttpArm] = []
     try:
         if schedule == "restart":
             if ab is None or not launch_a or not launch_b:
@@ -526,14 +530,14 @@ def command(
                     "--schedule restart needs --ab URL_A URL_B and both --launch-a and --launch-b"
                 )
             arms = [
-                bench.LaunchedArm(
+                LaunchedArm(
                     ab[0],
                     shlex.split(launch_a),
                     startup_timeout_s=startup_timeout,
                     label=f"{ab[0]} ({launch_a})",
                     **common,
                 ),
-                bench.LaunchedArm(
+                LaunchedArm(
                     ab[1],
                     shlex.split(launch_b),
                     startup_timeout_s=startup_timeout,
@@ -544,12 +548,12 @@ def command(
         elif launch_a or launch_b:
             raise click.UsageError("--launch-a/--launch-b are for --schedule restart")
         elif ab is not None:
-            arms = [bench.HttpArm(ab[0], **common), bench.HttpArm(ab[1], **common)]
+            arms = [HttpArm(ab[0], **common), HttpArm(ab[1], **common)]
         else:
             assert url is not None
-            arms = [bench.HttpArm(url, **common)]
-        runner = bench.BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None)
-    except bench.BenchConfigError as exc:
+            arms = [HttpArm(url, **common)]
+        runner = BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None)
+    except BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except ValueError as exc:  # a bad URL: one line, like every other command
         raise click.ClickException(str(exc)) from None

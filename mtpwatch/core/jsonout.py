@@ -18,6 +18,11 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def round_or_none(x: float | None, nd: int) -> float | None:
+    """`x` rounded to `nd` digits for a JSON field; None for None and NaN."""
+    return None if x is None or math.isnan(x) else round(x, nd)
+
+
 def dumps(value: Any, **kwargs: Any) -> str:
     """`json.dumps` of `json_safe(value)`, refusing NaN (so a slip raises instead of writing bad JSON)."""
     return json.dumps(json_safe(value), allow_nan=False, **kwargs)

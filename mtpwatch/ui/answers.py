@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.markup import escape
 
-from mtpwatch.core.ab.bench import first_difference
+from mtpwatch.core.ab.lossless import compare_outputs as compare_outputs_core
 from mtpwatch.ui.view import PromptSummary
 
 
@@ -29,16 +29,17 @@ def compare_outputs(a: Answer, b: Answer) -> str:
     """
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:
         return "[dim]lossless check: — (an answer failed or was cancelled)[/]"
-    if a.token_ids is not None and b.token_ids is not None:
-        ids_a, ids_b = a.token_ids, b.token_ids
-        i = first_difference(ids_a, ids_b)
+    d = compare_outputs_core(a, b)
+    if d.compared == "token_ids":
+        ids_a, ids_b = a.token_ids or (), b.token_ids or ()
+        i = d.token_index
         if i is None:
             return f"[$success]lossless: outputs identical[/] ({len(ids_a)} token ids, temperature 0)"
         if i < min(len(ids_a), len(ids_b)):
             return f"[$error]lossless: outputs differ at token {i + 1}[/] (id {ids_a[i]} vs {ids_b[i]})"
         return f"[$warning]lossless: identical for {i} tokens, then one answer is longer[/]"
     ta, tb = a.text, b.text
-    j = first_difference(ta, tb)
+    j = d.char_index
     if j is None:
         return f"[$success]lossless: outputs identical[/] ({len(ta)} characters, temperature 0)"
     context = ta[max(0, j - 20) : j].replace("\n", " ")

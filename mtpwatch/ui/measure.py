@@ -1,6 +1,6 @@
 """The A/B view's measurement: repeated paired runs of prompts on two feeds through the bench engine.
 
-`Measurement` runs `core.ab.bench.BenchRunner` over the two servers (ABBA, race, or restart with
+`Measurement` runs `core.ab.runner.BenchRunner` over the two servers (ABBA, race, or restart with
 `FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: lines the
 screen shows as they are (markup, escaped here, like every render function).
 """
@@ -15,21 +15,12 @@ from textual.markup import escape
 
 from mtpwatch.config import MeasureSettings, Schedule
 from mtpwatch.core.ab import stats
-from mtpwatch.core.ab.bench import (
-    CONTENDED,
-    Arm,
-    ArmRequest,
-    ArmResult,
-    BenchConfig,
-    BenchFinished,
-    BenchReport,
-    BenchRunner,
-    HttpArm,
-    PairFinished,
-    RunFinished,
-    SpecCounters,
-    StatusChanged,
-)
+from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
+from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.core.ab.plan import CONTENDED, BenchConfig
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.core.launch.process import StartupError
 from mtpwatch.ui.feed import ServerFeed, StartupProgress

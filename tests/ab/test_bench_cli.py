@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core.ab import bench
+from mtpwatch.core.ab.plan import CONTENDED
+from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.sim.server import SimThread
 
 PRESET = "gemma4-e4b-gb10"
@@ -64,7 +65,7 @@ def test_ab_table_json_csv(ab_urls: tuple[str, str], tmp_path: Path) -> None:
     }
     assert doc["gates"] == []
     rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
-    assert len(rows) == len(doc["runs"]) and tuple(rows[0]) == bench.CSV_FIELDS
+    assert len(rows) == len(doc["runs"]) and tuple(rows[0]) == CSV_FIELDS
     assert [r["arm"] for r in rows] == [r["arm"] for r in doc["runs"]]
 
 
@@ -76,7 +77,7 @@ def test_race_is_labelled_contended(ab_urls: tuple[str, str], tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert "CONTENDED — NOT A MEASUREMENT" in res.stdout
     assert "contended — not a measurement" in res.stdout.split("speed-up B/A")[1].splitlines()[0]
-    assert json.loads(out_json.read_text(encoding="utf-8"))["measurement"] == bench.CONTENDED
+    assert json.loads(out_json.read_text(encoding="utf-8"))["measurement"] == CONTENDED
 
 
 def test_single_server(ab_urls: tuple[str, str]) -> None:
@@ -143,7 +144,9 @@ def test_progress_line_shows_running_speedup() -> None:
     import io
 
     from mtpwatch.commands.bench import Progress
-    from mtpwatch.core.ab.bench import PairFinished, Point, RunFinished, RunRecord
+    from mtpwatch.core.ab.events import PairFinished, RunFinished
+    from mtpwatch.core.ab.plan import Point
+    from mtpwatch.core.ab.records import RunRecord
 
     buf = io.StringIO()
     progress = Progress(buf, enabled=True)

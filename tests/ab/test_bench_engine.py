@@ -9,8 +9,11 @@ from collections.abc import Callable
 
 import pytest
 
-from mtpwatch.core.ab import bench
-from mtpwatch.core.ab.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished
+from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
+from mtpwatch.core.ab.records import CSV_FIELDS, match_pairs
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
 
 PROMPTS = [Prompt("p1", "one", "cat-x", 16), Prompt("p2", "two", "cat-y", 16)]
@@ -156,7 +159,7 @@ async def test_abba_cancels_linear_drift() -> None:
     report = await BenchRunner(BenchConfig(PROMPTS[:1], runs=9, warmup=1), a, b).run()
     ratios = [
         rb.rate / ra.rate  # type: ignore[operator]
-        for ra, rb in bench._pairs(report.records)
+        for ra, rb in match_pairs(report.records)
     ]
     above = sum(1 for x in ratios if x > 2.0)
     below = sum(1 for x in ratios if x < 2.0)
@@ -171,7 +174,7 @@ async def test_race_runs_both_at_once_and_says_so() -> None:
     report = await BenchRunner(BenchConfig(PROMPTS[:1], runs=3, warmup=1, schedule="race"), a, b).run()
     assert tr.max_in_flight == 2
     doc = report.to_json()
-    assert doc["measurement"] == bench.CONTENDED
+    assert doc["measurement"] == CONTENDED
     assert all(r["contended"] for r in doc["runs"])
 
 
@@ -198,7 +201,7 @@ async def test_restart_one_server_at_a_time_with_warmup_after_each_start() -> No
 async def test_restart_needs_managed_arms() -> None:
     tr = Tracker()
     a, b = pair(tr)
-    with pytest.raises(bench.BenchConfigError, match="launch command"):
+    with pytest.raises(BenchConfigError, match="launch command"):
         BenchRunner(BenchConfig(PROMPTS, schedule="restart"), a, b)
 
 
@@ -209,7 +212,7 @@ async def test_restart_stops_the_server_when_cancelled() -> None:
     runner = BenchRunner(BenchConfig(PROMPTS, runs=3, warmup=1, schedule="restart"), a, b)
     events = runner.events()
     async for ev in events:
-        if isinstance(ev, bench.RunFinished):
+        if isinstance(ev, RunFinished):
             break
     await events.aclose()  # type: ignore[attr-defined]
     assert tr.running == set()
@@ -336,16 +339,16 @@ async def test_events_stream_running_speedup() -> None:
     tr = Tracker()
     a, b = pair(tr)
     runner = BenchRunner(BenchConfig(PROMPTS, runs=3, warmup=1), a, b)
-    seen: list[bench.BenchEvent] = []
+    seen: list[BenchEvent] = []
     report = await runner.run(seen.append)
-    runs = [e for e in seen if isinstance(e, bench.RunFinished)]
-    pairs = [e for e in seen if isinstance(e, bench.PairFinished)]
+    runs = [e for e in seen if isinstance(e, RunFinished)]
+    pairs = [e for e in seen if isinstance(e, PairFinished)]
     assert len(runs) == runner.total == 12
     assert runs[-1].done == runs[-1].total
     assert len(pairs) == 4
     assert all(p.running_speedup == pytest.approx(2.0) for p in pairs)
     assert [p.pairs_done for p in pairs] == [1, 2, 3, 4]
-    assert isinstance(seen[-1], bench.BenchFinished) and seen[-1].report is report
+    assert isinstance(seen[-1], BenchFinished) and seen[-1].report is report
 
 
 async def test_single_server_mode() -> None:
@@ -366,10 +369,10 @@ def test_config_validation_is_one_line() -> None:
         (BenchConfig(PROMPTS, concurrency=(0,)), "--concurrency"),
         (BenchConfig([], runs=2), "no prompts"),
     ]:
-        with pytest.raises(bench.BenchConfigError, match=needle) as exc:
+        with pytest.raises(BenchConfigError, match=needle) as exc:
             BenchRunner(cfg, a, b)
         assert "\n" not in str(exc.value)
-    with pytest.raises(bench.BenchConfigError, match="two servers"):
+    with pytest.raises(BenchConfigError, match="two servers"):
         BenchRunner(BenchConfig(PROMPTS, schedule="race"), a)
 
 
@@ -378,7 +381,7 @@ async def test_csv_rows_match_runs() -> None:
     a, b = pair(tr)
     report = await BenchRunner(BenchConfig(PROMPTS[:1], runs=2, warmup=1), a, b).run()
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=bench.CSV_FIELDS)
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
     writer.writeheader()
     for r in report.records:
         writer.writerow(r.row())

@@ -17,7 +17,10 @@ import statistics
 
 import pytest
 
-from mtpwatch.core.ab.bench import BenchConfig, BenchReport, BenchRunner, HttpArm
+from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.sim.physics import Physics, simulate_request
 from mtpwatch.sim.presets import PRESETS

@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mtpwatch.core.ab import bench
-from mtpwatch.core.ab.bench import BenchConfig, BenchRunner, HttpArm
+from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.core.ab.plan import CONTENDED, BenchConfig
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -108,4 +109,4 @@ async def test_identical_capture_is_identical_by_text() -> None:
     assert report.lossless.identical is True
     assert report.lossless.compared_by == "text"
     assert report.primary.overall.speedup is not None
-    assert bench.CONTENDED not in json.dumps(report.to_json(), ensure_ascii=False)
+    assert CONTENDED not in json.dumps(report.to_json(), ensure_ascii=False)

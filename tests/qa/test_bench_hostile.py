@@ -19,7 +19,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core.ab.bench import ArmRequest, ArmResult, BenchConfig, BenchRunner, SpecCounters
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.sim.server import SimThread
 

@@ -20,7 +20,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
-from mtpwatch.core.ab.bench import BenchConfigError
+from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.ui.answers import Answer, compare_outputs
 from mtpwatch.ui.feed import ServerFeed

@@ -1,0 +1,134 @@
+"""Arms over HTTP: `HttpArm` talks to a running vLLM (or the simulator); `LaunchedArm` also starts it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.generation import GenerationRequest
+from mtpwatch.core.launch.process import ServerProcess
+
+
+class HttpArm:
+    """An arm that talks to a running vLLM (or the simulator) through `VllmClient`."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        label: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        chat: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+        stream_timeout: float = 600.0,
+    ) -> None:
+        """Args:
+        url: base URL (anything `normalize_url` accepts; raises `ValueError` with one line).
+        label: name shown in reports; defaults to the URL.
+        model: served model name for requests and for picking the model's counters.
+        api_key: Bearer token (falls back to VLLM_API_KEY).
+        chat: use /v1/chat/completions instead of /v1/completions.
+        transport: an httpx transport for tests.
+        stream_timeout: seconds a stream may stay silent before it fails.
+        """
+        self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=stream_timeout)
+        self.url = self.client.base_url
+        self.label = label or self.url
+        self.model = model
+        self.chat = chat
+
+    async def generate(self, request: ArmRequest) -> ArmResult:
+        """Stream one request (asking for token ids) and return the client-side numbers."""
+        extra: dict[str, Any] = {}
+        if request.min_tokens is not None:
+            extra["min_tokens"] = request.min_tokens
+        result = await self.client.generate(
+            GenerationRequest(
+                prompt=request.prompt,
+                model=self.model,
+                chat=self.chat,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                return_token_ids=True,
+                ignore_eos=request.ignore_eos,
+                extra=extra,
+            )
+        )
+        return ArmResult(
+            tokens=result.completion_tokens,
+            ttft_s=result.ttft_s,
+            decode_tok_s=result.decode_tok_s,
+            # reasoning parsers move text out of `content`; compare everything the model wrote
+            text=result.reasoning + result.text,
+            token_ids=result.token_ids,
+            error=result.error,
+        )
+
+    async def counters(self) -> SpecCounters | None:
+        """The model's speculative-decoding counters; None when speculation is off."""
+        snap = await self.client.scrape(self.model)
+        if not snap.speculative:
+            return None
+        return SpecCounters(
+            drafts=snap.drafts,
+            draft_tokens=snap.draft_tokens,
+            accepted=snap.accepted,
+            accepted_per_pos=tuple(snap.accepted_per_pos),
+            k=snap.num_speculative_tokens,
+            created=snap.created,
+        )
+
+    async def check(self) -> None:
+        """Fail early with one line (a `ServerError`) when the server cannot be reached or refuses the key."""
+        await self.client.models()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.aclose()
+
+
+class LaunchedArm(HttpArm):
+    """An `HttpArm` whose server the bench starts and stops itself (the restart schedule)."""
+
+    def __init__(
+        self,
+        url: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        startup_timeout_s: float = 900.0,
+        **kwargs: Any,
+    ) -> None:
+        """Args:
+        url: where the launched server will listen.
+        argv: the full server command line (e.g. `vllm serve MODEL --port 8001 ...`).
+        env: extra environment variables.
+        startup_timeout_s: give up when /health has not answered after this long.
+        **kwargs: passed to `HttpArm`.
+        """
+        super().__init__(url, **kwargs)
+        self.argv = tuple(argv)
+        self.env = dict(env or {})
+        self.startup_timeout_s = startup_timeout_s
+        self._process: ServerProcess | None = None
+
+    async def start(self) -> None:
+        """Start the server process and wait for /health; raises `StartupError` (one line + log tail)."""
+        self._process = await ServerProcess.start(self.argv, self.env)
+        headers = {"Authorization": f"Bearer {self.client.api_key}"} if self.client.api_key else None
+        try:
+            await self._process.wait_healthy(self.url, timeout=self.startup_timeout_s, headers=headers)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Stop the server's whole process group (idempotent)."""
+        process, self._process = self._process, None
+        if process is not None:
+            await process.stop()

@@ -1,0 +1,112 @@
+"""One finished run of the plan (`RunRecord`), its flat row for JSON and CSV, and how runs pair up.
+
+Speed per run is the client-measured decode tok/s = (tokens − 1) / (t_last − t_first) at
+concurrency 1, and aggregate output tok/s (tokens of all concurrent requests / wall time) above 1.
+Acceptance comes from the server's counters, differenced around the run, with vLLM's formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtpwatch.core.ab.arms import ArmName
+from mtpwatch.core.ab.plan import Point
+from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.metrics import formulas as F
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One finished unit: client numbers and the server-counter deltas around it."""
+
+    arm: ArmName
+    prompt: str
+    category: str
+    point: Point
+    run: int
+    warmup: bool
+    pair: int | None
+    tokens: int
+    """Completion tokens (summed over concurrent requests)."""
+    ttft_s: float | None
+    """Time to first token (mean over concurrent requests)."""
+    decode_tok_s: float | None
+    """Client decode tok/s (mean over concurrent requests)."""
+    output_tok_s: float | None
+    """All tokens / wall time of the unit: the aggregate rate at concurrency > 1."""
+    wall_s: float
+    errors: int
+    error: str | None
+    contended: bool
+    prompt_index: int = 0
+    """Position of the prompt in the workload (ids in user files need not be unique)."""
+    text: str = field(default="", repr=False)
+    token_ids: tuple[int, ...] | None = field(default=None, repr=False)
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted: float | None = None
+    accepted_per_pos: tuple[float, ...] | None = None
+    k: int | None = None
+
+    @property
+    def rate(self) -> float | None:
+        """The speed used for pairing: decode tok/s at concurrency 1, aggregate output tok/s above."""
+        return self.decode_tok_s if self.point.concurrency == 1 else self.output_tok_s
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Δaccepted / Δdraft_tokens over this run (vLLM's formula)."""
+        if self.accepted is None or self.draft_tokens is None:
+            return None
+        return F.acceptance_rate(self.accepted, self.draft_tokens)
+
+    def row(self) -> dict[str, Any]:
+        """Flat per-run row for JSON `runs` and the CSV."""
+        return {
+            "arm": self.arm,
+            "prompt": self.prompt,
+            "category": self.category,
+            "concurrency": self.point.concurrency,
+            "length": self.point.length,
+            "run": self.run,
+            "warmup": self.warmup,
+            "pair": self.pair,
+            "tokens": self.tokens,
+            "ttft_s": round_or_none(self.ttft_s, 5),
+            "decode_tok_s": round_or_none(self.decode_tok_s, 3),
+            "output_tok_s": round_or_none(self.output_tok_s, 3),
+            "wall_s": round_or_none(self.wall_s, 4),
+            "acceptance_rate": round_or_none(self.acceptance_rate, 4),
+            "drafts": self.drafts,
+            "accepted": self.accepted,
+            "contended": self.contended,
+            "error": self.error,
+        }
+
+
+CSV_FIELDS: tuple[str, ...] = (
+    "arm", "prompt", "category", "concurrency", "length", "run", "warmup", "pair", "tokens", "ttft_s",
+    "decode_tok_s", "output_tok_s", "wall_s", "acceptance_rate", "drafts", "accepted", "contended", "error",
+)  # fmt: skip
+
+
+def pair_ratio(a: RunRecord, b: RunRecord) -> float | None:
+    """B / A of one pair's speeds; None when either run failed or has no speed."""
+    ra, rb = a.rate, b.rate
+    if a.error or b.error or ra is None or rb is None or ra <= 0:
+        return None
+    return rb / ra
+
+
+def match_pairs(records: Sequence[RunRecord]) -> list[tuple[RunRecord, RunRecord]]:
+    """Every measured pair (A's record, B's record), matched by prompt, point and pair index."""
+    a = {(r.prompt_index, r.point, r.pair): r for r in records if r.arm == "a" and r.pair is not None}
+    out: list[tuple[RunRecord, RunRecord]] = []
+    for r in records:
+        if r.arm == "b" and r.pair is not None:
+            mate = a.get((r.prompt_index, r.point, r.pair))
+            if mate is not None:
+                out.append((mate, r))
+    return out
