@@ -51,12 +51,13 @@ MASK = "***"
 SECRET_FLAGS = frozenset(
     {"--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password"}
 )
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth")
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credentials")
 
 
 def _secret_name(name: str) -> bool:
-    n = name.lower().lstrip("-")
-    return any(w in n for w in _SECRET_WORDS)
+    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile)."""
+    words = re.split(r"[-_.]+", name.lower().strip("-"))
+    return bool(words) and words[-1] in _SECRET_WORDS
 
 
 def mask_secrets(text: str) -> str:
@@ -83,7 +84,7 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
             hide_next = False
             continue
         flag, eq, _ = arg.partition("=")
-        if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag) and flag != "--ca-bundle"):
+        if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
             if eq:
                 out.append(flag + "=" + MASK)
             else:
@@ -240,6 +241,51 @@ async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None 
     except Exception as exc:
         info.errors.append(f"/metrics: {_first_line(exc)}")
     return info
+
+
+def facts_from_log(lines: Iterable[str]) -> Any:
+    """The start-up facts (vLLM version, speculative method, k, drafter) in a server's log lines."""
+    from mtpwatch.core.launch.logparse import LogWatcher
+
+    watcher = LogWatcher()
+    for line in lines:
+        watcher.feed(line)
+    return watcher.facts
+
+
+def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = ()) -> ArmInfo:
+    """What the command line and start-up log of a server mtpwatch started say about it."""
+    info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
+    info.apply_spec_config(spec_config_from_argv(argv))
+    lines = list(log_lines)
+    if lines:
+        info.apply_log_facts(facts_from_log(lines))
+    return info
+
+
+def launched_arm_info(arm: Any) -> ArmInfo:
+    """An `ArmInfo` for a bench arm whose server mtpwatch starts (`core.ab.http_arm.LaunchedArm`).
+
+    Its command line and the log of its last start, plus what the server said while it was up.
+    """
+    info = launched_info(arm.url, arm.argv, getattr(arm, "log_lines", ()))
+    probed: ArmInfo | None = getattr(arm, "probed", None)
+    if probed is not None:
+        for name in ("served_name", "model", "vllm_version", "engine", "max_model_len", "speculative"):
+            value = getattr(probed, name)
+            if value not in (None, {}):
+                setattr(info, name, value)
+        if info.k is None:
+            info.k = probed.k
+        info.errors.extend(probed.errors)
+    return info
+
+
+async def describe_arm(arm: Any) -> ArmInfo:
+    """An `ArmInfo` for a bench arm (`HttpArm` asked over HTTP, `LaunchedArm` as above); never raises."""
+    if getattr(arm, "argv", None) is not None:
+        return launched_arm_info(arm)
+    return await probe_arm(arm.client, getattr(arm, "model", None))
 
 
 @dataclass(frozen=True, slots=True)
