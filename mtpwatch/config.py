@@ -86,6 +86,9 @@ class MeasureSettings:
     """Prompts measured at startup in restart mode (empty: none)."""
     max_tokens: int | None = None
     """Output cap of measured console prompts; None = the console's --max-tokens."""
+    save_path: str | None = None
+    """Where Ctrl+S saves the last measurement, and where it is saved on exit (`--save FILE`);
+    None: Ctrl+S writes mtpwatch-ab-<UTC time>.json in the current folder, nothing on exit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import json
 import os
 import shlex
 import signal
@@ -27,7 +26,7 @@ import click
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import runlog, workloads
+from mtpwatch.core.ab import reportio, runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent, RunFinished
 from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
@@ -35,7 +34,6 @@ from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
-from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
@@ -436,14 +434,6 @@ def _check_writable(path: Path | None, option: str) -> None:
         path.unlink(missing_ok=True)
 
 
-def report_document(
-    report: BenchReport, meta: Mapping[str, Any] | None, require_identical: bool
-) -> dict[str, Any]:
-    """The `--json` document: the report with the provenance block right after `tool`."""
-    body = report.to_json(require_identical)
-    return {"tool": body.pop("tool"), "meta": dict(meta) if meta is not None else None, **body}
-
-
 def _write_outputs(
     report: BenchReport,
     json_path: Path | None,
@@ -456,12 +446,7 @@ def _write_outputs(
     Returns one line per problem (empty when all went where asked).
     """
     problems: list[str] = []
-    document = json.dumps(
-        json_safe(report_document(report, meta, require_identical)),
-        indent=2,
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    document = reportio.dumps(reportio.report_document(report, meta, require_identical)).rstrip("\n")
 
     def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
         try:

@@ -142,8 +142,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
+        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(value))} does not exist")
+    return value
+
+
 def measure_options(func: F) -> F:
-    """Add --runs and --warmup (the F6 measurement of the A/B view)."""
+    """Add --runs, --warmup and --save (the F6 measurement of the A/B view)."""
     options = [
         click.option(
             "--runs",
@@ -158,6 +164,14 @@ def measure_options(func: F) -> F:
             default=1,
             show_default=True,
             help="F6 measurement: first runs per prompt dropped as warm-up.",
+        ),
+        click.option(
+            "--save",
+            "save_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            callback=_check_save_path,
+            help="Save the last F6 measurement here (bench report JSON) on Ctrl+S and when the app exits.",
         ),
     ]
     for option in reversed(options):
