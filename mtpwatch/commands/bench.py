@@ -16,6 +16,7 @@ import shlex
 import signal
 import sys
 import tempfile
+import textwrap
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,11 @@ from urllib.parse import urlsplit
 
 import click
 
+from mtpwatch.charts import plots
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio, runlog, workloads
+from mtpwatch.core.ab import reportfile, reportio, runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent, RunFinished
 from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
@@ -366,6 +368,15 @@ class _Session:
         return meta
 
 
+def _plots(report: BenchReport, meta: Mapping[str, Any] | None, label: str | None) -> str:
+    """The figures `mtpwatch plot` would draw from this report's --json file, at 80 columns."""
+    document = reportio.report_document(report, meta)
+    saved = reportfile.parse(document, path="this bench", name=label or "this bench")
+    color = sys.stdout.isatty()
+    figs = plots.draw([saved], width=80, color=color, plt=plots.load_plotext())
+    return "\n\n".join(textwrap.fill(f.title, 80) + "\n" + f.text for f in figs)
+
+
 class Stopped(Exception):
     """The bench was stopped by a signal; `str()` names it ('Ctrl-C', 'SIGTERM', 'SIGHUP')."""
 
@@ -598,6 +609,9 @@ def _write_outputs(
     help="Finish the bench that wrote this --jsonl log: same prompts, settings and servers, only the "
     "runs it lacks; new runs are appended to it.",
 )
+@click.option(
+    "--plot", is_flag=True, help="Also draw the report's figures (as `mtpwatch plot` does) under the table."
+)
 @tls_options
 def command(
     url: str | None,
@@ -627,6 +641,7 @@ def command(
     gpu: str | None,
     jsonl_path: Path | None,
     resume_path: Path | None,
+    plot: bool,
 ) -> None:
     """Paired A/B benchmark: speed-up with a 95 % CI, acceptance, lossless check, break-even.
 
@@ -805,6 +820,8 @@ def command(
     problems = _write_outputs(report, json_path, csv_path, require_identical, session.final_meta())
     try:
         click.echo(format_report(report, workload_name, require_identical))
+        if plot:
+            click.echo("\n" + _plots(report, session.final_meta(), label))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report
         status = status or 1
     for line in problems:

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,7 @@ def test_plots_and_comparisons(tmp_path: Path) -> None:
                     break
         bench = run(ported(lines[2]), tmp_path)
         assert bench.returncode == 0, bench.stdout + bench.stderr
+        reports_that_stand(tmp_path, ported)
     finally:
         for proc in sims:
             proc.terminate()
@@ -121,6 +123,26 @@ def test_plots_and_comparisons(tmp_path: Path) -> None:
     assert compare.returncode == 0, compare.stdout + compare.stderr
     # a report against itself: a zero median difference whose CI holds 0 (no '*')
     assert re.search(r"\+0\.00 \[-\d+\.\d\d,\+\d+\.\d\d\] ", compare.stdout), compare.stdout
+
+
+def reports_that_stand(tmp_path: Path, ported: Callable[[str], str]) -> None:
+    """The 'Reports that stand on their own' block, against the running simulators."""
+    first, resume = commands("Reports that stand on their own")
+    bench = run(ported(first), tmp_path)
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert "speed-up vs" in bench.stdout or "decode tok/s per run" in bench.stdout  # --plot drew
+    doc = json.loads((tmp_path / "k2.json").read_text(encoding="utf-8"))
+    assert doc["meta"]["label"] == "k2-sim" and doc["meta"]["metadata"] == {"image": "sim"}
+    assert doc["meta"]["arms"]["b"]["k"] == 2
+    log = (tmp_path / "k2.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len([x for x in log if '"type": "run"' in x]) == 2 * 4 * 2
+    # cut the log as a crash would (keep the header and the first 5 runs), then finish it
+    (tmp_path / "k2.jsonl").write_text("\n".join(log[:6]) + "\n", encoding="utf-8")
+    again = run(ported(resume), tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    doc = json.loads((tmp_path / "k2.json").read_text(encoding="utf-8"))
+    assert len(doc["runs"]) == 16 and doc["gates"] == []
+    assert doc["meta"]["resumed"][0]["runs_before"] == 5
 
 
 def test_config_example_is_valid(tmp_path: Path) -> None:
