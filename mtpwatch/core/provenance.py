@@ -253,13 +253,16 @@ def facts_from_log(lines: Iterable[str]) -> Any:
     return watcher.facts
 
 
-def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = ()) -> ArmInfo:
-    """What the command line and start-up log of a server mtpwatch started say about it."""
+def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: Any = None) -> ArmInfo:
+    """What the command line and start-up log (its lines, or the `LogFacts` already read from them)
+    of a server mtpwatch started say about it."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
     info.apply_spec_config(spec_config_from_argv(argv))
     lines = list(log_lines)
-    if lines:
-        info.apply_log_facts(facts_from_log(lines))
+    if facts is None and lines:
+        facts = facts_from_log(lines)
+    if facts is not None:
+        info.apply_log_facts(facts)
     return info
 
 
@@ -268,7 +271,7 @@ def launched_arm_info(arm: Any) -> ArmInfo:
 
     Its command line and the log of its last start, plus what the server said while it was up.
     """
-    info = launched_info(arm.url, arm.argv, getattr(arm, "log_lines", ()))
+    info = launched_info(arm.url, arm.argv, facts=getattr(arm, "log_facts", None))
     probed: ArmInfo | None = getattr(arm, "probed", None)
     if probed is not None:
         for name in ("served_name", "model", "vllm_version", "engine", "max_model_len", "speculative"):

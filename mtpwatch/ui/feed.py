@@ -26,6 +26,7 @@ from mtpwatch.core.http.generation import (
     RequestSpecMetrics,
     StreamEvent,
 )
+from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.vllm_cmd import is_loopback
@@ -63,13 +64,13 @@ def _clock_time(wall: float) -> str:
 
 
 @dataclass(slots=True)
-class Launch:
-    """What `launch_server` left: the process (None when it did not start), the log, the outcome."""
+class LaunchOutcome:
+    """What `launch_server` left: the process (None when it did not start), the launch, the outcome."""
 
     process: ServerProcess | None
-    watcher: LogWatcher
-    pump: asyncio.Task[None] | None = None
-    """Keeps reading the log after startup, so the pipe never fills (lines are dropped)."""
+    server: Launch
+    """The core launch: its watcher has the phases and facts; it keeps reading the log (the pipe
+    never fills; lines after start-up are dropped)."""
     error: str | None = None
     """Why the server did not come up (None: it answers /health)."""
     hint: str = ""
@@ -82,30 +83,27 @@ async def launch_server(
     progress: StartupProgress,
     clock: Callable[[], float],
     on_start: Callable[[ServerProcess], None],
-) -> Launch:
-    """Start `launch`, stream its log and phase to `progress` every 0.1 s, wait for `url`/health.
+) -> LaunchOutcome:
+    """Start `launch` through `core.launch.launcher.Launch`, show its phase and new log lines through
+    `progress` every 0.1 s, and wait for `url`/health.
 
     `on_start` gets the process as soon as it exists, so its owner can stop it even when this call
     is cancelled. A process that dies or does not answer in `launch.startup_timeout_s` is stopped;
     the result then carries the error and the log's hint, and `progress` got them with the last lines.
     """
-    watcher = LogWatcher()
+    pending: list[str] = []
+    server = Launch(launch.argv, env=launch.env, on_line=pending.append)
+    watcher = server.watcher
     t0 = clock()
     try:
-        process = await ServerProcess.start(launch.argv, launch.env)
+        process = await server.start()
     except StartupError as exc:
         progress(StartupView(error=str(exc)), [])
-        return Launch(None, watcher, error=str(exc))
+        return LaunchOutcome(None, server, error=str(exc))
     on_start(process)
-    pending: list[str] = []
 
     def phase() -> StartupView:
         return StartupView(phase=watcher.phase.value, elapsed_s=clock() - t0, facts=log_facts(watcher))
-
-    async def pump() -> None:
-        async for line in process.lines():
-            watcher.feed(line)
-            pending.append(line)
 
     async def ticker() -> None:
         while True:
@@ -114,10 +112,9 @@ async def launch_server(
             progress(phase(), batch)
             await asyncio.sleep(0.1)
 
-    pump_task = asyncio.create_task(pump())
     tick_task = asyncio.create_task(ticker())
     try:
-        await process.wait_healthy(url, timeout=launch.startup_timeout_s, poll=0.25)
+        await server.wait_ready(url, launch.startup_timeout_s)
     except StartupError as exc:
         await asyncio.sleep(0.2)
         tick_task.cancel()
@@ -125,15 +122,16 @@ async def launch_server(
         tail = [] if pending else exc.tail[-5:]
         progress(StartupView(error=str(exc), hint=hint), pending[:] + tail)
         if process.returncode is None:
-            await process.stop()
-        return Launch(process, watcher, error=str(exc), hint=hint)
+            await server.stop()
+        return LaunchOutcome(process, server, error=str(exc), hint=hint)
     finally:
         tick_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await tick_task
     progress(phase(), pending[:])
     pending.clear()
-    return Launch(process, watcher, pump=pump_task)
+    server.on_line = None  # from here on the log is read and dropped
+    return LaunchOutcome(process, server)
 
 
 class ServerFeed:
@@ -165,7 +163,7 @@ class ServerFeed:
         self.version: str | None = None
         self.facts: tuple[str, ...] = ()
         self.process: ServerProcess | None = None
-        self._pump_task: asyncio.Task[None] | None = None
+        self._launch: Launch | None = None
         self.prompt_t0: float | None = None
         """Time of the scrape before the last prompt: its window starts there."""
         self.prompt_t1: float | None = None
@@ -199,13 +197,13 @@ class ServerFeed:
 
         result = await launch_server(self.spec.launch, self.spec.url, progress, self.clock, started)
         if result.process is not None:
-            self.facts = log_facts(result.watcher)
+            self.facts = log_facts(result.server.watcher)
         if result.error is not None:
             hint = f" — {result.hint}" if result.hint else ""
             self.status, self.reason = "failed", result.error + hint
             return False
-        self.drafter_ref = result.watcher.facts.spec_model
-        self._pump_task = result.pump
+        self.drafter_ref = result.server.watcher.facts.spec_model
+        self._launch = result.server
         self.status = "connecting"
         return True
 
@@ -489,11 +487,11 @@ class ServerFeed:
     async def stop_server(self) -> None:
         """Stop the server this feed launched (restart mode between sessions); the client stays open."""
         process, self.process = self.process, None
-        pump = self._pump_task
-        if pump is not None:
-            pump.cancel()
+        launch, self._launch = self._launch, None
         if process is not None:
             await process.stop(timeout=10.0)
+        if launch is not None:
+            await launch.close_log()
         self.stop_hardware()
         self.status, self.reason, self.identified = "stopped", "", False
 
@@ -507,6 +505,9 @@ class ServerFeed:
                 process.detach()
             else:
                 await process.stop(timeout=10.0)
+        server, self._launch = self._launch, None
+        if server is not None:
+            await server.close_log()
         with contextlib.suppress(Exception):
             await self.client.aclose()
 

@@ -32,7 +32,9 @@ def feed_info(feed: ServerFeed, k: int | None) -> provenance.ArmInfo:
     """What the app knows about one server, without asking it again."""
     launch = feed.spec.launch
     if launch is not None:
-        info = provenance.launched_info(feed.spec.url, launch.argv)
+        started = feed._launch  # the feed's own launch; its log watcher read the start-up facts
+        facts = started.watcher.facts if started is not None else None
+        info = provenance.launched_info(feed.spec.url, launch.argv, facts=facts)
     else:
         info = provenance.ArmInfo(url=feed.spec.url)
     info.served_name = feed.model or feed.spec.model

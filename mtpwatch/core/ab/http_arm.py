@@ -10,7 +10,7 @@ import httpx
 from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
-from mtpwatch.core.launch.process import ServerProcess
+from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.provenance import probe_arm
 
 
@@ -116,27 +116,29 @@ class LaunchedArm(HttpArm):
         self.argv = tuple(argv)
         self.env = dict(env or {})
         self.startup_timeout_s = startup_timeout_s
-        self._process: ServerProcess | None = None
-        self.log_lines: list[str] = []
-        """The start-up log of the last start (for the report's provenance)."""
+        self._launch: Launch | None = None
+        self.log_facts: Any = None
+        """What the start-up log of the last start said (`LogFacts`), for the report's provenance."""
         self.probed: Any = None
         """What the server said about itself while it was up (a `core.provenance.ArmInfo`)."""
 
     async def start(self) -> None:
         """Start the server process and wait for /health; raises `StartupError` (one line + log tail)."""
-        self._process = await ServerProcess.start(self.argv, self.env)
+        launch = Launch(self.argv, env=self.env)
+        self._launch = launch
+        await launch.start()
         headers = {"Authorization": f"Bearer {self.client.api_key}"} if self.client.api_key else None
         try:
-            await self._process.wait_healthy(self.url, timeout=self.startup_timeout_s, headers=headers)
+            await launch.wait_ready(self.url, self.startup_timeout_s, headers=headers, poll_s=0.5)
         except BaseException:
             await self.stop()
             raise
-        self.log_lines = self._process.tail()
+        self.log_facts = launch.watcher.facts
         if self.probed is None:
             self.probed = await probe_arm(self.client, self.model)
 
     async def stop(self) -> None:
         """Stop the server's whole process group (idempotent)."""
-        process, self._process = self._process, None
-        if process is not None:
-            await process.stop()
+        launch, self._launch = self._launch, None
+        if launch is not None and launch.started:
+            await launch.stop()
