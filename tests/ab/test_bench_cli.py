@@ -127,6 +127,13 @@ def test_restart_schedule_with_launched_simulators(tmp_path: Path) -> None:
     assert sorted(r["arm"] for r in warm) == ["a", "a", "a", "a", "b", "b"]
     assert doc["speedup"]["pairs"] == 4 and doc["speedup"]["median"] > 1.2
     assert doc["identical_outputs"] is True
+    # provenance of servers the bench started: the command line, the start-up log, and what the
+    # server said about itself while it was up
+    arm_b = doc["meta"]["arms"]["b"]
+    assert arm_b["launch_argv"][-2:] == ["--port", str(pb)] and arm_b["url"] == f"http://127.0.0.1:{pb}"
+    assert arm_b["vllm_version"] == "0.32.0" and arm_b["k"] == 2 and arm_b["speculative"] is True
+    assert arm_b["method"] == "mtp" and arm_b["spec_config"]["from_log"]["num_speculative_tokens"] == 2
+    assert doc["meta"]["arms"]["a"]["speculative"] is False
     # both servers were stopped: nothing answers on their ports any more
     for port in (pa, pb):
         with socket.socket() as s:
