@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     check_runs,
     checked_url,
@@ -72,6 +73,7 @@ from mtpwatch.core.ab.workloads import Prompt
 @click.option("--model", default=None, help="model_name to watch on both servers.")
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
 @display_options
+@tls_options
 @measure_options
 def command(
     url_a: str | None,
