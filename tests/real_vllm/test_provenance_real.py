@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
 
 from .conftest import ServerPool
+
+pytestmark = pytest.mark.real_vllm
 
 
 def test_bench_report_provenance_from_a_real_vllm(server_pool: ServerPool, tmp_path: Path) -> None:
