@@ -18,6 +18,7 @@ from .conftest import ServerPool
 pytestmark = pytest.mark.real_vllm
 
 
+@pytest.mark.timeout(900)  # the first test of the folder waits for the server's start
 def test_bench_report_provenance_from_a_real_vllm(server_pool: ServerPool, tmp_path: Path) -> None:
     server = server_pool.get("baseline")
     prompts = tmp_path / "p.jsonl"
