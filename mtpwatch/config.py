@@ -92,6 +92,22 @@ class MeasureSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetSettings:
+    """Many servers in one table (`attach URL URL …`, `--file`, `--prometheus`)."""
+
+    urls: tuple[str, ...] = ()
+    """Servers scraped directly (normalised base URLs), in display order."""
+    prometheus: str | None = None
+    """Read the fleet from this Prometheus server instead (HTTP API)."""
+    selector: str = ""
+    """Extra PromQL label matchers, e.g. '{job="vllm"}'."""
+    window_s: float = 10.0
+    """Window of the rates shown (F3 switches 10 s / 60 s)."""
+    api_key: str | None = field(default=None, repr=False)
+    """Bearer token for the servers' /metrics (falls back to VLLM_API_KEY); never in a repr."""
+
+
+@dataclass(frozen=True, slots=True)
 class AppConfig:
     """Everything `mtpwatch.ui.app.run_app` needs."""
 
@@ -101,3 +117,5 @@ class AppConfig:
     mode: Literal["single", "ab"] = "single"
     """'ab' shows two identical panels side by side with one prompt console."""
     title: str = "mtpwatch"
+    fleet: FleetSettings | None = None
+    """Set: the app opens the fleet view (one row per server); Enter opens a row's monitor."""

@@ -1,4 +1,4 @@
-"""`mtpwatch attach URL`: watch a running vLLM server and send it prompts."""
+"""`mtpwatch attach URL [URL …]`: watch running servers (one: the monitor; several: the fleet view)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,95 @@ import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import checked_url, display_options, display_settings
-from mtpwatch.config import AppConfig, ServerSpec
+from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 
 
 @click.command("attach")
-@click.argument("url", default=DEFAULT_URL)
+@click.argument("urls", nargs=-1, metavar="URL...")
 @click.option("--model", default=None, help="model_name to watch when the server serves several.")
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--file",
+    "url_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file of server URLs, one per line (# comments): the fleet view.",
+)
+@click.option("--prometheus", default=None, metavar="URL", help="Read the fleet from this Prometheus server.")
+@click.option(
+    "--selector",
+    default="",
+    metavar="'{job=\"vllm\"}'",
+    help="With --prometheus: extra PromQL label matchers for every query.",
+)
+@click.option(
+    "--window",
+    type=click.FloatRange(1.0, 3600.0),
+    default=10.0,
+    show_default=True,
+    help="Fleet view: seconds of the rates shown (F3 switches 10 s / 60 s).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Fleet: no screen; print one JSON document (direct: after scraping for --window seconds).",
+)
 @display_options
 @tls_options
-def command(url: str, model: str | None, api_key: str | None, **display: object) -> None:
-    """Watch a running vLLM server at URL (default http://127.0.0.1:8000) and send it prompts."""
-    base = checked_url(url)
+def command(
+    urls: tuple[str, ...],
+    model: str | None,
+    api_key: str | None,
+    url_file: str | None,
+    prometheus: str | None,
+    selector: str,
+    window: float,
+    as_json: bool,
+    **display: object,
+) -> None:
+    """Watch a running vLLM server at URL (default http://127.0.0.1:8000) and send it prompts.
+
+    With several URLs (or --file, or --prometheus) it opens the fleet view: one row per server and
+    engine, outliers marked; Enter opens a row's monitor, Escape returns.
+    """
+    from mtpwatch.commands import fleet
+
     settings = display_settings(**display)  # type: ignore[arg-type]
-    config = AppConfig(
-        servers=[ServerSpec(label=base, url=base, model=model, api_key=api_key)], display=settings
-    )
+    if model is not None and (prometheus is not None or url_file is not None or len(urls) > 1):
+        raise click.UsageError("--model goes with one URL: the fleet view shows every model, one row each")
+    if prometheus is not None:
+        if urls or url_file:
+            raise click.UsageError("--prometheus reads every server from Prometheus: give no URL or --file")
+        base = checked_url(prometheus, "--prometheus")
+        fleet.checked_selector(selector)
+        if as_json:
+            fleet.echo_json(fleet.prometheus_json(base, selector=selector, window_s=window))
+            return
+        fleet_settings = FleetSettings(prometheus=base, selector=selector, window_s=window, api_key=api_key)
+    else:
+        if not urls and url_file is None:
+            urls = (DEFAULT_URL,)  # where `vllm serve` listens by default
+        if selector:
+            raise click.UsageError("--selector goes with --prometheus")
+        servers = fleet.server_list(urls, url_file)
+        if len(servers) == 1 and url_file is None and not as_json:
+            config = AppConfig(
+                servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
+                display=settings,
+            )
+            from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
+
+            sys.exit(run_app(config))
+        if as_json:
+            fleet.echo_json(
+                fleet.direct_json(
+                    servers, window_s=window, interval_s=settings.scrape_interval_s, api_key=api_key
+                )
+            )
+            return
+        fleet_settings = FleetSettings(urls=tuple(servers), window_s=window, api_key=api_key)
+    config = AppConfig(servers=[], display=settings, fleet=fleet_settings, title="mtpwatch fleet")
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config))

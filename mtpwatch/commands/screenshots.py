@@ -26,6 +26,7 @@ VIEWS: dict[str, str] = {
     "help": "the help screen, 120×40",
     "start": "a server starting: log and phase, 120×32",
     "disconnected": "the single view after its server went away, 120×32",
+    "fleet": "the fleet view: six busy servers (one with collapsed acceptance, marked) and one down, 180×24",
 }
 """File stem → what the screenshot shows."""
 
@@ -175,6 +176,8 @@ async def write_screenshots(
             written.append(_save(app, out / "disconnected.svg"))
             await app.shutdown_servers()
 
+    written.append(await _film_fleet(out / "fleet.svg", name, speed, display))
+
     port = free_port()
     argv = build_sim_argv(name, port=port, startup_delay=startup_delay)
     launch = LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0)
@@ -190,6 +193,46 @@ async def write_screenshots(
         written.append(_save(app, out / "start.svg"))
         await app.shutdown_servers()
     return written
+
+
+async def _film_fleet(path: Path, preset: str, speed: float, display: Any) -> Path:
+    """Six simulators with background traffic (the fifth with acceptance collapsed to 5 % of the
+    preset's), plus a URL where nothing listens, in the fleet view once its window is full."""
+    from dataclasses import replace
+
+    from mtpwatch.config import AppConfig, FleetSettings
+    from mtpwatch.sim.server import SimThread
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.screens.fleet import FleetScreen
+    from mtpwatch.ui.widgets.fleet_table import FleetTable
+
+    window = 10.0 if speed <= 1 else 3.0
+    with contextlib.ExitStack() as stack:
+        urls = [
+            stack.enter_context(
+                SimThread(
+                    preset=preset, speed=speed, load=2, seed=i, acceptance_scale=0.05 if i == 4 else 1.0
+                )
+            )
+            for i in range(6)
+        ]
+        fleet = FleetSettings(urls=(*urls, "http://127.0.0.1:9"), window_s=window)
+        config = AppConfig(servers=[], display=replace(display, scrape_interval_s=0.25), fleet=fleet)
+        app = make_app(config)
+        async with app.run_test(size=(180, 24)) as pilot:
+            screen = app.screen
+            assert isinstance(screen, FleetScreen)
+            table = screen.query_one(FleetTable)
+
+            def full() -> bool:
+                rows = [r for r in table.rows_shown if r.state == "up"]
+                return len(rows) == 6 and all((r.window_s or 0) >= window - 0.5 for r in rows)
+
+            await _wait(pilot, full, "six full windows")
+            await pilot.pause(0.6)
+            saved = _save(app, path)
+            await pilot.press("ctrl+q")
+    return saved
 
 
 @click.command("screenshots")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from dataclasses import replace
 
 import click
 
@@ -110,6 +111,20 @@ from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
     metavar="S",
     help="Simulate a restart S seconds after start-up (counters reset, new _created).",
 )
+@click.option(
+    "--load",
+    type=click.IntRange(0, 1024),
+    default=0,
+    show_default=True,
+    help="Background traffic: keep N requests in flight inside the server (a busy server, no client).",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(1, 1024),
+    default=1,
+    show_default=True,
+    help="Serve this many independent servers from one process (ports PORT, PORT+1, …; 0: free ports).",
+)
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
 def command(
     preset: str,
@@ -132,6 +147,8 @@ def command(
     fault_metrics_delay: float,
     fault_exit_after: float | None,
     fault_restart_after: float | None,
+    load: int,
+    count: int,
     list_presets: bool,
 ) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
@@ -172,31 +189,46 @@ def command(
         exit_mode="process",
         exit_after_s=fault_exit_after,
         restart_after_s=fault_restart_after,
+        load=load,
         faults=Faults(
             cut_stream_after=fault_cut_stream,
             metrics_status=500 if fault_metrics_500 else None,
             metrics_delay_s=fault_metrics_delay,
         ),
     )
+    if count > 1 and port != 0 and port + count - 1 > 65535:
+        raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
     try:
-        server = SimServer(options, log=default_log_stream())
+        # Each server of --count gets its own seed (independent acceptance draws), its own port.
+        servers = [
+            SimServer(
+                replace(options, port=port + i if port else 0, seed=seed + i, faults=replace(options.faults)),
+                log=default_log_stream() if count == 1 else None,
+            )
+            for i in range(count)
+        ]
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
     async def main() -> None:
-        try:
-            url = await server.bind()
-        except OSError as exc:
-            raise click.ClickException(f"cannot bind {host}:{port}: {exc.strerror or exc}") from None
-        mode = f"MTP k={server.physics.k}" if options.spec else "no speculation"
-        click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
+        for server in servers:
+            try:
+                url = await server.bind()
+            except OSError as exc:
+                bound = f"{host}:{server.options.port}"
+                for other in servers:
+                    await other.stop()
+                raise click.ClickException(f"cannot bind {bound}: {exc.strerror or exc}") from None
+            mode = f"MTP k={server.physics.k}" if options.spec else "no speculation"
+            click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await server.start()
+        for server in servers:
+            await server.start()
         await stop.wait()
-        await server.stop()
+        await asyncio.gather(*(server.stop() for server in servers))
 
     try:
         asyncio.run(main())

@@ -211,7 +211,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 
 
 @click.command("snapshot")
-@click.argument("source", metavar="[URL|FILE]", default=DEFAULT_URL)
+@click.argument("source", metavar="[URL|FILE]", required=False)
 @click.option(
     "--since",
     "since",
@@ -229,26 +229,50 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option(
+    "--prometheus", default=None, metavar="URL", help="The whole fleet, from this Prometheus server."
+)
+@click.option(
+    "--selector", default="", help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'."
+)
+@click.option(
+    "--window",
+    type=click.FloatRange(1.0, 86400.0),
+    default=60.0,
+    show_default=True,
+    help="With --prometheus: seconds of increase()/rate().",
+)
 @click.option("--label", default=None, help="--json: a name kept in the meta block.")
 @click.option(
     "--metadata", multiple=True, metavar="KEY=VALUE", help="--json: extra provenance in the meta block."
 )
 @tls_options
 def command(
-    source: str,
+    source: str | None,
     since: str | None,
     model: str | None,
     api_key: str | None,
     as_json: bool,
+    prometheus: str | None,
+    selector: str,
+    window: float,
     label: str | None,
     metadata: tuple[str, ...],
 ) -> None:
     """Print speculative-decoding numbers once, from a server URL (default http://127.0.0.1:8000) or a
-    saved /metrics page (FILE)."""
+    saved /metrics page (FILE), or for every server a Prometheus scrapes (--prometheus URL)."""
     try:
         extra = parse_metadata(metadata)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
+    if prometheus is not None:
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("source") != click.core.ParameterSource.COMMANDLINE:
+            source = None  # a configured default URL does not fight --prometheus
+        _prometheus(prometheus, source, since, selector, window, as_json)
+        return
+    if source is None:
+        source = DEFAULT_URL  # where `vllm serve` listens by default
     after = _parse(_load(source, api_key), source, model)
     before = None
     if since is not None:
@@ -264,3 +288,20 @@ def command(
         click.echo(json.dumps(json_safe({"meta": meta, **report}), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
+
+
+def _prometheus(
+    url: str, source: str | None, since: str | None, selector: str, window: float, as_json: bool
+) -> None:
+    from mtpwatch.commands import fleet
+    from mtpwatch.commands.options import checked_url
+
+    if source is not None or since is not None:
+        raise click.UsageError("--prometheus reads every server from Prometheus: give no URL|FILE or --since")
+    doc = fleet.prometheus_json(
+        checked_url(url, "--prometheus"), selector=fleet.checked_selector(selector), window_s=window
+    )
+    if as_json:
+        fleet.echo_json(doc)
+    else:
+        click.echo(fleet.render_table(doc))

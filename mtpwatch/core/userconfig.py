@@ -4,7 +4,7 @@ The file is ``$MTPWATCH_CONFIG``, else ``$XDG_CONFIG_HOME/mtpwatch/config.toml``
 ``~/.config/mtpwatch/config.toml``. Top-level keys apply to every command that has the option;
 a table named after a command applies to that command only::
 
-    url = "http://127.0.0.1:8000"   # attach, bench, snapshot (URL argument)
+    url = "http://127.0.0.1:8000"   # attach, bench, snapshot (the URL argument's default)
     api_key = "..."                 # every command with --api-key
     interval = 0.5                  # --interval of attach, ab, start, demo
     ca_bundle = "/etc/ssl/my-ca.pem"
@@ -44,7 +44,10 @@ GLOBAL_KEYS = ("url", "api_key", "interval", "theme", "ca_bundle", "insecure")
 ENV_KEYS: dict[str, str] = {f"MTPWATCH_{key.upper()}": key for key in GLOBAL_KEYS}
 
 #: Where a top-level key lands for commands whose parameter has another name.
-ALIASES: dict[str, dict[str, str]] = {"snapshot": {"url": "source"}}
+ALIASES: dict[str, dict[str, str]] = {"snapshot": {"url": "source"}, "attach": {"url": "urls"}}
+
+#: Parameters that take several values (the key's one value becomes a list of one).
+LIST_PARAMS = frozenset({"urls"})
 
 
 class UserConfigError(ValueError):
@@ -128,7 +131,8 @@ def default_map(
         merged = dict(top)
         for key, alias in ALIASES.get(command, {}).items():
             if key in merged:
-                merged[alias] = merged.pop(key)
+                value = merged.pop(key)
+                merged[alias] = [value] if alias in LIST_PARAMS else value
         merged.update(sections.get(command, {}))
         if merged:
             out[command] = merged

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -34,6 +35,12 @@ from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 VLLM_VERSION = "0.32.0"
 SIM_HEADERS = {"server": "mtpwatch-sim", "x-mtpwatch-sim": "1"}
+LOAD_PROMPTS = (
+    "Summarise the history of the printing press in a few paragraphs.",
+    "Write a Python function that merges two sorted lists, with comments.",
+    "Explain how a transformer decodes one token at a time.",
+)
+"""Prompts of the background traffic (`SimOptions.load`), used in turn."""
 CHAT_TEMPLATE_TOKENS = 4
 """Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
 
@@ -84,6 +91,11 @@ class SimOptions:
     """Exit fault on a timer."""
     restart_after_s: float | None = None
     """Restart fault on a timer (counters reset, new `_created`)."""
+    load: int = 0
+    """Background traffic: keep this many requests in flight inside the server (no client needed), so
+    an attached monitor sees a busy server. They count in every counter like client requests."""
+    load_max_tokens: int = 200
+    """max_tokens of each background request."""
     faults: Faults = field(default_factory=Faults)
 
 
@@ -251,6 +263,8 @@ class SimServer:
             self._spawn(self._exit_later(self.options.exit_after_s))
         if self.options.restart_after_s is not None:
             self._spawn(self._restart_later(self.options.restart_after_s))
+        for slot in range(self.options.load):
+            self._spawn(self._load_loop(slot))
         self.log("launcher.py:48", f"Starting vLLM API server 0 on {self.url}")
         self.log.raw(f"INFO:     Started server process [{os.getpid()}]")
         self.log.raw("INFO:     Waiting for application startup.")
@@ -381,6 +395,22 @@ class SimServer:
                     f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
                     f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
                 )
+
+    async def _load_loop(self, slot: int) -> None:
+        """One background request after another (`SimOptions.load`), each read to its end."""
+        for n in itertools.count():
+            prompt = f"{LOAD_PROMPTS[(slot + n) % len(LOAD_PROMPTS)]} (background request {slot}.{n})"
+            ids = prompt_token_ids(prompt)
+            req = SimRequest(
+                request_id=f"load-{slot}-{n}",
+                prompt_tokens=len(ids),
+                max_tokens=self.options.load_max_tokens,
+                source=TextSource(prompt, temperature=0.0, seed=None, ignore_eos=False),
+                rng=random.Random(f"{self.options.seed}:load:{slot}:{n}"),
+            )
+            self.engine.add(req)
+            async for _ in self._outputs(req):
+                pass
 
     # -- faults ------------------------------------------------------------------------------
     async def restart(self, down_s: float = 0.0) -> None:

@@ -17,6 +17,11 @@ from mtpwatch.core.launch import process
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 
+_MONITOR_ACTIONS = frozenset(
+    {"sample_prompt", "clear_answers", "measure", "cancel", "scroll_answers", "cycle_window"}
+)
+"""App actions that act on a monitor screen (disabled while the fleet table shows)."""
+
 
 class MtpWatchApp(App[int]):
     """Live monitor for vLLM speculative-decoding servers, with a prompt console."""
@@ -92,6 +97,11 @@ class MtpWatchApp(App[int]):
             self.theme = config.display.theme
 
     def get_default_screen(self) -> Screen[object]:
+        if self.config.fleet is not None:
+            from mtpwatch.ui.screens.fleet import FleetScreen
+
+            fleet = FleetScreen(self.config, autostart=self.autostart, clock=self.clock)
+            return fleet  # type: ignore[return-value]
         screen = MonitorScreen(
             self.config,
             autostart=self.autostart,
@@ -104,10 +114,19 @@ class MtpWatchApp(App[int]):
 
     @property
     def monitor(self) -> MonitorScreen:
-        """The main screen (the default screen, even while help is open)."""
-        screen = self.screen_stack[0]
-        assert isinstance(screen, MonitorScreen)
-        return screen
+        """The monitor screen: the default screen, or the one a fleet row opened (even while help is open)."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, MonitorScreen):
+                return screen
+        raise LookupError("no monitor screen is open")
+
+    def _fleet_on_top(self) -> bool:
+        """The fleet view is showing (no row's monitor opened over it)."""
+        return not any(isinstance(s, MonitorScreen) for s in self.screen_stack)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The prompt console's keys mean nothing in the fleet table: hide and disable them there.
+        return not (action in _MONITOR_ACTIONS and self.config.fleet is not None and self._fleet_on_top())
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -127,7 +146,12 @@ class MtpWatchApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            if self.config.fleet is not None:
+                from mtpwatch.ui.screens.fleet import fleet_help
+
+                self.push_screen(HelpScreen(fleet_help(self.config.fleet)))
+            else:
+                self.push_screen(HelpScreen())
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
@@ -160,9 +184,16 @@ class MtpWatchApp(App[int]):
         for panel in self.monitor.panels:
             panel.stream.page(direction)
 
-    def action_cancel(self) -> None:
-        if not self.monitor.cancel_generation():
-            self.notify("Nothing to cancel.", timeout=1.5)
+    async def action_cancel(self) -> None:
+        if self.monitor.cancel_generation():
+            return
+        if self.config.fleet is not None:  # a row's monitor: Escape returns to the fleet
+            monitor = self.monitor
+            await monitor.stop_servers()
+            if self.screen is monitor:
+                self.pop_screen()
+            return
+        self.notify("Nothing to cancel.", timeout=1.5)
 
     def action_save_results(self) -> None:
         """Ctrl+S: write the last measurement where --save says, else mtpwatch-ab-<time>.json."""
@@ -191,8 +222,10 @@ class MtpWatchApp(App[int]):
 
     async def shutdown_servers(self) -> None:
         """Stop servers mtpwatch started (unless keep); safe to call twice."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.monitor.stop_servers(), timeout=20)
+        for screen in self.screen_stack:
+            if isinstance(screen, MonitorScreen):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(screen.stop_servers(), timeout=20)
 
     async def on_unmount(self) -> None:
         with contextlib.suppress(Exception):  # the screen may already be gone

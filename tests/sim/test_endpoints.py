@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from mtpwatch.sim.server import running_sim
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 FAST = {"speed": 50.0}
 
 
-def _fixture_events(name: str) -> list[Any]:
+def _fixture_events(text: str) -> list[Any]:
     out: list[Any] = []
-    for line in (DATA / name).read_text().splitlines():
+    for line in text.splitlines():
         if line.startswith("data: "):
             data = line[6:]
             out.append(data if data == "[DONE]" else json.loads(data))
@@ -71,8 +70,8 @@ async def test_models_card() -> None:
     }
 
 
-async def test_chat_stream_shapes_match_real_capture(sse: Any) -> None:
-    real = _fixture_events("sse-ngram-k4-chat.txt")
+async def test_chat_stream_shapes_match_real_capture(sse: Any, data: DataDir) -> None:
+    real = _fixture_events(data.text("sse-ngram-k4-chat.txt"))
     body = {
         "model": "spec",
         "messages": [{"role": "user", "content": "hello"}],
@@ -97,8 +96,8 @@ async def test_chat_stream_shapes_match_real_capture(sse: Any) -> None:
     assert len(events) - 3 < 40
 
 
-async def test_completions_stream_shapes_match_real_capture(sse: Any) -> None:
-    real = _fixture_events("sse-baseline-completions.txt")
+async def test_completions_stream_shapes_match_real_capture(sse: Any, data: DataDir) -> None:
+    real = _fixture_events(data.text("sse-baseline-completions.txt"))
     body = {
         "model": "base",
         "prompt": "The quick brown fox",

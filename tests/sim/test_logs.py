@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import io
 import re
-from pathlib import Path
 from typing import Any
 
 from mtpwatch.sim.server import running_sim
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 PREFIX = r"INFO \d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+:\d+\] "
 ENGINE = (
     PREFIX + r"Engine 000: Avg prompt throughput: \d+\.\d tokens/s, Avg generation throughput: "
@@ -24,8 +23,8 @@ SPEC = (
 )
 
 
-def test_patterns_match_the_real_log_lines() -> None:
-    real = (DATA / "spec-log-lines.txt").read_text().splitlines()
+def test_patterns_match_the_real_log_lines(data: DataDir) -> None:
+    real = data.text("spec-log-lines.txt").splitlines()
     spec = [x for x in real if "SpecDecoding metrics" in x]
     assert spec and all(re.match(SPEC, x) for x in spec)
     engine = [x.replace("CPU KV", "GPU KV") for x in real if "Engine 000" in x]

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.server import running_sim
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from tests.datadir import DataDir
 
 
 def _page(model: str, k: int) -> str:
@@ -41,21 +39,21 @@ def _le_values(text: str) -> dict[str, list[str]]:
     return out
 
 
-def test_help_type_lines_match_real_spec_page() -> None:
-    real = (DATA / "metrics-ngram-k4-after.txt").read_text()
+def test_help_type_lines_match_real_spec_page(data: DataDir) -> None:
+    real = data.text("metrics-ngram-k4-after.txt")
     sim = _page("spec", 4)
     assert _meta_lines(sim) == _meta_lines(real)
 
 
-def test_help_type_lines_match_real_baseline_page() -> None:
-    real = (DATA / "metrics-baseline-after.txt").read_text()
+def test_help_type_lines_match_real_baseline_page(data: DataDir) -> None:
+    real = data.text("metrics-baseline-after.txt")
     sim = _page("base", 0)
     assert _meta_lines(sim) == _meta_lines(real)
     assert "spec_decode" not in sim
 
 
-def test_series_label_names_and_buckets_match() -> None:
-    real = (DATA / "metrics-ngram-k4-after.txt").read_text()
+def test_series_label_names_and_buckets_match(data: DataDir) -> None:
+    real = data.text("metrics-ngram-k4-after.txt")
     sim = _page("spec", 4)
     real_labels, sim_labels = _label_names(real), _label_names(sim)
     # cache_config_info carries every CacheConfig field as a label; the simulator keeps a subset

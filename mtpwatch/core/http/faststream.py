@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from mtpwatch.core.http.sse import SseDecoder
+from mtpwatch.core.timeouts import within
 
 __all__ = ["SseConnection", "open_sse", "proxy_for"]
 
@@ -458,9 +459,8 @@ async def _connect(
         return None
 
     try:
-        # wait_for, not asyncio.timeout(): the latter is Python 3.11+.
-        found = await asyncio.wait_for(attempt(), timeout)
-    except asyncio.TimeoutError as exc:  # not the builtin TimeoutError before Python 3.11
+        found = await within(timeout, attempt())
+    except TimeoutError as exc:
         raise httpx.ConnectTimeout(f"no connection within {timeout:g} s") from exc
     except socket.gaierror as exc:
         raise httpx.ConnectError(str(exc)) from exc

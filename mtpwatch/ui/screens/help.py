@@ -84,9 +84,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="close-help"),
     ]
 
+    def __init__(self, text: str = HELP_TEXT) -> None:
+        super().__init__()
+        self.text = text
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Markdown(HELP_TEXT)
+            yield Markdown(self.text)
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)

@@ -50,8 +50,11 @@ class MonitorScreen(Screen[None]):
         schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
+        feed_factory: Callable[..., ServerFeed] | None = None,
     ) -> None:
         super().__init__()
+        self.feed_factory = feed_factory
+        """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
         self.measure_settings = measure or MeasureSettings()
         self.measuring = False
         self.last_prompt: str | None = None
@@ -106,8 +109,9 @@ class MonitorScreen(Screen[None]):
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
+            factory = self.feed_factory or ServerFeed
             for i, spec in enumerate(self.config.servers):
-                feed = ServerFeed(spec, self.config.display, clock=self.clock)
+                feed = factory(spec, self.config.display, clock=self.clock)
                 self.feeds.append(feed)
                 if not self.restart_mode:
                     self.run_server(i)

@@ -1,0 +1,154 @@
+"""The fleet side of `attach` and `snapshot`: URL lists, the headless `--json` run, Prometheus once.
+
+`attach URL URL …`, `attach --file FILE` and `attach --prometheus URL` open the fleet view;
+with `--json` they print one fleet document instead (direct: after scraping for the window;
+Prometheus: at once). `snapshot --prometheus URL` prints the same document (or a table) once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mtpwatch.commands.options import checked_url
+from mtpwatch.core.jsonout import json_safe
+
+
+def read_url_file(path: str) -> list[str]:
+    """URLs from a file: one per line; blank lines and `#` comments are skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise click.UsageError(f"--file: no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--file: cannot read {path}: {exc}") from None
+    urls: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        entry = line.split("#", 1)[0].strip()
+        if entry:
+            urls.append(checked_url(entry, f"--file {path} line {n}"))
+    if not urls:
+        raise click.UsageError(f"--file: {path} lists no URL (one per line; # starts a comment)")
+    return urls
+
+
+def server_list(urls: tuple[str, ...], file: str | None) -> list[str]:
+    """Arguments then file entries, normalised, duplicates dropped (first kept)."""
+    out: list[str] = []
+    for i, url in enumerate(urls):
+        out.append(checked_url(url, f"URL {i + 1}" if len(urls) > 1 else "URL"))
+    if file is not None:
+        out += read_url_file(file)
+    seen: set[str] = set()
+    unique = []
+    for url in out:
+        if url not in seen:
+            seen.add(url)
+            unique.append(url)
+    return unique
+
+
+def checked_selector(selector: str) -> str:
+    from mtpwatch.core.sources.prometheus import check_selector
+
+    try:
+        check_selector(selector)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return selector
+
+
+def direct_json(
+    urls: list[str], *, window_s: float, interval_s: float, api_key: str | None
+) -> dict[str, Any]:
+    """Scrape `urls` for `window_s` seconds at `interval_s`, then the fleet document."""
+    from mtpwatch.core.fleet.report import fleet_report
+    from mtpwatch.core.fleet.scraper import FleetScraper, Target
+
+    async def run() -> dict[str, Any]:
+        scraper = FleetScraper([Target(u, api_key) for u in urls], interval_s=interval_s)
+        task = asyncio.create_task(scraper.run())
+        t0 = time.monotonic()
+        try:
+            await asyncio.sleep(window_s + interval_s / 2)
+            rows = scraper.rows(window_s)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await scraper.aclose()
+        return fleet_report(
+            rows,
+            window_s=window_s,
+            source="direct /metrics",
+            extra={"collected_s": round(time.monotonic() - t0, 3), "scraping": scraper.stats.summary()},
+        )
+
+    return asyncio.run(run())
+
+
+def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, Any]:
+    """One round of Prometheus queries → the fleet document (with the queries it ran)."""
+    from mtpwatch.core.fleet.report import fleet_report
+    from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource
+
+    async def run() -> dict[str, Any]:
+        try:
+            source = PrometheusSource(url, selector=selector)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        try:
+            t = source.clock()
+            rows = await source.rows(window_s, at=t)
+        except PrometheusError as exc:
+            raise click.ClickException(str(exc)) from None
+        finally:
+            await source.aclose()
+        return fleet_report(
+            rows,
+            window_s=window_s,
+            source=f"Prometheus {source.url}",
+            extra={"at": round(t, 3), "selector": selector or None, "queries": source.queries(window_s)},
+        )
+
+    return asyncio.run(run())
+
+
+def echo_json(doc: dict[str, Any]) -> None:
+    click.echo(json.dumps(json_safe(doc), indent=2, allow_nan=False))
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """A plain-text table of a fleet document (for `snapshot --prometheus` without --json)."""
+    head = ("", "server", "model", "k", "state", "tok/s", "accept", "mean len", "per pos", "run/wait")
+    lines = [head]
+    for r in doc["rows"]:
+        acc = r["acceptance_rate"]
+        lines.append(
+            (
+                "⚠" if r["outlier"] else "",
+                r["source"] + (f" e{r['engine']}" if r["engine"] not in (None, "0") else ""),
+                str(r["model"] or "?"),
+                "—" if r["k"] is None else str(r["k"]),
+                r["state"],
+                "—" if r["decode_tok_s"] is None else f"{r['decode_tok_s']:.1f}",
+                "—" if acc is None else f"{acc * 100:.1f} %",
+                "—" if r["mean_acceptance_length"] is None else f"{r['mean_acceptance_length']:.2f}",
+                " ".join(f"{p:.2f}" for p in r["per_position"]) or "—",
+                f"{_n(r['requests_running'])}/{_n(r['requests_waiting'])}",
+            )
+        )
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    out = [f"mtpwatch fleet from {doc['source']}, window {doc['window_s']:g} s (engine-wide)"]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines]
+    if doc["outliers"]:
+        out.append(f"⚠ outliers: {', '.join(doc['outliers'])} — {doc['outlier_rule']}")
+    return "\n".join(out)
+
+
+def _n(x: Any) -> str:
+    return "—" if x is None else f"{float(x):.0f}"

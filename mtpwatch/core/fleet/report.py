@@ -1,0 +1,64 @@
+"""The JSON document of a fleet: every row with its outlier marks, the rule, the window and the source."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mtpwatch.core.fleet.outliers import OUTLIER_RULE
+from mtpwatch.core.fleet.rows import FleetRow
+
+__all__ = ["fleet_report", "row_dict"]
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def row_dict(row: FleetRow) -> dict[str, Any]:
+    """One row as JSON (rounded for reading; the counts are exact)."""
+    return {
+        "source": row.source,
+        "model": row.model,
+        "engine": row.engine,
+        "schema": row.schema,
+        "method": row.method,
+        "k": row.k,
+        "state": row.state,
+        "reason": row.reason or None,
+        "window_s": _r(row.window_s, 3),
+        "decode_tok_s": _r(row.decode_tok_s, 2),
+        "acceptance_rate": _r(row.acceptance),
+        "mean_acceptance_length": _r(row.mean_length),
+        "per_position": [round(p, 4) for p in row.per_position],
+        "drafts": row.drafts,
+        "draft_tokens": row.draft_tokens,
+        "accepted_tokens": row.accepted,
+        "generation_tokens": row.generation_tokens,
+        "kv_cache_usage": _r(row.kv_usage),
+        "requests_running": row.running,
+        "requests_waiting": row.waiting,
+        "outlier": bool(row.outliers),
+        "outliers": list(row.outliers),
+    }
+
+
+def fleet_report(
+    rows: Sequence[FleetRow],
+    *,
+    window_s: float,
+    source: str,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """{"source", "window_s", "outlier_rule", "rows": [...], "outliers": [names], ...extra}."""
+    doc: dict[str, Any] = {
+        "source": source,
+        "window_s": window_s,
+        "scope": "engine-wide (all requests on each engine)",
+        "outlier_rule": OUTLIER_RULE,
+        "rows": [row_dict(r) for r in rows],
+        "outliers": [r.name for r in rows if r.outliers],
+    }
+    if extra:
+        doc.update(extra)
+    return doc

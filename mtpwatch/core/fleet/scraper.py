@@ -1,0 +1,315 @@
+"""Scrape many servers concurrently: bounded, with per-server backoff, one slow server delaying none.
+
+A ticker fires every `interval_s`. At each tick every server that is due (not backing off) and not
+still busy with its previous scrape gets a new scrape task; at most `max_concurrency` requests are in
+flight at once. A server that times out or fails backs off (0.5 s doubling to 10 s) and shows
+"down since …"; the others keep their pace, because no tick ever waits for a scrape. Each answer is
+split by (model, engine) and added to that row's `Collector` (restart detection, windows), so a row's
+numbers are computed exactly as the single-server monitor computes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from mtpwatch.core.fleet.outliers import mark_outliers
+from mtpwatch.core.fleet.rows import FleetRow, GroupKey, RowState, build_row, down_row, split_page
+from mtpwatch.core.http.backoff import Backoff, ConnectionState
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported, fast_get_possible
+from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.rates import Collector
+from mtpwatch.core.timeouts import within
+
+__all__ = ["FleetScraper", "ScrapeStats", "Target", "Track"]
+
+Fetch = Callable[[], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One server to watch."""
+
+    url: str
+    """Base URL (normalised)."""
+    api_key: str | None = None
+
+
+@dataclass
+class ScrapeStats:
+    """How the scraping keeps up: per-tick cycle times and per-scrape durations (seconds)."""
+
+    cycles: list[float] = field(default_factory=list)
+    """Tick start → the last scrape started at that tick finished (slow servers inflate it; they
+    do not delay the next tick)."""
+    scrapes: int = 0
+    failures: int = 0
+    skipped_busy: int = 0
+    """Ticks at which a server was skipped because its previous scrape was still running."""
+
+    def summary(self) -> dict[str, float | int | None]:
+        """p50/p95/max cycle time in ms, scrape counts."""
+        c = sorted(self.cycles)
+
+        def q(p: float) -> float | None:
+            return round(c[min(len(c) - 1, int(p * len(c)))] * 1000, 2) if c else None
+
+        return {
+            "cycles": len(c),
+            "cycle_ms_p50": round(statistics.median(c) * 1000, 2) if c else None,
+            "cycle_ms_p95": q(0.95),
+            "cycle_ms_max": round(c[-1] * 1000, 2) if c else None,
+            "scrapes": self.scrapes,
+            "failures": self.failures,
+            "skipped_busy": self.skipped_busy,
+        }
+
+
+class Track:
+    """One server's state: connection, backoff, one collector per (model, engine)."""
+
+    def __init__(self, target: Target, fetch: Fetch, *, clock: Callable[[], float], horizon_s: float) -> None:
+        self.target = target
+        self.fetch = fetch
+        self.clock = clock
+        self.horizon_s = horizon_s
+        self.connection = ConnectionState()
+        self.backoff = Backoff(initial=0.5, factor=2.0, maximum=10.0)
+        self.collectors: dict[GroupKey, Collector] = {}
+        self.next_due = 0.0
+        self.busy = False
+        self.reason = ""
+        self.last_rows: list[FleetRow] = []
+        self.restarted_keys: set[GroupKey] = set()
+
+    def record(self, text: str, now: float) -> None:
+        """Add one page (raises MetricsFormatError for a malformed one)."""
+        groups = split_page(text)
+        for key, snap in groups.items():
+            collector = self.collectors.get(key)
+            if collector is None:
+                collector = self.collectors[key] = Collector(horizon_s=self.horizon_s)
+            collector.add(snap, now)
+        for key in [k for k in self.collectors if k not in groups]:
+            del self.collectors[key]  # a model or engine that went away
+        self.connection.success()
+        self.backoff.reset()
+        self.reason = "" if groups else "no vllm: or llamacpp: metrics on the page (--disable-log-stats?)"
+
+    def fail(self, reason: str, now: float) -> None:
+        """A failed scrape: down, back off."""
+        self.connection.failure(reason)
+        self.reason = reason
+        self.next_due = now + self.backoff.next()
+
+    def rows(self, window_s: float, now: float) -> list[FleetRow]:
+        """This server's rows now (a 'down' row per previous row while it does not answer)."""
+        url = self.target.url
+        status = self.connection.status()
+        if status.state in ("down", "unknown") and (status.state == "down" or not self.collectors):
+            state: RowState = "down" if status.state == "down" else "connecting"
+            since = ""
+            if status.since is not None:
+                since = f"since {time.strftime('%H:%M:%S', time.localtime(status.since))}: "
+            reason = f"{since}{self.reason}" if state == "down" else self.reason
+            previous = self.last_rows or [None]  # type: ignore[list-item]
+            return [down_row(url, state, reason, p) for p in previous]
+        n = len(self.collectors)
+        out: list[FleetRow] = []
+        for key, collector in self.collectors.items():
+            latest = collector.latest
+            if latest is None:
+                continue
+            rates = collector.window(window_s, now)
+            history = _buckets(collector.tok_s_series(since=now - HISTORY_S), now)
+            out.append(
+                build_row(url, key, latest, rates, engines_on_source=n, reason=self.reason, history=history)
+            )
+        if not out:
+            out = [down_row(url, "connecting", self.reason or "no metrics yet")]
+        else:
+            self.last_rows = out
+        return out
+
+
+HISTORY_S = 60.0
+"""Span of a row's tok/s history (the sparkline), in `HISTORY_BUCKETS` equal buckets."""
+HISTORY_BUCKETS = 12
+
+
+def _buckets(series: Sequence[tuple[float, float]], now: float) -> tuple[tuple[float, float], ...]:
+    """(end of bucket, mean tok/s) for each 5 s bucket of the last minute that has scrapes."""
+    width = HISTORY_S / HISTORY_BUCKETS
+    sums = [0.0] * HISTORY_BUCKETS
+    counts = [0] * HISTORY_BUCKETS
+    start = now - HISTORY_S
+    for t, v in series:
+        i = int((t - start) / width)
+        if 0 <= i < HISTORY_BUCKETS:
+            sums[i] += v
+            counts[i] += 1
+    return tuple((start + (i + 1) * width, sums[i] / counts[i]) for i in range(HISTORY_BUCKETS) if counts[i])
+
+
+def _client_fetch(target: Target, timeout_s: float) -> tuple[Fetch, Callable[[], Awaitable[None]]]:
+    """The target's page getter: the fast kept-alive GET where it can, httpx otherwise.
+
+    When the fast path meets anything but the plain case (a redirect, an error status, a refused
+    connection), httpx asks once more: it follows redirects and words every error exactly as the
+    single-server monitor does. A target whose plain answers need httpx stays on httpx.
+    """
+    client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
+    if not fast_get_possible(client.base_url):
+        return client.scrape_text, client.aclose
+    fast = FastGet(client.base_url, api_key=client.api_key)
+    use_fast = True
+
+    async def fetch() -> str:
+        nonlocal use_fast
+        if use_fast:
+            try:
+                return await fast.get()
+            except FastGetUnsupported:
+                text = await client.scrape_text()
+                use_fast = False  # a plain answer the fast path cannot read: httpx from now on
+                return text
+            except (OSError, asyncio.IncompleteReadError, ValueError, asyncio.LimitOverrunError):
+                pass  # httpx retries and, if it fails too, says why in the monitor's words
+        return await client.scrape_text()
+
+    async def close() -> None:
+        fast.close()
+        await client.aclose()
+
+    return fetch, close
+
+
+class FleetScraper:
+    """Scrape `targets` at `interval_s` until cancelled; `rows()` answers at any moment."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        *,
+        interval_s: float = 0.25,
+        timeout_s: float = 2.0,
+        max_concurrency: int = 16,
+        horizon_s: float = 180.0,
+        clock: Callable[[], float] = time.monotonic,
+        fetch_factory: Callable[[Target], Fetch] | None = None,
+    ) -> None:
+        """Args:
+        targets: the servers, in display order.
+        interval_s: seconds between ticks (4 Hz by default).
+        timeout_s: a scrape that takes longer fails (the server backs off).
+        max_concurrency: requests in flight at once, over all servers.
+        horizon_s: history kept per row (the longest window asked for must fit).
+        clock: monotonic clock for every timestamp.
+        fetch_factory: returns the `/metrics` text getter of a target (tests); default: `VllmClient`.
+        """
+        if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
+            raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.clock = clock
+        self.stats = ScrapeStats()
+        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.tracks: list[Track] = []
+        for target in targets:
+            if fetch_factory is not None:
+                fetch = fetch_factory(target)
+            else:
+                fetch, close = _client_fetch(target, timeout_s)
+                self._closers.append(close)
+            self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _scrape(self, track: Track) -> None:
+        try:
+            async with self._semaphore:  # the timeout starts once a slot is free
+                text = await within(self.timeout_s, track.fetch())
+            track.record(text, self.clock())
+            self.stats.scrapes += 1
+        except TimeoutError:
+            self.stats.failures += 1
+            track.fail(f"no answer within {self.timeout_s:g} s", self.clock())
+        except (ServerError, OSError, MetricsFormatError, ValueError) as exc:
+            self.stats.failures += 1
+            track.fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, self.clock())
+        finally:
+            track.busy = False
+
+    def _start(self, track: Track) -> asyncio.Task[None]:
+        track.busy = True
+        task = asyncio.ensure_future(self._scrape(track))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def tick(self) -> float:
+        """One tick: start a scrape for every due, idle server, wait for them; returns the cycle time."""
+        t0 = self.clock()
+        started: list[asyncio.Task[None]] = []
+        for track in self.tracks:
+            if track.busy:
+                self.stats.skipped_busy += 1
+            elif track.next_due <= t0:
+                started.append(self._start(track))
+        if started:
+            await asyncio.wait(started)
+        cycle = self.clock() - t0
+        self.stats.cycles.append(cycle)
+        return cycle
+
+    async def run(self, on_cycle: Callable[[float], None] | None = None) -> None:
+        """Tick every `interval_s` until cancelled. Ticks never wait for a slow scrape: each tick's
+        wait runs in its own task, so the next tick starts on time."""
+        loop = asyncio.get_running_loop()
+        next_t = loop.time()
+        pending: set[asyncio.Task[None]] = set()
+
+        async def one() -> None:
+            cycle = await self.tick()
+            if on_cycle is not None:
+                on_cycle(cycle)
+
+        try:
+            while True:
+                task = asyncio.ensure_future(one())
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                next_t += self.interval_s
+                delay = next_t - loop.time()
+                if delay < 0:  # fell behind (a stalled loop): skip the missed ticks
+                    next_t = loop.time()
+                    delay = 0.0
+                await asyncio.sleep(delay)
+        finally:
+            for task in list(pending) + list(self._tasks):
+                task.cancel()
+            for task in list(pending) + list(self._tasks):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
+        """Every row now, in target order, outliers marked."""
+        now = self.clock() if now is None else now
+        rows: list[FleetRow] = []
+        for track in self.tracks:
+            rows.extend(track.rows(window_s, now))
+        return mark_outliers(rows)
+
+    async def aclose(self) -> None:
+        """Cancel scrapes in flight and close the HTTP clients."""
+        for task in list(self._tasks):
+            task.cancel()
+        for close in self._closers:
+            with contextlib.suppress(Exception):
+                await close()

@@ -1,0 +1,110 @@
+"""A minimal keep-alive HTTP/1.1 GET of `/metrics` for the fleet scraper's hot path.
+
+Why it exists: a fleet of 32 servers at 4 Hz is 128 scrapes a second. Through httpx one GET of a
+56 KB page costs ~2.3 ms of CPU here; over one kept-alive asyncio stream it costs ~0.3 ms. This
+path only handles the plain case, a `200` with a `Content-Length` or chunked `text/plain` body on
+plain `http://` without a proxy; anything else raises `FastGetUnsupported` and the caller asks
+httpx (`VllmClient.scrape_text`) instead, which also words every error as the monitor does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import urlsplit
+
+from mtpwatch.core.http.faststream import proxy_for
+
+__all__ = ["FastGet", "FastGetUnsupported", "fast_get_possible"]
+
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 64 * 2**20
+
+
+class FastGetUnsupported(Exception):
+    """Not the plain case (status, encoding, framing, content type): use the full client."""
+
+
+def fast_get_possible(base_url: str) -> bool:
+    """Plain http:// with no proxy in the environment."""
+    return base_url.startswith("http://") and proxy_for(base_url) is None
+
+
+class FastGet:
+    """GET `path` on one kept-alive connection (reconnects after any failure)."""
+
+    def __init__(self, base_url: str, path: str = "/metrics", *, api_key: str | None = None) -> None:
+        parts = urlsplit(base_url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        host_header = parts.netloc.rsplit("@", 1)[-1]
+        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        full = (parts.path.rstrip("/") + path) or "/"
+        self._request = (
+            f"GET {full} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: mtpwatch\r\n"
+            f"Accept: text/plain\r\n{auth}Connection: keep-alive\r\n\r\n"
+        ).encode("latin-1")
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def get(self) -> str:
+        """The body of a 200 answer. Raises FastGetUnsupported, OSError or asyncio.IncompleteReadError."""
+        try:
+            return await self._get()
+        except BaseException:
+            self.close()  # a half-read answer leaves the connection unusable (cancellation included)
+            raise
+
+    async def _get(self) -> str:
+        if self._writer is None or self._writer.is_closing():
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=_MAX_HEAD)
+        reader, writer = self._reader, self._writer
+        assert reader is not None
+        writer.write(self._request)
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+        status_line, _, rest = head.partition("\r\n")
+        parts = status_line.split(" ", 2)
+        if len(parts) < 2 or parts[1] != "200":
+            raise FastGetUnsupported(status_line)
+        headers: dict[str, str] = {}
+        for line in rest.split("\r\n"):
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip().lower()
+        if headers.get("content-encoding", "identity") != "identity":
+            raise FastGetUnsupported("content-encoding")
+        ctype = headers.get("content-type", "")
+        if "html" in ctype or "json" in ctype:
+            raise FastGetUnsupported(ctype)
+        if "content-length" in headers:
+            n = int(headers["content-length"])
+            if n > _MAX_BODY:
+                raise FastGetUnsupported("body too large")
+            body = await reader.readexactly(n)
+        elif headers.get("transfer-encoding") == "chunked":
+            pieces: list[bytes] = []
+            size = 0
+            while True:
+                size_line = await reader.readuntil(b"\r\n")
+                n = int(size_line.split(b";", 1)[0].strip(), 16)
+                if n == 0:
+                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                        pass  # trailers
+                    break
+                size += n
+                if size > _MAX_BODY:
+                    raise FastGetUnsupported("body too large")
+                pieces.append((await reader.readexactly(n + 2))[:-2])
+            body = b"".join(pieces)
+        else:
+            raise FastGetUnsupported("no length")
+        if headers.get("connection") == "close":
+            self.close()
+        return body.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """Drop the connection (the next get reconnects)."""
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        self._reader = self._writer = None

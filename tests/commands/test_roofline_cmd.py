@@ -1,0 +1,71 @@
+"""`mtpwatch roofline`: the table says where numbers come from, JSON has the fields, errors are one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from mtpwatch.commands.roofline import command
+from tests.datadir import DataDir
+
+
+def test_cli_table_says_analytic_and_json_has_the_fields() -> None:
+    runner = CliRunner()
+    args = [
+        "--config",
+        "gemma-4-31B-it",
+        "--drafter-config",
+        "gemma-4-31B-it-assistant",
+        "--gpu",
+        "GB10",
+        "-k",
+        "4",
+        "--acceptance-length",
+        "3",
+        "--dtype",
+        "nvfp4",
+    ]
+    table = runner.invoke(command, args)
+    assert table.exit_code == 0, table.output
+    rows = [line for line in table.output.splitlines() if "GB" in line and "/ step" in line]
+    assert rows and all("analytic" in line for line in rows)
+    out = runner.invoke(command, [*args, "--json"])
+    doc = json.loads(out.output)
+    assert doc["peak_gbps"] == 273 and doc["k"] == 4 and doc["inputs"]["weight_dtype"] == "nvfp4"
+    assert doc["ceiling_tok_s_spec"] == pytest.approx(3 * 273e9 / doc["total_bytes_per_step"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--config", "no-such-model", "--gpu", "GB10"],
+        ["--config", "gemma-4-E4B-it", "--gpu", "Voodoo 5"],
+        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "--dtype", "q9"],
+        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "-k", "2", "--acceptance-length", "9"],
+        ["--config", "gemma-4-E4B-it", "--gpu", "GB10", "--acceptance", "0.5", "--acceptance-length", "2"],
+    ],
+)
+def test_cli_errors_are_one_line(args: list[str]) -> None:
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1 and "error:" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_peak_override_for_an_unknown_gpu(data: DataDir) -> None:
+    result = CliRunner().invoke(
+        command,
+        [
+            "--config",
+            str(data.path("configs/dense-bf16.json")),
+            "--gpu",
+            "MyCard",
+            "--peak-gbps",
+            "500",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["peak_gbps"] == 500

@@ -1,0 +1,132 @@
+"""core.fleet: a page split by engine, the outlier rule, rows from rates, the scraper's isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from mtpwatch.core.fleet.outliers import is_outlier, mark_outliers
+from mtpwatch.core.fleet.report import fleet_report
+from mtpwatch.core.fleet.rows import FleetRow, split_page
+from mtpwatch.core.fleet.scraper import FleetScraper, Target
+from mtpwatch.core.metrics.snapshot import parse_snapshot
+from mtpwatch.sim.server import running_sim
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def two_engines(text: str) -> str:
+    """The real page with every engine="0" series repeated as engine="1" at twice the value."""
+    out = [text]
+    for line in text.splitlines():
+        if line.startswith("vllm:") and 'engine="0"' in line:
+            series, value = line.rsplit(" ", 1)
+            other = series.replace('engine="0"', 'engine="1"')
+            out.append(f"{other} {float(value) * 2}")
+    return "\n".join(out) + "\n"
+
+
+def test_split_page_gives_one_snapshot_per_engine_and_they_sum_to_the_page() -> None:
+    text = two_engines((DATA / "metrics-ngram-k4-after.txt").read_text())
+    groups = split_page(text)
+    assert list(groups) == [("spec", "0"), ("spec", "1")]
+    e0, e1 = groups[("spec", "0")], groups[("spec", "1")]
+    assert e0.drafts == 51 and e1.drafts == 102
+    assert e0.num_speculative_tokens == e1.num_speculative_tokens == 4
+    whole = parse_snapshot(text)
+    assert whole.drafts == e0.drafts + e1.drafts
+    assert whole.accepted_per_pos == tuple(
+        a + b for a, b in zip(e0.accepted_per_pos, e1.accepted_per_pos, strict=True)
+    )
+
+
+def test_split_page_llamacpp_and_empty() -> None:
+    page = (
+        "llamacpp:spec_decode_num_drafts_total 13\nllamacpp:spec_decode_num_draft_tokens_total 50\n"
+        "llamacpp:spec_decode_num_accepted_tokens_total 50\n"
+        'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 13\n'
+        "llamacpp:tokens_predicted_total 64\n"
+    )
+    groups = split_page(page)
+    assert list(groups) == [(None, None)]
+    assert groups[(None, None)].schema == "llamacpp" and groups[(None, None)].drafts == 13
+    assert split_page("python_info 1\n") == {}
+
+
+def row(name: str, acc: float | None, tok_s: float | None, *, model: str = "m", k: int = 2) -> FleetRow:
+    return FleetRow(
+        source=f"http://{name}",
+        model=model,
+        engine="0",
+        k=k,
+        state="up",
+        acceptance=acc,
+        decode_tok_s=tok_s,
+        drafts=100.0 if acc is not None else 0.0,
+        generation_tokens=100.0 if tok_s is not None else 0.0,
+    )
+
+
+def test_outlier_rule() -> None:
+    assert is_outlier(0.02, [0.70, 0.72])
+    assert not is_outlier(0.70, [0.72, 0.02])  # the collapsed peer does not make a healthy row odd
+    assert not is_outlier(0.02, [0.70])  # one peer: nothing says which of the two is odd
+    assert not is_outlier(0.60, [0.70, 0.72, 0.71])  # 14 % below: within the 25 % floor
+    assert is_outlier(0.50, [0.70, 0.72, 0.71])
+
+
+def test_mark_outliers_compares_only_same_model_and_k() -> None:
+    rows = [
+        row("a", 0.70, 50.0),
+        row("b", 0.72, 52.0),
+        row("c", 0.02, 30.0),
+        row("d", 0.02, 30.0, k=4),  # another k: no peers
+        row("e", 0.71, 51.0, model="other"),
+        row("f", None, None),  # no drafts in the window: judged on nothing, not a peer
+    ]
+    marked = {r.source.split("//")[1]: r.outliers for r in mark_outliers(rows)}
+    assert marked == {"a": (), "b": (), "c": ("acceptance", "tok/s"), "d": (), "e": (), "f": ()}
+    doc = fleet_report(mark_outliers(rows), window_s=10, source="test")
+    assert doc["outliers"] == ["c"]
+    assert [r["outlier"] for r in doc["rows"]] == [False, False, True, False, False, False]
+
+
+async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
+    async with (
+        running_sim(load=1, speed=4) as fast,
+        running_sim(load=1, speed=4, metrics_delay_s=1.5) as slow,
+    ):
+        dead = "http://127.0.0.1:9"
+        scraper = FleetScraper([Target(fast), Target(slow), Target(dead)], interval_s=0.1, timeout_s=1.0)
+        counts = {fast: 0, slow: 0, dead: 0}
+        for track in scraper.tracks:
+            inner = track.fetch
+
+            async def counted(inner=inner, url=track.target.url) -> str:  # type: ignore[no-untyped-def]
+                counts[url] += 1
+                return await inner()
+
+            track.fetch = counted
+        task = asyncio.create_task(scraper.run())
+        t0 = time.monotonic()
+        await asyncio.sleep(3.0)
+        elapsed = time.monotonic() - t0
+        rows = {r.source: r for r in scraper.rows(10.0)}
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await scraper.aclose()
+    # the fast server kept (nearly) its 10 Hz pace while the slow one timed out each time
+    assert counts[fast] >= 0.7 * elapsed / 0.1, counts
+    assert rows[fast].state == "up"
+    assert rows[slow].state in ("down", "connecting") and "no answer within 1 s" in rows[slow].reason
+    assert rows[dead].state in ("down", "connecting") and "connection refused" in rows[dead].reason
+    # backoff: the dead server was asked far less often than every tick
+    assert counts[dead] <= 6, counts
+
+
+def test_scraper_rejects_bad_settings() -> None:
+    with pytest.raises(ValueError):
+        FleetScraper([], interval_s=0)
