@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from mtpwatch import __version__
+from mtpwatch.core import userconfig
 
 #: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -25,6 +26,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
     "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (MTP on vs off), one prompt console."),
     "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check."),
+    "plot": (
+        "mtpwatch.commands.plot",
+        "Plot saved bench reports in the terminal (speed-up vs length, k).",
+    ),
+    "compare": ("mtpwatch.commands.compare", "Compare several bench reports side by side, prompts matched."),
     "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
     "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
     "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
@@ -33,7 +39,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
-    """A click group that imports a subcommand's module only when that subcommand runs."""
+    """A click group that imports a subcommand's module only when that subcommand runs.
+
+    Its context carries the user's defaults (config file and `MTPWATCH_*` variables) as click's
+    `default_map`, so every subcommand's options and URL arguments pick them up.
+    """
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        if "default_map" not in extra:
+            try:
+                config = userconfig.load_file(userconfig.config_path())
+                extra["default_map"] = userconfig.default_map(config, os.environ, COMMANDS)
+            except userconfig.UserConfigError as exc:
+                raise click.ClickException(str(exc)) from None
+        return super().make_context(info_name, args, parent, **extra)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -44,6 +65,20 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(entry[0])
         command: click.Command = module.command
+        own = (ctx.default_map or {}).get(cmd_name)
+        if own and ctx.default_map is not None:
+            names: dict[str, str] = {}
+            for param in command.params:
+                if param.name is None:
+                    continue
+                names[param.name] = param.name
+                for opt in param.opts:
+                    if opt.startswith("--"):
+                        names[opt[2:].replace("-", "_")] = param.name
+            try:
+                ctx.default_map[cmd_name] = userconfig.resolve_section(cmd_name, own, names)
+            except userconfig.UserConfigError as exc:
+                raise click.ClickException(str(exc)) from None
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -52,7 +87,10 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MTPWATCH"},
+)
 @click.version_option(__version__, prog_name="mtpwatch")
 def cli() -> None:
     """Watch vLLM speculative decoding (Gemma 4 MTP, EAGLE, ngram) live, next to a prompt console."""

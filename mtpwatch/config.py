@@ -69,6 +69,8 @@ class DisplaySettings:
     """Path to the served model's config.json for the analytic bandwidth model."""
     drafter_config: str | None = None
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
+    theme: str | None = None
+    """Textual theme name ('textual-dark', 'nord', 'solarized-light', ...); None = Textual's default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,9 @@ class MeasureSettings:
     """Prompts measured at startup in restart mode (empty: none)."""
     max_tokens: int | None = None
     """Output cap of measured console prompts; None = the console's --max-tokens."""
+    save_path: str | None = None
+    """Where Ctrl+S saves the last measurement, and where it is saved on exit (`--save FILE`);
+    None: Ctrl+S writes mtpwatch-ab-<UTC time>.json in the current folder, nothing on exit."""
 
 
 @dataclass(frozen=True, slots=True)

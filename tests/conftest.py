@@ -10,10 +10,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from mtpwatch.cli import COMMANDS
+from mtpwatch.core.userconfig import ENV_KEYS
 from tests.datadir import REPO_ROOT, DataDir
 
 DATA = DataDir()
@@ -42,3 +45,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if name in metafunc.fixturenames:
             files = DATA.glob(pattern)
             metafunc.parametrize(name, files, ids=[p.name for p in files])
+
+
+# --- no user config ------------------------------------------------------------------------------
+# Every test runs without the developer's own mtpwatch config file or MTPWATCH_* option defaults.
+# Only the variables that set option defaults are cleared (MTPWATCH_URL, MTPWATCH_API_KEY, ..., and
+# click's MTPWATCH_<COMMAND>_<OPTION>); the test setup's own (MTPWATCH_VLLM_VENV, ...) stay.
+
+_DEFAULT_PREFIXES = tuple(f"MTPWATCH_{name.upper()}_" for name in COMMANDS)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    for name in list(os.environ):
+        if name in ENV_KEYS or name.startswith(_DEFAULT_PREFIXES):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MTPWATCH_CONFIG", str(Path(tmp_path_factory.getbasetemp()) / "no-config.toml"))

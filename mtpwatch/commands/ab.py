@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     check_runs,
     checked_url,
@@ -106,6 +107,7 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     "it through their environment, never their command line.",
 )
 @display_options
+@tls_options
 @measure_options
 def command(
     url_a: str | None,
@@ -130,6 +132,7 @@ def command(
     api_key: str | None,
     runs: int,
     warmup: int,
+    save_path: str | None,
     **display: object,
 ) -> None:
     """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
@@ -198,7 +201,9 @@ def command(
             prompts = prompt_set(prompts_spec, limit, settings.max_tokens)
         except (ValueError, OSError) as exc:
             raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
-    measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts))
+    measure = MeasureSettings(
+        runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
+    )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
     config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI

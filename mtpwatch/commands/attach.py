@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import checked_url, display_options, display_settings
 from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
@@ -48,6 +49,7 @@ from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
     help="Fleet: no screen; print one JSON document (direct: after scraping for --window seconds).",
 )
 @display_options
+@tls_options
 def command(
     urls: tuple[str, ...],
     model: str | None,
@@ -59,7 +61,7 @@ def command(
     as_json: bool,
     **display: object,
 ) -> None:
-    """Watch a running vLLM server at URL (e.g. http://127.0.0.1:8000) and send it prompts.
+    """Watch a running vLLM server at URL (default http://127.0.0.1:8000) and send it prompts.
 
     With several URLs (or --file, or --prometheus) it opens the fleet view: one row per server and
     engine, outliers marked; Enter opens a row's monitor, Escape returns.
@@ -80,7 +82,7 @@ def command(
         fleet_settings = FleetSettings(prometheus=base, selector=selector, window_s=window, api_key=api_key)
     else:
         if not urls and url_file is None:
-            raise click.UsageError("give a server URL (or several, or --file FILE, or --prometheus URL)")
+            urls = (DEFAULT_URL,)  # where `vllm serve` listens by default
         if selector:
             raise click.UsageError("--selector goes with --prometheus")
         servers = fleet.server_list(urls, url_file)

@@ -11,28 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import json
 import os
 import shlex
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import textwrap
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
+from mtpwatch.charts import plots
+from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
-from mtpwatch.core.ab import workloads
-from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished, StatusChanged
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import reportfile, reportio, runlog, workloads
+from mtpwatch.core.ab.events import BenchEvent, RunFinished
 from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
 from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
-from mtpwatch.core.jsonout import json_safe
+from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.outfile import write_complete
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
@@ -94,7 +99,9 @@ def _sweep(
     from mtpwatch.commands.planning import extra_args
     from mtpwatch.commands.sweep import sweep_command
 
-    if url is not None or ab is not None:
+    ctx = click.get_current_context()
+    given_url = ctx.get_parameter_source("url") == click.core.ParameterSource.COMMANDLINE
+    if (url is not None and given_url) or ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     _check_writable(json_path, "--json")
     try:
@@ -108,7 +115,9 @@ def _sweep(
         config.validate(paired=True)
     except BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
-    show = sys.stderr.isatty() if progress is None else progress
+    mode: Mode = (
+        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
+    )
     sweep_command(
         model=sweep["start_model"],
         ks=_int_list(sweep["sweep_k"], "--sweep-k"),
@@ -126,7 +135,7 @@ def _sweep(
         chat=chat,
         startup_timeout=startup_timeout,
         json_path=json_path,
-        progress=Progress(sys.stderr, show),
+        progress=Progress(sys.stderr, mode),
     )
 
 
@@ -144,45 +153,6 @@ def _int_list(value: str | None, option: str) -> tuple[int, ...]:
                 f"expected comma-separated integers, got {value!r}", param_hint=option
             ) from None
     return tuple(out)
-
-
-# --- progress ------------------------------------------------------------------------------------
-
-
-class Progress:
-    """One `\\r`-rewritten status line on stderr; silent when stderr is not a terminal."""
-
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.speedup = ""
-        self.width = 0
-
-    def _write(self, text: str) -> None:
-        pad = max(0, self.width - len(text))
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
-        self.width = len(text)
-
-    def __call__(self, event: BenchEvent) -> None:
-        if not self.enabled:
-            return
-        if isinstance(event, StatusChanged):
-            self._write(event.message)
-        elif isinstance(event, PairFinished) and event.running_speedup is not None:
-            self.speedup = f" | running speed-up B/A {event.running_speedup:.2f}x ({event.pairs_done} pairs)"
-        elif isinstance(event, RunFinished):
-            r = event.record
-            rate = f"{r.rate:.1f} tok/s" if r.rate is not None else "failed" if r.error else "-"
-            tag = " warm-up" if r.warmup else ""
-            self._write(
-                f"[{event.done}/{event.total}] {r.point.name} {r.arm.upper()} {r.prompt} run {r.run}{tag}: "
-                f"{rate}{self.speedup}"
-            )
-        elif isinstance(event, BenchFinished):
-            self._write("")
-            self.stream.write("\r")
-            self.stream.flush()
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -388,11 +358,134 @@ def write_csv(report: BenchReport, path: Path) -> None:
 # --- the command ---------------------------------------------------------------------------------
 
 
+#: Options that define the bench; a resumed bench takes them from its log.
+_RESUME_FIXED = (
+    "url", "ab", "prompts_spec", "limit", "runs", "warmup", "max_tokens", "lengths", "schedule", "launch_a",
+    "launch_b", "concurrency", "temperature", "chat", "model", "startup_timeout",
+)  # fmt: skip
+
+
+class _Session:
+    """The provenance block and the run log of one bench invocation."""
+
+    def __init__(
+        self,
+        *,
+        arms: Sequence[HttpArm],
+        config: BenchConfig,
+        label: str | None,
+        metadata: Mapping[str, str],
+        gpu: str | None,
+        workload: str,
+        log: runlog.RunLog | None,
+        jsonl_path: Path | None,
+        options: Mapping[str, Any],
+        launch: Mapping[str, str | None],
+    ) -> None:
+        self.arms = list(arms)
+        self.names = ["a", "b"][: len(self.arms)]
+        self.config = config
+        self.label = label
+        self.metadata = dict(metadata)
+        self.gpu = gpu
+        self.workload = workload
+        self.log = log
+        self.jsonl_path = jsonl_path
+        self.options = dict(options)
+        self.launch = dict(launch)
+        self.infos: dict[str, provenance.ArmInfo] = {}
+        self.meta: dict[str, Any] | None = None
+        self.writer: runlog.RunLogWriter | None = None
+
+    def _gpu(self) -> provenance.GpuInfo:
+        if self.gpu:
+            return provenance.gpu_from_name(self.gpu)
+        if all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms):
+            return provenance.local_gpu()
+        return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+
+    async def start(self) -> None:
+        """Collect the provenance (asking the servers) and open the run log."""
+        for name, arm in zip(self.names, self.arms, strict=True):
+            self.infos[name] = await provenance.describe_arm(arm)
+        if self.log is not None:
+            meta = dict(self.log.header.get("meta") or {})
+            meta["metadata"] = {**(meta.get("metadata") or {}), **self.metadata}
+            meta["resumed"] = [
+                *(meta.get("resumed") or []),
+                {
+                    "created_utc": provenance.utc_now(),
+                    "argv": provenance.mask_argv(sys.argv),
+                    "runs_before": len(self.log.records),
+                },
+            ]
+            self.meta = meta
+        else:
+            self.meta = provenance.build_meta(
+                label=self.label,
+                metadata=self.metadata,
+                arms=self.infos,
+                prompts=provenance.prompt_set(self.workload, self.config.prompts),
+                gpu=self._gpu(),
+                temperature=self.config.temperature,
+            )
+        if self.jsonl_path is None:
+            return
+        self.writer = runlog.RunLogWriter(self.jsonl_path, append=self.log is not None)
+        if self.log is None:
+            arms = {
+                name: {"url": arm.url, "label": arm.label, "launch": self.launch.get(name)}
+                for name, arm in zip(self.names, self.arms, strict=True)
+            }
+            self.writer.header(meta=self.meta, config=self.config, arms=arms, options=self.options)
+        else:
+            self.writer.note(f"resumed at {provenance.utc_now()} with {len(self.log.records)} runs done")
+
+    def on_event(self, event: BenchEvent) -> None:
+        """Append every finished run to the log before the next one starts."""
+        if self.writer is not None and isinstance(event, RunFinished):
+            self.writer.run(event.record)
+
+    def close(self, note: str | None = None) -> None:
+        """Close the log (a note says why it ended early)."""
+        if self.writer is not None:
+            if note:
+                self.writer.note(note)
+            self.writer.close()
+
+    def final_meta(self) -> dict[str, Any] | None:
+        """The provenance for the report; servers started by the bench are described as they ran."""
+        if self.meta is None:
+            return None
+        meta = dict(self.meta)
+        arms = dict(meta.get("arms") or {})
+        for name, arm in zip(self.names, self.arms, strict=True):
+            if isinstance(arm, LaunchedArm):
+                arms[name] = provenance.launched_arm_info(arm).to_json()
+        meta["arms"] = arms
+        return meta
+
+
+def _plots(report: BenchReport, meta: Mapping[str, Any] | None, label: str | None) -> str:
+    """The figures `mtpwatch plot` would draw from this report's --json file, at 80 columns."""
+    document = reportio.report_document(report, meta)
+    saved = reportfile.parse(document, path="this bench", name=label or "this bench")
+    color = sys.stdout.isatty()
+    figs = plots.draw([saved], width=80, color=color, plt=plots.load_plotext())
+    return "\n\n".join(textwrap.fill(f.title, 80) + "\n" + f.text for f in figs)
+
+
 class Stopped(Exception):
     """The bench was stopped by a signal; `str()` names it ('Ctrl-C', 'SIGTERM', 'SIGHUP')."""
 
 
-async def _run(runner: BenchRunner, arms: Sequence[HttpArm], progress: Progress, check: bool) -> BenchReport:
+async def _run(
+    runner: BenchRunner,
+    arms: Sequence[HttpArm],
+    progress: Callable[[BenchEvent], None],
+    check: bool,
+    before: Callable[[], Awaitable[None]] | None = None,
+) -> BenchReport:
     # SIGTERM/SIGHUP (a closed SSH session) cancel the run like Ctrl-C does, so the runs measured
     # so far are still reported and written instead of vanishing with the process.
     loop = asyncio.get_running_loop()
@@ -415,6 +508,8 @@ async def _run(runner: BenchRunner, arms: Sequence[HttpArm], progress: Progress,
         if check:
             for arm in arms:
                 await arm.check()
+        if before is not None:
+            await before()
         return await runner.run(progress)
     except asyncio.CancelledError:
         if stopped_by:
@@ -449,16 +544,18 @@ def _check_writable(path: Path | None, option: str) -> None:
 
 
 def _write_outputs(
-    report: BenchReport, json_path: Path | None, csv_path: Path | None, require_identical: bool
+    report: BenchReport,
+    json_path: Path | None,
+    csv_path: Path | None,
+    require_identical: bool,
+    meta: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write --json/--csv; a file that cannot be written goes to the temp folder instead (nothing lost).
 
     Returns one line per problem (empty when all went where asked).
     """
     problems: list[str] = []
-    document = json.dumps(
-        json_safe(report.to_json(require_identical)), indent=2, ensure_ascii=False, allow_nan=False
-    )
+    document = reportio.dumps(reportio.report_document(report, meta, require_identical)).rstrip("\n")
 
     def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
         try:
@@ -574,9 +671,53 @@ def _write_outputs(
     help="Write one row per run as CSV.",
 )
 @click.option(
-    "--progress/--no-progress", default=None, help="Progress line on stderr (default: when it is a TTY)."
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr: a line rewritten in place on a terminal, else one line every "
+    "--progress-interval seconds; --progress forces the in-place line.",
 )
 @sweep_options
+@click.option(
+    "--progress-interval",
+    type=click.FloatRange(min=1.0),
+    default=30.0,
+    show_default=True,
+    help="Seconds between progress lines when stderr is not a terminal.",
+)
+@click.option(
+    "--label", default=None, help="A name for this bench, kept in the report (plot/compare show it)."
+)
+@click.option(
+    "--metadata",
+    "metadata",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32.",
+)
+@click.option(
+    "--gpu",
+    default=None,
+    help="GPU the servers run on, for the report (default: this host's, by NVML, for loopback servers).",
+)
+@click.option(
+    "--jsonl",
+    "jsonl_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write each run as a JSON line the moment it finishes (a killed bench keeps them; see --resume).",
+)
+@click.option(
+    "--resume",
+    "resume_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Finish the bench that wrote this --jsonl log: same prompts, settings and servers, only the "
+    "runs it lacks; new runs are appended to it.",
+)
+@click.option(
+    "--plot", is_flag=True, help="Also draw the report's figures (as `mtpwatch plot` does) under the table."
+)
+@tls_options
 def command(
     url: str | None,
     ab: tuple[str, str] | None,
@@ -599,18 +740,69 @@ def command(
     json_path: Path | None,
     csv_path: Path | None,
     progress: bool | None,
+    progress_interval: float,
+    label: str | None,
+    metadata: tuple[str, ...],
+    gpu: str | None,
+    jsonl_path: Path | None,
+    resume_path: Path | None,
+    plot: bool,
     **sweep: Any,
 ) -> None:
     """Paired A/B benchmark: speed-up with a 95 % CI, acceptance, lossless check, break-even.
 
-    With --start MODEL --sweep-k 0,1,2,4: a k sweep, one server at a time (flags after -- go to
-    every vLLM server), with the k advisor's predictions beside the measured figures.
+    URL defaults to http://127.0.0.1:8000 (or the config file's `url`). With --start MODEL
+    --sweep-k 0,1,2,4: a k sweep, one server at a time (flags after -- go to every vLLM server),
+    with the k advisor's predictions beside the measured figures.
     """
     if sweep["start_model"] is not None:
         _sweep(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature, api_key, model,
                chat, startup_timeout, json_path, progress)  # fmt: skip
         return
-    if (url is None) == (ab is None):
+    ctx = click.get_current_context()
+    try:
+        extra_meta = provenance.parse_metadata(metadata)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metadata") from None
+    log: runlog.RunLog | None = None
+    if resume_path is not None:
+        given = [
+            "--" + name.replace("_spec", "").replace("_", "-")
+            for name in _RESUME_FIXED
+            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        ]
+        if given:
+            raise click.UsageError(
+                f"--resume takes the servers and settings from its log; drop {', '.join(given)}"
+            )
+        if jsonl_path is not None:
+            raise click.UsageError("--resume appends to its own log; drop --jsonl")
+        try:
+            log = runlog.load(resume_path)
+            config_from_log = log.config
+        except runlog.RunLogError as exc:
+            raise click.ClickException(str(exc)) from None
+        opts = log.header.get("options") or {}
+        arms_h = log.arms
+        url = ab = None
+        if "b" in arms_h:
+            ab = (str(arms_h["a"]["url"]), str(arms_h["b"]["url"]))
+        else:
+            url = str(arms_h.get("a", {}).get("url", DEFAULT_URL))
+        launch_a = arms_h.get("a", {}).get("launch")
+        launch_b = arms_h.get("b", {}).get("launch")
+        schedule = config_from_log.schedule
+        chat = bool(opts.get("chat", False))
+        model = opts.get("model")
+        startup_timeout = float(opts.get("startup_timeout", startup_timeout))
+        prompts_spec = str(opts.get("prompts", prompts_spec))
+        label = label or (log.header.get("meta") or {}).get("label")
+        jsonl_path = resume_path
+    if ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
+        url = None  # a configured default URL does not fight an explicit --ab
+    if url is None and ab is None:
+        url = DEFAULT_URL
+    if url is not None and ab is not None:
         raise click.UsageError("give one URL, or --ab URL_A URL_B")
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
@@ -618,19 +810,23 @@ def command(
         raise click.BadParameter("must be more than 0 seconds", param_hint="--startup-timeout")
     _check_writable(json_path, "--json")
     _check_writable(csv_path, "--csv")
-    try:
-        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
-    config = BenchConfig(
-        prompts=prompts,
-        runs=runs,
-        warmup=warmup,
-        schedule=schedule,  # type: ignore[arg-type]
-        lengths=_int_list(lengths, "--lengths"),
-        concurrency=_int_list(concurrency, "--concurrency") or (1,),
-        temperature=temperature,
-    )
+    if log is None:
+        _check_writable(jsonl_path, "--jsonl")
+        try:
+            prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+        except workloads.WorkloadError as exc:
+            raise click.BadParameter(str(exc), param_hint="--prompts") from None
+        config = BenchConfig(
+            prompts=prompts,
+            runs=runs,
+            warmup=warmup,
+            schedule=schedule,  # type: ignore[arg-type]
+            lengths=_int_list(lengths, "--lengths"),
+            concurrency=_int_list(concurrency, "--concurrency") or (1,),
+            temperature=temperature,
+        )
+    else:
+        config = config_from_log
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     arms: list[HttpArm] = []
     try:
@@ -662,23 +858,51 @@ def command(
         else:
             assert url is not None
             arms = [HttpArm(url, **common)]
-        runner = BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None)
+        runner = BenchRunner(
+            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
+        )
     except BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
     except ValueError as exc:  # a bad URL: one line, like every other command
         raise click.ClickException(str(exc)) from None
 
-    show = sys.stderr.isatty() if progress is None else progress
-    reporter = Progress(sys.stderr, show)
+    workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
+    mode: Mode = (
+        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
+    )
+    reporter = Progress(
+        sys.stderr,
+        mode,
+        interval_s=progress_interval,
+        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
+        already_done=len(runner.done),
+    )
+    session = _Session(
+        arms=arms,
+        config=config,
+        label=label,
+        metadata=extra_meta,
+        gpu=gpu,
+        workload=workload_name,
+        log=log,
+        jsonl_path=jsonl_path,
+        options={"chat": chat, "model": model, "startup_timeout": startup_timeout, "prompts": prompts_spec},
+        launch={"a": launch_a, "b": launch_b},
+    )
+
+    def on_event(event: BenchEvent) -> None:
+        session.on_event(event)
+        reporter(event)
+
     status = 0
     try:
-        report = asyncio.run(_run(runner, arms, reporter, check=schedule != "restart"))
+        report = asyncio.run(_run(runner, arms, on_event, check=schedule != "restart", before=session.start))
     except (KeyboardInterrupt, Stopped) as exc:
         name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        if show:
-            sys.stderr.write("\n")
+        reporter.interrupted()
         status = 130 if isinstance(exc, KeyboardInterrupt) else 143
         done = len(runner.records)
+        session.close(f"stopped by {name} after {done} of {runner.total} runs")
         if not done:
             click.echo(
                 f"mtpwatch bench: stopped by {name} before any run finished; nothing to report",
@@ -687,19 +911,29 @@ def command(
             sys.exit(status)
         report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
     except Exception as exc:  # ServerError, StartupError: one line each
-        if show:
-            sys.stderr.write("\n")
+        reporter.interrupted()
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        session.close(f"stopped: {message}")
         if runner.records:  # e.g. a restart-schedule server that failed to come back: keep what ran
             report = runner.partial_report(message)
             status = 1
         else:
             raise click.ClickException(message) from None
+    session.close()
+    if session.jsonl_path is not None and not report.interrupted:
+        click.echo(f"wrote {session.jsonl_path}", err=True)
+    elif session.jsonl_path is not None:
+        click.echo(
+            f"mtpwatch bench: every finished run is in {session.jsonl_path}; "
+            f"finish with: mtpwatch bench --resume {session.jsonl_path}",
+            err=True,
+        )
 
-    workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
-    problems = _write_outputs(report, json_path, csv_path, require_identical)
+    problems = _write_outputs(report, json_path, csv_path, require_identical, session.final_meta())
     try:
         click.echo(format_report(report, workload_name, require_identical))
+        if plot:
+            click.echo("\n" + _plots(report, session.final_meta(), label))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report
         status = status or 1
     for line in problems:

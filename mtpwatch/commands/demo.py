@@ -56,7 +56,13 @@ def demo_config(
 )
 @measure_options
 def command(
-    preset: str | None, single: bool, schedule: Schedule, restart: bool, runs: int, warmup: int
+    preset: str | None,
+    single: bool,
+    schedule: Schedule,
+    restart: bool,
+    runs: int,
+    warmup: int,
+    save_path: str | None,
 ) -> None:
     """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt, F6 measures."""
     from mtpwatch.sim.presets import UnknownPresetError
@@ -77,7 +83,7 @@ def command(
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
     prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
-    measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts)
+    measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts, save_path=save_path)
     sys.exit(
         run_app(config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure)
     )

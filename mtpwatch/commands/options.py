@@ -18,7 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def display_options(func: F) -> F:
-    """Add --chat, --max-tokens, --temperature, --interval, --gpu, --peak-gbps, --model/drafter-config."""
+    """Add the display options: --chat, --max-tokens, --temperature, --interval, --gpu, --peak-gbps,
+    --model-config, --drafter-config, --theme."""
     options = [
         click.option(
             "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
@@ -68,6 +69,13 @@ def display_options(func: F) -> F:
             default=None,
             help="The drafter's config.json (MTP assistant, EAGLE head), for the bandwidth model.",
         ),
+        click.option(
+            "--theme",
+            default=None,
+            metavar="NAME",
+            help="Colour theme: textual-dark, textual-light, nord, gruvbox, solarized-light, ... "
+            "(Ctrl+P lists them).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -84,6 +92,7 @@ def display_settings(
     peak_gbps: float | None,
     model_config: str | None,
     drafter_config: str | None = None,
+    theme: str | None = None,
 ) -> DisplaySettings:
     """Check the display options (raising click.UsageError with one line) and build the settings."""
     if gpu is not None:
@@ -94,6 +103,13 @@ def display_settings(
             lookup_gpu(gpu)
         except UnknownGpuError as exc:
             raise click.UsageError(f"--gpu: {exc}") from None
+    if theme is not None:
+        from textual.theme import BUILTIN_THEMES  # lazy: only when a theme is asked for
+
+        if theme not in BUILTIN_THEMES:
+            raise click.UsageError(
+                f"--theme: unknown theme {theme!r}; themes: {', '.join(sorted(BUILTIN_THEMES))}"
+            )
     for flag, path in (("--model-config", model_config), ("--drafter-config", drafter_config)):
         if path is not None and not os.path.isfile(path):
             raise click.UsageError(f"{flag}: no such file: {path}")
@@ -106,6 +122,7 @@ def display_settings(
         peak_gbps=peak_gbps,
         model_config=model_config,
         drafter_config=drafter_config,
+        theme=theme,
     )
 
 
@@ -128,8 +145,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
+        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(value))} does not exist")
+    return value
+
+
 def measure_options(func: F) -> F:
-    """Add --runs and --warmup (the F6 measurement of the A/B view)."""
+    """Add --runs, --warmup and --save (the F6 measurement of the A/B view)."""
     options = [
         click.option(
             "--runs",
@@ -144,6 +167,14 @@ def measure_options(func: F) -> F:
             default=1,
             show_default=True,
             help="F6 measurement: first runs per prompt dropped as warm-up.",
+        ),
+        click.option(
+            "--save",
+            "save_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            callback=_check_save_path,
+            help="Save the last F6 measurement here (bench report JSON) on Ctrl+S and when the app exits.",
         ),
     ]
     for option in reversed(options):

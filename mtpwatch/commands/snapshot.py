@@ -14,12 +14,14 @@ from typing import Any
 
 import click
 
+from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, UnknownModelError, parse_snapshot
+from mtpwatch.core.provenance import ArmInfo, build_meta, parse_metadata, probe_arm
 
 TIMEOUT_S = 5.0
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d+(/.*)?$")
@@ -34,6 +36,24 @@ _SAMPLE_LINE = re.compile(
 def _is_url(source: str) -> bool:
     # Anything with a scheme is meant as a URL: normalize_url then says what is wrong with ftp://x.
     return "://" in source or bool(_HOST_PORT.match(source))
+
+
+def _meta(
+    source: str, api_key: str | None, model: str | None, label: str | None, metadata: dict[str, str]
+) -> dict[str, Any]:
+    """The provenance block: for a server, what it says about itself; for a saved page, its path."""
+    if Path(source).exists() or not _is_url(source):
+        return build_meta(label=label, metadata={**metadata, "page": source})
+    from mtpwatch.core.http.client import VllmClient  # lazy, as in _fetch
+
+    async def probe() -> ArmInfo:
+        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)
+        try:
+            return await probe_arm(client, model)
+        finally:
+            await client.aclose()
+
+    return build_meta(label=label, metadata=metadata, arms={"a": asyncio.run(probe())})
 
 
 def _fetch(source: str, api_key: str | None) -> str:
@@ -192,7 +212,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 
 
 @click.command("snapshot")
-@click.argument("source", metavar="URL|FILE", required=False)
+@click.argument("source", metavar="[URL|FILE]", required=False)
 @click.option(
     "--since",
     "since",
@@ -223,6 +243,11 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     show_default=True,
     help="With --prometheus: seconds of increase()/rate().",
 )
+@click.option("--label", default=None, help="--json: a name kept in the meta block.")
+@click.option(
+    "--metadata", multiple=True, metavar="KEY=VALUE", help="--json: extra provenance in the meta block."
+)
+@tls_options
 def command(
     source: str | None,
     since: str | None,
@@ -232,14 +257,23 @@ def command(
     prometheus: str | None,
     selector: str,
     window: float,
+    label: str | None,
+    metadata: tuple[str, ...],
 ) -> None:
-    """Print speculative-decoding numbers once, from a server URL or a saved /metrics page (FILE),
-    or for every server a Prometheus scrapes (--prometheus URL)."""
+    """Print speculative-decoding numbers once, from a server URL (default http://127.0.0.1:8000) or a
+    saved /metrics page (FILE), or for every server a Prometheus scrapes (--prometheus URL)."""
+    try:
+        extra = parse_metadata(metadata)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metadata") from None
     if prometheus is not None:
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("source") != click.core.ParameterSource.COMMANDLINE:
+            source = None  # a configured default URL does not fight --prometheus
         _prometheus(prometheus, source, since, selector, window, as_json)
         return
     if source is None:
-        raise click.UsageError("give a server URL or a saved /metrics page (or --prometheus URL)")
+        source = DEFAULT_URL  # where `vllm serve` listens by default
     after = _parse(_load(source, api_key), source, model)
     before = None
     if since is not None:
@@ -251,7 +285,8 @@ def command(
     if as_json:
         report["source"] = source
         report["since"] = since
-        click.echo(json.dumps(json_safe(report), indent=2, allow_nan=False))
+        meta = _meta(source, api_key, after.model, label, extra)
+        click.echo(json.dumps(json_safe({"meta": meta, **report}), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
 

@@ -52,6 +52,14 @@ class MtpWatchApp(App[int]):
             id="measure",
         ),
         Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
+        Binding(
+            "ctrl+s",
+            "save_results",
+            "Save",
+            show=False,
+            tooltip="Save the last F6 measurement as a bench report (JSON).",
+            id="save",
+        ),
         Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
         Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
         Binding("f8", "screenshot", "Screenshot", show=False, id="screenshot"),
@@ -86,6 +94,8 @@ class MtpWatchApp(App[int]):
         self.schedule = schedule
         self.prefill = prefill
         self.title = config.title
+        if config.display.theme:
+            self.theme = config.display.theme
 
     def get_default_screen(self) -> Screen[object]:
         if self.config.fleet is not None:
@@ -186,7 +196,28 @@ class MtpWatchApp(App[int]):
             return
         self.notify("Nothing to cancel.", timeout=1.5)
 
+    def action_save_results(self) -> None:
+        """Ctrl+S: write the last measurement where --save says, else mtpwatch-ab-<time>.json."""
+        try:
+            path = self.monitor.save_results()
+        except LookupError as exc:
+            self.notify(str(exc), severity="warning")
+        except OSError as exc:
+            self.notify(f"cannot save: {exc.strerror or exc}", severity="error")
+        else:
+            self.notify(f"saved the measurement to {path}")
+
+    def save_on_exit(self) -> None:
+        """With --save FILE, an unsaved measurement is written when the app exits."""
+        monitor = self.monitor
+        if self.measure is None or not self.measure.save_path or monitor.last_report is None:
+            return
+        if monitor.saved_to is None:
+            with contextlib.suppress(OSError):
+                monitor.save_results()
+
     async def action_quit(self) -> None:
+        self.save_on_exit()
         await self.shutdown_servers()
         self.exit(0)
 
@@ -198,6 +229,8 @@ class MtpWatchApp(App[int]):
                     await asyncio.wait_for(screen.stop_servers(), timeout=20)
 
     async def on_unmount(self) -> None:
+        with contextlib.suppress(Exception):  # the screen may already be gone
+            self.save_on_exit()
         await self.shutdown_servers()
 
 

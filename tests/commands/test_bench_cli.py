@@ -127,6 +127,13 @@ def test_restart_schedule_with_launched_simulators(tmp_path: Path) -> None:
     assert sorted(r["arm"] for r in warm) == ["a", "a", "a", "a", "b", "b"]
     assert doc["speedup"]["pairs"] == 4 and doc["speedup"]["median"] > 1.2
     assert doc["identical_outputs"] is True
+    # provenance of servers the bench started: the command line, the start-up log, and what the
+    # server said about itself while it was up
+    arm_b = doc["meta"]["arms"]["b"]
+    assert arm_b["launch_argv"][-2:] == ["--port", str(pb)] and arm_b["url"] == f"http://127.0.0.1:{pb}"
+    assert arm_b["vllm_version"] == "0.32.0" and arm_b["k"] == 2 and arm_b["speculative"] is True
+    assert arm_b["method"] == "mtp" and arm_b["spec_config"]["from_log"]["num_speculative_tokens"] == 2
+    assert doc["meta"]["arms"]["a"]["speculative"] is False
     # both servers were stopped: nothing answers on their ports any more
     for port in (pa, pb):
         with socket.socket() as s:
@@ -143,18 +150,51 @@ def test_swapped_arms_are_called_out(ab_urls: tuple[str, str]) -> None:
 def test_progress_line_shows_running_speedup() -> None:
     import io
 
-    from mtpwatch.commands.bench import Progress
+    from mtpwatch.commands.bench_progress import Progress
     from mtpwatch.core.ab.events import PairFinished, RunFinished
     from mtpwatch.core.ab.plan import Point
     from mtpwatch.core.ab.records import RunRecord
 
+    now = [100.0]
     buf = io.StringIO()
-    progress = Progress(buf, enabled=True)
+    upcoming = ["p1 A c1", "p1 B c1", "p1 B c1", "p1 A c1"]
+    progress = Progress(buf, "tty", upcoming=upcoming, clock=lambda: now[0])
     rec = RunRecord("b", "p1", "c", Point(), 1, False, 0, 16, 0.01, 40.0, 40.0, 0.4, 0, None, False)
     progress(PairFinished(Point(), "p1", 0, 2.0, 2.0, 1, 2, 4))
+    now[0] = 130.0
     progress(RunFinished(rec, 2, 4))
     out = buf.getvalue()
-    assert out.startswith("\r[2/4] c1 B p1 run 1: 40.0 tok/s | running speed-up B/A 2.00x (1 pairs)")
+    # done/total, elapsed, ETA (30 s for 2 runs: 30 s more for the 2 left), the run now going, the last
+    assert out.startswith(
+        "\r[2/4 50%] 30s elapsed, ETA 30s · now: p1 B c1 · last: p1 B run 1 40.0 tok/s · "
+        "speed-up B/A 2.00x (1 pairs)"
+    ), out
     quiet = io.StringIO()
-    Progress(quiet, enabled=False)(RunFinished(rec, 2, 4))
+    Progress(quiet, "off")(RunFinished(rec, 2, 4))
     assert quiet.getvalue() == ""
+
+
+def test_progress_lines_when_not_a_terminal() -> None:
+    import io
+
+    from mtpwatch.commands.bench_progress import Progress
+    from mtpwatch.core.ab.events import BenchFinished, RunFinished
+    from mtpwatch.core.ab.plan import Point
+    from mtpwatch.core.ab.records import RunRecord
+
+    now = [0.0]
+    buf = io.StringIO()
+    progress = Progress(buf, "lines", interval_s=30, upcoming=["x"] * 10, clock=lambda: now[0])
+    rec = RunRecord("a", "p1", "c", Point(), 1, False, 0, 16, 0.01, 40.0, 40.0, 0.4, 0, None, False)
+    for i in range(1, 10):  # a run every 10 s: a line at once, then one every 30 s
+        now[0] = 10.0 * i
+        progress(RunFinished(rec, i, 10))
+    lines = buf.getvalue().splitlines()
+    assert [line.split("]")[0] for line in lines] == [
+        "mtpwatch bench: [1/10 10%",
+        "mtpwatch bench: [4/10 40%",
+        "mtpwatch bench: [7/10 70%",
+    ]
+    assert "\r" not in buf.getvalue() and "ETA 1m00s" in lines[1]
+    progress(BenchFinished(None))  # type: ignore[arg-type]
+    assert buf.getvalue().splitlines()[-1].startswith("mtpwatch bench: [9/10 90%] 1m30s elapsed")

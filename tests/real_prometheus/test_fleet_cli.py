@@ -78,7 +78,6 @@ def test_fleet_bad_input_is_one_error_line(tmp_path: Path) -> None:
         ["attach", "http://a:1", "http://b:2", "--selector", "{}"]
     )
     assert "cannot reach Prometheus" in _error(["snapshot", "--prometheus", "http://127.0.0.1:9", "--json"])
-    assert "give a server URL" in _error(["snapshot"])
     assert "--model goes with one URL" in _error(["attach", "http://a:1", "http://b:2", "--model", "m"])
 
 

@@ -11,6 +11,7 @@ from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
 from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.provenance import probe_arm
 
 
 class HttpArm:
@@ -116,6 +117,10 @@ class LaunchedArm(HttpArm):
         self.env = dict(env or {})
         self.startup_timeout_s = startup_timeout_s
         self._launch: Launch | None = None
+        self.log_facts: Any = None
+        """What the start-up log of the last start said (`LogFacts`), for the report's provenance."""
+        self.probed: Any = None
+        """What the server said about itself while it was up (a `core.provenance.ArmInfo`)."""
 
     async def start(self) -> None:
         """Start the server process and wait for /health; raises `StartupError` (one line + log tail)."""
@@ -128,6 +133,9 @@ class LaunchedArm(HttpArm):
         except BaseException:
             await self.stop()
             raise
+        self.log_facts = launch.watcher.facts
+        if self.probed is None:
+            self.probed = await probe_arm(self.client, self.model)
 
     async def stop(self) -> None:
         """Stop the server's whole process group (idempotent)."""

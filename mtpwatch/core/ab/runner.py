@@ -28,15 +28,19 @@ from mtpwatch.core.ab.plan import (
     Unit,
     build_plan,
 )
-from mtpwatch.core.ab.records import RunRecord, pair_ratio
+from mtpwatch.core.ab.records import RunRecord, match_pairs, pair_ratio
 from mtpwatch.core.ab.report import BenchReport, build_report
+from mtpwatch.core.ab.runlog import resumed_plan
 from mtpwatch.core.ab.workloads import Prompt
 
 
 class BenchRunner:
     """Runs a `BenchConfig` against arm A (baseline) and optionally arm B (treatment)."""
 
-    def __init__(self, config: BenchConfig, a: Arm, b: Arm | None = None) -> None:
+    def __init__(
+        self, config: BenchConfig, a: Arm, b: Arm | None = None, *, done: Sequence[RunRecord] = ()
+    ) -> None:
+        """`done`: runs a previous, interrupted bench of the same config finished (`--resume`)."""
         config.validate(paired=b is not None)
         if config.schedule == "restart":
             for arm in (a, b):
@@ -44,8 +48,9 @@ class BenchRunner:
                     raise BenchConfigError("the restart schedule needs a launch command for each server")
         self.config = config
         self.arms: dict[ArmName, Arm] = {"a": a} if b is None else {"a": a, "b": b}
-        self.plan = build_plan(config, paired=b is not None)
-        self.total = sum(len(s.units) for s in self.plan if isinstance(s, RunUnits))
+        self.done = list(done)
+        self.plan = resumed_plan(build_plan(config, paired=b is not None), self.done)
+        self.total = len(self.done) + sum(len(s.units) for s in self.plan if isinstance(s, RunUnits))
         self._last: dict[ArmName, SpecCounters | None] = {}
         self._running: set[ArmName] = set()
         self.records: list[RunRecord] = []
@@ -99,10 +104,17 @@ class BenchRunner:
     async def events(self) -> AsyncIterator[BenchEvent]:
         """Run the plan, yielding progress events; the last event is `BenchFinished`."""
         records = self.records
-        records.clear()
+        records[:] = self.done
         by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
         ratios: dict[Point, list[float]] = {}
-        done = 0
+        for ra, rb in match_pairs(self.done):
+            ratio = pair_ratio(ra, rb)
+            if ratio is not None:
+                ratios.setdefault(ra.point, []).append(ratio)
+        for rec in self.done:
+            if rec.pair is not None:
+                by_pair[(rec.arm, rec.point, rec.prompt_index, rec.pair)] = rec
+        done = len(self.done)
         try:
             for step in self.plan:
                 if isinstance(step, StartArm):

@@ -131,6 +131,37 @@ def bootstrap_median_ci(
     )
 
 
+def bootstrap_median_diff_ci(
+    reference: Sequence[float],
+    other: Sequence[float],
+    confidence: float = 0.95,
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Interval:
+    """Percentile bootstrap CI of median(other) − median(reference), two independent samples.
+
+    Each resample draws both samples again with replacement (a fixed seed: the same input gives the
+    same interval). Used to compare speed-ups of two separate bench reports, whose pairs are not
+    matched run by run (only prompt by prompt).
+    """
+    if not reference or not other:
+        raise ValueError("no values for a confidence interval")
+    xs = [float(v) for v in reference]
+    ys = [float(v) for v in other]
+    rng = random.Random(seed)
+    diffs = sorted(
+        statistics.median(rng.choices(ys, k=len(ys))) - statistics.median(rng.choices(xs, k=len(xs)))
+        for _ in range(resamples)
+    )
+    alpha = 1.0 - confidence
+    lo = diffs[max(0, math.floor(alpha / 2 * resamples))]
+    hi = diffs[min(resamples - 1, math.ceil((1 - alpha / 2) * resamples) - 1)]
+    return Interval(
+        low=lo, high=hi, coverage=confidence, method=f"percentile bootstrap, two samples (seed {seed})"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SpeedupSummary:
     """Paired speed-up (treatment / baseline) with its confidence interval."""

@@ -11,7 +11,15 @@ User files are JSONL, one object per line. Accepted shapes:
 - SPEED-Bench style (the qualitative/throughput splits exported to JSONL):
   ``{"question_id": "...", "category": "coding", "turns": ["first user turn", ...]}``; the first
   turn is the prompt (later turns depend on the model's answer, so they are not replayed);
-- ``question`` or ``text`` instead of ``prompt``.
+- ``question`` or ``text`` instead of ``prompt``;
+- `vllm bench serve`'s custom dataset (``--dataset-name custom``): ``{"prompt": "...",
+  "output_tokens": 128}``; ``output_tokens`` becomes the prompt's max_tokens;
+- ShareGPT style, as JSONL or as one JSON array (the file `vllm bench serve --dataset-name
+  sharegpt` reads): ``{"id": "...", "conversations": [{"from": "human", "value": "..."},
+  {"from": "gpt", "value": "..."}]}``; the first human turn is the prompt (later turns depend on
+  the model's answers). OpenAI-style ``"messages": [{"role": "user", "content": "..."}]`` works the
+  same way. The recorded answer's length is not used as max_tokens (that needs the model's
+  tokenizer); use --max-tokens.
 """
 
 from __future__ import annotations
@@ -55,6 +63,25 @@ class Prompt:
     """Output cap; the bench's --max-tokens / --lengths override it."""
 
 
+_USER_ROLES = ("human", "user")
+
+
+def _first_user_turn(turns: Any, where: str) -> str:
+    """The first human/user message of a ShareGPT `conversations` or OpenAI `messages` list."""
+    if not isinstance(turns, list) or not turns:
+        raise WorkloadError(f"{where}: 'conversations'/'messages' must be a non-empty list")
+    for turn in turns:
+        if not isinstance(turn, dict):
+            raise WorkloadError(f"{where}: each conversation turn must be an object")
+        role = turn.get("from", turn.get("role"))
+        if isinstance(role, str) and role.lower() in _USER_ROLES:
+            value = turn.get("value", turn.get("content"))
+            if not isinstance(value, str):
+                raise WorkloadError(f"{where}: the first user turn has no text")
+            return value
+    raise WorkloadError(f"{where}: no human/user turn in the conversation")
+
+
 def _prompt_from_obj(obj: Any, *, source: str, index: int) -> Prompt:
     where = f"{source}:{index}"
     if not isinstance(obj, dict):
@@ -64,21 +91,29 @@ def _prompt_from_obj(obj: Any, *, source: str, index: int) -> Prompt:
         if key in obj:
             text = obj[key]
             break
+    for key in ("conversations", "conversation", "messages"):
+        if text is None and key in obj:
+            text = _first_user_turn(obj[key], where)
     if text is None and "turns" in obj:
         turns = obj["turns"]
         if not isinstance(turns, list) or not turns:
             raise WorkloadError(f"{where}: 'turns' must be a non-empty list of strings")
         text = turns[0]
     if text is None:
-        raise WorkloadError(f"{where}: no prompt text (expected 'prompt', 'turns', 'question' or 'text')")
+        raise WorkloadError(
+            f"{where}: no prompt text (expected 'prompt', 'turns', 'conversations', 'messages', "
+            "'question' or 'text')"
+        )
     if not isinstance(text, str) or not text.strip():
         raise WorkloadError(f"{where}: the prompt must be a non-empty string")
     category = obj.get("category") or "default"
     if not isinstance(category, str):
         raise WorkloadError(f"{where}: 'category' must be a string")
-    max_tokens = obj.get("max_tokens", DEFAULT_MAX_TOKENS)
+    max_tokens = obj.get("max_tokens", obj.get("output_tokens", DEFAULT_MAX_TOKENS))
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise WorkloadError(f"{where}: 'max_tokens' must be a positive integer, got {max_tokens!r}")
+        raise WorkloadError(
+            f"{where}: 'max_tokens'/'output_tokens' must be a positive integer, got {max_tokens!r}"
+        )
     pid = obj.get("id") or obj.get("question_id") or where
     return Prompt(id=str(pid), text=text, category=category, max_tokens=max_tokens)
 
@@ -98,8 +133,24 @@ def parse_jsonl(lines: Iterable[str], *, source: str = "<prompts>") -> list[Prom
     return prompts
 
 
+def parse_json_array(text: str, *, source: str = "<prompts>") -> list[Prompt]:
+    """Parse a file holding one JSON array of prompt objects (ShareGPT's usual shape)."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"{source}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(items, list):
+        raise WorkloadError(f"{source}: expected a JSON array of prompt objects")
+    # ShareGPT dumps hold entries with no conversation at all; vllm bench skips them, so do we.
+    return [
+        _prompt_from_obj(obj, source=source, index=i)
+        for i, obj in enumerate(items, start=1)
+        if not (isinstance(obj, dict) and obj.get("conversations") == [])
+    ]
+
+
 def load_jsonl(path: str | Path) -> list[Prompt]:
-    """Load a user's JSONL prompt file (mtpwatch or SPEED-Bench shape); raises `WorkloadError`."""
+    """Load a user's prompt file: JSONL (any shape above) or a JSON array; raises `WorkloadError`."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -113,7 +164,10 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
         raise WorkloadError(f"prompt file not found: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(f"cannot read prompt file {p}: {exc}") from None
-    prompts = parse_jsonl(text.splitlines(), source=p.name)
+    if text.lstrip().startswith("["):
+        prompts = parse_json_array(text, source=p.name)
+    else:
+        prompts = parse_jsonl(text.splitlines(), source=p.name)
     if not prompts:
         raise WorkloadError(f"{p}: no prompts in the file")
     return prompts

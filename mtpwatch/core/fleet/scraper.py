@@ -25,6 +25,7 @@ from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported, fast_get_possible
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
+from mtpwatch.core.timeouts import within
 
 __all__ = ["FleetScraper", "ScrapeStats", "Target", "Track"]
 
@@ -233,8 +234,7 @@ class FleetScraper:
     async def _scrape(self, track: Track) -> None:
         try:
             async with self._semaphore:  # the timeout starts once a slot is free
-                async with asyncio.timeout(self.timeout_s):
-                    text = await track.fetch()
+                text = await within(self.timeout_s, track.fetch())
             track.record(text, self.clock())
             self.stats.scrapes += 1
         except TimeoutError:

@@ -22,6 +22,7 @@ from types import TracebackType
 
 import httpx
 
+from mtpwatch.core.http import tls
 from mtpwatch.core.http.backoff import Backoff
 from mtpwatch.core.http.errors import (
     AuthError,
@@ -125,6 +126,7 @@ class VllmClient:
             # Some vLLM builds mount /metrics as an ASGI sub-app that redirects /metrics → /metrics/.
             follow_redirects=True,
             limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
+            verify=tls.verify(),
         )
         if fast_stream is None:
             fast_stream = (

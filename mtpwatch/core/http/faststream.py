@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from mtpwatch.core.http.sse import SseDecoder
+from mtpwatch.core.timeouts import within
 
 __all__ = ["SseConnection", "open_sse", "proxy_for"]
 
@@ -441,24 +442,30 @@ async def _connect(
 ) -> _Protocol:
     loop = asyncio.get_running_loop()
     timeout = connect_timeout
+    errors: list[OSError] = []
+
+    async def attempt() -> _Protocol | None:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        for family, _kind, proto_num, _name, address in infos:
+            try:
+                transport, protocol = await loop.create_connection(
+                    factory, family=family, proto=proto_num, host=str(address[0]), port=int(address[1])
+                )
+                if protocol.transport is None:  # uvloop may call connection_made a tick later
+                    protocol.transport = transport
+                return protocol
+            except OSError as exc:
+                errors.append(exc)
+        return None
+
     try:
-        async with asyncio.timeout(timeout):
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            errors: list[OSError] = []
-            for family, _kind, proto_num, _name, address in infos:
-                try:
-                    transport, protocol = await loop.create_connection(
-                        factory, family=family, proto=proto_num, host=str(address[0]), port=int(address[1])
-                    )
-                    if protocol.transport is None:  # uvloop may call connection_made a tick later
-                        protocol.transport = transport
-                    return protocol
-                except OSError as exc:
-                    errors.append(exc)
+        found = await within(timeout, attempt())
     except TimeoutError as exc:
         raise httpx.ConnectTimeout(f"no connection within {timeout:g} s") from exc
     except socket.gaierror as exc:
         raise httpx.ConnectError(str(exc)) from exc
+    if found is not None:
+        return found
     # As httpx: one reason, refused when every address refused ('localhost' is ::1 and 127.0.0.1).
     if not errors:
         raise httpx.ConnectError(f"no address found for {host}")

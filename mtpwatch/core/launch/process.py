@@ -477,7 +477,7 @@ class ServerProcess:
             await asyncio.to_thread(group.kill_sync, 5.0)
         _REGISTRY.pop(group.pgid, None)
 
-    async def stop(self, timeout: float = 10.0) -> int | None:  # noqa: ASYNC109 - the public contract
+    async def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM the whole group, SIGKILL it after `timeout` s, reap; returns the exit status."""
         if self._proc is None or self._group is None:
             return None
@@ -520,7 +520,7 @@ class ServerProcess:
     async def wait_healthy(
         self,
         url: str,
-        timeout: float = 900.0,  # noqa: ASYNC109 - the public contract
+        timeout: float = 900.0,
         poll: float = 0.5,
         headers: Mapping[str, str] | None = None,
     ) -> float:

@@ -10,6 +10,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,7 +23,9 @@ from textual.worker import Worker
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.advisor import Advice
 from mtpwatch.core.ab.plan import BenchConfigError
+from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.ui import results
 from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
 from mtpwatch.ui.feed import ServerFeed
@@ -59,6 +62,10 @@ class MonitorScreen(Screen[None]):
         self.last_prompt: str | None = None
         self.measurement_summaries: list[str] = []
         """One line per finished (or cancelled) measurement."""
+        self.last_report: BenchReport | None = None
+        """The last measurement's report (what Ctrl+S saves)."""
+        self.saved_to: Path | None = None
+        """Where `last_report` was saved; None while it is unsaved."""
         self._pollers: dict[int, Worker[None]] = {}
         self.config = config
         self.autostart = autostart
@@ -324,9 +331,22 @@ class MonitorScreen(Screen[None]):
             await session.aclose()
         finally:
             self.measuring = False
+            if session.report is not None:
+                self.last_report, self.saved_to = session.report, None
             for worker in self._pollers.values():
                 worker.cancel()
             self._pollers.clear()
+
+    def save_results(self, path: Path | None = None) -> Path:
+        """Save the last measurement as a bench report (raises LookupError without one, OSError)."""
+        if self.last_report is None:
+            raise LookupError("nothing measured yet: F6 measures the last prompt")
+        target = path or (Path(self.measure_settings.save_path) if self.measure_settings.save_path else None)
+        written = results.save(
+            self.last_report, self.feeds, self.config.display, target or results.default_path()
+        )
+        self.saved_to = written
+        return written
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
         """Apply one measurement update to the lines and panels."""

@@ -1,0 +1,411 @@
+"""Terminal figures of saved bench reports, drawn with plotext when it is installed, else tables.
+
+plotext is an optional extra (``pip install 'mtpwatch[plot]'``). Without it every figure is the
+same numbers as a table, so `mtpwatch plot` always says something. The app's live throughput chart
+does not use plotext: it is redrawn four times a second and a hand-drawn chart costs ~0.5 ms per
+frame against ~20 ms for a plotext build (measured when the live chart was written), so plotext is
+only for these one-shot figures.
+
+Every figure fits the width it is given (80 columns by default) and says what it shows: the
+metric, the window (measured runs, warm-ups dropped), and for speed-ups the 95 % CI and the 1.0
+break-even line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import statistics
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from mtpwatch.core.ab import figures
+from mtpwatch.core.ab.compare import Comparison
+from mtpwatch.core.ab.reportfile import Interval, SavedReport
+
+#: figure name -> one line for --help
+FIGURES: dict[str, str] = {
+    "length": "speed-up vs forced output length (a --lengths sweep), 95% CI bars, 1.0 = break-even",
+    "category": "speed-up per prompt category, 95% CI bars",
+    "runs": "speed per measured run for both arms, in run order (drift shows as a slope)",
+    "positions": "per-position acceptance of arm B: marginal (vLLM's) and conditional",
+    "k": "speed-up vs k (number of speculative tokens) across several reports",
+}
+
+ARM_NAMES = {"a": "A baseline", "b": "B treatment"}
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One drawn figure: a title line and its text (a plot or a table)."""
+
+    name: str
+    title: str
+    text: str
+    drawn: bool
+    """True when plotext drew it; False for the table fallback."""
+
+
+def load_plotext() -> ModuleType | None:
+    """The plotext module, or None when the optional extra is not installed."""
+    try:
+        return importlib.import_module("plotext")
+    except ImportError:
+        return None
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _fmt_ci(sp: Any) -> str:
+    return f"{sp.median:.2f}x [{sp.low:.2f}, {sp.high:.2f}] n={sp.n}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    cols = len(header)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
+    lines = []
+    for r in [header, *rows]:
+        cells = [
+            str(c).ljust(w) if i == 0 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        lines.append("  ".join(cells)[:width].rstrip())
+    return "\n".join(lines)
+
+
+class _Canvas:
+    """A fresh plotext figure of a fixed size; `text()` builds it (colourless unless asked)."""
+
+    def __init__(self, plt: ModuleType, width: int, height: int, color: bool) -> None:
+        self.plt = plt
+        self.color = color
+        plt.clear_figure()
+        plt.plotsize(width, height)
+        plt.theme("pro" if color else "clear")
+
+    def ci_bars(self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], color: str) -> None:
+        for x, lo, hi in zip(xs, lows, highs, strict=True):
+            self.plt.plot([x, x], [lo, hi], color=color, marker="│" if not self.color else "braille")
+
+    def text(self) -> str:
+        out: str = self.plt.build()
+        if not self.color:
+            out = self.plt.uncolorize(out)
+        return "\n".join(line.rstrip() for line in out.splitlines())
+
+
+def _drift(report: SavedReport, arm: str) -> float | None:
+    """Median over prompts (and lengths) of last measured run / first measured run − 1."""
+    groups: dict[tuple[str, int, int | None], list[float]] = {}
+    for r in report.runs:
+        if r.arm == arm and not r.warmup and not r.error and r.rate is not None:
+            groups.setdefault(r.key, []).append(r.rate)
+    changes = [g[-1] / g[0] - 1 for g in groups.values() if len(g) > 1 and g[0] > 0]
+    return statistics.median(changes) if changes else None
+
+
+def _clip_range(intervals: Sequence[Any]) -> tuple[float, float]:
+    """The y range of a speed-up plot: every median, 1.0, and the CIs up to one median range beyond.
+
+    A CI from three noisy pairs can reach 200x; drawn whole it would flatten every other point.
+    """
+    meds = [iv.median for iv in intervals] + [1.0]
+    span = max(max(meds) - min(meds), 0.25)
+    lo = max(min(iv.low for iv in intervals), min(meds) - span)
+    hi = min(max(iv.high for iv in intervals), max(meds) + span)
+    return _limits([lo, hi, *meds], 1.0)
+
+
+def _speedup_ticks(lo: float, hi: float) -> list[float]:
+    """Round y ticks between lo and hi that always include 1.0 (the break-even line sits on one)."""
+    span = hi - lo
+    step = next((st for st in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0) if span / st <= 6), 20.0)
+    first = math.ceil(lo / step) * step
+    ticks = [round(first + i * step, 6) for i in range(int((hi - first) / step) + 1)]
+    if lo <= 1.0 <= hi and 1.0 not in ticks:
+        ticks.append(1.0)
+    return sorted(ticks)
+
+
+def _limits(values: Sequence[float], include: float | None = None, pad: float = 0.08) -> tuple[float, float]:
+    vs = list(values) + ([include] if include is not None else [])
+    lo, hi = min(vs), max(vs)
+    span = hi - lo or max(abs(hi), 1.0) * 0.1
+    return lo - pad * span, hi + pad * span
+
+
+def _interval_chart(
+    plt: ModuleType,
+    labels: Sequence[str],
+    intervals: Sequence[Any],
+    width: int,
+    height: int,
+    color: bool,
+    title: str,
+) -> str:
+    """Horizontal median + CI bars, one row per label, with the 1.0 line (speed-ups)."""
+    cv = _Canvas(plt, width, max(height, 2 * len(labels) + 6), color)
+    ys = list(range(len(labels), 0, -1))  # first label on top
+    for y, iv in zip(ys, intervals, strict=True):
+        plt.plot([iv.low, iv.high], [y, y], color="blue", marker="─" if not color else "braille")
+    plt.scatter([iv.median for iv in intervals], ys, color="blue", marker="●")
+    plt.vline(1.0, "red")
+    xs = [iv.low for iv in intervals] + [iv.high for iv in intervals]
+    plt.xlim(*_limits(xs, 1.0))
+    plt.ylim(0.5, len(labels) + 0.5)
+    plt.yticks(ys, [label[:14] for label in labels])
+    plt.xlabel("speed-up B/A (red: 1.0)")
+    plt.title(title)
+    return cv.text()
+
+
+# --- the figures ---------------------------------------------------------------------------------
+
+
+def speedup_vs_length(
+    report: SavedReport, plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Speed-up B/A against forced output length, one series per concurrency; None without a sweep."""
+    sweep = {c: pts for c, pts in figures.length_sweep(report).items() if len(pts) >= 2}
+    if not sweep:
+        return None
+    verdicts = figures.break_even_verdicts(report)
+    title = f"{report.name}: speed-up B/A vs output length (median, 95% CI; 1.0 = break-even)"
+    notes = [
+        line
+        for c in sweep
+        if c in verdicts
+        for line in textwrap.wrap(
+            f"break-even (concurrency {c}): {verdicts[c]}", width, subsequent_indent="  "
+        )
+    ]
+    if plt is None:
+        rows = [
+            [f"c{p.concurrency}", str(p.length), f"{p.speedup.median:.2f}x",
+             f"[{p.speedup.low:.2f}, {p.speedup.high:.2f}]", str(p.speedup.n),
+             "faster" if p.speedup.low > 1 else "slower" if p.speedup.high < 1 else "not resolved"]
+            for pts in sweep.values() for p in pts
+        ]  # fmt: skip
+        table = _table(["conc.", "length", "speed-up", "95% CI", "pairs", "B vs A"], rows, width)
+        return Figure("length", title, "\n".join([table, *notes]), False)
+    cv = _Canvas(plt, width, height, color)
+    lengths = sorted({p.length for pts in sweep.values() for p in pts})
+    # x is the index of the length (sweeps are roughly geometric: 8, 32, 128, 512 stay readable)
+    pos = {length: i + 1 for i, length in enumerate(lengths)}
+    colors = ["blue", "green", "magenta", "cyan"]
+    lo, hi = _clip_range([p.speedup for pts in sweep.values() for p in pts])
+    clipped = False
+    for i, (conc, pts) in enumerate(sweep.items()):
+        col = colors[i % len(colors)]
+        xs = [pos[p.length] + 0.08 * i for p in pts]
+        lows = [max(lo, p.speedup.low) for p in pts]
+        highs = [min(hi, p.speedup.high) for p in pts]
+        clipped = clipped or any(p.speedup.low < lo or p.speedup.high > hi for p in pts)
+        cv.ci_bars(xs, lows, highs, col)
+        plt.plot(xs, [p.speedup.median for p in pts], color=col, marker="●", label=f"concurrency {conc}")
+    plt.hline(1.0, "red")
+    plt.ylim(lo, hi)
+    ticks = _speedup_ticks(lo, hi)
+    plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    if clipped:
+        notes.insert(0, "(some CI bars run past the plot's edge: `--table` shows them whole)")
+    plt.xlim(0.5, len(lengths) + 0.5)
+    plt.xticks(list(pos.values()), [str(x) for x in lengths])
+    plt.xlabel("forced output length (tokens)")
+    plt.ylabel("speed-up B/A")
+    plt.title("speed-up vs output length; red line: 1.0 (break-even)")
+    return Figure("length", title, "\n".join([cv.text(), *notes]), True)
+
+
+def speedup_per_category(
+    report: SavedReport, plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Speed-up B/A per category at the primary point; None with fewer than two categories."""
+    cats = figures.category_speedups(report)
+    if len(cats) < 2:
+        return None
+    title = f"{report.name}: speed-up B/A per category (median, 95% CI)"
+    if plt is None:
+        rows = [
+            [c.category, f"{c.speedup.median:.2f}x", f"[{c.speedup.low:.2f}, {c.speedup.high:.2f}]",
+             str(c.speedup.n), "—" if c.acceptance_rate is None else f"{100 * c.acceptance_rate:.1f}%"]
+            for c in cats
+        ]  # fmt: skip
+        return Figure(
+            "category",
+            title,
+            _table(["category", "speed-up", "95% CI", "pairs", "B acceptance"], rows, width),
+            False,
+        )
+    text = _interval_chart(
+        plt, [c.category for c in cats], [c.speedup for c in cats], width, height, color,
+        "speed-up per category, median and 95% CI",
+    )  # fmt: skip
+    return Figure("category", title, text, True)
+
+
+def rate_per_run(
+    report: SavedReport, plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Each arm's speed per measured run in run order; None when no run has a speed."""
+    series = figures.run_series(report)
+    if not series:
+        return None
+    conc = {r.concurrency for r in report.runs}
+    metric = "decode tok/s" if conc == {1} else "tok/s (decode at c=1, aggregate above)"
+    title = f"{report.name}: {metric} per measured run, in run order (warm-ups dropped)"
+    if plt is None:
+        rows = []
+        for arm, s in series.items():
+            drift = _drift(report, arm)
+            rows.append(
+                [ARM_NAMES.get(arm, arm), str(len(s.rate)), f"{min(s.rate):.1f}", f"{max(s.rate):.1f}",
+                 "—" if drift is None else f"{100 * drift:+.1f}%"]
+            )  # fmt: skip
+        header = ["arm", "runs", "min", "max", "drift: last/first run of a prompt (median)"]
+        return Figure("runs", title, _table(header, rows, width), False)
+    cv = _Canvas(plt, width, height, color)
+    colors = {"a": "blue", "b": "green"}
+    for arm, s in series.items():
+        plt.scatter(s.order, s.rate, color=colors.get(arm, "magenta"), marker="●" if arm == "b" else "○",
+                    label=ARM_NAMES.get(arm, arm))  # fmt: skip
+    plt.xlabel("run (order finished)")
+    plt.ylabel(metric.split(" (")[0])
+    plt.title(f"{metric} per run; a slope means drift")
+    return Figure("runs", title, cv.text(), True)
+
+
+def acceptance_per_position(
+    report: SavedReport, plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Marginal and conditional acceptance per draft position; None without speculative decoding."""
+    curves = figures.position_curves(report)
+    if not curves:
+        return None
+    title = (
+        f"{report.name}: acceptance per draft position (server /metrics, measured runs); "
+        "marginal = P(first i accepted), conditional = P(i | i-1)"
+    )
+    if plt is None:
+        parts = []
+        for arm, c in curves.items():
+            rows = [
+                [str(i + 1), f"{m:.3f}", "—" if cd is None else f"{cd:.3f}"]
+                for i, (m, cd) in enumerate(zip(c.marginal, c.conditional, strict=True))
+            ]
+            mal = "—" if c.mean_acceptance_length is None else f"{c.mean_acceptance_length:.2f}"
+            parts.append(f"{ARM_NAMES.get(arm, arm)} (mean acceptance length {mal})")
+            parts.append(_table(["position", "marginal", "conditional"], rows, width))
+        return Figure("positions", title, "\n".join(parts), False)
+    cv = _Canvas(plt, width, height, color)
+    for arm, c in curves.items():
+        xs = list(range(1, len(c.marginal) + 1))
+        tag = "" if len(curves) == 1 else f" {arm.upper()}"
+        plt.plot(xs, list(c.marginal), color="blue", marker="●", label=f"marginal{tag}")
+        cond = [(x, v) for x, v in zip(xs, c.conditional, strict=True) if v is not None]
+        if cond:
+            plt.plot([x for x, _ in cond], [v for _, v in cond], color="green", marker="○",
+                     label=f"conditional{tag}")  # fmt: skip
+        plt.xticks(xs, [str(x) for x in xs])
+    plt.ylim(0, 1.05)
+    plt.xlabel("draft position")
+    plt.ylabel("acceptance")
+    plt.title("per-position acceptance (marginal: vLLM's definition)")
+    return Figure("positions", title, cv.text(), True)
+
+
+def speedup_vs_k(
+    reports: Sequence[SavedReport], plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Speed-up against k across reports; None unless at least two distinct k values are known."""
+    points = figures.k_sweep(reports)
+    if len({p.k for p in points}) < 2:
+        return None
+    title = "speed-up B/A vs k (speculative tokens), one point per report (median, 95% CI; 1.0 = break-even)"
+    if plt is None:
+        rows = [
+            [p.name, str(p.k), f"{p.speedup.median:.2f}x", f"[{p.speedup.low:.2f}, {p.speedup.high:.2f}]",
+             str(p.speedup.n), "—" if p.mean_acceptance_length is None else f"{p.mean_acceptance_length:.2f}"]
+            for p in points
+        ]  # fmt: skip
+        header = ["report", "k", "speed-up", "95% CI", "pairs", "acc. length"]
+        return Figure("k", title, _table(header, rows, width), False)
+    cv = _Canvas(plt, width, height, color)
+    xs = [float(p.k) for p in points]
+    lo, hi = _clip_range([p.speedup for p in points])
+    cv.ci_bars(
+        xs, [max(lo, p.speedup.low) for p in points], [min(hi, p.speedup.high) for p in points], "blue"
+    )
+    plt.plot(xs, [p.speedup.median for p in points], color="blue", marker="●")
+    plt.hline(1.0, "red")
+    plt.ylim(lo, hi)
+    ticks = _speedup_ticks(lo, hi)
+    plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    ks = sorted({p.k for p in points})
+    plt.xlim(min(ks) - 0.5, max(ks) + 0.5)
+    plt.xticks(ks, [str(k) for k in ks])
+    plt.xlabel("k (num_speculative_tokens)")
+    plt.ylabel("speed-up B/A")
+    plt.title("speed-up vs k; red line: 1.0 (break-even)")
+    return Figure("k", title, cv.text(), True)
+
+
+def comparison_figure(
+    comparison: Comparison, plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure:
+    """The speed-up of each compared report over the matched measurements, with its 95% CI."""
+    title = "speed-up B/A per report over the matched measurements (median, 95% CI; 1.0 = break-even)"
+    rows = [r for r in comparison.rows if r.speedup is not None]
+    intervals = [
+        Interval(r.speedup.median, r.speedup.ci.low, r.speedup.ci.high, r.speedup.n_pairs)
+        for r in rows
+        if r.speedup is not None
+    ]
+    if plt is None:
+        cells = [
+            [r.name, f"{iv.median:.2f}x", f"[{iv.low:.2f}, {iv.high:.2f}]", str(iv.n)]
+            for r, iv in zip(rows, intervals, strict=True)
+        ]
+        table = _table(["report", "speed-up", "95% CI", "pairs"], cells, width)
+        return Figure("compare", title, table, False)
+    names = [r.name for r in rows]
+    text = _interval_chart(plt, names, intervals, width, height, color, "speed-up per report")
+    return Figure("compare", title, text, True)
+
+
+PerReport = Callable[[SavedReport, ModuleType | None, int, int, bool], Figure | None]
+PER_REPORT: dict[str, PerReport] = {
+    "length": speedup_vs_length,
+    "category": speedup_per_category,
+    "runs": rate_per_run,
+    "positions": acceptance_per_position,
+}
+
+
+def draw(
+    reports: Sequence[SavedReport],
+    *,
+    only: Sequence[str] = (),
+    width: int = 80,
+    height: int = 20,
+    color: bool = False,
+    plt: ModuleType | None = None,
+) -> list[Figure]:
+    """Every figure that the reports have data for (or only those named), in FIGURES order."""
+    wanted = [name for name in FIGURES if not only or name in only]
+    out: list[Figure] = []
+    for name in wanted:
+        if name == "k":
+            fig = speedup_vs_k(reports, plt, width, height, color)
+            if fig is not None:
+                out.append(fig)
+            continue
+        for report in reports:
+            fig = PER_REPORT[name](report, plt, width, height, color)
+            if fig is not None:
+                out.append(fig)
+    return out

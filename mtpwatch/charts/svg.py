@@ -1,0 +1,33 @@
+"""Write terminal figures to an SVG file (for a README or a slide) with Rich's terminal export.
+
+plotext draws text with ANSI colours; Rich (already installed with Textual) turns that text into
+an SVG of a terminal window, the same way the app's screenshots are made. No extra dependency, and
+the picture is exactly what the terminal shows. (PNG would need a rasteriser such as cairosvg or
+matplotlib; none is worth a dependency here.)
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+
+def to_svg(blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -> str:
+    """An SVG of these text blocks (ANSI colours kept), `width` columns wide."""
+    console = Console(
+        record=True, width=width, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+    )
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        console.print(Text.from_ansi(block), crop=False, no_wrap=True, overflow="ignore")
+    return console.export_svg(title=title)
+
+
+def write_svg(path: Path, blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -> None:
+    """Write `to_svg` to `path` (raises OSError when it cannot)."""
+    path.write_text(to_svg(blocks, width=width, title=title), encoding="utf-8")

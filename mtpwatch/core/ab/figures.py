@@ -1,0 +1,155 @@
+"""The data behind each `mtpwatch plot` figure, taken from saved bench reports.
+
+Pure: every function returns plain series (no drawing), so the terminal plots, their table
+fallback and the tests read the same numbers. Per-position acceptance uses vLLM's definitions
+from `mtpwatch.core.metrics.formulas` (marginal as written in the report; conditional derived).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mtpwatch.core.ab.reportfile import Interval, SavedReport, speedup_interval
+from mtpwatch.core.metrics import formulas as F
+
+
+@dataclass(frozen=True, slots=True)
+class LengthPoint:
+    """Speed-up at one forced output length (one point of a `--lengths` sweep)."""
+
+    concurrency: int
+    length: int
+    speedup: Interval
+
+
+def length_sweep(report: SavedReport) -> dict[int, list[LengthPoint]]:
+    """Per concurrency, the speed-up at each forced length, sorted by length."""
+    out: dict[int, list[LengthPoint]] = {}
+    for pt in report.data.get("points") or []:
+        if not isinstance(pt, Mapping):
+            continue
+        length, conc = pt.get("length"), pt.get("concurrency")
+        sp = speedup_interval(pt.get("speedup"))
+        if not isinstance(length, int) or not isinstance(conc, int) or sp is None:
+            continue
+        out.setdefault(conc, []).append(LengthPoint(conc, length, sp))
+    for points in out.values():
+        points.sort(key=lambda p: p.length)
+    return out
+
+
+def break_even_verdicts(report: SavedReport) -> dict[int, str]:
+    """The bench's own break-even verdict per concurrency (already computed when it ran)."""
+    out: dict[int, str] = {}
+    for conc, be in (report.data.get("break_even") or {}).items():
+        if isinstance(be, Mapping) and isinstance(be.get("verdict"), str):
+            try:
+                out[int(conc)] = be["verdict"]
+            except ValueError:
+                continue
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryPoint:
+    """Speed-up of one category at the report's primary point."""
+
+    category: str
+    speedup: Interval
+    acceptance_rate: float | None
+    """Arm B's acceptance rate in this category."""
+
+
+def category_speedups(report: SavedReport) -> list[CategoryPoint]:
+    """Per category, in the report's order (categories without a speed-up are left out)."""
+    out: list[CategoryPoint] = []
+    for name, group in (report.data.get("categories") or {}).items():
+        if not isinstance(group, Mapping):
+            continue
+        sp = speedup_interval(group.get("speedup"))
+        if sp is None:
+            continue
+        b = (group.get("arms") or {}).get("b") or {}
+        acc = b.get("acceptance_rate")
+        out.append(CategoryPoint(str(name), sp, float(acc) if isinstance(acc, int | float) else None))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RunSeries:
+    """One arm's measured speed per run, in the order the runs finished."""
+
+    arm: str
+    order: list[int]
+    """Index of each run in the report's run list (both arms share one axis)."""
+    rate: list[float]
+    warmup: list[bool]
+
+
+def run_series(report: SavedReport, *, include_warmup: bool = False) -> dict[str, RunSeries]:
+    """Per arm, speed per successful run in run order (drift shows as a slope)."""
+    out: dict[str, RunSeries] = {}
+    for r in report.runs:
+        if r.rate is None or r.error or (r.warmup and not include_warmup):
+            continue
+        s = out.setdefault(r.arm, RunSeries(r.arm, [], [], []))
+        s.order.append(r.order)
+        s.rate.append(r.rate)
+        s.warmup.append(r.warmup)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PositionCurve:
+    """Per-position acceptance of one arm: marginal (vLLM's) and conditional."""
+
+    arm: str
+    marginal: tuple[float, ...]
+    """P(the first i+1 drafts were all accepted) = Δaccepted_per_pos[i] / Δdrafts."""
+    conditional: tuple[float | None, ...]
+    """P(draft i accepted | drafts 0..i−1 accepted) = marginal[i] / marginal[i−1]."""
+    mean_acceptance_length: float | None
+
+
+def position_curves(report: SavedReport) -> dict[str, PositionCurve]:
+    """Per arm with speculative decoding, its per-position curve from the report."""
+    out: dict[str, PositionCurve] = {}
+    for arm in ("a", "b"):
+        data = report.arm(arm)
+        marginal = data.get("per_position")
+        if not isinstance(marginal, list) or not marginal:
+            continue
+        values = tuple(float(x) for x in marginal if isinstance(x, int | float))
+        mal = data.get("mean_acceptance_length")
+        out[arm] = PositionCurve(
+            arm,
+            values,
+            F.conditional_from_marginal(values),
+            float(mal) if isinstance(mal, int | float) else None,
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class KPoint:
+    """Speed-up of one report of a k sweep."""
+
+    k: int
+    speedup: Interval
+    name: str
+    mean_acceptance_length: float | None
+
+
+def k_sweep(reports: Sequence[SavedReport]) -> list[KPoint]:
+    """One point per report that has both a k and a speed-up, sorted by k."""
+    out: list[KPoint] = []
+    for r in reports:
+        sp = r.speedup
+        if r.k is None or sp is None:
+            continue
+        mal: Any = r.arm("b").get("mean_acceptance_length")
+        out.append(KPoint(r.k, sp, r.name, float(mal) if isinstance(mal, int | float) else None))
+    out.sort(key=lambda p: p.k)
+    return out

@@ -1,0 +1,383 @@
+"""The `meta` block: what was measured, on what, with which flags, in every JSON mtpwatch writes.
+
+A report read a month later must say where its numbers came from. `meta` holds:
+
+- mtpwatch's version, the UTC time, the command line (secrets masked), the host name, Python;
+- `label` and `metadata` (the user's `--label` and `--metadata KEY=VALUE`);
+- per arm: URL, served model name, the model it was loaded from (`root` of /v1/models), the
+  speculative method, k and drafter, vLLM's version (GET /version), the engine flags the server
+  exposes (the labels of `vllm:cache_config_info`), and, when mtpwatch started the server, the
+  speculative config from its command line and its start-up log;
+- the GPU's name and peak bandwidth (NVML on this host, or the user's `--gpu`), with the source;
+- the prompt set's name, size and a SHA-256 over its prompts (id, category, max_tokens, text).
+
+Collection never fails a run: whatever cannot be read is None, with the reason under `errors`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import platform
+import re
+import socket
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from mtpwatch import __version__
+
+SCHEMA = 1
+
+
+class Prompt(Protocol):
+    """What the prompt-set hash reads of a prompt (`core.ab.workloads.Prompt` has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def max_tokens(self) -> int: ...
+
+
+MASK = "***"
+
+#: Command-line flags whose value is a secret (the value after them, or after '=', is masked).
+SECRET_FLAGS = frozenset(
+    {"--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password"}
+)
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credentials")
+
+
+def _secret_name(name: str) -> bool:
+    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile)."""
+    words = re.split(r"[-_.]+", name.lower().strip("-"))
+    return bool(words) and words[-1] in _SECRET_WORDS
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with bearer tokens, URL passwords and NAME=value secrets replaced by ***."""
+    text = re.sub(r"(?i)(bearer\s+)\S+", lambda m: m.group(1) + MASK, text)
+    text = re.sub(r"(://[^/\s:@]+:)[^@/\s]+@", lambda m: m.group(1) + MASK + "@", text)
+
+    def env(m: re.Match[str]) -> str:
+        return m.group(1) + "=" + MASK if _secret_name(m.group(1)) else m.group(0)
+
+    return re.sub(r"\b([A-Za-z_][A-Za-z0-9_.-]*)=(\S+)", env, text)
+
+
+def mask_argv(argv: Sequence[str]) -> list[str]:
+    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords).
+
+    Inner command lines (``--launch-a 'vllm serve … --api-key X'``) are masked word by word too.
+    """
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
+            if eq:
+                out.append(flag + "=" + MASK)
+            else:
+                out.append(arg)
+                hide_next = True
+            continue
+        if " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
+            words = arg.split(" ")
+            out.append(" ".join(mask_argv(words)))
+            continue
+        out.append(mask_secrets(arg))
+    return out
+
+
+def prompt_set_hash(prompts: Sequence[Prompt]) -> str:
+    """'sha256:<hex>' over the prompts in order (id, category, max_tokens, text): same set, same hash."""
+    h = hashlib.sha256()
+    for p in prompts:
+        line = json.dumps([p.id, p.category, p.max_tokens, p.text], ensure_ascii=False, separators=(",", ":"))
+        h.update(line.encode("utf-8") + b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+def prompt_set(name: str, prompts: Sequence[Prompt]) -> dict[str, Any]:
+    """The `meta.prompt_set` object."""
+    return {
+        "name": name,
+        "prompts": len(prompts),
+        "categories": list(dict.fromkeys(p.category for p in prompts)),
+        "hash": prompt_set_hash(prompts),
+    }
+
+
+def parse_metadata(pairs: Iterable[str]) -> dict[str, str]:
+    """`--metadata KEY=VALUE` values as a dict; raises ValueError (one line) on a malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ValueError(f"expected KEY=VALUE, got {pair!r}")
+        out[key] = MASK if _secret_name(key) else value
+    return out
+
+
+def spec_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The JSON of ``--speculative-config`` / ``-sc`` in a vLLM command line; None if absent or unreadable."""
+    for i, arg in enumerate(argv):
+        value: str | None = None
+        for flag in ("--speculative-config", "--speculative_config", "-sc"):
+            if arg == flag and i + 1 < len(argv):
+                value = argv[i + 1]
+            elif arg.startswith(flag + "="):
+                value = arg[len(flag) + 1 :]
+        if value is None:
+            continue
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
+
+
+@dataclass(slots=True)
+class ArmInfo:
+    """What is known about one arm's server."""
+
+    url: str
+    served_name: str | None = None
+    model: str | None = None
+    """What the server loaded (`root` of /v1/models), else the served name."""
+    method: str | None = None
+    k: int | None = None
+    drafter: str | None = None
+    speculative: bool | None = None
+    """Whether /metrics shows speculative-decoding counters."""
+    vllm_version: str | None = None
+    engine: dict[str, str] = field(default_factory=dict)
+    """Labels of `vllm:cache_config_info` (block size, prefix caching, gpu_memory_utilization, …)."""
+    max_model_len: int | None = None
+    launch_argv: list[str] | None = None
+    """The (masked) command line mtpwatch started the server with; None when it was running already."""
+    spec_config: dict[str, Any] | None = None
+    """The speculative config from the command line and start-up log (servers mtpwatch started)."""
+    errors: list[str] = field(default_factory=list)
+
+    def apply_spec_config(self, config: Mapping[str, Any] | None) -> None:
+        """Fill method, k and drafter from a `--speculative-config` object."""
+        if not config:
+            return
+        self.spec_config = {**(self.spec_config or {}), **dict(config)}
+        method = config.get("method")
+        k = config.get("num_speculative_tokens")
+        drafter = config.get("model")
+        self.method = str(method) if isinstance(method, str) else self.method
+        self.k = k if isinstance(k, int) and not isinstance(k, bool) else self.k
+        self.drafter = str(drafter) if isinstance(drafter, str) else self.drafter
+
+    def apply_log_facts(self, facts: Any) -> None:
+        """Fill what the start-up log said (a `core.launch.logparse.LogFacts`)."""
+        if facts.spec_method:
+            self.method = facts.spec_method
+        if facts.num_spec_tokens is not None:
+            self.k = facts.num_spec_tokens
+        if facts.spec_model:
+            self.drafter = facts.spec_model
+        if facts.vllm_version and not self.vllm_version:
+            self.vllm_version = facts.vllm_version
+        logged = {
+            "method": facts.spec_method,
+            "model": facts.spec_model,
+            "num_speculative_tokens": facts.num_spec_tokens,
+        }
+        logged = {k: v for k, v in logged.items() if v is not None}
+        if logged:
+            self.spec_config = {**(self.spec_config or {}), "from_log": logged}
+
+    def to_json(self) -> dict[str, Any]:
+        """The `meta.arms.<name>` object."""
+        return asdict(self)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None = None) -> ArmInfo:
+    """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises.
+
+    `model` picks the served model when there are several (None: the first /v1/models lists).
+    """
+    info = info or ArmInfo(url=client.base_url)
+    try:
+        models = await client.models()
+        chosen = next((m for m in models if m.id == model), models[0] if models else None)
+        if chosen is not None:
+            info.served_name = chosen.id
+            info.model = chosen.root or chosen.id
+            info.max_model_len = chosen.max_model_len
+    except Exception as exc:
+        info.errors.append(f"/v1/models: {_first_line(exc)}")
+    try:
+        info.vllm_version = await client.version() or info.vllm_version
+    except Exception as exc:
+        info.errors.append(f"/version: {_first_line(exc)}")
+    try:
+        snap = await client.scrape(model or info.served_name)
+        info.speculative = snap.speculative
+        if snap.speculative and info.k is None:
+            info.k = snap.num_speculative_tokens
+        info.engine = dict(snap.cache_config)
+    except Exception as exc:
+        info.errors.append(f"/metrics: {_first_line(exc)}")
+    return info
+
+
+def facts_from_log(lines: Iterable[str]) -> Any:
+    """The start-up facts (vLLM version, speculative method, k, drafter) in a server's log lines."""
+    from mtpwatch.core.launch.logparse import LogWatcher
+
+    watcher = LogWatcher()
+    for line in lines:
+        watcher.feed(line)
+    return watcher.facts
+
+
+def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: Any = None) -> ArmInfo:
+    """What the command line and start-up log (its lines, or the `LogFacts` already read from them)
+    of a server mtpwatch started say about it."""
+    info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
+    info.apply_spec_config(spec_config_from_argv(argv))
+    lines = list(log_lines)
+    if facts is None and lines:
+        facts = facts_from_log(lines)
+    if facts is not None:
+        info.apply_log_facts(facts)
+    return info
+
+
+def launched_arm_info(arm: Any) -> ArmInfo:
+    """An `ArmInfo` for a bench arm whose server mtpwatch starts (`core.ab.http_arm.LaunchedArm`).
+
+    Its command line and the log of its last start, plus what the server said while it was up.
+    """
+    info = launched_info(arm.url, arm.argv, facts=getattr(arm, "log_facts", None))
+    probed: ArmInfo | None = getattr(arm, "probed", None)
+    if probed is not None:
+        for name in ("served_name", "model", "vllm_version", "engine", "max_model_len", "speculative"):
+            value = getattr(probed, name)
+            if value not in (None, {}):
+                setattr(info, name, value)
+        if info.k is None:
+            info.k = probed.k
+        info.errors.extend(probed.errors)
+    return info
+
+
+async def describe_arm(arm: Any) -> ArmInfo:
+    """An `ArmInfo` for a bench arm (`HttpArm` asked over HTTP, `LaunchedArm` as above); never raises."""
+    if getattr(arm, "argv", None) is not None:
+        return launched_arm_info(arm)
+    return await probe_arm(arm.client, getattr(arm, "model", None))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """The GPU the numbers were measured on, and where that was learnt."""
+
+    name: str | None
+    peak_gbps: float | None
+    source: str
+    """'nvml (this host)', '--gpu', or 'unknown'."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gpu_from_name(name: str) -> GpuInfo:
+    """A GPU the user named (`--gpu`), with its peak from mtpwatch's table when it is known."""
+    from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+
+    try:
+        spec = lookup_gpu(name)
+    except UnknownGpuError:
+        return GpuInfo(name, None, "--gpu")
+    return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
+
+
+def local_gpu() -> GpuInfo:
+    """This host's GPU through NVML; `name` None when there is none (or no NVML)."""
+    from mtpwatch.core.roofline.nvml import local_gpu_reading
+
+    try:
+        reading = local_gpu_reading()
+    except Exception:
+        return GpuInfo(None, None, "unknown")
+    if reading.device_name is None:
+        return GpuInfo(None, None, f"unknown ({reading.reason or 'no NVML GPU on this host'})")
+    return GpuInfo(reading.device_name, reading.peak_gbps, "nvml (this host)")
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 with a Z (seconds)."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_meta(
+    *,
+    argv: Sequence[str] | None = None,
+    label: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    arms: Mapping[str, ArmInfo] | None = None,
+    prompts: Mapping[str, Any] | None = None,
+    gpu: GpuInfo | None = None,
+    temperature: float | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    """The `meta` object (argv masked here, whatever the caller passes)."""
+    return {
+        "schema": SCHEMA,
+        "mtpwatch_version": __version__,
+        "created_utc": created or utc_now(),
+        "argv": mask_argv(list(sys.argv if argv is None else argv)),
+        "host": socket.gethostname(),
+        "python": platform.python_version(),
+        "label": label,
+        "metadata": dict(metadata or {}),
+        "temperature": temperature,
+        "gpu": gpu.to_json() if gpu is not None else None,
+        "prompt_set": dict(prompts) if prompts is not None else None,
+        "arms": {name: info.to_json() for name, info in (arms or {}).items()},
+    }
+
+
+def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance that must agree for two reports to be compared (None = not recorded).
+
+    GPU name, vLLM version per arm, prompt set hash and temperature (from `meta`, else the report).
+    """
+    gpu = meta.get("gpu") or {}
+    arms = meta.get("arms") or {}
+    temp = meta.get("temperature")
+    if temp is None and report is not None:
+        temp = report.get("temperature")
+    out: dict[str, Any] = {
+        "GPU": gpu.get("name") if isinstance(gpu, Mapping) else None,
+        "prompt set hash": (meta.get("prompt_set") or {}).get("hash"),
+        "temperature": temp,
+    }
+    for arm in ("a", "b"):
+        info = arms.get(arm) if isinstance(arms, Mapping) else None
+        if isinstance(info, Mapping):
+            out[f"vLLM version (arm {arm.upper()})"] = info.get("vllm_version")
+    return out

@@ -1,0 +1,83 @@
+"""Saving the A/B view's measurement (F6) as a report file, in the same format as `mtpwatch bench --json`.
+
+The document is `core.ab.reportio.report_document` of the measurement's `BenchReport`, with a
+`meta` provenance block built from what the app knows about each server (URL, served model, vLLM
+version, the command line it was started with and what its start-up log said), so `mtpwatch plot`
+and `mtpwatch compare` read a saved measurement like a bench report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from mtpwatch.config import DisplaySettings
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import reportio
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.ui.feed import ServerFeed
+
+
+def default_path(now: dt.datetime | None = None) -> Path:
+    """mtpwatch-ab-YYYYmmdd-HHMMSS.json (UTC) in the current folder."""
+    t = now or dt.datetime.now(dt.timezone.utc)
+    return Path(f"mtpwatch-ab-{t:%Y%m%d-%H%M%S}.json")
+
+
+def feed_info(feed: ServerFeed, k: int | None) -> provenance.ArmInfo:
+    """What the app knows about one server, without asking it again."""
+    launch = feed.spec.launch
+    if launch is not None:
+        started = feed._launch  # the feed's own launch; its log watcher read the start-up facts
+        facts = started.watcher.facts if started is not None else None
+        info = provenance.launched_info(feed.spec.url, launch.argv, facts=facts)
+    else:
+        info = provenance.ArmInfo(url=feed.spec.url)
+    info.served_name = feed.model or feed.spec.model
+    info.model = info.model or info.served_name
+    info.vllm_version = feed.version
+    if feed.drafter_ref and not info.drafter:
+        info.drafter = feed.drafter_ref
+    if info.k is None:
+        info.k = k
+    return info
+
+
+def _gpu(display: DisplaySettings, feeds: Sequence[ServerFeed]) -> provenance.GpuInfo:
+    if display.gpu:
+        return provenance.gpu_from_name(display.gpu)
+    if all(is_loopback(urlsplit(f.spec.url).hostname or "") for f in feeds):
+        return provenance.local_gpu()
+    return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+
+
+def results_document(
+    report: BenchReport, feeds: Sequence[ServerFeed], display: DisplaySettings
+) -> dict[str, Any]:
+    """The report document of a measurement, with its provenance."""
+    arms: dict[str, provenance.ArmInfo] = {}
+    for name, feed in zip(("a", "b"), feeds, strict=False):
+        arm = report.primary.overall.arms.get(name)
+        k = arm.acceptance.k if arm is not None and arm.acceptance is not None else None
+        arms[name] = feed_info(feed, k)
+    meta = provenance.build_meta(
+        label=None,
+        metadata={"source": "mtpwatch app, F6 measurement"},
+        arms=arms,
+        prompts=provenance.prompt_set(
+            "console" if len(report.config.prompts) == 1 else "prompts", report.config.prompts
+        ),
+        gpu=_gpu(display, feeds),
+        temperature=report.config.temperature,
+    )
+    return reportio.report_document(report, meta)
+
+
+def save(report: BenchReport, feeds: Sequence[ServerFeed], display: DisplaySettings, path: Path) -> Path:
+    """Write the measurement to `path` (raises OSError); returns the path written."""
+    reportio.write_document(path, results_document(report, feeds, display))
+    return path
