@@ -149,14 +149,14 @@ class MonitorScreen(Screen[None]):
         if feed.spec.launch is not None:
             ok = await feed.launch(lambda phase, lines: panel.show_startup(phase, lines))
             if not ok:
-                panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+                panel.show(feed.view(self.window))
                 panel.show_startup_pane()
                 return
             panel.show_monitor()
         while True:
             delay = await feed.poll()
             feed.hardware_wanted = panel.bandwidth_visible
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+            panel.offer(lambda: feed.view(self.window), feed.status)
             await asyncio.sleep(delay)
 
     @property
@@ -172,7 +172,7 @@ class MonitorScreen(Screen[None]):
         while True:
             delay = await feed.poll()
             feed.hardware_wanted = panel.bandwidth_visible
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+            panel.offer(lambda: feed.view(self.window), feed.status)
             await asyncio.sleep(delay)
 
     def _arm_up(self, index: int, up: bool) -> None:

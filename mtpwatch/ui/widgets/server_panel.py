@@ -49,6 +49,10 @@ class ServerPanel(Vertical):
     APPLY_HZ = 2.0
     """Feed views reach the widgets at most this often (scrapes run at 4 Hz; repaints cost)."""
 
+    _apply_handle: asyncio.TimerHandle | None = None
+    _applied_at = 0.0
+    _source: Callable[[], ServerView] | None = None
+
     def __init__(
         self,
         initial: ServerView,
@@ -93,14 +97,37 @@ class ServerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = self._initial.label
         self.show(self._initial)
-        self.set_interval(1 / self.APPLY_HZ, self.apply_pending, name="view-apply")
+
+    def on_unmount(self) -> None:
+        if self._apply_handle is not None:
+            self._apply_handle.cancel()
+            self._apply_handle = None
 
     # -- data in -------------------------------------------------------------------------------
 
     def show(self, view: ServerView) -> None:
-        """Draw `view` now (tests, screenshots, a window change; the feed goes through `ViewUpdated`)."""
+        """Draw `view` now (tests, screenshots, a window change; the feed goes through `offer`)."""
         self._pending = None
+        self._source = None
         self.view = view
+
+    def offer(self, build: Callable[[], ServerView], status: str) -> None:
+        """A scrape happened: `build()` makes the view. It is called when the view is drawn, at most
+        APPLY_HZ times a second (at once when the status changed), so scrapes between two draws cost
+        no view building; no timer runs while nothing is offered."""
+        self._source = build
+        current = self.view
+        if current is None or current.status != status:
+            self.apply_pending()
+        elif self._apply_handle is None:
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, self._applied_at + 1 / self.APPLY_HZ - loop.time())
+            self._apply_handle = loop.call_later(delay, self._apply_due)
+
+    def _apply_due(self) -> None:
+        self._apply_handle = None
+        if self.is_mounted:
+            self.apply_pending()
 
     def on_server_panel_view_updated(self, event: ViewUpdated) -> None:
         # Kept, not drawn: `apply_pending` draws the newest at APPLY_HZ. A status change (up →
@@ -114,8 +141,14 @@ class ServerPanel(Vertical):
 
     def apply_pending(self) -> None:
         """Draw the newest feed view unless the display is paused (collection goes on meanwhile)."""
-        if self._pending is not None and not self._is_paused():
+        if self._is_paused():
+            return
+        if self._source is not None:
+            build, self._source = self._source, None
+            self._pending = build()
+        if self._pending is not None:
             view, self._pending = self._pending, None
+            self._applied_at = asyncio.get_running_loop().time()
             with self.app.batch_update():
                 self.view = view
 
