@@ -23,6 +23,7 @@ from mtpwatch.ui.view import (
     render_summary,
     render_verdict,
 )
+from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
@@ -76,18 +77,18 @@ class ServerPanel(Vertical):
         """The newest prompt summary."""
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="panel-header")
+        yield RowStatic(classes="panel-header")
         with ContentSwitcher(initial="startup" if self._starts_server else "monitor", classes="switcher"):
             with Vertical(id="startup", classes="startup"):
                 yield Static("starting…", classes="startup-phase")
                 yield Log(max_lines=5_000, classes="server-log")
             with Horizontal(id="monitor", classes="body"):
                 with Vertical(classes="metrics"):
-                    yield Static(classes="verdict")
-                    yield Static(classes="numbers")
-                    yield Static(classes="bars")
+                    yield RowStatic(classes="verdict")
+                    yield RowStatic(classes="numbers")
+                    yield RowStatic(classes="bars")
                     yield ThroughputChart(classes="chart")
-                    yield Static(classes="bandwidth")
+                    yield RowStatic(classes="bandwidth")
                 with Vertical(classes="answer"):
                     yield TokenStream(classes="stream")
                     yield Static(
@@ -192,8 +193,8 @@ class ServerPanel(Vertical):
         if previous == markup:
             return
         self._shown[selector] = markup
-        relayout = previous is None or previous.count("\n") != markup.count("\n")
-        self.query_one(selector, Static).update(Content.from_markup(markup), layout=relayout)
+        # Same line count: no relayout, and only the rows whose line changed are repainted.
+        self.query_one(selector, RowStatic).update_lines(previous, markup)
 
     # -- startup -------------------------------------------------------------------------------
 

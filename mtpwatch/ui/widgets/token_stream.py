@@ -1,5 +1,6 @@
 """TokenStream: generated text that accepts tokens at any rate, paints soon after they arrive but at
-most 40 times a second, repaints only the rows that changed, and never changes the screen's layout.
+most 25 times a second (every pane in the same frame), repaints only the rows that changed, and never
+changes the screen's layout.
 
 Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers a virtual-size
 change with a relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import weakref
 from typing import Any
 
 from rich.segment import Segment
@@ -36,15 +38,18 @@ CANCEL_MARK = "■ cancelled"
 
 class TokenStream(Widget, can_focus=False):
     """Generated text. `feed` is one list append per token; the first text after a paint schedules the
-    next paint `FLUSH_DELAY_S` later (no timer runs while nothing arrives).
+    next paint (`_Painter`: `FLUSH_DELAY_S` later, `MIN_PAINT_INTERVAL_S` after the previous one; no
+    timer runs while nothing arrives).
 
     Lines are soft-wrapped as they arrive (`wrap_stream`), one column narrower than the pane: the
     last column is the position bar, drawn when the text is taller than the pane. The last line
     stays re-wrappable, so a word still growing moves to the next line when it no longer fits.
     """
 
-    FLUSH_DELAY_S = 0.025
-    """Arrival → paint: chunks arriving meanwhile share the paint (≤ 40 paints a second)."""
+    FLUSH_DELAY_S = 0.02
+    """Arrival → paint: chunks arriving meanwhile share the paint."""
+    MIN_PAINT_INTERVAL_S = 0.04
+    """At most 25 paints a second, whatever the token rate (a fast stream costs per frame)."""
     JUMP = 4
     """While streaming, following scrolls by 1/JUMP of the pane's height at a time."""
     MAX_LINES = 2_000
@@ -70,7 +75,7 @@ class TokenStream(Widget, can_focus=False):
         self._raw_chars = 0
         self._wrapped_at = 0
         self._pending: list[str] = []
-        self._flush_handle: asyncio.TimerHandle | None = None
+        self._queued = False
         self._col = 0
         self._top = 0
         """First line shown when not following."""
@@ -83,21 +88,27 @@ class TokenStream(Widget, can_focus=False):
         self._frame_top = 0
 
     def on_unmount(self) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
+        if self._queued:
+            self._queued = False
+            painter = _PAINTERS.get(asyncio.get_running_loop())
+            if painter is not None:
+                painter.due.pop(self, None)
 
     # -- text in -------------------------------------------------------------------------------
 
     def feed(self, text: str) -> None:
-        """Queue text (event-loop thread only); it is painted `FLUSH_DELAY_S` after the first queued."""
+        """Queue text (event-loop thread only); the next paint of the panes shows it."""
         self._pending.append(text)
-        if self._flush_handle is None:
+        if not self._queued:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:  # no loop (a bare widget in a test): the next flush() paints it
                 return
-            self._flush_handle = loop.call_later(self.FLUSH_DELAY_S, self._tick)
+            self._queued = True
+            painter = _PAINTERS.get(loop)
+            if painter is None:
+                painter = _PAINTERS[loop] = _Painter(loop)
+            painter.want(self)
 
     def flush(self, *, final: bool = True) -> None:
         """Wrap and append whatever is queued, then repaint what changed (never the layout).
@@ -169,7 +180,7 @@ class TokenStream(Widget, can_focus=False):
             self.refresh(*regions)
 
     def _tick(self) -> None:
-        self._flush_handle = None
+        self._queued = False
         if self._pending and self.is_mounted:
             self.flush(final=False)
 
@@ -325,6 +336,32 @@ class TokenStream(Widget, can_focus=False):
         self._top = min(self._top, max(0, len(self._lines) - 1))
         self._settle()
         self.refresh()
+
+
+class _Painter:
+    """Paints every pane with queued text at once: two answers streaming side by side share frames."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.handle: asyncio.TimerHandle | None = None
+        self.due: dict[TokenStream, None] = {}
+        self.painted_at = float("-inf")
+
+    def want(self, stream: TokenStream) -> None:
+        self.due[stream] = None
+        if self.handle is None:
+            wait = self.painted_at + TokenStream.MIN_PAINT_INTERVAL_S - self.loop.time()
+            self.handle = self.loop.call_later(max(TokenStream.FLUSH_DELAY_S, wait), self.paint)
+
+    def paint(self) -> None:
+        self.handle = None
+        self.painted_at = self.loop.time()
+        due, self.due = self.due, {}
+        for stream in due:
+            stream._tick()
+
+
+_PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weakref.WeakKeyDictionary()
 
 
 _WORDS = re.compile(r"\n|[^\S\n]+|\S+")
