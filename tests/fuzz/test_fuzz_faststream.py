@@ -245,6 +245,13 @@ def test_arbitrary_bytes_fail_only_with_httpx_errors(chunks: list[bytes]) -> Non
     _check_error(run_fast(chunks))
 
 
+def test_head_ends_at_the_first_blank_line() -> None:
+    # Found by the fuzzer: a bare-LF blank line before a later CRLF one ends the head (as h11).
+    wire = b"HTTP/1.1 400\n\n Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    fast, ref = run_fast([wire]), run_httpx([wire])
+    assert (fast.status, fast.body, fast.error) == (ref.status, ref.body, None) == (400, wire[14:], None)
+
+
 @pytest.mark.timeout(20)
 @pytest.mark.parametrize("size", BAD_SIZES, ids=[repr(s) for s in BAD_SIZES])
 def test_bad_chunk_size_is_an_error(size: bytes) -> None:

@@ -180,10 +180,11 @@ class _Protocol(asyncio.Protocol):
         """Parse the head once complete (skipping 1xx answers); returns the body bytes that followed."""
         buf = self._hbuf
         while True:
-            end = buf.find(b"\r\n\r\n")
-            sep = 4
-            if end < 0:
-                end, sep = buf.find(b"\n\n"), 2
+            # The head ends at the first blank line, CRLF or bare LF, whichever comes first.
+            end, sep = buf.find(b"\r\n\r\n"), 4
+            lf = buf.find(b"\n\n")
+            if lf >= 0 and (end < 0 or lf < end):
+                end, sep = lf, 2
             if end < 0:
                 if len(buf) > _MAX_HEAD:
                     self.fail(httpx.RemoteProtocolError("the response head is too large"))
