@@ -250,6 +250,13 @@ def test_head_ends_at_the_first_blank_line() -> None:
     wire = b"HTTP/1.1 400\n\n Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     fast, ref = run_fast([wire]), run_httpx([wire])
     assert (fast.status, fast.body, fast.error) == (ref.status, ref.body, None) == (400, wire[14:], None)
+    wire = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 400\n\r\nd\r\nContent-Length: 0\r\n\r\n"
+    fast, ref = run_fast([wire]), run_httpx([wire])
+    assert (
+        (fast.status, fast.body, fast.error)
+        == (ref.status, ref.body, None)
+        == (400, wire[wire.index(b"d\r\n") :], None)
+    )
 
 
 @pytest.mark.timeout(20)

@@ -40,6 +40,7 @@ _PAUSE_AT = 4096
 # is decimal digits only. `int()` alone accepts all of those, and a negative chunk size looped forever.
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?\Z", re.DOTALL)
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,19}\Z")
+_BLANK_LINE = re.compile(rb"\n\r?\n")
 
 _LENGTH: Final = 0
 _CHUNKED: Final = 1
@@ -180,11 +181,9 @@ class _Protocol(asyncio.Protocol):
         """Parse the head once complete (skipping 1xx answers); returns the body bytes that followed."""
         buf = self._hbuf
         while True:
-            # The head ends at the first blank line, CRLF or bare LF, whichever comes first.
-            end, sep = buf.find(b"\r\n\r\n"), 4
-            lf = buf.find(b"\n\n")
-            if lf >= 0 and (end < 0 or lf < end):
-                end, sep = lf, 2
+            # The head ends at the first blank line, its line ends CRLF or bare LF (as h11: \n\r?\n).
+            blank = _BLANK_LINE.search(buf)
+            end, sep = (blank.start(), blank.end() - blank.start()) if blank else (-1, 0)
             if end < 0:
                 if len(buf) > _MAX_HEAD:
                     self.fail(httpx.RemoteProtocolError("the response head is too large"))
