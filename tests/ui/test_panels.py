@@ -180,3 +180,51 @@ async def test_answer_pane_scrolls_back_and_rewraps() -> None:
         await pilot.pause()
         assert stream.line_count < wide  # re-wrapped to the new width
         assert max(len(line) for line in stream.lines) <= 119
+
+
+async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
+    from textual.app import App, ComposeResult
+    from textual.geometry import Region
+
+    from mtpwatch.ui.widgets.token_stream import TokenStream
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TokenStream()
+
+    app = Host()
+    async with app.run_test(size=(41, 12)) as pilot:
+        stream = app.query_one(TokenStream)
+        await pilot.pause()
+        height = stream.content_region.height
+        dirty: list[tuple[Region, ...]] = []
+        refresh = stream.refresh
+
+        def spy(*regions: Region, **kwargs: bool) -> TokenStream:
+            dirty.append(regions)
+            return refresh(*regions, **kwargs)
+
+        stream.refresh = spy  # type: ignore[method-assign]
+        # A word cut by a chunk boundary stays whole: the last line is wrapped again.
+        stream.feed("a" * 30 + " suffi")
+        stream.flush(final=False)
+        stream.feed("xation")
+        stream.flush(final=False)
+        assert [line.rstrip() for line in stream.lines] == ["a" * 30, "suffixation"]
+        # Extending the last lines repaints those rows only, not the pane.
+        dirty.clear()
+        stream.feed(" more")
+        stream.flush(final=False)
+        assert dirty and all(regions and all(r.height <= 2 for r in regions) for regions in dirty)
+        # Overflowing while streaming jumps by a quarter pane: the last line sits above the bottom and
+        # the following lines land in the free rows without moving the rest.
+        tops = set()
+        for i in range(3 * height):
+            stream.feed(f" w{i:02d}" * 8)
+            stream.flush(final=False)
+            assert 0 <= stream.line_count - 1 - stream.top < height  # the newest line is on screen
+            tops.add(stream.top)
+        assert 1 < len(tops) < 3 * height // 2  # it moved, in jumps, not line by line
+        # The end of the answer settles the text at the bottom.
+        stream.finish()
+        assert stream.top == stream.line_count - height

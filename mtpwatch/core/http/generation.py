@@ -243,7 +243,7 @@ class ChunkDecoder:
         """
         try:
             obj = json.loads(payload)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can read
             raw = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
             raise ChunkError(f"the server sent a malformed stream event: {one_line(raw, 80)!r}") from exc
         if not isinstance(obj, dict):

@@ -158,7 +158,7 @@ class MonitorScreen(Screen[None]):
         if feed.spec.launch is not None:
             ok = await feed.launch(_startup_to(panel))
             if not ok:
-                panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+                panel.show(feed.view(self.window))
                 panel.show_startup_pane()
                 return
             panel.show_monitor()
@@ -172,7 +172,7 @@ class MonitorScreen(Screen[None]):
                 feed.start_hardware()
             else:
                 feed.stop_hardware()
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+            panel.offer(lambda: feed.view(self.window), feed.status)
             await asyncio.sleep(delay)
 
     @property

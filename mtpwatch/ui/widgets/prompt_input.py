@@ -18,6 +18,9 @@ class PromptInput(Input):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # A steady cursor: a blinking one repaints the whole input twice a second, ~2 KB/s over SSH
+        # on an otherwise idle screen, and keeps a timer running.
+        self.cursor_blink = False
         self.history: list[str] = []
         """Submitted prompts, oldest first."""
         self._cursor = 0
