@@ -68,6 +68,9 @@ class DisplaySettings:
     """Path to the served model's config.json for the analytic bandwidth model."""
     drafter_config: str | None = None
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
+    spec_method: str | None = None
+    """The speculation method when the user says (--spec-method: 'mtp', 'ngram', 'eagle', …); a log
+    mtpwatch read wins. Unknown: the panel says "speculative", never "MTP"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +99,5 @@ class AppConfig:
     mode: Literal["single", "ab"] = "single"
     """'ab' shows two identical panels side by side with one prompt console."""
     title: str = "mtpwatch"
+    record: str | None = None
+    """Write what the app sees to this file (`--record`); None = no recording."""

@@ -8,11 +8,13 @@ import click
 
 from mtpwatch.commands.options import (
     check_runs,
+    checked_record,
     checked_url,
     display_options,
     display_settings,
     free_port,
     measure_options,
+    record_option,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
@@ -73,6 +75,7 @@ from mtpwatch.core.ab.workloads import Prompt
 @click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
 @display_options
 @measure_options
+@record_option
 def command(
     url_a: str | None,
     url_b: str | None,
@@ -89,6 +92,7 @@ def command(
     api_key: str | None,
     runs: int,
     warmup: int,
+    record: str | None,
     **display: object,
 ) -> None:
     """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
@@ -148,7 +152,7 @@ def command(
             raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts))
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
-    config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
+    config = AppConfig(servers=specs, display=settings, mode="ab", title=title, record=checked_record(record))
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

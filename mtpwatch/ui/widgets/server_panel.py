@@ -138,7 +138,7 @@ class ServerPanel(Vertical):
         self._set(".verdict", verdict)
         self._set(".numbers", render_numbers(view, compact=compact))
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
-        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width))
+        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
         chart = self.query_one(ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
