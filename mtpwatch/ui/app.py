@@ -33,6 +33,7 @@ class MtpWatchApp(App[int]):
             "question_mark,f1",
             "help",
             "Help",
+            key_display="?/F1",
             tooltip="What every number means (? with an empty prompt, or F1).",
             id="help",
         ),

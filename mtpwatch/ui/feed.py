@@ -417,8 +417,8 @@ class ServerFeed:
     @property
     def method(self) -> str | None:
         """The speculation method when known: the server log (a server mtpwatch started), the
-        user's --spec-method, else None (the panel then says "speculative")."""
-        return self.spec_method or self.display.spec_method
+        simulator's /sim/info, the user's --spec-method, else None (the panel says "speculative")."""
+        return self.spec_method or self._bandwidth.method or self.display.spec_method
 
     # -- hardware (the screen starts and stops the sampler) ------------------------------------
 

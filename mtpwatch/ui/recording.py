@@ -99,6 +99,7 @@ class FeedTap:
                     "peak_gbps": bw.peak_gbps,
                     "error": bw.error,
                     "simulated": bw.simulated,
+                    "method": bw.method,
                     "sources": bw.sources,
                 },
             },

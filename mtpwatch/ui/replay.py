@@ -211,6 +211,7 @@ class ReplaySource:
         bw.peak_gbps = info.get("peak_gbps")
         bw.error = str(info.get("error") or "")
         bw.simulated = bool(info.get("simulated"))
+        bw.method = info.get("method")
         bw.sources = str(info.get("sources") or "")
         bw._loaded = True
         feed.identified = True

@@ -363,18 +363,19 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
     """The key numbers, each with its source and window."""
     w = window_words(view.window)
     src = f"[dim](server, {w}, {view.scope})[/]"
-    if compact:
+    if compact:  # 80×24: the three headline numbers, each in one line
         if view.speculative is False:
             acc = "acceptance — [dim](speculation off)[/]"
         else:
             acc = (
                 f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
+                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] · "
+                f"{render_positions(view.per_position)} {src}"
             )
         line2 = (
-            f"[b]{_num(view.server_tok_s)}[/] tok/s · ITL {_ms(view.mean_step_s, '/step')} "
-            f"[dim](server, {w})[/] · KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')} "
-            f"· wait {_num(view.waiting, '.0f')} [dim](now)[/]"
+            f"[b]{_num(view.server_tok_s)}[/] tok/s [dim](server, {w})[/] · "
+            f"{render_bandwidth_short(view.bandwidth)} · ITL {_ms(view.mean_step_s, '/step')} · "
+            f"KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')}"
         )
         return f"{acc}\n{line2}"
     if view.speculative is False:
@@ -398,6 +399,22 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         f"waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
     )
     return "\n".join([acc, srv, lat, kv])
+
+
+def render_positions(marginal: Sequence[float]) -> str:
+    """Per-position acceptance in one line: `pos 76 47 22 %` (marginal, % per draft position)."""
+    if not marginal:
+        return "pos —"
+    return "pos [b]" + " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in marginal) + "[/] %"
+
+
+def render_bandwidth_short(bw: BandwidthView) -> str:
+    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s` (analytic, while decoding)."""
+    if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
+        return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
+    if bw.percent_of_peak is None:
+        return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
+    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
 
 
 def render_verdict(view: ServerView, width: int | None = None) -> str:

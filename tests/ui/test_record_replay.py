@@ -100,7 +100,10 @@ async def test_replay_shows_what_the_live_app_showed(tmp_path: Path, wait_until:
             break  # the app is closing its clients: not part of the session
         source.advance(t)
         replayed = source.feeds[index].view(window)
-        assert replayed == live, (t, index, window)
+        if replayed != live:
+            fields = [f for f in live.__dataclass_fields__ if getattr(live, f) != getattr(replayed, f)]
+            diff = {f: (getattr(live, f), getattr(replayed, f)) for f in fields}
+            raise AssertionError(f"t={t} server {index} window {window}: live != replay: {diff}")
         compared += 1
         with_numbers += live.server_tok_s is not None and live.acceptance_rate is not None
     assert compared > 20 and with_numbers > 5
