@@ -5,83 +5,16 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from click.testing import CliRunner
 
-from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.record.reader import read_recording
-from mtpwatch.sim.server import SimThread
-from mtpwatch.ui.app import make_app
-from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.replay import ReplaySource
-from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
-from mtpwatch.ui.view import ServerView
-
-if TYPE_CHECKING:
-    from conftest import WaitUntil
-
-KEY = "sk-test-0123456789abcdef-never-in-a-recording"
+from tests.ui.recorded import KEY, Recorded
 
 
-def _capture(feed: ServerFeed, index: int, seen: list[tuple[float, int, str, ServerView]]) -> None:
-    """Keep every view the live app computed: (time, server, window, view)."""
-    live_view = feed.view
-
-    def view(window: str) -> ServerView:
-        result = live_view(window)
-        seen.append((feed.clock(), index, window, result))
-        return result
-
-    feed.view = view  # type: ignore[method-assign]
-
-
-Seen = list[tuple[float, int, str, ServerView]]
-
-
-async def _record_ab(path: Path, wait_until: WaitUntil, seen: Seen) -> None:
-    with (
-        SimThread(preset="gemma4-e4b-gb10", spec=False, speed=8, api_key=KEY) as url_a,
-        SimThread(preset="gemma4-e4b-gb10", spec=True, speed=8, api_key=KEY) as url_b,
-    ):
-        config = AppConfig(
-            servers=[
-                ServerSpec(label="A · MTP off", url=url_a, api_key=KEY),
-                ServerSpec(label="B · MTP on", url=url_b, api_key=KEY),
-            ],
-            display=DisplaySettings(max_tokens=48, spec_method="mtp"),
-            mode="ab",
-            title="record test",
-            record=str(path),
-        )
-        app = make_app(config)
-        async with app.run_test(size=(160, 48)) as pilot:
-            screen = app.monitor
-            for i, feed in enumerate(screen.feeds):
-                _capture(feed, i, seen)
-            await wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds))
-            for prompt in (SAMPLE_PROMPT, "Write a haiku about bandwidth."):
-                done = [p.prompt_count for p in screen.panels]
-                screen.send(prompt)
-                await wait_until(
-                    pilot,
-                    lambda done=done: (
-                        not screen.generating
-                        and all(p.prompt_count > d for p, d in zip(screen.panels, done, strict=True))
-                    ),
-                    limit_s=60,
-                )
-            screen.cycle_window()  # 60 s
-            screen.cycle_window()  # this prompt
-            n = len(seen)
-            await wait_until(pilot, lambda: len(seen) > n + 4)
-            await pilot.press("ctrl+q")
-
-
-async def test_replay_shows_what_the_live_app_showed(tmp_path: Path, wait_until: WaitUntil) -> None:
-    path = tmp_path / "session.mtpw.gz"
-    seen: list[tuple[float, int, str, ServerView]] = []
-    await _record_ab(path, wait_until, seen)
+def test_replay_shows_what_the_live_app_showed(sim_recording: Recorded) -> None:
+    path, seen = sim_recording.path, sim_recording.seen
 
     raw = path.read_bytes()
     assert KEY.encode() not in raw and KEY.encode() not in gzip.decompress(raw)

@@ -35,16 +35,17 @@ def _clock_text(seconds: float) -> str:
 class ReplayScreen(MonitorScreen):
     """The monitor screen with a player instead of servers."""
 
+    # priority: no widget (an answer pane that scrolls) may take the player's keys
     BINDINGS = [
-        Binding("space", "play_pause", "Play/pause", id="replay-play"),
-        Binding("left", "seek(-10)", "−10 s", id="replay-back"),
-        Binding("right", "seek(10)", "+10 s", id="replay-forward"),
-        Binding("n", "jump(1)", "Next prompt", id="replay-next"),
-        Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous"),
-        Binding("full_stop", "step", "Step", show=False, id="replay-step"),
-        Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster"),
-        Binding("minus", "speed(-1)", "Slower", show=False, id="replay-slower"),
-        Binding("home", "restart", "Start", show=False, id="replay-start"),
+        Binding("space", "play_pause", "Play/pause", id="replay-play", priority=True),
+        Binding("left", "seek(-10)", "−10 s", id="replay-back", priority=True),
+        Binding("right", "seek(10)", "+10 s", id="replay-forward", priority=True),
+        Binding("n", "jump(1)", "Next prompt", id="replay-next", priority=True),
+        Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
+        Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
+        Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
+        Binding("minus", "speed(-1)", "Slower", show=False, id="replay-slower", priority=True),
+        Binding("home", "restart", "Start", show=False, id="replay-start", priority=True),
     ]
 
     def __init__(
