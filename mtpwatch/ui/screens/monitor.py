@@ -226,16 +226,19 @@ class MonitorScreen(Screen[None]):
             panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
             panel.show_startup_pane()
 
-    async def stop_servers(self) -> None:
-        """Stop owned server processes (unless `keep`) and close clients."""
+    def stop_recording(self) -> None:
+        """Close the `--record` file now (the session goes on unrecorded)."""
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
-            recorder.mark(self.clock(), "quit")  # what follows (clients closing) is not the session
+            recorder.mark(self.clock(), "quit")
             for feed in self.feeds:
                 feed.tap = None
-        await asyncio.gather(*(feed.close() for feed in self.feeds), return_exceptions=True)
-        if recorder is not None:
             recorder.close()
+
+    async def stop_servers(self) -> None:
+        """Stop owned server processes (unless `keep`) and close clients."""
+        self.stop_recording()  # what follows (clients closing) is not the session
+        await asyncio.gather(*(feed.close() for feed in self.feeds), return_exceptions=True)
 
     # -- console -------------------------------------------------------------------------------
 
