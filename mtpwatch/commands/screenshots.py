@@ -27,7 +27,7 @@ VIEWS: dict[str, str] = {
     "start": "a server starting: log and phase, 120×32",
     "disconnected": "the single view after its server went away, 120×32",
     "replay": "`mtpwatch replay` of the A/B session above (recorded with --record), paused after the "
-    "first prompt, 120×36",
+    "first prompt, 200×50",
 }
 """File stem → what the screenshot shows."""
 
@@ -209,7 +209,7 @@ async def _film_replay(recording: Path, path: Path) -> Path:
     source = ReplaySource.open(recording)
     done = [float(r["t"]) for r in source.recording.records if r["kind"] == "done"]
     app = make_app(source.config, replay=source)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=(200, 50)) as pilot:
         await _prepare(pilot)
         screen = app.monitor
         assert isinstance(screen, ReplayScreen)

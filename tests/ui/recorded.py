@@ -28,10 +28,17 @@ class Recorded:
 
 def _capture(feed: ServerFeed, index: int, seen: list[tuple[float, int, str, ServerView]]) -> None:
     live_view = feed.view
+    clock = feed.clock
 
     def view(window: str) -> ServerView:
-        result = live_view(window)
-        seen.append((feed.clock(), index, window, result))
+        # The view reads the clock (its window ends now): pin it, so the time kept is the one used.
+        t = clock()
+        feed.clock = lambda: t
+        try:
+            result = live_view(window)
+        finally:
+            feed.clock = clock
+        seen.append((t, index, window, result))
         return result
 
     feed.view = view  # type: ignore[method-assign]

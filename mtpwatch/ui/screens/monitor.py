@@ -17,7 +17,7 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.plan import BenchConfigError
@@ -487,6 +487,16 @@ class MonitorScreen(Screen[None]):
     def now(self) -> float:
         """The injected clock."""
         return self.clock()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A generation that failed with an unexpected error says so in one line (and in a recording)."""
+        if event.state != WorkerState.ERROR or event.worker.group != "generate":
+            return
+        error = event.worker.error
+        reason = (str(error).splitlines() or [""])[0] or type(error).__name__
+        self.notify(f"Error: the generation stopped: {reason}", severity="error", timeout=8)
+        if self.recorder is not None:
+            self.recorder.mark(self.clock(), "error", reason=reason)
 
 
 def _startup_to(panel: ServerPanel) -> Callable[[StartupView, list[str]], None]:

@@ -70,6 +70,8 @@ class ReplayScreen(MonitorScreen):
         prompt = self.query_one(PromptInput)
         prompt.placeholder = "replay: Space play/pause · ←/→ 10 s · n/p prompt · . step · +/- speed"
         prompt.disabled = True
+        if self.config.mode == "ab":
+            self.query_one("#measure", Static).display = False  # F6 measures servers, not files
         self.feeds = self.source.feeds
         for panel in self.panels:
             panel.show_monitor()
@@ -210,6 +212,14 @@ class ReplayScreen(MonitorScreen):
 
     def cycle_window(self) -> None:
         super().cycle_window()
+
+    def send(self, prompt: str) -> None:
+        """A replay sends nothing (F4, a loop): it has no server and uses no network."""
+        self.notify("This is a replay: no server to send prompts to.", severity="warning")
+
+    def start_measurement(self, prompts: object = None) -> bool:
+        self.notify("This is a replay: F6 measures live servers.", severity="warning")
+        return False
 
     async def stop_servers(self) -> None:
         """Nothing to stop in a replay."""
