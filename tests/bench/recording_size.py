@@ -93,6 +93,9 @@ def main() -> None:
         deltas.append((t, json.dumps({"s": s, **page_delta(previous.get(s), lines)})))
         previous[s] = lines
     span_min = (pages[-1][0] - pages[0][0]) / 60.0 if len(pages) > 1 else 1.0
+    scrape_bytes = _gzip_size(deltas)
+    per_scrape = scrape_bytes / max(len(pages), 1)
+    rate = len(pages) / (span_min * 60.0)
     figures = {
         "seconds": round(info["wall_s"], 1),
         "prompts_sent": info["prompts_sent"],
@@ -105,6 +108,12 @@ def main() -> None:
             "filtered_families": round(_gzip_size(filtered) / span_min / 1e6, 3),
             "filtered_with_line_deltas": round(_gzip_size(deltas) / span_min / 1e6, 3),
         },
+        "scrape_bytes_compressed_each": round(per_scrape, 1),
+        # On a loaded machine the app may scrape below 2 × 4 Hz: the same file with the missing
+        # scrapes added at the measured cost of one.
+        "estimated_mb_per_min_at_two_servers_4hz": round(
+            (size + per_scrape * max(0.0, 8.0 - rate) * minutes * 60.0) / minutes / 1e6, 3
+        ),
         "target_mb_per_min": 1.0,
     }
     print(json.dumps(figures, indent=2))

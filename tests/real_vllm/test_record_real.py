@@ -32,7 +32,7 @@ from tests.ui.recorded import _capture
 
 from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv, free_port
 
-pytestmark = pytest.mark.real_vllm
+pytestmark = [pytest.mark.real_vllm, pytest.mark.timeout(1500)]  # a vLLM start on a busy CPU
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "recordings" / "vllm-0.32-cpu-ngram-k4"

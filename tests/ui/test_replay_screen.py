@@ -33,6 +33,8 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
         # Playing at 16×: the first answer arrives in both panes with its summary line.
         await wait_until(pilot, lambda: all(p.prompt_count >= 1 for p in screen.panels), limit_s=30)
         assert screen.panels[1].last_summary is not None and screen.panels[1].last_summary.tokens > 0
+        # The speed-up line is the live one: the arms' views say which one speculates.
+        assert "speed-up MTP/baseline" in str(screen.query_one("#speedup").render())
         await pilot.press("space")  # pause
         assert not screen.playing and "❚❚" in _title(screen)
         t = source.now

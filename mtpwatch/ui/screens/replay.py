@@ -147,6 +147,8 @@ class ReplayScreen(MonitorScreen):
             return
         self._answers[server] = answer
         if len(self._answers) == 2:
+            for feed, panel in zip(self.feeds, self.panels, strict=False):
+                panel.show(feed.view(self.window))  # the ratio's label reads the panels' views
             self.show_comparison(self._answers[0], self._answers[1])
             self._answers = {}
 
@@ -165,8 +167,6 @@ class ReplayScreen(MonitorScreen):
         for i, action in enumerate(actions):
             if action.kind == "begin":
                 last_begin[action.server] = i
-        if not backwards:
-            last_begin = {s: i for s, i in last_begin.items()}
         self._apply(actions, from_index=last_begin)
         for feed, panel in zip(self.feeds, self.panels, strict=False):
             panel.show(feed.view(self.window))
@@ -209,9 +209,6 @@ class ReplayScreen(MonitorScreen):
 
     def action_restart(self) -> None:
         self.seek_to(self.source.t_start)
-
-    def cycle_window(self) -> None:
-        super().cycle_window()
 
     def send(self, prompt: str) -> None:
         """A replay sends nothing (F4, a loop): it has no server and uses no network."""
