@@ -81,3 +81,16 @@ def test_replay_of_a_file_that_is_not_a_recording_is_one_line(tmp_path: Path) ->
     assert result.output.startswith("Error: cannot replay") and "Traceback" not in result.output
     missing = CliRunner().invoke(cli, ["replay", str(tmp_path / "nope.gz")])
     assert missing.exit_code == 1 and "no such file" in missing.output
+
+
+def test_record_to_a_missing_folder_is_one_line_before_the_tui(tmp_path: Path) -> None:
+    from mtpwatch.cli import cli
+
+    for args in (
+        ["demo", "--record", str(tmp_path / "no" / "such" / "x.gz")],
+        ["attach", "http://127.0.0.1:1", "--record", str(tmp_path / "no" / "x.gz")],
+        ["start", "some/model", "--headless", "--record", str(tmp_path / "x.gz")],
+    ):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Error: --record" in result.output and "Traceback" not in result.output
