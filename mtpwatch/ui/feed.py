@@ -436,12 +436,16 @@ class ServerFeed:
         """Start the NVML sampler thread when a reading applies (idempotent)."""
         if self._sampler is None and self.can_sample_hardware:
             self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
+            if self.tap is not None:
+                self.tap.nvml(self.clock(), self._sampler.latest())
 
     def stop_hardware(self) -> None:
         """Stop the NVML sampler thread (panel hidden, server stopped, or shutting down)."""
         sampler, self._sampler = self._sampler, None
         if sampler is not None:
             sampler.stop(timeout=2.0)
+            if self.tap is not None:
+                self.tap.nvml(self.clock(), None)
 
     def _hardware_line(self) -> str:
         """The sampler's latest reading in words, or why there is none."""

@@ -135,7 +135,12 @@ class FeedTap:
     def done(self, t: float) -> None:
         self.recorder.done(self.index, t)
 
-    def nvml(self, t: float, reading: HardwareReading) -> None:
+    def nvml(self, t: float, reading: HardwareReading | None) -> None:
+        """A new reading of the sampler (None: the sampler stopped)."""
+        if reading is None:
+            self._reading_t = None
+            self.recorder.nvml(self.index, t, None)
+            return
         if reading.timestamp == self._reading_t:
             return
         self._reading_t = reading.timestamp

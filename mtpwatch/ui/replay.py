@@ -190,9 +190,12 @@ class ReplaySource:
             answer = feed.close_prompt(result, t)
             actions.append(Action("answer", s, answer=answer, t=t))
         elif kind == "nvml":
-            reading = record.get("reading") or {}
-            fields = set(HardwareReading.__dataclass_fields__)
-            feed.replay_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
+            reading = record.get("reading")
+            if reading is None:  # the sampler stopped (panel hidden, server stopped)
+                feed.replay_reading = None
+            else:
+                fields = set(HardwareReading.__dataclass_fields__)
+                feed.replay_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
 
     @staticmethod
     def _identify(feed: ServerFeed, record: dict[str, Any]) -> None:

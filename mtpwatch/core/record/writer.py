@@ -138,9 +138,11 @@ class Recorder:
         """The prompt's window closed at `t` (after the scrape that follows the last token)."""
         self.write({"kind": "done", "t": t, "s": s})
 
-    def nvml(self, s: int, t: float, reading: Mapping[str, Any]) -> None:
-        """A new NVML/GPM reading of the local GPU (`HardwareReading.to_json`)."""
-        self.write({"kind": "nvml", "t": t, "s": s, "reading": dict(reading)})
+    def nvml(self, s: int, t: float, reading: Mapping[str, Any] | None) -> None:
+        """A new NVML/GPM reading of the local GPU (`HardwareReading.to_json`); None: sampler stopped."""
+        self.write(
+            {"kind": "nvml", "t": t, "s": s, "reading": dict(reading) if reading is not None else None}
+        )
 
     def mark(self, t: float, what: str, **fields: Any) -> None:
         """A session event: 'quit', a speed-up line, … (free-form, for people reading the file)."""
