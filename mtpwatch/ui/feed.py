@@ -189,8 +189,9 @@ class ServerFeed:
         """The speculation method from the server log (servers mtpwatch started), else None."""
         self.tap: FeedTap | None = None
         """Writes what this feed sees to a recording (`--record`); None when not recording."""
-        self.replay_reading: HardwareReading | None = None
-        """A replay's last recorded NVML reading (replaces the sampler's)."""
+        self.hardware_reading: HardwareReading | None = None
+        """The NVML reading the panel shows: the sampler's, taken at each scrape (so a recording
+        holds exactly what was shown), or a replay's recorded one; None while no sampler runs."""
 
     def record_to(self, recorder: Recorder, index: int) -> None:
         """Record this feed's scrapes, prompts, stream events and server facts as server `index`."""
@@ -257,8 +258,10 @@ class ServerFeed:
         self._connection.success()
         self._backoff.reset()
         self._sample_client(now)
-        if self.tap is not None and self._sampler is not None:
-            self.tap.nvml(now, self._sampler.latest())
+        if self._sampler is not None:
+            self.hardware_reading = self._sampler.latest()
+            if self.tap is not None:
+                self.tap.nvml(now, self.hardware_reading)
 
     async def _identify(self) -> None:
         refs: list[str] = []
@@ -436,14 +439,16 @@ class ServerFeed:
         """Start the NVML sampler thread when a reading applies (idempotent)."""
         if self._sampler is None and self.can_sample_hardware:
             self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
+            self.hardware_reading = self._sampler.latest()
             if self.tap is not None:
-                self.tap.nvml(self.clock(), self._sampler.latest())
+                self.tap.nvml(self.clock(), self.hardware_reading)
 
     def stop_hardware(self) -> None:
         """Stop the NVML sampler thread (panel hidden, server stopped, or shutting down)."""
         sampler, self._sampler = self._sampler, None
         if sampler is not None:
             sampler.stop(timeout=2.0)
+            self.hardware_reading = None
             if self.tap is not None:
                 self.tap.nvml(self.clock(), None)
 
@@ -451,11 +456,9 @@ class ServerFeed:
         """The sampler's latest reading in words, or why there is none."""
         if not self.identified:
             return ""
-        if self._sampler is None:
-            if self.replay_reading is not None:
-                return describe_hardware(self.replay_reading, local=True)
+        if self.hardware_reading is None:
             return describe_hardware(None, local=self.is_local, simulated=self._bandwidth.simulated)
-        return describe_hardware(self._sampler.latest(), local=True)
+        return describe_hardware(self.hardware_reading, local=True)
 
     # -- prompts ------------------------------------------------------------------------------
 

@@ -192,10 +192,10 @@ class ReplaySource:
         elif kind == "nvml":
             reading = record.get("reading")
             if reading is None:  # the sampler stopped (panel hidden, server stopped)
-                feed.replay_reading = None
+                feed.hardware_reading = None
             else:
                 fields = set(HardwareReading.__dataclass_fields__)
-                feed.replay_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
+                feed.hardware_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
 
     @staticmethod
     def _identify(feed: ServerFeed, record: dict[str, Any]) -> None:

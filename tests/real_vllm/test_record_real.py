@@ -35,7 +35,7 @@ from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv, free_port
 pytestmark = [pytest.mark.real_vllm, pytest.mark.timeout(1500)]  # a vLLM start on a busy CPU
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "data" / "recordings" / "vllm-0.32-cpu-ngram-k4"
+FOLDER = ROOT / "tests" / "data" / "recordings"
 PROMPT = (
     "The quick brown fox jumps over the lazy dog near the river bank. " * 3
     + "The quick brown fox jumps over the lazy dog near the river"
@@ -124,9 +124,9 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     print(f"real vLLM recording: {len(raw)} bytes, {recording.duration_s:.0f} s, {compared} views equal")
 
     if os.environ.get("MTPWATCH_WRITE_FIXTURES"):
-        FIXTURE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, FIXTURE.with_suffix(".mtpw.gz"))
+        FOLDER.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, FOLDER / "vllm-0.32-cpu-ngram-k4.mtpw.gz")
         step = max(1, len(kept) // 400)
         sample = kept[::step] + [v for v in kept if v["window"] == "prompt"][-20:]
-        with gzip.open(FIXTURE.with_suffix(".views.json.gz"), "wt", encoding="utf-8") as fh:
+        with gzip.open(FOLDER / "vllm-0.32-cpu-ngram-k4.views.json.gz", "wt", encoding="utf-8") as fh:
             json.dump(sample, fh)

@@ -56,7 +56,8 @@ async def record_ab(path: Path) -> Recorded:
                 ServerSpec(label="A · MTP off", url=url_a, api_key=KEY),
                 ServerSpec(label="B · MTP on", url=url_b, api_key=KEY),
             ],
-            display=DisplaySettings(max_tokens=48),
+            # The user's --spec-method (as `demo` passes it): /sim/info may time out on a busy machine.
+            display=DisplaySettings(max_tokens=48, spec_method="mtp"),
             mode="ab",
             title="record test",
             record=str(path),
