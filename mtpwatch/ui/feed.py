@@ -265,8 +265,10 @@ class ServerFeed:
 
     async def _identify(self) -> None:
         refs: list[str] = []
+        answered = False
         with contextlib.suppress(ServerError, OSError, ValueError):
             models = await self.client.models()
+            answered = True
             names = tuple(m.id for m in models)
             if names:
                 self.models = names
@@ -277,6 +279,9 @@ class ServerFeed:
                 refs = [r for r in (entry.root, entry.id) if r]
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
+            answered = True
+        if not answered and self.collector.latest is None:
+            return  # nothing answers yet (a server still starting): identify it at the next poll
         await self._bandwidth.load(
             self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
         )
