@@ -9,11 +9,13 @@ import click
 from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     check_runs,
+    checked_record,
     checked_url,
     display_options,
     display_settings,
     free_port,
     measure_options,
+    record_option,
 )
 from mtpwatch.commands.planning import (
     API_KEY_ENVVARS,
@@ -109,6 +111,7 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 @display_options
 @tls_options
 @measure_options
+@record_option
 def command(
     url_a: str | None,
     url_b: str | None,
@@ -133,6 +136,7 @@ def command(
     runs: int,
     warmup: int,
     save_path: str | None,
+    record: str | None,
     **display: object,
 ) -> None:
     """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
@@ -205,7 +209,7 @@ def command(
         runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
     )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
-    config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
+    config = AppConfig(servers=specs, display=settings, mode="ab", title=title, record=checked_record(record))
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

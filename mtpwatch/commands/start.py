@@ -20,7 +20,8 @@ from typing import IO
 
 import click
 
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
+from mtpwatch.commands.options import checked_record, record_option
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.launch.launcher import Launch
@@ -266,6 +267,7 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option(
     "--log-file", type=click.Path(dir_okay=False, path_type=Path), help="Also write the server log here."
 )
+@record_option
 def command(
     model: str,
     extra: tuple[str, ...],
@@ -284,6 +286,7 @@ def command(
     startup_timeout: float,
     status_interval: float,
     log_file: Path | None,
+    record: str | None,
 ) -> None:
     """Start a vLLM server for MODEL (MTP on or off), watch it, stop it on exit.
 
@@ -306,6 +309,9 @@ def command(
         )
     except VllmArgsError as exc:
         raise click.ClickException(str(exc)) from None
+    if record is not None and headless:
+        raise click.UsageError("--record records the UI session; drop --headless")
+    record = checked_record(record)
     warning = bind_warning(host, api_key)
     if warning:
         click.echo(warning, err=True)
@@ -330,8 +336,16 @@ def command(
         sys.exit(code)
 
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
+    from mtpwatch.ui.view import method_name
 
-    label = "MTP off" if no_spec else "MTP on" if (drafter or k or method or speculative_config) else "vLLM"
+    # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.
+    spec_method = None if no_spec else method or ("mtp" if (drafter or k) else None)
+    if no_spec:
+        label = "no speculation"
+    elif spec_method:
+        label = f"{method_name(spec_method)} on"
+    else:
+        label = "speculation on" if speculative_config else "vLLM"
     spec = ServerSpec(
         label=label,
         url=url,
@@ -348,4 +362,10 @@ def command(
     # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)
     # again to exit cleanly, which replaces the default (SystemExit) on the same chained handler.
     install_signal_handlers()
-    sys.exit(run_app(AppConfig(servers=[spec], title=f"mtpwatch start {model}")))
+    config = AppConfig(
+        servers=[spec],
+        display=DisplaySettings(spec_method=spec_method),
+        title=f"mtpwatch start {model}",
+        record=record,
+    )
+    sys.exit(run_app(config))

@@ -242,7 +242,10 @@ class VllmClient:
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
         """
-        text = await self.scrape_text()
+        return self.parse_page(await self.scrape_text(), model)
+
+    def parse_page(self, text: str, model: str | None = None) -> MetricsSnapshot:
+        """A /metrics page of this server → `MetricsSnapshot` (what `scrape` does after the GET)."""
         try:
             return parse_snapshot(text, model)
         except MetricsFormatError as exc:

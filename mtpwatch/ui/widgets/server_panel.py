@@ -164,15 +164,27 @@ class ServerPanel(Vertical):
         if view is None or not self.is_mounted:
             return
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
-        self._set(".panel-header", render_header(view, compact=compact))
+        short = self.screen.has_class("-short")
+        ab = self.parent is not None and self.parent.has_class("-ab")
+        if short:  # 80×24: model, method and status go in the border; the detail keeps a row
+            head, _, detail = render_header(view, compact=True).partition("\n")
+            self.border_title = f"{self._initial.label} · {head}"
+            self._set(".panel-header", detail)
+            self.query_one(".panel-header", Static).display = bool(detail)
+        else:
+            self.border_title = self._initial.label
+            self.query_one(".panel-header", Static).display = True
+            self._set(".panel-header", render_header(view, compact=compact))
         width = self.query_one(".numbers", Static).content_region.width or None
-        # Compact: the baseline's "no speculation" line is not worth a row.
-        verdict = "" if compact and view.speculative is False else render_verdict(view, width)
+        # Compact: the baseline's "no speculation" line is not worth a row; in the short A/B view
+        # the verdict gives its row to the answer (the numbers stay).
+        hide_verdict = compact and (view.speculative is False or (short and ab))
+        verdict = "" if hide_verdict else render_verdict(view, width)
         self.query_one(".verdict", Static).display = bool(verdict)
         self._set(".verdict", verdict)
         self._set(".numbers", render_numbers(view, compact=compact))
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
-        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width))
+        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
         chart = self.query_one(ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
@@ -181,7 +193,8 @@ class ServerPanel(Vertical):
 
     def on_resize(self) -> None:
         # Wrapped lines (verdict, roofline summary) follow the new width.
-        self.call_after_refresh(self.watch_view, self.view)
+        # The view drawn is the newest at that time, not the one when the resize arrived.
+        self.call_after_refresh(lambda: self.watch_view(self.view))
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when its line count changed.
