@@ -18,8 +18,8 @@ class LaunchSpec:
     """Full command line, e.g. ('vllm', 'serve', 'MODEL', '--host', '127.0.0.1', ...)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment variables on top of mtpwatch's own environment."""
-    kind: Literal["vllm", "sim"] = "vllm"
-    """What the process is; the simulator prints vLLM-like logs, so both go through one path."""
+    kind: Literal["vllm", "sim", "llama.cpp"] = "vllm"
+    """What the process is; all go through one path (the simulator prints vLLM-like logs)."""
     keep: bool = False
     """Leave the server running when mtpwatch exits (prints how to attach and stop)."""
     startup_timeout_s: float = 900.0

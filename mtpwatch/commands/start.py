@@ -1,5 +1,8 @@
 """`mtpwatch start`: launch a vLLM server (MTP on or off), watch it, stop it on exit.
 
+`--engine llama.cpp` launches llama.cpp's `llama-server` on a GGUF instead, with `--metrics` and the
+same short speculation flags (`core.launch.llamacpp_cmd`), through the same process ownership.
+
 With ``--headless`` it runs without the terminal UI: it prints the start-up phases and facts from
 the server's log, waits for /health, prints where to attach and then a one-line status every few
 seconds, and stops the server's whole process group on Ctrl-C, SIGTERM or SIGHUP (or leaves it
@@ -15,6 +18,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -22,6 +26,7 @@ import click
 
 from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import ServerError, VllmClient
+from mtpwatch.core.launch.llamacpp_cmd import LLAMACPP_SPEC_TYPES, build_llamacpp_argv, llamacpp_env
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
@@ -97,6 +102,7 @@ async def run_headless(
     log_file: Path | None,
     served_model_name: str | None,
     out: IO[str] = sys.stdout,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
@@ -104,7 +110,7 @@ async def run_headless(
     say("starting: " + shlex.join(argv))
     server_log = default_log_path(int(url.rsplit(":", 1)[1])) if keep else None
     try:
-        proc = await ServerProcess.start(argv, keep=keep, log_path=server_log)
+        proc = await ServerProcess.start(argv, env, keep=keep, log_path=server_log)
     except StartupError as exc:
         say(f"error: {exc}")
         return 1
@@ -224,7 +230,10 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option("--drafter", metavar="MODEL", help="Drafter model (MTP assistant, EAGLE-3, draft model).")
 @click.option("-k", "k", type=int, metavar="N", help="Number of speculative tokens per step.")
 @click.option(
-    "--method", type=click.Choice(METHODS), help="Speculation method (default mtp when -k/--drafter)."
+    "--method",
+    type=click.Choice([*METHODS, *LLAMACPP_SPEC_TYPES]),
+    help="Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
+    "and its own --spec-type names).",
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
@@ -239,6 +248,21 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
     show_default=True,
     metavar="COMMAND",
     help="How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["vllm", "llama.cpp"]),
+    default="vllm",
+    show_default=True,
+    help="vLLM, or llama.cpp's llama-server (MODEL is then a GGUF file; -k is --spec-draft-n-max).",
+)
+@click.option(
+    "--llama-server",
+    "llama_server",
+    default="llama-server",
+    show_default=True,
+    metavar="COMMAND",
+    help="With --engine llama.cpp: how to run llama-server, e.g. '/opt/llama.cpp/build/bin/llama-server'.",
 )
 @click.option("--keep", is_flag=True, help="Leave the server running when mtpwatch exits.")
 @click.option("--headless", is_flag=True, help="No UI: print phases, then a status line every few seconds.")
@@ -274,6 +298,8 @@ def command(
     api_key: str | None,
     served_model_name: str | None,
     vllm_cmd: str,
+    engine: str,
+    llama_server: str,
     keep: bool,
     headless: bool,
     startup_timeout: float,
@@ -284,22 +310,46 @@ def command(
 
     Arguments after `--` go to `vllm serve` unchanged, e.g.
     `mtpwatch start google/gemma-4-E4B-it -k 4 --drafter ... -- --max-model-len 8192`.
+    With `--engine llama.cpp`, MODEL is a GGUF and they go to llama-server, e.g.
+    `mtpwatch start --engine llama.cpp model.gguf --drafter draft.gguf -k 4 -- -c 4096`.
     """
+    env: dict[str, str] = {}
     try:
-        argv = build_vllm_argv(
-            model,
-            drafter=drafter,
-            k=k,
-            method=method,
-            speculative_config=speculative_config,
-            no_spec=no_spec,
-            host=host,
-            port=port,
-            vllm=vllm_cmd,
-            api_key=api_key,
-            served_model_name=served_model_name,
-            extra=extra,
-        )
+        if engine == "llama.cpp":
+            if speculative_config is not None:
+                raise VllmArgsError(
+                    "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
+                    "(or llama-server's own flags after --)"
+                )
+            argv = build_llamacpp_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                server=llama_server,
+                api_key=api_key,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
+            env = llamacpp_env(llama_server)
+        else:
+            argv = build_vllm_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                speculative_config=speculative_config,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                vllm=vllm_cmd,
+                api_key=api_key,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
     except VllmArgsError as exc:
         raise click.ClickException(str(exc)) from None
     warning = bind_warning(host, api_key)
@@ -317,20 +367,27 @@ def command(
                 status_interval=status_interval,
                 log_file=log_file,
                 served_model_name=served_model_name,
+                env=env,
             )
         )
         sys.exit(code)
 
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
-    label = "MTP off" if no_spec else "MTP on" if (drafter or k or method or speculative_config) else "vLLM"
+    speculating = bool(drafter or k or method or speculative_config)
+    name = "llama.cpp" if engine == "llama.cpp" else "vLLM"
+    label = "MTP off" if no_spec else "MTP on" if speculating else name
     spec = ServerSpec(
         label=label,
         url=url,
         model=served_model_name,
         api_key=api_key,
         launch=LaunchSpec(
-            argv=tuple(argv), env={}, kind="vllm", keep=keep, startup_timeout_s=startup_timeout
+            argv=tuple(argv),
+            env=env,
+            kind="llama.cpp" if engine == "llama.cpp" else "vllm",
+            keep=keep,
+            startup_timeout_s=startup_timeout,
         ),
     )
     # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.config import DisplaySettings, ServerSpec
+from mtpwatch.core.http import engines
 from mtpwatch.core.http.client import ServerError, VllmClient
 from mtpwatch.core.http.generation import (
     GenerationRequest,
@@ -40,6 +41,8 @@ CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
 PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
 """Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
+LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"
+"""Scope of the acceptance rate from llama-server's `timings.draft_n_accepted / draft_n`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,8 @@ class ServerFeed:
         """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.hardware_wanted = False
         """Set by the screen: the roofline panel is visible, so a local GPU may be sampled."""
+        self.engine_info: engines.EngineInfo | None = None
+        """llama-server's /props (None for vLLM)."""
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -241,6 +246,10 @@ class ServerFeed:
                 refs = [r for r in (entry.root, entry.id) if r]
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
+        with contextlib.suppress(ServerError, OSError, ValueError):
+            self.engine_info = await self.client.props()
+        if self.engine_info is not None:
+            self.version = self.engine_info.build
         await self._bandwidth.load(
             self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
         )
@@ -369,7 +378,29 @@ class ServerFeed:
             bandwidth=bandwidth,
             verdict=verdict,
             verdict_level=level,
+            **self._engine_fields(snap, r),
         )
+
+    def _engine_fields(self, snap: Any, r: Rates | None) -> dict[str, Any]:
+        """ServerView fields that differ by engine (core.http.engines knows how)."""
+        engine = self.engine
+        k = snap.num_speculative_tokens if snap is not None else 0
+        note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
+        method = self.engine_info.spec_types if self.engine_info is not None else None
+        return {
+            "engine": engine,
+            "method": method,
+            "draft_note": note,
+            "notes": engines.ENGINE_NOTES.get(engine, {}),
+        }
+
+    @property
+    def engine(self) -> engines.Engine:
+        """The engine behind this server, from the latest page's metrics schema."""
+        snap = self.collector.latest
+        if snap is None:
+            return "llama.cpp" if self.engine_info is not None else "unknown"
+        return engines.engine_of_schema(snap.schema)
 
     # -- hardware -----------------------------------------------------------------------------
 
@@ -413,6 +444,7 @@ class ServerFeed:
             max_tokens=self.display.max_tokens,
             temperature=self.display.temperature,
             return_token_ids=True,
+            extra=engines.stream_extras(self.engine),
         )
         stats = GenerationStats(clock=self.clock)
         self._gen_stats = stats
@@ -454,6 +486,9 @@ class ServerFeed:
             acceptance = result.spec_metrics.acceptance_rate
             length = result.spec_metrics.mean_acceptance_length
             scope = PER_REQUEST_SCOPE
+        elif result.timings is not None and result.timings.acceptance_rate is not None:
+            acceptance = result.timings.acceptance_rate  # llama-server's draft counts of this request
+            scope = LLAMACPP_REQUEST_SCOPE
         summary = PromptSummary(
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
@@ -461,7 +496,7 @@ class ServerFeed:
             acceptance_rate=acceptance,
             mean_acceptance_length=length,
             scope=scope,
-            approximate=result.approximate,
+            approximate=not result.tokens_exact,
             cancelled=result.cancelled,
             error=result.error,
         )

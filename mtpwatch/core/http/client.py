@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mtpwatch.core.http.engines import EngineInfo, parse_model_list, parse_props
 from mtpwatch.core.http.faststream import open_sse, proxy_for
 from mtpwatch.core.http.generation import (
     ChunkDecoder,
@@ -597,20 +598,22 @@ class VllmClient:
         if response.status_code != 200:
             raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
         try:
-            entries = response.json()["data"]
-            return [
-                ModelInfo(
-                    id=str(entry["id"]),
-                    root=entry.get("root"),
-                    max_model_len=entry.get("max_model_len"),
-                    parent=entry.get("parent"),
-                )
-                for entry in entries
-            ]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            entries = parse_model_list(response.json())  # vLLM's shape or llama-server's
+            return [ModelInfo(e.id, e.root, e.max_model_len, e.parent) for e in entries]
+        except ValueError as exc:
             raise NotVllmError(
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
             ) from exc
+
+    async def props(self) -> EngineInfo | None:
+        """GET /props (llama-server) → `EngineInfo`; None when the server has no such page (vLLM)."""
+        response = await self._get("/props")
+        if response.status_code != 200:
+            return None
+        try:
+            return parse_props(response.json())
+        except ValueError:
+            return None
 
     async def version(self) -> str | None:
         """GET /version → vLLM's version string; None when the server has no such endpoint."""
