@@ -247,7 +247,7 @@ class ServerFeed:
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
         with contextlib.suppress(ServerError, OSError, ValueError):
-            self.engine_info = await self.client.props()
+            self.engine_info = await engines.identify(self.client.get_json)
         if self.engine_info is not None:
             self.version = self.engine_info.build
         await self._bandwidth.load(
@@ -325,7 +325,7 @@ class ServerFeed:
                 r, window = prompt_rates, "prompt"
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
-        speculative = None if snap is None else snap.speculative
+        speculative = None if snap is None else (snap.speculative or self._props_speculating)
         verdict, level = make_verdict(
             speculative=speculative,
             acceptance_rate=r.acceptance_rate if r else None,
@@ -393,6 +393,11 @@ class ServerFeed:
             "draft_note": note,
             "notes": engines.ENGINE_NOTES.get(engine, {}),
         }
+
+    @property
+    def _props_speculating(self) -> bool:
+        """llama-server says it drafts (/props) before its first request fills the spec counters."""
+        return self.engine_info is not None and bool(self.engine_info.speculating)
 
     @property
     def engine(self) -> engines.Engine:

