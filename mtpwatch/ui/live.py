@@ -134,7 +134,7 @@ class ServerFeed:
         self.hardware_wanted = False
         """Set by the screen: the roofline panel is visible, so a local GPU may be sampled."""
         self.engine_info: engines.EngineInfo | None = None
-        """llama-server's /props (None for vLLM)."""
+        """What llama-server says about itself (/props, /slots); None for vLLM."""
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -396,7 +396,7 @@ class ServerFeed:
 
     @property
     def _props_speculating(self) -> bool:
-        """llama-server says it drafts (/props) before its first request fills the spec counters."""
+        """llama-server says it drafts (/slots) before its first request fills the spec counters."""
         return self.engine_info is not None and bool(self.engine_info.speculating)
 
     @property

@@ -35,6 +35,7 @@ def _real_vllm_conftest() -> ModuleType:
     return module
 
 
+@pytest.mark.timeout(1500)  # a vLLM start (up to 600 s on a busy machine) and the bench
 def test_bench_ab_vllm_against_llama_cpp(llama_pool: LlamaPool, tmp_path: Path) -> None:
     venv, models = os.environ.get("MTPWATCH_VLLM_VENV"), os.environ.get("MTPWATCH_TEST_MODELS")
     if not venv or not models:

@@ -102,7 +102,7 @@ async def one_request(url: str, name: str, *, extras: bool = True, ignore_eos: b
 
 # llama-server's own per-request line (tools/server/server-context.cpp)
 _LOG = re.compile(
-    r"draft acceptance = ([0-9.]+) \(\s*(\d+) accepted /\s*(\d+) generated\), mean len = ([0-9.]+)"
+    r"draft acceptance = ([0-9.]+) \(\s*(\d+) accepted /\s*(\d+) generated\), mean len =\s*([0-9.]+)"
 )
 
 
