@@ -59,9 +59,8 @@ def test_bench_ab_vllm_against_llama_cpp(llama_pool: LlamaPool, tmp_path: Path) 
             cwd=ROOT, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         after = raw_counters(httpx.get(llama.url + "/metrics", timeout=10).text)
-        assert run.returncode in (0, 1), (
-            run.stdout + run.stderr
-        )  # 1: a sanity gate failed (listed in 'gates')
+        # exit status 1 means a sanity gate failed (listed in 'gates'); only a crash is wrong here
+        assert run.returncode in (0, 1), run.stdout + run.stderr
         assert "Traceback" not in run.stderr, run.stderr
         report = json.loads(out.read_text())
         print(run.stdout[-3000:])
@@ -73,9 +72,12 @@ def test_bench_ab_vllm_against_llama_cpp(llama_pool: LlamaPool, tmp_path: Path) 
         # B's acceptance = llama-server's counter deltas around its measured (not warm-up) runs.
         runs = [r for r in report["runs"] if r["arm"] == "b"]
         measured = [r for r in runs if not r["warmup"]]
-        assert b["drafts"] == sum(r["drafts"] for r in measured) > 0
-        assert sum(r["drafts"] for r in runs) == after.drafts - before.drafts  # no other traffic
-        assert sum(r["accepted"] for r in runs) == after.accepted - before.accepted
+        drafts = [r["drafts"] for r in measured]
+        assert b["drafts"] == sum(drafts) > 0
+        # The bench does not scrape around warm-up runs: llama-server's deltas over the whole bench
+        # (no other traffic) are the measured runs' plus at most one run's worth.
+        assert 0 <= (after.drafts - before.drafts) - sum(drafts) <= max(drafts)
+        assert (after.accepted - before.accepted) - sum(r["accepted"] for r in measured) >= 0
         assert b["num_speculative_tokens"] == 4
         assert 0.0 < b["acceptance_rate"] <= 1.0
         # Both arms count exactly the tokens each server says it generated.
