@@ -25,7 +25,7 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Extra environment variables on top of mtpwatch's own environment (may hold VLLM_API_KEY, so
     kept out of repr: a traceback that prints locals must not print the key)."""
-    kind: Literal["vllm", "sim"] = "vllm"
+    kind: Literal["vllm", "sim", "llama.cpp"] = "vllm"
     """What the process is; the simulator prints vLLM-like logs, so both go through one path."""
     keep: bool = False
     """Leave the server running when mtpwatch exits (prints how to attach and stop)."""

@@ -13,9 +13,11 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.core.http import engines
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError, ServerTimeout, ServerUnreachable
@@ -54,6 +56,8 @@ CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
 PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
 """Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
+LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"
+"""Scope of the acceptance rate from llama-server's `timings.draft_n_accepted / draft_n`."""
 
 StartupProgress = Callable[[StartupView, list[str]], None]
 """Called during a launch with the phase (or failure) and the log lines since the last call."""
@@ -183,6 +187,8 @@ class ServerFeed:
         self.request_spec: RequestSpecMetrics | None = None
         """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
         self._sampler: Sampler | None = None
+        self.engine_info: engines.EngineInfo | None = None
+        """What llama-server says about itself (/props, /slots); None for vLLM."""
         self.drafter_ref: str | None = None
         """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.spec_method: str | None = None
@@ -284,6 +290,11 @@ class ServerFeed:
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
             answered = True
+        with contextlib.suppress(ServerError, OSError, ValueError):
+            self.engine_info = await engines.identify(self.client.get_json)
+        if self.engine_info is not None:
+            self.version = self.engine_info.build
+            answered = True
         if not answered and self.collector.latest is None:
             return  # nothing answers yet (a server still starting): identify it at the next poll
         await self._bandwidth.load(
@@ -369,7 +380,7 @@ class ServerFeed:
                 r, window = prompt_rates, "prompt"
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
-        speculative = None if snap is None else snap.speculative
+        speculative = None if snap is None else (snap.speculative or self._props_speculating)
         verdict, level = make_verdict(
             method=self.method,
             speculative=speculative,
@@ -424,13 +435,35 @@ class ServerFeed:
             bandwidth=bandwidth,
             verdict=verdict,
             verdict_level=level,
+            **self._engine_fields(snap, r),
         )
+
+    def _engine_fields(self, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
+        """ServerView fields that differ by engine (core.http.engines knows how)."""
+        engine = self.engine
+        k = snap.num_speculative_tokens if snap is not None else 0
+        note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
+        return {"engine": engine, "draft_note": note, "notes": engines.ENGINE_NOTES.get(engine, {})}
+
+    @property
+    def _props_speculating(self) -> bool:
+        """llama-server says it drafts (/slots) before its first request fills the spec counters."""
+        return self.engine_info is not None and bool(self.engine_info.speculating)
+
+    @property
+    def engine(self) -> engines.Engine:
+        """The engine behind this server, from the latest page's metrics schema."""
+        snap = self.collector.latest
+        if snap is None:
+            return "llama.cpp" if self.engine_info is not None else "unknown"
+        return engines.engine_of_schema(snap.schema)
 
     @property
     def method(self) -> str | None:
         """The speculation method when known: the server log (a server mtpwatch started), the
         simulator's /sim/info, the user's --spec-method, else None (the panel says "speculative")."""
-        return self.spec_method or self._bandwidth.method or self.display.spec_method
+        llama = self.engine_info.spec_types if self.engine_info is not None else None
+        return self.spec_method or self._bandwidth.method or llama or self.display.spec_method
 
     # -- hardware (the screen starts and stops the sampler) ------------------------------------
 
@@ -480,6 +513,7 @@ class ServerFeed:
             max_tokens=self.display.max_tokens,
             temperature=self.display.temperature,
             return_token_ids=True,
+            extra=engines.stream_extras(self.engine),
         )
         stats = self.begin_prompt(prompt)
         text_only = on_text
@@ -545,6 +579,9 @@ class ServerFeed:
             acceptance = result.spec_metrics.acceptance_rate
             length = result.spec_metrics.mean_acceptance_length
             scope = PER_REQUEST_SCOPE
+        elif result.timings is not None and result.timings.acceptance_rate is not None:
+            acceptance = result.timings.acceptance_rate  # llama-server's draft counts of this request
+            scope = LLAMACPP_REQUEST_SCOPE
         summary = PromptSummary(
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
@@ -552,7 +589,7 @@ class ServerFeed:
             acceptance_rate=acceptance,
             mean_acceptance_length=length,
             scope=scope,
-            approximate=result.approximate,
+            approximate=not result.tokens_exact,
             cancelled=result.cancelled,
             error=result.error,
         )

@@ -9,7 +9,7 @@ Textual widgets: the render functions return markup strings, and they alone esca
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,8 +93,9 @@ class ServerView:
     version: str | None = None
     """vLLM version from /version."""
     method: str | None = None
-    """Speculation method when known ('mtp', 'ngram', 'eagle3', …: the server log or --spec-method);
-    None: the panel says "speculative", never "MTP"."""
+    """Speculation method when known ('mtp', 'ngram', 'eagle3', …: the server log, --spec-method, or
+    llama-server's /slots speculation type such as 'draft-simple'); None: the panel says
+    "speculative", never "MTP"."""
     speculative: bool | None = None
     """False when the spec-decode counters are absent ("speculation off")."""
     k: int | None = None
@@ -143,6 +144,12 @@ class ServerView:
     """One sentence on whether MTP pays off, from the numbers above (`make_verdict`)."""
     verdict_level: VerdictLevel = "info"
     """How to colour the verdict."""
+    engine: str = "vllm"
+    """'vllm' or 'llama.cpp' (from the metrics schema); 'unknown' before the first scrape."""
+    draft_note: str = ""
+    """llama.cpp: 'drafts ≤ 4, mean 3.85 tokens' (its drafts vary in length up to k)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Why numbers the engine does not export are n/a ('latency', 'kv', 'counts')."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,13 +349,17 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     model = escape(view.model or "model ?")
     if len(view.models) > 1:
         model += f" [dim](1 of {len(view.models)} served)[/]"
+    llama = view.engine == "llama.cpp"
     if view.speculative is False:
         spec = "[$text-warning]speculation off[/]"
+    elif llama and (view.k is not None or view.method):
+        spec = f"{escape(view.method or 'spec')} k≤{view.k or '?'}"
     elif view.speculative is None and view.k is None:
         spec = "k ?"
     else:
         spec = spec_label(view.method, view.k)
-    version = f"vLLM {escape(view.version)}" if view.version else "vLLM ?"
+    name = "llama.cpp" if llama else "vLLM"
+    version = f"{name} {escape(view.version)}" if view.version else f"{name} ?"
     restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
     if compact:  # the detail (why, since when, next retry) gets its own line
         return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
@@ -360,9 +371,12 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
 
 
 def render_numbers(view: ServerView, *, compact: bool = False) -> str:
-    """The key numbers, each with its source and window."""
+    """The key numbers, each with its source and window; what the engine does not export says why."""
     w = window_words(view.window)
     src = f"[dim](server, {w}, {view.scope})[/]"
+    notes = view.notes
+    if notes:
+        return _render_numbers_missing(view, w, src, compact=compact)
     if compact:  # 80×24: the three headline numbers, each in one line
         if view.speculative is False:
             acc = "acceptance — [dim](speculation off)[/]"
@@ -415,6 +429,51 @@ def render_bandwidth_short(bw: BandwidthView) -> str:
     if bw.percent_of_peak is None:
         return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
     return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+
+
+def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool) -> str:
+    """`render_numbers` for an engine without latency histograms or a KV gauge (llama.cpp)."""
+    notes = view.notes
+    draft = f" [dim]({escape(view.draft_note)})[/]" if view.draft_note else ""
+    if view.speculative is False:
+        acc = "acceptance — [dim](speculation off)[/]"
+    elif compact:
+        acc = (
+            f"accept [b]{_pct(view.acceptance_rate)}[/] · "
+            f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
+        )
+    else:
+        drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
+        acc = (
+            f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
+            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/] tokens/step{drafts}{draft} {src}"
+        )
+    kv = "KV n/a" if "kv" in notes else f"KV {_pct(view.kv_cache_usage)}"
+    run = f"run {_num(view.running, '.0f')} · wait {_num(view.waiting, '.0f')} [dim](now)[/]"
+    if compact:
+        lat = "ITL n/a" if "latency" in notes else f"ITL {_ms(view.mean_step_s, '/step')}"
+        return f"{acc}\n[b]{_num(view.server_tok_s)}[/] tok/s · {lat} [dim](server, {w})[/] · {kv} · {run}"
+    counts = notes.get("counts")
+    srv = (
+        f"server tok/s [b]{_num(view.server_tok_s)}[/] · steps/s {_num(view.steps_per_s)} "
+        f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
+    )
+    if "latency" in notes:
+        lat = f"TTFT · TPOT · ITL [dim]{escape(notes['latency'])}[/]"
+    else:
+        lat = (
+            f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s, '/token')} · "
+            f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+        )
+    kv_line = (
+        f"KV cache [dim]{escape(notes['kv'])}[/]"
+        if "kv" in notes
+        else f"KV cache {_pct(view.kv_cache_usage)}"
+    )
+    kv_line += (
+        f" · running {_num(view.running, '.0f')} · waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
+    )
+    return "\n".join([acc, srv, lat, kv_line])
 
 
 def render_verdict(view: ServerView, width: int | None = None) -> str:

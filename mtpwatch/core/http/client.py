@@ -19,11 +19,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 from mtpwatch.core.http import tls
 from mtpwatch.core.http.backoff import Backoff
+from mtpwatch.core.http.engines import parse_model_list
 from mtpwatch.core.http.errors import (
     AuthError,
     HttpStatusError,
@@ -303,20 +305,27 @@ class VllmClient:
         if response.status_code != 200:
             raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
         try:
-            entries = response.json()["data"]
-            return [
-                ModelInfo(
-                    id=str(entry["id"]),
-                    root=entry.get("root"),
-                    max_model_len=entry.get("max_model_len"),
-                    parent=entry.get("parent"),
-                )
-                for entry in entries
-            ]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            entries = parse_model_list(response.json())  # vLLM's shape or llama-server's
+            return [ModelInfo(e.id, e.root, e.max_model_len, e.parent) for e in entries]
+        except ValueError as exc:
             raise NotVllmError(
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
             ) from exc
+
+    async def get_json(self, path: str) -> Any:
+        """GET `path` → its JSON; None on another status than 200 or a body that is not JSON
+        (engine-specific pages such as llama-server's /props and /slots; see `core.http.engines`).
+
+        Raises:
+            ServerError: the server cannot be reached.
+        """
+        response = await self._get(path)
+        if response.status_code != 200:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
 
     async def version(self) -> str | None:
         """GET /version → vLLM's version string; None when the server has no such endpoint."""
