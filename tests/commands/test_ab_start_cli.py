@@ -163,7 +163,7 @@ def test_twins_without_a_plan_collide_in_the_simulator_as_in_vllm(
     assert result.exit_code == 0, result.output
     failed = [r for r in seen["reasons"] if r]
     assert failed and "status 1" in failed[0]
-    assert "another process holds the GPU's memory" in failed[0]
+    assert "not enough free GPU memory at start-up" in failed[0]
 
 
 def test_ab_help_names_the_real_prompt_sets() -> None:
