@@ -32,6 +32,7 @@ from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
 from mtpwatch.core.metrics.formulas import conditional_from_marginal
 from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
@@ -443,7 +444,7 @@ class ServerFeed:
         engine = self.engine
         k = snap.num_speculative_tokens if snap is not None else 0
         note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
-        return {"engine": engine, "draft_note": note, "notes": engines.ENGINE_NOTES.get(engine, {})}
+        return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
 
     @property
     def _props_speculating(self) -> bool:
@@ -451,12 +452,12 @@ class ServerFeed:
         return self.engine_info is not None and bool(self.engine_info.speculating)
 
     @property
-    def engine(self) -> engines.Engine:
+    def engine(self) -> Engine:
         """The engine behind this server, from the latest page's metrics schema."""
         snap = self.collector.latest
         if snap is None:
             return "llama.cpp" if self.engine_info is not None else "unknown"
-        return engines.engine_of_schema(snap.schema)
+        return engine_of_schema(snap.schema)
 
     @property
     def method(self) -> str | None:

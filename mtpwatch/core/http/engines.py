@@ -22,49 +22,23 @@ stay engine-neutral:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
+
+from mtpwatch.core.metrics.engines import Engine
 
 __all__ = [
-    "ENGINE_NOTES",
-    "Engine",
     "EngineInfo",
     "LlamaTimings",
     "ModelEntry",
     "draft_note",
     "engine_label",
-    "engine_of_schema",
     "identify",
     "parse_model_list",
     "parse_props",
     "stream_extras",
 ]
-
-Engine = Literal["vllm", "llama.cpp", "unknown"]
-
-ENGINE_NOTES: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        "llama.cpp": MappingProxyType(
-            {
-                "latency": "n/a: llama-server exports no TTFT/ITL/TPOT histograms",
-                "kv": "n/a: llama-server exports no KV-cache gauge",
-                "counts": "llama-server adds a request's counts when the request finishes",
-            }
-        ),
-    }
-)
-"""Why a number is missing on an engine (key: 'latency', 'kv', 'counts'); vLLM has no entries."""
-
-
-def engine_of_schema(schema: str) -> Engine:
-    """The engine a metrics schema ("vllm", "llamacpp", "none") comes from."""
-    if schema == "vllm":
-        return "vllm"
-    if schema == "llamacpp":
-        return "llama.cpp"
-    return "unknown"
 
 
 def engine_label(engine: Engine, version: str | None) -> str:

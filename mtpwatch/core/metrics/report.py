@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mtpwatch.core.http.engines import ENGINE_NOTES, engine_of_schema
+from mtpwatch.core.metrics.engines import ENGINE_NOTES, engine_of_schema
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
