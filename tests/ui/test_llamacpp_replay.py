@@ -12,7 +12,6 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -22,11 +21,12 @@ from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.view import render_header, render_numbers, render_summary
+from tests.datadir import DataDir
 
 if TYPE_CHECKING:
     from conftest import WaitUntil
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = DataDir().root
 
 
 def _page(name: str) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from mtpwatch.core.http.sse import DONE, iter_sse_payloads
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import UnknownModelError, parse_snapshot
+from tests.datadir import DataDir
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = DataDir().root
 NAME = "gemma-llama-draft"  # the --alias the capture's server ran with
 
 
