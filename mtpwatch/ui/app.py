@@ -228,8 +228,13 @@ class MtpWatchApp(App[int]):
 
     def save_on_exit(self) -> None:
         """With --save FILE, an unsaved measurement is written when the app exits."""
-        monitor = self.monitor
-        if self.measure is None or not self.measure.save_path or monitor.last_report is None:
+        if self.measure is None or not self.measure.save_path:
+            return
+        try:
+            monitor = self.monitor
+        except LookupError:  # the fleet view without an open monitor: nothing was measured
+            return
+        if monitor.last_report is None:
             return
         if monitor.saved_to is None:
             with contextlib.suppress(OSError):

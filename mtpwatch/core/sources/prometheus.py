@@ -34,8 +34,9 @@ import httpx
 
 from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
+from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
 
 __all__ = ["GROUP_BY", "PrometheusError", "PrometheusSource", "check_selector", "promql_queries"]
 
@@ -165,8 +166,6 @@ class PrometheusSource:
         transport: an httpx transport (tests); None = network.
         clock: wall clock (Unix seconds): queries are evaluated at `clock()` unless `at` is given.
         """
-        from mtpwatch.core.http.urls import normalize_url
-
         self.url = normalize_url(url)
         self.selector = selector
         self._matchers = check_selector(selector)
@@ -423,8 +422,6 @@ def target_queries(
 def _snapshot(
     model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
 ) -> MetricsSnapshot:
-    from mtpwatch.core.metrics.snapshot import Histogram
-
     k = (max(per_pos) + 1) if per_pos else 0
 
     def hist(name: str) -> Histogram | None:

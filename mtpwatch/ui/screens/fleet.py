@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
@@ -23,12 +22,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
+from mtpwatch.core.fleet.outliers import OUTLIER_RULE
+from mtpwatch.core.fleet.rows import FleetRow
+from mtpwatch.core.fleet.scraper import FleetScraper, Target
+from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
+from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
+from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
-
-if TYPE_CHECKING:
-    from mtpwatch.core.fleet.rows import FleetRow
-    from mtpwatch.core.fleet.scraper import FleetScraper
-    from mtpwatch.core.sources.prometheus import PrometheusSource
 
 WINDOWS_S = (10.0, 60.0)
 """Windows F3 cycles through (the --window given first when it is another value)."""
@@ -89,13 +89,9 @@ class FleetScreen(Screen[None]):
         if not self.autostart:
             return
         if self.fleet.prometheus is not None:
-            from mtpwatch.core.sources.prometheus import PrometheusSource
-
             self.source = PrometheusSource(self.fleet.prometheus, selector=self.fleet.selector)
             self.poll_prometheus()
         else:
-            from mtpwatch.core.fleet.scraper import FleetScraper, Target
-
             self.scraper = FleetScraper(
                 [Target(u, self.fleet.api_key) for u in self.fleet.urls],
                 interval_s=self.config.display.scrape_interval_s,
@@ -137,8 +133,6 @@ class FleetScreen(Screen[None]):
 
     @work(group="fleet", exit_on_error=False)
     async def poll_prometheus(self) -> None:
-        from mtpwatch.core.sources.prometheus import PrometheusError
-
         assert self.source is not None
         try:
             while True:
@@ -210,14 +204,10 @@ class FleetScreen(Screen[None]):
     def open_monitor(self, row: FleetRow) -> None:
         """Push the single-server monitor for `row`: it scrapes the server itself, or, for a row read
         from Prometheus, reads that target's counters (and their recent history) from Prometheus."""
-        from mtpwatch.ui.screens.monitor import MonitorScreen
-
         url = row.source if "://" in row.source else f"http://{row.source}"
         factory = None
         title = f"{self.config.title} · {row.name}"
         if self.fleet.prometheus is not None:
-            from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
-
             factory = prometheus_feed_factory(
                 self.fleet.prometheus, self.fleet.selector, (row.source, row.model, row.engine)
             )
@@ -235,9 +225,6 @@ class FleetScreen(Screen[None]):
 
 def fleet_help(fleet: FleetSettings) -> str:
     """The help screen of the fleet view: columns, the outlier rule, and the PromQL it runs."""
-    from mtpwatch.core.fleet.outliers import OUTLIER_RULE
-    from mtpwatch.core.sources.prometheus import promql_queries
-
     queries = promql_queries(fleet.window_s, fleet.selector)
     query_rows = "\n".join(f"| {name} | `{q}` |" for name, q in queries.items())
     where = (
