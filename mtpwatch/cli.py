@@ -7,6 +7,8 @@ heavy (Textual, aiohttp, prometheus_client) is imported before it is needed.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -95,8 +97,23 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Run the CLI. Usage errors print one line and exit with status 2 (click's convention)."""
+    """Run the CLI. Usage errors print one line and exit with status 2 (click's convention).
+
+    Output that cannot be written (a full disk under ``> out.json``) is one `Error:` line too.
+    """
     try:
-        return cli.main(args=argv, prog_name="mtpwatch", standalone_mode=True)
+        try:
+            return cli.main(args=argv, prog_name="mtpwatch", standalone_mode=True)
+        finally:
+            sys.stdout.flush()  # a write error surfaces here, not as a traceback at interpreter exit
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            raise
+        # Drop what is still buffered: stdout cannot take it, and the exit must not try again.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        click.echo(f"Error: cannot write the output: {exc.strerror or exc}", err=True)
+        sys.exit(1)

@@ -22,8 +22,9 @@ class LaunchSpec:
 
     argv: tuple[str, ...]
     """Full command line, e.g. ('vllm', 'serve', 'MODEL', '--host', '127.0.0.1', ...)."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Extra environment variables on top of mtpwatch's own environment."""
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Extra environment variables on top of mtpwatch's own environment (may hold VLLM_API_KEY, so
+    kept out of repr: a traceback that prints locals must not print the key)."""
     kind: Literal["vllm", "sim"] = "vllm"
     """What the process is; the simulator prints vLLM-like logs, so both go through one path."""
     keep: bool = False
@@ -42,8 +43,8 @@ class ServerSpec:
     """Base URL, e.g. http://127.0.0.1:8000 (normalised by core.client.normalize_url)."""
     model: str | None = None
     """`model_name` to show when several are served; None = the first one /v1/models lists."""
-    api_key: str | None = None
-    """Bearer token for /metrics and the OpenAI endpoints (falls back to VLLM_API_KEY)."""
+    api_key: str | None = field(default=None, repr=False)
+    """Bearer token for /metrics and the OpenAI endpoints (falls back to VLLM_API_KEY); not in repr."""
     launch: LaunchSpec | None = None
     """Set when mtpwatch starts this server itself; None when attaching."""
 

@@ -106,7 +106,7 @@ def command(
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        from mtpwatch.core.launch.vllm_cmd import VllmArgsError, build_vllm_argv
+        from mtpwatch.core.launch.vllm_cmd import VllmArgsError, build_vllm_argv, server_env
 
         specs = []
         try:
@@ -119,7 +119,6 @@ def command(
                     no_spec=no_spec,
                     port=port,
                     vllm=vllm_cmd,
-                    api_key=api_key,
                 )
                 specs.append(
                     ServerSpec(
@@ -127,7 +126,7 @@ def command(
                         url=f"http://127.0.0.1:{port}",
                         model=model,
                         api_key=api_key,
-                        launch=LaunchSpec(argv=tuple(argv), keep=keep),
+                        launch=LaunchSpec(argv=tuple(argv), env=server_env(api_key), keep=keep),
                     )
                 )
         except VllmArgsError as exc:

@@ -37,6 +37,7 @@ from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.outfile import write_complete
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 
@@ -461,7 +462,7 @@ def _write_outputs(
 
     def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
         try:
-            writer(path)
+            write_complete(path, writer)  # never a half-written file at `path`
             click.echo(f"wrote {path}", err=True)
         except OSError as exc:
             fd, fallback = tempfile.mkstemp(prefix="mtpwatch-bench-", suffix=suffix)

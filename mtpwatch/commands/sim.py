@@ -154,8 +154,9 @@ def command(
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
 
     Faults can also be switched at run time: POST /sim/fault with JSON such as
-    {"cut_stream_after": 20}, {"metrics_500": true}, {"metrics_delay_s": 2}, {"restart": true},
-    {"exit": true}. GET /sim/info describes the simulated deployment.
+    {"cut_stream_after": 20, "cut_mid_chunk": true}, {"metrics_500": true}, {"metrics_delay_s": 2},
+    {"metrics_truncate": true}, {"metrics_no_spec": true}, {"hang": true}, {"restart": true},
+    {"exit": true}, {"clear": true}. GET /sim/info describes the simulated deployment.
     """
     if list_presets:
         for p in PRESETS.values():

@@ -25,8 +25,9 @@ from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogEvent
+from mtpwatch.core.launch.ports import port_in_use_message
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
-from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv, server_env
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
@@ -117,7 +118,9 @@ async def run_headless(
         if event.kind in ("phase", "fact", "spec"):
             say(event.text if event.kind != "phase" else f"phase: {event.text}")
 
-    launch = Launch(argv, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
+    launch = Launch(
+        argv, env=server_env(api_key), keep=keep, log_path=server_log, on_line=on_line, on_event=on_event
+    )
     try:
         proc = await launch.start()
     except StartupError as exc:
@@ -227,7 +230,12 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--api-key", metavar="KEY", help="Require this key (vLLM --api-key); mtpwatch uses it too.")
+@click.option(
+    "--api-key",
+    metavar="KEY",
+    envvar="VLLM_API_KEY",
+    help="Require this key (vLLM gets it as VLLM_API_KEY, not on its command line); default: $VLLM_API_KEY.",
+)
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
 @click.option(
     "--vllm",
@@ -293,7 +301,6 @@ def command(
             host=host,
             port=port,
             vllm=vllm_cmd,
-            api_key=api_key,
             served_model_name=served_model_name,
             extra=extra,
         )
@@ -302,6 +309,9 @@ def command(
     warning = bind_warning(host, api_key)
     if warning:
         click.echo(warning, err=True)
+    taken = port_in_use_message(host, port)
+    if taken:
+        raise click.ClickException(taken)
     url = connect_url(host, port)
     if headless:
         code = asyncio.run(
@@ -327,7 +337,11 @@ def command(
         model=served_model_name,
         api_key=api_key,
         launch=LaunchSpec(
-            argv=tuple(argv), env={}, kind="vllm", keep=keep, startup_timeout_s=startup_timeout
+            argv=tuple(argv),
+            env=server_env(api_key),
+            kind="vllm",
+            keep=keep,
+            startup_timeout_s=startup_timeout,
         ),
     )
     # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, TextIO
 
 from aiohttp import web
@@ -55,6 +55,14 @@ class Faults:
     """Answer /metrics with this HTTP status (e.g. 500)."""
     metrics_delay_s: float = 0.0
     """Delay every /metrics answer (seconds)."""
+    metrics_truncate: bool = False
+    """Send half of the /metrics page (cut mid-line), then drop the connection."""
+    metrics_no_spec: bool = False
+    """Leave the `vllm:spec_decode_*` families out of /metrics (as a server without speculation)."""
+    cut_mid_chunk: bool = False
+    """With `cut_stream_after`: drop the connection in the middle of an SSE event, not between two."""
+    hang: bool = False
+    """Accept connections and never answer any request (a wedged server)."""
 
 
 @dataclass
@@ -457,6 +465,8 @@ class SimServer:
 
     @web.middleware
     async def _headers_mw(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        if self.faults.hang and not request.path.startswith("/sim/"):
+            await asyncio.Event().wait()  # never answers; the client's timeout ends it
         try:
             resp = await handler(request)
         except web.HTTPException as exc:
@@ -507,14 +517,26 @@ class SimServer:
         }
         return _json({"object": "list", "data": [card]})
 
-    async def _metrics(self, request: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
         if self.faults.metrics_delay_s > 0:
             await asyncio.sleep(self.faults.metrics_delay_s)
         if self.faults.metrics_status is not None and self.faults.metrics_status != 200:
             return web.Response(status=self.faults.metrics_status, text="Internal Server Error")
-        return web.Response(
-            body=self.metrics.render(), headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
-        )
+        body = self.metrics.render()
+        if self.faults.metrics_no_spec:
+            body = b"".join(
+                line for line in body.splitlines(keepends=True) if b"vllm:spec_decode_" not in line
+            )
+        headers = {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+        if self.faults.metrics_truncate:
+            # announce the whole page, send half of it (cut mid-line), then drop the connection
+            resp = web.StreamResponse(headers={**headers, **SIM_HEADERS})
+            resp.content_length = len(body)
+            await resp.prepare(request)
+            await resp.write(body[: len(body) // 2])
+            self._drop_transport(request)
+            return resp
+        return web.Response(body=body, headers=headers)
 
     async def _info(self, request: web.Request) -> web.Response:
         return _json(self.info())
@@ -528,9 +550,8 @@ class SimServer:
             if not isinstance(body, dict):
                 raise ValueError("body must be a JSON object")
             if body.get("clear"):
-                self.faults.cut_stream_after = None
-                self.faults.metrics_status = None
-                self.faults.metrics_delay_s = 0.0
+                for spec in fields(Faults):
+                    setattr(self.faults, spec.name, spec.default)
             if "cut_stream_after" in body:
                 v = body["cut_stream_after"]
                 self.faults.cut_stream_after = None if v is None else int(v)
@@ -541,6 +562,9 @@ class SimServer:
                 self.faults.metrics_status = 500 if body["metrics_500"] else None
             if "metrics_delay_s" in body:
                 self.faults.metrics_delay_s = max(0.0, float(body["metrics_delay_s"] or 0.0))
+            for flag in ("metrics_truncate", "metrics_no_spec", "cut_mid_chunk", "hang"):
+                if flag in body:
+                    setattr(self.faults, flag, bool(body[flag]))
             restart = bool(body.get("restart"))
             down_s = float(body.get("down_s", 0.0))
             do_exit = bool(body.get("exit"))
@@ -721,20 +745,21 @@ class SimServer:
                 sent += len(tokens)
                 finish = None if truncated else out.finish_reason
                 if tokens or finish is not None:
-                    await resp.write(
-                        self._chunk(
-                            head,
-                            req,
-                            tokens,
-                            finish,
-                            chat=chat,
-                            continuous=continuous,
-                            include_usage=include_usage,
-                            return_ids=return_ids,
-                            prompt_ids=prompt_ids if sent == len(tokens) else None,
-                            sent=sent,
-                        )
+                    chunk = self._chunk(
+                        head,
+                        req,
+                        tokens,
+                        finish,
+                        chat=chat,
+                        continuous=continuous,
+                        include_usage=include_usage,
+                        return_ids=return_ids,
+                        prompt_ids=prompt_ids if sent == len(tokens) else None,
+                        sent=sent,
                     )
+                    if truncated and self.faults.cut_mid_chunk:
+                        chunk = chunk[: len(chunk) // 2]  # the event breaks off mid-JSON
+                    await resp.write(chunk)
                 if cut is not None and sent >= cut and finish is None:
                     # fault: drop the connection after `cut` tokens, no [DONE]
                     self.engine.abort(req)

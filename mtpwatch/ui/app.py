@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
 from collections.abc import Callable, Iterable
 
@@ -274,7 +275,9 @@ def run_app(
         def on_signal(signum: int) -> None:
             loop.call_soon_threadsafe(app.exit, 128 + signum)
 
-        process.install_signal_handlers(on_signal)
+        # SIGINT too: in the raw terminal Ctrl-C is a key, so a SIGINT comes from `kill -INT` or a
+        # supervisor, and Python's KeyboardInterrupt would tear the event loop down mid-flight.
+        process.install_signal_handlers(on_signal, signals=(signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
 
     app.call_later(install_handlers)
     result = app.run()

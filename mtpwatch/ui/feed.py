@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
-from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.http.errors import ServerError, ServerTimeout, ServerUnreachable
 from mtpwatch.core.http.generation import (
     GenerationRequest,
     GenerationResult,
@@ -233,16 +233,20 @@ class ServerFeed:
 
     async def _identify(self) -> None:
         refs: list[str] = []
-        with contextlib.suppress(ServerError, OSError, ValueError):
+        try:
             models = await self.client.models()
-            names = tuple(m.id for m in models)
-            if names:
-                self.models = names
-                if self.model is None:
-                    self.model = names[0]
-            entry = next((m for m in models if m.id == self.model), models[0] if models else None)
-            if entry is not None:
-                refs = [r for r in (entry.root, entry.id) if r]
+        except (ServerUnreachable, ServerTimeout):
+            raise  # nothing answers: say so now, not after every other request timed out too
+        except (ServerError, OSError, ValueError):
+            models = []
+        names = tuple(m.id for m in models)
+        if names:
+            self.models = names
+            if self.model is None:
+                self.model = names[0]
+        entry = next((m for m in models if m.id == self.model), models[0] if models else None)
+        if entry is not None:
+            refs = [r for r in (entry.root, entry.id) if r]
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
         await self._bandwidth.load(

@@ -185,6 +185,32 @@ _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
         ),
     ),
     (
+        re.compile(r"Free memory on device .* is less than desired GPU memory utilization"),
+        Hint(
+            "not enough free GPU memory at start-up",
+            "another process (another vLLM, on a Spark the desktop too: memory is unified) holds it: "
+            "stop it, or lower --gpu-memory-utilization / use --kv-cache-memory-bytes",
+        ),
+    ),
+    (
+        re.compile(r"unrecognized arguments: "),
+        Hint(
+            "vLLM does not know a flag",
+            "this vLLM version has no such option: check `vllm serve --help` and the flags after --",
+        ),
+    ),
+    (
+        re.compile(
+            r"Invalid repository ID or local directory specified|is not a valid model identifier|"
+            r"Repository Not Found|Repo id must be in the form"
+        ),
+        Hint(
+            "model not found",
+            "MODEL is neither a local folder with a config.json nor a Hugging Face repo id this machine "
+            "can fetch: check the path (offline: HF_HUB_OFFLINE, a token: HF_TOKEN)",
+        ),
+    ),
+    (
         re.compile(r"CUDA out of memory|OutOfMemoryError"),
         Hint(
             "CUDA out of memory",
@@ -213,6 +239,12 @@ _HINT_PREFILTER = (
     "OutOfMemory",
     "infer device",
     "recognize",
+    "Free memory",
+    "unrecognized arguments",
+    "Invalid repository",
+    "model identifier",
+    "Repository Not Found",
+    "Repo id must be",
 )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "build_speculative_config",
     "build_vllm_argv",
     "is_loopback",
+    "server_env",
 ]
 
 METHODS = ("mtp", "ngram", "draft_model", "eagle3", "dflash")
@@ -182,7 +183,6 @@ def build_vllm_argv(
     host: str = "127.0.0.1",
     port: int = 8000,
     vllm: str = "vllm",
-    api_key: str | None = None,
     served_model_name: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
@@ -190,6 +190,7 @@ def build_vllm_argv(
 
     `vllm` is the command that runs vLLM and may have several words (``uv run vllm``,
     ``python -m vllm.entrypoints.openai.api_server``); `extra` goes last, unchanged.
+    An API key never goes on the command line (any local user can read it there): see `server_env`.
     """
     if not model.strip():
         raise VllmArgsError("MODEL is empty")
@@ -219,8 +220,6 @@ def build_vllm_argv(
     argv += ["--host", host, "--port", str(port)]
     if served_model_name:
         argv += ["--served-model-name", served_model_name]
-    if api_key:
-        argv += ["--api-key", api_key]
     if config is not None:
         argv += ["--speculative-config", json.dumps(config, separators=(",", ":"))]
     argv += list(extra)
@@ -252,3 +251,10 @@ def build_sim_argv(
         argv += ["--startup-delay", f"{startup_delay:g}"]
     argv += list(extra)
     return argv
+
+
+def server_env(api_key: str | None) -> dict[str, str]:
+    """Environment for a launched server: the API key as ``VLLM_API_KEY``, which vLLM (and the
+    simulator) read when ``--api-key`` is absent. Unlike argv (``/proc/PID/cmdline``, ``ps``), a
+    process's environment is readable only by its owner."""
+    return {"VLLM_API_KEY": api_key} if api_key else {}

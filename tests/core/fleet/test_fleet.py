@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from mtpwatch.core.fleet.rows import FleetRow, split_page
 from mtpwatch.core.fleet.scraper import FleetScraper, Target
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.sim.server import running_sim
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from tests.datadir import DataDir
 
 
 def two_engines(text: str) -> str:
@@ -29,8 +27,8 @@ def two_engines(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_split_page_gives_one_snapshot_per_engine_and_they_sum_to_the_page() -> None:
-    text = two_engines((DATA / "metrics-ngram-k4-after.txt").read_text())
+def test_split_page_gives_one_snapshot_per_engine_and_they_sum_to_the_page(data: DataDir) -> None:
+    text = two_engines(data.text("metrics-ngram-k4-after.txt"))
     groups = split_page(text)
     assert list(groups) == [("spec", "0"), ("spec", "1")]
     e0, e1 = groups[("spec", "0")], groups[("spec", "1")]

@@ -92,6 +92,22 @@ def test_spec_log_lines_fixture(data: DataDir) -> None:
         ("RuntimeError: operator torchvision::nms does not exist", "torchvision"),
         ("importlib.metadata.PackageNotFoundError: No package metadata was found for vllm", "cannot find"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "CUDA out of memory"),
+        (
+            "(EngineCore pid=2) ValueError: Free memory on device cuda:0 (10.5/119.7 GiB) on startup is less "
+            "than desired GPU memory utilization (0.9, 107.7 GiB). Decrease GPU memory utilization or reduce "
+            "GPU memory used by other processes.",
+            "free GPU memory",
+        ),
+        ("vllm: error: unrecognized arguments: --no-such-flag", "flag"),
+        (
+            "ValueError: Invalid repository ID or local directory specified: '/nonexistent/model'.",
+            "model not found",
+        ),
+        (  # vLLM 0.32 (CPU build) given a local path that does not exist
+            "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+            "'namespace/repo_name': '/tmp/no-such-model'. Use `repo_type` argument if needed.",
+            "model not found",
+        ),
     ],
 )
 def test_failure_hints(line: str, problem: str) -> None:

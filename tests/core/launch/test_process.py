@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -308,11 +309,14 @@ def test_no_orphans_after_exit_crash_sigterm_sighup(
 
 
 def test_sigkill_of_mtpwatch_still_terminates_the_server(tmp_path: Path, tree: Path, repo_root: Path) -> None:
-    driver, (leader, _child, _escaped) = run_driver(tmp_path, repo_root, DRIVER_PLAIN, ["wait", str(tree)])
+    driver, (leader, child, escaped) = run_driver(tmp_path, repo_root, DRIVER_PLAIN, ["wait", str(tree)])
     driver.kill()
     driver.wait(timeout=30)
     # PR_SET_PDEATHSIG: the kernel sends the leader SIGTERM (vLLM then stops its engine itself).
     assert wait_until(lambda: not alive(leader))
+    for pid in (child, escaped):  # the test tree's sleepers have no vLLM to stop them: do it here
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])

@@ -15,6 +15,7 @@ from mtpwatch.core.launch.vllm_cmd import (
     build_speculative_config,
     build_vllm_argv,
     is_loopback,
+    server_env,
 )
 
 
@@ -129,13 +130,13 @@ def test_vllm_command_forms(vllm: str, prefix: list[str]) -> None:
     assert argv[len(prefix)] == "--host"
 
 
-def test_name_key_and_extra_go_in_order() -> None:
-    argv = build_vllm_argv(
-        "M", api_key="s3cret", served_model_name="gemma", extra=["--max-model-len", "8192"], k=2
-    )
+def test_name_and_extra_go_in_order_and_the_key_goes_in_the_environment() -> None:
+    argv = build_vllm_argv("M", served_model_name="gemma", extra=["--max-model-len", "8192"], k=2)
     assert argv[argv.index("--served-model-name") + 1] == "gemma"
-    assert argv[argv.index("--api-key") + 1] == "s3cret"
     assert argv[-2:] == ["--max-model-len", "8192"]
+    assert "--api-key" not in argv
+    assert server_env("s3cret") == {"VLLM_API_KEY": "s3cret"}
+    assert server_env(None) == {} and server_env("") == {}
 
 
 def test_bind_warning() -> None:
