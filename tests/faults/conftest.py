@@ -24,11 +24,11 @@ from typing import Any
 
 import httpx
 import pytest
-from mtpwatch.ui.live import ServerFeed
 from textual.pilot import Pilot
 
 from mtpwatch.config import ServerSpec
 from mtpwatch.ui.app import MtpWatchApp
+from mtpwatch.ui.feed import ServerFeed
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent / "vllm_shim.py"
