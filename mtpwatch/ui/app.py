@@ -209,10 +209,13 @@ class MtpWatchApp(App[int]):
 
     def save_on_exit(self) -> None:
         """With --save FILE, an unsaved measurement is written when the app exits."""
-        monitor = self.monitor
-        if self.measure is None or not self.measure.save_path or monitor.last_report is None:
+        if self.measure is None or not self.measure.save_path:
             return
-        if monitor.saved_to is None:
+        try:
+            monitor = self.monitor
+        except LookupError:  # the fleet view: no measurement to save
+            return
+        if monitor.last_report is not None and monitor.saved_to is None:
             with contextlib.suppress(OSError):
                 monitor.save_results()
 
