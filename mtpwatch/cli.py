@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
     "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
     "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
+    "replay": ("mtpwatch.commands.replay", "Play a --record recording in the app (or --json), no server."),
     "screenshots": ("mtpwatch.commands.screenshots", "Write SVG screenshots of the main views."),
 }
 

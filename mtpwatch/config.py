@@ -25,7 +25,7 @@ class LaunchSpec:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Extra environment variables on top of mtpwatch's own environment (may hold VLLM_API_KEY, so
     kept out of repr: a traceback that prints locals must not print the key)."""
-    kind: Literal["vllm", "sim"] = "vllm"
+    kind: Literal["vllm", "sim", "llama.cpp"] = "vllm"
     """What the process is; the simulator prints vLLM-like logs, so both go through one path."""
     keep: bool = False
     """Leave the server running when mtpwatch exits (prints how to attach and stop)."""
@@ -71,6 +71,9 @@ class DisplaySettings:
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
     theme: str | None = None
     """Textual theme name ('textual-dark', 'nord', 'solarized-light', ...); None = Textual's default."""
+    spec_method: str | None = None
+    """The speculation method when the user says (--spec-method: 'mtp', 'ngram', 'eagle', …); a log
+    mtpwatch read wins. Unknown: the panel says "speculative", never "MTP"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +123,5 @@ class AppConfig:
     title: str = "mtpwatch"
     fleet: FleetSettings | None = None
     """Set: the app opens the fleet view (one row per server); Enter opens a row's monitor."""
+    record: str | None = None
+    """Write what the app sees to this file (`--record`); None = no recording."""

@@ -3,8 +3,8 @@
 - `data` (session): `data.path("metrics-ngram-k4-after.txt")`, `data.text(name)`, `data.glob("sse-*.txt")`;
   model configs are `data.path("configs/dense-bf16.json")`.
 - Parametrised by data file: a test that takes `metrics_page` runs once per tests/data/metrics-*.txt,
-  one that takes `sse_transcript` once per tests/data/sse-*.txt (the argument is the file's Path, the
-  test id its name).
+  one that takes `sse_transcript` once per vLLM transcript tests/data/sse-*.txt (llama-server's,
+  `sse-llamacpp-*`, have their own tests) — the argument is the file's Path, the test id its name.
 - `repo_root` (session): the checkout's root, for subprocesses that import mtpwatch from source.
 """
 
@@ -43,7 +43,7 @@ def repo_root() -> Path:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for name, pattern in DATA_PARAMETERS.items():
         if name in metafunc.fixturenames:
-            files = DATA.glob(pattern)
+            files = [p for p in DATA.glob(pattern) if "llamacpp" not in p.name]
             metafunc.parametrize(name, files, ids=[p.name for p in files])
 
 

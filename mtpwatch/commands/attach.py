@@ -7,14 +7,26 @@ import sys
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
-from mtpwatch.commands.options import checked_url, display_options, display_settings
+from mtpwatch.commands.options import (
+    checked_record,
+    checked_url,
+    display_options,
+    display_settings,
+    record_option,
+)
+from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 
 
 @click.command("attach")
 @click.argument("urls", nargs=-1, metavar="URL...")
 @click.option("--model", default=None, help="model_name to watch when the server serves several.")
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--api-key",
+    default=None,
+    envvar=API_KEY_ENVVARS,
+    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+)
 @click.option(
     "--file",
     "url_file",
@@ -44,6 +56,7 @@ from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 )
 @display_options
 @tls_options
+@record_option
 def command(
     urls: tuple[str, ...],
     model: str | None,
@@ -53,6 +66,7 @@ def command(
     selector: str,
     window: float,
     as_json: bool,
+    record: str | None,
     **display: object,
 ) -> None:
     """Watch a running vLLM server at URL (default http://127.0.0.1:8000) and send it prompts.
@@ -63,6 +77,8 @@ def command(
     from mtpwatch.commands import fleet
 
     settings = display_settings(**display)  # type: ignore[arg-type]
+    if record is not None and (prometheus is not None or url_file is not None or len(urls) > 1 or as_json):
+        raise click.UsageError("--record goes with one server's monitor, not the fleet view or --json")
     if model is not None and (prometheus is not None or url_file is not None or len(urls) > 1):
         raise click.UsageError("--model goes with one URL: the fleet view shows every model, one row each")
     if prometheus is not None:
@@ -84,6 +100,7 @@ def command(
             config = AppConfig(
                 servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
                 display=settings,
+                record=checked_record(record),
             )
             from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 

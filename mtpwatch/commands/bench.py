@@ -27,6 +27,7 @@ import click
 from mtpwatch.charts import plots
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportfile, reportio, runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent, RunFinished
@@ -40,6 +41,102 @@ from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.outfile import write_complete
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
+
+
+def sweep_options(func: Any) -> Any:
+    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu, --gpu-memory, --gpu-free, --plan."""
+    from mtpwatch.core.launch.vllm_cmd import METHODS
+
+    options = [
+        click.option(
+            "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
+        ),
+        click.option(
+            "--sweep-k",
+            default="0,1,2,4",
+            show_default=True,
+            metavar="LIST",
+            help="k sweep: the ks (0 = off).",
+        ),
+        click.option(
+            "--method", type=click.Choice(METHODS), default=None, help="k sweep: speculation method."
+        ),
+        click.option("--drafter", default=None, metavar="MODEL", help="k sweep: the drafter model."),
+        click.option(
+            "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
+        ),
+        click.option("--gpu", default=None, help="k sweep: plan memory for this GPU (table name)."),
+        click.option(
+            "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
+        ),
+        click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
+        click.option(
+            "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _sweep(
+    sweep: dict[str, Any],
+    url: str | None,
+    ab: tuple[str, str] | None,
+    prompts_spec: str,
+    limit: int | None,
+    runs: int,
+    warmup: int,
+    max_tokens: int | None,
+    temperature: float,
+    api_key: str | None,
+    model: str | None,
+    chat: bool,
+    startup_timeout: float,
+    json_path: Path | None,
+    progress: bool | None,
+) -> None:
+    from mtpwatch.commands.planning import extra_args
+    from mtpwatch.commands.sweep import sweep_command
+
+    ctx = click.get_current_context()
+    given_url = ctx.get_parameter_source("url") == click.core.ParameterSource.COMMANDLINE
+    if (url is not None and given_url) or ab is not None:
+        raise click.UsageError("give --start MODEL or server URLs, not both")
+    _check_writable(json_path, "--json")
+    try:
+        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+    except workloads.WorkloadError as exc:
+        raise click.BadParameter(str(exc), param_hint="--prompts") from None
+    config = BenchConfig(
+        prompts=prompts, runs=runs, warmup=warmup, schedule="restart", temperature=temperature
+    )
+    try:
+        config.validate(paired=True)
+    except BenchConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    mode: Mode = (
+        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
+    )
+    sweep_command(
+        model=sweep["start_model"],
+        ks=_int_list(sweep["sweep_k"], "--sweep-k"),
+        method=sweep["method"],
+        drafter=sweep["drafter"],
+        vllm_cmd=sweep["vllm_cmd"],
+        extra=extra_args(),
+        gpu=sweep["gpu"],
+        gpu_memory=sweep["gpu_memory"],
+        gpu_free=sweep["gpu_free"],
+        show_plan=sweep["show_plan"],
+        config=config,
+        api_key=api_key,
+        served_model=model,
+        chat=chat,
+        startup_timeout=startup_timeout,
+        json_path=json_path,
+        progress=Progress(sys.stderr, mode),
+    )
 
 
 def _int_list(value: str | None, option: str) -> tuple[int, ...]:
@@ -479,6 +576,7 @@ def _write_outputs(
 
 @click.command(
     "bench",
+    cls=PassthroughCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
     "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long --json ab.json",
@@ -549,7 +647,12 @@ def _write_outputs(
 )
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
 @click.option("--model", default=None, help="Served model name (default: the server's only model).")
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Bearer token (default: $VLLM_API_KEY).")
+@click.option(
+    "--api-key",
+    default=None,
+    envvar=API_KEY_ENVVARS,
+    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+)
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
 )
@@ -573,6 +676,7 @@ def _write_outputs(
     help="Progress on stderr: a line rewritten in place on a terminal, else one line every "
     "--progress-interval seconds; --progress forces the in-place line.",
 )
+@sweep_options
 @click.option(
     "--progress-interval",
     type=click.FloatRange(min=1.0),
@@ -643,11 +747,18 @@ def command(
     jsonl_path: Path | None,
     resume_path: Path | None,
     plot: bool,
+    **sweep: Any,
 ) -> None:
     """Paired A/B benchmark: speed-up with a 95 % CI, acceptance, lossless check, break-even.
 
-    URL defaults to http://127.0.0.1:8000 (or the config file's `url`).
+    URL defaults to http://127.0.0.1:8000 (or the config file's `url`). With --start MODEL
+    --sweep-k 0,1,2,4: a k sweep, one server at a time (flags after -- go to every vLLM server),
+    with the k advisor's predictions beside the measured figures.
     """
+    if sweep["start_model"] is not None:
+        _sweep(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature, api_key, model,
+               chat, startup_timeout, json_path, progress)  # fmt: skip
+        return
     ctx = click.get_current_context()
     try:
         extra_meta = provenance.parse_metadata(metadata)

@@ -6,12 +6,16 @@ import sys
 
 import click
 
-from mtpwatch.commands.options import check_runs, free_port, measure_options
+from mtpwatch.commands.options import check_runs, checked_record, free_port, measure_options, record_option
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 
 
 def demo_config(
-    preset: str | None = None, *, single: bool = False, startup_delay: float | None = None
+    preset: str | None = None,
+    *,
+    single: bool = False,
+    startup_delay: float | None = None,
+    record: str | None = None,
 ) -> AppConfig:
     """The demo's servers: simulator subprocesses on free loopback ports, started by the app."""
     from mtpwatch.core.launch.vllm_cmd import build_sim_argv
@@ -32,9 +36,10 @@ def demo_config(
         )
     return AppConfig(
         servers=servers,
-        display=DisplaySettings(gpu=None),
+        display=DisplaySettings(gpu=None, spec_method="mtp"),  # the simulator models MTP
         mode="single" if single else "ab",
         title=f"mtpwatch demo ({name}, simulated)",
+        record=record,
     )
 
 
@@ -54,17 +59,25 @@ def demo_config(
     help="One simulated server at a time, restarted between A, B, A sessions; starts by measuring "
     "the sample prompt.",
 )
+@click.option(
+    "--loop",
+    is_flag=True,
+    help="Self-running: send the built-in prompts in turn, pausing between them, until quit.",
+)
 @measure_options
+@record_option
 def command(
     preset: str | None,
     single: bool,
     schedule: Schedule,
     restart: bool,
+    loop: bool,
     runs: int,
     warmup: int,
     save_path: str | None,
+    record: str | None,
 ) -> None:
-    """Start two simulated servers (MTP off and on) and watch them; F4 sends a sample prompt, F6 measures."""
+    """Start two simulated servers (MTP off and on) and watch them; Enter sends the suggested prompt."""
     from mtpwatch.sim.presets import UnknownPresetError
 
     # lazy: Textual loads only once the arguments are checked
@@ -73,9 +86,12 @@ def command(
     check_runs(runs, warmup)
     if restart and single:
         raise click.UsageError("--restart needs the A/B pair (drop --single)")
+    if restart and loop:
+        raise click.UsageError("--loop sends prompts to both servers; drop --restart")
+    record = checked_record(record)
 
     try:
-        config = demo_config(preset, single=single)
+        config = demo_config(preset, single=single, record=record)
     except UnknownPresetError as exc:
         raise click.UsageError(str(exc)) from None
     # lazy: Textual loads only for the UI
@@ -85,5 +101,11 @@ def command(
     prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts, save_path=save_path)
     sys.exit(
-        run_app(config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure)
+        run_app(
+            config,
+            schedule="restart" if restart else schedule,
+            prefill=SAMPLE_PROMPT,
+            measure=measure,
+            loop=loop,
+        )
     )

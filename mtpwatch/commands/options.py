@@ -46,7 +46,10 @@ def display_options(func: F) -> F:
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
-            "--gpu", default=None, help="GPU of a remote server for the peak-bandwidth table, e.g. GB10."
+            "--gpu",
+            default=None,
+            help="GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
+            "e.g. GB10.",
         ),
         click.option(
             "--peak-gbps",
@@ -73,6 +76,13 @@ def display_options(func: F) -> F:
             help="Colour theme: textual-dark, textual-light, nord, gruvbox, solarized-light, ... "
             "(Ctrl+P lists them).",
         ),
+        click.option(
+            "--spec-method",
+            default=None,
+            metavar="NAME",
+            help="The server's speculation method (mtp, ngram, eagle3, draft_model, …) when mtpwatch "
+            "did not start it; unnamed methods show as 'speculative'.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -90,6 +100,7 @@ def display_settings(
     model_config: str | None,
     drafter_config: str | None = None,
     theme: str | None = None,
+    spec_method: str | None = None,
 ) -> DisplaySettings:
     """Check the display options (raising click.UsageError with one line) and build the settings."""
     if gpu is not None:
@@ -120,6 +131,7 @@ def display_settings(
         model_config=model_config,
         drafter_config=drafter_config,
         theme=theme,
+        spec_method=spec_method.strip().lower() if spec_method else None,
     )
 
 
@@ -146,6 +158,34 @@ def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | No
     if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
         raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(value))} does not exist")
     return value
+
+
+def record_option(func: F) -> F:
+    """Add --record FILE (everything the app sees, for `mtpwatch replay`)."""
+    option = click.option(
+        "--record",
+        "record",
+        type=click.Path(dir_okay=False, writable=True),
+        default=None,
+        metavar="FILE",
+        help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
+        "`mtpwatch replay FILE` plays it back, no server needed).",
+    )
+    return option(func)
+
+
+def checked_record(path: str | None) -> str | None:
+    """One clear line when the recording cannot be created (before the TUI starts)."""
+    if path is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise click.UsageError(f"--record: no such folder: {folder}")
+    if os.path.isdir(path):
+        raise click.UsageError(f"--record: {path} is a folder")
+    if not os.access(folder, os.W_OK):
+        raise click.UsageError(f"--record: cannot write in {folder}")
+    return path
 
 
 def measure_options(func: F) -> F:

@@ -27,6 +27,8 @@ VIEWS: dict[str, str] = {
     "start": "a server starting: log and phase, 120×32",
     "disconnected": "the single view after its server went away, 120×32",
     "fleet": "the fleet view: six busy servers (one with collapsed acceptance, marked) and one down, 180×24",
+    "replay": "`mtpwatch replay` of the A/B session above (recorded with --record), paused after the "
+    "first prompt, 200×50",
 }
 """File stem → what the screenshot shows."""
 
@@ -125,6 +127,7 @@ async def write_screenshots(
     title = f"mtpwatch demo ({name}, simulated{pace})"
     display = DisplaySettings(max_tokens=max_tokens, temperature=0.0)
     written: list[Path] = []
+    recording = out / ".ab-session.mtpw.gz"
     with contextlib.ExitStack() as stack:
         url_a = stack.enter_context(SimThread(preset=name, spec=False, speed=speed))
         sim_b = SimThread(preset=name, spec=True, speed=speed)
@@ -136,12 +139,14 @@ async def write_screenshots(
             display=display,
             mode="ab",
             title=title,
+            record=str(recording),
         )
         app = make_app(ab, schedule="alternate", measure=MeasureSettings(runs=6, warmup=1, max_tokens=48))
         async with app.run_test(size=(200, 50)) as pilot:
             await _prepare(pilot)
             await _prompt_and_settle(pilot)
             written.append(_save(app, out / "ab.svg"))
+            app.monitor.stop_recording()  # the replay shows the prompt, not the F6 runs
             monitor = app.monitor
             monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
             await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
@@ -177,6 +182,8 @@ async def write_screenshots(
             await app.shutdown_servers()
 
     written.append(await _film_fleet(out / "fleet.svg", name, speed, display))
+    written.append(await _film_replay(recording, out / "replay.svg"))
+    recording.unlink(missing_ok=True)
 
     port = free_port()
     argv = build_sim_argv(name, port=port, startup_delay=startup_delay)
@@ -233,6 +240,28 @@ async def _film_fleet(path: Path, preset: str, speed: float, display: Any) -> Pa
             saved = _save(app, path)
             await pilot.press("ctrl+q")
     return saved
+
+
+async def _film_replay(recording: Path, path: Path) -> Path:
+    """The replay of `recording`, paused just after its first prompt's answers (no server runs)."""
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.replay import ReplaySource
+    from mtpwatch.ui.screens.replay import ReplayScreen
+
+    source = ReplaySource.open(recording)
+    done = [float(r["t"]) for r in source.recording.records if r["kind"] == "done"]
+    app = make_app(source.config, replay=source)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _prepare(pilot)
+        screen = app.monitor
+        assert isinstance(screen, ReplayScreen)
+        await pilot.press("space")  # pause
+        screen.seek_to((done[-1] if done else source.t_end) + 0.5)
+        await pilot.pause(1.2)  # panels draw feed views at 2 Hz
+        for panel in screen.panels:
+            await panel.settle()
+        await pilot.pause(0.3)
+        return _save(app, path)
 
 
 @click.command("screenshots")

@@ -13,7 +13,8 @@ from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
 
-@click.command(name="sim")
+@click.command(name="sim", context_settings={"ignore_unknown_options": True})
+@click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
     "--preset",
     default=DEFAULT_PRESET,
@@ -112,6 +113,13 @@ from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
     help="Simulate a restart S seconds after start-up (counters reset, new _created).",
 )
 @click.option(
+    "--gpu-ledger",
+    type=click.Path(file_okay=False),
+    default=None,
+    envvar="MTPWATCH_SIM_GPU_DIR",
+    help="With `serve MODEL`: folder of the simulated GPUs' memory ledgers (default: a temp folder).",
+)
+@click.option(
     "--load",
     type=click.IntRange(0, 1024),
     default=0,
@@ -127,6 +135,7 @@ from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 )
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
 def command(
+    vllm_args: tuple[str, ...],
     preset: str,
     host: str,
     port: int,
@@ -147,6 +156,7 @@ def command(
     fault_metrics_delay: float,
     fault_exit_after: float | None,
     fault_restart_after: float | None,
+    gpu_ledger: str | None,
     load: int,
     count: int,
     list_presets: bool,
@@ -157,6 +167,13 @@ def command(
     {"cut_stream_after": 20, "cut_mid_chunk": true}, {"metrics_500": true}, {"metrics_delay_s": 2},
     {"metrics_truncate": true}, {"metrics_no_spec": true}, {"hang": true}, {"restart": true},
     {"exit": true}, {"clear": true}. GET /sim/info describes the simulated deployment.
+
+    It also reads `vllm serve`'s command line, so that `--vllm "mtpwatch sim --speed 10"` stands in
+    for vLLM: `mtpwatch sim serve MODEL --port 8001 --speculative-config '{...}'
+    --gpu-memory-utilization 0.4`. The preset follows MODEL's name (E4B, 26B-A4B, 31B) unless
+    --preset is given; no --speculative-config means no speculation; simulated servers on one
+    simulated GPU share its memory and refuse to start, as vLLM does, when it is not free.
+    Other vLLM flags are logged and ignored.
     """
     if list_presets:
         for p in PRESETS.values():
@@ -171,6 +188,42 @@ def command(
             "use 127.0.0.1 unless you mean it",
             err=True,
         )
+    from mtpwatch.sim.server import SimStartupError
+    from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
+
+    try:
+        serve = parse_serve_args(vllm_args)
+    except ServeArgsError as exc:
+        raise click.UsageError(str(exc)) from None
+    serve_options: dict[str, object] = {}
+    if serve is not None:
+        ctx = click.get_current_context()
+        if ctx.get_parameter_source("preset") is not click.core.ParameterSource.COMMANDLINE:
+            preset = preset_for_model(serve.model)
+        spec_cfg = serve.speculative_config
+        no_spec = spec_cfg is None
+        if spec_cfg is not None:
+            try:
+                k = int(spec_cfg.get("num_speculative_tokens", k or 1))
+            except (TypeError, ValueError):
+                raise click.UsageError(
+                    "--speculative-config: num_speculative_tokens must be an integer"
+                ) from None
+        serve_options = {
+            "model": serve.model,
+            "method": spec_cfg.get("method") if spec_cfg else None,
+            "drafter": spec_cfg.get("model") if spec_cfg else None,
+            "gpu_memory": True,
+            "gpu_memory_utilization": serve.gpu_memory_utilization or 0.9,
+            "kv_cache_memory_bytes": serve.kv_cache_memory_bytes,
+            "max_model_len": serve.max_model_len,
+            "enforce_eager": serve.enforce_eager,
+            "gpu_ledger_dir": gpu_ledger,
+        }
+        if serve.ignored:
+            click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
+    elif vllm_args:
+        raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
     options = SimOptions(
         preset=preset,
         host=host,
@@ -196,6 +249,7 @@ def command(
             metrics_status=500 if fault_metrics_500 else None,
             metrics_delay_s=fault_metrics_delay,
         ),
+        **serve_options,  # type: ignore[arg-type]
     )
     if count > 1 and port != 0 and port + count - 1 > 65535:
         raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
@@ -220,14 +274,18 @@ def command(
                 for other in servers:
                     await other.stop()
                 raise click.ClickException(f"cannot bind {bound}: {exc.strerror or exc}") from None
-            mode = f"MTP k={server.physics.k}" if options.spec else "no speculation"
+            mode = f"{server.preset.method} k={server.physics.k}" if options.spec else "no speculation"
             click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         for server in servers:
-            await server.start()
+            try:
+                await server.start()
+            except SimStartupError:
+                await asyncio.gather(*(other.stop() for other in servers))
+                sys.exit(1)
         await stop.wait()
         await asyncio.gather(*(server.stop() for server in servers))
 

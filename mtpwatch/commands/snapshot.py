@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -157,7 +158,11 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     header = [f"mtpwatch snapshot of {source}" + (f" since {since}" if between else "")]
     models = report.get("models") or []
     engines = report.get("engines") or []
-    line = f"server: {report['schema']}"
+    line = (
+        f"server: {report['engine']}"
+        if report.get("engine") == "llama.cpp"
+        else f"server: {report['schema']}"
+    )
     if report.get("model"):
         line += f", model {report['model']}"
     if engines:
@@ -169,8 +174,15 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
         )
 
     rows: list[tuple[str, str, str]] = []
+    missing = report.get("missing") or {}
     if report["speculative"]:
-        rows.append(("speculative decoding", f"on, k={report['num_speculative_tokens']}", "page"))
+        k = report["num_speculative_tokens"]
+        if report.get("engine") == "llama.cpp":
+            mean = report.get("mean_draft_length")
+            drafts = f", mean {mean:.2f}" if mean is not None else ""
+            rows.append(("speculative decoding", f"on, drafts ≤ {k} tokens{drafts}", "page"))
+        else:
+            rows.append(("speculative decoding", f"on, k={k}", "page"))
         rows += [
             ("drafts (verify steps)", _count(report["drafts"]), counters),
             ("draft tokens", _count(report["draft_tokens"]), counters),
@@ -197,13 +209,15 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
             "n/a" if report["tokens_per_step"] is None else f"{report['tokens_per_step']:.2f}",
             derived,
         ),
-        ("mean step time (ITL)", _ms(report["mean_step_s"]), hist),
-        ("mean TTFT", _ms(report["mean_ttft_s"]), hist),
-        ("mean TPOT", _ms(report["mean_tpot_s"]), hist),
+        ("mean step time (ITL)", _ms(report["mean_step_s"]), missing.get("latency", hist)),
+        ("mean TTFT", _ms(report["mean_ttft_s"]), missing.get("latency", hist)),
+        ("mean TPOT", _ms(report["mean_tpot_s"]), missing.get("latency", hist)),
         ("requests running", _count(report["requests_running"]), gauge),
         ("requests waiting", _count(report["requests_waiting"]), gauge),
-        ("KV-cache usage", _pct(report["kv_cache_usage"]), gauge),
+        ("KV-cache usage", _pct(report["kv_cache_usage"]), missing.get("kv", gauge)),
     ]
+    if "counts" in missing:
+        rows.append(("note", "", missing["counts"]))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     body = [f"  {a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
@@ -224,9 +238,9 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
 )
 @click.option(
     "--api-key",
-    envvar="VLLM_API_KEY",
+    envvar=API_KEY_ENVVARS,
     default=None,
-    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY).",
+    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option(

@@ -1,5 +1,8 @@
 """`mtpwatch start`: launch a vLLM server (MTP on or off), watch it, stop it on exit.
 
+`--engine llama.cpp` launches llama.cpp's `llama-server` on a GGUF instead, with `--metrics` and the
+same short speculation flags (`core.launch.llamacpp_cmd`), through the same process ownership.
+
 With ``--headless`` it runs without the terminal UI: it prints the start-up phases and facts from
 the server's log, waits for /health, prints where to attach and then a one-line status every few
 seconds, and stops the server's whole process group on Ctrl-C, SIGTERM or SIGHUP (or leaves it
@@ -15,15 +18,23 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
 import click
 
-from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
+from mtpwatch.commands.options import checked_record, record_option
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.launch.llamacpp_cmd import (
+    LLAMACPP_SPEC_TYPES,
+    build_llamacpp_argv,
+    llamacpp_env,
+    llamacpp_key_env,
+)
 from mtpwatch.core.launch.logparse import LogEvent
 from mtpwatch.core.launch.ports import port_in_use_message
 from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
@@ -100,6 +111,7 @@ async def run_headless(
     log_file: Path | None,
     served_model_name: str | None,
     out: IO[str] = sys.stdout,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
@@ -118,9 +130,7 @@ async def run_headless(
         if event.kind in ("phase", "fact", "spec"):
             say(event.text if event.kind != "phase" else f"phase: {event.text}")
 
-    launch = Launch(
-        argv, env=server_env(api_key), keep=keep, log_path=server_log, on_line=on_line, on_event=on_event
-    )
+    launch = Launch(argv, env=env, keep=keep, log_path=server_log, on_line=on_line, on_event=on_event)
     try:
         proc = await launch.start()
     except StartupError as exc:
@@ -224,7 +234,10 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option("--drafter", metavar="MODEL", help="Drafter model (MTP assistant, EAGLE-3, draft model).")
 @click.option("-k", "k", type=int, metavar="N", help="Number of speculative tokens per step.")
 @click.option(
-    "--method", type=click.Choice(METHODS), help="Speculation method (default mtp when -k/--drafter)."
+    "--method",
+    type=click.Choice([*METHODS, *LLAMACPP_SPEC_TYPES]),
+    help="Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
+    "and its own --spec-type names).",
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
@@ -233,8 +246,9 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option(
     "--api-key",
     metavar="KEY",
-    envvar="VLLM_API_KEY",
-    help="Require this key (vLLM gets it as VLLM_API_KEY, not on its command line); default: $VLLM_API_KEY.",
+    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
+    help="Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
+    "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
 )
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
 @click.option(
@@ -244,6 +258,21 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
     show_default=True,
     metavar="COMMAND",
     help="How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["vllm", "llama.cpp"]),
+    default="vllm",
+    show_default=True,
+    help="vLLM, or llama.cpp's llama-server (MODEL is then a GGUF file; -k is --spec-draft-n-max).",
+)
+@click.option(
+    "--llama-server",
+    "llama_server",
+    default="llama-server",
+    show_default=True,
+    metavar="COMMAND",
+    help="With --engine llama.cpp: how to run llama-server, e.g. '/opt/llama.cpp/build/bin/llama-server'.",
 )
 @click.option("--keep", is_flag=True, help="Leave the server running when mtpwatch exits.")
 @click.option("--headless", is_flag=True, help="No UI: print phases, then a status line every few seconds.")
@@ -266,6 +295,7 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option(
     "--log-file", type=click.Path(dir_okay=False, path_type=Path), help="Also write the server log here."
 )
+@record_option
 def command(
     model: str,
     extra: tuple[str, ...],
@@ -279,33 +309,63 @@ def command(
     api_key: str | None,
     served_model_name: str | None,
     vllm_cmd: str,
+    engine: str,
+    llama_server: str,
     keep: bool,
     headless: bool,
     startup_timeout: float,
     status_interval: float,
     log_file: Path | None,
+    record: str | None,
 ) -> None:
     """Start a vLLM server for MODEL (MTP on or off), watch it, stop it on exit.
 
     Arguments after `--` go to `vllm serve` unchanged, e.g.
     `mtpwatch start google/gemma-4-E4B-it -k 4 --drafter ... -- --max-model-len 8192`.
+    With `--engine llama.cpp`, MODEL is a GGUF and they go to llama-server, e.g.
+    `mtpwatch start --engine llama.cpp model.gguf --drafter draft.gguf -k 4 -- -c 4096`.
     """
+    env: dict[str, str] = {}
     try:
-        argv = build_vllm_argv(
-            model,
-            drafter=drafter,
-            k=k,
-            method=method,
-            speculative_config=speculative_config,
-            no_spec=no_spec,
-            host=host,
-            port=port,
-            vllm=vllm_cmd,
-            served_model_name=served_model_name,
-            extra=extra,
-        )
+        if engine == "llama.cpp":
+            if speculative_config is not None:
+                raise VllmArgsError(
+                    "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
+                    "(or llama-server's own flags after --)"
+                )
+            argv = build_llamacpp_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                server=llama_server,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
+            env = {**llamacpp_env(llama_server), **llamacpp_key_env(api_key)}
+        else:
+            argv = build_vllm_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                speculative_config=speculative_config,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                vllm=vllm_cmd,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
+            env = server_env(api_key)
     except VllmArgsError as exc:
         raise click.ClickException(str(exc)) from None
+    if record is not None and headless:
+        raise click.UsageError("--record records the UI session; drop --headless")
+    record = checked_record(record)
     warning = bind_warning(host, api_key)
     if warning:
         click.echo(warning, err=True)
@@ -324,13 +384,23 @@ def command(
                 status_interval=status_interval,
                 log_file=log_file,
                 served_model_name=served_model_name,
+                env=env,
             )
         )
         sys.exit(code)
 
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
+    from mtpwatch.ui.view import method_name
 
-    label = "MTP off" if no_spec else "MTP on" if (drafter or k or method or speculative_config) else "vLLM"
+    name = "llama.cpp" if engine == "llama.cpp" else "vLLM"
+    # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.
+    spec_method = None if no_spec else method or ("mtp" if (drafter or k) else None)
+    if no_spec:
+        label = "no speculation"
+    elif spec_method:
+        label = f"{method_name(spec_method)} on"
+    else:
+        label = "speculation on" if speculative_config else name
     spec = ServerSpec(
         label=label,
         url=url,
@@ -338,8 +408,8 @@ def command(
         api_key=api_key,
         launch=LaunchSpec(
             argv=tuple(argv),
-            env=server_env(api_key),
-            kind="vllm",
+            env=env,
+            kind="llama.cpp" if engine == "llama.cpp" else "vllm",
             keep=keep,
             startup_timeout_s=startup_timeout,
         ),
@@ -347,4 +417,10 @@ def command(
     # SIGTERM/SIGHUP stop the server first; the app may call install_signal_handlers(on_signal=...)
     # again to exit cleanly, which replaces the default (SystemExit) on the same chained handler.
     install_signal_handlers()
-    sys.exit(run_app(AppConfig(servers=[spec], title=f"mtpwatch start {model}")))
+    config = AppConfig(
+        servers=[spec],
+        display=DisplaySettings(spec_method=spec_method),
+        title=f"mtpwatch start {model}",
+        record=record,
+    )
+    sys.exit(run_app(config))

@@ -28,6 +28,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from mtpwatch import __version__
+from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
+from mtpwatch.core.roofline.nvml import local_gpu_reading
 
 SCHEMA = 1
 
@@ -245,8 +248,6 @@ async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None 
 
 def facts_from_log(lines: Iterable[str]) -> Any:
     """The start-up facts (vLLM version, speculative method, k, drafter) in a server's log lines."""
-    from mtpwatch.core.launch.logparse import LogWatcher
-
     watcher = LogWatcher()
     for line in lines:
         watcher.feed(line)
@@ -306,8 +307,6 @@ class GpuInfo:
 
 def gpu_from_name(name: str) -> GpuInfo:
     """A GPU the user named (`--gpu`), with its peak from mtpwatch's table when it is known."""
-    from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
-
     try:
         spec = lookup_gpu(name)
     except UnknownGpuError:
@@ -317,8 +316,6 @@ def gpu_from_name(name: str) -> GpuInfo:
 
 def local_gpu() -> GpuInfo:
     """This host's GPU through NVML; `name` None when there is none (or no NVML)."""
-    from mtpwatch.core.roofline.nvml import local_gpu_reading
-
     try:
         reading = local_gpu_reading()
     except Exception:

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from aiohttp import web
@@ -105,6 +106,24 @@ class SimOptions:
     load_max_tokens: int = 200
     """max_tokens of each background request."""
     faults: Faults = field(default_factory=Faults)
+    model: str | None = None
+    """The model as `vllm serve MODEL` names it (default: the preset's HF id)."""
+    method: str | None = None
+    """Speculative method from `--speculative-config` (default: the preset's)."""
+    drafter: str | None = None
+    """Drafter model from `--speculative-config` (default: the preset's)."""
+    gpu_memory: bool = False
+    """Share a simulated GPU with other simulators (ledger) and check vLLM's start-up memory rule."""
+    gpu_memory_utilization: float = 0.9
+    kv_cache_memory_bytes: int | None = None
+    max_model_len: int | None = None
+    enforce_eager: bool = False
+    gpu_ledger_dir: str | None = None
+    """Folder of the simulated GPUs' ledgers (default: `sim.gpu.default_ledger_dir`)."""
+
+
+class SimStartupError(RuntimeError):
+    """The simulated engine refused to start (vLLM's message; the CLI exits with status 1)."""
 
 
 class _Log:
@@ -147,7 +166,8 @@ class SimServer:
     def __init__(self, options: SimOptions | None = None, *, log: TextIO | None = None) -> None:
         self.options = options or SimOptions()
         opts = self.options
-        self.preset: Preset = get_preset(opts.preset)
+        self.preset: Preset = served_preset(get_preset(opts.preset), opts)
+        self._worker: Any = None
         self.physics = Physics(self.preset, spec=opts.spec, k=opts.k, acceptance_scale=opts.acceptance_scale)
         self.model_name = opts.served_model_name or self.preset.model
         self.log = _Log(log)
@@ -297,6 +317,47 @@ class SimServer:
             self._sock = None
         self.closed.set()
 
+    def _claim_gpu(self) -> None:
+        """vLLM's start-up memory check against the simulated GPU; raises `SimStartupError`."""
+        from mtpwatch.sim.gpu import SimGpu, spawn_worker
+
+        opts, p = self.options, self.preset
+        gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
+        self._worker = spawn_worker()
+        weights = p.weights_gib * 2**30 + (p.drafter_bytes if opts.spec else 0.0)
+        overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
+        share = gpu.total_bytes * opts.gpu_memory_utilization
+        kv_bytes = opts.kv_cache_memory_bytes
+        holds = share if kv_bytes is None else weights + overhead + kv_bytes
+        error = gpu.claim(
+            utilization=opts.gpu_memory_utilization, holds=holds, pid=self._worker.pid, label=self.url
+        )
+        kv_need = self.physics.kv_bytes(p.max_model_len)
+        kv_have = (share - weights - overhead) if kv_bytes is None else float(kv_bytes)
+        if error is None and kv_have < kv_need:
+            error = (
+                f"To serve at least one request with the models's max seq len ({p.max_model_len}), "
+                f"({kv_need / 2**30:.2f} GiB KV cache is needed, which is larger than the available KV cache "
+                f"memory ({max(0.0, kv_have) / 2**30:.2f} GiB). Try increasing `gpu_memory_utilization` or "
+                "decreasing `max_model_len` when initializing the engine."
+            )
+        if error is None:
+            self.log(
+                "gpu_worker.py:267",
+                f"Memory: {round(holds / 2**30, 2)} GiB of {gpu.name} taken by this server",
+            )
+            return
+        self._worker.terminate()
+        self.log("core.py:1091", "EngineCore failed to start.", level="ERROR")
+        self.log.raw("Traceback (most recent call last):")
+        self.log.raw('  File "vllm/v1/worker/utils.py", line 457, in request_memory')
+        self.log.raw(f"ValueError: {error}")
+        self.log.raw(
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {'EngineCore_DP0': 1}"
+        )
+        raise SimStartupError(error)
+
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -335,6 +396,8 @@ class SimServer:
                 "forward on same MTP layer,which may result in lower acceptance rate",
                 level="WARNING",
             )
+        if opts.gpu_memory and self._worker is None:
+            self._claim_gpu()
         # simulated load phases: weights ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 %
         weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
         log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
@@ -984,6 +1047,31 @@ class SimThread:
         self._started.set()
         await self._stop.wait()
         await self.server.stop()
+
+
+def served_preset(preset: Preset, opts: SimOptions) -> Preset:
+    """The preset as a `vllm serve` command line changes it: model, context length, method, drafter.
+
+    ngram drafts by looking the prompt up: no drafter weights, a tiny cost per draft position.
+    Other methods keep the preset's drafter costs (an EAGLE-3 head or a draft model of that size).
+    """
+    changes: dict[str, Any] = {}
+    if opts.model:
+        changes["model"] = opts.model
+    if opts.max_model_len:
+        changes["max_model_len"] = opts.max_model_len
+    method = opts.method or preset.method
+    if method == "ngram":
+        changes.update(
+            method="ngram", drafter=None, drafter_bytes=0.0, drafter_overhead_s=0.0001, centroids=False
+        )
+    elif opts.method or opts.drafter:
+        changes.update(
+            method=method,
+            drafter=opts.drafter or preset.drafter,
+            centroids=preset.centroids and method == "mtp",
+        )
+    return replace(preset, **changes) if changes else preset
 
 
 def default_log_stream() -> TextIO:

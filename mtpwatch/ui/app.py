@@ -15,8 +15,10 @@ from textual.screen import Screen
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.launch import process
+from mtpwatch.ui.replay import ReplaySource
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
+from mtpwatch.ui.screens.replay import ReplayScreen
 
 _MONITOR_ACTIONS = frozenset(
     {"sample_prompt", "clear_answers", "measure", "cancel", "scroll_answers", "cycle_window"}
@@ -33,7 +35,14 @@ class MtpWatchApp(App[int]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     # Function keys: the prompt Input has focus and swallows printable keys.
     BINDINGS = [
-        Binding("f1,question_mark", "help", "Help", tooltip="What every number means.", id="help"),
+        Binding(
+            "question_mark,f1",
+            "help",
+            "Help",
+            key_display="?/F1",
+            tooltip="What every number means (? with an empty prompt, or F1).",
+            id="help",
+        ),
         Binding(
             "f2", "toggle_pause", "Pause", tooltip="Freeze the display; collection continues.", id="pause"
         ),
@@ -85,8 +94,14 @@ class MtpWatchApp(App[int]):
         schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
+        loop: bool = False,
+        replay: ReplaySource | None = None,
+        speed: float = 1.0,
     ) -> None:
         super().__init__()
+        self.speed = speed
+        self.loop = loop
+        self.replay = replay
         self.measure = measure
         self.config = config
         self.autostart = autostart
@@ -103,6 +118,9 @@ class MtpWatchApp(App[int]):
 
             fleet = FleetScreen(self.config, autostart=self.autostart, clock=self.clock)
             return fleet  # type: ignore[return-value]
+        if self.replay is not None:
+            replay = ReplayScreen(self.config, self.replay, loop=self.loop, speed=self.speed)
+            return replay  # type: ignore[return-value]
         screen = MonitorScreen(
             self.config,
             autostart=self.autostart,
@@ -110,6 +128,7 @@ class MtpWatchApp(App[int]):
             schedule=self.schedule,
             prefill=self.prefill,
             measure=self.measure,
+            loop=self.loop,
         )
         return screen  # type: ignore[return-value]
 
@@ -245,6 +264,9 @@ def make_app(
     schedule: Schedule = "alternate",
     prefill: str = "",
     measure: MeasureSettings | None = None,
+    loop: bool = False,
+    replay: ReplaySource | None = None,
+    speed: float = 1.0,
 ) -> MtpWatchApp:
     """Build the app (CLI, tests and screenshots share this factory).
 
@@ -255,9 +277,20 @@ def make_app(
         schedule: A/B schedule, 'alternate' (ABBA, never concurrent), 'race' or 'restart'.
         prefill: text put in the prompt box (the demo suggests a prompt).
         measure: runs/warm-up of F6 measurements; `restart` = one server at a time.
+        loop: send the built-in prompts in turn until quit (`demo --loop`, `replay --loop`).
+        replay: play this recording instead of watching servers (`mtpwatch replay`).
+        speed: the replay's starting speed.
     """
     return MtpWatchApp(
-        config, autostart=autostart, clock=clock, schedule=schedule, prefill=prefill, measure=measure
+        config,
+        autostart=autostart,
+        clock=clock,
+        schedule=schedule,
+        prefill=prefill,
+        measure=measure,
+        loop=loop,
+        replay=replay,
+        speed=speed,
     )
 
 
@@ -267,9 +300,14 @@ def run_app(
     schedule: Schedule = "alternate",
     prefill: str = "",
     measure: MeasureSettings | None = None,
+    loop: bool = False,
+    replay: ReplaySource | None = None,
+    speed: float = 1.0,
 ) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
-    app = make_app(config, schedule=schedule, prefill=prefill, measure=measure)
+    app = make_app(
+        config, schedule=schedule, prefill=prefill, measure=measure, loop=loop, replay=replay, speed=speed
+    )
 
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()

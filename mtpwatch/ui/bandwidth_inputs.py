@@ -40,6 +40,8 @@ class BandwidthModel:
         self.peak_gbps: float | None = display.peak_gbps
         self.error = ""
         self.simulated = False
+        self.method: str | None = None
+        """The speculation method the simulator's /sim/info names (None for a real vLLM)."""
         self.sources = ""
         """Where the config, drafter and peak came from, in words (shown in the panel)."""
         self._loaded = False
@@ -65,6 +67,7 @@ class BandwidthModel:
         self._loaded = True
         info = await _sim_info(base_url)
         self.simulated = bool(info)
+        self.method = str(info["method"]) if info.get("method") else None
         sources: list[str] = []
         try:
             if self.display.model_config:

@@ -13,9 +13,11 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.core.http import engines
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError, ServerTimeout, ServerUnreachable
@@ -30,11 +32,15 @@ from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
 from mtpwatch.core.metrics.formulas import conditional_from_marginal
 from mtpwatch.core.metrics.rates import Collector, Rates
-from mtpwatch.core.roofline.nvml import Sampler
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.core.record.writer import Recorder
+from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
 from mtpwatch.ui.answers import Answer
 from mtpwatch.ui.bandwidth_inputs import BandwidthModel
+from mtpwatch.ui.recording import FeedTap
 from mtpwatch.ui.view import (
     PromptSummary,
     ServerView,
@@ -51,6 +57,8 @@ CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
 PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
 """Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
+LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"
+"""Scope of the acceptance rate from llama-server's `timings.draft_n_accepted / draft_n`."""
 
 StartupProgress = Callable[[StartupView, list[str]], None]
 """Called during a launch with the phase (or failure) and the log lines since the last call."""
@@ -180,8 +188,21 @@ class ServerFeed:
         self.request_spec: RequestSpecMetrics | None = None
         """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
         self._sampler: Sampler | None = None
+        self.engine_info: engines.EngineInfo | None = None
+        """What llama-server says about itself (/props, /slots); None for vLLM."""
         self.drafter_ref: str | None = None
         """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
+        self.spec_method: str | None = None
+        """The speculation method from the server log (servers mtpwatch started), else None."""
+        self.tap: FeedTap | None = None
+        """Writes what this feed sees to a recording (`--record`); None when not recording."""
+        self.hardware_reading: HardwareReading | None = None
+        """The NVML reading the panel shows: the sampler's, taken at each scrape (so a recording
+        holds exactly what was shown), or a replay's recorded one; None while no sampler runs."""
+
+    def record_to(self, recorder: Recorder, index: int) -> None:
+        """Record this feed's scrapes, prompts, stream events and server facts as server `index`."""
+        self.tap = FeedTap(recorder, index, self)
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -201,8 +222,13 @@ class ServerFeed:
         if result.error is not None:
             hint = f" — {result.hint}" if result.hint else ""
             self.status, self.reason = "failed", result.error + hint
+            if self.tap is not None:
+                self.tap.life("failed", self.reason)
             return False
         self.drafter_ref = result.server.watcher.facts.spec_model
+        self.spec_method = result.server.watcher.facts.spec_method
+        if self.tap is not None:
+            self.tap.life("launched")
         self._launch = result.server
         self.status = "connecting"
         return True
@@ -215,12 +241,22 @@ class ServerFeed:
             try:
                 if not self.identified:
                     await self._identify()
-                snapshot = await self.client.scrape(self.model)
+                text = await self.client.scrape_text()
+                snapshot = self.client.parse_page(text, self.model)
             except (ServerError, OSError, ValueError) as exc:
                 return self._down(str(exc) or type(exc).__name__)
             now = self.clock()
-            if self.collector.add(snapshot, now):
-                self.identified = False  # a restart: the version or model may have changed
+            if self.tap is not None:
+                self.tap.scrape(now, text)
+            self.accept(snapshot, now)
+        return self.display.scrape_interval_s
+
+    def accept(self, snapshot: MetricsSnapshot, now: float) -> None:
+        """Take one scrape taken at `now` (the poll loop, and a replay with the recorded page)."""
+        if self.collector.add(snapshot, now):
+            self.identified = False  # a restart: the version or model may have changed
+            if self.tap is not None:
+                self.tap.life("restart")
         if self.model is None and snapshot.model:
             self.model = snapshot.model
         if snapshot.models:
@@ -229,12 +265,17 @@ class ServerFeed:
         self._connection.success()
         self._backoff.reset()
         self._sample_client(now)
-        return self.display.scrape_interval_s
+        if self._sampler is not None:
+            self.hardware_reading = self._sampler.latest()
+            if self.tap is not None:
+                self.tap.nvml(now, self.hardware_reading)
 
     async def _identify(self) -> None:
         refs: list[str] = []
+        answered = False
         try:
             models = await self.client.models()
+            answered = True
         except (ServerUnreachable, ServerTimeout):
             raise  # nothing answers: say so now, not after every other request timed out too
         except (ServerError, OSError, ValueError):
@@ -249,14 +290,26 @@ class ServerFeed:
             refs = [r for r in (entry.root, entry.id) if r]
         with contextlib.suppress(ServerError, OSError, ValueError):
             self.version = await self.client.version()
+            answered = True
+        with contextlib.suppress(ServerError, OSError, ValueError):
+            self.engine_info = await engines.identify(self.client.get_json)
+        if self.engine_info is not None:
+            self.version = self.engine_info.build
+            answered = True
+        if not answered and self.collector.latest is None:
+            return  # nothing answers yet (a server still starting): identify it at the next poll
         await self._bandwidth.load(
             self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
         )
         self.identified = True
+        if self.tap is not None:
+            self.tap.server(self.clock())
 
     def _down(self, reason: str) -> float:
         if self.status == "failed":
             return RETRY_MAX_S
+        if self.tap is not None:
+            self.tap.down(self.clock(), reason)
         self.reason = reason.splitlines()[0] if reason else "unreachable"
         connection = self._connection.failure(self.reason)
         # 'connecting' until the second failure of a server never seen up; 'down' once it was.
@@ -328,8 +381,9 @@ class ServerFeed:
                 r, window = prompt_rates, "prompt"
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
-        speculative = None if snap is None else snap.speculative
+        speculative = None if snap is None else (snap.speculative or self._props_speculating)
         verdict, level = make_verdict(
+            method=self.method,
             speculative=speculative,
             acceptance_rate=r.acceptance_rate if r else None,
             mean_acceptance_length=r.mean_acceptance_length if r else None,
@@ -357,6 +411,7 @@ class ServerFeed:
             model=self.model,
             models=self.models,
             version=self.version,
+            method=self.method,
             speculative=speculative,
             k=(snap.num_speculative_tokens or None) if snap is not None else None,
             facts=self.facts,
@@ -381,7 +436,35 @@ class ServerFeed:
             bandwidth=bandwidth,
             verdict=verdict,
             verdict_level=level,
+            **self._engine_fields(snap, r),
         )
+
+    def _engine_fields(self, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
+        """ServerView fields that differ by engine (core.http.engines knows how)."""
+        engine = self.engine
+        k = snap.num_speculative_tokens if snap is not None else 0
+        note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
+        return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
+
+    @property
+    def _props_speculating(self) -> bool:
+        """llama-server says it drafts (/slots) before its first request fills the spec counters."""
+        return self.engine_info is not None and bool(self.engine_info.speculating)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine behind this server, from the latest page's metrics schema."""
+        snap = self.collector.latest
+        if snap is None:
+            return "llama.cpp" if self.engine_info is not None else "unknown"
+        return engine_of_schema(snap.schema)
+
+    @property
+    def method(self) -> str | None:
+        """The speculation method when known: the server log (a server mtpwatch started), the
+        simulator's /sim/info, the user's --spec-method, else None (the panel says "speculative")."""
+        llama = self.engine_info.spec_types if self.engine_info is not None else None
+        return self.spec_method or self._bandwidth.method or llama or self.display.spec_method
 
     # -- hardware (the screen starts and stops the sampler) ------------------------------------
 
@@ -399,20 +482,26 @@ class ServerFeed:
         """Start the NVML sampler thread when a reading applies (idempotent)."""
         if self._sampler is None and self.can_sample_hardware:
             self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
+            self.hardware_reading = self._sampler.latest()
+            if self.tap is not None:
+                self.tap.nvml(self.clock(), self.hardware_reading)
 
     def stop_hardware(self) -> None:
         """Stop the NVML sampler thread (panel hidden, server stopped, or shutting down)."""
         sampler, self._sampler = self._sampler, None
         if sampler is not None:
             sampler.stop(timeout=2.0)
+            self.hardware_reading = None
+            if self.tap is not None:
+                self.tap.nvml(self.clock(), None)
 
     def _hardware_line(self) -> str:
         """The sampler's latest reading in words, or why there is none."""
         if not self.identified:
             return ""
-        if self._sampler is None:
+        if self.hardware_reading is None:
             return describe_hardware(None, local=self.is_local, simulated=self._bandwidth.simulated)
-        return describe_hardware(self._sampler.latest(), local=True)
+        return describe_hardware(self.hardware_reading, local=True)
 
     # -- prompts ------------------------------------------------------------------------------
 
@@ -425,7 +514,30 @@ class ServerFeed:
             max_tokens=self.display.max_tokens,
             temperature=self.display.temperature,
             return_token_ids=True,
+            extra=engines.stream_extras(self.engine),
         )
+        stats = self.begin_prompt(prompt)
+        text_only = on_text
+        tap = self.tap
+
+        def on_event(event: StreamEvent) -> None:
+            if tap is not None:
+                tap.event(event)
+            if event.text:
+                text_only(event.text)
+
+        try:
+            result = await self.client.generate(request, stats=stats, on_event=on_event)
+            if tap is not None:
+                tap.result(result)
+        finally:
+            self.end_prompt(self.clock())
+        if result.error is None:
+            await self.poll()  # a scrape after the last token, so the prompt's window is complete
+        return self.close_prompt(result, self.clock())
+
+    def begin_prompt(self, prompt: str) -> GenerationStats:
+        """A console prompt starts now: its window opens; its stream goes into the returned stats."""
         stats = GenerationStats(clock=self.clock)
         self._gen_stats = stats
         self._client_points = []
@@ -433,21 +545,23 @@ class ServerFeed:
         self.prompt_t1 = self.prompt_t_end = None
         self.request_spec = None
         stats.start(self.prompt_t0)
-        text_only = on_text
-
-        def on_event(event: StreamEvent) -> None:
-            if event.text:
-                text_only(event.text)
-
         self._cancelled_stats = stats
-        try:
-            result = await self.client.generate(request, stats=stats, on_event=on_event)
-        finally:
-            self.prompt_t1 = self.clock()
-            self._gen_stats = None
-        if result.error is None:
-            await self.poll()  # a scrape after the last token, so the prompt's window is complete
-        self.prompt_t_end = self.clock()
+        if self.tap is not None:
+            self.tap.prompt(self.prompt_t0, prompt)
+        return stats
+
+    def end_prompt(self, t1: float) -> None:
+        """The prompt's generation call returned (or was cancelled) at `t1`."""
+        self.prompt_t1 = t1
+        self._gen_stats = None
+        if self.tap is not None:
+            self.tap.end(t1)
+
+    def close_prompt(self, result: GenerationResult, t_end: float) -> Answer:
+        """The prompt's window closes at `t_end`; its answer and summary from `result`."""
+        self.prompt_t_end = t_end
+        if self.tap is not None:
+            self.tap.done(t_end)
         return self._answer(result)
 
     def _answer(self, result: GenerationResult) -> Answer:
@@ -466,6 +580,9 @@ class ServerFeed:
             acceptance = result.spec_metrics.acceptance_rate
             length = result.spec_metrics.mean_acceptance_length
             scope = PER_REQUEST_SCOPE
+        elif result.timings is not None and result.timings.acceptance_rate is not None:
+            acceptance = result.timings.acceptance_rate  # llama-server's draft counts of this request
+            scope = LLAMACPP_REQUEST_SCOPE
         summary = PromptSummary(
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
@@ -473,7 +590,7 @@ class ServerFeed:
             acceptance_rate=acceptance,
             mean_acceptance_length=length,
             scope=scope,
-            approximate=result.approximate,
+            approximate=not result.tokens_exact,
             cancelled=result.cancelled,
             error=result.error,
         )
@@ -483,8 +600,10 @@ class ServerFeed:
         """The answer of a generation the user cancelled (what arrived so far)."""
         stats = self._cancelled_stats or GenerationStats(clock=self.clock)
         self._cancelled_stats = None
-        self.prompt_t_end = self.clock()
-        return self._answer(stats.finish(cancelled=True))
+        result = stats.finish(cancelled=True)
+        if self.tap is not None:
+            self.tap.result(result)
+        return self.close_prompt(result, self.clock())
 
     # -- shutdown -----------------------------------------------------------------------------
 
@@ -498,6 +617,8 @@ class ServerFeed:
             await launch.close_log()
         self.stop_hardware()
         self.status, self.reason, self.identified = "stopped", "", False
+        if self.tap is not None:
+            self.tap.life("stopped")
 
     async def close(self) -> None:
         """Stop the server if mtpwatch owns it (unless keep); close the HTTP client."""

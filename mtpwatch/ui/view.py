@@ -9,7 +9,7 @@ Textual widgets: the render functions return markup strings, and they alone esca
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,6 +92,10 @@ class ServerView:
     """All models the server lists (shown when there are several)."""
     version: str | None = None
     """vLLM version from /version."""
+    method: str | None = None
+    """Speculation method when known ('mtp', 'ngram', 'eagle3', …: the server log, --spec-method, or
+    llama-server's /slots speculation type such as 'draft-simple'); None: the panel says
+    "speculative", never "MTP"."""
     speculative: bool | None = None
     """False when the spec-decode counters are absent ("speculation off")."""
     k: int | None = None
@@ -140,6 +144,12 @@ class ServerView:
     """One sentence on whether MTP pays off, from the numbers above (`make_verdict`)."""
     verdict_level: VerdictLevel = "info"
     """How to colour the verdict."""
+    engine: str = "vllm"
+    """'vllm' or 'llama.cpp' (from the metrics schema); 'unknown' before the first scrape."""
+    draft_note: str = ""
+    """llama.cpp: 'drafts ≤ 4, mean 3.85 tokens' (its drafts vary in length up to k)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Why numbers the engine does not export are n/a ('latency', 'kv', 'counts')."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +225,35 @@ DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target
 MTP_SLOWER = "MTP is slower here: short answers or MoE expert union?"
 
 
+def method_name(method: str | None) -> str:
+    """What to call a speculation method on screen: 'MTP', 'ngram', 'EAGLE-3', …; None → 'speculation'.
+
+    Only a method the server log, the launch or the user named is called by name: an ngram or EAGLE
+    server is not "MTP", and an unknown one is plain "speculation".
+    """
+    if not method:
+        return "speculation"
+    m = method.lower()
+    if "mtp" in m:
+        return "MTP"
+    if m in ("eagle3", "eagle-3"):
+        return "EAGLE-3"
+    if "eagle" in m:
+        return "EAGLE"
+    if m in ("draft_model", "draft"):
+        return "draft model"
+    return method
+
+
+def spec_label(method: str | None, k: int | None) -> str:
+    """The header's speculation label: 'MTP k=4', 'ngram k=4', or 'speculative k=4' when unknown."""
+    name = method_name(method) if method else "speculative"
+    return f"{name} k={k}" if k is not None else f"{name} k ?"
+
+
 def make_verdict(
     *,
+    method: str | None = None,
     speculative: bool | None,
     acceptance_rate: float | None,
     mean_acceptance_length: float | None,
@@ -231,22 +268,23 @@ def make_verdict(
     against the baseline ceiling (the bandwidth term), when the roofline is known.
     """
     where = f"(server, {window_words(window)})"
+    name = method_name(method)
     if speculative is False:
         return "no speculation: this server is the baseline", "info"
     if speculative is None:
         return "", "info"
     if not drafts:
-        return f"MTP: no drafts yet {where} — send a prompt", "info"
+        return f"{name}: no drafts yet {where} — send a prompt", "info"
     if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and drafts >= MIN_DRAFTS:
         return (
-            f"MTP is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
+            f"{name} is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
             f"{DRAFTER_MISMATCH}",
             "bad",
         )
     tau = mean_acceptance_length
     if tau is not None and tau < LOW_MEAN_LENGTH:
         return (
-            f"MTP barely helps: {tau:.2f} tokens per verify step (< {LOW_MEAN_LENGTH}) {where}; "
+            f"{name} barely helps: {tau:.2f} tokens per verify step (< {LOW_MEAN_LENGTH}) {where}; "
             "drafting costs more than it saves",
             "warn",
         )
@@ -256,21 +294,21 @@ def make_verdict(
         ceilings = f"{bw.ceiling_spec_tok_s:.0f} vs {bw.ceiling_baseline_tok_s:.0f} tok/s"
         if ratio >= 1.1:
             return (
-                f"MTP is paying off: τ {_num(tau, '.2f')} tokens/step lifts the bandwidth ceiling "
+                f"{name} is paying off: τ {_num(tau, '.2f')} tokens/step lifts the bandwidth ceiling "
                 f"{ratio:.2f}× over the baseline's ({ceilings}, analytic) {where}",
                 "good",
             )
         if ratio >= 1.0:
             return (
-                f"MTP is break-even: its ceiling is only {ratio:.2f}× the baseline's ({ceilings}) {where}",
+                f"{name} is break-even: its ceiling is only {ratio:.2f}× the baseline's ({ceilings}) {where}",
                 "warn",
             )
         return (
-            f"MTP costs more than it brings: its ceiling is {ratio:.2f}× the baseline's ({ceilings}); "
+            f"{name} costs more than it brings: its ceiling is {ratio:.2f}× the baseline's ({ceilings}); "
             f"the step's extra bytes outweigh {_num(tau, '.2f')} tokens per step {where}",
             "bad",
         )
-    return f"MTP: {_num(tau, '.2f')} tokens per verify step {where}; no roofline to compare with", "info"
+    return f"{name}: {_num(tau, '.2f')} tokens per verify step {where}; no roofline to compare with", "info"
 
 
 def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
@@ -311,13 +349,17 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     model = escape(view.model or "model ?")
     if len(view.models) > 1:
         model += f" [dim](1 of {len(view.models)} served)[/]"
+    llama = view.engine == "llama.cpp"
     if view.speculative is False:
         spec = "[$text-warning]speculation off[/]"
-    elif view.k is not None:
-        spec = f"MTP k={view.k}"
-    else:
+    elif llama and (view.k is not None or view.method):
+        spec = f"{escape(view.method or 'spec')} k≤{view.k or '?'}"
+    elif view.speculative is None and view.k is None:
         spec = "k ?"
-    version = f"vLLM {escape(view.version)}" if view.version else "vLLM ?"
+    else:
+        spec = spec_label(view.method, view.k)
+    name = "llama.cpp" if llama else "vLLM"
+    version = f"{name} {escape(view.version)}" if view.version else f"{name} ?"
     restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
     if compact:  # the detail (why, since when, next retry) gets its own line
         return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
@@ -329,21 +371,25 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
 
 
 def render_numbers(view: ServerView, *, compact: bool = False) -> str:
-    """The key numbers, each with its source and window."""
+    """The key numbers, each with its source and window; what the engine does not export says why."""
     w = window_words(view.window)
     src = f"[dim](server, {w}, {view.scope})[/]"
-    if compact:
+    notes = view.notes
+    if notes:
+        return _render_numbers_missing(view, w, src, compact=compact)
+    if compact:  # 80×24: the three headline numbers, each in one line
         if view.speculative is False:
             acc = "acceptance — [dim](speculation off)[/]"
         else:
             acc = (
                 f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
+                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] · "
+                f"{render_positions(view.per_position)} {src}"
             )
         line2 = (
-            f"[b]{_num(view.server_tok_s)}[/] tok/s · ITL {_ms(view.mean_step_s, '/step')} "
-            f"[dim](server, {w})[/] · KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')} "
-            f"· wait {_num(view.waiting, '.0f')} [dim](now)[/]"
+            f"[b]{_num(view.server_tok_s)}[/] tok/s [dim](server, {w})[/] · "
+            f"{render_bandwidth_short(view.bandwidth)} · ITL {_ms(view.mean_step_s, '/step')} · "
+            f"KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')}"
         )
         return f"{acc}\n{line2}"
     if view.speculative is False:
@@ -367,6 +413,67 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         f"waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
     )
     return "\n".join([acc, srv, lat, kv])
+
+
+def render_positions(marginal: Sequence[float]) -> str:
+    """Per-position acceptance in one line: `pos 76 47 22 %` (marginal, % per draft position)."""
+    if not marginal:
+        return "pos —"
+    return "pos [b]" + " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in marginal) + "[/] %"
+
+
+def render_bandwidth_short(bw: BandwidthView) -> str:
+    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s` (analytic, while decoding)."""
+    if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
+        return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
+    if bw.percent_of_peak is None:
+        return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
+    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+
+
+def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool) -> str:
+    """`render_numbers` for an engine without latency histograms or a KV gauge (llama.cpp)."""
+    notes = view.notes
+    draft = f" [dim]({escape(view.draft_note)})[/]" if view.draft_note else ""
+    if view.speculative is False:
+        acc = "acceptance — [dim](speculation off)[/]"
+    elif compact:
+        acc = (
+            f"accept [b]{_pct(view.acceptance_rate)}[/] · "
+            f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
+        )
+    else:
+        drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
+        acc = (
+            f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
+            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/] tokens/step{drafts}{draft} {src}"
+        )
+    kv = "KV n/a" if "kv" in notes else f"KV {_pct(view.kv_cache_usage)}"
+    run = f"run {_num(view.running, '.0f')} · wait {_num(view.waiting, '.0f')} [dim](now)[/]"
+    if compact:
+        lat = "ITL n/a" if "latency" in notes else f"ITL {_ms(view.mean_step_s, '/step')}"
+        return f"{acc}\n[b]{_num(view.server_tok_s)}[/] tok/s · {lat} [dim](server, {w})[/] · {kv} · {run}"
+    counts = notes.get("counts")
+    srv = (
+        f"server tok/s [b]{_num(view.server_tok_s)}[/] · steps/s {_num(view.steps_per_s)} "
+        f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
+    )
+    if "latency" in notes:
+        lat = f"TTFT · TPOT · ITL [dim]{escape(notes['latency'])}[/]"
+    else:
+        lat = (
+            f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s, '/token')} · "
+            f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+        )
+    kv_line = (
+        f"KV cache [dim]{escape(notes['kv'])}[/]"
+        if "kv" in notes
+        else f"KV cache {_pct(view.kv_cache_usage)}"
+    )
+    kv_line += (
+        f" · running {_num(view.running, '.0f')} · waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
+    )
+    return "\n".join([acc, srv, lat, kv_line])
 
 
 def render_verdict(view: ServerView, width: int | None = None) -> str:
@@ -395,7 +502,9 @@ def render_bars(
     return "\n".join(lines)
 
 
-def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = None) -> str:
+def render_bandwidth(
+    bw: BandwidthView, window: str = "", width: int | None = None, *, method: str | None = None
+) -> str:
     """Roofline panel: analytic GB/s and % of peak, ceilings, the three terms, summary, hardware line."""
     hardware = f"[dim]{escape(bw.hardware)}[/]" if bw.hardware else ""
     if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
@@ -420,7 +529,7 @@ def render_bandwidth(bw: BandwidthView, window: str = "", width: int | None = No
     if bw.k and bw.ceiling_spec_tok_s is not None:
         tau = _num(bw.tau, ".2f")
         src = "" if bw.tau_source == "measured" else " [dim](assumed: all drafts accepted)[/]"
-        ceiling += f" · MTP at τ {tau}{src}: [b]{bw.ceiling_spec_tok_s:.1f}[/] tok/s"
+        ceiling += f" · {method_name(method)} at τ {tau}{src}: [b]{bw.ceiling_spec_tok_s:.1f}[/] tok/s"
     if bw.tok_s and bw.pct_of_ceiling is not None:
         ceiling += f" · now {bw.tok_s:.1f} tok/s = [b]{bw.pct_of_ceiling:.0f} %[/] of it"
     lines.append(ceiling)

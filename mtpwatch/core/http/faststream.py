@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import time
 import urllib.request
@@ -35,6 +36,12 @@ __all__ = ["SseConnection", "open_sse", "proxy_for"]
 _MAX_HEAD = 64 * 1024
 _PAUSE_AT = 4096
 """Undelivered payloads at which reading pauses (a consumer that stopped reading)."""
+
+# As h11: a chunk size is hex digits only (no sign, no '0x', no '_', no leading blank); a Content-Length
+# is decimal digits only. `int()` alone accepts all of those, and a negative chunk size looped forever.
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(?:;.*)?\Z", re.DOTALL)
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,19}\Z")
+_BLANK_LINE = re.compile(rb"\n\r?\n")
 
 _LENGTH: Final = 0
 _CHUNKED: Final = 1
@@ -175,10 +182,9 @@ class _Protocol(asyncio.Protocol):
         """Parse the head once complete (skipping 1xx answers); returns the body bytes that followed."""
         buf = self._hbuf
         while True:
-            end = buf.find(b"\r\n\r\n")
-            sep = 4
-            if end < 0:
-                end, sep = buf.find(b"\n\n"), 2
+            # The head ends at the first blank line, its line ends CRLF or bare LF (as h11: \n\r?\n).
+            blank = _BLANK_LINE.search(buf)
+            end, sep = (blank.start(), blank.end() - blank.start()) if blank else (-1, 0)
             if end < 0:
                 if len(buf) > _MAX_HEAD:
                     self.fail(httpx.RemoteProtocolError("the response head is too large"))
@@ -218,11 +224,10 @@ class _Protocol(asyncio.Protocol):
         if "chunked" in headers.get("transfer-encoding", "").lower():
             self._framing = _CHUNKED
         elif length is not None:
-            try:
-                self._left = int(length)
-            except ValueError:
-                self.fail(httpx.RemoteProtocolError(f"bad Content-Length {length!r}"))
+            if _CONTENT_LENGTH.match(length) is None:
+                self.fail(httpx.RemoteProtocolError(f"bad Content-Length {length[:40]!r}"))
                 return b""
+            self._left = int(length)
             self._framing = _LENGTH
         self.head.set_result(None)
         if self._framing == _LENGTH and self._left == 0:
@@ -252,7 +257,7 @@ class _Protocol(asyncio.Protocol):
                 if len(self._cbuf) > 1024:
                     self.fail(httpx.RemoteProtocolError("bad chunked encoding: size line too long"))
                 return
-            line = data[pos:eol].strip()
+            line = data[pos:eol].rstrip()
             pos = eol + 1
             if self._trailers:
                 if not line:
@@ -261,19 +266,25 @@ class _Protocol(asyncio.Protocol):
                 continue
             if not line:
                 continue  # the CRLF that ends a chunk's data
-            try:
-                size = int(line.split(b";", 1)[0], 16)
-            except ValueError:
+            m = _CHUNK_SIZE.match(line)
+            if m is None:
                 self.fail(httpx.RemoteProtocolError(f"bad chunked encoding: size line {line[:20]!r}"))
                 return
+            size = int(m.group(1), 16)
             if size == 0:
                 self._trailers = True
             else:
                 self._left = size
 
     def _body(self, data: bytes) -> None:
+        if self.error is not None:
+            return
         if self._unzip is not None:
-            data = self._unzip.decompress(data)
+            try:
+                data = self._unzip.decompress(data)
+            except zlib.error as exc:
+                self.fail(httpx.DecodingError(f"bad {self.headers.get('content-encoding')} body: {exc}"), exc)
+                return
         sse = self.sse
         if sse is None:
             self.raw.append(data)
@@ -298,12 +309,16 @@ class _Protocol(asyncio.Protocol):
     def _finish(self) -> None:
         if self.complete:
             return
-        self.complete = True
         if self._unzip is not None:
-            tail = self._unzip.flush()
-            self._unzip = None
+            unzip, self._unzip = self._unzip, None
+            try:
+                tail = unzip.flush()
+            except zlib.error as exc:
+                self.fail(httpx.DecodingError(f"bad compressed body: {exc}"), exc)
+                return
             if tail:
                 self._body(tail)
+        self.complete = True
         if self.sse is not None:
             rest = self.sse.close()
             if rest:

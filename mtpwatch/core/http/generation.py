@@ -6,7 +6,10 @@ so every chunk carries the cumulative `usage.completion_tokens`; per-chunk token
 When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
 without either the per-chunk count is estimated from the text (whitespace-separated words, at least
 one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
-replaces the running count with the exact total.
+replaces the running count with the exact total. llama.cpp's `llama-server` ignores continuous usage;
+asked for `timings_per_token` (`core.http.engines.stream_extras`) it puts `timings.predicted_n`, the
+tokens generated so far, on every chunk, which counts as exactly; its final chunk carries both
+`choices` and `usage` (and `timings` with this request's draft counts), and that usage is the total.
 
 Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
 is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import one_line
 from mtpwatch.core.metrics import formulas as F
 
@@ -218,6 +222,8 @@ class StreamEvent:
     """Prompt tokens, when this chunk carried usage."""
     spec_metrics: RequestSpecMetrics | None = None
     """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
+    timings: LlamaTimings | None = None
+    """llama-server's `timings` on this chunk (the final one; every one with `timings_per_token`)."""
 
 
 class ChunkDecoder:
@@ -243,7 +249,7 @@ class ChunkDecoder:
         """
         try:
             obj = json.loads(payload)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can read
             raw = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
             raise ChunkError(f"the server sent a malformed stream event: {one_line(raw, 80)!r}") from exc
         if not isinstance(obj, dict):
@@ -261,11 +267,21 @@ class ChunkDecoder:
     def _decode(self, obj: dict[str, Any], t: float) -> StreamEvent | None:
         usage = obj.get("usage")
         ct: int | None = None
+        final_usage = False
         if usage:
             ct = usage.get("completion_tokens")
             pt = usage.get("prompt_tokens")
             if pt is not None:
                 self.prompt_tokens = pt
+        timings = None
+        raw_timings = obj.get("timings")
+        if raw_timings is not None:
+            timings = LlamaTimings.from_json(raw_timings)
+            if timings is not None:
+                if ct is None:
+                    ct = timings.predicted_n  # llama-server: tokens generated so far
+                else:
+                    final_usage = True  # llama-server's last chunk: choices + usage + timings
         choices = obj.get("choices")
         if not choices:
             if ct is None:
@@ -280,7 +296,14 @@ class ChunkDecoder:
                 else None
             )
             return StreamEvent(
-                t, "", 0, ct, output=False, prompt_tokens=self.prompt_tokens, spec_metrics=spec
+                t,
+                "",
+                0,
+                ct,
+                output=False,
+                prompt_tokens=self.prompt_tokens,
+                spec_metrics=spec,
+                timings=timings,
             )
         choice = choices[0]
         if choice.get("index", 0) != 0:
@@ -307,8 +330,8 @@ class ChunkDecoder:
         estimated = False
         if ct is not None:
             tokens = ct - self.count if ct > self.count else 0
-            if ct > self.count:
-                self.count = ct
+            if ct > self.count or final_usage or finish is not None:
+                self.count = ct  # the last chunk's usage is the total, even below an estimate
             self.exact = True
             self.usage_chunks += 1
         elif ids:
@@ -334,6 +357,8 @@ class ChunkDecoder:
             estimated,
             self.exact,
             self.prompt_tokens if ct is not None else None,
+            None,
+            timings,
         )
 
 
@@ -383,6 +408,8 @@ class GenerationResult:
     """Client clock when the result was made."""
     spec_metrics: RequestSpecMetrics | None = None
     """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
+    timings: LlamaTimings | None = None
+    """llama-server's last `timings` of this request (its draft counts, server-side ms)."""
 
     @property
     def ok(self) -> bool:
@@ -415,6 +442,7 @@ class GenerationStats:
         "t_first",
         "t_last",
         "t_start",
+        "timings",
     )
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -434,6 +462,7 @@ class GenerationStats:
         self.finish_reason: str | None = None
         self.fallback: str | None = None
         self.spec_metrics: RequestSpecMetrics | None = None
+        self.timings: LlamaTimings | None = None
 
     def start(self, t: float | None = None) -> None:
         """Mark the request as sent (the client calls this; again if it retries without an extension)."""
@@ -469,6 +498,8 @@ class GenerationStats:
             self.finish_reason = event.finish_reason
         if event.spec_metrics is not None:
             self.spec_metrics = event.spec_metrics
+        if event.timings is not None:
+            self.timings = event.timings
 
     @property
     def text(self) -> str:
@@ -512,4 +543,5 @@ class GenerationStats:
             t_last=t_last,
             t_end=t_end,
             spec_metrics=self.spec_metrics,
+            timings=self.timings,
         )

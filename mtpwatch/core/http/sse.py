@@ -66,8 +66,11 @@ class SseDecoder:
             return data
         if line.startswith(b"data:"):
             value = line[6:] if line[5:6] == b" " else line[5:]
-            self._data = value if self._data is None else self._data + b"\n" + value
-        # Comments (":…"), other fields and stray lines are ignored, as the spec says.
+        elif line == b"data":
+            value = b""  # a field name alone is the field with an empty value (the spec)
+        else:
+            return None  # comments (":…"), other fields and stray lines are ignored, as the spec says
+        self._data = value if self._data is None else self._data + b"\n" + value
         return None
 
 

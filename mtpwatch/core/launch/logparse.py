@@ -187,9 +187,10 @@ _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
     (
         re.compile(r"Free memory on device .* is less than desired GPU memory utilization"),
         Hint(
-            "not enough free GPU memory at start-up",
-            "another process (another vLLM, on a Spark the desktop too: memory is unified) holds it: "
-            "stop it, or lower --gpu-memory-utilization / use --kv-cache-memory-bytes",
+            "not enough free GPU memory at start-up (another process holds it)",
+            "another vLLM (on a Spark the desktop too: memory is unified) holds it: give each server on "
+            "this GPU its own smaller --gpu-memory-utilization (mtpwatch ab --start plans them; see "
+            "--plan), use --kv-cache-memory-bytes, stop the other server, or use --restart",
         ),
     ),
     (

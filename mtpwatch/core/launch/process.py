@@ -256,11 +256,25 @@ def install_signal_handlers(
         signal.signal(signum, _ChainedHandler(signum, current, on_signal))
 
 
+def _resolve_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up in the parent (a ``dlopen`` after fork in a threaded process can hang)."""
+    try:
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+_PRCTL = _resolve_prctl()
+
+
 def _set_pdeathsig() -> None:
-    """In the child, before exec: get SIGTERM if mtpwatch dies without cleaning up (SIGKILL)."""
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    """In the child, before exec: get SIGTERM if mtpwatch dies without cleaning up (SIGKILL).
+
+    Only calls the function resolved at import (no loading, no allocation in the forked child).
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 # --- the process -------------------------------------------------------------------------------
@@ -483,6 +497,11 @@ class ServerProcess:
             _signal_group(group.pgid, signal.SIGKILL)
             _signal_pids(left, signal.SIGKILL)
         returncode = await self._proc.wait()
+        # Stopped means every process of the group is gone (a GPU worker frees its memory last):
+        # the next server on this device may start only then.
+        deadline = time.monotonic() + 5.0
+        while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
         _REGISTRY.pop(group.pgid, None)
         # The pipe closes once every writer is gone: let the pump keep the last lines.
         with contextlib.suppress(asyncio.TimeoutError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mtpwatch.core.metrics.engines import ENGINE_NOTES, engine_of_schema
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
@@ -23,8 +24,10 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
     accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
     self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
     requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
-    restarted, window ("since server start" or "between pages"). Counts and rates cover the window;
-    gauges (requests_running, requests_waiting, kv_cache_usage) are read from `after`.
+    restarted, window ("since server start" or "between pages"), engine ("vllm", "llama.cpp"),
+    mean_draft_length (draft_tokens / drafts: k on vLLM, up to k on llama.cpp) and missing (why the
+    engine's n/a numbers are n/a). Counts and rates cover the window; gauges (requests_running,
+    requests_waiting, kv_cache_usage) are read from `after`.
     """
     base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
     r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")
@@ -55,4 +58,7 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
         "mean_ttft_s": _num(r.mean_ttft_s),
         "mean_tpot_s": _num(r.mean_tpot_s),
         "tokens_per_step": _num(r.tokens_per_step),
+        "engine": engine_of_schema(after.schema),
+        "mean_draft_length": _num(r.draft_tokens / r.drafts) if r.drafts else None,
+        "missing": dict(ENGINE_NOTES.get(engine_of_schema(after.schema), {})),
     }

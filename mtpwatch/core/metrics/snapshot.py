@@ -125,7 +125,8 @@ class MetricsSnapshot:
     schema: Schema = "none"
     """Which exporter: "vllm", "llamacpp" (same spec_decode names) or "none" (no such families)."""
     model: str | None = None
-    """The `model_name` these numbers are for (None for llama.cpp, whose series carry no model label)."""
+    """The `model_name` these numbers are for. llama.cpp's series carry no model label: the name the
+    caller asked for (None when it asked for none)."""
     models: tuple[str, ...] = ()
     """Every `model_name` on the page, in page order, so the UI can say which one is shown."""
     engines: tuple[str, ...] = ()
@@ -220,7 +221,9 @@ class _HistAcc:
         return Histogram(self.count, self.sum, tuple(sorted(self.buckets.items())))
 
 
-def _choose_model(samples: Iterable[Sample], model: str | None) -> tuple[str | None, tuple[str, ...]]:
+def _choose_model(
+    samples: Iterable[Sample], model: str | None, schema: Schema
+) -> tuple[str | None, tuple[str, ...]]:
     models: dict[str, None] = {}
     for s in samples:
         for k, v in s.labels:
@@ -228,6 +231,10 @@ def _choose_model(samples: Iterable[Sample], model: str | None) -> tuple[str | N
                 models.setdefault(v, None)
                 break
     names = tuple(models)
+    if schema == "llamacpp" and not names:
+        # llama-server's series carry no model label: one server, one model, whatever the caller
+        # calls it (its --alias from /v1/models). The numbers are that model's.
+        return model, names
     if model is not None:
         if model not in models:
             shown = ", ".join(names) if names else "none"
@@ -277,7 +284,7 @@ def snapshot_from_samples(
             raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
         return MetricsSnapshot()
     prefix = _PREFIX[schema]
-    chosen, models = _choose_model(samples, model)
+    chosen, models = _choose_model(samples, model, schema)
     counter_map = _COUNTERS[schema]
     gauge_map = _GAUGES[schema]
     plen = len(prefix)

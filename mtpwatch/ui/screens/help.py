@@ -67,13 +67,30 @@ across prompts. `race` sends both at once: contended — not a measurement. At t
 | ↑ / ↓ | prompt history |
 | Escape | cancel the running generation (the partial answer stays, marked cancelled) |
 | PgUp / PgDn | scroll the answers back / forward (the end follows new text again) |
-| F1 / ? | this help |
+| ? / F1 | this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken by VS Code Remote terminals) |
 | F2 | pause the display (collection continues; numbers jump on resume) |
 | F3 | cycle the acceptance window |
 | F4 | send a sample prompt |
 | F5 | clear the answers |
 | Ctrl+P | command palette |
 | Ctrl+Q | quit (stops servers mtpwatch started) |
+
+## Method names
+
+The header says what speculates: `MTP k=2`, `ngram k=4`, `EAGLE-3 k=3` when the method is known
+(the log of a server mtpwatch started, the simulator, `--spec-method`), and `speculative k=4`
+when it is not — the counters alone do not say which method drafted.
+
+## Replay (`mtpwatch replay FILE`)
+
+| key | action |
+|---|---|
+| Space | play / pause |
+| ← / → | back / forward 10 s |
+| n / p | next / previous prompt |
+| . | step to the next scrape (pauses) |
+| + / - | faster / slower (¼× … 16×) |
+| Home | back to the start |
 """
 
 

@@ -18,17 +18,30 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.core.ab.advisor import Advice
 from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.record.writer import Recorder, RecordError
 from mtpwatch.ui import results
+from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
+from mtpwatch.ui.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
-from mtpwatch.ui.view import WINDOWS, ServerView, StartupView, render_speedup, render_startup, window_words
+from mtpwatch.ui.recording import open_recording
+from mtpwatch.ui.view import (
+    WINDOWS,
+    ServerView,
+    StartupView,
+    method_name,
+    render_speedup,
+    render_startup,
+    window_words,
+)
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -51,10 +64,16 @@ class MonitorScreen(Screen[None]):
         prefill: str = "",
         measure: MeasureSettings | None = None,
         feed_factory: Callable[..., ServerFeed] | None = None,
+        loop: bool = False,
     ) -> None:
         super().__init__()
         self.feed_factory = feed_factory
         """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
+        self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
+        """`demo --loop`: sends the built-in prompts in turn until quit."""
+        self.recorder: Recorder | None = None
+        """`--record FILE`: every feed writes to it."""
+        self.sent_any = False
         self.measure_settings = measure or MeasureSettings()
         self.measuring = False
         self.last_prompt: str | None = None
@@ -110,8 +129,14 @@ class MonitorScreen(Screen[None]):
         self.query_one(PromptInput).focus()
         if self.autostart:
             factory = self.feed_factory or ServerFeed
+            try:
+                self.recorder = open_recording(self.config, self.schedule)
+            except RecordError as exc:
+                self.notify(f"Error: {exc}", severity="error", timeout=10)
             for i, spec in enumerate(self.config.servers):
                 feed = factory(spec, self.config.display, clock=self.clock)
+                if self.recorder is not None:
+                    feed.record_to(self.recorder, i)
                 self.feeds.append(feed)
                 if not self.restart_mode:
                     self.run_server(i)
@@ -120,6 +145,18 @@ class MonitorScreen(Screen[None]):
                     panel.show_startup("[dim]waiting: one server at a time (restart schedule)[/]", [])
                 if self.measure_settings.prompts:
                     self.start_measurement(list(self.measure_settings.prompts))
+            if self.loop is not None:
+                self.set_interval(1.0, self._loop_tick, name="demo-loop")
+
+    def _loop_tick(self) -> None:
+        """`--loop`: send the next built-in prompt once every server is up and idle long enough."""
+        if self.loop is None:
+            return
+        ready = bool(self.feeds) and all(feed.status == "up" for feed in self.feeds)
+        prompt = self.loop.due(self.clock(), busy=self.generating or self.measuring, ready=ready)
+        if prompt is not None:
+            self.clear_answers()  # a booth runs for hours: the panes hold one answer each
+            self.send(prompt)
 
     @property
     def panels(self) -> list[ServerPanel]:
@@ -142,8 +179,12 @@ class MonitorScreen(Screen[None]):
             parts.append(f"A/B {self.schedule}")
         if self._is_paused():
             parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
+        if self.loop is not None:
+            parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {self.loop.sent})[/]")
+        elif self.prefill and not self.sent_any:
+            parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
         parts.append(f"[b]{self.config.title}[/]")
-        parts.append("[dim]F1 help · Ctrl+Q quit[/]")
+        parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
         self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
 
     # -- servers -------------------------------------------------------------------------------
@@ -156,7 +197,7 @@ class MonitorScreen(Screen[None]):
         if feed.spec.launch is not None:
             ok = await feed.launch(_startup_to(panel))
             if not ok:
-                panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+                panel.show(feed.view(self.window))
                 panel.show_startup_pane()
                 return
             panel.show_monitor()
@@ -170,7 +211,7 @@ class MonitorScreen(Screen[None]):
                 feed.start_hardware()
             else:
                 feed.stop_hardware()
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+            panel.offer(lambda: feed.view(self.window), feed.status)
             await asyncio.sleep(delay)
 
     @property
@@ -198,8 +239,18 @@ class MonitorScreen(Screen[None]):
             panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
             panel.show_startup_pane()
 
+    def stop_recording(self) -> None:
+        """Close the `--record` file now (the session goes on unrecorded)."""
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            recorder.mark(self.clock(), "quit")
+            for feed in self.feeds:
+                feed.tap = None
+            recorder.close()
+
     async def stop_servers(self) -> None:
         """Stop owned server processes (unless `keep`) and close clients."""
+        self.stop_recording()  # what follows (clients closing) is not the session
         await asyncio.gather(*(feed.close() for feed in self.feeds), return_exceptions=True)
 
     # -- console -------------------------------------------------------------------------------
@@ -223,6 +274,9 @@ class MonitorScreen(Screen[None]):
             self.notify("Not connected to any server.", severity="warning")
             return
         self.last_prompt = prompt
+        if not self.sent_any or self.loop is not None:
+            self.sent_any = True
+            self.update_title()
         if self.restart_mode:  # one server at a time: a prompt runs as a measurement
             self.start_measurement(
                 [
@@ -397,11 +451,13 @@ class MonitorScreen(Screen[None]):
     def _arms(self) -> tuple[int, int, str]:
         """(baseline index, MTP index, label) of the ratio: MTP/baseline when exactly one arm
         speculates (its counters say so), else B/A."""
-        spec = [p.view.speculative if p.view is not None else None for p in self.panels]
+        views = [p.view for p in self.panels]
+        spec = [v.speculative if v is not None else None for v in views]
+        names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
         if len(spec) == 2 and spec[0] is False and spec[1] is True:
-            return 0, 1, "MTP/baseline"
+            return 0, 1, f"{names[1]}/baseline"
         if len(spec) == 2 and spec[0] is True and spec[1] is False:
-            return 1, 0, "MTP/baseline"
+            return 1, 0, f"{names[0]}/baseline"
         return 0, 1, "B/A"
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
@@ -417,7 +473,7 @@ class MonitorScreen(Screen[None]):
         # Known failure signature: MTP below the baseline on the last prompts (not in race mode,
         # where contention decides).
         slower = (
-            label == "MTP/baseline"
+            label.endswith("/baseline")
             and self.schedule != "race"
             and bool(recent)
             and statistics.median(recent) < 1.0
@@ -432,6 +488,7 @@ class MonitorScreen(Screen[None]):
                     label=label,
                     slower=slower,
                 )
+                + render_advice(self._advice(base, mtp) if label == "MTP/baseline" else None)
             ),
             layout=False,  # one fixed line: no relayout
         )
@@ -440,6 +497,12 @@ class MonitorScreen(Screen[None]):
         else:
             verdict = "[dim]lossless check needs temperature 0[/]"
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
+
+    def _advice(self, base: int, mtp: int) -> Advice | None:
+        """The k advisor from the last prompt on both arms (None without both feeds)."""
+        if len(self.feeds) <= max(base, mtp):
+            return None
+        return advice_for(self.feeds[base], self.feeds[mtp])
 
     def clear_answers(self) -> None:
         """Empty every answer pane."""
@@ -457,6 +520,16 @@ class MonitorScreen(Screen[None]):
     def now(self) -> float:
         """The injected clock."""
         return self.clock()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A generation that failed with an unexpected error says so in one line (and in a recording)."""
+        if event.state != WorkerState.ERROR or event.worker.group != "generate":
+            return
+        error = event.worker.error
+        reason = (str(error).splitlines() or [""])[0] or type(error).__name__
+        self.notify(f"Error: the generation stopped: {reason}", severity="error", timeout=8)
+        if self.recorder is not None:
+            self.recorder.mark(self.clock(), "error", reason=reason)
 
 
 def _startup_to(panel: ServerPanel) -> Callable[[StartupView, list[str]], None]:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual import events
 from textual.binding import Binding
 from textual.widgets import Input
 
 
 class PromptInput(Input):
-    """An `Input` that remembers submitted prompts; up/down walk the history."""
+    """An `Input` that remembers submitted prompts; up/down walk the history.
+
+    `?` opens help while the box is empty or holds the untouched suggested prompt (F1 is taken by
+    VS Code Remote terminals); inside a prompt being typed it is a question mark.
+    """
 
     BINDINGS = [
         Binding("up", "history(-1)", "Previous prompt", show=False, id="history-previous"),
@@ -18,10 +23,23 @@ class PromptInput(Input):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # A steady cursor: a blinking one repaints the whole input twice a second, ~2 KB/s over SSH
+        # on an otherwise idle screen, and keeps a timer running.
+        self.cursor_blink = False
         self.history: list[str] = []
         """Submitted prompts, oldest first."""
         self._cursor = 0
         self._draft = ""
+        self.suggestion = str(kwargs.get("value") or "")
+        """The suggested prompt the box started with ('?' on it opens help instead of typing)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.character == "?" and self.value.strip() in ("", self.suggestion.strip()):
+            event.stop()
+            event.prevent_default()
+            await self.app.run_action("help")
+            return
+        await super()._on_key(event)
 
     def remember(self, prompt: str) -> None:
         """Add a submitted prompt to the history (consecutive duplicates once)."""

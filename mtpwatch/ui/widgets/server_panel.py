@@ -23,6 +23,7 @@ from mtpwatch.ui.view import (
     render_summary,
     render_verdict,
 )
+from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
@@ -49,6 +50,10 @@ class ServerPanel(Vertical):
     APPLY_HZ = 2.0
     """Feed views reach the widgets at most this often (scrapes run at 4 Hz; repaints cost)."""
 
+    _apply_handle: asyncio.TimerHandle | None = None
+    _applied_at = 0.0
+    _source: Callable[[], ServerView] | None = None
+
     def __init__(
         self,
         initial: ServerView,
@@ -72,18 +77,18 @@ class ServerPanel(Vertical):
         """The newest prompt summary."""
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="panel-header")
+        yield RowStatic(classes="panel-header")
         with ContentSwitcher(initial="startup" if self._starts_server else "monitor", classes="switcher"):
             with Vertical(id="startup", classes="startup"):
                 yield Static("starting…", classes="startup-phase")
                 yield Log(max_lines=5_000, classes="server-log")
             with Horizontal(id="monitor", classes="body"):
                 with Vertical(classes="metrics"):
-                    yield Static(classes="verdict")
-                    yield Static(classes="numbers")
-                    yield Static(classes="bars")
+                    yield RowStatic(classes="verdict")
+                    yield RowStatic(classes="numbers")
+                    yield RowStatic(classes="bars")
                     yield ThroughputChart(classes="chart")
-                    yield Static(classes="bandwidth")
+                    yield RowStatic(classes="bandwidth")
                 with Vertical(classes="answer"):
                     yield TokenStream(classes="stream")
                     yield Static(
@@ -93,14 +98,37 @@ class ServerPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = self._initial.label
         self.show(self._initial)
-        self.set_interval(1 / self.APPLY_HZ, self.apply_pending, name="view-apply")
+
+    def on_unmount(self) -> None:
+        if self._apply_handle is not None:
+            self._apply_handle.cancel()
+            self._apply_handle = None
 
     # -- data in -------------------------------------------------------------------------------
 
     def show(self, view: ServerView) -> None:
-        """Draw `view` now (tests, screenshots, a window change; the feed goes through `ViewUpdated`)."""
+        """Draw `view` now (tests, screenshots, a window change; the feed goes through `offer`)."""
         self._pending = None
+        self._source = None
         self.view = view
+
+    def offer(self, build: Callable[[], ServerView], status: str) -> None:
+        """A scrape happened: `build()` makes the view. It is called when the view is drawn, at most
+        APPLY_HZ times a second (at once when the status changed), so scrapes between two draws cost
+        no view building; no timer runs while nothing is offered."""
+        self._source = build
+        current = self.view
+        if current is None or current.status != status:
+            self.apply_pending()
+        elif self._apply_handle is None:
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, self._applied_at + 1 / self.APPLY_HZ - loop.time())
+            self._apply_handle = loop.call_later(delay, self._apply_due)
+
+    def _apply_due(self) -> None:
+        self._apply_handle = None
+        if self.is_mounted:
+            self.apply_pending()
 
     def on_server_panel_view_updated(self, event: ViewUpdated) -> None:
         # Kept, not drawn: `apply_pending` draws the newest at APPLY_HZ. A status change (up →
@@ -114,8 +142,14 @@ class ServerPanel(Vertical):
 
     def apply_pending(self) -> None:
         """Draw the newest feed view unless the display is paused (collection goes on meanwhile)."""
-        if self._pending is not None and not self._is_paused():
+        if self._is_paused():
+            return
+        if self._source is not None:
+            build, self._source = self._source, None
+            self._pending = build()
+        if self._pending is not None:
             view, self._pending = self._pending, None
+            self._applied_at = asyncio.get_running_loop().time()
             with self.app.batch_update():
                 self.view = view
 
@@ -130,15 +164,27 @@ class ServerPanel(Vertical):
         if view is None or not self.is_mounted:
             return
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
-        self._set(".panel-header", render_header(view, compact=compact))
+        short = self.screen.has_class("-short")
+        ab = self.parent is not None and self.parent.has_class("-ab")
+        if short:  # 80×24: model, method and status go in the border; the detail keeps a row
+            head, _, detail = render_header(view, compact=True).partition("\n")
+            self.border_title = f"{self._initial.label} · {head}"
+            self._set(".panel-header", detail)
+            self.query_one(".panel-header", Static).display = bool(detail)
+        else:
+            self.border_title = self._initial.label
+            self.query_one(".panel-header", Static).display = True
+            self._set(".panel-header", render_header(view, compact=compact))
         width = self.query_one(".numbers", Static).content_region.width or None
-        # Compact: the baseline's "no speculation" line is not worth a row.
-        verdict = "" if compact and view.speculative is False else render_verdict(view, width)
+        # Compact: the baseline's "no speculation" line is not worth a row; in the short A/B view
+        # the verdict gives its row to the answer (the numbers stay).
+        hide_verdict = compact and (view.speculative is False or (short and ab))
+        verdict = "" if hide_verdict else render_verdict(view, width)
         self.query_one(".verdict", Static).display = bool(verdict)
         self._set(".verdict", verdict)
         self._set(".numbers", render_numbers(view, compact=compact))
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
-        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width))
+        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
         chart = self.query_one(ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
@@ -147,7 +193,8 @@ class ServerPanel(Vertical):
 
     def on_resize(self) -> None:
         # Wrapped lines (verdict, roofline summary) follow the new width.
-        self.call_after_refresh(self.watch_view, self.view)
+        # The view drawn is the newest at that time, not the one when the resize arrived.
+        self.call_after_refresh(lambda: self.watch_view(self.view))
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when its line count changed.
@@ -159,8 +206,8 @@ class ServerPanel(Vertical):
         if previous == markup:
             return
         self._shown[selector] = markup
-        relayout = previous is None or previous.count("\n") != markup.count("\n")
-        self.query_one(selector, Static).update(Content.from_markup(markup), layout=relayout)
+        # Same line count: no relayout, and only the rows whose line changed are repainted.
+        self.query_one(selector, RowStatic).update_lines(previous, markup)
 
     # -- startup -------------------------------------------------------------------------------
 

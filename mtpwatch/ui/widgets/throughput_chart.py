@@ -131,10 +131,19 @@ class ThroughputChart(Widget):
         return (self.server_series, self.client_series, self.content_region.size)
 
     def replot(self) -> None:
-        """Rasterise the series into strips now and repaint this widget only."""
+        """Rasterise the series into strips now and repaint the rows that changed (over SSH every
+        repainted cell is bytes; a steady rate moves few dots from one second to the next)."""
         self._drawn = self._key()
-        self._strips = self._build()
-        self.refresh()
+        old, self._strips = self._strips, self._build()
+        if len(old) != len(self._strips):
+            self.refresh()
+            return
+        width = self.content_region.width
+        changed = [
+            Region(0, y, width, 1) for y, (a, b) in enumerate(zip(old, self._strips, strict=True)) if a != b
+        ]
+        if changed:
+            self.refresh(*changed)
 
     def on_resize(self, event: events.Resize) -> None:
         self.replot()

@@ -1,5 +1,6 @@
-"""TokenStream: generated text that accepts tokens at any rate, paints at most 10 times a second,
-and never changes the screen's layout.
+"""TokenStream: generated text that accepts tokens at any rate, paints soon after they arrive but at
+most 25 times a second (every pane in the same frame), repaints only the rows that changed, and never
+changes the screen's layout.
 
 Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers a virtual-size
 change with a relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that
@@ -7,11 +8,18 @@ was most of the app's CPU. This pane is a fixed-size widget that draws its lines
 `render_line`: it shows the tail while following, keeps the whole scroll-back (mouse wheel,
 PageUp/PageDown through `scroll_lines`), and draws its own one-column position bar, so no
 scrollbar or virtual size is involved and a new line repaints this pane only.
+
+What goes to the terminal (over SSH, every repainted cell is bytes): a paint that only extends the
+last lines repaints those rows, not the pane. While an answer streams, following scrolls in jumps of a
+quarter pane (as a terminal's jump scroll), so the whole pane moves once per quarter pane of text
+instead of on every new line; when the answer ends the text settles at the bottom again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import weakref
 from typing import Any
 
 from rich.segment import Segment
@@ -29,13 +37,21 @@ CANCEL_MARK = "■ cancelled"
 
 
 class TokenStream(Widget, can_focus=False):
-    """Generated text. `feed` is one list append per token; a timer flushes the buffer at `FLUSH_HZ`.
+    """Generated text. `feed` is one list append per token; the first text after a paint schedules the
+    next paint (`_Painter`: `FLUSH_DELAY_S` later, `MIN_PAINT_INTERVAL_S` after the previous one; no
+    timer runs while nothing arrives).
 
     Lines are soft-wrapped as they arrive (`wrap_stream`), one column narrower than the pane: the
-    last column is the position bar, drawn when the text is taller than the pane.
+    last column is the position bar, drawn when the text is taller than the pane. The last line
+    stays re-wrappable, so a word still growing moves to the next line when it no longer fits.
     """
 
-    FLUSH_HZ = 10
+    FLUSH_DELAY_S = 0.02
+    """Arrival → paint: chunks arriving meanwhile share the paint."""
+    MIN_PAINT_INTERVAL_S = 0.04
+    """At most 25 paints a second, whatever the token rate (a fast stream costs per frame)."""
+    JUMP = 4
+    """While streaming, following scrolls by 1/JUMP of the pane's height at a time."""
     MAX_LINES = 2_000
     MAX_RAW_CHARS = 400_000
     WHEEL_LINES = 3
@@ -59,41 +75,70 @@ class TokenStream(Widget, can_focus=False):
         self._raw_chars = 0
         self._wrapped_at = 0
         self._pending: list[str] = []
+        self._queued = False
         self._col = 0
         self._top = 0
         """First line shown when not following."""
         self.following = True
         """True: the pane shows the newest lines; False: the user scrolled back."""
+        self._follow_top = 0
+        """First line shown while following (moves in jumps while streaming)."""
         self._strips: LRUCache[tuple[str, int, str], Strip] = LRUCache(512)
         self._styles: dict[str, Style] = {}
         self._frame_top = 0
 
-    def on_mount(self) -> None:
-        self.set_interval(1 / self.FLUSH_HZ, self._tick, name="token-flush")
+    def on_unmount(self) -> None:
+        if self._queued:
+            self._queued = False
+            painter = _PAINTERS.get(asyncio.get_running_loop())
+            if painter is not None:
+                painter.due.pop(self, None)
 
     # -- text in -------------------------------------------------------------------------------
 
     def feed(self, text: str) -> None:
-        """Queue text (event-loop thread only)."""
+        """Queue text (event-loop thread only); the next paint of the panes shows it."""
         self._pending.append(text)
+        if not self._queued:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop (a bare widget in a test): the next flush() paints it
+                return
+            self._queued = True
+            painter = _PAINTERS.get(loop)
+            if painter is None:
+                painter = _PAINTERS[loop] = _Painter(loop)
+            painter.want(self)
 
     def flush(self, *, final: bool = True) -> None:
-        """Wrap and append whatever is queued, then repaint this pane (never the layout).
+        """Wrap and append whatever is queued, then repaint what changed (never the layout).
 
-        The timer passes `final=False`: a trailing partial word (tokens are sub-words) waits for
-        the next flush so that wrapping never splits it. Tests and the end of an answer flush all.
+        `final=False` (the scheduled paint, mid-answer) lets following scroll in jumps; a final
+        flush (the end of an answer, tests) settles the text at the bottom of the pane.
         """
-        if not self._pending:
-            return
-        text = "".join(self._pending)
-        self._pending.clear()
-        if not final:
-            cut = max(text.rfind(" "), text.rfind("\n")) + 1
-            if 0 < len(text) - cut <= 40 and text[-1] not in " \n":
-                self._pending.append(text[cut:])
-                text = text[:cut]
-        if text:
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
             self._append(text)
+        if final and self.following and self._settle():
+            self.refresh()
+
+    def _settle(self) -> bool:
+        """Following: put the last line at the bottom again (after a jump); True if that moved it."""
+        bottom = max(0, len(self._lines) - self.content_region.height)
+        moved = self._follow_top != bottom
+        self._follow_top = bottom
+        return moved
+
+    def _bar(self) -> tuple[int, int]:
+        """(start, size) of the position bar's thumb, (0, 0) when there is none."""
+        height = self.content_region.height
+        total = len(self._lines)
+        if not total > height > 0:
+            return 0, 0
+        size = max(1, height * height // total)
+        start = min(height - size, self.top * height // total) if not self.following else height - size
+        return start, size
 
     def _append(self, text: str) -> None:
         self._raw.append(text)
@@ -102,21 +147,41 @@ class TokenStream(Widget, can_focus=False):
             self._raw_chars -= len(self._raw.pop(0))
         width = self._text_width()
         self._wrapped_at = width
-        wrapped, self._col = wrap_stream(text, self._col, width)
-        pieces = wrapped.split("\n")
+        top_before, bar_before = self.top, self._bar()
         if not self._lines:
             self._lines.append("")
-        self._lines[-1] += pieces[0]
-        self._lines.extend(pieces[1:])
+        # The last line is wrapped again with the new text: a word cut by a chunk boundary that no
+        # longer fits moves to the next line whole.
+        first = len(self._lines) - 1
+        tail = self._lines.pop()
+        wrapped, self._col = wrap_stream(tail + text, 0, width)
+        self._lines.extend(wrapped.split("\n"))
         excess = len(self._lines) - self.MAX_LINES
         if excess > 0:
             del self._lines[:excess]
             self._top = max(0, self._top - excess)
-        if self.following or excess > 0:
-            self.refresh()  # a scrolled-back view only changes when lines were dropped
+            self._follow_top = max(0, self._follow_top - excess)
+        height = self.content_region.height
+        if self.following and height > 0 and len(self._lines) > self._follow_top + height:
+            # Jump: the last line lands 1/JUMP of the pane above the bottom.
+            self._follow_top = max(0, len(self._lines) - height + height // self.JUMP)
+        if not (self.following or excess > 0):
+            return  # a scrolled-back view only changes when lines were dropped
+        top = self.top
+        if excess > 0 or top != top_before or height <= 0:
+            self.refresh()
+            return
+        # Only the rows from the old last line down changed (and the bar, if it moved).
+        y0, y1 = max(0, first - top), min(height, len(self._lines) - top)
+        regions = [Region(0, y0, self.content_region.width, y1 - y0)] if y1 > y0 else []
+        if self._bar() != bar_before:
+            regions.append(Region(self.content_region.width - 1, 0, 1, height))
+        if regions:
+            self.refresh(*regions)
 
     def _tick(self) -> None:
-        if self._pending:
+        self._queued = False
+        if self._pending and self.is_mounted:
             self.flush(final=False)
 
     def start_block(self, header: str) -> None:
@@ -137,7 +202,7 @@ class TokenStream(Widget, can_focus=False):
             if self._lines and self._lines[-1]:
                 self._append("\n")
             self._append(CANCEL_MARK + "\n")
-        self.refresh()
+            self.flush()
 
     def reset(self) -> None:
         """Drop pending and shown text."""
@@ -147,6 +212,7 @@ class TokenStream(Widget, can_focus=False):
         self._raw_chars = 0
         self._col = 0
         self._top = 0
+        self._follow_top = 0
         self.following = True
         self.refresh()
 
@@ -182,8 +248,12 @@ class TokenStream(Widget, can_focus=False):
     def top(self) -> int:
         """Index of the first line shown."""
         height = self.content_region.height
-        bottom = max(0, len(self._lines) - height)
-        return bottom if self.following else min(self._top, bottom)
+        total = len(self._lines)
+        bottom = max(0, total - height)
+        if self.following:
+            # After a jump the last lines sit above the bottom; never past the last line.
+            return max(bottom, min(self._follow_top, total - 1))
+        return min(self._top, bottom)
 
     def scroll_lines(self, delta: int) -> None:
         """Scroll by `delta` lines (negative: back in time); reaching the end follows again."""
@@ -192,6 +262,8 @@ class TokenStream(Widget, can_focus=False):
         top = min(max(self.top + delta, 0), bottom)
         self._top = top
         self.following = top >= bottom
+        if self.following:
+            self._follow_top = bottom
         self.refresh()
 
     def page(self, direction: int) -> None:
@@ -233,8 +305,7 @@ class TokenStream(Widget, can_focus=False):
         index = top + y
         bar = " "
         if total > height > 0:
-            size = max(1, height * height // total)
-            start = min(height - size, top * height // total) if not self.following else height - size
+            start, size = self._bar()
             bar = "┃" if start <= y < start + size else "│"
         line = self._lines[index] if index < total else ""
         key = (line, width, bar)
@@ -263,7 +334,34 @@ class TokenStream(Widget, can_focus=False):
         wrapped, self._col = wrap_stream("".join(self._raw), 0, width)
         self._lines = wrapped.split("\n")[-self.MAX_LINES :]
         self._top = min(self._top, max(0, len(self._lines) - 1))
+        self._settle()
         self.refresh()
+
+
+class _Painter:
+    """Paints every pane with queued text at once: two answers streaming side by side share frames."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.handle: asyncio.TimerHandle | None = None
+        self.due: dict[TokenStream, None] = {}
+        self.painted_at = float("-inf")
+
+    def want(self, stream: TokenStream) -> None:
+        self.due[stream] = None
+        if self.handle is None:
+            wait = self.painted_at + TokenStream.MIN_PAINT_INTERVAL_S - self.loop.time()
+            self.handle = self.loop.call_later(max(TokenStream.FLUSH_DELAY_S, wait), self.paint)
+
+    def paint(self) -> None:
+        self.handle = None
+        self.painted_at = self.loop.time()
+        due, self.due = self.due, {}
+        for stream in due:
+            stream._tick()
+
+
+_PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weakref.WeakKeyDictionary()
 
 
 _WORDS = re.compile(r"\n|[^\S\n]+|\S+")

@@ -137,6 +137,8 @@ def test_name_and_extra_go_in_order_and_the_key_goes_in_the_environment() -> Non
     assert "--api-key" not in argv
     assert server_env("s3cret") == {"VLLM_API_KEY": "s3cret"}
     assert server_env(None) == {} and server_env("") == {}
+    with pytest.raises(VllmArgsError, match="--api-key"):
+        build_vllm_argv("M", extra=["--api-key", "s3cret"])
 
 
 def test_bind_warning() -> None:

@@ -1,0 +1,100 @@
+"""Options and output shared by the commands that launch several vLLM servers (`ab --start`, `bench --start`).
+
+`PassthroughCommand` keeps everything after ``--`` for vLLM (``ctx.meta["extra"]``) before click
+parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument.
+`plan_options` adds ``--plan``, ``--json``, ``--gpu-memory``, ``--gpu-free``; `print_plan`
+prints a `LaunchPlan` (secrets masked) as text or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+API_KEY_ENVVARS = ["VLLM_API_KEY", "OPENAI_API_KEY"]
+"""Where an API key comes from when no --api-key is given: vLLM's variable first, then OpenAI's."""
+
+
+class PassthroughCommand(click.Command):
+    """A click command whose arguments after ``--`` go to vLLM unchanged (``ctx.meta['extra']``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta["extra"] = tuple(args[i + 1 :])
+            args = args[:i]
+        else:
+            ctx.meta["extra"] = ()
+        return super().parse_args(ctx, args)
+
+
+def extra_args() -> tuple[str, ...]:
+    """The arguments after ``--`` of the running command."""
+    extra: tuple[str, ...] = click.get_current_context().meta.get("extra", ())
+    return extra
+
+
+def split_args(value: str | None, option: str) -> tuple[str, ...]:
+    """A shell-quoted string of vLLM flags (``-a '--max-num-seqs 4'``) as a list."""
+    if not value:
+        return ()
+    try:
+        return tuple(shlex.split(value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+def plan_options(func: F) -> F:
+    """Add --plan, --json, --gpu-memory, --gpu-free (the memory plan of launched servers)."""
+    options = [
+        click.option(
+            "--plan",
+            "show_plan",
+            is_flag=True,
+            help="Print the memory plan and the exact command lines (secrets masked), then exit.",
+        ),
+        click.option("--json", "plan_json", is_flag=True, help="With --plan: print it as JSON."),
+        click.option(
+            "--gpu-memory",
+            type=click.FloatRange(min=0.1),
+            default=None,
+            metavar="GIB",
+            help="Plan for this much GPU memory (GiB) instead of what the GPU or the --gpu table says.",
+        ),
+        click.option(
+            "--gpu-free",
+            type=click.FloatRange(min=0.0),
+            default=None,
+            metavar="GIB",
+            help="Plan with this much free GPU memory (GiB).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | None) -> Any:
+    """The `GpuMemory` to plan against (None: no GPU here and none named)."""
+    from mtpwatch.core.launch.gpumem import resolve_gpu_memory
+    from mtpwatch.core.launch.memplan import PlanError
+
+    try:
+        return resolve_gpu_memory(gpu, total_gib=gpu_memory, free_gib=gpu_free)
+    except PlanError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def print_plan(plan: Any, as_json: bool) -> None:
+    """Print a `LaunchPlan` as text or JSON."""
+    if as_json:
+        click.echo(json.dumps(plan.to_json(), indent=2))
+    else:
+        for line in plan.lines():
+            click.echo(line)

@@ -1,0 +1,217 @@
+"""A k sweep: the baseline against each k, one server at a time, and the advisor's predictions beside.
+
+For every k > 0 of the sweep the paired bench runs on the restart schedule (sessions baseline, k,
+baseline — one server up at a time, started and stopped by the bench) and reports decode tok/s,
+acceptance, mean acceptance length and the speed-up with its CI, overall and per category. The
+best k is the one with the highest median speed-up. The advisor (`advisor.advise`) then takes the
+largest k's run alone — its per-position acceptance and step time, and the baseline's — and
+predicts every k of the sweep, so its error can be read against the measured figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mtpwatch.core.ab.advisor import Advice, advise, step_time_from_rate
+from mtpwatch.core.ab.http_arm import LaunchedArm
+from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
+
+__all__ = ["SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+
+
+class SettlingArm(LaunchedArm):
+    """A launched arm that, once its server stopped (every process of its group gone), also waits
+    until the GPU's free memory is back where NVML can tell — before the next server starts."""
+
+    _free_before: float | None = None
+
+    async def start(self) -> None:
+        gpu = await asyncio.to_thread(local_gpu_memory)
+        self._free_before = gpu.free_bytes if gpu is not None and gpu.source == "nvml" else None
+        await super().start()
+
+    async def stop(self) -> None:
+        running = self._launch is not None
+        await super().stop()
+        if running and self._free_before is not None:
+            await wait_memory_back(0.98 * self._free_before)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """The measured figures at one k (k = 0: the baseline, pooled over every pair)."""
+
+    k: int
+    decode_tok_s: float | None
+    baseline_tok_s: float | None
+    speedup: float | None
+    ci: tuple[float, float] | None
+    pairs: int
+    acceptance_rate: float | None
+    mean_acceptance_length: float | None
+    per_position: tuple[float, ...] | None
+    categories: Mapping[str, Mapping[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "decode_tok_s": _r(self.decode_tok_s),
+            "baseline_decode_tok_s": _r(self.baseline_tok_s),
+            "speedup": _r(self.speedup, 4),
+            "speedup_ci": [round(x, 4) for x in self.ci] if self.ci else None,
+            "pairs": self.pairs,
+            "acceptance_rate": _r(self.acceptance_rate, 4),
+            "mean_acceptance_length": _r(self.mean_acceptance_length, 4),
+            "per_position": [round(x, 4) for x in self.per_position] if self.per_position else None,
+            "categories": dict(self.categories),
+        }
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    """Every k's row, the best k, and the advisor's predictions from the largest k."""
+
+    rows: tuple[SweepRow, ...]
+    best_k: int | None
+    advice: Advice | None
+    reports: Mapping[int, Any]
+    """The bench report of each k > 0 (baseline vs k)."""
+    interrupted: str | None = None
+
+    def error(self, k: int) -> float | None:
+        """(predicted − measured) / measured decode tok/s at k."""
+        row = next((r for r in self.rows if r.k == k), None)
+        pred = self.advice.at(k) if self.advice else None
+        if row is None or pred is None or not row.decode_tok_s:
+            return None
+        return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
+
+    def to_json(self) -> dict[str, Any]:
+        rows = []
+        for row in self.rows:
+            doc = row.to_json()
+            pred = self.advice.at(row.k) if self.advice else None
+            doc["predicted_decode_tok_s"] = round(pred.decode_tok_s, 3) if pred else None
+            doc["predicted_speedup"] = round(pred.speedup, 4) if pred else None
+            err = self.error(row.k)
+            doc["prediction_error"] = round(err, 4) if err is not None else None
+            rows.append(doc)
+        return {
+            "ks": [r.k for r in self.rows],
+            "best_k": self.best_k,
+            "rows": rows,
+            "advisor": self.advice.to_json() if self.advice else None,
+            "interrupted": self.interrupted,
+        }
+
+
+def _row(k: int, report: Any) -> SweepRow:
+    overall = report.primary.overall
+    a, b = overall.arms["a"], overall.arms["b"]
+    sp = overall.speedup
+    acc = b.acceptance
+    cats: dict[str, dict[str, Any]] = {}
+    for cat, group in report.primary.categories.items():
+        gsp = group.speedup
+        rate = group.arms["b"].rate
+        cats[cat] = {
+            "decode_tok_s": _r(rate.median if rate else None),
+            "speedup": _r(gsp.median if gsp else None, 4),
+            "speedup_ci": [round(gsp.ci.low, 4), round(gsp.ci.high, 4)] if gsp else None,
+        }
+    return SweepRow(
+        k=k,
+        decode_tok_s=b.rate.median if b.rate else None,
+        baseline_tok_s=a.rate.median if a.rate else None,
+        speedup=sp.median if sp else None,
+        ci=(sp.ci.low, sp.ci.high) if sp else None,
+        pairs=sp.n_pairs if sp else 0,
+        acceptance_rate=acc.acceptance_rate if acc else None,
+        mean_acceptance_length=acc.mean_acceptance_length if acc else None,
+        per_position=acc.per_position if acc else None,
+        categories=cats,
+    )
+
+
+def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = None) -> SweepReport:
+    """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
+    rows = [_row(k, reports[k]) for k in sorted(reports)]
+    base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
+    baseline_tok_s = sorted(base)[len(base) // 2] if base else None
+    baseline = SweepRow(
+        0, baseline_tok_s, baseline_tok_s, 1.0 if base else None, None, 0, None, None, None, {}
+    )
+    measured = [r for r in rows if r.speedup is not None]
+    best = max(measured, key=lambda r: r.speedup or 0.0) if measured else None
+    best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
+    advice = None
+    top = rows[-1] if rows else None
+    if (
+        top is not None
+        and top.per_position
+        and top.decode_tok_s
+        and top.baseline_tok_s
+        and top.mean_acceptance_length
+    ):
+        step = step_time_from_rate(top.decode_tok_s, top.mean_acceptance_length)
+        base_step = step_time_from_rate(top.baseline_tok_s)
+        ks = [0, *(r.k for r in rows if r.k <= len(top.per_position))]
+        advice = advise(top.per_position, step, base_step, ks)
+    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted)
+
+
+async def run_sweep(
+    config: BenchConfig,
+    baseline: tuple[str, Sequence[str]],
+    treatments: Sequence[tuple[int, str, Sequence[str]]],
+    *,
+    env: Mapping[str, str] | None = None,
+    api_key: str | None = None,
+    model: str | None = None,
+    chat: bool = False,
+    startup_timeout_s: float = 900.0,
+    on_event: Callable[[Any], None] | None = None,
+    on_k: Callable[[int], None] | None = None,
+) -> SweepReport:
+    """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
+
+    Args:
+        config: prompts, runs, warm-up (the schedule is forced to restart).
+        baseline: (url, argv) of the k = 0 server.
+        treatments: (k, url, argv) of each speculative server.
+        on_k: called with k before its pairs start.
+    """
+    config = replace(config, schedule="restart")
+    reports: dict[int, Any] = {}
+    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
+    interrupted: str | None = None
+    for k, url, argv in treatments:
+        if on_k is not None:
+            on_k(k)
+        arm_a = SettlingArm(
+            baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
+        )
+        arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common)
+        runner = BenchRunner(config, arm_a, arm_b)
+        try:
+            reports[k] = await runner.run(on_event)
+        except Exception as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            interrupted = f"k={k}: {message}"
+            if runner.records:
+                reports[k] = runner.partial_report(interrupted)
+            break
+        finally:
+            for arm in (arm_a, arm_b):
+                await arm.stop()
+                await arm.aclose()
+    return sweep_from_reports(reports, interrupted)

@@ -1,0 +1,266 @@
+"""What differs between the engines behind the same HTTP API: vLLM and llama.cpp's `llama-server`.
+
+Both serve `/v1/completions`, `/v1/models`, `/health` and Prometheus `/metrics` with the same four
+`spec_decode_*` counters (llama.cpp PR 26389 copied vLLM's names under `llamacpp:`). The rest
+differs, and this module holds every such difference so the client, the monitor and the bench
+stay engine-neutral:
+
+- which engine it is: the metrics schema (`vllm:` or `llamacpp:` families) or `/props` (llama.cpp);
+- `/v1/models`: vLLM lists `data[].id`; llama-server lists `data[].id` (its `--alias`, else the
+  GGUF path) and also `models[].name`; either shape is read;
+- per-chunk token counts: vLLM's `stream_options.continuous_usage_stats`; llama-server ignores it but
+  sends its `timings` (with the cumulative `predicted_n`) on every chunk when asked for
+  `timings_per_token` (`stream_extras`);
+- the final chunk: both send `usage`; llama-server adds `timings` (prompt/decode ms and, when it
+  drafted, `draft_n` / `draft_n_accepted` for exactly this request) (`LlamaTimings`);
+- what llama-server's `/metrics` lacks: `model_name` and `engine` labels, latency histograms
+  (TTFT, ITL, TPOT), a KV-cache gauge, `_created` timestamps; and its drafts vary in length up to
+  `--spec-draft-n-max`, so the number of `position` labels is that maximum, not a fixed k
+  (`ENGINE_NOTES`, `draft_note`). It also adds a request's counts to `/metrics` only when the
+  request finishes (tools/server/server-context.cpp: `metrics_on_prediction` runs when a slot is released).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mtpwatch.core.metrics.engines import Engine
+
+__all__ = [
+    "EngineInfo",
+    "LlamaTimings",
+    "ModelEntry",
+    "draft_note",
+    "engine_label",
+    "identify",
+    "parse_model_list",
+    "parse_props",
+    "stream_extras",
+]
+
+
+def engine_label(engine: Engine, version: str | None) -> str:
+    """'vLLM 0.32.0', 'llama.cpp b11434-…', 'vLLM ?' (unknown version) for headers and reports."""
+    name = "llama.cpp" if engine == "llama.cpp" else "vLLM" if engine == "vllm" else "engine"
+    return f"{name} {version}" if version else f"{name} ?"
+
+
+def stream_extras(engine: Engine) -> dict[str, Any]:
+    """Request-body fields that make `engine` send exact per-chunk token counts.
+
+    llama-server ignores `continuous_usage_stats`; with `timings_per_token` every chunk carries
+    `timings.predicted_n` (tokens generated so far), which `LlamaTimings` reads. Only sent to a
+    server known to be llama.cpp: other servers may reject unknown fields.
+    """
+    return {"timings_per_token": True} if engine == "llama.cpp" else {}
+
+
+def draft_note(engine: Engine, k: int | None, draft_tokens: float, drafts: float) -> str:
+    """How long drafts were: '' for vLLM (always k); for llama.cpp 'drafts ≤ 4, mean 3.85'.
+
+    llama-server stops a draft early (draft model unsure, n-gram miss), so draft tokens ≠ drafts × k
+    and k (the number of `position` labels) is `--spec-draft-n-max`.
+    """
+    if engine != "llama.cpp" or not k:
+        return ""
+    if drafts <= 0:
+        return f"drafts ≤ {k} tokens (variable)"
+    return f"drafts ≤ {k}, mean {draft_tokens / drafts:.2f} tokens"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """One served model as either engine lists it."""
+
+    id: str
+    """The name requests use (vLLM's served model name; llama-server's `--alias`, else its path)."""
+    root: str | None = None
+    """Where it was loaded from (vLLM `root`; llama-server: the GGUF path, when it says)."""
+    max_model_len: int | None = None
+    """Context length (vLLM `max_model_len`; llama-server `meta.n_ctx`)."""
+    parent: str | None = None
+    """Base model of a LoRA adapter (vLLM)."""
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_model_list(obj: Any) -> list[ModelEntry]:
+    """`GET /v1/models` of vLLM (`data[].id`) or llama-server (`data[].id`, or only `models[].name`).
+
+    Raises:
+        ValueError: neither shape (the caller turns it into one line).
+    """
+    if not isinstance(obj, dict):
+        raise ValueError("not a JSON object")
+    data = obj.get("data")
+    if isinstance(data, list) and data:
+        out = []
+        for entry in data:
+            if not isinstance(entry, dict) or "id" not in entry:
+                raise ValueError("a data[] entry without an id")
+            raw_meta = entry.get("meta")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            root = entry.get("root")
+            out.append(
+                ModelEntry(
+                    id=str(entry["id"]),
+                    root=root if isinstance(root, str) else None,
+                    max_model_len=_int_or_none(entry.get("max_model_len")) or _int_or_none(meta.get("n_ctx")),
+                    parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
+                )
+            )
+        return out
+    models = obj.get("models")
+    if isinstance(models, list):
+        out = []
+        for entry in models:
+            if not isinstance(entry, dict):
+                raise ValueError("a models[] entry that is not an object")
+            name = entry.get("name") or entry.get("model")
+            if not isinstance(name, str) or not name:
+                raise ValueError("a models[] entry without a name")
+            path = entry.get("model")
+            out.append(ModelEntry(id=name, root=path if isinstance(path, str) else None))
+        return out
+    if isinstance(data, list):
+        return []
+    raise ValueError("no data[] or models[] list")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineInfo:
+    """What llama-server's `/props` says about itself (vLLM has no `/props`)."""
+
+    engine: Engine
+    build: str | None = None
+    """llama.cpp `build_info`, e.g. 'b11434-unknown'."""
+    model_path: str | None = None
+    """The GGUF the server loaded."""
+    alias: str | None = None
+    """`--alias` (the name requests use), when set."""
+    spec_types: str | None = None
+    """The speculation types slot 0 runs with ('draft-simple', 'ngram-mod', …; /slots), without 'none'."""
+    speculative: bool | None = None
+    """Slot 0 drafts (/slots `speculative`); None when /slots is off (`--no-slots`)."""
+    slots: int | None = None
+    """`total_slots` (`--parallel`)."""
+    n_ctx: int | None = None
+    """Context per slot."""
+
+    @property
+    def speculating(self) -> bool | None:
+        """True when the server drafts; None when it does not say (/slots off)."""
+        return self.speculative
+
+
+def _spec_types(value: Any) -> str | None:
+    # 'none,draft-simple' → 'draft-simple'; 'none' → ''
+    if not isinstance(value, str):
+        return None
+    return ",".join(t for t in value.split(",") if t.strip() and t.strip() != "none")
+
+
+def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
+    """llama-server's `GET /props` (and `GET /slots`) → `EngineInfo`; None when `obj` is no /props page.
+
+    /props' default generation settings say `speculative.types: none` even on a server that drafts;
+    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`).
+    """
+    if not isinstance(obj, dict) or "default_generation_settings" not in obj:
+        return None
+    settings = obj.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    spec: str | None = None
+    speculative: bool | None = None
+    slot = slots[0] if isinstance(slots, list) and slots and isinstance(slots[0], dict) else None
+    if slot is not None:
+        flag = slot.get("speculative")
+        speculative = flag if isinstance(flag, bool) else None
+        params = slot.get("params")
+        spec = _spec_types(params.get("speculative.types")) if isinstance(params, dict) else None
+
+    def text(key: str) -> str | None:
+        value = obj.get(key)
+        return value if isinstance(value, str) and value else None
+
+    return EngineInfo(
+        engine="llama.cpp",
+        build=text("build_info"),
+        model_path=text("model_path"),
+        alias=text("model_alias"),
+        spec_types=spec or None,
+        speculative=speculative,
+        slots=_int_or_none(obj.get("total_slots")),
+        n_ctx=_int_or_none(n_ctx),
+    )
+
+
+async def identify(get_json: Callable[[str], Awaitable[Any]]) -> EngineInfo | None:
+    """Ask a server whether it is llama-server (`get_json` = `VllmClient.get_json`); None for vLLM."""
+    props = await get_json("/props")
+    if not isinstance(props, dict) or "default_generation_settings" not in props:
+        return None
+    return parse_props(props, await get_json("/slots"))
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaTimings:
+    """llama-server's `timings` object (final chunk; every chunk with `timings_per_token`)."""
+
+    predicted_n: int
+    """Tokens generated so far (the final chunk: all of them)."""
+    predicted_ms: float | None = None
+    """Milliseconds spent generating them (server side, after the prompt)."""
+    prompt_n: int | None = None
+    """Prompt tokens processed (not taken from the cache)."""
+    prompt_ms: float | None = None
+    """Milliseconds of prompt processing (the server's TTFT without queueing and network)."""
+    cache_n: int | None = None
+    """Prompt tokens reused from the cache."""
+    draft_n: int | None = None
+    """Draft tokens proposed for this request (only when it drafted)."""
+    draft_n_accepted: int | None = None
+    """Draft tokens of this request the target accepted."""
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """This request's draft_n_accepted / draft_n (vLLM's formula, one request)."""
+        if not self.draft_n or self.draft_n_accepted is None:
+            return None
+        return self.draft_n_accepted / self.draft_n
+
+    @property
+    def decode_tok_s(self) -> float | None:
+        """Server-side decode rate: predicted_n / predicted_ms (llama.cpp's `predicted_per_second`)."""
+        if not self.predicted_ms or self.predicted_n <= 0:
+            return None
+        return 1000.0 * self.predicted_n / self.predicted_ms
+
+    @classmethod
+    def from_json(cls, obj: Any) -> LlamaTimings | None:
+        """Read a `timings` object; None when absent or without `predicted_n`."""
+        if not isinstance(obj, dict):
+            return None
+        n = _int_or_none(obj.get("predicted_n"))
+        if n is None:
+            return None
+
+        def num(key: str) -> float | None:
+            value = obj.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            return float(value)
+
+        return cls(
+            predicted_n=n,
+            predicted_ms=num("predicted_ms"),
+            prompt_n=_int_or_none(obj.get("prompt_n")),
+            prompt_ms=num("prompt_ms"),
+            cache_n=_int_or_none(obj.get("cache_n")),
+            draft_n=_int_or_none(obj.get("draft_n")),
+            draft_n_accepted=_int_or_none(obj.get("draft_n_accepted")),
+        )

@@ -1,0 +1,96 @@
+"""What one vLLM server needs in memory, estimated offline from the model's config or checkpoint.
+
+Weights: the safetensors size when the model is a local folder (or in the local Hugging Face
+cache) — the footprint vLLM loads, towers included — else the text decoder's stored parameters
+from `config.json` × the weight dtype (vision/audio towers not counted). The drafter the same way.
+KV cache: one full ``max_model_len`` sequence (the least vLLM accepts), sliding-window layers
+capped at their window, KV-shared layers owning none, with `bytemodel.kv_cache_bytes`.
+Overheads: the fixed allowances of `memplan`, plus the profiling pass's activations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mtpwatch.core.launch.memplan import (
+    ACTIVATION_TOKENS,
+    OVERHEAD_FIXED,
+    OVERHEAD_GRAPHS,
+    ServerNeed,
+)
+from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
+from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, resolve_config
+
+__all__ = ["config_max_len", "estimate_need", "model_weight_bytes"]
+
+#: Methods whose drafter is a separate model that keeps its own KV cache.
+_OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3"})
+
+
+def _spec(ref: str) -> ModelSpec:
+    return ModelSpec.from_config(ref)
+
+
+def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
+    """(bytes, how they were found) for a model's weights in memory."""
+    if spec.checkpoint_bytes:
+        return spec.checkpoint_bytes, "checkpoint size"
+    w = DTYPE_BYTES[spec.weight_dtype]
+    return stored_params(spec) * w, f"config: stored parameters × {spec.weight_dtype}"
+
+
+def config_max_len(ref: str) -> int | None:
+    """The context length vLLM uses without ``--max-model-len`` (``max_position_embeddings``)."""
+    try:
+        raw = json.loads(Path(resolve_config(ref)).read_text(encoding="utf-8"))
+    except (ConfigError, OSError, ValueError):
+        return None
+    for cfg in (raw.get("text_config") or {}, raw):
+        value = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _activation_bytes(spec: ModelSpec) -> float:
+    """vLLM's profiling pass: hidden states and the widest MLP intermediate for ACTIVATION_TOKENS."""
+    width = max([spec.hidden_size, *spec.intermediate_sizes, spec.moe_intermediate_size * 2])
+    return ACTIVATION_TOKENS * (spec.hidden_size + 2 * width) * 2.0
+
+
+def estimate_need(
+    model: str,
+    *,
+    method: str | None = None,
+    drafter: str | None = None,
+    max_model_len: int | None = None,
+    enforce_eager: bool = False,
+) -> ServerNeed | None:
+    """The memory a server of `model` (with `method`/`drafter` speculation) needs; None if unknown."""
+    try:
+        target = _spec(model)
+    except ConfigError:
+        return None
+    weights, source = model_weight_bytes(target)
+    length = max_model_len or config_max_len(model) or 8192
+    kv = kv_cache_bytes(target, length)
+    drafter_bytes = 0.0
+    if drafter and method != "ngram":
+        try:
+            dspec = _spec(drafter)
+        except ConfigError:
+            source += f"; drafter {drafter}: size unknown offline, not counted"
+        else:
+            drafter_bytes, _ = model_weight_bytes(dspec)
+            if method in _OWN_KV_METHODS and not dspec.kv_from_target:
+                kv += kv_cache_bytes(dspec, length)
+    overhead = OVERHEAD_FIXED + (0.0 if enforce_eager else OVERHEAD_GRAPHS) + _activation_bytes(target)
+    return ServerNeed(
+        weights=weights,
+        drafter=drafter_bytes,
+        kv=kv,
+        overhead=overhead,
+        max_model_len=length,
+        source=source,
+    )

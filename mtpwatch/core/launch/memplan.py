@@ -1,0 +1,425 @@
+"""Memory plan for the vLLM servers mtpwatch launches on one GPU: do they fit, and with which flags.
+
+vLLM 0.32 checks at start-up that the device's free memory is at least
+``gpu_memory_utilization × total`` (`request_memory` in ``vllm/v1/worker/utils.py``; default
+utilisation 0.9) and then fills that share with weights, activations, CUDA graphs and KV cache.
+So two servers on one GPU both start only when each is given a share that the other leaves free:
+``u_A × total + u_B × total ≤ free``. With ``--kv-cache-memory-bytes`` the KV cache is sized
+directly and the server holds weights + overheads + that KV, but the start-up check on
+``gpu_memory_utilization`` still applies.
+
+What a server needs is estimated, not measured: the weights (the checkpoint's safetensors size
+when the model is a local folder, else the stored parameters of the config × the weight dtype),
+the drafter's weights, one full ``--max-model-len`` sequence of KV cache (vLLM refuses to start
+with less), and a fixed allowance for vLLM's overheads (`OVERHEAD_*`). The plan is pure: the
+GPU's total/free memory comes in as a `GpuMemory` (see `gpumem` for reading it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+__all__ = [
+    "GIB",
+    "GpuMemory",
+    "MemoryFlags",
+    "MemoryPlan",
+    "PlanError",
+    "ServerNeed",
+    "ServerPlan",
+    "fmt_gib",
+    "plan_memory",
+]
+
+GIB = float(2**30)
+DEFAULT_UTILIZATION = 0.9
+"""vLLM's default ``--gpu-memory-utilization``."""
+OVERHEAD_FIXED = 1.5 * GIB
+"""CUDA context, NCCL/cuBLAS workspaces, sampler buffers: memory vLLM uses outside its weights/KV."""
+OVERHEAD_GRAPHS = 1.0 * GIB
+"""CUDA graph capture (0 with ``--enforce-eager``); vLLM logs 0.3–1.5 GiB for Gemma-sized models."""
+ACTIVATION_TOKENS = 8192
+"""Tokens of vLLM's profiling forward pass (``max_num_batched_tokens`` default for serving)."""
+MARGIN_FRACTION = 0.03
+"""Free memory the plan leaves untouched (others allocate while a server loads)."""
+MARGIN_MIN = 1.0 * GIB
+
+Schedule = Literal["alternate", "restart"]
+
+
+class PlanError(ValueError):
+    """A plan that cannot work; the message carries the numbers (one line)."""
+
+
+def fmt_gib(n: float) -> str:
+    """Bytes as GiB with two decimals, as vLLM's `format_gib` prints them."""
+    return f"{n / GIB:.2f}"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMemory:
+    """The device the servers will share: its memory as vLLM will see it at start-up."""
+
+    name: str
+    total_bytes: float
+    free_bytes: float
+    source: str
+    """Where the figures come from: 'nvml', '/proc/meminfo (unified memory)', 'table: …', 'override'."""
+    unified: bool = False
+    """CPU and GPU share the memory (GB10): the OS and every process count against 'free'."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "total_gib": round(self.total_bytes / GIB, 2),
+            "free_gib": round(self.free_bytes / GIB, 2),
+            "source": self.source,
+            "unified": self.unified,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerNeed:
+    """What one server needs, by part (bytes)."""
+
+    weights: float
+    """Target weights."""
+    drafter: float = 0.0
+    """Drafter weights (MTP assistant, EAGLE head, draft model); 0 for ngram or the target's own heads."""
+    kv: float = 0.0
+    """KV cache for one `max_model_len` sequence (target + a drafter that keeps its own cache)."""
+    overhead: float = OVERHEAD_FIXED + OVERHEAD_GRAPHS
+    """Activations, CUDA graphs, CUDA context."""
+    max_model_len: int | None = None
+    source: str = ""
+    """How the weights were found ('checkpoint', 'config × dtype', …)."""
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.drafter + self.kv + self.overhead
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "weights_gib": round(self.weights / GIB, 2),
+            "drafter_gib": round(self.drafter / GIB, 2),
+            "kv_gib": round(self.kv / GIB, 2),
+            "overhead_gib": round(self.overhead / GIB, 2),
+            "total_gib": round(self.total / GIB, 2),
+            "max_model_len": self.max_model_len,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFlags:
+    """The memory flags a user gave one server (they always win over the plan's)."""
+
+    gpu_memory_utilization: float | None = None
+    kv_cache_memory_bytes: int | None = None
+    max_model_len: int | None = None
+    enforce_eager: bool = False
+
+    @classmethod
+    def from_argv(cls, argv: Sequence[str]) -> MemoryFlags:
+        """Read the flags from a vLLM argument list (``--flag value`` or ``--flag=value``).
+
+        Raises:
+            PlanError: a value that is not a number.
+        """
+        values: dict[str, str] = {}
+        eager = False
+        args = list(argv)
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            name, eq, val = arg.partition("=")
+            if name in ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len"):
+                if not eq:
+                    if i + 1 >= len(args):
+                        raise PlanError(f"{name} needs a value")
+                    val = args[i + 1]
+                    i += 1
+                values[name] = val
+            elif name == "--enforce-eager":
+                eager = True
+            i += 1
+        try:
+            util = float(values["--gpu-memory-utilization"]) if "--gpu-memory-utilization" in values else None
+            kv = (
+                _parse_bytes(values["--kv-cache-memory-bytes"])
+                if "--kv-cache-memory-bytes" in values
+                else None
+            )
+            mml = _parse_bytes(values["--max-model-len"]) if "--max-model-len" in values else None
+        except ValueError as exc:
+            raise PlanError(str(exc)) from None
+        if util is not None and not 0.0 < util <= 1.0:
+            raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        return cls(util, kv, mml, eager)
+
+
+def _parse_bytes(text: str) -> int:
+    """vLLM's human-readable integers: 8192, 8k, 1M, 4G (decimal), 4GiB-style 'Ki/Mi/Gi' binary."""
+    t = text.strip()
+    units = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+    low = t.lower().removesuffix("b")
+    for suffix in sorted(units, key=len, reverse=True):
+        if low.endswith(suffix):
+            try:
+                return int(float(low[: -len(suffix)]) * units[suffix])
+            except ValueError:
+                break
+    try:
+        return int(float(low))
+    except ValueError:
+        raise ValueError(f"not a number: {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPlan:
+    """One server's memory in the plan."""
+
+    label: str
+    need: ServerNeed | None
+    """None when the model's size is unknown (then the user's flags must size it)."""
+    utilization: float | None
+    """The ``--gpu-memory-utilization`` the server starts with (None: no GPU planned)."""
+    kv_cache_memory_bytes: int | None = None
+    added_flags: tuple[str, ...] = ()
+    """Flags the plan adds to the server's command line (nothing when the user gave them)."""
+    user_set: bool = False
+    """The user's own flag decided this server's share."""
+
+    def asks(self, total: float) -> float:
+        """Bytes vLLM's start-up check requires free (``utilization × total``)."""
+        return math.ceil(total * (self.utilization or DEFAULT_UTILIZATION))
+
+    def takes(self, total: float) -> float:
+        """Bytes the running server holds: its whole share, or weights + overheads + a fixed KV."""
+        if self.kv_cache_memory_bytes is not None and self.need is not None:
+            return self.need.weights + self.need.drafter + self.need.overhead + self.kv_cache_memory_bytes
+        return self.asks(total)
+
+    def to_json(self, total: float | None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "label": self.label,
+            "gpu_memory_utilization": self.utilization,
+            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
+            "added_flags": list(self.added_flags),
+            "user_set": self.user_set,
+            "need": self.need.to_json() if self.need else None,
+        }
+        if total is not None:
+            out["asks_gib"] = round(self.asks(total) / GIB, 2)
+            out["takes_gib"] = round(self.takes(total) / GIB, 2)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    """Every server's share, the schedule (both up at once, or one at a time) and why."""
+
+    gpu: GpuMemory | None
+    servers: tuple[ServerPlan, ...]
+    schedule: Schedule
+    why: str
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        total = self.gpu.total_bytes if self.gpu else None
+        return {
+            "gpu": self.gpu.to_json() if self.gpu else None,
+            "schedule": self.schedule,
+            "why": self.why,
+            "servers": [s.to_json(total) for s in self.servers],
+            "notes": list(self.notes),
+        }
+
+    def lines(self) -> list[str]:
+        """The plan for a terminal, one fact per line."""
+        out: list[str] = []
+        if self.gpu is None:
+            out.append("GPU: none found — memory not planned")
+        else:
+            g = self.gpu
+            kind = ", unified with the CPU" if g.unified else ""
+            out.append(
+                f"GPU: {g.name}: {fmt_gib(g.total_bytes)} GiB total, {fmt_gib(g.free_bytes)} GiB free "
+                f"({g.source}{kind})"
+            )
+        for s in self.servers:
+            parts = [f"{s.label}:"]
+            if s.need is not None:
+                n = s.need
+                parts.append(
+                    f"needs {fmt_gib(n.total)} GiB = weights {fmt_gib(n.weights)}"
+                    + (f" + drafter {fmt_gib(n.drafter)}" if n.drafter else "")
+                    + f" + KV {fmt_gib(n.kv)} ({n.max_model_len} tokens) + overheads {fmt_gib(n.overhead)}"
+                )
+            else:
+                parts.append("size unknown")
+            if self.gpu is not None and s.utilization is not None:
+                who = "yours" if s.user_set else "planned"
+                total = self.gpu.total_bytes
+                parts.append(
+                    f"→ --gpu-memory-utilization {s.utilization:g} ({who}: asks {fmt_gib(s.asks(total))}"
+                    f" GiB, holds {fmt_gib(s.takes(total))} GiB)"
+                )
+            out.append(" ".join(parts))
+        out.append(f"schedule: {self.schedule} — {self.why}")
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
+
+def _margin(gpu: GpuMemory) -> float:
+    return max(MARGIN_MIN, MARGIN_FRACTION * gpu.total_bytes)
+
+
+def _floor2(x: float) -> float:
+    return math.floor(x * 100 + 1e-9) / 100
+
+
+def _ceil2(x: float) -> float:
+    return math.ceil(x * 100 - 1e-9) / 100
+
+
+def _with_user(label: str, need: ServerNeed | None, flags: MemoryFlags, total: float) -> ServerPlan:
+    """A server sized by the user's own flags (utilisation and/or KV bytes)."""
+    util = flags.gpu_memory_utilization
+    added: tuple[str, ...] = ()
+    if util is None:
+        # Only --kv-cache-memory-bytes: the start-up check still asks for utilisation × total,
+        # so ask for no more than the server will hold.
+        assert flags.kv_cache_memory_bytes is not None
+        held = (need.weights + need.drafter + need.overhead if need else 0.0) + flags.kv_cache_memory_bytes
+        util = min(DEFAULT_UTILIZATION, max(0.01, _ceil2(held / total)))
+        added = ("--gpu-memory-utilization", f"{util:g}")
+    return ServerPlan(label, need, util, flags.kv_cache_memory_bytes, added, user_set=True)
+
+
+def plan_memory(
+    gpu: GpuMemory | None,
+    servers: Sequence[tuple[str, ServerNeed | None, MemoryFlags]],
+    *,
+    together: bool = True,
+    restart_allowed: bool = True,
+) -> MemoryPlan:
+    """Give each server a share of `gpu`, or choose the restart schedule, or refuse.
+
+    Args:
+        gpu: the device (None: no GPU found and none named — nothing is planned).
+        servers: (label, need, the user's memory flags) per server, in start order.
+        together: the servers must run at the same time (A/B twins); False plans one at a time.
+        restart_allowed: when twins cannot fit together, one at a time is acceptable.
+
+    Raises:
+        PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
+    """
+    if gpu is None:
+        bare = tuple(ServerPlan(label, need, flags.gpu_memory_utilization) for label, need, flags in servers)
+        return MemoryPlan(None, bare, "alternate" if together else "restart", "no GPU to plan for")
+    total, usable = gpu.total_bytes, gpu.free_bytes - _margin(gpu)
+    free_s = f"{fmt_gib(gpu.free_bytes)} GiB free of {fmt_gib(gpu.total_bytes)}"
+
+    # Alone: every server must fit the free memory by itself.
+    for label, need, flags in servers:
+        if need is not None and need.total > usable:
+            raise PlanError(
+                f"{label} needs {fmt_gib(need.total)} GiB (weights {fmt_gib(need.weights + need.drafter)}, "
+                f"KV {fmt_gib(need.kv)}, overheads {fmt_gib(need.overhead)}) but the GPU has {free_s} "
+                f"(keeping {fmt_gib(_margin(gpu))} GiB spare): lower --max-model-len, quantise, or use a "
+                "bigger GPU"
+            )
+        if flags.gpu_memory_utilization is not None and flags.gpu_memory_utilization * total > gpu.free_bytes:
+            raise PlanError(
+                f"{label}: --gpu-memory-utilization {flags.gpu_memory_utilization:g} asks for "
+                f"{fmt_gib(flags.gpu_memory_utilization * total)} GiB but the GPU has {free_s}; vLLM would "
+                "refuse to start"
+            )
+        if need is None and flags.gpu_memory_utilization is None and flags.kv_cache_memory_bytes is None:
+            raise PlanError(
+                f"{label}: the model's size is unknown (no config.json found offline), so no memory "
+                "share can be planned; give --gpu-memory-utilization for it"
+            )
+
+    def alone() -> tuple[ServerPlan, ...]:
+        out = []
+        for label, need, flags in servers:
+            if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None:
+                out.append(_with_user(label, need, flags, total))
+                continue
+            util = min(DEFAULT_UTILIZATION, _floor2(usable / total))
+            if need is not None and util * total < need.total:
+                util = _ceil2(need.total / total)  # above vLLM's default, still within what is free
+            out.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
+        return tuple(out)
+
+    if not together or len(servers) < 2:
+        why = "one server at a time" if len(servers) > 1 else "one server"
+        return MemoryPlan(gpu, alone(), "restart" if len(servers) > 1 else "alternate", why)
+
+    # Together: the user's shares are fixed; the rest split what is left.
+    fixed = [
+        _with_user(label, need, flags, total)
+        for label, need, flags in servers
+        if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None
+    ]
+    fixed_by_label = {p.label: p for p in fixed}
+    fixed_held = sum(p.takes(total) for p in fixed)
+    open_ = [(label, need) for label, need, flags in servers if label not in fixed_by_label]
+    open_need = sum(need.total for _, need in open_ if need is not None)
+    left = usable - fixed_held
+    fits = left >= open_need
+    plans: list[ServerPlan] = []
+    if fits:
+        extra = (left - open_need) / max(1, len(open_))
+        for label, need, _flags in servers:
+            if label in fixed_by_label:
+                plans.append(fixed_by_label[label])
+                continue
+            assert need is not None
+            util = _floor2((need.total + extra) / total)
+            if util * total < need.total:
+                util = _ceil2(need.total / total)
+            util = min(util, DEFAULT_UTILIZATION)
+            plans.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
+        # vLLM checks each start against what is free then: the later ones see less.
+        held = 0.0
+        for p in plans:
+            if p.asks(total) > gpu.free_bytes - held:
+                fits = False
+                break
+            held += p.takes(total)
+    if fits:
+        shares = " + ".join(f"{p.utilization:g}" for p in plans)
+        return MemoryPlan(
+            gpu, tuple(plans), "alternate", f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s})"
+        )
+    wanted = fixed_held + open_need
+    reason = (
+        f"both at once need {fmt_gib(wanted)} GiB"
+        + (" (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if fixed else "")
+        + f" but the GPU has {free_s}"
+    )
+    if not restart_allowed:
+        raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
+    return MemoryPlan(gpu, alone(), "restart", f"{reason}: one server at a time")
+
+
+def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:
+    """The server's command line with the plan's flags appended (the user's own are never replaced)."""
+    return [*argv, *plan.added_flags]
+
+
+def with_gpu_overrides(
+    gpu: GpuMemory, *, total_gib: float | None = None, free_gib: float | None = None
+) -> GpuMemory:
+    """`gpu` with a user's total and/or free memory (GiB); free defaults to what it was, capped at total."""
+    total = gpu.total_bytes if total_gib is None else total_gib * GIB
+    free = min(total, gpu.free_bytes) if free_gib is None else free_gib * GIB
+    if free_gib is None and total_gib is not None and gpu.total_bytes > 0:
+        free = total - (gpu.total_bytes - gpu.free_bytes)  # keep what others use
+    return replace(gpu, total_bytes=total, free_bytes=max(0.0, free), source=gpu.source + " + override")

@@ -1,0 +1,238 @@
+"""The servers one experiment launches: A/B twins or a k sweep, with their command lines and memory plan.
+
+A/B twins (`plan_twins`): A is the baseline (no speculation, and none of the treatment's
+speculative flags), B the treatment (``--method``/``--drafter``/``-k``). Flags after ``--`` go to
+both; ``a_args``/``b_args`` to one. A k sweep (`plan_sweep`): one server per k (k = 0 is the
+baseline), started one at a time. Each server gets its API key through the environment, a
+loopback port, and — when a GPU is planned for — its own memory share from `memplan`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtpwatch.core.launch.memneeds import estimate_need
+from mtpwatch.core.launch.memplan import GpuMemory, MemoryFlags, MemoryPlan, ServerNeed, plan_memory
+from mtpwatch.core.launch.vllm_cmd import build_speculative_config, build_vllm_argv, server_env
+
+__all__ = ["LaunchPlan", "PlannedServer", "mask_argv", "plan_sweep", "plan_twins", "shell_line"]
+
+SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN"})
+MASK = "***"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedServer:
+    """One server to launch."""
+
+    label: str
+    role: str
+    """'baseline' or 'treatment'."""
+    k: int
+    """num_speculative_tokens (0: no speculation)."""
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "role": self.role,
+            "k": self.k,
+            "url": self.url,
+            "argv": mask_argv(self.argv),
+            "env": {key: MASK if key in SECRET_ENV else value for key, value in self.env.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """The servers, in start order, and how memory is shared between them."""
+
+    servers: tuple[PlannedServer, ...]
+    memory: MemoryPlan
+
+    @property
+    def schedule(self) -> str:
+        return self.memory.schedule
+
+    def to_json(self) -> dict[str, Any]:
+        mem = self.memory.to_json()
+        servers = []
+        for s, m in zip(self.servers, mem["servers"], strict=True):
+            servers.append({**s.to_json(), "memory": m})
+        return {
+            "servers": servers,
+            "schedule": mem["schedule"],
+            "why": mem["why"],
+            "gpu": mem["gpu"],
+            "notes": mem["notes"],
+        }
+
+    def lines(self) -> list[str]:
+        out = list(self.memory.lines())
+        out.append("")
+        for s in self.servers:
+            out.append(f"{s.label}:")
+            out.append("  " + shell_line(s.argv, s.env))
+        return out
+
+
+def mask_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` with the value of any ``--api-key`` masked."""
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        if hide:
+            out.append(MASK)
+            hide = False
+        elif arg == "--api-key":
+            out.append(arg)
+            hide = True
+        elif arg.startswith("--api-key="):
+            out.append("--api-key=" + MASK)
+        else:
+            out.append(arg)
+    return out
+
+
+def shell_line(argv: Sequence[str], env: Mapping[str, str]) -> str:
+    """A copy-pasteable command line, secrets masked."""
+    prefix = [f"{k}={MASK if k in SECRET_ENV else shlex.quote(v)}" for k, v in env.items()]
+    return " ".join([*prefix, shlex.join(mask_argv(argv))])
+
+
+def _spec_k(config: Mapping[str, Any] | None) -> int:
+    if config is None:
+        return 0
+    return int(config.get("num_speculative_tokens", 1))
+
+
+NeedFn = Callable[..., ServerNeed | None]
+
+
+def plan_twins(
+    model: str,
+    *,
+    ports: tuple[int, int],
+    method: str | None = None,
+    drafter: str | None = None,
+    k: int | None = None,
+    speculative_config: str | None = None,
+    vllm: str = "vllm",
+    host: str = "127.0.0.1",
+    api_key: str | None = None,
+    extra: Sequence[str] = (),
+    a_args: Sequence[str] = (),
+    b_args: Sequence[str] = (),
+    gpu: GpuMemory | None = None,
+    restart: bool | None = None,
+    need: NeedFn = estimate_need,
+) -> LaunchPlan:
+    """A (baseline) and B (treatment) for `model`, and their memory plan.
+
+    `restart`: True forces one server at a time, False forbids it (a plan that cannot fit both
+    is then refused), None lets the plan decide. Raises `VllmArgsError` or `PlanError` (one line).
+    """
+    config = build_speculative_config(
+        drafter=drafter, k=k, method=method, speculative_config=speculative_config
+    ) or build_speculative_config(method="mtp")
+    assert config is not None
+    specs = [
+        ("A · MTP off", "baseline", None, [*extra, *a_args], ports[0]),
+        ("B · " + _name(config), "treatment", config, [*extra, *b_args], ports[1]),
+    ]
+    return _plan(
+        model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=restart is not True,
+        restart_allowed=restart is not False, need=need,
+    )  # fmt: skip
+
+
+def plan_sweep(
+    model: str,
+    ks: Sequence[int],
+    *,
+    ports: Sequence[int],
+    method: str | None = None,
+    drafter: str | None = None,
+    vllm: str = "vllm",
+    host: str = "127.0.0.1",
+    api_key: str | None = None,
+    extra: Sequence[str] = (),
+    gpu: GpuMemory | None = None,
+    need: NeedFn = estimate_need,
+) -> LaunchPlan:
+    """One server per k of `ks` (0 = no speculation), run one at a time."""
+    specs: list[tuple[str, str, Mapping[str, Any] | None, list[str], int]] = []
+    for kk, port in zip(ks, ports, strict=True):
+        if kk == 0:
+            specs.append(("k=0 · no speculation", "baseline", None, list(extra), port))
+            continue
+        config = build_speculative_config(drafter=drafter, k=kk, method=method)
+        assert config is not None
+        specs.append((f"k={kk} · {config['method']}", "treatment", config, list(extra), port))
+    return _plan(
+        model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=False, restart_allowed=True,
+        need=need,
+    )  # fmt: skip
+
+
+def _name(config: Mapping[str, Any]) -> str:
+    method = str(config["method"])
+    return f"{method.upper() if method == 'mtp' else method} on (k={_spec_k(config)})"
+
+
+def _plan(
+    model: str,
+    specs: Sequence[tuple[str, str, Mapping[str, Any] | None, list[str], int]],
+    *,
+    vllm: str,
+    host: str,
+    api_key: str | None,
+    gpu: GpuMemory | None,
+    together: bool,
+    restart_allowed: bool,
+    need: NeedFn,
+) -> LaunchPlan:
+    env = server_env(api_key)
+    argvs: list[list[str]] = []
+    rows: list[tuple[str, ServerNeed | None, MemoryFlags]] = []
+    for label, _role, config, args, port in specs:
+        argv = build_vllm_argv(
+            model, speculative_config=config, no_spec=config is None, host=host, port=port, vllm=vllm,
+            extra=args,
+        )  # fmt: skip
+        argvs.append(argv)
+        flags = MemoryFlags.from_argv(args)
+        drafter = config.get("model") if config else None
+        method = config.get("method") if config else None
+        server_need = (
+            need(
+                model,
+                method=method,
+                drafter=drafter,
+                max_model_len=flags.max_model_len,
+                enforce_eager=flags.enforce_eager,
+            )
+            if gpu is not None
+            else None
+        )
+        rows.append((label, server_need, flags))
+    memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed)
+    servers = []
+    for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
+        url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        servers.append(
+            PlannedServer(
+                label=label,
+                role=role,
+                k=_spec_k(config),
+                argv=(*argv, *mem.added_flags),
+                env=dict(env),
+                url=f"http://{url_host}:{port}",
+            )
+        )
+    return LaunchPlan(tuple(servers), memory)

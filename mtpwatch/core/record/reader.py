@@ -1,0 +1,102 @@
+"""`read_recording`: the records of a recording, also of one a crash cut off mid-write."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtpwatch.core.record.schema import VERSION, apply_delta
+
+
+class RecordingError(ValueError):
+    """Not a recording, or one of a newer version (one line, for an `Error:` message)."""
+
+
+@dataclass(slots=True)
+class Recording:
+    """A whole recording in memory: the header and the records, in the order they were written."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    """The file ended mid-stream (the app was killed): the records up to the last flush are here."""
+
+    @property
+    def t0(self) -> float:
+        """The clock at the start of the recording."""
+        return float(self.header["t"])
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds from the start to the last record."""
+        return (float(self.records[-1]["t"]) - self.t0) if self.records else 0.0
+
+    def session(self) -> dict[str, Any]:
+        """The 'session' mark (mode, title, servers, display settings); empty if missing."""
+        for record in self.records:
+            if record["kind"] == "mark" and record.get("what") == "session":
+                return record
+        return {}
+
+
+def _decompress(data: bytes) -> tuple[bytes, bool]:
+    """Inflate every gzip member; the second value is True when the last one was cut off."""
+    out: list[bytes] = []
+    truncated = False
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            out.append(inflater.decompress(data))
+        except zlib.error as exc:
+            if not out:
+                raise RecordingError(f"not a gzip file ({exc})") from exc
+            truncated = True
+            break
+        if not inflater.eof:
+            truncated = True
+            break
+        data = inflater.unused_data
+    return b"".join(out), truncated
+
+
+def read_recording(path: str | Path) -> Recording:
+    """Read `path`; scrape deltas come back as whole pages (`lines`).
+
+    Raises:
+        RecordingError: unreadable, not a recording, or a newer version.
+        OSError: the file cannot be opened.
+    """
+    data = Path(path).read_bytes()
+    text, truncated = _decompress(data)
+    lines = text.split(b"\n")
+    if lines and lines[-1] != b"":
+        truncated = True  # a record cut in half: drop it
+    lines = lines[:-1]
+    if not lines:
+        raise RecordingError(f"{path} is empty: no header")
+    try:
+        header = json.loads(lines[0])
+    except ValueError as exc:
+        raise RecordingError(f"{path} is not an mtpwatch recording (no JSON header)") from exc
+    if not isinstance(header, dict) or header.get("kind") != "header":
+        raise RecordingError(f"{path} is not an mtpwatch recording (no header record)")
+    version = int(header.get("version", 0))
+    if version > VERSION:
+        raise RecordingError(f"{path} is a version {version} recording; this mtpwatch reads up to {VERSION}")
+    recording = Recording(header=header, truncated=truncated)
+    pages: dict[int, list[str]] = {}
+    for raw in lines[1:]:
+        try:
+            record = json.loads(raw)
+        except ValueError as exc:
+            raise RecordingError(f"{path}: a record is not JSON ({exc})") from exc
+        if record.get("kind") == "scrape":
+            s = int(record["s"])
+            page = apply_delta(pages.get(s), record)
+            pages[s] = page
+            record = {"kind": "scrape", "t": record["t"], "s": s, "lines": page}
+        recording.records.append(record)
+    return recording

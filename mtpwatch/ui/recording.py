@@ -1,0 +1,162 @@
+"""`FeedTap`: what a `ServerFeed` sees, written to a `core.record` recording (`--record FILE`).
+
+The feed calls the tap through small hooks (a scrape's page, a prompt, its stream events, its
+result, the server's identity, NVML readings, lifecycle events); the tap turns the feed's state
+into records. API keys never reach it: it records no headers, no launch argv and no URL userinfo,
+and the recorder scrubs the key from every line besides.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mtpwatch.config import AppConfig
+from mtpwatch.core.http.generation import GenerationResult, StreamEvent
+from mtpwatch.core.record.writer import Recorder
+from mtpwatch.core.roofline.modelconfig import ModelSpec
+from mtpwatch.core.roofline.nvml import HardwareReading
+
+
+def public_url(url: str) -> str:
+    """`url` without user:password@ (credentials never enter a recording)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def spec_to_json(spec: ModelSpec | None) -> dict[str, Any] | None:
+    """A model spec as plain JSON (the roofline's input, so a replay prices steps the same way)."""
+    return None if spec is None else dataclasses.asdict(spec)
+
+
+def spec_from_json(obj: dict[str, Any] | None) -> ModelSpec | None:
+    """Inverse of `spec_to_json` (JSON lists back to tuples)."""
+    if obj is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(ModelSpec)}
+    clean: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items() if k in fields}
+    return ModelSpec(**clean)
+
+
+def session_info(config: AppConfig, schedule: str) -> dict[str, Any]:
+    """The 'session' mark: mode, title, schedule, display settings, servers (no keys, no argv)."""
+    display = dataclasses.asdict(config.display)
+    return {
+        "mode": config.mode,
+        "title": config.title,
+        "schedule": schedule,
+        "display": display,
+        "servers": [
+            {
+                "label": s.label,
+                "url": public_url(s.url),
+                "model": s.model,
+                "launched": s.launch is not None,
+                "kind": s.launch.kind if s.launch is not None else None,
+            }
+            for s in config.servers
+        ],
+    }
+
+
+class FeedTap:
+    """Writes one feed's records as server `index`. The feed is duck-typed to avoid an import cycle."""
+
+    def __init__(self, recorder: Recorder, index: int, feed: Any) -> None:
+        self.recorder = recorder
+        self.index = index
+        self.feed = feed
+        self._reading_t: float | None = None
+
+    def server(self, t: float) -> None:
+        feed = self.feed
+        bw = feed._bandwidth
+        snap = feed.collector.latest
+        self.recorder.server(
+            self.index,
+            t,
+            {
+                "label": feed.spec.label,
+                "url": public_url(feed.spec.url),
+                "model": feed.model,
+                "models": list(feed.models),
+                "version": feed.version,
+                "facts": list(feed.facts),
+                "drafter_ref": feed.drafter_ref,
+                "spec_method": feed.spec_method,
+                "method": feed.method,
+                "k": snap.num_speculative_tokens if snap is not None else None,
+                "gpu": bw.gpu,
+                "bandwidth": {
+                    "spec": spec_to_json(bw.spec),
+                    "drafter": spec_to_json(bw.drafter),
+                    "gpu": bw.gpu,
+                    "peak_gbps": bw.peak_gbps,
+                    "error": bw.error,
+                    "simulated": bw.simulated,
+                    "method": bw.method,
+                    "sources": bw.sources,
+                },
+            },
+        )
+
+    def life(self, what: str, detail: str = "") -> None:
+        self.recorder.life(self.index, self.feed.clock(), what, detail)
+
+    def scrape(self, t: float, text: str) -> None:
+        self.recorder.scrape(self.index, t, text)
+
+    def down(self, t: float, reason: str) -> None:
+        self.recorder.down(self.index, t, reason)
+
+    def prompt(self, t: float, text: str) -> None:
+        self.recorder.prompt(self.index, t, text)
+
+    def event(self, event: StreamEvent) -> None:
+        self.recorder.events(self.index, (event,))
+
+    def result(self, result: GenerationResult) -> None:
+        self.recorder.result(
+            self.index,
+            result.t_end if result.t_end is not None else self.feed.clock(),
+            t_start=result.t_start,
+            error=result.error,
+            cancelled=result.cancelled,
+        )
+
+    def end(self, t: float) -> None:
+        self.recorder.end(self.index, t)
+
+    def done(self, t: float) -> None:
+        self.recorder.done(self.index, t)
+
+    def nvml(self, t: float, reading: HardwareReading | None) -> None:
+        """A new reading of the sampler (None: the sampler stopped)."""
+        if reading is None:
+            self._reading_t = None
+            self.recorder.nvml(self.index, t, None)
+            return
+        if reading.timestamp == self._reading_t:
+            return
+        self._reading_t = reading.timestamp
+        self.recorder.nvml(self.index, t, reading.to_json())
+
+
+def open_recording(config: AppConfig, schedule: str) -> Recorder | None:
+    """The recorder of `config.record` with its 'session' mark (None when not recording).
+
+    Raises:
+        RecordError: the file cannot be created.
+    """
+    if config.record is None:
+        return None
+    keys = [s.api_key for s in config.servers]
+    keys.append(os.environ.get("VLLM_API_KEY"))
+    recorder = Recorder(config.record, secrets=keys)
+    recorder.session(session_info(config, schedule))
+    return recorder

@@ -1,0 +1,284 @@
+"""`ReplaySource`: a recording played back into the same `ServerFeed`s the live app uses.
+
+The source rebuilds the app's config from the recording's 'session' mark, makes one `ServerFeed`
+per recorded server on a virtual clock, and applies the records in the order they were written:
+a scrape goes through `ServerFeed.accept` (so `core.metrics.rates.Collector` sees the same pages at
+the same times), a stream event through `GenerationStats.add`, a prompt's end through the feed's
+`begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows therefore comes from
+the code that showed it live. No network, no server, no Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.core.http.generation import GenerationResult, GenerationStats
+from mtpwatch.core.record.reader import Recording, read_recording
+from mtpwatch.core.record.schema import decode_event
+from mtpwatch.core.roofline.nvml import HardwareReading
+from mtpwatch.ui.answers import Answer
+from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.ui.recording import spec_from_json
+from mtpwatch.ui.view import spec_label
+
+ActionKind = Literal["begin", "text", "answer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Something the answer panes show: a prompt begins, text arrives, an answer is complete."""
+
+    kind: ActionKind
+    server: int
+    text: str = ""
+    answer: Answer | None = None
+    t: float = 0.0
+
+
+def config_from_session(session: dict[str, Any]) -> AppConfig:
+    """The recorded session's config: servers (no launch: nothing is started), display, mode."""
+    display_fields = set(DisplaySettings.__dataclass_fields__)
+    display = DisplaySettings(
+        **{k: v for k, v in (session.get("display") or {}).items() if k in display_fields}
+    )
+    servers = [
+        ServerSpec(label=str(s.get("label", f"server {i}")), url=str(s.get("url", "")), model=s.get("model"))
+        for i, s in enumerate(session.get("servers") or [])
+    ]
+    if not servers:
+        raise ValueError("the recording names no servers (no 'session' record)")
+    title = f"replay · {session.get('title') or 'mtpwatch'}"
+    if session.get("mode") == "ab":
+        return AppConfig(servers=servers, display=display, mode="ab", title=title)
+    return AppConfig(servers=servers, display=display, mode="single", title=title)
+
+
+class ReplaySource:
+    """Plays `recording` into feeds on a virtual clock; `advance`/`seek` move it."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.session = recording.session()
+        self.config = config_from_session(self.session)
+        self.schedule = str(self.session.get("schedule") or "alternate")
+        self.t_start = recording.t0
+        self.t_end = float(recording.records[-1]["t"]) if recording.records else self.t_start
+        self._wall0 = float(recording.header.get("wall", 0.0))
+        self.now = self.t_start
+        self.pos = 0
+        self.feeds: list[ServerFeed] = []
+        self.prompt_times = [float(r["t"]) for r in recording.records if r["kind"] == "prompt"]
+        """Start times of every prompt (any server), for 'jump to prompt'."""
+        self.scrape_times = sorted({float(r["t"]) for r in recording.records if r["kind"] == "scrape"})
+        self._stats: dict[int, GenerationStats] = {}
+        self._results: dict[int, GenerationResult] = {}
+        self.reset()
+
+    @classmethod
+    def open(cls, path: str | Path) -> ReplaySource:
+        """Read the recording at `path` (RecordingError, OSError or ValueError when it cannot)."""
+        return cls(read_recording(path))
+
+    # -- clocks ---------------------------------------------------------------------------------
+
+    def clock(self) -> float:
+        """The virtual monotonic clock: the recorded time of the record being applied, then the
+        time the player is at."""
+        return self.now
+
+    def wall(self) -> float:
+        """Wall time at the virtual clock (the recording's start wall time + elapsed)."""
+        return self._wall0 + (self.now - self.t_start)
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the start of the recording at the player's position."""
+        return self.now - self.t_start
+
+    # -- playing --------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to the start: fresh feeds, nothing applied."""
+        for feed in self.feeds:
+            feed.stop_hardware()
+        self.now = self.t_start
+        self.pos = 0
+        self._stats.clear()
+        self._results.clear()
+        self.feeds = []
+        for spec, info in zip(self.config.servers, self.session.get("servers") or [], strict=False):
+            feed = ServerFeed(spec, self.config.display, clock=self.clock, wall=self.wall)
+            if info.get("launched"):
+                feed.status = "starting"
+            self.feeds.append(feed)
+
+    def advance(self, t: float) -> list[Action]:
+        """Apply every record up to time `t` (forward only) and return what the answer panes show."""
+        actions: list[Action] = []
+        records = self.recording.records
+        while self.pos < len(records) and float(records[self.pos]["t"]) <= t:
+            record = records[self.pos]
+            self.pos += 1
+            self._apply(record, actions)
+        self.now = max(self.now, t)
+        return actions
+
+    def seek(self, t: float) -> list[Action]:
+        """Go to time `t` (clamped to the recording); backwards replays from the start."""
+        t = min(max(t, self.t_start), self.t_end)
+        if t < self.now:
+            self.reset()
+        return self.advance(t)
+
+    @property
+    def at_end(self) -> bool:
+        """Every record has been applied."""
+        return self.pos >= len(self.recording.records)
+
+    def _apply(self, record: dict[str, Any], actions: list[Action]) -> None:
+        kind = record["kind"]
+        if kind in ("header", "mark"):
+            return
+        s = int(record["s"])
+        if s >= len(self.feeds):
+            return
+        feed = self.feeds[s]
+        t = float(record["t"])
+        if kind != "ev":  # the live code read the clock at exactly these times
+            self.now = t
+        if kind == "scrape":
+            text = "\n".join(record["lines"]) + "\n"
+            feed.accept(feed.client.parse_page(text, feed.model), t)
+        elif kind == "server":
+            self._identify(feed, record)
+        elif kind == "down":
+            feed._down(str(record.get("reason", "")))
+        elif kind == "life":
+            what = record.get("what")
+            if what == "launched":
+                feed.status = "connecting"
+            elif what == "failed":
+                feed.status, feed.reason = "failed", str(record.get("detail", ""))
+            elif what == "stopped":
+                feed.status, feed.reason, feed.identified = "stopped", "", False
+        elif kind == "prompt":
+            self._stats[s] = feed.begin_prompt(str(record["text"]))
+            actions.append(Action("begin", s, text=str(record["text"]), t=t))
+        elif kind == "ev":
+            event = decode_event(record)
+            stats = self._stats.get(s)
+            if stats is not None:
+                stats.add(event)
+            if event.text:
+                actions.append(Action("text", s, text=event.text, t=t))
+        elif kind == "result":
+            stats = self._stats.get(s) or GenerationStats(clock=self.clock)
+            if record.get("t_start") is not None:
+                stats.start(float(record["t_start"]))
+            self._results[s] = stats.finish(
+                error=record.get("error"), cancelled=bool(record.get("cancelled")), t=t
+            )
+        elif kind == "end":
+            feed.end_prompt(t)
+        elif kind == "done":
+            result = self._results.pop(s, None)
+            if result is None:
+                result = (self._stats.get(s) or GenerationStats(clock=self.clock)).finish(t=t)
+            answer = feed.close_prompt(result, t)
+            actions.append(Action("answer", s, answer=answer, t=t))
+        elif kind == "nvml":
+            reading = record.get("reading")
+            if reading is None:  # the sampler stopped (panel hidden, server stopped)
+                feed.hardware_reading = None
+            else:
+                fields = set(HardwareReading.__dataclass_fields__)
+                feed.hardware_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
+
+    @staticmethod
+    def _identify(feed: ServerFeed, record: dict[str, Any]) -> None:
+        """Apply a 'server' record: what `ServerFeed._identify` found live (no network here)."""
+        feed.model = record.get("model")
+        feed.models = tuple(record.get("models") or ())
+        feed.version = record.get("version")
+        feed.facts = tuple(record.get("facts") or ())
+        feed.drafter_ref = record.get("drafter_ref")
+        feed.spec_method = record.get("spec_method")
+        bw = feed._bandwidth
+        info = record.get("bandwidth") or {}
+        bw.spec = spec_from_json(info.get("spec"))
+        bw.drafter = spec_from_json(info.get("drafter"))
+        bw.gpu = info.get("gpu")
+        bw.peak_gbps = info.get("peak_gbps")
+        bw.error = str(info.get("error") or "")
+        bw.simulated = bool(info.get("simulated"))
+        bw.method = info.get("method")
+        bw.sources = str(info.get("sources") or "")
+        bw._loaded = True
+        feed.identified = True
+
+    # -- headless ---------------------------------------------------------------------------------
+
+    def servers(self) -> list[dict[str, Any]]:
+        """What each server was (the last 'server' record of each): model, method, k, version, GPU."""
+        out: list[dict[str, Any]] = [
+            {"label": spec.label, "url": spec.url, "model": spec.model} for spec in self.config.servers
+        ]
+        for record in self.recording.records:
+            if record["kind"] == "server" and int(record["s"]) < len(out):
+                entry = out[int(record["s"])]
+                for key in ("model", "version", "method", "k", "gpu"):
+                    entry[key] = record.get(key)
+        for entry, feed in zip(out, self.feeds, strict=False):
+            snap = feed.collector.latest  # k is the number of `position` labels the pages carried
+            if snap is not None:
+                entry["speculative"] = snap.speculative
+                entry["k"] = snap.num_speculative_tokens if snap.speculative else 0
+            entry["method_label"] = method_label(entry.get("method"), entry.get("k"))
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The per-prompt summary of the whole recording (`mtpwatch replay FILE --json`)."""
+        self.reset()
+        actions = self.advance(self.t_end)
+        prompts: list[dict[str, Any]] = []
+        current: dict[int, str] = {}
+        for action in actions:
+            if action.kind == "begin":
+                current[action.server] = action.text
+            elif action.kind == "answer" and action.answer is not None:
+                s = action.answer.summary
+                prompts.append(
+                    {
+                        "server": action.server,
+                        "label": self.config.servers[action.server].label,
+                        "t_s": round(action.t - self.t_start, 3),
+                        "prompt": current.get(action.server, ""),
+                        "tokens": s.tokens,
+                        "ttft_s": s.ttft_s,
+                        "decode_tok_s": s.decode_tok_s,
+                        "acceptance_rate": s.acceptance_rate,
+                        "mean_acceptance_length": s.mean_acceptance_length,
+                        "scope": s.scope,
+                        "approximate": s.approximate,
+                        "cancelled": s.cancelled,
+                        "error": s.error,
+                    }
+                )
+        return {
+            "recording_version": self.recording.header.get("version"),
+            "duration_s": round(self.t_end - self.t_start, 3),
+            "truncated": self.recording.truncated,
+            "mode": self.config.mode,
+            "servers": self.servers(),
+            "prompts": prompts,
+        }
+
+
+def method_label(method: str | None, k: int | None) -> str | None:
+    """'MTP k=4', 'ngram k=4', 'speculative k=4' (method unknown), None without speculation."""
+    if not k:
+        return None
+    return spec_label(method, k)

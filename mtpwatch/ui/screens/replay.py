@@ -1,0 +1,222 @@
+"""ReplayScreen: the monitor screen driven by a recording (`mtpwatch replay FILE`).
+
+The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
+Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
++/- speed (¼× … 16×), Home back to the start.
+"""
+
+from __future__ import annotations
+
+import time
+
+from textual.binding import Binding
+from textual.content import Content
+from textual.widgets import Static
+
+from mtpwatch.config import AppConfig
+from mtpwatch.ui.answers import Answer
+from mtpwatch.ui.replay import Action, ReplaySource
+from mtpwatch.ui.screens.monitor import MonitorScreen
+from mtpwatch.ui.view import window_words
+from mtpwatch.ui.widgets.prompt_input import PromptInput
+from mtpwatch.ui.widgets.server_panel import ServerPanel
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+TICK_S = 0.1
+LOOP_PAUSE_S = 3.0
+"""`--loop`: seconds the last frame stays before the recording starts over."""
+
+
+def _clock_text(seconds: float) -> str:
+    m, s = divmod(max(seconds, 0.0), 60.0)
+    return f"{int(m):02d}:{s:04.1f}"
+
+
+class ReplayScreen(MonitorScreen):
+    """The monitor screen with a player instead of servers."""
+
+    # priority: no widget (an answer pane that scrolls) may take the player's keys
+    BINDINGS = [
+        Binding("space", "play_pause", "Play/pause", id="replay-play", priority=True),
+        Binding("left", "seek(-10)", "−10 s", id="replay-back", priority=True),
+        Binding("right", "seek(10)", "+10 s", id="replay-forward", priority=True),
+        Binding("n", "jump(1)", "Next prompt", id="replay-next", priority=True),
+        Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
+        Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
+        Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
+        Binding("minus", "speed(-1)", "Slower", show=False, id="replay-slower", priority=True),
+        Binding("home", "restart", "Start", show=False, id="replay-start", priority=True),
+    ]
+
+    def __init__(
+        self, config: AppConfig, source: ReplaySource, *, loop: bool = False, speed: float = 1.0
+    ) -> None:
+        super().__init__(config, autostart=False, clock=source.clock, schedule=source.schedule)  # type: ignore[arg-type]
+        self.source = source
+        self.replay_loop = loop
+        self.playing = True
+        self.speed_index = SPEEDS.index(speed) if speed in SPEEDS else SPEEDS.index(1.0)
+        self._last_tick = time.monotonic()
+        self._ended_at: float | None = None
+        self._answers: dict[int, Answer] = {}
+
+    @property
+    def speed(self) -> float:
+        """Playback speed, ¼× … 16×."""
+        return SPEEDS[self.speed_index]
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        prompt = self.query_one(PromptInput)
+        prompt.placeholder = "replay: Space play/pause · ←/→ 10 s · n/p prompt · . step · +/- speed"
+        prompt.disabled = True
+        if self.config.mode == "ab":
+            self.query_one("#measure", Static).display = False  # F6 measures servers, not files
+        self.feeds = self.source.feeds
+        for panel in self.panels:
+            panel.show_monitor()
+        self._apply(self.source.advance(self.source.t_start))
+        self._push_views()
+        self.set_interval(TICK_S, self._tick, name="replay")
+
+    # -- title ------------------------------------------------------------------------------------
+
+    def update_title(self) -> None:
+        source = getattr(self, "source", None)
+        if source is None:
+            return
+        state = "▶" if self.playing else "❚❚"
+        speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
+        total = _clock_text(source.t_end - source.t_start)
+        parts = [
+            f"[b]{state} replay {_clock_text(source.elapsed_s)}[/] / {total} · {speed}",
+            f"window [b]{window_words(self.window)}[/]",
+        ]
+        if self._is_paused():
+            parts.append("[$warning reverse] PAUSED display [/]")
+        parts.append(f"[b]{self.config.title}[/]")
+        parts.append("[dim]? help · Ctrl+Q quit[/]")
+        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+
+    # -- playing ----------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        dt, self._last_tick = now - self._last_tick, now
+        if not self.playing:
+            return
+        source = self.source
+        if source.at_end or source.now >= source.t_end:
+            if not self.replay_loop:
+                self.playing = False
+                self.update_title()
+                return
+            if self._ended_at is None:
+                self._ended_at = now
+            if now - self._ended_at >= LOOP_PAUSE_S:
+                self._ended_at = None
+                self.seek_to(source.t_start)
+            return
+        self._apply(source.advance(min(source.now + dt * self.speed, source.t_end)))
+        self._push_views()
+        self.update_title()
+
+    def _push_views(self) -> None:
+        for feed, panel in zip(self.feeds, self.panels, strict=False):
+            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
+
+    def _apply(self, actions: list[Action], *, from_index: dict[int, int] | None = None) -> None:
+        """Show `actions` in the answer panes (after a seek, only each pane's current prompt)."""
+        panels = self.panels
+        for i, action in enumerate(actions):
+            quiet = from_index is not None and i < from_index.get(action.server, 0)
+            if action.kind == "answer" and action.answer is not None:
+                self._compare(action.server, action.answer)
+            if quiet or action.server >= len(panels):
+                continue
+            panel = panels[action.server]
+            if action.kind == "begin":
+                panel.begin_answer(action.text)
+            elif action.kind == "text":
+                panel.stream.feed(action.text)
+            elif action.kind == "answer" and action.answer is not None:
+                panel.add_summary(action.answer.summary)
+
+    def _compare(self, server: int, answer: Answer) -> None:
+        if self.config.mode != "ab":
+            return
+        self._answers[server] = answer
+        if len(self._answers) == 2:
+            for feed, panel in zip(self.feeds, self.panels, strict=False):
+                panel.show(feed.view(self.window))  # the ratio's label reads the panels' views
+            self.show_comparison(self._answers[0], self._answers[1])
+            self._answers = {}
+
+    def seek_to(self, t: float) -> None:
+        """Jump to time `t`: the panes show each server's prompt at that moment."""
+        source = self.source
+        backwards = t < source.now
+        if backwards:
+            for panel in self.panels:
+                panel.stream.reset()
+            self.speedups.clear()
+            self._answers = {}
+        actions = source.seek(t)
+        self.feeds = source.feeds
+        last_begin: dict[int, int] = {}
+        for i, action in enumerate(actions):
+            if action.kind == "begin":
+                last_begin[action.server] = i
+        self._apply(actions, from_index=last_begin)
+        for feed, panel in zip(self.feeds, self.panels, strict=False):
+            panel.show(feed.view(self.window))
+        self.update_title()
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def action_play_pause(self) -> None:
+        self.playing = not self.playing
+        if self.playing and self.source.at_end:
+            self.seek_to(self.source.t_start)
+        self._last_tick = time.monotonic()
+        self.update_title()
+
+    def action_seek(self, seconds: float) -> None:
+        self.seek_to(self.source.now + seconds)
+
+    def action_jump(self, direction: int) -> None:
+        """Next (+1) or previous (−1) prompt start."""
+        now = self.source.now
+        times = self.source.prompt_times
+        if direction > 0:
+            later = [t for t in times if t > now + 1e-6]
+            if later:
+                self.seek_to(later[0])
+        else:
+            earlier = [t for t in times if t < now - 0.5]
+            self.seek_to(earlier[-1] if earlier else self.source.t_start)
+
+    def action_step(self) -> None:
+        """Pause and move to the next scrape."""
+        self.playing = False
+        later = [t for t in self.source.scrape_times if t > self.source.now + 1e-9]
+        if later:
+            self.seek_to(later[0])
+
+    def action_speed(self, step: int) -> None:
+        self.speed_index = min(max(self.speed_index + step, 0), len(SPEEDS) - 1)
+        self.update_title()
+
+    def action_restart(self) -> None:
+        self.seek_to(self.source.t_start)
+
+    def send(self, prompt: str) -> None:
+        """A replay sends nothing (F4, a loop): it has no server and uses no network."""
+        self.notify("This is a replay: no server to send prompts to.", severity="warning")
+
+    def start_measurement(self, prompts: object = None) -> bool:
+        self.notify("This is a replay: F6 measures live servers.", severity="warning")
+        return False
+
+    async def stop_servers(self) -> None:
+        """Nothing to stop in a replay."""

@@ -1,0 +1,125 @@
+"""Benchmark: the k advisor's predicted decode tok/s against the measured one, for every k of a sweep.
+
+Runs `mtpwatch bench --start MODEL --sweep-k 0,1,2,4,8` on each simulator preset (simulated vLLM
+servers over real HTTP, one at a time, started through `--vllm "… mtpwatch sim"`), then prints,
+per k, the measured decode tok/s and speed-up, the advisor's prediction made from the k=8 run
+alone, and the error. Target: within 10 % for every k. With ``--real`` it also runs real vLLM
+(CPU build, ngram, k = 0, 1, 2, 4 on the copy-the-text prompts; needs tests/real_vllm/setup.sh);
+target 15 %.
+
+    python tests/bench/advisor.py [--runs 4] [--real]
+
+Prints figures; passes or fails nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PRESETS = [
+    # (model, drafter, GPU the preset simulates, speed-up of the simulated clock)
+    ("google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant", "GB10", 20),
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B-it-assistant", "GB10", 20),
+    ("google/gemma-4-31B-it", "google/gemma-4-31B-it-assistant", "H100 SXM", 20),
+]
+
+
+def run_sweep(args: list[str], env: dict[str, str]) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep.json"
+        cmd = [sys.executable, "-m", "mtpwatch", "bench", "--json", str(out), "--no-progress", *args]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
+        if proc.returncode != 0 or not out.exists():
+            sys.stderr.write(proc.stdout + proc.stderr)
+            raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(cmd)}")
+        print(proc.stdout)
+        doc: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
+        return doc
+
+
+def table(name: str, doc: dict[str, object], speed: float = 1.0) -> float:
+    """Print predicted vs measured; return the largest |error| over the ks the advisor predicted."""
+    rows = doc["rows"]
+    assert isinstance(rows, list)
+    print(f"\n{name}  (tok/s on the {'simulated clock ÷ speed' if speed != 1 else 'wall clock'})")
+    print(f"{'k':>3}{'measured':>11}{'speed-up':>10}{'predicted':>11}{'pred. speed-up':>16}{'error':>9}")
+    worst = 0.0
+    for r in rows:
+        measured = r["decode_tok_s"]
+        pred = r["predicted_decode_tok_s"]
+        err = r["prediction_error"]
+        if err is not None and r["k"] != doc["advisor"]["from_k"]:  # type: ignore[index]
+            worst = max(worst, abs(err))
+        print(
+            f"{r['k']:>3}{(measured or 0) / speed:>11.2f}{(r['speedup'] or 0):>10.2f}"
+            f"{(pred or 0) / speed:>11.2f}{(r['predicted_speedup'] or 0):>16.2f}"
+            f"{'' if err is None else f'{100 * err:+.1f}%':>9}"
+        )
+    advisor = doc["advisor"]
+    print(
+        f"best k measured: {doc['best_k']}; advisor's choice from k={advisor['from_k']}: {advisor['best_k']}"
+    )  # type: ignore[index]
+    print(f"largest |error| (k < {advisor['from_k']}): {100 * worst:.1f}%")  # type: ignore[index]
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=4, help="runs per prompt and arm (first is warm-up)")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--real", action="store_true", help="also real vLLM CPU, ngram k=0,1,2,4")
+    parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
+    parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
+    opts = parser.parse_args()
+    env = dict(os.environ)
+    worst: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as ledger:
+        env["MTPWATCH_SIM_GPU_DIR"] = ledger
+        for model, drafter, gpu, speed in PRESETS:
+            if opts.real_only or (opts.sim_only_preset and opts.sim_only_preset != model):
+                continue
+            sim = f"{sys.executable} -m mtpwatch sim --speed {speed}"
+            args = [
+                "--start",
+                model,
+                "--drafter",
+                drafter,
+                "--sweep-k",
+                "0,1,2,4,8",
+                "--vllm",
+                sim,
+                "--gpu",
+                gpu,
+            ]
+            args += ["--prompts", "long-en", "--limit", "2", "--runs", str(opts.runs)]
+            args += ["--max-tokens", str(opts.max_tokens), "--", "--max-model-len", "32768"]
+            doc = run_sweep(args, env)
+            worst[model] = table(f"simulator: {model} on {gpu}", doc, speed)
+    if opts.real or opts.real_only:
+        real = Path(os.environ.get("MTPWATCH_VLLM_VENV", "")) / "bin" / "vllm"
+        models = Path(os.environ.get("MTPWATCH_TEST_MODELS", ""))
+        if not real.exists() or not (models / "gemma3-270m").is_dir():
+            raise SystemExit("--real needs: eval \"$(bash tests/real_vllm/setup.sh | grep '^export ')\"")
+        env.update(VLLM_CPU_KVCACHE_SPACE="2", VLLM_CPU_OMP_THREADS_BIND="auto", HF_HUB_OFFLINE="1")
+        env["VLLM_NO_USAGE_STATS"] = "1"
+        args = ["--start", str(models / "gemma3-270m"), "--method", "ngram", "--sweep-k", "0,1,2,4"]
+        args += ["--vllm", str(real), "--prompts", str(Path(__file__).parent / "copy_prompts.jsonl")]
+        args += ["--runs", str(opts.runs), "--startup-timeout", "600"]
+        args += ["--", "--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"]
+        doc = run_sweep(args, env)
+        worst["real vLLM CPU ngram"] = table("real vLLM 0.32 CPU, Gemma 3 270M, ngram", doc)
+    print(
+        "\nsummary: largest |predicted − measured| / measured per sweep (targets: simulator 10 %, real 15 %)"
+    )
+    for name, w in worst.items():
+        print(f"  {name:40} {100 * w:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Runs `mtpwatch …` unchanged, plus a probe for token arrival → frame written latency (benchmarks only).
+
+    python tests/bench/tty_probe.py attach http://127.0.0.1:8000   (MTPWATCH_PROBE_OUT=latency.json)
+
+Each streamed chunk carries the client's socket-read time (`StreamEvent.t`, the app's monotonic
+clock). The probe follows its text into the answer pane: when the pane's flush has taken every
+character up to that chunk's last one, the chunk waits for the next frame; the time of the next
+terminal write (`LinuxDriver.write`, what goes to the pty) minus the read time is its latency. At exit
+the latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+from collections import deque
+from typing import Any
+
+from textual.drivers.linux_driver import LinuxDriver
+
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.ui.widgets.token_stream import TokenStream
+
+_batch: deque[float] = deque()
+_fed: dict[int, int] = {}
+_arrivals: dict[int, deque[tuple[float, int]]] = {}
+_waiting: list[float] = []
+_latencies: list[float] = []
+
+_decode = VllmClient._decode
+_feed = TokenStream.feed
+_flush = TokenStream.flush
+_write = LinuxDriver.write
+
+
+def decode(self: VllmClient, *args: Any, **kwargs: Any) -> Any:
+    events = _decode(self, *args, **kwargs)
+    # The client hands this batch to on_event (→ the pane's feed) before it reads again.
+    _batch.clear()
+    _batch.extend(e.t for e in events if e.text)
+    return events
+
+
+def feed(self: TokenStream, text: str) -> None:
+    key = id(self)
+    total = _fed.get(key, 0) + len(text)
+    _fed[key] = total
+    if _batch:
+        _arrivals.setdefault(key, deque()).append((_batch.popleft(), total))
+    _feed(self, text)
+
+
+def flush(self: TokenStream, *, final: bool = True) -> None:
+    _flush(self, final=final)
+    key = id(self)
+    done = _fed.get(key, 0) - len(self.pending_text)
+    queue = _arrivals.get(key)
+    while queue and queue[0][1] <= done:
+        _waiting.append(queue.popleft()[0])
+
+
+def write(self: LinuxDriver, data: str) -> None:
+    _write(self, data)
+    if _waiting:
+        now = time.monotonic()
+        _latencies.extend(now - t for t in _waiting)
+        _waiting.clear()
+
+
+def _dump() -> None:
+    path = os.environ.get("MTPWATCH_PROBE_OUT")
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(_latencies, fh)
+
+
+VllmClient._decode = decode  # type: ignore[method-assign]
+TokenStream.feed = feed  # type: ignore[method-assign]
+TokenStream.flush = flush  # type: ignore[method-assign]
+LinuxDriver.write = write  # type: ignore[method-assign]
+atexit.register(_dump)
+
+if __name__ == "__main__":
+    from mtpwatch.cli import main
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,78 @@
+"""`mtpwatch bench --start MODEL --sweep-k …` end to end, with the simulator standing in for vLLM."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mtpwatch.cli import cli
+
+E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
+SIM = f"{sys.executable} -m mtpwatch sim --speed 40"
+QUICK = ["--prompts", "long-en", "--limit", "1", "--runs", "3", "--max-tokens", "64", "--no-progress"]
+
+
+@pytest.mark.parametrize(
+    ("method", "drafter"),
+    [
+        ("mtp", E4B_D),
+        ("ngram", None),
+        ("eagle3", "org/gemma-4-E4B-eagle3"),
+        ("draft_model", "google/gemma-4-E2B-it"),
+    ],
+)
+def test_sweep_every_method(
+    method: str, drafter: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    monkeypatch.setenv("VLLM_API_KEY", "sweep-secret")
+    out = tmp_path / "sweep.json"
+    args = ["bench", "--start", E4B, "--method", method, "--sweep-k", "0,1,3", "--vllm", SIM, "--gpu", "GB10"]
+    args += ["--drafter", drafter] if drafter else []
+    args += [*QUICK, "--json", str(out), "--", "--max-model-len", "8192"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert f"k sweep 0,1,3 · {E4B} · {method}" in text
+    assert "best k (highest median speed-up):" in text and "k advisor (from k=3)" in text
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["ks"] == [0, 1, 3] and doc["method"] == method
+    rows = {r["k"]: r for r in doc["rows"]}
+    for k in (1, 3):
+        row = rows[k]
+        assert row["pairs"] == 2 and row["speedup_ci"][0] <= row["speedup"] <= row["speedup_ci"][1]
+        assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
+        assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
+    assert doc["best_k"] in (0, 1, 3)
+    assert doc["advisor"]["from_k"] == 3 and [p["k"] for p in doc["advisor"]["predictions"]] == [0, 1, 3]
+    # the run at k=3 predicts itself exactly; k=1 is a real prediction (its accuracy is a
+    # benchmark's business: tests/bench/advisor.py)
+    assert rows[3]["prediction_error"] == pytest.approx(0.0, abs=1e-6)
+    assert isinstance(rows[1]["prediction_error"], float)
+    # every server had the passthrough flag and a planned share; the key never in argv
+    for server in doc["plan"]["servers"]:
+        assert "--max-model-len" in server["argv"] and "--gpu-memory-utilization" in server["argv"]
+        assert server["env"] == {"VLLM_API_KEY": "***"}
+    assert "sweep-secret" not in out.read_text(encoding="utf-8") and "sweep-secret" not in result.output
+    assert doc["plan"]["schedule"] == "restart"
+
+
+def test_sweep_plan_only(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,2,4", "--gpu", "H100 SXM"]
+    result = CliRunner().invoke(cli, [*args, "--plan", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "schedule: restart" in result.output and result.output.count("vllm serve") == 3
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert [s["k"] for s in doc["servers"]] == [0, 2, 4]
+
+
+def test_sweep_bad_ks() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--start", E4B, "--sweep-k", "0", "--plan"])
+    assert result.exit_code == 2 and "at least one k > 0" in result.output
+    result = CliRunner().invoke(cli, ["bench", "--start", E4B, "--sweep-k", "1,x", "--plan"])
+    assert result.exit_code == 2 and "Traceback" not in result.output

@@ -1,0 +1,50 @@
+"""The k advisor's line in the A/B view, from a real prompt on two simulators (baseline, MTP k=4)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.widgets import Static
+
+from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.core.ab.advisor import advise
+from mtpwatch.sim.server import running_sim
+from mtpwatch.ui.advice import advice_for, render_advice
+from mtpwatch.ui.app import make_app
+
+if TYPE_CHECKING:
+    from conftest import WaitUntil
+
+
+async def test_ab_view_names_the_k_it_would_choose(wait_until: WaitUntil) -> None:
+    display = DisplaySettings(scrape_interval_s=0.1, max_tokens=96)
+    async with (
+        running_sim(speed=20, spec=False) as url_a,
+        running_sim(speed=20, spec=True, k=4) as url_b,
+    ):
+        config = AppConfig(
+            servers=[ServerSpec(label="A", url=url_a), ServerSpec(label="B", url=url_b)],
+            display=display,
+            mode="ab",
+        )
+        app = make_app(config)
+        async with app.run_test(size=(200, 50)) as pilot:
+            panels = app.monitor.panels
+            await wait_until(pilot, lambda: all(p.view is not None and p.view.status == "up" for p in panels))
+            await pilot.press(*"Explain tides", "enter")
+            await wait_until(pilot, lambda: all(p.prompt_count == 1 for p in panels), limit_s=60)
+            advice = advice_for(app.monitor.feeds[0], app.monitor.feeds[1])
+            assert advice is not None and advice.from_k == 4
+            assert [p.k for p in advice.predictions] == [0, 1, 2, 3, 4]
+            line = str(app.screen.query_one("#speedup", Static).render())
+            assert "k advisor" in line
+            await pilot.press("ctrl+q")
+
+
+def test_render_advice() -> None:
+    keep = advise([0.9, 0.85], step_s=0.022, baseline_step_s=0.020)
+    assert "keep k=2" in render_advice(keep)
+    lower = advise([0.6, 0.2, 0.05, 0.01], step_s=0.060, baseline_step_s=0.020)
+    text = render_advice(lower)
+    assert f"k={lower.best_k}" in text and "k=4 now" in text
+    assert render_advice(None) == ""
