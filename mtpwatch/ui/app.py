@@ -232,11 +232,9 @@ class MtpWatchApp(App[int]):
             return
         try:
             monitor = self.monitor
-        except LookupError:  # the fleet view without an open monitor: nothing was measured
+        except LookupError:  # the fleet view: no measurement to save
             return
-        if monitor.last_report is None:
-            return
-        if monitor.saved_to is None:
+        if monitor.last_report is not None and monitor.saved_to is None:
             with contextlib.suppress(OSError):
                 monitor.save_results()
 

@@ -4,14 +4,13 @@ saved F6 measurements alike, so `plot` and `compare` read both."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.jsonout import json_safe
+from mtpwatch.core.outfile import write_complete
 
 
 def report_document(
@@ -28,13 +27,6 @@ def dumps(document: Mapping[str, Any]) -> str:
 
 
 def write_document(path: Path, document: Mapping[str, Any]) -> None:
-    """Write atomically (a temporary file renamed over `path`): a reader never sees half a report."""
+    """Write complete or not at all (`core.outfile.write_complete`): a reader never sees half a report."""
     text = dumps(document)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent or Path(".")))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_complete(path, lambda p: p.write_text(text, encoding="utf-8"))
