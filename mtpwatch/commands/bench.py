@@ -44,7 +44,10 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 
 
 def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu, --gpu-memory, --gpu-free, --plan."""
+    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan.
+
+    (--gpu is the bench's own option, shared by the report and the sweep's memory plan.)
+    """
     from mtpwatch.core.launch.vllm_cmd import METHODS
 
     options = [
@@ -65,7 +68,6 @@ def sweep_options(func: Any) -> Any:
         click.option(
             "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
         ),
-        click.option("--gpu", default=None, help="k sweep: plan memory for this GPU (table name)."),
         click.option(
             "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
         ),
@@ -697,7 +699,8 @@ def _write_outputs(
 @click.option(
     "--gpu",
     default=None,
-    help="GPU the servers run on, for the report (default: this host's, by NVML, for loopback servers).",
+    help="GPU the servers run on: for the report (default: this host's, by NVML, for loopback servers) "
+    "and, with --start, the memory plan (a table name).",
 )
 @click.option(
     "--jsonl",
@@ -756,6 +759,7 @@ def command(
     with the k advisor's predictions beside the measured figures.
     """
     if sweep["start_model"] is not None:
+        sweep["gpu"] = gpu
         _sweep(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature, api_key, model,
                chat, startup_timeout, json_path, progress)  # fmt: skip
         return

@@ -220,7 +220,8 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
             assert a == pytest.approx(b, rel=spread + 1e-9, abs=1e-12)
         # tok/s: Prometheus' rate() is increase / window; direct is Δ / Δt of its own scrapes
         assert pr.decode_tok_s == pytest.approx(pr.generation_tokens / window, rel=1e-9)
-        assert dr.window_s is not None and dr.window_s >= window
+        # the direct window ends at its last scrape: up to one interval (more on a loaded machine) short
+        assert dr.window_s is not None and dr.window_s >= window - 1.0
 
     for rows in (direct, via_prom):
         flagged = {r.name for r in rows if "acceptance" in r.outliers}

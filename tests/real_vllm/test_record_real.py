@@ -23,7 +23,7 @@ import pytest
 from textual.pilot import Pilot
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
-from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
+from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.core.record.reader import read_recording
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.replay import ReplaySource
@@ -58,11 +58,12 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     port = free_port()
     model = real_env.models / "gemma3-270m"
     argv = build_vllm_argv(
-        str(model), method="ngram", k=4, port=port, vllm=str(real_env.vllm), api_key=KEY,
+        str(model), method="ngram", k=4, port=port, vllm=str(real_env.vllm),
         served_model_name="spec-rec", extra=VLLM_ARGS,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    launch = LaunchSpec(argv=tuple(argv), env=dict(VLLM_ENV), kind="vllm", startup_timeout_s=600.0)
+    env = {**VLLM_ENV, **server_env(KEY)}  # the key reaches vLLM through its environment, never argv
+    launch = LaunchSpec(argv=tuple(argv), env=env, kind="vllm", startup_timeout_s=600.0)
     path = tmp_path / "real.mtpw.gz"
     config = AppConfig(
         servers=[

@@ -149,6 +149,9 @@ def parse_json_array(text: str, *, source: str = "<prompts>") -> list[Prompt]:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkloadError(f"{source}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # nesting or an integer past Python's limits
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(":")[0]
+        raise WorkloadError(f"{source}: not valid JSON ({why})") from None
     if not isinstance(items, list):
         raise WorkloadError(f"{source}: expected a JSON array of prompt objects")
     # ShareGPT dumps hold entries with no conversation at all; vllm bench skips them, so do we.
