@@ -58,6 +58,7 @@ echo "== done in $(( $(date +%s) - start )) s, status $status"
 # One closing line for both runs (pytest prints one per run).
 CHECKS_FAILED=$checks .venv/bin/python - <<'PY'
 import glob
+import os
 import xml.etree.ElementTree as ET
 
 total = failed = skipped = 0
@@ -66,8 +67,6 @@ for path in sorted(glob.glob(".cache/junit-*.xml")):
         total += int(suite.get("tests", 0))
         failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
         skipped += int(suite.get("skipped", 0))
-import os
-
 failed += int(os.environ.get("CHECKS_FAILED", "0"))  # a failed check counts as a failed test
 line = f"{total - failed - skipped} passed, {failed} failed"
 print(line + (f", {skipped} skipped" if skipped else ""))
