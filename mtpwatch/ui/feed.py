@@ -241,12 +241,11 @@ class ServerFeed:
             try:
                 if not self.identified:
                     await self._identify()
-                text = await self.client.scrape_text()
-                snapshot = self.client.parse_page(text, self.model)
+                text, snapshot = await self.client.scrape_page(self.model)
             except (ServerError, OSError, ValueError) as exc:
                 return self._down(str(exc) or type(exc).__name__)
             now = self.clock()
-            if self.tap is not None:
+            if self.tap is not None and text is not None:
                 self.tap.scrape(now, text)
             self.accept(snapshot, now)
         return self.display.scrape_interval_s

@@ -53,6 +53,10 @@ class _PrometheusScrapes(VllmClient):
             raise ServerError(f"Prometheus has no series of {instance} (any more)", url=self.source.url)
         return snap
 
+    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
+        """The numbers come from Prometheus: no page of the server's own to show or record."""
+        return None, await self.scrape(model)
+
     async def _backfill(self) -> None:
         instance, model, engine = self.row
         step = max(1.0, self.feed.display.scrape_interval_s)

@@ -246,6 +246,15 @@ class VllmClient:
         """
         return self.parse_page(await self.scrape_text(), model)
 
+    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
+
+        A client that reads the numbers from elsewhere (a Prometheus server) overrides this and
+        returns no text: there is no page to record.
+        """
+        text = await self.scrape_text()
+        return text, self.parse_page(text, model)
+
     def parse_page(self, text: str, model: str | None = None) -> MetricsSnapshot:
         """A /metrics page of this server → `MetricsSnapshot` (what `scrape` does after the GET)."""
         try:
