@@ -27,6 +27,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.headless import terminal_signals
+
 from .conftest import MARK, ROOT, SHIM, TOKEN, free_port
 
 SIGNALS = [
@@ -37,11 +39,6 @@ SIGNALS = [
 F6 = "\x1b[17~"
 CTRL_Q = "\x11"
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
-
-
-def _terminal_signals() -> None:
-    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def shim_command() -> str:
@@ -105,7 +102,7 @@ class Terminal:
             stderr=slave,
             env=env,
             start_new_session=True,
-            preexec_fn=_terminal_signals,
+            preexec_fn=terminal_signals,
         )
         os.close(slave)
         self.master = master
@@ -172,7 +169,7 @@ def headless(port: int, *sim_args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-        preexec_fn=_terminal_signals,
+        preexec_fn=terminal_signals,
     )
 
 

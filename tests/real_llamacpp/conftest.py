@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.headless import follow_output, terminal_signals
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT_S = 180.0
@@ -93,21 +94,6 @@ def kind_flags(env: LlamaEnv, kind: str) -> list[str]:
     raise ValueError(kind)
 
 
-def _reader(server: RunningLlama) -> None:
-    assert server.mtpwatch.stdout is not None
-    for line in server.mtpwatch.stdout:
-        server.output.append(line.rstrip("\n"))
-        if server.pgid is None:
-            match = re.search(r"process group (\d+)", line)
-            if match:
-                server.pgid = int(match.group(1))
-
-
-def _terminal_signals() -> None:
-    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def start_llama(env: LlamaEnv, kind: str, tmp: Path) -> RunningLlama:
     port = free_port()
     name = f"gemma-llama-{kind}"
@@ -125,10 +111,10 @@ def start_llama(env: LlamaEnv, kind: str, tmp: Path) -> RunningLlama:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-        preexec_fn=_terminal_signals,
+        preexec_fn=terminal_signals,
     )
     server = RunningLlama(kind, f"http://127.0.0.1:{port}", port, name, log_path, proc)
-    threading.Thread(target=_reader, args=(server,), daemon=True).start()
+    threading.Thread(target=follow_output, args=(server,), daemon=True).start()
     deadline = time.monotonic() + STARTUP_LIMIT_S
     while time.monotonic() < deadline:
         if any(" ready in " in line for line in server.output):

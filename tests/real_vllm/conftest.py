@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.headless import follow_output, terminal_signals
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_LIMIT_S = 600.0
@@ -99,21 +100,6 @@ def free_port() -> int:
         return port
 
 
-def _reader(server: RunningServer) -> None:
-    assert server.mtpwatch.stdout is not None
-    for line in server.mtpwatch.stdout:
-        server.output.append(line.rstrip("\n"))
-        if server.pgid is None:
-            match = re.search(r"process group (\d+)", line)
-            if match:
-                server.pgid = int(match.group(1))
-
-
-def _terminal_signals() -> None:
-    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def start_server(env: RealEnv, kind: str, tmp: Path) -> RunningServer:
     folder, name, flags = KINDS[kind]
     port = free_port()
@@ -134,10 +120,10 @@ def start_server(env: RealEnv, kind: str, tmp: Path) -> RunningServer:
         start_new_session=True,  # the tests signal mtpwatch like a terminal would, not pytest
         # A user's terminal leaves SIGHUP at its default; a runner started under nohup passes it on
         # ignored, and mtpwatch rightly keeps an ignored SIGHUP ignored. Give it a terminal's signals.
-        preexec_fn=_terminal_signals,
+        preexec_fn=terminal_signals,
     )
     server = RunningServer(kind, f"http://127.0.0.1:{port}", port, model_path, name, log_path, proc)
-    threading.Thread(target=_reader, args=(server,), daemon=True).start()
+    threading.Thread(target=follow_output, args=(server,), daemon=True).start()
     deadline = time.monotonic() + STARTUP_LIMIT_S
     while time.monotonic() < deadline:
         if any(" ready in " in line for line in server.output):
