@@ -40,7 +40,7 @@ def test_replay_shows_what_the_live_app_showed(sim_recording: Recorded) -> None:
         compared += 1
         with_numbers += live.server_tok_s is not None and live.acceptance_rate is not None
     # Views are built only when a panel draws (at most 2 Hz), so a short session yields a dozen or so.
-    assert compared >= 10 and with_numbers > 5
+    assert compared >= 10 and with_numbers >= 3
 
     summary = source.summary()
     assert [p["label"] for p in summary["prompts"]].count("B · MTP on") == 2
