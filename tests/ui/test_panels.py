@@ -266,3 +266,38 @@ def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     acc, speed = Content.from_markup(render_numbers(view, compact=True)).plain.split("\n")
     assert acc.startswith("accept 58 % · len 2.16 · pos 72 44 %")
     assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s" in speed
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+async def test_a_new_view_repaints_rows_not_the_whole_panel(size: tuple[int, int]) -> None:
+    """Over SSH every repainted cell is bytes: a view whose digits moved must not repaint the panel
+    (Textual repaints a widget whole when its border title is assigned, even the same title)."""
+    from textual.geometry import Region
+
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.widgets.server_panel import ServerPanel
+    from tests.ui import samples
+
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await samples.load(app, "single")
+        await pilot.pause()
+        panel = app.screen.query_one(ServerPanel)
+        whole: list[str] = []
+        refresh = panel.refresh
+
+        def spy(*regions: Region, **kwargs: bool) -> ServerPanel:
+            if not regions:
+                whole.append("panel")
+            return refresh(*regions, **kwargs)
+
+        panel.refresh = spy  # type: ignore[method-assign]
+        base = samples.view_mtp()
+        for tok_s in (41.0, 42.5, 40.2):
+            panel.show(replace(base, server_tok_s=tok_s))
+            await pilot.pause()
+        assert whole == []
+        # A status change still repaints it (80×24 carries the status in the border title).
+        panel.show(replace(base, status="down"))
+        await pilot.pause()
+        assert whole

@@ -96,7 +96,7 @@ class ServerPanel(Vertical):
                     )
 
     def on_mount(self) -> None:
-        self.border_title = self._initial.label
+        self._set_title(self._initial.label)
         self.show(self._initial)
 
     def on_unmount(self) -> None:
@@ -168,11 +168,11 @@ class ServerPanel(Vertical):
         ab = self.parent is not None and self.parent.has_class("-ab")
         if short:  # 80×24: model, method and status go in the border; the detail keeps a row
             head, _, detail = render_header(view, compact=True).partition("\n")
-            self.border_title = f"{self._initial.label} · {head}"
+            self._set_title(f"{self._initial.label} · {head}")
             self._set(".panel-header", detail)
             self.query_one(".panel-header", Static).display = bool(detail)
         else:
-            self.border_title = self._initial.label
+            self._set_title(self._initial.label)
             self.query_one(".panel-header", Static).display = True
             self._set(".panel-header", render_header(view, compact=compact))
         width = self.query_one(".numbers", Static).content_region.width or None
@@ -195,6 +195,13 @@ class ServerPanel(Vertical):
         # Wrapped lines (verdict, roofline summary) follow the new width.
         # The view drawn is the newest at that time, not the one when the resize arrived.
         self.call_after_refresh(lambda: self.watch_view(self.view))
+
+    def _set_title(self, title: str) -> None:
+        """Set the border title only when it changed: Textual repaints the whole panel on every
+        assignment, even of the same title (over SSH, ~24 KB a time at 160×48)."""
+        if self._shown.get("border-title") != title:
+            self._shown["border-title"] = title
+            self.border_title = title
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when its line count changed.
