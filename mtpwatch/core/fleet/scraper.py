@@ -22,7 +22,6 @@ from mtpwatch.core.fleet.rows import FleetRow, GroupKey, RowState, build_row, do
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
-from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported, fast_get_possible
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.timeouts import within
@@ -157,39 +156,6 @@ def _buckets(series: Sequence[tuple[float, float]], now: float) -> tuple[tuple[f
     return tuple((start + (i + 1) * width, sums[i] / counts[i]) for i in range(HISTORY_BUCKETS) if counts[i])
 
 
-def _client_fetch(target: Target, timeout_s: float) -> tuple[Fetch, Callable[[], Awaitable[None]]]:
-    """The target's page getter: the fast kept-alive GET where it can, httpx otherwise.
-
-    When the fast path meets anything but the plain case (a redirect, an error status, a refused
-    connection), httpx asks once more: it follows redirects and words every error exactly as the
-    single-server monitor does. A target whose plain answers need httpx stays on httpx.
-    """
-    client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
-    if not fast_get_possible(client.base_url):
-        return client.scrape_text, client.aclose
-    fast = FastGet(client.base_url, api_key=client.api_key)
-    use_fast = True
-
-    async def fetch() -> str:
-        nonlocal use_fast
-        if use_fast:
-            try:
-                return await fast.get()
-            except FastGetUnsupported:
-                text = await client.scrape_text()
-                use_fast = False  # a plain answer the fast path cannot read: httpx from now on
-                return text
-            except (OSError, asyncio.IncompleteReadError, ValueError, asyncio.LimitOverrunError):
-                pass  # httpx retries and, if it fails too, says why in the monitor's words
-        return await client.scrape_text()
-
-    async def close() -> None:
-        fast.close()
-        await client.aclose()
-
-    return fetch, close
-
-
 class FleetScraper:
     """Scrape `targets` at `interval_s` until cancelled; `rows()` answers at any moment."""
 
@@ -226,8 +192,10 @@ class FleetScraper:
             if fetch_factory is not None:
                 fetch = fetch_factory(target)
             else:
-                fetch, close = _client_fetch(target, timeout_s)
-                self._closers.append(close)
+                # The client GETs /metrics on a kept-alive socket where it can, httpx otherwise.
+                client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
+                fetch = client.scrape_text
+                self._closers.append(client.aclose)
             self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 

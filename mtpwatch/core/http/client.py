@@ -38,6 +38,7 @@ from mtpwatch.core.http.errors import (
     describe_transport,
     one_line,
 )
+from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported
 from mtpwatch.core.http.faststream import open_sse, proxy_for
 from mtpwatch.core.http.generation import (
     ChunkDecoder,
@@ -52,6 +53,7 @@ from mtpwatch.core.http.sse import DONE, SseDecoder
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
+from mtpwatch.core.timeouts import within
 
 __all__ = ["STREAM_READ_INTERVAL_S", "ModelInfo", "VllmClient"]
 
@@ -135,6 +137,9 @@ class VllmClient:
                 transport is None and self.base_url.startswith("http://") and proxy_for(self.base_url) is None
             )
         self._fast = fast_stream
+        self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
+        """/metrics on one kept-alive socket (~0.3 ms of CPU a page instead of ~2 ms through httpx);
+        None once a plain answer needed httpx (an encoding or framing it does not read)."""
         self._read_interval = STREAM_READ_INTERVAL_S if read_interval is None else read_interval
 
     @property
@@ -144,6 +149,8 @@ class VllmClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
+        if self._fast_get is not None:
+            self._fast_get.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> VllmClient:
@@ -220,6 +227,27 @@ class VllmClient:
                 Prometheus text.
         """
         url = self.base_url + "/metrics"
+        fast = self._fast_get
+        if fast is not None:
+            try:
+                text = await within(self._timeout, fast.get())
+                if not _NOT_PROMETHEUS.match(text):
+                    return text
+                # Not Prometheus text: httpx asks once more and words it with the content type.
+            except TimeoutError:
+                raise self._transport_error(url, httpx.ReadTimeout("no answer"), self._timeout) from None
+            except FastGetUnsupported:
+                # Not the plain case (an error status, a redirect, an encoding): httpx asks once more
+                # and words the answer. A plain answer it needed httpx for stays on httpx.
+                text = await self._scrape_text_httpx(url)
+                self._fast_get = None
+                fast.close()
+                return text
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+                pass  # refused, reset, cut: httpx retries and, if it fails too, says why
+        return await self._scrape_text_httpx(url)
+
+    async def _scrape_text_httpx(self, url: str) -> str:
         response = await self._get("/metrics")
         if response.status_code == 404:
             raise NotVllmError(
@@ -228,8 +256,10 @@ class VllmClient:
             )
         if response.status_code != 200:
             raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
-        ctype = response.headers.get("content-type", "")
-        text = response.text
+        return self._check_prometheus(url, response.headers.get("content-type", ""), response.text)
+
+    @staticmethod
+    def _check_prometheus(url: str, ctype: str, text: str) -> str:
         if "html" in ctype or "json" in ctype or _NOT_PROMETHEUS.match(text):
             raise NotVllmError(
                 f"{url} did not return Prometheus text (got {ctype.split(';')[0] or 'no content type'})"

@@ -1,8 +1,9 @@
-"""The fleet's fast /metrics GET: the same text as httpx, chunked bodies, keep-alive, and the
-fallback to httpx for redirects and errors (whose words stay the monitor's)."""
+"""The fast /metrics GET of the monitor and the fleet: the same text as httpx, chunked bodies,
+keep-alive, and the fallback to httpx for redirects and errors (whose words stay the monitor's)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from mtpwatch.core.fleet.scraper import Target, _client_fetch
+from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported
 from mtpwatch.sim.server import running_sim
@@ -44,11 +45,22 @@ async def server() -> AsyncIterator[tuple[str, list[web.Request]]]:
         seen.append(request)
         return web.Response(status=500, text="engine dead")
 
+    async def stuck(request: web.Request) -> web.Response:
+        seen.append(request)
+        await asyncio.sleep(2)
+        return web.Response(text=PAGE, content_type="text/plain")
+
+    async def html(request: web.Request) -> web.Response:
+        seen.append(request)
+        return web.Response(text="<html>hello</html>", content_type="text/plain")
+
     app = web.Application()
     app.router.add_get("/metrics", chunked)
     app.router.add_get("/sub/metrics", moved)
     app.router.add_get("/sub/metrics/", sub)
     app.router.add_get("/bad/metrics", broken)
+    app.router.add_get("/stuck/metrics", stuck)
+    app.router.add_get("/html/metrics", html)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -79,23 +91,34 @@ async def test_same_text_as_httpx_on_the_simulator_and_keep_alive() -> None:
 
 
 async def test_chunked_redirect_and_error_fallbacks() -> None:
+    """`VllmClient.scrape_text` (the monitor's and the fleet's scrape) takes the fast path and falls
+    back to httpx, which words every error as before."""
     async with server() as (base, seen):
         fast = FastGet(base, api_key="secret")
         assert await fast.get() == PAGE
         assert seen[-1].headers["Authorization"] == "Bearer secret"
+        fast.close()
+        async with VllmClient(base, api_key="secret") as client:
+            assert await client.scrape_text() == PAGE
+            assert client._fast_get is not None and client._fast_get._writer is not None  # fast, kept alive
         with pytest.raises(FastGetUnsupported):
             await FastGet(base + "/sub").get()
-        fetch, close = _client_fetch(Target(base + "/sub"), 5.0)
-        assert await fetch() == PAGE  # httpx followed the redirect
-        n = len(seen)
-        assert await fetch() == PAGE
-        assert [r.path for r in seen[n:]] == ["/sub/metrics", "/sub/metrics/"]  # httpx only now
-        await close()
-        fetch, close = _client_fetch(Target(base + "/bad"), 5.0)
-        with pytest.raises(ServerError, match="answered 500"):
-            await fetch()
-        await close()
-    fetch, close = _client_fetch(Target("http://127.0.0.1:9"), 5.0)
-    with pytest.raises(ServerError, match="connection refused"):
-        await fetch()
-    await close()
+        async with VllmClient(base + "/sub") as client:
+            assert await client.scrape_text() == PAGE  # httpx followed the redirect
+            n = len(seen)
+            assert await client.scrape_text() == PAGE
+            assert [r.path for r in seen[n:]] == ["/sub/metrics", "/sub/metrics/"]  # httpx only now
+        async with VllmClient(base + "/bad") as client:
+            with pytest.raises(ServerError, match="answered 500"):
+                await client.scrape_text()
+            assert client._fast_get is not None  # an error status does not give up the fast path
+        async with VllmClient(base + "/html") as client:
+            with pytest.raises(ServerError, match="did not return Prometheus text"):
+                await client.scrape_text()
+        async with VllmClient(base + "/stuck", timeout=0.5) as client:
+            with pytest.raises(ServerError, match=r"did not answer within 0.5 s"):
+                await client.scrape_text()
+            assert [r.path for r in seen[-1:]] == ["/stuck/metrics"]  # timed out once, not twice
+    async with VllmClient("http://127.0.0.1:9") as client:
+        with pytest.raises(ServerError, match="connection refused"):
+            await client.scrape_text()
