@@ -28,8 +28,9 @@ def test_fast_equals_reference_on_fixture(metrics_page: Path, prefixes: tuple[st
     text = metrics_page.read_text(encoding="utf-8")
     promparse._LABEL_CACHE.clear()
     promparse._NAME_CACHE.clear()
+    promparse._LINE_CACHE.clear()
     cold = parse_samples(text, prefixes)
-    warm = parse_samples(text, prefixes)  # second pass goes through the label cache
+    warm = parse_samples(text, prefixes)  # second pass goes through the line and label caches
     ref = parse_samples_reference(text, prefixes)
     assert ref, "the reference found no sample: the comparison would be empty"
     assert cold == ref
@@ -153,3 +154,27 @@ def test_label_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     samples = parse_samples(text)
     assert [s.value for s in samples] == [float(i) for i in range(10)]
     assert len(promparse._LABEL_CACHE) <= 4
+
+
+def test_line_cache_follows_changed_values_and_still_rejects_bad_lines(data: DataDir) -> None:
+    """The next scrape of a busy server: some lines moved, most did not; each result equals the
+    reference, and a line cached as valid does not let a malformed neighbour through."""
+    before = data.text("metrics-ngram-k4-before.txt")
+    after = data.text("metrics-ngram-k4-after.txt")
+    promparse._LINE_CACHE.clear()
+    for text in (before, after, before):
+        assert parse_samples(text) == parse_samples_reference(text)
+    assert promparse._LINE_CACHE  # the lines were kept
+    line = next(x for x in after.split("\n") if x.startswith("vllm:generation_tokens_total"))
+    with pytest.raises(MetricsFormatError, match="invalid value"):
+        parse_samples(after.replace(line, line + "x"))
+    assert parse_samples(after) == parse_samples_reference(after)
+
+
+def test_line_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(promparse, "_LINE_CACHE_MAX", 5)
+    promparse._LINE_CACHE.clear()
+    for step in range(3):
+        text = "".join(f'vllm:a{{i="{i}"}} {i + step}\n' for i in range(12))
+        assert [s.value for s in parse_samples(text)] == [float(i + step) for i in range(12)]
+        assert len(promparse._LINE_CACHE) <= 5
