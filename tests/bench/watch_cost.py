@@ -40,6 +40,9 @@ from mtpwatch.core.metrics.parse import parse_samples
 
 HERE = Path(__file__).resolve().parent
 PROMPT = b"Write a very long essay about memory bandwidth."
+SEND = b"\x1b[200~" + PROMPT + b"\x1b[201~\r"
+"""The prompt as a terminal pastes it (bracketed paste: one input event, not one per character, as
+when a user pastes or recalls a prompt), then Enter."""
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -145,15 +148,28 @@ def run(
             time.sleep(0.1)
         time.sleep(6.0)  # start-up, first scrapes, identification (slow on a loaded machine)
         streaming = scenario != "idle"
+        prompts = 0
+
+        def send() -> None:
+            # One prompt, then wait until the servers run it: sending again while it is still
+            # queued would paste into the box of a console that is busy.
+            nonlocal prompts
+            tty.type(SEND)
+            prompts += 1
+            until = time.monotonic() + 5.0
+            while counters(urls)[1] == 0 and time.monotonic() < until:
+                time.sleep(0.05)
+
         if streaming:
-            tty.type(PROMPT + b"\r")
+            send()
             time.sleep(2.0)
         gen0, _ = counters(urls)
         b0, c0, t0 = tty.bytes, cpu_seconds(tty.proc.pid), time.monotonic()
+        prompts = 0
         while time.monotonic() - t0 < seconds:
             time.sleep(0.25)
             if streaming and counters(urls)[1] == 0:
-                tty.type(PROMPT + b"\r")  # the answer ended: the next one, back to back
+                send()  # the answer ended: the next one, back to back
         wall = time.monotonic() - t0
         cpu = cpu_seconds(tty.proc.pid) - c0
         nbytes = tty.bytes - b0
@@ -166,6 +182,7 @@ def run(
         "cpu_percent": round(100 * cpu / wall, 2),
         "bytes_per_s": round(nbytes / wall),
         "tok_s": round((gen1 - gen0) / wall, 1),
+        "prompts": prompts,
     }
     if latencies:
         ms = sorted(1000 * x for x in latencies)
