@@ -1,19 +1,27 @@
-"""Does watching slow the server down? Decode tok/s with mtpwatch scraping at 4 Hz vs not attached.
+"""Does watching slow the server down? Decode tok/s with mtpwatch watching vs nobody watching.
 
-Runs paired trials against a live vLLM, alternating A (nobody scraping) and B (a separate
-process scrapes /metrics every 0.25 s and parses it the way the app does), one streamed
-completion per trial, and prints JSON: per-pair ratios B/A, their median, and whether the median
-meets the target (>= 0.995: watching costs at most 0.5 % of decode speed).
+Runs paired trials against a live vLLM, one streamed completion (`ignore_eos`, fixed length) per
+trial: A with nobody scraping, B with a watcher, in ABBA order (a slow drift adds to A in half the
+pairs and to B in the other half). The watcher is either the real app (`--watcher app`: `mtpwatch
+attach URL` on a pseudo-terminal, drawing, scraping at 4 Hz; started before the B trial and quit
+after it) or a bare scraper (`--watcher scraper`: a separate interpreter that GETs and parses
+/metrics every 0.25 s the way the app does). Prints JSON: per-pair ratios B/A, their median with a
+distribution-free 95 % CI and a bootstrap one, and whether the median meets the target (≥ 0.995:
+watching costs at most 0.5 % of decode speed).
 
-    .venv/bin/python tests/bench/perturbation.py --url http://127.0.0.1:8000 [--pairs 8]
+On a small machine pin the server and the watcher to different cores, as the issue's measurement
+does: the server with `taskset`, this benchmark (and so the watcher and its load client) with
+`--cpus`:
 
-Start the server e.g. with `mtpwatch start MODEL --method ngram -k 4 --headless`.
+    taskset -c 0 .venv/bin/mtpwatch start MODEL --method ngram -k 4 --headless --port 8000 &
+    .venv/bin/python tests/bench/perturbation.py --url http://127.0.0.1:8000 --cpus 1 --pairs 12
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -21,10 +29,15 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from pathlib import Path
 
+from mtpwatch.core.ab.stats import abba_order, bootstrap_median_ci, median_ci
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from watch_cost import Tty  # the app on a pty, as SSH carries it
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = 0.995
@@ -106,6 +119,107 @@ class Scraper:
         self.proc.wait(timeout=30)
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _listener_pid(port: int) -> int | None:
+    """The process listening on 127.0.0.1:`port` (its socket inode in /proc/net/tcp, then /proc/*/fd)."""
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table, encoding="ascii") as fh:
+            for line in fh.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inode = fields[9]
+    if inode is None:
+        return None
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                    return int(pid)
+    return None
+
+
+def _tree(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError, IndexError):
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _cpu_s(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / TICKS
+    return total
+
+
+def server_cost(url: str, scrapes: int = 200) -> dict[str, object]:
+    """CPU the server's processes spend per /metrics answer (idle server, `scrapes` GETs in a row).
+
+    With the whole server on one core this is what a watcher takes from decoding: at `rate` scrapes
+    a second the expected ratio is 1 − rate × cpu_per_scrape.
+    """
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    pid = _listener_pid(port)
+    if pid is None:
+        return {"error": f"no process found listening on port {port}"}
+    pids = _tree(pid)
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+        size = len(resp.read())
+    c0, t0 = _cpu_s(pids), time.monotonic()
+    for _ in range(scrapes):
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+            resp.read()
+    per = (_cpu_s(pids) - c0) / scrapes
+    return {
+        "processes": len(pids),
+        "page_bytes": size,
+        "server_cpu_ms_per_scrape": round(1000 * per, 2),
+        "wall_ms_per_scrape": round(1000 * (time.monotonic() - t0) / scrapes, 2),
+        "expected_ratio_one_core": {f"{hz:g} Hz": round(1 - hz * per, 4) for hz in (4, 2, 1, 0.5)},
+    }
+
+
+class AppWatcher:
+    """The real app, `mtpwatch attach URL` at 160×48 on a pty, started for each B trial."""
+
+    def __init__(self, url: str, interval: float) -> None:
+        self.url = url
+        self.interval = interval
+        self.tty: Tty | None = None
+        self.started = 0.0
+
+    def command(self, word: str) -> int:
+        if word == "on":
+            argv = ["attach", self.url, "--interval", str(self.interval)]
+            self.tty = Tty(argv, 160, 48, None, os.devnull)
+            deadline = time.monotonic() + 30
+            while self.tty.first_output is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(3.0)  # identification and the first scrapes: watching is under way
+            self.started = time.monotonic()
+            return 0
+        assert self.tty is not None
+        self.tty.quit()
+        self.tty = None
+        return -1  # the app's scrapes are not counted from the outside
+
+    def close(self) -> None:
+        if self.tty is not None:
+            self.tty.quit()
+
+
 async def trial(client: VllmClient, model: str | None, max_tokens: int) -> float:
     request = GenerationRequest(PROMPT, model=model, max_tokens=max_tokens, ignore_eos=True)
     result = await client.generate(request)
@@ -114,44 +228,64 @@ async def trial(client: VllmClient, model: str | None, max_tokens: int) -> float
     return result.decode_tok_s
 
 
-async def run(url: str, model: str | None, pairs: int, max_tokens: int, interval: float) -> dict[str, object]:
-    scraper = Scraper(url, interval)
+async def run(
+    url: str, model: str | None, pairs: int, max_tokens: int, interval: float, watcher_kind: str
+) -> dict[str, object]:
+    watcher: Scraper | AppWatcher
+    watcher = AppWatcher(url, interval) if watcher_kind == "app" else Scraper(url, interval)
     rows = []
     try:
         async with VllmClient(url) as client:
             await trial(client, model, 32)  # warm-up: the first request after start is slow
-            for i in range(pairs):
-                a = await trial(client, model, max_tokens)
-                scraper.command("on")
-                t0 = time.monotonic()
-                b = await trial(client, model, max_tokens)
-                scrapes = scraper.command("off")
-                elapsed = time.monotonic() - t0
+            await trial(client, model, max_tokens)
+            for i, order in enumerate(abba_order(pairs)):
+                speeds: dict[str, float] = {}
+                scrapes = 0
+                elapsed = 0.0
+                for arm in order:
+                    if arm == "a":
+                        speeds["a"] = await trial(client, model, max_tokens)
+                        continue
+                    await asyncio.get_running_loop().run_in_executor(None, watcher.command, "on")
+                    t0 = time.monotonic()
+                    speeds["b"] = await trial(client, model, max_tokens)
+                    elapsed = time.monotonic() - t0
+                    scrapes = await asyncio.get_running_loop().run_in_executor(None, watcher.command, "off")
                 rows.append(
                     {
                         "pair": i,
-                        "a_tok_s": round(a, 2),
-                        "b_tok_s": round(b, 2),
-                        "ratio": round(b / a, 4),
-                        "scrape_hz": round(scrapes / elapsed, 2),
+                        "order": "".join(order).upper(),
+                        "a_tok_s": round(speeds["a"], 2),
+                        "b_tok_s": round(speeds["b"], 2),
+                        "ratio": round(speeds["b"] / speeds["a"], 4),
+                        "scrape_hz": round(scrapes / elapsed, 2) if elapsed and scrapes >= 0 else None,
                     }
                 )
+                print(f"perturbation: {rows[-1]}", file=sys.stderr)
     finally:
-        scraper.close()
+        watcher.close()
     ratios = [float(r["ratio"]) for r in rows]
     median = statistics.median(ratios)
+    cost = server_cost(url)
+    ci = median_ci(ratios)
+    boot = bootstrap_median_ci(ratios)
     return {
         "url": url,
+        "watcher": watcher_kind,
+        "cpus": sorted(os.sched_getaffinity(0)),
         "max_tokens": max_tokens,
         "scrape_interval_s": interval,
         "pairs": rows,
         "median_ratio": round(median, 4),
+        "median_ratio_ci95": [round(ci.low, 4), round(ci.high, 4), round(ci.coverage, 3)],
+        "median_ratio_bootstrap_ci95": [round(boot.low, 4), round(boot.high, 4)],
         "min_ratio": min(ratios),
         "max_ratio": max(ratios),
         "median_a_tok_s": round(statistics.median(float(r["a_tok_s"]) for r in rows), 2),
         "median_b_tok_s": round(statistics.median(float(r["b_tok_s"]) for r in rows), 2),
         "target": TARGET,
         "meets_target": median >= TARGET,
+        "server_cost": cost,
     }
 
 
@@ -161,9 +295,15 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="served model name (default: the only one)")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--interval", type=float, default=0.25, help="scrape interval (4 Hz = 0.25)")
+    parser.add_argument("--interval", type=float, default=0.25, help="scraper's interval (4 Hz = 0.25)")
+    parser.add_argument("--watcher", choices=("app", "scraper"), default="app")
+    parser.add_argument(
+        "--cpus", default="", help="pin this benchmark, its watcher and its load client to these CPUs, e.g. 1"
+    )
     args = parser.parse_args()
-    report = asyncio.run(run(args.url, args.model, args.pairs, args.max_tokens, args.interval))
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    report = asyncio.run(run(args.url, args.model, args.pairs, args.max_tokens, args.interval, args.watcher))
     print(json.dumps(report, indent=2))
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import dataclasses
 import json
 import math
@@ -71,6 +72,32 @@ def rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+            "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def malloc_bytes() -> tuple[int, int] | None:
+    """glibc's view of its heap over all arenas: (bytes in use, bytes free but kept), or None.
+
+    RSS growing while the in-use figure stays flat is memory the allocator keeps (fragmentation),
+    not a leak. (pymalloc's own arenas are mmapped apart from this; tracemalloc sees their blocks.)
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        fn = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    fn.restype = _MallInfo2
+    info = fn()
+    return info.uordblks + info.hblkhd, info.fordblks
 
 
 def open_fds() -> int:
@@ -163,6 +190,12 @@ class Figures:
     """With --tracemalloc: growth of the memory Python objects hold (after the first 10 %), per hour.
     RSS growing while this stays flat points at the allocator (fragmentation), not at a leak."""
     python_heap_top_growth: list[str] = field(default_factory=list)
+    malloc_in_use_growth_mb_per_h: float | None = None
+    """glibc heap in use (all arenas, mmapped blocks included), growth per hour after the first 10 %."""
+    malloc_free_kept_growth_mb_per_h: float | None = None
+    """glibc heap free but not returned to the system, growth per hour after the first 10 %."""
+    malloc_end_mb: list[float] = field(default_factory=list)
+    """[in use, free but kept] at the end."""
 
 
 def _bad_numbers(obj: Any, path: str = "") -> list[str]:
@@ -195,6 +228,8 @@ class Soak:
         self.fig = Figures(minutes=minutes)
         self.fault_until = [0.0, 0.0]  # monotonic time until which a fault (and its recovery) runs
         self.rss: list[tuple[float, int]] = []
+        self.malloc_used: list[tuple[float, int]] = []
+        self.malloc_free: list[tuple[float, int]] = []
         self.last_scrape: list[float | None] = [None, None]
         self.log: list[str] = []
 
@@ -249,6 +284,10 @@ class Soak:
             if now - last_sample >= 10.0:
                 last_sample = now
                 self.rss.append((now - t0, rss_bytes()))
+                heap = malloc_bytes()
+                if heap is not None:
+                    self.malloc_used.append((now - t0, heap[0]))
+                    self.malloc_free.append((now - t0, heap[1]))
                 if self.trace:
                     self._trace_sample(now - t0)
                 fds, tasks = open_fds(), len(asyncio.all_tasks())
@@ -283,6 +322,13 @@ class Soak:
         self.fig.fds_end = open_fds()
         self.fig.tasks_end = len(asyncio.all_tasks())
         self.fig.rss_growth_mb_per_h = self._slope_mb_per_h(self.rss)
+        if self.malloc_used:
+            self.fig.malloc_in_use_growth_mb_per_h = self._slope_mb_per_h(self.malloc_used)
+            self.fig.malloc_free_kept_growth_mb_per_h = self._slope_mb_per_h(self.malloc_free)
+            self.fig.malloc_end_mb = [
+                round(self.malloc_used[-1][1] / 2**20, 1),
+                round(self.malloc_free[-1][1] / 2**20, 1),
+            ]
         if self.trace:
             self._trace_report()
         self.fig.rss_by_minute_mb = [round(r / 2**20, 1) for i, (_, r) in enumerate(self.rss) if i % 6 == 0]
