@@ -71,6 +71,9 @@ class DisplaySettings:
     """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
     theme: str | None = None
     """Textual theme name ('textual-dark', 'nord', 'solarized-light', ...); None = Textual's default."""
+    max_fps: int = 25
+    """At most this many redraws a second of a streaming answer (`--fps`); the numbers redraw at
+    most twice a second. Each redraw costs CPU (Textual composes the screen) and bytes over SSH."""
     spec_method: str | None = None
     """The speculation method when the user says (--spec-method: 'mtp', 'ngram', 'eagle', …); a log
     mtpwatch read wins. Unknown: the panel says "speculative", never "MTP"."""

@@ -301,3 +301,38 @@ async def test_a_new_view_repaints_rows_not_the_whole_panel(size: tuple[int, int
         panel.show(replace(base, status="down"))
         await pilot.pause()
         assert whole
+
+
+@pytest.mark.parametrize("fps", [4, 25])
+async def test_fps_caps_the_paints_of_a_streaming_answer(fps: int) -> None:
+    """`--fps N`: tokens arriving every 10 ms are painted at most N times a second."""
+    import asyncio
+
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.widgets.server_panel import ServerPanel
+    from tests.ui import samples
+
+    config = samples.config("single")
+    config = replace(config, display=replace(config.display, max_fps=fps))
+    app = make_app(config, autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await samples.load(app, "single")
+        await pilot.pause()
+        stream = app.screen.query_one(ServerPanel).stream
+        paints = 0
+        tick = stream._tick
+
+        def counted() -> None:
+            nonlocal paints
+            paints += 1
+            tick()
+
+        stream._tick = counted  # type: ignore[method-assign]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while loop.time() - start < 2.0:
+            stream.feed(" token")
+            await asyncio.sleep(0.01)
+        elapsed = loop.time() - start
+        assert paints <= fps * elapsed + 1
+        assert paints >= min(fps, 10) * elapsed * 0.5  # and it does paint while tokens arrive

@@ -108,6 +108,7 @@ class MonitorScreen(Screen[None]):
                     index=i,
                     starts_server=spec.launch is not None,
                     is_paused=self._is_paused,
+                    max_fps=self.config.display.max_fps,
                 )
         if self.config.mode == "ab":
             yield Static(id="speedup")

@@ -61,8 +61,11 @@ class ServerPanel(Vertical):
         index: int,
         starts_server: bool = False,
         is_paused: Callable[[], bool] = lambda: False,
+        max_fps: int = 25,
     ) -> None:
         super().__init__(id=f"panel-{index}", classes="server-panel")
+        self._max_fps = max_fps
+        self._apply_hz = min(self.APPLY_HZ, float(max_fps))
         self._initial = initial
         self._starts_server = starts_server
         self._is_paused = is_paused
@@ -90,7 +93,9 @@ class ServerPanel(Vertical):
                     yield ThroughputChart(classes="chart")
                     yield RowStatic(classes="bandwidth")
                 with Vertical(classes="answer"):
-                    yield TokenStream(classes="stream")
+                    stream = TokenStream(classes="stream")
+                    stream.min_paint_interval_s = 1 / self._max_fps
+                    yield stream
                     yield Static(
                         "[dim]answers and a summary line per prompt appear here[/]", classes="summary"
                     )
@@ -122,7 +127,7 @@ class ServerPanel(Vertical):
             self.apply_pending()
         elif self._apply_handle is None:
             loop = asyncio.get_running_loop()
-            delay = max(0.0, self._applied_at + 1 / self.APPLY_HZ - loop.time())
+            delay = max(0.0, self._applied_at + 1 / self._apply_hz - loop.time())
             self._apply_handle = loop.call_later(delay, self._apply_due)
 
     def _apply_due(self) -> None:

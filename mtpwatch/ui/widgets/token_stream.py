@@ -49,7 +49,8 @@ class TokenStream(Widget, can_focus=False):
     FLUSH_DELAY_S = 0.02
     """Arrival → paint: chunks arriving meanwhile share the paint."""
     MIN_PAINT_INTERVAL_S = 0.04
-    """At most 25 paints a second, whatever the token rate (a fast stream costs per frame)."""
+    """At most 25 paints a second by default, whatever the token rate (a fast stream costs per
+    frame); `min_paint_interval_s` sets it per pane (`--fps`)."""
     JUMP = 4
     """While streaming, following scrolls by 1/JUMP of the pane's height at a time."""
     MAX_LINES = 2_000
@@ -86,6 +87,8 @@ class TokenStream(Widget, can_focus=False):
         self._strips: LRUCache[tuple[str, int, str], Strip] = LRUCache(512)
         self._styles: dict[str, Style] = {}
         self._frame_top = 0
+        self.min_paint_interval_s = self.MIN_PAINT_INTERVAL_S
+        """Seconds between two paints at least (1 / `--fps`)."""
 
     def on_unmount(self) -> None:
         if self._queued:
@@ -350,7 +353,7 @@ class _Painter:
     def want(self, stream: TokenStream) -> None:
         self.due[stream] = None
         if self.handle is None:
-            wait = self.painted_at + TokenStream.MIN_PAINT_INTERVAL_S - self.loop.time()
+            wait = self.painted_at + stream.min_paint_interval_s - self.loop.time()
             self.handle = self.loop.call_later(max(TokenStream.FLUSH_DELAY_S, wait), self.paint)
 
     def paint(self) -> None:
