@@ -14,7 +14,7 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
@@ -114,8 +114,11 @@ class MonitorScreen(Screen[None]):
             yield Static(id="speedup")
             yield Static(id="lossless")
             yield Static(id="measure")
-        yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
-        yield Footer()
+        # The console in one docked container: Textual composes a widget on every frame whose
+        # container overlaps what changed, so a streaming answer no longer composes these two.
+        with Vertical(id="console"):
+            yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
+            yield Footer()
 
     def on_mount(self) -> None:
         self.update_title()

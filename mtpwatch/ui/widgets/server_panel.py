@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import var
-from textual.widgets import ContentSwitcher, Log, Static
+from textual.widgets import Log, Static
 
 from mtpwatch.ui.view import (
     PromptSummary,
@@ -81,24 +81,27 @@ class ServerPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield RowStatic(classes="panel-header")
-        with ContentSwitcher(initial="startup" if self._starts_server else "monitor", classes="switcher"):
-            with Vertical(id="startup", classes="startup"):
-                yield Static("starting…", classes="startup-phase")
-                yield Log(max_lines=5_000, classes="server-log")
-            with Horizontal(id="monitor", classes="body"):
-                with Vertical(classes="metrics"):
-                    yield RowStatic(classes="verdict")
-                    yield RowStatic(classes="numbers")
-                    yield RowStatic(classes="bars")
-                    yield ThroughputChart(classes="chart")
-                    yield RowStatic(classes="bandwidth")
-                with Vertical(classes="answer"):
-                    stream = TokenStream(classes="stream")
-                    stream.min_paint_interval_s = 1 / self._max_fps
-                    yield stream
-                    yield Static(
-                        "[dim]answers and a summary line per prompt appear here[/]", classes="summary"
-                    )
+        # Two panes, one shown (a plain display toggle: a ContentSwitcher would be one more container
+        # that Textual composes on every frame of a streaming answer).
+        startup = Vertical(id="startup", classes="startup")
+        startup.display = self._starts_server
+        monitor = Horizontal(id="monitor", classes="body")
+        monitor.display = not self._starts_server
+        with startup:
+            yield Static("starting…", classes="startup-phase")
+            yield Log(max_lines=5_000, classes="server-log")
+        with monitor:
+            with Vertical(classes="metrics"):
+                yield RowStatic(classes="verdict")
+                yield RowStatic(classes="numbers")
+                yield RowStatic(classes="bars")
+                yield ThroughputChart(classes="chart")
+                yield RowStatic(classes="bandwidth")
+            with Vertical(classes="answer"):
+                stream = TokenStream(classes="stream")
+                stream.min_paint_interval_s = 1 / self._max_fps
+                yield stream
+                yield Static("[dim]answers and a summary line per prompt appear here[/]", classes="summary")
 
     def on_mount(self) -> None:
         self._set_title(self._initial.label)
@@ -162,8 +165,8 @@ class ServerPanel(Vertical):
     def bandwidth_visible(self) -> bool:
         """The roofline panel is shown (wide layouts, monitor pane, this screen on top)."""
         bandwidth = self.query_one(".bandwidth", Static)
-        switcher = self.query_one(ContentSwitcher)
-        return bool(bandwidth.display) and switcher.current == "monitor" and self.screen.is_current
+        monitor = self.query_one("#monitor", Horizontal)
+        return bool(bandwidth.display) and bool(monitor.display) and self.screen.is_current
 
     def watch_view(self, view: ServerView | None) -> None:
         if view is None or not self.is_mounted:
@@ -231,11 +234,15 @@ class ServerPanel(Vertical):
 
     def show_monitor(self) -> None:
         """Switch from the startup log to the monitor."""
-        self.query_one(ContentSwitcher).current = "monitor"
+        self._show_pane("monitor")
 
     def show_startup_pane(self) -> None:
         """Switch to the startup log (used when a launch fails, to show the last lines)."""
-        self.query_one(ContentSwitcher).current = "startup"
+        self._show_pane("startup")
+
+    def _show_pane(self, pane: str) -> None:
+        self.query_one("#startup", Vertical).display = pane == "startup"
+        self.query_one("#monitor", Horizontal).display = pane == "monitor"
 
     # -- answers -------------------------------------------------------------------------------
 
