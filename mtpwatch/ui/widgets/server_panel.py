@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.reactive import var
+from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from mtpwatch.ui.view import (
@@ -26,6 +28,8 @@ from mtpwatch.ui.view import (
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
+
+W = TypeVar("W", bound=Widget)
 
 
 class ServerPanel(Vertical):
@@ -74,6 +78,7 @@ class ServerPanel(Vertical):
         self.window: str | None = None
         """The window the screen shows; feed views built for another one (in flight) are dropped."""
         self._shown: dict[str, str] = {}
+        self._found: dict[str, Widget] = {}
         self.prompt_count = 0
         """Prompts finished in this panel."""
         self.last_summary: PromptSummary | None = None
@@ -164,8 +169,8 @@ class ServerPanel(Vertical):
     @property
     def bandwidth_visible(self) -> bool:
         """The roofline panel is shown (wide layouts, monitor pane, this screen on top)."""
-        bandwidth = self.query_one(".bandwidth", Static)
-        monitor = self.query_one("#monitor", Horizontal)
+        bandwidth = self._one(".bandwidth", Static)
+        monitor = self._one("#monitor", Horizontal)
         return bool(bandwidth.display) and bool(monitor.display) and self.screen.is_current
 
     def watch_view(self, view: ServerView | None) -> None:
@@ -178,22 +183,22 @@ class ServerPanel(Vertical):
             head, _, detail = render_header(view, compact=True).partition("\n")
             self._set_title(f"{self._initial.label} · {head}")
             self._set(".panel-header", detail)
-            self.query_one(".panel-header", Static).display = bool(detail)
+            self._one(".panel-header", Static).display = bool(detail)
         else:
             self._set_title(self._initial.label)
-            self.query_one(".panel-header", Static).display = True
+            self._one(".panel-header", Static).display = True
             self._set(".panel-header", render_header(view, compact=compact))
-        width = self.query_one(".numbers", Static).content_region.width or None
+        width = self._one(".numbers", Static).content_region.width or None
         # Compact: the baseline's "no speculation" line is not worth a row; in the short A/B view
         # the verdict gives its row to the answer (the numbers stay).
         hide_verdict = compact and (view.speculative is False or (short and ab))
         verdict = "" if hide_verdict else render_verdict(view, width)
-        self.query_one(".verdict", Static).display = bool(verdict)
+        self._one(".verdict", Static).display = bool(verdict)
         self._set(".verdict", verdict)
         self._set(".numbers", render_numbers(view, compact=compact))
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
         self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
-        chart = self.query_one(ThroughputChart)
+        chart = self._one(".chart", ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
         for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
@@ -203,6 +208,15 @@ class ServerPanel(Vertical):
         # Wrapped lines (verdict, roofline summary) follow the new width.
         # The view drawn is the newest at that time, not the one when the resize arrived.
         self.call_after_refresh(lambda: self.watch_view(self.view))
+
+    def _one(self, selector: str, kind: type[W]) -> W:
+        """`query_one`, remembered: the panel's widgets live as long as the panel, and a DOM query
+        (CSS matching over the subtree) on every scrape and every token adds up."""
+        found = self._found.get(selector)
+        if found is None:
+            found = self._found[selector] = self.query_one(selector, kind)
+        assert isinstance(found, kind)
+        return found
 
     def _set_title(self, title: str) -> None:
         """Set the border title only when it changed: Textual repaints the whole panel on every
@@ -222,15 +236,15 @@ class ServerPanel(Vertical):
             return
         self._shown[selector] = markup
         # Same line count: no relayout, and only the rows whose line changed are repainted.
-        self.query_one(selector, RowStatic).update_lines(previous, markup)
+        self._one(selector, RowStatic).update_lines(previous, markup)
 
     # -- startup -------------------------------------------------------------------------------
 
     def show_startup(self, phase: str, lines: list[str]) -> None:
         """Append server log lines and show the current phase."""
-        self.query_one(".startup-phase", Static).update(Content.from_markup(phase))
+        self._one(".startup-phase", Static).update(Content.from_markup(phase))
         if lines:
-            self.query_one(".server-log", Log).write_lines(lines)
+            self._one(".server-log", Log).write_lines(lines)
 
     def show_monitor(self) -> None:
         """Switch from the startup log to the monitor."""
@@ -241,15 +255,15 @@ class ServerPanel(Vertical):
         self._show_pane("startup")
 
     def _show_pane(self, pane: str) -> None:
-        self.query_one("#startup", Vertical).display = pane == "startup"
-        self.query_one("#monitor", Horizontal).display = pane == "monitor"
+        self._one("#startup", Vertical).display = pane == "startup"
+        self._one("#monitor", Horizontal).display = pane == "monitor"
 
     # -- answers -------------------------------------------------------------------------------
 
     @property
     def stream(self) -> TokenStream:
         """The answer pane."""
-        return self.query_one(TokenStream)
+        return self._one(".stream", TokenStream)
 
     def begin_answer(self, prompt: str) -> None:
         """Start a new answer: a blank line, the prompt marker, then tokens."""
@@ -262,12 +276,12 @@ class ServerPanel(Vertical):
         self.stream.finish(cancelled=summary.cancelled)
         self._summaries.append(render_summary(self.prompt_count, summary))
         # Fixed height, no wrapping (CSS): the newest lines at the bottom, no relayout.
-        self.query_one(".summary", Static).update(
+        self._one(".summary", Static).update(
             Content.from_markup("\n".join(self._summaries[-3:])), layout=False
         )
 
     async def settle(self) -> None:
         """Flush the stream and redraw the chart now (tests and screenshots)."""
         self.stream.flush()
-        self.query_one(ThroughputChart).replot()
+        self._one(".chart", ThroughputChart).replot()
         await asyncio.sleep(0)
