@@ -10,9 +10,11 @@ it writes, as a terminal would. Figures over the measured window:
 - latency_ms p50/p95: a chunk's socket read (client clock) → the terminal write of the frame that
   first holds it (see tty_probe.py).
 
-Scenarios: `idle` (attach, one idle server scraped at 4 Hz), `one` (attach, one E4B server at real
-speed, ~39 tok/s, prompts sent back to back), `race` (ab --schedule race, two servers scraped at 4 Hz
-streaming ≈2,000 tok/s together). `--trees A,B` runs every scenario on two source trees (e.g. an
+Scenarios: `idle` (attach, one idle server scraped at 4 Hz, measured from 6 s after start, while the
+chart's first minute still fills), `idle-steady` (the same from 65 s on: what an idle monitor costs
+for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent back to back),
+`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together). `--fps`
+passes the app's `--fps`. `--trees A,B` runs every scenario on two source trees (e.g. an
 exported older commit and this one), alternating order round by round, and prints paired ratios.
 
     .venv/bin/python tests/bench/watch_cost.py --scenarios idle,one,race --seconds 20 --rounds 2
@@ -132,13 +134,25 @@ class Tty:
         os.close(self.master)
 
 
+WARMUP_S = {"idle": 6.0, "idle-steady": 65.0, "one": 6.0, "race": 6.0}
+"""Seconds from the first frame to the measured window (start-up, first scrapes, identification)."""
+
+
 def run(
-    scenario: str, urls: list[str], seconds: float, cols: int, rows: int, tree: str | None
+    scenario: str,
+    urls: list[str],
+    seconds: float,
+    cols: int,
+    rows: int,
+    tree: str | None,
+    fps: int | None = None,
 ) -> dict[str, float]:
     if scenario == "race":
         argv = ["ab", urls[0], urls[1], "--schedule", "race", "--max-tokens", "4000"]
     else:
         argv = ["attach", urls[0], "--max-tokens", "4000"]
+    if fps is not None:
+        argv += ["--fps", str(fps)]
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         probe_out = fh.name
     tty = Tty(argv, cols, rows, tree, probe_out)
@@ -146,8 +160,8 @@ def run(
         deadline = time.monotonic() + 30
         while tty.first_output is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        time.sleep(6.0)  # start-up, first scrapes, identification (slow on a loaded machine)
-        streaming = scenario != "idle"
+        time.sleep(WARMUP_S[scenario])
+        streaming = scenario in ("one", "race")
         prompts = 0
 
         def send() -> None:
@@ -194,6 +208,7 @@ def run(
 
 SIMS = {
     "idle": [("--preset", "gemma4-e4b-gb10")],
+    "idle-steady": [("--preset", "gemma4-e4b-gb10")],
     "one": [("--preset", "gemma4-e4b-gb10")],
     "race": [("--preset", "gemma4-e4b-gb10", "--no-spec"), ("--preset", "gemma4-e4b-gb10")],
 }
@@ -210,7 +225,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         try:
             for r in range(args.rounds):
                 for tree in trees if r % 2 == 0 else trees[::-1]:
-                    figures = run(scenario, urls, args.seconds, args.cols, args.rows, tree)
+                    figures = run(scenario, urls, args.seconds, args.cols, args.rows, tree, args.fps)
                     print(f"watch_cost: {scenario} tree={tree} round {r}: {figures}", file=sys.stderr)
                     runs[str(tree)].append(figures)
         finally:
@@ -218,7 +233,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
                 sim.terminate()
                 sim.wait(timeout=30)
         results[scenario] = runs
-    report: dict[str, object] = {"size": f"{args.cols}x{args.rows}", "seconds": args.seconds}
+    report: dict[str, object] = {"size": f"{args.cols}x{args.rows}", "seconds": args.seconds, "fps": args.fps}
     for scenario, runs in results.items():
         summary: dict[str, object] = {}
         for tree, figs in runs.items():
@@ -246,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cols", type=int, default=160)
     p.add_argument("--rows", type=int, default=48)
     p.add_argument("--race-speed", type=float, default=90.0, help="Simulator speed of the race scenario.")
+    p.add_argument("--fps", type=int, default=None, help="The app's --fps (default: its own default).")
     p.add_argument(
         "--trees", default="", help="Two source trees to compare, comma-separated ('' = this one)."
     )

@@ -1,0 +1,57 @@
+"""The benchmarks are scripts that print figures, not tests; this runs two of them briefly so they
+cannot rot unnoticed (the figures here are too short to mean anything; only their shape is checked)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+from watch_cost import start_sim  # noqa: E402  (a simulator in its own process, as the benchmarks run it)
+
+
+def test_watch_cost_measures_cpu_bytes_tokens_and_latency() -> None:
+    argv = ["--scenarios", "one", "--seconds", "3", "--cols", "80", "--rows", "24", "--fps", "8"]
+    out = subprocess.run(
+        [sys.executable, str(HERE / "watch_cost.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    one = report["one"]
+    assert report["fps"] == 8 and report["size"] == "80x24"
+    assert one["tok_s"] > 5 and one["prompts"] >= 0
+    assert 0 < one["cpu_percent"] < 200 and one["bytes_per_s"] > 0
+    assert one["latency_chunks"] > 0 and 0 < one["latency_ms_p50"] <= one["latency_ms_p95"]
+
+
+def test_perturbation_pairs_and_server_cost() -> None:
+    sim, url = start_sim("--speed", "20")
+    try:
+        argv = ["--url", url, "--pairs", "2", "--max-tokens", "32", "--watcher", "scraper"]
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "perturbation.py"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert [p["order"] for p in report["pairs"]] == ["AB", "BA"]
+    assert all(p["a_tok_s"] > 0 and p["b_tok_s"] > 0 for p in report["pairs"])
+    low, high, _ = report["median_ratio_ci95"]
+    assert low <= report["median_ratio"] <= high
+    cost = report["server_cost"]
+    assert cost["server_cpu_ms_per_scrape"] > 0 and cost["page_bytes"] > 10_000
