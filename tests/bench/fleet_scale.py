@@ -64,6 +64,10 @@ def stop(procs: list[subprocess.Popen[str]]) -> None:
         proc.wait(timeout=20)
 
 
+def newest(values: list[float], n: int) -> list[float]:
+    return values[len(values) - min(n, len(values)) :]
+
+
 def q(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
@@ -84,13 +88,14 @@ async def measure_app(urls: list[str], seconds: float) -> dict[str, float]:
         assert isinstance(screen, FleetScreen) and screen.scraper is not None
         await pilot.pause(3.0)
         scraper = screen.scraper
-        n_cycles, n_frames = len(scraper.stats.cycles), len(screen.refresh_times)
+        ticks0, refreshes0 = scraper.stats.ticks, screen.refreshes
         scrapes0 = scraper.stats.scrapes + scraper.stats.failures
         t_wall, t_cpu = time.perf_counter(), time.process_time()
         await asyncio.sleep(seconds)
         cpu, wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
-        cycles = scraper.stats.cycles[n_cycles:]
-        frames = screen.refresh_times[n_frames:]
+        # The newest entries since the window began (the lists are bounded, so not by position).
+        cycles = newest(scraper.stats.cycles, scraper.stats.ticks - ticks0)
+        frames = newest(screen.refresh_times, screen.refreshes - refreshes0)
         up = sum(1 for r in screen.rows if r.state == "up")
         out = {
             "cpu_pct": 100 * cpu / wall,

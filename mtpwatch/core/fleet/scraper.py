@@ -40,20 +40,27 @@ class Target:
     api_key: str | None = None
 
 
+CYCLES_KEPT = 2400
+"""Ticks of cycle times kept: 10 minutes at 4 Hz."""
+
+
 @dataclass
 class ScrapeStats:
     """How the scraping keeps up: per-tick cycle times and per-scrape durations (seconds)."""
 
     cycles: list[float] = field(default_factory=list)
     """Tick start → the last scrape started at that tick finished (slow servers inflate it; they
-    do not delay the next tick)."""
+    do not delay the next tick). The newest `CYCLES_KEPT` to `2 × CYCLES_KEPT` ticks: a view left
+    open for days must not grow."""
+    ticks: int = 0
+    """Ticks since the start (`cycles` holds the newest of them)."""
     scrapes: int = 0
     failures: int = 0
     skipped_busy: int = 0
     """Ticks at which a server was skipped because its previous scrape was still running."""
 
     def summary(self) -> dict[str, float | int | None]:
-        """p50/p95/max cycle time in ms, scrape counts."""
+        """p50/p95/max cycle time in ms over the kept ticks, scrape counts."""
         c = sorted(self.cycles)
 
         def q(p: float) -> float | None:
@@ -234,6 +241,9 @@ class FleetScraper:
             await asyncio.wait(started)
         cycle = self.clock() - t0
         self.stats.cycles.append(cycle)
+        self.stats.ticks += 1
+        if len(self.stats.cycles) > 2 * CYCLES_KEPT:
+            del self.stats.cycles[:-CYCLES_KEPT]
         return cycle
 
     async def run(self, on_cycle: Callable[[float], None] | None = None) -> None:

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Static
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
-from mtpwatch.core.fleet.scraper import FleetScraper, Target
+from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
 from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
 from mtpwatch.ui.screens.monitor import MonitorScreen
@@ -70,7 +70,9 @@ class FleetScreen(Screen[None]):
         self.source: PrometheusSource | None = None
         self.error = ""
         self.refresh_times: list[float] = []
-        """Seconds each table update took (the benchmark reads them)."""
+        """Seconds each of the newest table updates took (the benchmark reads them; bounded)."""
+        self.refreshes = 0
+        """Table updates since the start."""
 
     @property
     def window_s(self) -> float:
@@ -155,6 +157,9 @@ class FleetScreen(Screen[None]):
         self.query_one(FleetTable).show(ordered)
         self.query_one("#fleet-status", Static).update(Content.from_markup(self.status_line(rows)))
         self.refresh_times.append(time.perf_counter() - t0)
+        self.refreshes += 1
+        if len(self.refresh_times) > 2 * CYCLES_KEPT:
+            del self.refresh_times[:-CYCLES_KEPT]
 
     def status_line(self, rows: list[FleetRow]) -> str:
         marked = [f"{r.name} ({', '.join(r.outliers)})" for r in rows if r.outliers]

@@ -274,7 +274,7 @@ class ServerPanel(Vertical):
         self.prompt_count += 1
         self.last_summary = summary
         self.stream.finish(cancelled=summary.cancelled)
-        self._summaries.append(render_summary(self.prompt_count, summary))
+        self._summaries = [*self._summaries[-2:], render_summary(self.prompt_count, summary)]
         # Fixed height, no wrapping (CSS): the newest lines at the bottom, no relayout.
         self._one(".summary", Static).update(
             Content.from_markup("\n".join(self._summaries[-3:])), layout=False

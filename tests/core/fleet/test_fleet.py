@@ -128,3 +128,22 @@ async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
 def test_scraper_rejects_bad_settings() -> None:
     with pytest.raises(ValueError):
         FleetScraper([], interval_s=0)
+
+
+async def test_cycle_times_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet view open for days keeps the newest ticks' cycle times, not every tick's."""
+    from mtpwatch.core.fleet import scraper as scraper_module
+
+    monkeypatch.setattr(scraper_module, "CYCLES_KEPT", 5)
+    page = 'vllm:generation_tokens_total{model_name="m"} 1.0\n'
+
+    async def fetch() -> str:
+        return page
+
+    scraper = FleetScraper([Target("http://127.0.0.1:1")], interval_s=0.01, fetch_factory=lambda _: fetch)
+    for _ in range(40):
+        await scraper.tick()
+        await asyncio.sleep(0.011)
+    assert scraper.stats.ticks == 40
+    assert 5 <= len(scraper.stats.cycles) <= 10
+    assert scraper.stats.summary()["cycles"] == len(scraper.stats.cycles)
