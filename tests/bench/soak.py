@@ -100,6 +100,38 @@ def malloc_bytes() -> tuple[int, int] | None:
     return info.uordblks + info.hblkhd, info.fordblks
 
 
+def pymalloc_bytes() -> tuple[int, int] | None:
+    """pymalloc's arenas: (bytes of arenas held, bytes in allocated blocks), from
+    `sys._debugmallocstats` (CPython only; it writes to the C stderr, so fd 2 is borrowed briefly).
+
+    Arenas held growing while allocated blocks stay flat is fragmentation, not a leak."""
+    debug = getattr(sys, "_debugmallocstats", None)
+    if debug is None:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            debug()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode("ascii", "replace")
+    arenas = blocks = None
+    for line in text.splitlines():
+        if line.startswith("# arenas allocated current"):
+            arenas = int(line.rsplit("=", 1)[1].replace(",", ""))
+        elif line.startswith("# bytes in allocated blocks"):
+            blocks = int(line.rsplit("=", 1)[1].replace(",", ""))
+    if arenas is None or blocks is None:
+        return None
+    return arenas * 2**20, blocks
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -196,6 +228,12 @@ class Figures:
     """glibc heap free but not returned to the system, growth per hour after the first 10 %."""
     malloc_end_mb: list[float] = field(default_factory=list)
     """[in use, free but kept] at the end."""
+    pymalloc_arenas_growth_mb_per_h: float | None = None
+    """pymalloc's arenas held (1 MiB each), growth per hour after the first 10 % (sampled each minute)."""
+    pymalloc_blocks_growth_mb_per_h: float | None = None
+    """Bytes in pymalloc's allocated blocks (the small objects alive), growth per hour likewise."""
+    pymalloc_end_mb: list[float] = field(default_factory=list)
+    """[arenas held, allocated blocks] at the end."""
 
 
 def _bad_numbers(obj: Any, path: str = "") -> list[str]:
@@ -229,6 +267,8 @@ class Soak:
         self.fault_until = [0.0, 0.0]  # monotonic time until which a fault (and its recovery) runs
         self.rss: list[tuple[float, int]] = []
         self.malloc_used: list[tuple[float, int]] = []
+        self.arenas: list[tuple[float, int]] = []
+        self.blocks: list[tuple[float, int]] = []
         self.malloc_free: list[tuple[float, int]] = []
         self.last_scrape: list[float | None] = [None, None]
         self.log: list[str] = []
@@ -284,6 +324,11 @@ class Soak:
             if now - last_sample >= 10.0:
                 last_sample = now
                 self.rss.append((now - t0, rss_bytes()))
+                if len(self.rss) % 6 == 1:
+                    arenas = pymalloc_bytes()
+                    if arenas is not None:
+                        self.arenas.append((now - t0, arenas[0]))
+                        self.blocks.append((now - t0, arenas[1]))
                 heap = malloc_bytes()
                 if heap is not None:
                     self.malloc_used.append((now - t0, heap[0]))
@@ -322,6 +367,13 @@ class Soak:
         self.fig.fds_end = open_fds()
         self.fig.tasks_end = len(asyncio.all_tasks())
         self.fig.rss_growth_mb_per_h = self._slope_mb_per_h(self.rss)
+        if self.arenas:
+            self.fig.pymalloc_arenas_growth_mb_per_h = self._slope_mb_per_h(self.arenas)
+            self.fig.pymalloc_blocks_growth_mb_per_h = self._slope_mb_per_h(self.blocks)
+            self.fig.pymalloc_end_mb = [
+                round(self.arenas[-1][1] / 2**20, 1),
+                round(self.blocks[-1][1] / 2**20, 1),
+            ]
         if self.malloc_used:
             self.fig.malloc_in_use_growth_mb_per_h = self._slope_mb_per_h(self.malloc_used)
             self.fig.malloc_free_kept_growth_mb_per_h = self._slope_mb_per_h(self.malloc_free)
