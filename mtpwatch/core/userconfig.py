@@ -7,6 +7,7 @@ a table named after a command applies to that command only::
     url = "http://127.0.0.1:8000"   # attach, bench, snapshot (the URL argument's default)
     api_key = "..."                 # every command with --api-key
     interval = 0.5                  # --interval of attach, ab, start, demo
+    fps = 8                         # --fps of attach, ab
     ca_bundle = "/etc/ssl/my-ca.pem"
 
     [bench]
@@ -17,11 +18,11 @@ a table named after a command applies to that command only::
     url_a = "http://127.0.0.1:8001"
     url_b = "http://127.0.0.1:8002"
 
-`MTPWATCH_URL`, `MTPWATCH_API_KEY`, `MTPWATCH_INTERVAL`, `MTPWATCH_THEME`, `MTPWATCH_CA_BUNDLE`
-and `MTPWATCH_INSECURE` override the file's top-level keys. Precedence, highest first: the command
-line, a per-command variable (`MTPWATCH_BENCH_RUNS`, click's convention), `VLLM_API_KEY` for
---api-key, `MTPWATCH_*` above, the file, the built-in default. Keys may be written with dashes or
-underscores.
+`MTPWATCH_URL`, `MTPWATCH_API_KEY`, `MTPWATCH_INTERVAL`, `MTPWATCH_FPS`, `MTPWATCH_THEME`,
+`MTPWATCH_CA_BUNDLE` and `MTPWATCH_INSECURE` override the file's top-level keys. Precedence,
+highest first: the command line, a per-command variable (`MTPWATCH_BENCH_RUNS`, click's
+convention), `VLLM_API_KEY` for --api-key, `MTPWATCH_*` above, the file, the built-in default. Keys
+may be written with dashes or underscores.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 #: Top-level keys the file may hold (each applies to every command that has the option).
-GLOBAL_KEYS = ("url", "api_key", "interval", "theme", "ca_bundle", "insecure")
+GLOBAL_KEYS = ("url", "api_key", "interval", "fps", "theme", "ca_bundle", "insecure")
 
 #: Environment variable -> top-level key.
 ENV_KEYS: dict[str, str] = {f"MTPWATCH_{key.upper()}": key for key in GLOBAL_KEYS}
@@ -89,6 +90,11 @@ def _env_value(name: str, key: str, raw: str) -> Any:
             return float(raw)
         except ValueError:
             raise UserConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+    if key == "fps":
+        try:
+            return int(raw)
+        except ValueError:
+            raise UserConfigError(f"{name}={raw!r}: expected a whole number of redraws a second") from None
     if key == "insecure":
         lowered = raw.strip().lower()
         if lowered in ("1", "true", "yes", "on"):

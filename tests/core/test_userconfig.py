@@ -37,6 +37,8 @@ def test_environment_overrides_the_file() -> None:
     env = {"MTPWATCH_URL": "http://env:9", "MTPWATCH_INTERVAL": "0.5", "MTPWATCH_INSECURE": "1"}
     dm = userconfig.default_map({"url": "http://file:1", "interval": 2.0}, env, ["attach"])
     assert dm["attach"] == {"urls": ["http://env:9"], "interval": 0.5, "insecure": True}
+    dm = userconfig.default_map({"fps": 10}, {"MTPWATCH_FPS": "8"}, ["attach"])
+    assert dm["attach"] == {"fps": 8}
 
 
 @pytest.mark.parametrize(
@@ -46,6 +48,7 @@ def test_environment_overrides_the_file() -> None:
         ({"benhc": {"runs": 3}}, {}, r"unknown section \[benhc\]"),
         ({}, {"MTPWATCH_INTERVAL": "fast"}, "MTPWATCH_INTERVAL='fast': expected a number"),
         ({}, {"MTPWATCH_INSECURE": "maybe"}, "expected 1 or 0"),
+        ({}, {"MTPWATCH_FPS": "fast"}, "MTPWATCH_FPS='fast': expected a whole number"),
     ],
 )
 def test_bad_config_is_one_line(config: dict[str, object], env: dict[str, str], message: str) -> None:

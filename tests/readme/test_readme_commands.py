@@ -155,12 +155,14 @@ def test_config_example_is_valid(tmp_path: Path) -> None:
         "cmd = cli.get_command(ctx, 'bench')\n"
         "sub = cmd.make_context('bench', ['--ab', 'http://a:1', 'http://b:2'], parent=ctx)\n"
         "print(sub.params['runs'], sub.params['prompts_spec'], sub.params['api_key'])\n"
+        "att = cli.get_command(ctx, 'attach').make_context('attach', [], parent=ctx)\n"
+        "print(att.params['fps'], att.params['interval'])\n"
     )
     res = subprocess.run(
         [sys.executable, "-c", probe], env=env(MTPWATCH_CONFIG=str(path)), capture_output=True, text=True
     )
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["24", "all", "token-abc123"]
+    assert res.stdout.split() == ["24", "all", "token-abc123", "8", "0.5"]
 
 
 def test_shell_completion_lines(tmp_path: Path) -> None:
