@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import aiohttp
 
@@ -36,6 +37,9 @@ from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.faststream import open_sse
 from mtpwatch.core.http.generation import ChunkDecoder, GenerationRequest, GenerationStats
 from mtpwatch.core.http.sse import DONE, SseDecoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from watch_cost import start_sim
 
 PRESET = "gemma4-e4b-gb10"
 
@@ -135,33 +139,7 @@ async def measure(url: str, path: str, max_tokens: int) -> dict[str, float]:
 
 
 def _start_sim(speed: float, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    sim = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mtpwatch",
-            "sim",
-            "--port",
-            "0",
-            "--preset",
-            PRESET,
-            "--speed",
-            str(speed),
-            "--log-interval",
-            "1000",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert sim.stdout is not None
-    first = sim.stdout.readline()
-    url = first.rsplit(" on ", 1)[-1].strip()
-    if not url.startswith("http://"):
-        sim.terminate()
-        raise SystemExit(f"stream_cost: the simulator did not start: {first.strip()!r}")
-    return sim, url
+    return start_sim("--preset", PRESET, "--speed", str(speed), *extra)
 
 
 async def race(urls: list[str], seconds: float, fast: bool, read_interval: float | None) -> float:
