@@ -219,6 +219,12 @@ class _Session:
         """Collect the provenance (asking the servers) and open the run log."""
         for name, arm in zip(self.names, self.arms, strict=True):
             self.infos[name] = await provenance.describe_arm(arm)
+        infos = {name: info.to_json() for name, info in self.infos.items()}
+        served = [f"{n.upper()} {i['url']} serves {provenance.arm_model(i)}" for n, i in infos.items()]
+        if any(provenance.arm_model(i) for i in infos.values()):  # launched servers are not up yet
+            click.echo("mtpwatch bench: " + "; ".join(served), err=True)
+        for line in provenance.arm_warnings(infos):
+            click.echo(f"warning: {line}", err=True)
         if self.log is not None:
             meta = dict(self.log.header.get("meta") or {})
             meta["metadata"] = {**(meta.get("metadata") or {}), **self.metadata}
@@ -744,7 +750,8 @@ def command(
 
     problems = _write_outputs(report, json_path, csv_path, require_identical, session.final_meta())
     try:
-        click.echo(format_report(report, workload_name, require_identical))
+        arm_infos = (session.final_meta() or {}).get("arms")
+        click.echo(format_report(report, workload_name, require_identical, arm_infos))
         if plot:
             click.echo("\n" + _plots(report, session.final_meta(), label))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report

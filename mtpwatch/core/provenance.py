@@ -378,3 +378,57 @@ def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None 
         if isinstance(info, Mapping):
             out[f"vLLM version (arm {arm.upper()})"] = info.get("vllm_version")
     return out
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
+
+
+def _server_key(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, every loopback name spelt the same (localhost = 127.0.0.1)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return (parts.scheme, "127.0.0.1" if host in _LOOPBACK_NAMES else host, port)
+
+
+def arm_model(info: Mapping[str, Any]) -> str | None:
+    """An arm's model as a report names it: the served name, with what it was loaded from if different."""
+    served, root = info.get("served_name"), info.get("model")
+    if served and root and root != served:
+        return f"{served} ({root})"
+    return str(served or root) if (served or root) else None
+
+
+def arm_warnings(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per reason the A/B arms do not measure speculation on/off of one model.
+
+    Two running arms at one server (the same URL, localhost and 127.0.0.1 alike) measure that
+    server against itself (servers mtpwatch starts one at a time may share a port); two arms
+    serving different models compare the models, not speculation.
+    `arms` are `meta.arms` objects (or `ArmInfo.to_json()`).
+    """
+    a, b = arms.get("a"), arms.get("b")
+    if not a or not b:
+        return []
+    out: list[str] = []
+    url_a, url_b = str(a.get("url") or ""), str(b.get("url") or "")
+    launched = a.get("launch_argv") is not None or b.get("launch_argv") is not None
+    if url_a and url_b and not launched and _server_key(url_a) == _server_key(url_b):
+        out.append(
+            f"A and B are the same server ({url_a}): the bench measures it against itself; "
+            "give the baseline's and the treatment's URLs"
+        )
+    model_a, model_b = a.get("model") or a.get("served_name"), b.get("model") or b.get("served_name")
+    if model_a and model_b and model_a != model_b:
+        out.append(
+            f"A serves {arm_model(a)} and B serves {arm_model(b)}: the speed-up compares two models, "
+            "not speculative decoding on and off"
+        )
+    return out

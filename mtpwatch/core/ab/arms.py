@@ -41,6 +41,10 @@ class ArmResult:
     token_ids: tuple[int, ...] | None = None
     """Output token ids when the server returned them (vLLM's `return_token_ids`)."""
     error: str | None = None
+    e2el_s: float | None = None
+    """End-to-end latency: request sent → last chunk with output (`vllm bench serve`'s latency)."""
+    itl_s: tuple[float, ...] = ()
+    """Gaps between successive chunks with output (`vllm bench serve`'s ITL)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,10 @@ class HttpArm:
             text=result.reasoning + result.text,
             token_ids=result.token_ids,
             error=result.error,
+            e2el_s=result.t_last - result.t_start
+            if result.t_last is not None and result.t_start is not None
+            else None,
+            itl_s=result.itl_s,
         )
 
     async def counters(self) -> SpecCounters | None:

@@ -18,6 +18,23 @@ from mtpwatch.core.metrics import formulas as F
 
 
 @dataclass(frozen=True, slots=True)
+class RequestTiming:
+    """One completed request's client-side latencies (`core.ab.latency` makes percentiles of them)."""
+
+    tokens: int
+    ttft_s: float | None
+    e2el_s: float | None
+    """Request sent → last chunk with output."""
+    itl_s: tuple[float, ...] = ()
+    """Gaps between successive chunks with output."""
+
+    @property
+    def tpot_s(self) -> float | None:
+        """`vllm bench serve`'s TPOT of this request."""
+        return F.tpot_s(self.tokens, self.ttft_s, self.e2el_s)
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """One finished unit: client numbers and the server-counter deltas around it."""
 
@@ -49,6 +66,8 @@ class RunRecord:
     accepted: float | None = None
     accepted_per_pos: tuple[float, ...] | None = None
     k: int | None = None
+    requests: tuple[RequestTiming, ...] = field(default=(), repr=False)
+    """Each completed request of the unit (one at concurrency 1), for the latency percentiles."""
 
     @property
     def rate(self) -> float | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtpwatch.core.ab import stats
+from mtpwatch.core.ab.latency import LatencySummary, summarize_latency
 from mtpwatch.core.ab.lossless import LosslessReport, lossless_check
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, Point, RunUnits, build_plan
 from mtpwatch.core.ab.records import RunRecord, match_pairs, pair_ratio
@@ -76,6 +77,8 @@ class ArmSummary:
     acceptance: Acceptance | None
     prompt_cv: dict[str, float] = field(default_factory=dict)
     """CV of the repeated runs of each prompt: the run-to-run noise (pooled CV also mixes prompts)."""
+    latency: LatencySummary | None = None
+    """Per-request TTFT/TPOT/ITL percentiles and request throughput (`vllm bench serve`'s figures)."""
 
     @property
     def max_prompt_cv(self) -> float | None:
@@ -106,6 +109,7 @@ class ArmSummary:
             "per_position": [round(x, 4) for x in acc.per_position] if acc and acc.per_position else None,
             "num_speculative_tokens": acc.k if acc else None,
             "drafts": acc.drafts if acc else None,
+            "latency": self.latency.to_json() if self.latency is not None else None,
         }
 
 
@@ -139,6 +143,7 @@ def _arm_summary(records: Sequence[RunRecord]) -> ArmSummary:
         tokens=stats.summarize([r.tokens for r in ok]) if ok else None,
         acceptance=_acceptance(measured),
         prompt_cv={p: stats.summarize(xs).cv for p, xs in per_prompt.items() if len(xs) > 1},
+        latency=summarize_latency(measured),
     )
 
 
@@ -291,6 +296,8 @@ class BenchReport:
             "schedule": cfg.schedule,
             "measurement": CONTENDED
             if self.contended
+            else "one server, runs one after another, never concurrent"
+            if not self.paired
             else "alternating ABBA, never concurrent"
             if cfg.schedule == "alternate"
             else "restart ABBA sessions, one server at a time",

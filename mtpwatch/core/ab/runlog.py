@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mtpwatch.core.ab.plan import BenchConfig, Point, RunUnits, StartArm, Step
-from mtpwatch.core.ab.records import RunRecord
+from mtpwatch.core.ab.records import RequestTiming, RunRecord
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.jsonout import json_safe
 
@@ -97,6 +97,15 @@ def record_to_json(rec: RunRecord) -> dict[str, Any]:
         "k": rec.k,
         "text": rec.text,
         "token_ids": list(rec.token_ids) if rec.token_ids is not None else None,
+        "requests": [
+            {
+                "tokens": q.tokens,
+                "ttft_s": q.ttft_s,
+                "e2el_s": q.e2el_s,
+                "itl_s": [round(g, 6) for g in q.itl_s],
+            }
+            for q in rec.requests
+        ],
     }
 
 
@@ -128,6 +137,15 @@ def record_from_json(obj: Mapping[str, Any]) -> RunRecord:
         accepted=obj.get("accepted"),
         accepted_per_pos=tuple(float(x) for x in per_pos) if per_pos is not None else None,
         k=obj.get("k"),
+        requests=tuple(
+            RequestTiming(
+                int(q["tokens"]),
+                q.get("ttft_s"),
+                q.get("e2el_s"),
+                tuple(float(g) for g in q.get("itl_s") or ()),
+            )
+            for q in obj.get("requests") or ()
+        ),
     )
 
 

@@ -28,7 +28,7 @@ from mtpwatch.core.ab.plan import (
     Unit,
     build_plan,
 )
-from mtpwatch.core.ab.records import RunRecord, match_pairs, pair_ratio
+from mtpwatch.core.ab.records import RequestTiming, RunRecord, match_pairs, pair_ratio
 from mtpwatch.core.ab.report import BenchReport, build_report
 from mtpwatch.core.ab.runlog import resumed_plan
 from mtpwatch.core.ab.workloads import Prompt
@@ -244,6 +244,7 @@ def _record(
         prompt_index=unit.prompt,
         text=first.text,
         token_ids=first.token_ids,
+        requests=tuple(RequestTiming(r.tokens, r.ttft_s, r.e2el_s, r.itl_s) for r in ok),
         **spec,
     )
 

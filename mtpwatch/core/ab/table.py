@@ -5,10 +5,12 @@ Plain strings (no Rich, no Textual), so the command, tests and scripts print the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.latency import PERCENTILES, Distribution
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
@@ -28,26 +30,52 @@ def _ci(s: Any) -> str:
     return f"{s.median:.2f}x [{s.ci.low:.2f}, {s.ci.high:.2f}]"
 
 
-def format_report(report: BenchReport, workload_name: str, require_identical: bool = False) -> str:
-    """The stdout table: every number says where it comes from."""
+def _ms(d: Distribution | None, p: int) -> str:
+    value = d.at(p) if d is not None else None
+    return "—" if value is None else f"{1000 * value:.1f}"
+
+
+def schedule_text(report: BenchReport) -> str:
+    """How the runs were scheduled, in words that match what ran (one server has no ABBA order)."""
+    if not report.paired:
+        return "one server (runs one after another, never concurrent)"
+    return {
+        "alternate": "alternate (ABBA order per prompt, never concurrent)",
+        "race": f"race (both at once) — {CONTENDED.upper()}",
+        "restart": "restart (one server at a time; sessions A, B, A; warm-up after each start)",
+    }[report.config.schedule]
+
+
+def format_report(
+    report: BenchReport,
+    workload_name: str,
+    require_identical: bool = False,
+    arm_infos: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """The stdout table: every number says where it comes from.
+
+    `arm_infos` (the report's `meta.arms`) name each arm's served model and warn when the arms
+    serve different models or are one server.
+    """
     cfg = report.config
     lines: list[str] = []
     arms = ["a", "b"] if report.paired else ["a"]
     contended = report.contended
-    schedule = {
-        "alternate": "alternate (ABBA order per prompt, never concurrent)",
-        "race": f"race (both at once) — {CONTENDED.upper()}",
-        "restart": "restart (one server at a time; sessions A, B, A; warm-up after each start)",
-    }[cfg.schedule]
-    lines.append(f"mtpwatch bench · schedule: {schedule} · temperature {cfg.temperature:g}")
+    infos = dict(arm_infos or {})
+
+    def served(a: str) -> str:
+        model = provenance.arm_model(infos.get(a) or {})
+        return f" · model {model}" if model else ""
+
+    lines.append(f"mtpwatch bench · schedule: {schedule_text(report)} · temperature {cfg.temperature:g}")
     if report.interrupted:
         lines.append(f"PARTIAL REPORT: {report.interrupted}")
     if report.paired:
-        lines.append(f"A = baseline (MTP off):   {report.labels.get('a', '')}")
-        lines.append(f"B = treatment (MTP on):   {report.labels.get('b', '')}")
+        lines.append(f"A = baseline (MTP off):   {report.labels.get('a', '')}{served('a')}")
+        lines.append(f"B = treatment (MTP on):   {report.labels.get('b', '')}{served('b')}")
         lines.append("speed-up = B / A, computed per pair of runs (same prompt, same run number)")
     else:
-        lines.append(f"server: {report.labels.get('a', '')}")
+        lines.append(f"server: {report.labels.get('a', '')}{served('a')}")
     cats = workloads.categories(cfg.prompts)
     counts = ", ".join(f"{c} {sum(1 for p in cfg.prompts if p.category == c)}" for c in cats)
     p = report.primary.point
@@ -83,7 +111,19 @@ def format_report(report: BenchReport, workload_name: str, require_identical: bo
         [_pct(overall.arms[a].max_prompt_cv) for a in arms],
         "client (repeats of one prompt; >10% flagged)",
     )
-    row("TTFT median (s)", [_f(s.median if s else None, "{:.3f}") for s in summ("ttft_s")], "client")
+    lat = [overall.arms[a].latency for a in arms]
+    for name, attr, src in (
+        ("TTFT", "ttft", "client, per request, as vllm bench serve"),
+        ("TPOT", "tpot", "client, per request: (e2e − TTFT)/(tokens − 1)"),
+        ("ITL", "itl", "client, every gap between streamed chunks"),
+    ):
+        for pc in PERCENTILES:
+            row(f"{name} p{pc} (ms)", [_ms(getattr(x, attr) if x else None, pc) for x in lat], src)
+    row(
+        "request throughput (req/s)",
+        [_f(x.request_throughput if x else None, "{:.3f}") for x in lat],
+        "client: completed requests / the arm's run time",
+    )
     row(
         "output tokens median",
         [_f(s.median if s else None, "{:.0f}") for s in summ("tokens")],
@@ -169,7 +209,7 @@ def format_report(report: BenchReport, workload_name: str, require_identical: bo
         lines.append(f"break-even (concurrency {c}): {pts}")
         lines.append(f"  {be.verdict}" + (f" ({CONTENDED})" if contended else ""))
 
-    warnings: list[str] = []
+    warnings: list[str] = provenance.arm_warnings(infos) if report.paired else []
     for a, lines_ in report.problems.items():
         warnings.extend(f"arm {a.upper()}: {line}" for line in lines_)
     for a in arms:

@@ -13,7 +13,8 @@ tokens generated so far, on every chunk, which counts as exactly; its final chun
 
 Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
 is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
-decode tok/s = (tokens − 1)/(t_last − t_first), end-to-end tok/s = tokens/(t_last − t_start).
+decode tok/s = (tokens − 1)/(t_last − t_first), end-to-end tok/s = tokens/(t_last − t_start), and
+ITL is each gap between successive chunks with output (one chunk may carry several tokens).
 
 Per-chunk work is one `json.loads` plus a few dict lookups and one small `StreamEvent`; the UI feeds
 thousands of tokens a second through here.
@@ -410,6 +411,8 @@ class GenerationResult:
     """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
     timings: LlamaTimings | None = None
     """llama-server's last `timings` of this request (its draft counts, server-side ms)."""
+    itl_s: tuple[float, ...] = ()
+    """Gaps between successive chunks with output: `vllm bench serve`'s ITL list of this request."""
 
     @property
     def ok(self) -> bool:
@@ -427,6 +430,7 @@ class GenerationStats:
 
     __slots__ = (
         "_clock",
+        "_gaps",
         "_hist",
         "_ids",
         "_reasoning",
@@ -451,6 +455,7 @@ class GenerationStats:
         self._reasoning: list[str] = []
         self._ids: list[int] | None = None
         self._hist: dict[int, int] = {}
+        self._gaps: list[float] = []
         self.t_start: float | None = None
         self.t_first: float | None = None
         self.t_last: float | None = None
@@ -475,6 +480,8 @@ class GenerationStats:
         if event.output:
             if self.t_first is None:
                 self.t_first = event.t
+            elif self.t_last is not None:
+                self._gaps.append(event.t - self.t_last)
             self.t_last = event.t
         tokens = event.tokens
         if tokens > 0:
@@ -544,4 +551,5 @@ class GenerationStats:
             t_end=t_end,
             spec_metrics=self.spec_metrics,
             timings=self.timings,
+            itl_s=tuple(self._gaps),
         )

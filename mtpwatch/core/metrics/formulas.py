@@ -119,6 +119,17 @@ def decode_tok_s(tokens: int, t_first: float | None, t_last: float | None) -> fl
     return (tokens - 1) / (t_last - t_first)
 
 
+def tpot_s(tokens: int, ttft: float | None, e2el: float | None) -> float | None:
+    """Time per output token after the first: (e2e latency − TTFT) / (tokens − 1).
+
+    `vllm bench serve`'s TPOT (`calculate_metrics` in vllm/benchmarks/serve.py): one value per
+    request with more than one output token; requests with one token have none.
+    """
+    if ttft is None or e2el is None or tokens < 2:
+        return None
+    return (e2el - ttft) / (tokens - 1)
+
+
 def e2e_tok_s(tokens: int, t_start: float | None, t_last: float | None) -> float | None:
     """tokens / (t_last − t_start): the whole request, prefill included."""
     if t_start is None or t_last is None or tokens < 1 or t_last <= t_start:
