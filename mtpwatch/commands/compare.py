@@ -11,6 +11,7 @@ import click
 from mtpwatch.core.ab import compare as cmp
 from mtpwatch.core.ab import reportfile
 from mtpwatch.core.jsonout import dumps
+from mtpwatch.core.provenance import with_meta
 
 WIDTH = 80
 
@@ -88,7 +89,8 @@ def command(reports: tuple[Path, ...], json_path: Path | None, plot: bool) -> No
         click.echo(fig.title + "\n" + fig.text)
     if json_path is not None:
         try:
-            json_path.write_text(dumps(cmp.to_json(comparison), indent=2, ensure_ascii=False) + "\n", "utf-8")
+            doc = with_meta(cmp.to_json(comparison), metadata={"reports": ", ".join(map(str, reports))})
+            json_path.write_text(dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")
         except OSError as exc:
             raise click.ClickException(f"cannot write {json_path}: {exc.strerror or exc}") from None
         click.echo(f"wrote {json_path}", err=True)

@@ -118,8 +118,12 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
     return asyncio.run(run())
 
 
-def echo_json(doc: dict[str, Any]) -> None:
-    click.echo(json.dumps(json_safe(doc), indent=2, allow_nan=False))
+def echo_json(doc: dict[str, Any], label: str | None = None, metadata: dict[str, str] | None = None) -> None:
+    """Print a fleet document, starting with its `meta` block (the rows hold each server's model and k)."""
+    from mtpwatch.core.provenance import with_meta
+
+    meta = {"source": str(doc.get("source")), **(metadata or {})}
+    click.echo(json.dumps(json_safe(with_meta(doc, label=label, metadata=meta)), indent=2, allow_nan=False))
 
 
 def render_table(doc: dict[str, Any]) -> str:

@@ -94,7 +94,9 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
 def print_plan(plan: Any, as_json: bool) -> None:
     """Print a `LaunchPlan` as text or JSON."""
     if as_json:
-        click.echo(json.dumps(plan.to_json(), indent=2))
+        from mtpwatch.core.provenance import with_meta
+
+        click.echo(json.dumps(with_meta(plan.to_json(), metadata={"source": "memory plan"}), indent=2))
     else:
         for line in plan.lines():
             click.echo(line)

@@ -4,8 +4,30 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
+
+
+def _with_meta(file: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary, starting with a `meta` block: the recording, and each server as it was recorded."""
+    from mtpwatch.core.provenance import ArmInfo, GpuInfo, with_meta
+
+    arms: dict[str, ArmInfo] = {}
+    for name, server in zip(("a", "b"), summary.get("servers") or [], strict=False):
+        k = server.get("k")
+        arms[name] = ArmInfo(
+            url=str(server.get("url") or ""),
+            served_name=server.get("model"),
+            model=server.get("model"),
+            method=server.get("method"),
+            k=k if isinstance(k, int) else None,
+            speculative=server.get("speculative"),
+            vllm_version=server.get("version"),
+        )
+    gpus = [s.get("gpu") for s in summary.get("servers") or [] if s.get("gpu")]
+    gpu = GpuInfo(str(gpus[0]), None, "the recording") if gpus else None
+    return with_meta(summary, metadata={"recording": file}, arms=arms, gpu=gpu)
 
 
 @click.command("replay")
@@ -35,7 +57,7 @@ def command(file: str, as_json: bool, loop: bool, speed: str) -> None:
     except (RecordingError, OSError, ValueError, KeyError) as exc:
         raise click.ClickException(f"cannot replay {file}: {str(exc).splitlines()[0]}") from None
     if as_json:
-        click.echo(json.dumps(source.summary(), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(_with_meta(file, source.summary()), indent=2, ensure_ascii=False))
         return
     from mtpwatch.ui.app import run_app
 

@@ -255,6 +255,9 @@ def command(
             "drafter_weight_dtype": drafter.weight_dtype if drafter else None,
             "checkpoint_bytes": target.checkpoint_bytes,
         }
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        from mtpwatch.core.provenance import GpuInfo, with_meta
+
+        gpu_info = GpuInfo(display, peak_gbps, peak_source)
+        click.echo(json.dumps(with_meta(out, gpu=gpu_info), indent=2, ensure_ascii=False))
     else:
         click.echo(_render(roof, target, drafter, peak_source))

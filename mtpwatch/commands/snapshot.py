@@ -283,7 +283,7 @@ def command(
         ctx = click.get_current_context()
         if ctx.get_parameter_source("source") != click.core.ParameterSource.COMMANDLINE:
             source = None  # a configured default URL does not fight --prometheus
-        _prometheus(prometheus, source, since, selector, window, as_json)
+        _prometheus(prometheus, source, since, selector, window, as_json, label, extra)
         return
     if source is None:
         source = DEFAULT_URL  # where `vllm serve` listens by default
@@ -305,7 +305,14 @@ def command(
 
 
 def _prometheus(
-    url: str, source: str | None, since: str | None, selector: str, window: float, as_json: bool
+    url: str,
+    source: str | None,
+    since: str | None,
+    selector: str,
+    window: float,
+    as_json: bool,
+    label: str | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> None:
     from mtpwatch.commands import fleet
     from mtpwatch.commands.options import checked_url
@@ -316,6 +323,6 @@ def _prometheus(
         checked_url(url, "--prometheus"), selector=fleet.checked_selector(selector), window_s=window
     )
     if as_json:
-        fleet.echo_json(doc)
+        fleet.echo_json(doc, label, metadata)
     else:
         click.echo(fleet.render_table(doc))

@@ -358,6 +358,19 @@ def build_meta(
     }
 
 
+def with_meta(
+    body: Mapping[str, Any], meta: Mapping[str, Any] | None = None, **fields: Any
+) -> dict[str, Any]:
+    """`body` as a document that starts with the `meta` block, as every JSON mtpwatch writes does.
+
+    `meta` when given (a bench's, collected while it ran), else `build_meta(**fields)` (`label`,
+    `metadata`, `arms`, `gpu`, ...). A `meta` key already in `body` is replaced, not repeated.
+    Example: ``with_meta(plan.to_json(), metadata={"source": "k sweep plan"})``.
+    """
+    rest = {key: value for key, value in body.items() if key != "meta"}
+    return {"meta": dict(meta) if meta is not None else build_meta(**fields), **rest}
+
+
 def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The provenance that must agree for two reports to be compared (None = not recorded).
 

@@ -43,7 +43,7 @@ def test_report_carries_provenance(sims: tuple[str, str], tmp_path: Path) -> Non
     text = out.read_text(encoding="utf-8")
     assert "s3cret-key" not in text and "hunter2" not in text  # secrets never reach the file
     doc = json.loads(text)
-    assert list(doc)[:2] == ["tool", "meta"]
+    assert list(doc)[:2] == ["meta", "tool"]
     meta = doc["meta"]
     assert meta["label"] == "k3 trial" and meta["metadata"] == {"image": "v0.32", "hf_token": "***"}
     assert meta["mtpwatch_version"] and meta["created_utc"].endswith("Z") and meta["host"]

@@ -11,14 +11,14 @@ from typing import Any
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.outfile import write_complete
+from mtpwatch.core.provenance import with_meta
 
 
 def report_document(
     report: BenchReport, meta: Mapping[str, Any] | None, require_identical: bool = False
 ) -> dict[str, Any]:
-    """The report's JSON with the provenance block right after `tool`."""
-    body = report.to_json(require_identical)
-    return {"tool": body.pop("tool"), "meta": dict(meta) if meta is not None else None, **body}
+    """The report's JSON, starting with the provenance block (a bare one when `meta` is None)."""
+    return with_meta(report.to_json(require_identical), meta, temperature=report.config.temperature)
 
 
 def dumps(document: Mapping[str, Any]) -> str:
