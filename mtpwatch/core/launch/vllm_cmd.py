@@ -162,13 +162,22 @@ def _serve_prefix(vllm: str, model: str) -> list[str]:
     return [*tokens, "serve", model]
 
 
+#: Where each flag mtpwatch sets itself comes from, per command (`ab` and `bench --start` have no --port).
+_OWNED_HINTS = {
+    "--host": "mtpwatch start --host; ab --start and bench --start listen on 127.0.0.1",
+    "--port": "mtpwatch start --port; ab --start and bench --start pick free ports themselves",
+    "--api-key": "mtpwatch's own --api-key, or $VLLM_API_KEY",
+    "--served-model-name": "mtpwatch start --served-model-name",
+    "--speculative-config": "--method, --drafter and -k, or mtpwatch start --speculative-config",
+}
+
+
 def _check_extra(extra: Sequence[str]) -> None:
     for arg in extra:
         name = arg.split("=", 1)[0]
         if name in _OWNED_FLAGS:
-            flag = name.removeprefix("--")
             raise VllmArgsError(
-                f"pass {name} as mtpwatch's own option (mtpwatch start --{flag} ...), not after --"
+                f"{name} is set by mtpwatch ({_OWNED_HINTS[name]}): drop it from the vLLM flags"
             )
 
 

@@ -105,7 +105,7 @@ def test_bad_values() -> None:
         build_vllm_argv("m", port=70000)
     with pytest.raises(VllmArgsError, match="MODEL is empty"):
         build_vllm_argv(" ")
-    with pytest.raises(VllmArgsError, match="pass --port as mtpwatch's own option"):
+    with pytest.raises(VllmArgsError, match=r"--port is set by mtpwatch \(mtpwatch start --port"):
         build_vllm_argv("m", extra=["--port=9"])
     with pytest.raises(VllmArgsError, match="--vllm is empty"):
         build_vllm_argv("m", vllm="  ")
@@ -168,7 +168,7 @@ def test_sim_argv() -> None:
         (["M", "--no-spec", "-k", "3"], "--no-spec cannot be combined with -k"),
         (["M", "--speculative-config", "[1]"], "must be a JSON object"),
         (["M", "--method", "ngram", "--drafter", "d"], "drop --drafter"),
-        (["M", "--", "--port", "9"], "pass --port as mtpwatch's own option"),
+        (["M", "--", "--port", "9"], "--port is set by mtpwatch (mtpwatch start --port"),
     ],
 )
 def test_start_command_bad_flags_one_line(args: list[str], message: str) -> None:
