@@ -112,6 +112,19 @@ def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
     return snap
 
 
+def _check_since(source: str, since: str) -> None:
+    """--since is an earlier page: the same live server twice would be two reads a moment apart."""
+    from mtpwatch.core.http.urls import normalize_url, same_server
+
+    live = [x for x in (source, since) if _is_url(x) and not Path(x).exists()]
+    if len(live) == 2 and same_server(source, since):
+        base = normalize_url(source)
+        raise click.ClickException(
+            f"--since {since} is the same server as {source}: give --since an earlier saved page "
+            f"(curl -s {base}/metrics > before.txt), or watch the deltas live with mtpwatch attach {base}"
+        )
+
+
 def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, since: str) -> None:
     """A counter that went down while `_created` stayed the same is not a restart: the pages are swapped."""
     if (
@@ -287,6 +300,8 @@ def command(
         return
     if source is None:
         source = DEFAULT_URL  # where `vllm serve` listens by default
+    if since is not None:
+        _check_since(source, since)
     after = _parse(_load(source, api_key), source, model)
     before = None
     if since is not None:

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from mtpwatch import __version__
+from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
@@ -393,24 +394,6 @@ def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None 
     return out
 
 
-_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
-
-
-def _server_key(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of a URL, every loopback name spelt the same (localhost = 127.0.0.1)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url if "://" in url else "http://" + url)
-    host = (parts.hostname or "").lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    return (parts.scheme, "127.0.0.1" if host in _LOOPBACK_NAMES else host, port)
-
-
 def arm_model(info: Mapping[str, Any]) -> str | None:
     """An arm's model as a report names it: the served name, with what it was loaded from if different."""
     served, root = info.get("served_name"), info.get("model")
@@ -433,7 +416,7 @@ def arm_warnings(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
     out: list[str] = []
     url_a, url_b = str(a.get("url") or ""), str(b.get("url") or "")
     launched = a.get("launch_argv") is not None or b.get("launch_argv") is not None
-    if url_a and url_b and not launched and _server_key(url_a) == _server_key(url_b):
+    if url_a and url_b and not launched and same_server(url_a, url_b):
         out.append(
             f"A and B are the same server ({url_a}): the bench measures it against itself; "
             "give the baseline's and the treatment's URLs"

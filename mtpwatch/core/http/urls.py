@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["normalize_url"]
+__all__ = ["normalize_url", "same_server"]
 
 _HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
 _STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
@@ -61,3 +62,24 @@ def normalize_url(url: str) -> str:
             path = path[: -len(suffix)].rstrip("/")
             break
     return f"{scheme}://{netloc}{path}"
+
+
+_LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "0.0.0.0"})
+
+
+def same_server(a: str, b: str) -> bool:
+    """True when two URLs name one server: equal once normalised, localhost = 127.0.0.1 = [::1].
+
+    (Unparseable URLs are never the same server: their own check says what is wrong with them.)
+    """
+    try:
+        ua, ub = urlsplit(normalize_url(a)), urlsplit(normalize_url(b))
+    except ValueError:
+        return False
+
+    def key(u: Any) -> tuple[str, str, int, str]:
+        host = u.netloc.rsplit(":", 1)[0] if u.port is not None else u.netloc
+        port = u.port if u.port is not None else (443 if u.scheme == "https" else 80)
+        return (u.scheme, "127.0.0.1" if host in _LOOPBACK_NAMES else host, port, u.path)
+
+    return key(ua) == key(ub)
