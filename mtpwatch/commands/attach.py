@@ -18,8 +18,35 @@ from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 
 
+def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
+    """Before the screen opens: a server that answers but is not vLLM (or llama.cpp), refuses the
+    key, or lacks --model gets snapshot's one-line error. One that is not up yet (refused, silent,
+    5xx) opens the monitor, which waits for it and says so."""
+    import asyncio
+
+    from mtpwatch.commands.snapshot import TIMEOUT_S
+    from mtpwatch.commands.snapshot import _parse as check_page  # snapshot's words for a bad page
+    from mtpwatch.core.http.client import VllmClient
+    from mtpwatch.core.http.errors import AuthError, NotVllmError, ServerError
+
+    async def scrape() -> str:
+        client = VllmClient(url, api_key=api_key, timeout=TIMEOUT_S)
+        try:
+            return await client.scrape_text()
+        finally:
+            await client.aclose()
+
+    try:
+        text = asyncio.run(scrape())
+    except (NotVllmError, AuthError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except ServerError:
+        return
+    check_page(text, url, model)
+
+
 @click.command("attach")
-@click.argument("urls", nargs=-1, metavar="URL...")
+@click.argument("urls", nargs=-1, metavar="[URL]...")
 @click.option("--model", default=None, help="model_name to watch when the server serves several.")
 @click.option(
     "--api-key",
@@ -97,6 +124,7 @@ def command(
             raise click.UsageError("--selector goes with --prometheus")
         servers = fleet.server_list(urls, url_file)
         if len(servers) == 1 and url_file is None and not as_json:
+            _refuse_non_vllm(servers[0], api_key, model)
             config = AppConfig(
                 servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
                 display=settings,
