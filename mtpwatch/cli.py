@@ -51,7 +51,7 @@ class LazyGroup(click.Group):
     ) -> click.Context:
         if "default_map" not in extra:
             try:
-                config = userconfig.load_file(userconfig.config_path())
+                config = userconfig.load_user_config()
                 extra["default_map"] = userconfig.default_map(config, os.environ, COMMANDS)
             except userconfig.UserConfigError as exc:
                 raise click.ClickException(str(exc)) from None

@@ -56,8 +56,8 @@ _DEFAULT_PREFIXES = tuple(f"MTPWATCH_{name.upper()}_" for name in COMMANDS)
 
 
 @pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _no_user_config(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name in ENV_KEYS or name.startswith(_DEFAULT_PREFIXES):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("MTPWATCH_CONFIG", str(Path(tmp_path_factory.getbasetemp()) / "no-config.toml"))
+    monkeypatch.setenv("MTPWATCH_CONFIG", os.devnull)  # no config file (a missing one is an error)

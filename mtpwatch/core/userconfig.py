@@ -69,6 +69,22 @@ def _key(name: str) -> str:
     return name.strip().replace("-", "_")
 
 
+def load_user_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The config file's contents: the default file may be absent ({}), a named one must exist.
+
+    A `MTPWATCH_CONFIG` that names no file is a typo to report, not a reason to run on defaults
+    (`MTPWATCH_CONFIG=/dev/null` runs on the built-in defaults).
+    """
+    env = os.environ if env is None else env
+    path = config_path(env)
+    explicit = env.get("MTPWATCH_CONFIG")
+    if explicit and (path.is_dir() or not path.exists()):  # /dev/null: no config at all
+        what = "is a folder, not a config file" if path.is_dir() else "no such file"
+        default = config_path({**env, "MTPWATCH_CONFIG": ""})
+        raise UserConfigError(f"MTPWATCH_CONFIG={explicit}: {what} (unset it to use {default})")
+    return load_file(path)
+
+
 def load_file(path: Path) -> dict[str, Any]:
     """The file's contents ({} when it does not exist); raises `UserConfigError`."""
     try:

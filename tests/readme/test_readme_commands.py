@@ -49,7 +49,7 @@ def free_port() -> int:
 def env(**extra: str) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("MTPWATCH_")}
     out["PATH"] = f"{BIN}{os.pathsep}{out.get('PATH', '')}"
-    out["MTPWATCH_CONFIG"] = "/nonexistent/mtpwatch.toml"
+    out["MTPWATCH_CONFIG"] = os.devnull  # no config file
     out.update(extra)
     return out
 
