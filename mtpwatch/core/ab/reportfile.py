@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core import gzipfile
+
 
 class ReportFileError(ValueError):
     """A file that is not a readable bench report; `str()` is one line naming the file."""
@@ -185,11 +187,15 @@ def load(path: str | Path) -> SavedReport:
     """Load one `--json` file; raises `ReportFileError` with one line."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = gzipfile.read_text(p)
     except FileNotFoundError:
         raise ReportFileError(f"report not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportFileError(f"cannot read {p}: {exc}") from None
+    except gzipfile.CorruptFileError as exc:
+        raise ReportFileError(f"cannot read report: {exc}") from None
+    except UnicodeDecodeError:
+        raise ReportFileError(f"cannot read {p}: not text (nor gzip), not a --json report") from None
+    except OSError as exc:
+        raise ReportFileError(f"cannot read {p}: {exc.strerror or exc}") from None
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:

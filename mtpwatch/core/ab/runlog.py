@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from mtpwatch.core import gzipfile
 from mtpwatch.core.ab.plan import BenchConfig, Point, RunUnits, StartArm, Step
 from mtpwatch.core.ab.records import RequestTiming, RunRecord
 from mtpwatch.core.ab.workloads import Prompt
@@ -255,11 +256,15 @@ def parse(lines: Iterable[str], *, source: str) -> RunLog:
 def load(path: Path) -> RunLog:
     """Read a run log written by `RunLogWriter`; raises `RunLogError` with one line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = gzipfile.read_text(path)
     except FileNotFoundError:
         raise RunLogError(f"run log not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunLogError(f"cannot read run log {path}: {exc}") from None
+    except gzipfile.CorruptFileError as exc:
+        raise RunLogError(f"cannot read run log: {exc}") from None
+    except UnicodeDecodeError:
+        raise RunLogError(f"cannot read run log {path}: not text (nor gzip)") from None
+    except OSError as exc:
+        raise RunLogError(f"cannot read run log {path}: {exc.strerror or exc}") from None
     return parse(text.splitlines(), source=str(path))
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core.gzipfile import CorruptFileError, inflate
 from mtpwatch.core.record.schema import VERSION, apply_delta
 
 
@@ -42,26 +42,6 @@ class Recording:
         return {}
 
 
-def _decompress(data: bytes) -> tuple[bytes, bool]:
-    """Inflate every gzip member; the second value is True when the last one was cut off."""
-    out: list[bytes] = []
-    truncated = False
-    while data:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            out.append(inflater.decompress(data))
-        except zlib.error as exc:
-            if not out:
-                raise RecordingError(f"not a gzip file ({exc})") from exc
-            truncated = True
-            break
-        if not inflater.eof:
-            truncated = True
-            break
-        data = inflater.unused_data
-    return b"".join(out), truncated
-
-
 def read_recording(path: str | Path) -> Recording:
     """Read `path`; scrape deltas come back as whole pages (`lines`).
 
@@ -70,13 +50,20 @@ def read_recording(path: str | Path) -> Recording:
         OSError: the file cannot be opened.
     """
     data = Path(path).read_bytes()
-    text, truncated = _decompress(data)
+    if not data:
+        raise RecordingError(f"{path} is empty (0 bytes): no header")
+    try:
+        text, truncated = inflate(data, str(path))
+    except CorruptFileError as exc:
+        raise RecordingError(str(exc)) from exc
     lines = text.split(b"\n")
     if lines and lines[-1] != b"":
         truncated = True  # a record cut in half: drop it
     lines = lines[:-1]
+    if not lines and truncated:
+        raise RecordingError(f"{path} is a corrupt gzip file: it stops before its first complete record")
     if not lines:
-        raise RecordingError(f"{path} is empty: no header")
+        raise RecordingError(f"{path} holds no records: no header")
     try:
         header = json.loads(lines[0])
     except ValueError as exc:

@@ -1,0 +1,62 @@
+"""Files that may be gzip-compressed, read whole; one line when they cannot be: empty, cut off, corrupt.
+
+Recordings are gzip (`core.record`); bench reports and run logs may be gzipped by their users
+(`k2.json.gz`). A file that starts with gzip's magic bytes but does not inflate is *corrupt*, one
+whose stream stops early is *cut off*: neither is "empty", which only a file without bytes is.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class CorruptFileError(ValueError):
+    """A gzip file that does not inflate (`str()` is one line naming the file)."""
+
+
+def is_gzip(data: bytes) -> bool:
+    """True when `data` starts with gzip's magic bytes."""
+    return data[:2] == GZIP_MAGIC
+
+
+def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
+    """Every gzip member of `data`, inflated; the second value is True when the last one was cut off.
+
+    Raises `CorruptFileError` when `data` is not gzip or its first member is corrupt (later members
+    that fail count as cut off: what came before them is kept).
+    """
+    if not is_gzip(data):
+        raise CorruptFileError(f"{name} is not a gzip file")
+    out: list[bytes] = []
+    truncated = False
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            out.append(inflater.decompress(data))
+        except zlib.error as exc:
+            if not out:
+                raise CorruptFileError(f"{name} is a corrupt gzip file ({exc})") from exc
+            truncated = True
+            break
+        if not inflater.eof:
+            truncated = True
+            break
+        data = inflater.unused_data
+    return b"".join(out), truncated
+
+
+def read_text(path: Path) -> str:
+    """The file's text, inflated first when it is gzip; a cut-off gzip file is an error here.
+
+    Raises `CorruptFileError` (corrupt or cut-off gzip), `UnicodeDecodeError`, `OSError`.
+    """
+    data = path.read_bytes()
+    if not is_gzip(data):
+        return data.decode("utf-8")
+    text, truncated = inflate(data, str(path))
+    if truncated:
+        raise CorruptFileError(f"{path} is a corrupt gzip file (it stops part way)")
+    return text.decode("utf-8")
