@@ -39,6 +39,7 @@ def format_comparison(c: cmp.Comparison) -> str:
         f"{'report':{name_w}} {'k':>2} {'pairs':>5} {'A tok/s':>7} {'B tok/s':>7} "
         f"{'speed-up [95% CI]':>17} {'Δ vs ref [95% CI]':>21} {'B acc':>5}"
     )
+    starred = False
     for r in c.rows:
         sp = r.speedup
         sp_s = "—" if sp is None else f"{sp.median:.2f} [{sp.ci.low:.2f},{sp.ci.high:.2f}]"
@@ -46,6 +47,7 @@ def format_comparison(c: cmp.Comparison) -> str:
             d_s = "reference"
         else:
             sig = "*" if not r.diff.low <= 0 <= r.diff.high else " "
+            starred = starred or sig == "*"
             d_s = f"{r.diff_median:+.2f} [{r.diff.low:+.2f},{r.diff.high:+.2f}]{sig}"
         acc = "—" if r.acceptance_rate is None else f"{100 * r.acceptance_rate:.0f}%"
         k = "—" if r.k is None else str(r.k)
@@ -54,7 +56,8 @@ def format_comparison(c: cmp.Comparison) -> str:
             f"{sp_s:>17} {d_s:>21} {acc:>5}"
         )
     lines.append("")
-    lines.append("* the 95% CI of Δ excludes 0: the reports differ beyond run-to-run noise")
+    if starred:  # the footnote only where a row has the mark
+        lines.append("* the 95% CI of Δ excludes 0: the reports differ beyond run-to-run noise")
     lines.append("B acc = arm B's acceptance rate over all its measured runs (server /metrics)")
     for name, count in c.unmatched.items():
         lines.append(f"note: {name}: {count} measurement(s) left out (not in every report)")
