@@ -12,6 +12,8 @@ from textual.widgets import Markdown
 HELP_TEXT = """\
 # mtpwatch — what every number means
 
+**Esc** (or `q`, `?`, F1) closes this help.
+
 Numbers come from two places, and each is labelled with its source and window:
 
 * **server** — deltas of vLLM's Prometheus counters on `/metrics`, scraped every
@@ -67,7 +69,7 @@ across prompts. `race` sends both at once: contended — not a measurement. At t
 | ↑ / ↓ | prompt history |
 | Escape | cancel the running generation (the partial answer stays, marked cancelled) |
 | PgUp / PgDn | scroll the answers back / forward (the end follows new text again) |
-| ? / F1 | this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken by VS Code Remote terminals) |
+| ? / F1 | this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken by VS Code Remote terminals); Esc closes it |
 | F2 | pause the display (collection continues; numbers jump on resume) |
 | F3 | cycle the acceptance window |
 | F4 | send a sample prompt |
