@@ -201,8 +201,12 @@ def command(
 
     prompts: list[Prompt] = []
     if restart:
+        # Each prompt keeps its set's length (short: 8 tokens, long: 256) unless --max-tokens is
+        # given: the console's default of 256 is for typed prompts, not for the set.
+        source = click.get_current_context().get_parameter_source("max_tokens")
+        chosen = source not in (None, click.core.ParameterSource.DEFAULT)
         try:
-            prompts = prompt_set(prompts_spec, limit, settings.max_tokens)
+            prompts = prompt_set(prompts_spec, limit, settings.max_tokens if chosen else None)
         except (ValueError, OSError) as exc:
             raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
     measure = MeasureSettings(
