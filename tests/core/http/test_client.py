@@ -22,7 +22,7 @@ from mtpwatch.core.http.errors import (
     ServerUnreachable,
     no_metrics_message,
 )
-from mtpwatch.core.http.urls import normalize_url
+from mtpwatch.core.http.urls import normalize_url, same_server
 from tests.datadir import DataDir
 
 BASE = "http://127.0.0.1:8000"
@@ -338,3 +338,19 @@ def test_connection_state_down_recovered_up() -> None:
     assert state.status().state == "recovered"
     now[0] += 0.2
     assert state.status().state == "up" and state.status().describe() == "up"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("127.0.0.1:8000", "http://localhost:8000/v1", True),
+        ("http://[::1]:8000/metrics", "localhost:8000", True),
+        ("http://localhost", "127.0.0.1:80", True),
+        ("127.0.0.1:8000", "127.0.0.1:8001", False),
+        ("https://gpu1:8000", "http://gpu1:8000", False),
+        ("gpu1:8000", "gpu2:8000", False),
+        ("ftp://x", "ftp://x", False),  # not a server URL: never "the same server"
+    ],
+)
+def test_same_server(a: str, b: str, same: bool) -> None:
+    assert same_server(a, b) is same and same_server(b, a) is same
