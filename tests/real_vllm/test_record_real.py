@@ -27,7 +27,7 @@ from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.core.record.reader import read_recording
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.replay import ReplaySource
-from mtpwatch.ui.view import ServerView, render_header
+from mtpwatch.ui.view import WINDOWS, ServerView, render_header
 from tests.ui.recorded import _capture
 
 from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv, free_port
@@ -91,7 +91,14 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
         screen.cycle_window()
         screen.cycle_window()  # this prompt
         n = len(seen)
-        await _wait(pilot, lambda: len(seen) > n + 8, 30, "more views")
+        # A few refreshes of this prompt's window on both servers (a condition, not a time: on a
+        # loaded machine the refreshes come later, never fewer).
+        await _wait(
+            pilot,
+            lambda: all(sum(s == i and w == "prompt" for _, s, w, _ in seen[n:]) >= 4 for i in (0, 1)),
+            300,
+            "views of this prompt's window",
+        )
         started, attached = (p.view for p in screen.panels)
         assert started is not None and attached is not None
         assert "ngram k=4" in render_header(started) and "MTP" not in render_header(started)
@@ -105,7 +112,9 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     recording = read_recording(path)
     source = ReplaySource(recording)
     quit_t = next(r["t"] for r in recording.records if r["kind"] == "mark" and r["what"] == "quit")
-    compared = with_acceptance = 0
+    compared = 0
+    covered: set[tuple[int, str]] = set()
+    with_acceptance: set[int] = set()
     kept: list[dict[str, Any]] = []
     for t, index, window, live in sorted(seen, key=lambda x: x[0]):
         if t > quit_t:
@@ -116,9 +125,15 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
             fields = [f for f in live.__dataclass_fields__ if getattr(live, f) != getattr(replayed, f)]
             raise AssertionError(f"t={t} server {index} {window}: {[(f, getattr(live, f)) for f in fields]}")
         compared += 1
-        with_acceptance += bool(live.acceptance_rate)
+        covered.add((index, window))
+        if live.acceptance_rate:
+            with_acceptance.add(index)
         kept.append({"t": t, "s": index, "window": window, "view": asdict(live)})
-    assert compared > 50 and with_acceptance > 5
+    # Not a count (it depends on how fast the machine refreshes): every view before the quit was
+    # compared, and they cover both servers in every window, with acceptance where the test waited.
+    assert compared == sum(t <= quit_t for t, *_ in seen)
+    assert covered == {(i, w) for i in (0, 1) for w in WINDOWS}, covered
+    assert 0 in with_acceptance, with_acceptance
     summary = source.summary()
     labels = [s["method_label"] for s in summary["servers"]]
     assert labels == ["ngram k=4", "speculative k=4"], labels
