@@ -147,6 +147,11 @@ def terminal(argv: list[str]) -> Iterator[Terminal]:
         term.close()
 
 
+def wait_for_monitor(term: Terminal) -> None:
+    """The monitor pane is drawn (it takes keys and prompts): a line only it shows, not a fixed sleep."""
+    wait(lambda: b"per-position acceptance" in term.output, "the monitor pane", 60)
+
+
 def assert_clean_exit(term: Terminal, status: int) -> None:
     text = term.output.decode(errors="replace")
     assert "Traceback" not in text, text[-3000:]
@@ -261,7 +266,7 @@ def test_tui_start_signal_during_a_stream(sig: int) -> None:
     url = f"http://127.0.0.1:{port}"
     with terminal(tui_start(port, "--speed", "1")) as term:
         wait(lambda: healthy(url), "the server")
-        time.sleep(1.0)  # the app switches from the start-up pane to the monitor
+        wait_for_monitor(term)  # the app switches from the start-up pane to the monitor
         term.type("write a long story about the sea\r")
         wait(lambda: running_requests(url) >= 1, "the stream to run")
         term.proc.send_signal(sig)
@@ -274,7 +279,7 @@ def test_tui_ctrl_c_key_says_how_to_quit_and_ctrl_q_stops_the_server() -> None:
     url = f"http://127.0.0.1:{port}"
     with terminal(tui_start(port, "--speed", "1")) as term:
         wait(lambda: healthy(url), "the server")
-        time.sleep(1.0)
+        wait_for_monitor(term)
         term.type("write a long story about the sea\r")
         wait(lambda: running_requests(url) >= 1, "the stream to run")
         mark = len(term.output)
@@ -291,7 +296,7 @@ def test_demo_signal_during_f6_measurement(sig: int) -> None:
         wait(lambda: len(sim_ports()) == 2, "the two simulators")
         urls = [f"http://127.0.0.1:{p}" for p in sim_ports()]
         wait(lambda: all(healthy(u) for u in urls), "both simulators")
-        time.sleep(1.0)
+        wait_for_monitor(term)
         term.type(F6)
         wait(lambda: any(running_requests(u) >= 1 for u in urls), "the measurement to run")
         term.proc.send_signal(sig)
