@@ -160,7 +160,7 @@ class Tty:
     def screen(self) -> str:
         return ANSI.sub("", self.raw.decode("utf-8", "replace"))
 
-    def wait_for(self, *needles: str, limit_s: float = 30.0) -> None:
+    def wait_for(self, *needles: str, limit_s: float = 60.0) -> None:
         deadline = time.monotonic() + limit_s
         while not all(n in self.screen for n in needles):
             if time.monotonic() > deadline or self.proc.poll() is not None:
