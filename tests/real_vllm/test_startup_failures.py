@@ -80,7 +80,9 @@ def test_bad_flag_fails_in_seconds(real_env: RealEnv) -> None:
     assert "error: server exited with status" in out
     assert "--no-such-flag" in out
     assert "hint: vLLM does not know a flag" in out
-    assert elapsed < 120
+    # It ends at vLLM's exit, not at the 400 s start-up timeout (not a time budget: vLLM's imports
+    # alone take minutes on a loaded machine).
+    assert "no answer from" not in out and elapsed < 400
 
 
 def test_model_path_that_does_not_exist(real_env: RealEnv, tmp_path: Path) -> None:
