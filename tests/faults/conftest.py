@@ -7,12 +7,10 @@ test, no live process but pytest itself may still carry it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,9 +24,11 @@ import httpx
 import pytest
 from textual.pilot import Pilot
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
 from mtpwatch.ui.app import MtpWatchApp
 from mtpwatch.ui.feed import ServerFeed
+from tests.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent / "vllm_shim.py"
@@ -76,13 +76,6 @@ def no_process_left() -> Iterator[None]:
         pytest.fail("processes left behind:\n" + "\n".join(left), pytrace=False)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
     """The command failed with status 1 and said why in exactly one `Error:` line, no traceback."""
     assert result.returncode == 1, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
@@ -109,17 +102,6 @@ def run_mtpwatch(*args: str, timeout: float = 60.0, **kwargs: Any) -> subprocess
 async def sim_fault(url: str, body: dict[str, Any]) -> None:
     async with httpx.AsyncClient(timeout=5.0) as http:
         (await http.post(url + "/sim/fault", json=body)).raise_for_status()
-
-
-async def wait_for(
-    pilot: Pilot[Any], predicate: Callable[[], bool], what: str, limit_s: float = 20.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def status_of(app: MtpWatchApp, index: int = 0) -> tuple[str, str]:

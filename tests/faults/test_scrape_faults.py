@@ -15,18 +15,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.server import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
 from .conftest import (
     assert_numbers_match_fresh_attach,
-    free_port,
     one_error_line,
     run_mtpwatch,
     sim_fault,
     status_of,
-    wait_for,
 )
 
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=32)

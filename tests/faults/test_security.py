@@ -19,14 +19,16 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import AuthError
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.sim.server import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
-from .conftest import MARK, ROOT, SHIM, TOKEN, free_port, run_mtpwatch, wait_for
+from .conftest import MARK, ROOT, SHIM, TOKEN, run_mtpwatch
 
 KEY = "sk-mtpwatch-" + TOKEN[:16]
 

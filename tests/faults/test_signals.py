@@ -27,9 +27,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from tests.headless import terminal_signals
 
-from .conftest import MARK, ROOT, SHIM, TOKEN, free_port
+from .conftest import MARK, ROOT, SHIM, TOKEN
 
 SIGNALS = [
     pytest.param(signal.SIGHUP, id="SIGHUP"),

@@ -10,12 +10,14 @@ import sys
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.sim.server import SimThread
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
-from .conftest import SHIM, free_port, one_error_line, run_mtpwatch, wait_for
+from .conftest import SHIM, one_error_line, run_mtpwatch
 
 VLLM = f"{sys.executable} {SHIM}"
 

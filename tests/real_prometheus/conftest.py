@@ -9,7 +9,6 @@ import pty
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
+
 HERE = Path(__file__).resolve().parent
 SCRAPE_INTERVAL_S = 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def prometheus_binary() -> str:

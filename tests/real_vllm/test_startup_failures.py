@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import mtpwatch
+from mtpwatch.commands.options import free_port
 
-from .conftest import ROOT, VLLM_ENV, RealEnv, free_port
+from .conftest import ROOT, VLLM_ENV, RealEnv
 
 pytestmark = pytest.mark.real_vllm
 

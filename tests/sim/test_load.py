@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import httpx
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
 from mtpwatch.sim.server import running_sim
 
@@ -85,12 +86,8 @@ def test_count_past_the_last_port_is_one_error_line() -> None:
 
 
 def test_count_from_a_given_port_uses_consecutive_ports() -> None:
-    import socket
-
     for _ in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
+        base = free_port()
         if base > 65000:
             continue
         proc = subprocess.Popen(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import pytest
 from textual.pilot import Pilot
+
+from tests.waits import wait_for
 
 
 class WaitUntil(Protocol):
@@ -18,12 +19,7 @@ class WaitUntil(Protocol):
 
 async def _wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
     """Re-check `predicate` after each short pause; fail with a clear message at the timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the timeout")
-        await pilot.pause(0.05)
+    await wait_for(pilot, predicate, "the condition", limit_s)
 
 
 @pytest.fixture

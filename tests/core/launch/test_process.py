@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.process import ServerProcess, StartupError, descendants, group_members, live_groups
 
@@ -150,13 +150,6 @@ async def test_wait_healthy_fails_early_with_exit_status_and_tail() -> None:
     assert info.value.returncode == 3
     assert "status 3" in str(info.value)
     assert "boom: Address already in use" in info.value.tail
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_wait_healthy_returns_when_health_answers_200() -> None:
