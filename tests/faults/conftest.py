@@ -28,6 +28,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
 from mtpwatch.ui.app import MtpWatchApp
 from mtpwatch.ui.feed import ServerFeed
+from tests.procs import carrying
 from tests.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,25 +40,7 @@ os.environ[MARK] = TOKEN  # inherited by every process the suite starts
 
 def marked_processes() -> list[str]:
     """'pid comm: cmdline' of live processes (other than this one) that carry the suite's token."""
-    needle = f"{MARK}={TOKEN}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            if needle not in environ.split(b"\0"):
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            comm = Path(f"/proc/{entry}/comm").read_text().strip()
-            cmdline = (
-                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            )
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(f"{entry} {comm}: {cmdline[:160]}")
-    return found
+    return [proc.line(160) for proc in carrying(MARK, TOKEN)]
 
 
 @pytest.fixture(autouse=True)

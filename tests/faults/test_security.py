@@ -26,6 +26,7 @@ from mtpwatch.core.http.errors import AuthError
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.sim.server import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.procs import carrying
 from tests.waits import wait_for
 
 from .conftest import MARK, ROOT, SHIM, TOKEN, run_mtpwatch
@@ -35,20 +36,7 @@ KEY = "sk-mtpwatch-" + TOKEN[:16]
 
 def suite_cmdlines() -> list[str]:
     """Command lines of every live process that carries the suite's token (pytest excluded)."""
-    needle = f"{MARK}={TOKEN}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            found.append(
-                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            )
-        except OSError:
-            continue
-    return found
+    return [" ".join(proc.argv) for proc in carrying(MARK, TOKEN)]
 
 
 def listeners(port: int) -> list[str]:

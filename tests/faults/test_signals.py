@@ -22,13 +22,13 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from mtpwatch.commands.options import free_port
 from tests.headless import terminal_signals
+from tests.procs import carrying
 
 from .conftest import MARK, ROOT, SHIM, TOKEN
 
@@ -72,20 +72,10 @@ def running_requests(url: str) -> float:
 
 def sim_ports() -> list[int]:
     """Ports of the simulators this suite's processes started (found through /proc)."""
-    ports = []
-    needle = f"{MARK}={TOKEN}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "sim" in argv and "--port" in argv:
-            ports.append(int(argv[argv.index("--port") + 1]))
-    return sorted(set(ports))
+    argvs = [proc.argv for proc in carrying(MARK, TOKEN)]
+    return sorted(
+        {int(argv[argv.index("--port") + 1]) for argv in argvs if "sim" in argv and "--port" in argv}
+    )
 
 
 class Terminal:

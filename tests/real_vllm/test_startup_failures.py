@@ -17,6 +17,7 @@ import pytest
 
 import mtpwatch
 from mtpwatch.commands.options import free_port
+from tests.procs import carrying
 
 from .conftest import ROOT, VLLM_ENV, RealEnv
 
@@ -25,22 +26,7 @@ pytestmark = pytest.mark.real_vllm
 
 def marked(token: str) -> list[str]:
     """Live processes (comm and cmdline) whose environment carries this run's marker."""
-    needle = f"MTPWATCH_STARTUP_FAILURE={token}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            comm = Path(f"/proc/{entry}/comm").read_text().strip()
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(f"{entry} {comm}: {cmd[:120]}")
-    return found
+    return [proc.line(120) for proc in carrying("MTPWATCH_STARTUP_FAILURE", token)]
 
 
 def start_fails(
