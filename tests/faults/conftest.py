@@ -163,7 +163,7 @@ class SimProcess:
     def start(self) -> SimProcess:
         argv = [sys.executable, "-m", "mtpwatch", "sim", "--port", str(self.port), *self.args]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded machine takes a while to start Python
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:

@@ -205,7 +205,7 @@ def test_simulator_takes_the_key_from_the_environment() -> None:
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 httpx.get(url + "/health", timeout=1)

@@ -112,7 +112,7 @@ def start_prometheus(procs: Procs, tmp: Path, targets: list[str], interval_s: in
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/-/ready", timeout=1).status_code == 200:
@@ -120,7 +120,7 @@ def start_prometheus(procs: Procs, tmp: Path, targets: list[str], interval_s: in
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise AssertionError("Prometheus not ready within 30 s:\n" + (tmp / "prometheus.log").read_text()[-2000:])
+    raise AssertionError("Prometheus not ready within 60 s:\n" + (tmp / "prometheus.log").read_text()[-2000:])
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07]*\x07")
