@@ -13,7 +13,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-DEFAULT_LIMIT_S = 20.0
+DEFAULT_LIMIT_S = 60.0  # generous: only a failing test waits this long
 
 
 async def wait_for(

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import pytest
 from textual.pilot import Pilot
 
-from tests.waits import wait_for
+from tests.waits import DEFAULT_LIMIT_S, wait_for
 
 
 class WaitUntil(Protocol):
@@ -17,14 +17,16 @@ class WaitUntil(Protocol):
     ) -> Awaitable[None]: ...
 
 
-async def _wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+async def _wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = DEFAULT_LIMIT_S
+) -> None:
     """Re-check `predicate` after each short pause; fail with a clear message at the timeout."""
     await wait_for(pilot, predicate, "the condition", limit_s)
 
 
 @pytest.fixture
 def wait_until() -> WaitUntil:
-    """`await wait_until(pilot, lambda: ..., limit_s=20)`."""
+    """`await wait_until(pilot, lambda: ..., limit_s=60)`."""
     return _wait_until
 
 
