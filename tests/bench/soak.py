@@ -31,7 +31,6 @@ import math
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from mtpwatch.commands.options import free_port  # noqa: E402
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec  # noqa: E402
 from mtpwatch.ui.app import MtpWatchApp, make_app  # noqa: E402
 
@@ -57,13 +57,6 @@ FAULTS = (
     "sigstop",
 )
 RECOVERY_LIMIT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def rss_bytes() -> int:

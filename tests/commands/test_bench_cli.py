@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.sim.server import SimThread
@@ -95,16 +96,9 @@ def test_failed_requests_exit_nonzero() -> None:
     assert "Traceback" not in res.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.mark.timeout(180)
 def test_restart_schedule_with_launched_simulators(tmp_path: Path) -> None:
-    pa, pb = _free_port(), _free_port()
+    pa, pb = free_port(), free_port()
     sim = f"{sys.executable} -m mtpwatch sim --preset {PRESET} --speed 20 --host 127.0.0.1"
     out_json = tmp_path / "restart.json"
     res = CliRunner().invoke(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from tests.datadir import DataDir
 
@@ -135,13 +135,6 @@ def test_malformed_page(tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
     path.write_text('vllm:generation_tokens_total{model_name="x"} twelve\n', encoding="utf-8")
     assert_one_line_error(run(str(path)), "line 1", "invalid value")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def test_connection_refused() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import NotVllmError
 from mtpwatch.core.http.urls import normalize_url
@@ -147,12 +147,6 @@ def test_unbalanced_ipv6_bracket_is_named() -> None:
         normalize_url("http://[::1]:99999")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_refused_without_port_says_which_port_was_tried() -> None:
     """Bug: `localhost` (port 80) only said "is the server running?"; vLLM listens on 8000."""
 
@@ -175,7 +169,7 @@ def test_refused_without_port_says_which_port_was_tried() -> None:
 
     no_port = asyncio.run(scrape("http://localhost"))
     assert "connection refused" in no_port and "8000" in no_port
-    with_port = asyncio.run(scrape(f"127.0.0.1:{_free_port()}"))
+    with_port = asyncio.run(scrape(f"127.0.0.1:{free_port()}"))
     assert "connection refused" in with_port and "is the server running?" in with_port
 
 

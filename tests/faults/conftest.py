@@ -7,12 +7,10 @@ test, no live process but pytest itself may still carry it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,9 +24,12 @@ import httpx
 import pytest
 from textual.pilot import Pilot
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
 from mtpwatch.ui.app import MtpWatchApp
 from mtpwatch.ui.feed import ServerFeed
+from tests.procs import carrying
+from tests.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIM = Path(__file__).resolve().parent / "vllm_shim.py"
@@ -39,25 +40,7 @@ os.environ[MARK] = TOKEN  # inherited by every process the suite starts
 
 def marked_processes() -> list[str]:
     """'pid comm: cmdline' of live processes (other than this one) that carry the suite's token."""
-    needle = f"{MARK}={TOKEN}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            if needle not in environ.split(b"\0"):
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            comm = Path(f"/proc/{entry}/comm").read_text().strip()
-            cmdline = (
-                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            )
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(f"{entry} {comm}: {cmdline[:160]}")
-    return found
+    return [proc.line(160) for proc in carrying(MARK, TOKEN)]
 
 
 @pytest.fixture(autouse=True)
@@ -74,13 +57,6 @@ def no_process_left() -> Iterator[None]:
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(line.split()[0]), signal.SIGKILL)
         pytest.fail("processes left behind:\n" + "\n".join(left), pytrace=False)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
@@ -109,17 +85,6 @@ def run_mtpwatch(*args: str, timeout: float = 60.0, **kwargs: Any) -> subprocess
 async def sim_fault(url: str, body: dict[str, Any]) -> None:
     async with httpx.AsyncClient(timeout=5.0) as http:
         (await http.post(url + "/sim/fault", json=body)).raise_for_status()
-
-
-async def wait_for(
-    pilot: Pilot[Any], predicate: Callable[[], bool], what: str, limit_s: float = 20.0
-) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def status_of(app: MtpWatchApp, index: int = 0) -> tuple[str, str]:
@@ -198,7 +163,7 @@ class SimProcess:
     def start(self) -> SimProcess:
         argv = [sys.executable, "-m", "mtpwatch", "sim", "--port", str(self.port), *self.args]
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a loaded machine takes a while to start Python
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:

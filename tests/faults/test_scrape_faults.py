@@ -15,18 +15,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.server import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
 from .conftest import (
     assert_numbers_match_fresh_attach,
-    free_port,
     one_error_line,
     run_mtpwatch,
     sim_fault,
     status_of,
-    wait_for,
 )
 
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=32)
@@ -199,9 +199,9 @@ async def test_unreachable_kinds_on_screen(kind: str, on_screen: str) -> None:
             panel = app.monitor.panels[0]
             if kind == "silent":
                 # a stream may stay silent for minutes (long prefills): the user cancels it
-                await pilot.pause(0.5)
+                await wait_for(pilot, lambda: "▶ hello" in panel.stream.text, "the answer to begin")
                 await pilot.press("escape")
-                await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to be cancelled", 5)
+                await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to be cancelled", 60)
                 assert panel.last_summary is not None and panel.last_summary.cancelled
             else:
                 await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to fail", 15)

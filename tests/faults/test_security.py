@@ -19,34 +19,24 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import AuthError
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.sim.server import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.procs import carrying
+from tests.waits import wait_for
 
-from .conftest import MARK, ROOT, SHIM, TOKEN, free_port, run_mtpwatch, wait_for
+from .conftest import MARK, ROOT, SHIM, TOKEN, run_mtpwatch
 
 KEY = "sk-mtpwatch-" + TOKEN[:16]
 
 
 def suite_cmdlines() -> list[str]:
     """Command lines of every live process that carries the suite's token (pytest excluded)."""
-    needle = f"{MARK}={TOKEN}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            found.append(
-                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            )
-        except OSError:
-            continue
-    return found
+    return [" ".join(proc.argv) for proc in carrying(MARK, TOKEN)]
 
 
 def listeners(port: int) -> list[str]:
@@ -215,7 +205,7 @@ def test_simulator_takes_the_key_from_the_environment() -> None:
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 httpx.get(url + "/health", timeout=1)

@@ -22,14 +22,15 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from tests.headless import terminal_signals
+from tests.procs import carrying
 
-from .conftest import MARK, ROOT, SHIM, TOKEN, free_port
+from .conftest import MARK, ROOT, SHIM, TOKEN
 
 SIGNALS = [
     pytest.param(signal.SIGHUP, id="SIGHUP"),
@@ -45,7 +46,7 @@ def shim_command() -> str:
     return f"{sys.executable} {SHIM}"
 
 
-def wait(predicate: Callable[[], bool], what: str, limit_s: float = 30.0) -> None:
+def wait(predicate: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
     deadline = time.monotonic() + limit_s
     while not predicate():
         if time.monotonic() > deadline:
@@ -71,20 +72,10 @@ def running_requests(url: str) -> float:
 
 def sim_ports() -> list[int]:
     """Ports of the simulators this suite's processes started (found through /proc)."""
-    ports = []
-    needle = f"{MARK}={TOKEN}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "sim" in argv and "--port" in argv:
-            ports.append(int(argv[argv.index("--port") + 1]))
-    return sorted(set(ports))
+    argvs = [proc.argv for proc in carrying(MARK, TOKEN)]
+    return sorted(
+        {int(argv[argv.index("--port") + 1]) for argv in argvs if "sim" in argv and "--port" in argv}
+    )
 
 
 class Terminal:
@@ -145,6 +136,11 @@ def terminal(argv: list[str]) -> Iterator[Terminal]:
         yield term
     finally:
         term.close()
+
+
+def wait_for_monitor(term: Terminal) -> None:
+    """The monitor pane is drawn (it takes keys and prompts): a line only it shows, not a fixed sleep."""
+    wait(lambda: b"per-position acceptance" in term.output, "the monitor pane", 60)
 
 
 def assert_clean_exit(term: Terminal, status: int) -> None:
@@ -261,7 +257,7 @@ def test_tui_start_signal_during_a_stream(sig: int) -> None:
     url = f"http://127.0.0.1:{port}"
     with terminal(tui_start(port, "--speed", "1")) as term:
         wait(lambda: healthy(url), "the server")
-        time.sleep(1.0)  # the app switches from the start-up pane to the monitor
+        wait_for_monitor(term)  # the app switches from the start-up pane to the monitor
         term.type("write a long story about the sea\r")
         wait(lambda: running_requests(url) >= 1, "the stream to run")
         term.proc.send_signal(sig)
@@ -274,12 +270,12 @@ def test_tui_ctrl_c_key_says_how_to_quit_and_ctrl_q_stops_the_server() -> None:
     url = f"http://127.0.0.1:{port}"
     with terminal(tui_start(port, "--speed", "1")) as term:
         wait(lambda: healthy(url), "the server")
-        time.sleep(1.0)
+        wait_for_monitor(term)
         term.type("write a long story about the sea\r")
         wait(lambda: running_requests(url) >= 1, "the stream to run")
         mark = len(term.output)
         term.type("\x03")
-        wait(lambda: b"ctrl+q" in bytes(term.output[mark:]).lower(), "the hint to quit with ctrl+q", 10)
+        wait(lambda: b"ctrl+q" in bytes(term.output[mark:]).lower(), "the hint to quit with ctrl+q")
         assert term.proc.poll() is None
         term.type(CTRL_Q)
         assert_clean_exit(term, term.exit_status())
@@ -291,7 +287,7 @@ def test_demo_signal_during_f6_measurement(sig: int) -> None:
         wait(lambda: len(sim_ports()) == 2, "the two simulators")
         urls = [f"http://127.0.0.1:{p}" for p in sim_ports()]
         wait(lambda: all(healthy(u) for u in urls), "both simulators")
-        time.sleep(1.0)
+        wait_for_monitor(term)
         term.type(F6)
         wait(lambda: any(running_requests(u) >= 1 for u in urls), "the measurement to run")
         term.proc.send_signal(sig)

@@ -10,12 +10,14 @@ import sys
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.sim.server import SimThread
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
-from .conftest import SHIM, free_port, one_error_line, run_mtpwatch, wait_for
+from .conftest import SHIM, one_error_line, run_mtpwatch
 
 VLLM = f"{sys.executable} {SHIM}"
 
@@ -25,7 +27,7 @@ def test_port_in_use_is_one_error_line_and_the_other_server_is_untouched(headles
     with SimThread(speed=20) as url:
         port = url.rsplit(":", 1)[1]
         args = ["start", "m", "-k", "2", "--port", port, "--vllm", VLLM]
-        result = run_mtpwatch(*args, *(["--headless"] if headless else []), timeout=30)
+        result = run_mtpwatch(*args, *(["--headless"] if headless else []), timeout=120)
         one_error_line(result, f"port {port} on 127.0.0.1 is already in use", f"mtpwatch attach {url}")
         assert "ready" not in result.stdout
         assert httpx.get(url + "/health").status_code == 200

@@ -14,6 +14,7 @@ import pytest
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.server import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
+from tests.waits import wait_for
 
 from .conftest import (
     SimProcess,
@@ -21,7 +22,6 @@ from .conftest import (
     bad_numbers,
     sim_fault,
     status_of,
-    wait_for,
 )
 
 LONG = DisplaySettings(scrape_interval_s=0.1, max_tokens=400)

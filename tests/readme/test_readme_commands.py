@@ -11,13 +11,14 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from mtpwatch.commands.options import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -37,13 +38,6 @@ def blocks(title: str, lang: str = "bash") -> list[str]:
 
 def commands(title: str) -> list[str]:
     return [line for b in blocks(title) for line in b.splitlines() if line.strip()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def env(**extra: str) -> dict[str, str]:

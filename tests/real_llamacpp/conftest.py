@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from tests.headless import follow_output, terminal_signals
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,13 +59,6 @@ class RunningLlama:
         if self.mtpwatch.poll() is None:
             self.mtpwatch.send_signal(sig)
         return self.mtpwatch.wait(timeout=limit_s)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="session")

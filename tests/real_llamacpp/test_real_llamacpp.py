@@ -17,12 +17,11 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from textual.pilot import Pilot
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.client import VllmClient
@@ -32,8 +31,9 @@ from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.view import render_header, render_numbers
+from tests.waits import wait_for
 
-from .conftest import LLAMA_ARGS, N_MAX, ROOT, LlamaEnv, LlamaPool, RunningLlama, free_port
+from .conftest import LLAMA_ARGS, N_MAX, ROOT, LlamaEnv, LlamaPool, RunningLlama
 
 pytestmark = pytest.mark.real_llamacpp
 
@@ -204,15 +204,6 @@ async def scrape(url: str) -> str:
         return (await client.get(url + "/metrics", timeout=10)).text
 
 
-async def wait_for(pilot: Pilot[Any], predicate: Any, limit_s: float, what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit_s:.0f} s waiting for {what}")
-        await pilot.pause(0.2)
-
-
 async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -> None:
     server = llama_pool.get("draft")
     config = AppConfig(
@@ -222,14 +213,14 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
         panel = app.monitor.panels[0]
-        await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", 60, "up")
+        await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "up", 60)
         view = panel.view
         assert view is not None and view.engine == "llama.cpp" and view.model == server.served_name
         assert view.status_detail == ""
         before = raw_counters(await scrape(server.url))
         await pilot.press("f3", "f3")  # the 'this prompt' window
         await pilot.press(*PROMPT, "enter")
-        await wait_for(pilot, lambda: panel.prompt_count == 1, 120, "the prompt to finish")
+        await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to finish", 120)
         after = raw_counters(await scrape(server.url))
         summary = panel.last_summary
         assert summary is not None and summary.error is None, summary
@@ -243,8 +234,8 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
         await wait_for(
             pilot,
             lambda: panel.view is not None and panel.view.drafts == d_drafts,
-            30,
             "the prompt's drafts in the panel",
+            30,
         )
         view = panel.view
         assert view is not None and feed.engine == "llama.cpp"
@@ -319,10 +310,10 @@ async def test_tui_starts_llama_server_and_quits_clean(llama_env: LlamaEnv) -> N
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
         panel = app.monitor.panels[0]
-        await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", 180, "/health")
+        await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", 180)
         assert processes_on_port(port), "the llama-server mtpwatch started is not running"
         await pilot.press(*PROMPT, "enter")
-        await wait_for(pilot, lambda: panel.prompt_count == 1, 120, "the prompt to finish")
+        await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to finish", 120)
         summary = panel.last_summary
         assert summary is not None and summary.error is None and not summary.approximate, summary
         assert summary.acceptance_rate is not None and summary.acceptance_rate > 0

@@ -9,7 +9,6 @@ import pty
 import re
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
+
 HERE = Path(__file__).resolve().parent
 SCRAPE_INTERVAL_S = 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def prometheus_binary() -> str:
@@ -118,7 +112,7 @@ def start_prometheus(procs: Procs, tmp: Path, targets: list[str], interval_s: in
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             if httpx.get(url + "/-/ready", timeout=1).status_code == 200:
@@ -126,7 +120,7 @@ def start_prometheus(procs: Procs, tmp: Path, targets: list[str], interval_s: in
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise AssertionError("Prometheus not ready within 30 s:\n" + (tmp / "prometheus.log").read_text()[-2000:])
+    raise AssertionError("Prometheus not ready within 60 s:\n" + (tmp / "prometheus.log").read_text()[-2000:])
 
 
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]|\x1b\][^\x07]*\x07")
@@ -160,7 +154,7 @@ class Tty:
     def screen(self) -> str:
         return ANSI.sub("", self.raw.decode("utf-8", "replace"))
 
-    def wait_for(self, *needles: str, limit_s: float = 30.0) -> None:
+    def wait_for(self, *needles: str, limit_s: float = 60.0) -> None:
         deadline = time.monotonic() + limit_s
         while not all(n in self.screen for n in needles):
             if time.monotonic() > deadline or self.proc.poll() is not None:

@@ -46,7 +46,8 @@ def test_attach_file_json_prints_one_document(procs: Procs, tmp_path: Path) -> N
     assert rows[urls[1]]["acceptance_rate"] < 0.2 < rows[urls[0]]["acceptance_rate"]
     # two rows with numbers cannot say which is odd: nothing is marked, and the rule says why
     assert doc["outliers"] == [] and "at least 2" in doc["outlier_rule"]
-    assert doc["scraping"]["scrapes"] > 10
+    # at least the two scrapes of each server that its window's numbers need (more at this machine's pace)
+    assert doc["scraping"]["scrapes"] >= 2 * len(urls)
 
 
 def _error(args: list[str]) -> str:

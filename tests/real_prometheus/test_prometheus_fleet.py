@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,43 @@ async def raw_matrix(prom: str, selector: str, t: float) -> list[dict[str, Any]]
 
 async def wait_scraped(prom: str, n: int) -> None:
     """Until Prometheus has scraped all `n` targets (its discovery hands targets over after ~5 s)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         result = await raw_matrix(prom, 'count(up{job="vllm"} == 1)', time.time())
         if result and float(result[0]["value"][1]) == n:
             return
         await asyncio.sleep(0.25)
-    raise AssertionError(f"Prometheus did not scrape all {n} targets within 30 s")
+    raise AssertionError(f"Prometheus did not scrape all {n} targets within 60 s")
+
+
+async def wait_prometheus(prom: str, query: str, done: Callable[[float], bool], what: str) -> None:
+    """Until the instant `query` (one number) satisfies `done`: Prometheus' scrapes come later on a
+    loaded machine, so the test waits for the scrapes it needs rather than for a fixed time."""
+    deadline = time.monotonic() + 60
+    value = None
+    while time.monotonic() < deadline:
+        result = await raw_matrix(prom, query, time.time())
+        value = float(result[0]["value"][1]) if result else None
+        if value is not None and done(value):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"Prometheus: {what} not within 60 s ({query} = {value})")
+
+
+async def wait_direct(scraper: FleetScraper, scrapes: int, what: str) -> None:
+    """Until the direct scraper has made `scrapes` successful scrapes in all."""
+    deadline = time.monotonic() + 60
+    while scraper.stats.scrapes < scrapes:
+        assert time.monotonic() < deadline, f"direct scrapes: {what} not within 60 s"
+        await asyncio.sleep(0.05)
+
+
+def scraped_after(prom: str, t: float, instance: str = "") -> Awaitable[None]:
+    """Until Prometheus holds a sample, of every target or of `instance`, scraped after `t`."""
+    selector = f'job="vllm",instance="{instance}"' if instance else 'job="vllm"'
+    return wait_prometheus(
+        prom, f"min(timestamp(up{{{selector}}}))", lambda v: v > t, f"a scrape after {t:.3f}"
+    )
 
 
 async def check_monitor_from_prometheus(prom: str, collapsed: str) -> None:
@@ -117,7 +148,7 @@ async def check_monitor_from_prometheus(prom: str, collapsed: str) -> None:
     app = make_app(config)
     async with app.run_test(size=(180, 40)) as pilot:
         table = app.screen.query_one(FleetTable)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while len(table.rows_shown) < 3:
             assert time.monotonic() < deadline, "no rows from Prometheus"
             await pilot.pause(0.2)
@@ -127,7 +158,7 @@ async def check_monitor_from_prometheus(prom: str, collapsed: str) -> None:
         monitor = app.screen
         assert isinstance(monitor, MonitorScreen)
         while not (monitor.feeds and monitor.feeds[0].status == "up"):
-            assert time.monotonic() < deadline + 20, "the Prometheus-fed monitor never came up"
+            assert time.monotonic() < deadline + 60, "the Prometheus-fed monitor never came up"
             await pilot.pause(0.2)
         feed = monitor.feeds[0]
         assert len(feed.collector) >= 10, "history from before the monitor opened"
@@ -160,7 +191,13 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     scraper = FleetScraper([Target(u) for u in urls], interval_s=0.25, clock=time.time)
     task = asyncio.create_task(scraper.run())
     try:
-        await asyncio.sleep(3.5)  # ≥ 3 Prometheus scrapes and ≥ 12 direct ones before the burst
+        # The window starts 2.5 s before the burst: at least that long, and until both sides hold
+        # the scrapes it needs there (≥ 2 Prometheus ones a target, ≥ 12 direct ones a target).
+        await asyncio.sleep(3.5)
+        await wait_prometheus(
+            prom, 'min(count_over_time(up{job="vllm"}[2500ms]))', lambda v: v >= 2, "2 scrapes in 2.5 s"
+        )
+        await wait_direct(scraper, 12 * len(urls), "12 a target")
         t_start = time.time()
         await asyncio.gather(
             *(
@@ -169,7 +206,11 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
                 for j in range(2)
             )
         )
-        await asyncio.sleep(3.5)  # flat counters after the burst on both sides
+        # Flat counters after the burst on both sides: scrapes made after it ended, on each side.
+        t_burst_end, after_burst = time.time(), scraper.stats.scrapes
+        await asyncio.sleep(3.5)
+        await scraped_after(prom, t_burst_end)
+        await wait_direct(scraper, after_burst + 4 * len(urls), "4 a target after the burst")
         t_end = round(time.time(), 3)
         window = round(t_end - t_start + 2.5, 3)
         direct = scraper.rows(window, now=t_end)
@@ -256,12 +297,20 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     async with httpx.AsyncClient(timeout=10) as client:
         r = await client.post(urls[0] + "/sim/fault", json={"restart": True})
         r.raise_for_status()
-        await asyncio.sleep(1.5)  # Prometheus scrapes the reset counters
+        await scraped_after(prom, time.time(), hosts[0])  # Prometheus scrapes the reset counters
         await generate(urls[0], "After the restart, write one more story.", 60)
         # A target that dies: Prometheus' `up` turns 0 and the row says so (checked below).
+        t_kill = time.time()
         procs.procs[2].terminate()
         procs.procs[2].wait(timeout=10)
-        await asyncio.sleep(3.0)
+        # Prometheus holds the last counters of the first server and the dead one's `up == 0`.
+        await scraped_after(prom, t_kill, hosts[0])
+        await wait_prometheus(
+            prom,
+            f'timestamp(up{{instance="{collapsed}"}} == 0)',
+            lambda v: v > t_kill,
+            "the dead one's up == 0",
+        )
         page = (await client.get(urls[0] + "/metrics")).text
     from mtpwatch.core.metrics.snapshot import parse_snapshot
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from tests.headless import follow_output, terminal_signals
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,13 +91,6 @@ def real_env() -> RealEnv:
     if missing:
         pytest.fail(f"real_vllm: missing {', '.join(missing)}; run tests/real_vllm/setup.sh", pytrace=False)
     return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_server(env: RealEnv, kind: str, tmp: Path) -> RunningServer:

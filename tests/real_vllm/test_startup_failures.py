@@ -16,30 +16,17 @@ from pathlib import Path
 import pytest
 
 import mtpwatch
+from mtpwatch.commands.options import free_port
+from tests.procs import carrying
 
-from .conftest import ROOT, VLLM_ENV, RealEnv, free_port
+from .conftest import ROOT, VLLM_ENV, RealEnv
 
 pytestmark = pytest.mark.real_vllm
 
 
 def marked(token: str) -> list[str]:
     """Live processes (comm and cmdline) whose environment carries this run's marker."""
-    needle = f"MTPWATCH_STARTUP_FAILURE={token}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if needle not in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                continue
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            comm = Path(f"/proc/{entry}/comm").read_text().strip()
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if state != "Z":
-            found.append(f"{entry} {comm}: {cmd[:120]}")
-    return found
+    return [proc.line(120) for proc in carrying("MTPWATCH_STARTUP_FAILURE", token)]
 
 
 def start_fails(
@@ -80,7 +67,9 @@ def test_bad_flag_fails_in_seconds(real_env: RealEnv) -> None:
     assert "error: server exited with status" in out
     assert "--no-such-flag" in out
     assert "hint: vLLM does not know a flag" in out
-    assert elapsed < 120
+    # It ends at vLLM's exit, not at the 400 s start-up timeout (not a time budget: vLLM's imports
+    # alone take minutes on a loaded machine).
+    assert "no answer from" not in out and elapsed < 400
 
 
 def test_model_path_that_does_not_exist(real_env: RealEnv, tmp_path: Path) -> None:

@@ -10,17 +10,17 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from textual.pilot import Pilot
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.ui.app import make_app
+from tests.waits import wait_for
 
-from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv, free_port
+from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv
 
 pytestmark = pytest.mark.real_vllm
 
@@ -29,15 +29,6 @@ PROMPT = (
     + "The quick brown fox jumps over the lazy dog near the river"
 )
 STARTUP_LIMIT_S = 600.0
-
-
-async def wait_for(pilot: Pilot[Any], predicate: Any, limit_s: float, what: str) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit_s:.0f} s waiting for {what}")
-        await pilot.pause(0.2)
 
 
 def processes_naming(model: Path, port: int) -> list[str]:
@@ -74,20 +65,20 @@ async def test_tui_starts_real_vllm_shows_acceptance_and_quits_clean(real_env: R
     async with app.run_test(size=(160, 48)) as pilot:
         panel = app.monitor.panels[0]
         await wait_for(
-            pilot, lambda: panel.view is not None and panel.view.status == "up", STARTUP_LIMIT_S, "/health"
+            pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", STARTUP_LIMIT_S
         )
         started_s = time.monotonic() - t0
         assert processes_naming(model, port), "the server mtpwatch started is not running"
         view = panel.view
         assert view is not None and view.speculative and view.k == 4
         await pilot.press(*PROMPT, "enter")
-        await wait_for(pilot, lambda: panel.prompt_count == 1, 120.0, "the prompt to finish")
+        await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to finish", 120.0)
         summary = panel.last_summary
         assert summary is not None and summary.error is None, summary
         assert summary.tokens == 64  # exact count from the stream's usage
         assert summary.acceptance_rate is not None and summary.acceptance_rate > 0
         await wait_for(
-            pilot, lambda: bool(panel.view and panel.view.acceptance_rate), 30.0, "acceptance in the panel"
+            pilot, lambda: bool(panel.view and panel.view.acceptance_rate), "acceptance in the panel", 30.0
         )
         await pilot.press("ctrl+q")
     # Quitting stopped the server and all its children (EngineCore, worker).

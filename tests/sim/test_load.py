@@ -7,19 +7,31 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 import httpx
 
-from mtpwatch.core.metrics.snapshot import parse_snapshot
+from mtpwatch.commands.options import free_port
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
 from mtpwatch.sim.server import running_sim
 
 
 async def test_background_load_moves_the_counters_without_a_client() -> None:
     async with running_sim(load=3, speed=10) as url, httpx.AsyncClient(timeout=10) as client:
-        await asyncio.sleep(0.5)
-        first = parse_snapshot((await client.get(url + "/metrics")).text)
-        await asyncio.sleep(1.0)
-        second = parse_snapshot((await client.get(url + "/metrics")).text)
+
+        async def scrape_until(moved: Callable[[MetricsSnapshot], bool]) -> MetricsSnapshot:
+            """Scrape until the counters moved (a condition, not a fixed sleep: later when loaded)."""
+            deadline = asyncio.get_running_loop().time() + 60
+            while True:
+                snap = parse_snapshot((await client.get(url + "/metrics")).text)
+                if moved(snap) or asyncio.get_running_loop().time() > deadline:
+                    return snap
+                await asyncio.sleep(0.1)
+
+        first = await scrape_until(lambda s: s.generation_tokens > 0)
+        second = await scrape_until(
+            lambda s: s.generation_tokens > first.generation_tokens and s.drafts > first.drafts
+        )
     # 3 in flight; a scrape between one request's end and the next one's start sees 2
     assert all(s.requests_running in (2.0, 3.0) for s in (first, second))
     assert second.generation_tokens > first.generation_tokens > 0
@@ -74,12 +86,8 @@ def test_count_past_the_last_port_is_one_error_line() -> None:
 
 
 def test_count_from_a_given_port_uses_consecutive_ports() -> None:
-    import socket
-
     for _ in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
+        base = free_port()
         if base > 65000:
             continue
         proc = subprocess.Popen(

@@ -101,10 +101,11 @@ async def test_the_plan_makes_twins_fit_and_the_ledger_counts_both(tmp_path: Pat
 async def test_a_stopped_server_frees_its_memory_only_when_its_worker_is_gone(tmp_path: Path) -> None:
     """The API server exits first; its worker holds the memory a while longer (as vLLM's does).
 
-    The worker lingers 4 s here (a GPU worker freeing tens of GB), longer than a simulator's start.
+    The worker lingers 120 s here (a GPU worker freeing tens of GB): longer than the next simulator's
+    start on any machine (4 s was not, on a loaded one), and `stop` escalates to SIGKILL to end it.
     """
     port = free_port()
-    first = await _start(_sim_argv(port), tmp_path, linger=4.0)
+    first = await _start(_sim_argv(port), tmp_path, linger=120.0)
     await first.wait_healthy(f"http://127.0.0.1:{port}", timeout=60)
     members = group_members(first.pgid)
     assert len(members) >= 2, "the simulator runs a worker process in its group"
@@ -123,10 +124,9 @@ async def test_a_stopped_server_frees_its_memory_only_when_its_worker_is_gone(tm
         await early.wait_healthy(f"http://127.0.0.1:{early_port}", timeout=30)
     await early.stop()
     # ServerProcess.stop waits for every process of the group: afterwards the memory is free
-    t0 = time.monotonic()
-    await first.stop()
+    await first.stop(timeout=2)
     assert group_members(first.pgid) == []
-    assert gpu.held() == 0.0 and time.monotonic() - t0 < 8
+    assert gpu.held() == 0.0
     late_port = free_port()
     late = await _start(_sim_argv(late_port), tmp_path)
     try:

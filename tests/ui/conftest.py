@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import pytest
 from textual.pilot import Pilot
+
+from tests.waits import DEFAULT_LIMIT_S, wait_for
 
 
 class WaitUntil(Protocol):
@@ -16,19 +17,16 @@ class WaitUntil(Protocol):
     ) -> Awaitable[None]: ...
 
 
-async def _wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+async def _wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], bool], limit_s: float = DEFAULT_LIMIT_S
+) -> None:
     """Re-check `predicate` after each short pause; fail with a clear message at the timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the timeout")
-        await pilot.pause(0.05)
+    await wait_for(pilot, predicate, "the condition", limit_s)
 
 
 @pytest.fixture
 def wait_until() -> WaitUntil:
-    """`await wait_until(pilot, lambda: ..., limit_s=20)`."""
+    """`await wait_until(pilot, lambda: ..., limit_s=60)`."""
     return _wait_until
 
 

@@ -50,8 +50,7 @@ async def test_fleet_view_marks_the_collapsed_server_and_opens_its_monitor(wait_
             # sort by acceptance: the collapsed server comes first (missing values last)
             while app.screen.sort_index != 2:  # type: ignore[attr-defined]
                 await pilot.press("s")
-            await pilot.pause(0.6)
-            assert table.rows_shown[0].name == collapsed
+            await wait_until(pilot, lambda: table.rows_shown[0].name == collapsed, limit_s=30)
 
             # the prompt console's keys are off in the table
             assert app.check_action("sample_prompt", ()) is False

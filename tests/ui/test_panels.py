@@ -330,9 +330,11 @@ async def test_fps_caps_the_paints_of_a_streaming_answer(fps: int) -> None:
         stream._tick = counted  # type: ignore[method-assign]
         loop = asyncio.get_running_loop()
         start = loop.time()
-        while loop.time() - start < 2.0:
+        # Two seconds of tokens, and on until it painted three times while they arrive (a condition,
+        # not a rate: a loaded machine paints later, and less often than `fps`).
+        while loop.time() - start < 2.0 or paints < 3:
+            assert loop.time() - start < 120, f"{paints} paints in 120 s of tokens"
             stream.feed(" token")
             await asyncio.sleep(0.01)
         elapsed = loop.time() - start
         assert paints <= fps * elapsed + 1
-        assert paints >= min(fps, 10) * elapsed * 0.5  # and it does paint while tokens arrive

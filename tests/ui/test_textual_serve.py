@@ -74,7 +74,8 @@ def test_textual_serve_runs_the_self_running_demo_and_stops_it() -> None:
         start_new_session=True,
     )
     try:
-        for _ in range(100):  # the web server is up
+        deadline = time.monotonic() + 120  # the web server is up (its start takes long on a loaded machine)
+        while time.monotonic() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                     break

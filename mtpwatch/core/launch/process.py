@@ -329,11 +329,14 @@ class ServerProcess:
         token = f"{os.getpid()}-{next(_TOKENS)}-{time.time_ns()}"
         full_env[OWNER_ENV] = token
         log_fh: BinaryIO | None = None
+        log_offset = 0
         if log_path is not None:
             self.log_path = Path(log_path)
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # Handed to the child and closed below; opening a local file does not block the loop.
             log_fh = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230
+            # This run's lines start here: the child may write before the pump first reads.
+            log_offset = os.fstat(log_fh.fileno()).st_size
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -357,7 +360,9 @@ class ServerProcess:
         if log_path is None:
             self._tasks.append(asyncio.create_task(self._pump_pipe()))
         else:
-            self._tasks.append(asyncio.create_task(self._pump_file(self.log_path or Path(log_path))))
+            self._tasks.append(
+                asyncio.create_task(self._pump_file(self.log_path or Path(log_path), log_offset))
+            )
         self._tasks.append(asyncio.create_task(self._reap_leftovers()))
         return self
 
@@ -415,12 +420,17 @@ class ServerProcess:
         finally:
             self._finish()
 
-    async def _pump_file(self, path: Path) -> None:
+    async def _pump_file(self, path: Path, offset: int) -> None:
+        """Follow `path` from `offset`, its size before the child started (the file is appended to).
+
+        Reading from there, not from the end at the pump's first run, keeps the lines the child
+        wrote before this task was first scheduled (vLLM's first lines under `start --keep`).
+        """
         assert self._proc is not None
         pending = b""
         try:
             with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
-                fh.seek(0, os.SEEK_END)  # only this run's lines; the file is appended to
+                fh.seek(offset)  # only this run's lines
                 while True:
                     chunk = fh.read(65536)
                     if chunk:

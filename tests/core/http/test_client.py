@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import ModelInfo, VllmClient
 from mtpwatch.core.http.errors import (
@@ -201,10 +202,7 @@ async def test_scrape_invalid_prometheus_text_is_not_vllm() -> None:
 
 
 async def test_real_refused_connection() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now
+    port = free_port()  # nothing listens there now
     async with VllmClient(f"127.0.0.1:{port}", timeout=10) as client:
         with pytest.raises(ServerUnreachable) as info:
             await client.scrape_text()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.faststream import proxy_for
@@ -338,10 +338,7 @@ async def test_cancel_closes_the_socket() -> None:
 
 
 async def test_refused_connection_is_the_same_message() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    port = free_port()
     messages = []
     for fast in (True, False):
         async with VllmClient(f"127.0.0.1:{port}", fast_stream=fast) as client:

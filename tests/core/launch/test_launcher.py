@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogEvent, Phase
 from mtpwatch.core.launch.process import StartupError, group_members
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_simulator_comes_up_with_phases_and_leaves_nothing() -> None:
-    port = _free_port()
+    port = free_port()
     lines: list[str] = []
     events: list[LogEvent] = []
     launch = Launch(
@@ -48,7 +41,7 @@ async def test_a_server_that_dies_raises_with_its_exit_status_and_tail() -> None
     launch = Launch([sys.executable, "-c", script])
     await launch.start()
     with pytest.raises(StartupError) as info:
-        await launch.wait_ready(f"http://127.0.0.1:{_free_port()}", 30)
+        await launch.wait_ready(f"http://127.0.0.1:{free_port()}", 30)
     assert info.value.returncode == 3
     assert launch.watcher.phase is Phase.FAILED
     assert any("No available memory" in line for line in info.value.tail)

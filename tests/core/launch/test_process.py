@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.process import ServerProcess, StartupError, descendants, group_members, live_groups
 
@@ -152,13 +152,6 @@ async def test_wait_healthy_fails_early_with_exit_status_and_tail() -> None:
     assert "boom: Address already in use" in info.value.tail
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_wait_healthy_returns_when_health_answers_200() -> None:
     port = free_port()
     server = textwrap.dedent(
@@ -201,18 +194,39 @@ async def test_missing_program_is_one_clear_error() -> None:
 
 
 async def test_keep_writes_log_file_and_detach_forgets(tmp_path: Path) -> None:
+    """Every line the child writes comes back, also those it wrote before the pump first ran.
+
+    The pump used to open the log and seek to its end when it first ran: on a loaded machine the
+    child had written its first lines by then, and they were lost (`start --keep` missed vLLM's
+    first lines; this test hung). Here the pump starts late on purpose: `start()` returns without
+    letting its task run, and the test holds the event loop (no await) until the child has written
+    everything. Lines of an earlier run in the same (appended) log do not come back.
+    """
     log = tmp_path / "server.log"
-    proc = await ServerProcess.start(
-        [sys.executable, "-c", "print('hello from kept', flush=True); import time; time.sleep(600)"],
-        keep=True,
-        log_path=log,
+    log.write_text("a line of an earlier run\n")
+    expected = [f"kept line {i}" for i in range(200)] + ["done"]
+    child = (
+        "import time\n"
+        "for i in range(200): print(f'kept line {i}')\n"
+        "print('done', flush=True)\ntime.sleep(600)"
     )
+    proc = await ServerProcess.start([sys.executable, "-c", child], keep=True, log_path=log)
     try:
         assert proc.pgid not in live_groups()
-        async for line in proc.lines():
-            if line == "hello from kept":
-                break
-        assert "hello from kept" in log.read_text()
+        assert proc.tail() == []  # the pump has not run yet
+        # The synchronous wait blocks the loop: the pump first reads after the child wrote it all.
+        assert wait_until(lambda: log.read_text().endswith("done\n"), timeout=120), log.read_text()[-200:]
+
+        async def read_until_done() -> list[str]:
+            got = []
+            async for line in proc.lines():
+                got.append(line)
+                if line == "done":
+                    break
+            return got
+
+        assert await asyncio.wait_for(read_until_done(), timeout=120) == expected
+        assert log.read_text().splitlines() == ["a line of an earlier run", *expected]
     finally:
         await proc.stop(timeout=5)
 
