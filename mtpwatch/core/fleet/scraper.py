@@ -22,6 +22,7 @@ from mtpwatch.core.fleet.rows import FleetRow, GroupKey, RowState, build_row, do
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.metrics.filtered import ScrapeFilter
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.timeouts import within
@@ -163,6 +164,10 @@ def _buckets(series: Sequence[tuple[float, float]], now: float) -> tuple[tuple[f
     return tuple((start + (i + 1) * width, sums[i] / counts[i]) for i in range(HISTORY_BUCKETS) if counts[i])
 
 
+FLEET_FILTER = ScrapeFilter(slow=False)
+"""A row reads the hot tier's families only (`rows.FLEET_PREFIXES` ⊆ `filtered.HOT_NAMES`)."""
+
+
 class FleetScraper:
     """Scrape `targets` at `interval_s` until cancelled; `rows()` answers at any moment."""
 
@@ -200,7 +205,10 @@ class FleetScraper:
                 fetch = fetch_factory(target)
             else:
                 # The client GETs /metrics on a kept-alive socket where it can, httpx otherwise.
-                client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
+                # Filtered to the hot tier (`core.metrics.filtered`): a row needs no histograms.
+                client = VllmClient(
+                    target.url, api_key=target.api_key, timeout=timeout_s, scrape_filter=FLEET_FILTER
+                )
                 fetch = client.scrape_text
                 self._closers.append(client.aclose)
             self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
