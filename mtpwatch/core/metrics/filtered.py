@@ -12,11 +12,12 @@ Two tiers:
 - **hot** (`HOT_NAMES`), every scrape: the spec-decode counters incl. per position, token counters,
   request gauges, KV usage, finished requests, estimated read bytes, and the `_created` of the two
   counters `snapshot` uses for restart detection (same collectors as their `_total`s: a line each);
-- **slow** (`SLOW_NAMES`), at most once every `slow_interval_s` (1 s): the latency and
-  iteration-token histograms and `cache_config_info`. A scrape's page is the newest hot answer
-  followed by the newest slow answer: valid exposition text with the same samples `parse_snapshot`
-  reads from a full page (the families are disjoint), so the parser, the fleet, recordings and
-  replays take it unchanged.
+- **slow** (`SLOW_NAMES`): the latency and iteration-token histograms and `cache_config_info`, at
+  most once every `slow_interval_s` (1 s), and only when the token or finished-request counters
+  moved since it was last fetched (an idle server's histograms cannot change: `_RESTART_PREFIXES`).
+A scrape's page is the newest hot answer followed by the newest slow answer: valid exposition text
+with the same samples `parse_snapshot` reads from a full page (the families are disjoint), so the
+parser, the fleet, recordings and replays take it unchanged.
 
 Whether the filter is honoured (`ScrapeState`), decided per server:
 - **Probe** (the first scrape, after any failed scrape, after a restart, after a bad answer): one full
@@ -109,7 +110,17 @@ SLOW_INTERVAL_S = 1.0
 
 # The samples whose change means the server restarted (`rates.is_restart`: a `_created` changed or a
 # counter went down); parse_samples keeps only these lines, from its line cache when unchanged.
-_RESTART_PREFIXES = ("vllm:generation_tokens_", "vllm:spec_decode_num_drafts_")
+_RESTART_PREFIXES = (
+    "vllm:generation_tokens_",
+    "vllm:spec_decode_num_drafts_",
+    "vllm:prompt_tokens_total",
+    "vllm:request_success_total",
+)
+# The slow tier can only have changed where one of these moved: vLLM observes its histograms on an
+# engine step that processed tokens (iteration tokens, TTFT, ITL: `IterationStats`, with the prompt
+# and generation token counters) or on a finished request (e2e, TPOT: `FinishedRequestStats`, with
+# `request_success_total`), and `cache_config_info` is set once at start-up
+# (`vllm/v1/metrics/loggers.py`). So an idle server's slow tier is not asked again.
 
 Mode = Literal["unprobed", "filtered", "full"]
 
@@ -262,6 +273,8 @@ class TieredScraper:
         self._slow_text = ""
         self._slow_t: float | None = None
         self._marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._slow_marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
         self.probes = 0
         """Probes made (tests and the benchmark read it)."""
 
@@ -350,6 +363,7 @@ class TieredScraper:
             self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
             return page
         self._slow_text, self._slow_t = _terminated(slow), self._clock()
+        self._slow_marks = _restart_marks(hot)
         self.state = ScrapeState("filtered", "", len(page), len(hot), len(slow), len(page))
         return page
 
@@ -366,7 +380,9 @@ class TieredScraper:
         slow_bytes = self.state.slow_bytes
         if self.policy.slow:
             now = self._clock()
-            due = self._slow_t is None or now - self._slow_t >= self.policy.slow_interval_s
+            due = self._slow_t is None or (
+                now - self._slow_t >= self.policy.slow_interval_s and marks != self._slow_marks
+            )
             if fresh or due:
                 slow, why = await self._get_filtered(self._slow_path)
                 if not why:
@@ -375,6 +391,7 @@ class TieredScraper:
                 if why:
                     return None
                 self._slow_text, self._slow_t = _terminated(slow), now
+                self._slow_marks = marks
                 slow_bytes = len(slow)
                 size += len(slow)
         self.state = ScrapeState("filtered", "", size, len(hot), slow_bytes, self.state.full_bytes)

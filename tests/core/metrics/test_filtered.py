@@ -211,24 +211,58 @@ def test_simulator_registry_rendered_both_ways_at_one_instant() -> None:
 async def test_slow_tier_at_most_once_a_second_and_fresh_on_demand() -> None:
     now = [100.0]
     calls: list[str] = []
-    registry = _busy_metrics().registry
-    scraper = TieredScraper(_registry_fetch(registry, calls), ScrapeFilter(), clock=lambda: now[0])
+    m = _busy_metrics()
+    scraper = TieredScraper(_registry_fetch(m.registry, calls), ScrapeFilter(), clock=lambda: now[0])
     await scraper.scrape()
     assert calls == [FULL_PATH, filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
     calls.clear()
-    for _ in range(3):  # 4 Hz for 0.75 s: hot only
+    for _ in range(3):  # 4 Hz for 0.75 s while tokens flow: hot only
         now[0] += 0.25
-        await scraper.scrape()
+        m.observe_step(prompt_tokens=0, generation_tokens=2, itls=[0.01], ttfts=[], read_bytes=None)
+        text = await scraper.scrape()
     assert calls == [filter_path(HOT_NAMES)] * 3
+    stale = parse_snapshot(text)
+    assert stale.itl is not None and stale.itl.count == 40  # the slow tier of 0.75 s ago
     now[0] += 0.25  # 1 s since the slow tier
-    await scraper.scrape()
+    text = await scraper.scrape()
     assert calls[-2:] == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
+    _assert_same_snapshot(parse_snapshot(text), parse_snapshot(m.render().decode()))
     calls.clear()
     now[0] += 0.1
     await scraper.scrape(fresh=True)
     assert calls == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
     assert scraper.state.mode == "filtered" and scraper.state.text.startswith("filtered, ")
     assert scraper.probes == 1
+
+
+@pytest.mark.parametrize(
+    "activity",
+    [
+        None,
+        lambda m: m.observe_step(prompt_tokens=5, generation_tokens=0, itls=[], ttfts=[], read_bytes=None),
+        lambda m: m.request_success.labels(model_name="m", engine="0", finished_reason="abort").inc(),
+    ],
+    ids=["idle", "prefill only", "aborted before a token"],
+)
+async def test_the_slow_tier_is_asked_again_only_after_activity(activity: Any) -> None:
+    """An idle server's histograms cannot change: no slow answer for it, however long it idles;
+    any tokens processed or request finished (even without a generated token) ask it again."""
+    now = [0.0]
+    calls: list[str] = []
+    m = _busy_metrics()
+    scraper = TieredScraper(_registry_fetch(m.registry, calls), ScrapeFilter(), clock=lambda: now[0])
+    await scraper.scrape()
+    calls.clear()
+    for _ in range(20):
+        now[0] += 0.25
+        await scraper.scrape()
+    assert calls == [filter_path(HOT_NAMES)] * 20
+    if activity is not None:
+        activity(m)
+        now[0] += 0.25
+        text = await scraper.scrape()
+        assert calls[-1] == filter_path(SLOW_NAMES)
+        _assert_same_snapshot(parse_snapshot(text), parse_snapshot(m.render().decode()))
 
 
 async def test_fleet_filter_asks_the_hot_tier_only() -> None:
