@@ -28,7 +28,9 @@ Whether the filter is honoured (`ScrapeState`), decided per server:
   filter is not trusted. The probe's scrape returns the full page itself.
 - **Every later answer**: non-empty, nothing but asked names, and `REQUIRED_NAMES` present (cheap:
   a scan of a few dozen line heads). Anything else (an empty 200 from a multiprocess registry, a
-  full page from a server that ignores the filter, a 404 or other status) probes again at once.
+  full page from a server that ignores the filter, a 404 or other status) gives the full page at
+  once and from then on, until a restart or a failed scrape probes again (a balancer in front of
+  two different servers costs no probe per scrape).
 - Not vLLM (llama-server) or a page without vLLM families: the full page, as before.
 - **Once** (`ScrapeFilter(once=True)`, `mtpwatch snapshot`): one filtered request for both tiers,
   judged by the per-answer rule; an answer that is a whole page (filter ignored) is used as it is,
@@ -297,13 +299,18 @@ class TieredScraper:
                 text = await self._filtered(fresh)
                 if text is not None:
                     return text
-                return await self._probe()
+                if self._mode() == "full":  # a bad answer: the full page until a restart or failure
+                    return await self._full()
+                return await self._probe()  # a restart: check the new server
             if self.state.mode == "full":
                 return await self._full()
             return await self._probe()
         except BaseException:
             self.reset()
             raise
+
+    def _mode(self) -> Mode:
+        return self.state.mode  # read anew: `_filtered` may have changed it
 
     async def _get_filtered(self, path: str) -> tuple[str, str]:
         """(text, '') or ('', why the filter was refused)."""
@@ -322,8 +329,15 @@ class TieredScraper:
             self.state = ScrapeState("full", why, len(text), 0, 0, len(text))
             return text  # the whole page already: no second request
         page = await self._fetch(FULL_PATH)
+        if detect_schema(page) == "llamacpp":
+            why = "not vLLM"
         self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
         return page
+
+    def _give_up(self, why: str) -> None:
+        """A later answer was not an honoured one: the full page from now on (until a restart or a
+        failed scrape probes again), so a server that honours it only now and then costs no probes."""
+        self.state = ScrapeState("full", why, 0, 0, 0, self.state.full_bytes)
 
     async def _full(self) -> str:
         page = await self._fetch(FULL_PATH)
@@ -368,9 +382,12 @@ class TieredScraper:
         return page
 
     async def _filtered(self, fresh: bool) -> str | None:
-        """The newest hot answer + the slow tier (fetched when due); None: probe now."""
+        """The newest hot answer + the slow tier (fetched when due); None: a restart (probe now) or
+        a bad answer (`_give_up`: the full page now)."""
         hot, why = await self._get_filtered(self._hot_path)
-        if why or _judge(hot, self._hot_names, None):
+        why = why or _judge(hot, self._hot_names, None)
+        if why:
+            self._give_up(why)
             return None
         marks = _restart_marks(hot)
         if _restarted(self._marks, marks):
@@ -389,6 +406,7 @@ class TieredScraper:
                     # an empty slow answer is honoured only where the probe's was empty too
                     why = _judge(slow, self._slow_names, None) if slow.strip() or self._slow_text else ""
                 if why:
+                    self._give_up(why)
                     return None
                 self._slow_text, self._slow_t = _terminated(slow), now
                 self._slow_marks = marks

@@ -450,3 +450,38 @@ def test_a_recorded_filtered_page_replays_to_the_same_snapshot(data: DataDir) ->
     expected = [pages[0], pages[0], pages[1], pages[1]]
     for lines, page in zip(replayed, expected, strict=True):
         _assert_same_snapshot(parse_snapshot("\n".join(lines) + "\n"), parse_snapshot(page))
+
+
+async def test_a_server_honouring_it_now_and_then_costs_no_probe_per_scrape() -> None:
+    """Behind a balancer, one replica honours the filter and one answers empty: after the first bad
+    answer every scrape is the full page, without a probe each time."""
+    calls: list[str] = []
+    m = _busy_metrics()
+    inner = _registry_fetch(m.registry, calls)
+    turn = [0]
+
+    async def fetch(path: str) -> str:
+        turn[0] += 1
+        if path != FULL_PATH and turn[0] % 2 == 0:
+            calls.append(path)
+            return ""
+        return await inner(path)
+
+    scraper = TieredScraper(fetch, ScrapeFilter())
+    pages = [await scraper.scrape() for _ in range(8)]
+    assert scraper.probes <= 2 and scraper.state.mode == "full"
+    assert calls[-4:] == [FULL_PATH] * 4
+    assert all(parse_snapshot(p) == parse_snapshot(m.render().decode()) for p in pages)
+
+
+async def test_once_on_llama_server_says_not_vllm(data: DataDir) -> None:
+    page = data.text("llamacpp-metrics-after.txt")
+
+    async def fetch(path: str) -> str:
+        if path != FULL_PATH:
+            raise FilterRefused("404 Not Found")
+        return page
+
+    scraper = TieredScraper(fetch, ScrapeFilter(once=True))
+    assert await scraper.scrape() == page
+    assert scraper.state.text == "full page (not vLLM)"
