@@ -36,6 +36,11 @@ Whether the filter is honoured (`ScrapeState`), decided per server:
   judged by the per-answer rule; an answer that is a whole page (filter ignored) is used as it is,
   anything else falls back to `GET /metrics`.
 
+What the tiers change: a window's histogram means (TTFT, TPOT, ITL: Δsum/Δcount) are taken between
+slow answers up to 1 s older than the window's ends while tokens flow elsewhere; an idle server's
+slow tier is current (nothing can have changed), so a console prompt on an otherwise idle server
+gets the full page's numbers exactly, its closing scrape asking both tiers (`fresh=True`).
+
 A restart (a `_created` changed or a `_total` went down on the hot tier, `rates.is_restart`'s rule)
 probes again at once, so the slow tier never mixes two server lives and a replaced server is
 re-checked. `fresh=True` (the scrape that closes a prompt's window) fetches the slow tier too.
