@@ -198,9 +198,9 @@ class ServerFeed:
         self.spec_method: str | None = None
         """The speculation method from the server log (servers mtpwatch started), else None."""
         self.tap: FeedTap | None = None
-        self.scrape_via = ""
-        """How the last scrape was made ('filtered, 6.7 KB', 'full page (filter ignored)'; '' unknown)."""
         """Writes what this feed sees to a recording (`--record`); None when not recording."""
+        self.scrape_via = ""
+        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown)."""
         self.hardware_reading: HardwareReading | None = None
         """The NVML reading the panel shows: the sampler's, taken at each scrape (so a recording
         holds exactly what was shown), or a replay's recorded one; None while no sampler runs."""
