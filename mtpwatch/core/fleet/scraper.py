@@ -199,6 +199,7 @@ class FleetScraper:
         self.stats = ScrapeStats()
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._clients: dict[str, VllmClient] = {}
         self.tracks: list[Track] = []
         for target in targets:
             if fetch_factory is not None:
@@ -211,6 +212,7 @@ class FleetScraper:
                 )
                 fetch = client.scrape_text
                 self._closers.append(client.aclose)
+                self._clients[target.url] = client
             self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -283,6 +285,15 @@ class FleetScraper:
             for task in list(pending) + list(self._tasks):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    def scrape_modes(self) -> dict[str, str]:
+        """How each server's /metrics is read now ('filtered, 3.3 KB', 'full page (filter ignored)';
+        '' before its first scrape), by URL; servers of a `fetch_factory` are not listed."""
+        out: dict[str, str] = {}
+        for url, client in self._clients.items():
+            state = client.scrape_state
+            out[url] = state.text if state is not None else ""
+        return out
 
     def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
         """Every row now, in target order, outliers marked."""

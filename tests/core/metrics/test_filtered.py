@@ -485,3 +485,14 @@ async def test_once_on_llama_server_says_not_vllm(data: DataDir) -> None:
     scraper = TieredScraper(fetch, ScrapeFilter(once=True))
     assert await scraper.scrape() == page
     assert scraper.state.text == "full page (not vLLM)"
+
+
+def test_fleet_json_says_how_each_server_is_scraped() -> None:
+    from mtpwatch.commands.fleet import direct_json
+    from mtpwatch.sim.server import SimThread
+
+    with SimThread(speed=50) as honours, SimThread(speed=50, metrics_filter="empty") as empty:
+        doc = direct_json([honours, empty], window_s=1.0, interval_s=0.25, api_key=None)
+    assert doc["scrape"][honours].startswith("filtered, ")
+    assert doc["scrape"][empty] == "full page (filtered answer empty: several API servers?)"
+    assert {r["source"] for r in doc["rows"]} == {honours, empty}
