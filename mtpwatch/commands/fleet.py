@@ -85,7 +85,11 @@ def direct_json(
             rows,
             window_s=window_s,
             source="direct /metrics",
-            extra={"collected_s": round(time.monotonic() - t0, 3), "scraping": scraper.stats.summary()},
+            extra={
+                "collected_s": round(time.monotonic() - t0, 3),
+                "scraping": scraper.stats.summary(),
+                "scrape": scraper.scrape_modes(),
+            },
         )
 
     return asyncio.run(run())

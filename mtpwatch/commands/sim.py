@@ -10,6 +10,7 @@ from dataclasses import replace
 import click
 
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
 
@@ -92,6 +93,14 @@ from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 )
 @click.option("--fault-metrics-500", is_flag=True, help="Answer /metrics with HTTP 500.")
 @click.option(
+    "--fault-metrics-filter",
+    type=click.Choice(METRICS_FILTER_MODES),
+    default="honour",
+    show_default=True,
+    help="How /metrics/?name[]=… answers: as vLLM 0.32 (honour), the whole page (ignore), an empty 200 "
+    "(empty: several API servers), 404, or a redirect to /metrics.",
+)
+@click.option(
     "--fault-metrics-delay",
     type=click.FloatRange(min=0.0),
     default=0.0,
@@ -154,6 +163,7 @@ def command(
     fault_cut_stream: int | None,
     fault_metrics_500: bool,
     fault_metrics_delay: float,
+    fault_metrics_filter: str,
     fault_exit_after: float | None,
     fault_restart_after: float | None,
     gpu_ledger: str | None,
@@ -165,8 +175,8 @@ def command(
 
     Faults can also be switched at run time: POST /sim/fault with JSON such as
     {"cut_stream_after": 20, "cut_mid_chunk": true}, {"metrics_500": true}, {"metrics_delay_s": 2},
-    {"metrics_truncate": true}, {"metrics_no_spec": true}, {"hang": true}, {"restart": true},
-    {"exit": true}, {"clear": true}. GET /sim/info describes the simulated deployment.
+    {"metrics_truncate": true}, {"metrics_no_spec": true}, {"metrics_filter": "ignore"}, {"hang": true},
+    {"restart": true}, {"exit": true}, {"clear": true}. GET /sim/info describes the simulated deployment.
 
     It also reads `vllm serve`'s command line, so that `--vllm "mtpwatch sim --speed 10"` stands in
     for vLLM: `mtpwatch sim serve MODEL --port 8001 --speculative-config '{...}'
@@ -248,6 +258,7 @@ def command(
             cut_stream_after=fault_cut_stream,
             metrics_status=500 if fault_metrics_500 else None,
             metrics_delay_s=fault_metrics_delay,
+            metrics_filter=fault_metrics_filter,
         ),
         **serve_options,  # type: ignore[arg-type]
     )

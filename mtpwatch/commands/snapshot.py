@@ -56,16 +56,21 @@ def _meta(
     return build_meta(label=label, metadata=metadata, arms={"a": asyncio.run(probe())})
 
 
-def _fetch(source: str, api_key: str | None) -> str:
-    """GET SOURCE/metrics through the project's client; its errors are already one actionable line."""
+def _fetch(source: str, api_key: str | None) -> tuple[str, dict[str, Any] | None]:
+    """GET SOURCE/metrics/?name[]=… (or the whole page where the filter is not honoured, see
+    `core.metrics.filtered`) through the project's client → (text, how it was scraped); its errors
+    are already one actionable line."""
     # Lazy: reading saved pages needs no HTTP stack (httpx costs ~60 ms of start-up).
     from mtpwatch.core.http.client import VllmClient
     from mtpwatch.core.http.errors import ServerError
+    from mtpwatch.core.metrics.filtered import ScrapeFilter
 
-    async def scrape() -> str:
-        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)
+    async def scrape() -> tuple[str, dict[str, Any] | None]:
+        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S, scrape_filter=ScrapeFilter(once=True))
         try:
-            return await client.scrape_text()
+            text = await client.scrape_text()
+            state = client.scrape_state
+            return text, state.as_json() if state is not None else None
         finally:
             await client.aclose()
 
@@ -75,14 +80,15 @@ def _fetch(source: str, api_key: str | None) -> str:
         raise click.ClickException(str(exc)) from None
 
 
-def _load(source: str, api_key: str | None) -> str:
+def _load(source: str, api_key: str | None) -> tuple[str, dict[str, Any] | None]:
+    """The page of SOURCE (a saved file or a server) and, for a server, how it was scraped."""
     if not source.strip():
         # Path("") is the current directory: say what is missing instead.
         raise click.ClickException("empty source: give a server URL (http://127.0.0.1:8000) or a saved page")
     path = Path(source)
     if path.exists():
         try:
-            return path.read_text(encoding="utf-8")
+            return path.read_text(encoding="utf-8"), None
         except IsADirectoryError:
             raise click.ClickException(f"{source} is a directory, not a saved /metrics page") from None
         except UnicodeDecodeError:
@@ -180,6 +186,9 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
         line += f", model {report['model']}"
     if engines:
         line += f", {len(engines)} engine{'s' if len(engines) != 1 else ''}"
+    scrape = report.get("scrape")
+    if scrape:
+        line += f" · scrape: {scrape['text']}"
     header.append(line)
     if len(models) > 1:
         header.append(
@@ -302,14 +311,16 @@ def command(
         source = DEFAULT_URL  # where `vllm serve` listens by default
     if since is not None:
         _check_since(source, since)
-    after = _parse(_load(source, api_key), source, model)
+    text, scrape = _load(source, api_key)
+    after = _parse(text, source, model)
     before = None
     if since is not None:
         # The same model on both pages, even when --model was left to its default.
-        before = _parse(_load(since, api_key), since, after.model)
+        before = _parse(_load(since, api_key)[0], since, after.model)
     if before is not None and since is not None:
         _check_order(before, after, source, since)
     report = snapshot_report(after, before)
+    report["scrape"] = scrape
     if as_json:
         report["source"] = source
         report["since"] = since

@@ -371,6 +371,9 @@ class SimMetrics:
         if generation_tokens > 1:
             self.tpot.labels(**lv).observe(decode / (generation_tokens - 1))
 
-    def render(self) -> bytes:
-        """The exposition text."""
-        return bytes(generate_latest(self.registry))
+    def render(self, names: Sequence[str] | None = None) -> bytes:
+        """The exposition text; with `names`, only those samples (prometheus_client's
+        `restricted_registry`, what `/metrics/?name[]=…` serves on vLLM)."""
+        if names is None:
+            return bytes(generate_latest(self.registry))
+        return bytes(generate_latest(self.registry.restricted_registry(names)))

@@ -24,9 +24,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
+from urllib.parse import parse_qs
 
 from aiohttp import web
 
+from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.corpus import TextSource, Token, prompt_token_ids, stable_hash
 from mtpwatch.sim.engine import Engine, Output, SimRequest
 from mtpwatch.sim.metrics import SimMetrics
@@ -60,6 +62,10 @@ class Faults:
     """Send half of the /metrics page (cut mid-line), then drop the connection."""
     metrics_no_spec: bool = False
     """Leave the `vllm:spec_decode_*` families out of /metrics (as a server without speculation)."""
+    metrics_filter: str = "honour"
+    """How `/metrics/?name[]=…` answers (`METRICS_FILTER_MODES`): 'honour' (vLLM 0.32: prometheus_client's
+    restricted registry), 'ignore' (the whole page), 'empty' (an empty 200, as vLLM with several API
+    servers), '404' (no such route) or 'redirect' (307 to /metrics, which ignores the query)."""
     cut_mid_chunk: bool = False
     """With `cut_stream_after`: drop the connection in the middle of an SSE event, not between two."""
     hang: bool = False
@@ -519,6 +525,7 @@ class SimServer:
         app.router.add_get("/version", self._version)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/metrics/", self._metrics_filtered)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/sim/info", self._info)
@@ -580,12 +587,28 @@ class SimServer:
         }
         return _json({"object": "list", "data": [card]})
 
-    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+    async def _metrics_filtered(self, request: web.Request) -> web.StreamResponse:
+        """`/metrics/`: vLLM's `Mount("/metrics", make_asgi_app(registry))`, which honours `name[]=`."""
+        mode = self.faults.metrics_filter
+        if mode == "404":
+            return web.Response(status=404, text="Not Found")
+        if mode == "redirect":
+            raise web.HTTPTemporaryRedirect("/metrics")
+        if mode == "empty":
+            return await self._metrics(request, names=[])
+        if mode == "ignore":
+            return await self._metrics(request)
+        # prometheus_client's own parsing of the query (exposition.make_wsgi_app: parse_qs)
+        return await self._metrics(request, names=parse_qs(request.query_string).get("name[]"))
+
+    async def _metrics(self, request: web.Request, names: list[str] | None = None) -> web.StreamResponse:
+        """`/metrics` (the query string ignored, as prometheus-fastapi-instrumentator's route), or the
+        samples `names` only (`/metrics/`) through prometheus_client's `restricted_registry`."""
         if self.faults.metrics_delay_s > 0:
             await asyncio.sleep(self.faults.metrics_delay_s)
         if self.faults.metrics_status is not None and self.faults.metrics_status != 200:
             return web.Response(status=self.faults.metrics_status, text="Internal Server Error")
-        body = self.metrics.render()
+        body = self.metrics.render(names)
         if self.faults.metrics_no_spec:
             body = b"".join(
                 line for line in body.splitlines(keepends=True) if b"vllm:spec_decode_" not in line
@@ -625,6 +648,11 @@ class SimServer:
                 self.faults.metrics_status = 500 if body["metrics_500"] else None
             if "metrics_delay_s" in body:
                 self.faults.metrics_delay_s = max(0.0, float(body["metrics_delay_s"] or 0.0))
+            if "metrics_filter" in body:
+                v = str(body["metrics_filter"] or "honour")
+                if v not in METRICS_FILTER_MODES:
+                    raise ValueError(f"metrics_filter must be one of {', '.join(METRICS_FILTER_MODES)}")
+                self.faults.metrics_filter = v
             for flag in ("metrics_truncate", "metrics_no_spec", "cut_mid_chunk", "hang"):
                 if flag in body:
                     setattr(self.faults, flag, bool(body[flag]))

@@ -33,6 +33,7 @@ from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
+from mtpwatch.core.metrics.filtered import ScrapeFilter
 from mtpwatch.core.metrics.formulas import conditional_from_marginal
 from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
@@ -157,7 +158,9 @@ class ServerFeed:
         self.display = display
         self.clock = clock
         self.wall = wall
-        self.client = VllmClient(spec.url, api_key=spec.api_key, timeout=5.0, clock=clock)
+        self.client = VllmClient(
+            spec.url, api_key=spec.api_key, timeout=5.0, clock=clock, scrape_filter=ScrapeFilter()
+        )
         self.collector = Collector(horizon_s=180.0)
         self.status: Status = "starting" if spec.launch else "connecting"
         self.reason = ""
@@ -196,6 +199,8 @@ class ServerFeed:
         """The speculation method from the server log (servers mtpwatch started), else None."""
         self.tap: FeedTap | None = None
         """Writes what this feed sees to a recording (`--record`); None when not recording."""
+        self.scrape_via = ""
+        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown)."""
         self.hardware_reading: HardwareReading | None = None
         """The NVML reading the panel shows: the sampler's, taken at each scrape (so a recording
         holds exactly what was shown), or a replay's recorded one; None while no sampler runs."""
@@ -245,8 +250,10 @@ class ServerFeed:
             except (ServerError, OSError, ValueError) as exc:
                 return self._down(str(exc) or type(exc).__name__)
             now = self.clock()
+            state = self.client.scrape_state
+            self.scrape_via = state.text if state is not None else ""
             if self.tap is not None and text is not None:
-                self.tap.scrape(now, text)
+                self.tap.scrape(now, text, self.scrape_via)
             self.accept(snapshot, now)
         return self.display.scrape_interval_s
 
@@ -429,6 +436,7 @@ class ServerFeed:
             running=snap.requests_running if snap else None,
             waiting=snap.requests_waiting if snap else None,
             restarts=self.collector.restarts,
+            scrape=self.scrape_via,
             server_series=server_series,
             client_series=client_series,
             drafts=r.drafts if r and speculative else None,
@@ -532,6 +540,7 @@ class ServerFeed:
         finally:
             self.end_prompt(self.clock())
         if result.error is None:
+            self.client.fresh_next()  # every tier, the histograms included: the window closes here
             await self.poll()  # a scrape after the last token, so the prompt's window is complete
         return self.close_prompt(result, self.clock())
 

@@ -108,8 +108,8 @@ class FeedTap:
     def life(self, what: str, detail: str = "") -> None:
         self.recorder.life(self.index, self.feed.clock(), what, detail)
 
-    def scrape(self, t: float, text: str) -> None:
-        self.recorder.scrape(self.index, t, text)
+    def scrape(self, t: float, text: str, via: str = "") -> None:
+        self.recorder.scrape(self.index, t, text, via)
 
     def down(self, t: float, reason: str) -> None:
         self.recorder.down(self.index, t, reason)

@@ -151,6 +151,7 @@ class ReplaySource:
             self.now = t
         if kind == "scrape":
             text = "\n".join(record["lines"]) + "\n"
+            feed.scrape_via = str(record.get("via", ""))
             feed.accept(feed.client.parse_page(text, feed.model), t)
         elif kind == "server":
             self._identify(feed, record)

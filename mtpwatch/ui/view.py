@@ -132,6 +132,8 @@ class ServerView:
     """Requests waiting now."""
     restarts: int = 0
     """Counter resets seen (server restarts)."""
+    scrape: str = ""
+    """How /metrics is read: 'filtered, 6.7 KB' or 'full page (filter ignored)' (`ScrapeState.text`)."""
     server_series: tuple[float, ...] = ()
     """Server tok/s, one point per second, oldest first."""
     client_series: tuple[float, ...] = ()
@@ -363,7 +365,8 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
     if compact:  # the detail (why, since when, next retry) gets its own line
         return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
-    line1 = f"{escape(view.url)} · {status}{restarts}"
+    scrape = f" · [dim]scrape: {escape(view.scrape)}[/]" if view.scrape else ""
+    line1 = f"{escape(view.url)} · {status}{restarts}{scrape}"
     line2 = f"{model} · {version} · {spec}"
     if view.facts:
         line2 += " · [dim]" + escape(" · ".join(view.facts)) + " (server log)[/]"

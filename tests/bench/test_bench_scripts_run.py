@@ -55,3 +55,18 @@ def test_perturbation_pairs_and_server_cost() -> None:
     assert low <= report["median_ratio"] <= high
     cost = report["server_cost"]
     assert cost["server_cpu_ms_per_scrape"] > 0 and cost["page_bytes"] > 10_000
+
+
+def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
+    out = subprocess.run(
+        [sys.executable, str(HERE / "scrape_cost.py"), "--answers", "16", "--rounds", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    sizes = report["bytes"]
+    assert sizes["nothing"] == 0 < sizes["hot"] < sizes["slow"] < sizes["hot_and_slow"] < sizes["full_page"]
+    assert report["answers_each"] == 16 and set(report["server_cpu_ms_per_answer"]) == set(sizes)

@@ -22,6 +22,7 @@ from mtpwatch.core.fleet.rows import FleetRow, GroupKey, RowState, build_row, do
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.metrics.filtered import ScrapeFilter
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.timeouts import within
@@ -163,6 +164,10 @@ def _buckets(series: Sequence[tuple[float, float]], now: float) -> tuple[tuple[f
     return tuple((start + (i + 1) * width, sums[i] / counts[i]) for i in range(HISTORY_BUCKETS) if counts[i])
 
 
+FLEET_FILTER = ScrapeFilter(slow=False)
+"""A row reads the hot tier's families only (`rows.FLEET_PREFIXES` ⊆ `filtered.HOT_NAMES`)."""
+
+
 class FleetScraper:
     """Scrape `targets` at `interval_s` until cancelled; `rows()` answers at any moment."""
 
@@ -194,15 +199,20 @@ class FleetScraper:
         self.stats = ScrapeStats()
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._clients: dict[str, VllmClient] = {}
         self.tracks: list[Track] = []
         for target in targets:
             if fetch_factory is not None:
                 fetch = fetch_factory(target)
             else:
                 # The client GETs /metrics on a kept-alive socket where it can, httpx otherwise.
-                client = VllmClient(target.url, api_key=target.api_key, timeout=timeout_s)
+                # Filtered to the hot tier (`core.metrics.filtered`): a row needs no histograms.
+                client = VllmClient(
+                    target.url, api_key=target.api_key, timeout=timeout_s, scrape_filter=FLEET_FILTER
+                )
                 fetch = client.scrape_text
                 self._closers.append(client.aclose)
+                self._clients[target.url] = client
             self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -275,6 +285,15 @@ class FleetScraper:
             for task in list(pending) + list(self._tasks):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+    def scrape_modes(self) -> dict[str, str]:
+        """How each server's /metrics is read now ('filtered, 3.3 KB', 'full page (filter ignored)';
+        '' before its first scrape), by URL; servers of a `fetch_factory` are not listed."""
+        out: dict[str, str] = {}
+        for url, client in self._clients.items():
+            state = client.scrape_state
+            out[url] = state.text if state is not None else ""
+        return out
 
     def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
         """Every row now, in target order, outliers marked."""

@@ -51,6 +51,7 @@ from mtpwatch.core.http.generation import (
 )
 from mtpwatch.core.http.sse import DONE, SseDecoder
 from mtpwatch.core.http.urls import normalize_url
+from mtpwatch.core.metrics.filtered import FULL_PATH, FilterRefused, ScrapeFilter, ScrapeState, TieredScraper
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
 from mtpwatch.core.timeouts import within
@@ -94,6 +95,7 @@ class VllmClient:
         clock: Callable[[], float] = time.perf_counter,
         fast_stream: bool | None = None,
         read_interval: float | None = None,
+        scrape_filter: ScrapeFilter | None = None,
     ) -> None:
         """Make a client; nothing connects until the first request.
 
@@ -109,6 +111,8 @@ class VllmClient:
                 path for plain http:// without an injected transport or an environment proxy.
             read_interval: fast path: read the socket at most this often during a fast stream
                 (None: `STREAM_READ_INTERVAL_S`); see `core.faststream.open_sse`.
+            scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
+                monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
         self.base_url = normalize_url(base_url)
         key = (
@@ -141,6 +145,10 @@ class VllmClient:
         """/metrics on one kept-alive socket (~0.3 ms of CPU a page instead of ~2 ms through httpx);
         None once a plain answer needed httpx (an encoding or framing it does not read)."""
         self._read_interval = STREAM_READ_INTERVAL_S if read_interval is None else read_interval
+        self._tiers: TieredScraper | None = None
+        if scrape_filter is not None:
+            self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock)
+        self._fresh = False
 
     @property
     def fast_stream(self) -> bool:
@@ -210,8 +218,8 @@ class VllmClient:
             return HttpStatusError(f"{head}: server error{tail}", url=url, status=status)
         return HttpStatusError(f"{head}: {detail}" if detail else head, url=url, status=status)
 
-    async def _get(self, path: str) -> httpx.Response:
-        url = self.base_url + path
+    async def _get(self, path: str, url: str | None = None) -> httpx.Response:
+        url = url or self.base_url + path
         try:
             return await self._http.get(path)
         except httpx.RequestError as exc:
@@ -219,18 +227,42 @@ class VllmClient:
 
     # -- GET endpoints
 
+    @property
+    def scrape_state(self) -> ScrapeState | None:
+        """How the last scrape was made (filtered or the full page, and why); None without a filter."""
+        return self._tiers.state if self._tiers is not None else None
+
+    def fresh_next(self) -> None:
+        """Fetch every tier at the next scrape (the scrape that closes a prompt's window)."""
+        self._fresh = True
+
     async def scrape_text(self) -> str:
-        """GET /metrics → the Prometheus text.
+        """GET /metrics → the Prometheus text (with a `scrape_filter`: the filtered tiers' text, or
+        the whole page where the filter is not honoured; `scrape_state` says which).
 
         Raises:
             ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
                 Prometheus text.
         """
-        url = self.base_url + "/metrics"
+        if self._tiers is None:
+            return await self._metrics_text(FULL_PATH)
+        fresh, self._fresh = self._fresh, False
+        return await self._tiers.scrape(fresh=fresh)
+
+    async def _metrics_text(self, path: str) -> str:
+        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text.
+
+        Raises:
+            FilterRefused: a filtered path answered another status than 200.
+            ServerError: as `scrape_text`.
+        """
+        filtered = path != FULL_PATH
+        # errors name the filtered path short: the whole query is two dozen names long
+        url = self.base_url + ("/metrics/?name[]=…" if filtered else path)
         fast = self._fast_get
         if fast is not None:
             try:
-                text = await within(self._timeout, fast.get())
+                text = await within(self._timeout, fast.get(path))
                 if not _NOT_PROMETHEUS.match(text):
                     return text
                 # Not Prometheus text: httpx asks once more and words it with the content type.
@@ -238,17 +270,21 @@ class VllmClient:
                 raise self._transport_error(url, httpx.ReadTimeout("no answer"), self._timeout) from None
             except FastGetUnsupported:
                 # Not the plain case (an error status, a redirect, an encoding): httpx asks once more
-                # and words the answer. A plain answer it needed httpx for stays on httpx.
-                text = await self._scrape_text_httpx(url)
-                self._fast_get = None
-                fast.close()
+                # and words the answer. A plain full page it needed httpx for stays on httpx; a
+                # filtered path's odd answer (a 404 of an older vLLM) says nothing about the page.
+                text = await self._scrape_text_httpx(url, path)
+                if not filtered:
+                    self._fast_get = None
+                    fast.close()
                 return text
             except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
                 pass  # refused, reset, cut: httpx retries and, if it fails too, says why
-        return await self._scrape_text_httpx(url)
+        return await self._scrape_text_httpx(url, path)
 
-    async def _scrape_text_httpx(self, url: str) -> str:
-        response = await self._get("/metrics")
+    async def _scrape_text_httpx(self, url: str, path: str = FULL_PATH) -> str:
+        response = await self._get(path, url)
+        if path != FULL_PATH and response.status_code != 200:
+            raise FilterRefused(f"{response.status_code} {response.reason_phrase}".strip())
         if response.status_code == 404:
             raise NotVllmError(
                 f"{url} answered 404 Not Found — not a vLLM server? (vLLM serves Prometheus metrics there)",

@@ -31,30 +31,41 @@ class FastGet:
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
-        host_header = parts.netloc.rsplit("@", 1)[-1]
-        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
-        full = (parts.path.rstrip("/") + path) or "/"
-        self._request = (
-            f"GET {full} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: mtpwatch\r\n"
-            f"Accept: text/plain\r\n{auth}Connection: keep-alive\r\n\r\n"
-        ).encode("latin-1")
+        self._host_header = parts.netloc.rsplit("@", 1)[-1]
+        self._auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        self._prefix = parts.path.rstrip("/")
+        self._path = path
+        self._requests: dict[str, bytes] = {}
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
 
-    async def get(self) -> str:
-        """The body of a 200 answer. Raises FastGetUnsupported, OSError or asyncio.IncompleteReadError."""
+    def _request(self, path: str) -> bytes:
+        """The request bytes for `path` (built once per path: the filtered scrape asks two)."""
+        request = self._requests.get(path)
+        if request is None:
+            full = (self._prefix + path) or "/"
+            request = self._requests[path] = (
+                f"GET {full} HTTP/1.1\r\nHost: {self._host_header}\r\nUser-Agent: mtpwatch\r\n"
+                f"Accept: text/plain\r\n{self._auth}Connection: keep-alive\r\n\r\n"
+            ).encode("latin-1")
+        return request
+
+    async def get(self, path: str | None = None) -> str:
+        """The body of a 200 answer to GET `path` (default: the path given at construction).
+
+        Raises FastGetUnsupported, OSError or asyncio.IncompleteReadError."""
         try:
-            return await self._get()
+            return await self._get(self._path if path is None else path)
         except BaseException:
             self.close()  # a half-read answer leaves the connection unusable (cancellation included)
             raise
 
-    async def _get(self) -> str:
+    async def _get(self, path: str) -> str:
         if self._writer is None or self._writer.is_closing():
             self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=_MAX_HEAD)
         reader, writer = self._reader, self._writer
         assert reader is not None
-        writer.write(self._request)
+        writer.write(self._request(path))
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         status_line, _, rest = head.partition("\r\n")
         parts = status_line.split(" ", 2)

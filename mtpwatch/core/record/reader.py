@@ -75,6 +75,7 @@ def read_recording(path: str | Path) -> Recording:
         raise RecordingError(f"{path} is a version {version} recording; this mtpwatch reads up to {VERSION}")
     recording = Recording(header=header, truncated=truncated)
     pages: dict[int, list[str]] = {}
+    via: dict[int, str] = {}
     for raw in lines[1:]:
         try:
             record = json.loads(raw)
@@ -84,6 +85,8 @@ def read_recording(path: str | Path) -> Recording:
             s = int(record["s"])
             page = apply_delta(pages.get(s), record)
             pages[s] = page
-            record = {"kind": "scrape", "t": record["t"], "s": s, "lines": page}
+            if "via" in record:  # written when it changed (recordings before it have none: "")
+                via[s] = str(record["via"] or "")
+            record = {"kind": "scrape", "t": record["t"], "s": s, "lines": page, "via": via.get(s, "")}
         recording.records.append(record)
     return recording

@@ -47,6 +47,7 @@ class Recorder:
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6, mtime=0)
         self._last_flush = clock()
         self._pages: dict[int, list[str]] = {}
+        self._via: dict[int, str] = {}
         self._closed = False
         self.records = 0
         self.t0 = clock()
@@ -101,12 +102,17 @@ class Recorder:
             record["detail"] = detail
         self.write(record)
 
-    def scrape(self, s: int, t: float, text: str) -> None:
-        """One /metrics page: the families the snapshot reads, as a line delta to the last one."""
+    def scrape(self, s: int, t: float, text: str, via: str = "") -> None:
+        """One /metrics page: the families the snapshot reads, as a line delta to the last one;
+        `via` (how it was scraped: 'filtered, 6.7 KB', 'full page (filter ignored)') when it changed."""
         lines = filter_page(text)
         body = page_delta(self._pages.get(s), lines)
         self._pages[s] = lines
-        self.write({"kind": "scrape", "t": t, "s": s, **body})
+        record: dict[str, Any] = {"kind": "scrape", "t": t, "s": s, **body}
+        if via != self._via.get(s, ""):
+            record["via"] = via
+            self._via[s] = via
+        self.write(record)
 
     def down(self, s: int, t: float, reason: str) -> None:
         """A failed scrape, with its one-line reason."""
