@@ -292,11 +292,15 @@ class VllmClient:
             )
         if response.status_code != 200:
             raise self._status_error(url, response.status_code, response.reason_phrase, response.text)
-        return self._check_prometheus(url, response.headers.get("content-type", ""), response.text)
+        ctype = response.headers.get("content-type", "")
+        if path != FULL_PATH and _not_prometheus(ctype, response.text):
+            # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
+            raise FilterRefused(f"not Prometheus text ({ctype.split(';')[0] or 'no content type'})")
+        return self._check_prometheus(url, ctype, response.text)
 
     @staticmethod
     def _check_prometheus(url: str, ctype: str, text: str) -> str:
-        if "html" in ctype or "json" in ctype or _NOT_PROMETHEUS.match(text):
+        if _not_prometheus(ctype, text):
             raise NotVllmError(
                 f"{url} did not return Prometheus text (got {ctype.split(';')[0] or 'no content type'})"
                 " — is this a vLLM server?",
@@ -675,6 +679,11 @@ class _BrokenBatch(ChunkError):
 
 
 _NOT_PROMETHEUS = re.compile(r"\s*[<{\[]")
+
+
+def _not_prometheus(ctype: str, text: str) -> bool:
+    """An answer that is no Prometheus text: HTML or JSON by its content type or its first character."""
+    return "html" in ctype or "json" in ctype or bool(_NOT_PROMETHEUS.match(text))
 
 
 def _body_message(body: str) -> str:
