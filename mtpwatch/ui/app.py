@@ -80,6 +80,18 @@ class MtpWatchApp(App[int]):
             id="quit",
             priority=True,
         ),
+        # Ctrl+C quits too, on every screen: what a terminal user reaches for first. Priority, so
+        # the prompt Input's and the Screen's Ctrl+C (copy selected text) do not swallow it; Textual
+        # keeps super+c for copying, and the terminal's own selection copies with the mouse.
+        Binding(
+            "ctrl+c",
+            "quit",
+            "Quit",
+            show=False,
+            tooltip="Quit, as Ctrl+Q does; stops servers mtpwatch started.",
+            id="quit-ctrl-c",
+            priority=True,
+        ),
     ]
 
     paused: reactive[bool] = reactive(False)
