@@ -72,6 +72,29 @@ class BandwidthView:
     """Why the panel is empty (e.g. how to give a model config)."""
     config_source: str = ""
     """Where the model config (and drafter, peak) came from, in words."""
+    clock_speed: float = 1.0
+    """The simulator's clock speed-up (`mtpwatch sim --speed`, from its /sim/info): its rates, and so
+    % of peak and % of the ceiling, are that many times what the modelled GPU allows. 1: a real server."""
+
+    @property
+    def past_peak(self) -> bool:
+        """A figure here is over its physical limit (% of peak or % of the ceiling > 100)."""
+        return any(x is not None and x > 100.5 for x in (self.percent_of_peak, self.pct_of_ceiling))
+
+
+def clock_note(bw: BandwidthView) -> str:
+    """Why a figure is past the physical peak, in words ('' when none is and the clock is real)."""
+    if bw.clock_speed != 1.0:
+        return (
+            f"simulated ×{bw.clock_speed:g} clock (mtpwatch sim --speed {bw.clock_speed:g}): rates are "
+            f"{bw.clock_speed:g}× the modelled GPU's, so % of peak and of the ceiling can pass 100"
+        )
+    if bw.past_peak:
+        return (
+            "over the physical peak: the model config or the peak is wrong "
+            "(check --model-config, --gpu, --peak-gbps)"
+        )
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +451,12 @@ def render_bandwidth_short(bw: BandwidthView) -> str:
         return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
     if bw.percent_of_peak is None:
         return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
-    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    if bw.clock_speed != 1.0:  # F1 and the roofline panel say why in full
+        text += f" [$text-warning](sim ×{bw.clock_speed:g} clock)[/]"
+    elif bw.past_peak:
+        text += " [$text-warning](> peak: check --model-config/--gpu)[/]"
+    return text
 
 
 def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool) -> str:
@@ -521,6 +549,9 @@ def render_bandwidth(
             f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{_num(bw.percent_of_peak, '.0f')} %[/] "
             f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, while decoding, {w})[/]"
         )
+        note = clock_note(bw)
+        if note:  # a figure past the physical peak says why, next to it
+            lines.extend(f"[$text-warning]{escape(line)}[/]" for line in _wrap(note, width))
     else:
         lines.append(
             f"bandwidth — [dim](idle: no steps in the window) · {gpu}'s peak {bw.peak_gbps:.0f} GB/s[/]"
