@@ -72,6 +72,43 @@ _PROSE: list[Entry] = [
         "again. The history it looks back at is kept in a cache, so each step only pays for the newest "
         "token, not for the whole text again.",
     ),
+    (
+        ("tide", "ocean", "moon", "coast", "sea"),
+        "Tides are the ocean's response to the pull of the Moon and, to a lesser degree, the Sun. The "
+        "Moon pulls the near side of the Earth a little harder than its centre, and the centre a little "
+        "harder than the far side, so the water is stretched into two bulges: one facing the Moon and "
+        "one on the opposite side. As the Earth turns once a day beneath these two bulges, most coasts "
+        "pass through both, which is why they see two high tides and two low tides roughly every "
+        "twenty-four hours and fifty minutes. When the Sun and Moon line up, the bulges add and the "
+        "tides are larger.",
+    ),
+    (
+        ("compil", "jit", "interp", "program", "runtime"),
+        "A just-in-time compiler turns parts of a program into machine code while the program runs. "
+        "At first the code is interpreted, which is slow but starts at once. Meanwhile the runtime "
+        "counts which functions and loops run most often and which types actually flow through them. "
+        "Those hot paths are then compiled with that knowledge: a call that always receives integers "
+        "can skip every type check, and a small function can be inlined into its caller. That is why a "
+        "program often gets faster after it has run for a while.",
+    ),
+    (
+        ("yeast", "bread", "dough", "bake", "flour"),
+        "Yeast is a living fungus that feeds on the sugars in flour. As it eats, it releases carbon "
+        "dioxide and a little alcohol. Kneading builds a stretchy network of gluten that traps the gas "
+        "in countless small bubbles, so the dough swells. Letting the dough rest gives the yeast time "
+        "to produce enough gas and lets the gluten relax, so the loaf rises evenly instead of tearing. "
+        "In the oven the bubbles expand once more, the yeast dies, and the starch sets around the holes "
+        "into a light crumb.",
+    ),
+    (
+        ("heat", "pump", "energy", "electr", "fridge"),
+        "A heat pump does not make heat from electricity; it moves heat that is already there. A fluid "
+        "evaporates in a coil outside, absorbing heat even from cold air, then a compressor squeezes "
+        "the vapour, which makes it hotter than the room. Indoors it condenses and gives that heat "
+        "away. The electricity only drives the compressor and the fans, so for every unit of "
+        "electrical energy, three or four units of heat can arrive indoors, most of them taken from "
+        "outside.",
+    ),
 ]
 
 _CREATIVE: list[Entry] = [
@@ -227,6 +264,74 @@ _CODE: list[Entry] = [
         "            out.append(b[j])\n"
         "            j += 1\n"
         "    return out + a[i:] + b[j:]\n",
+    ),
+    (
+        ("lru", "cache", "ordered"),
+        "from collections import OrderedDict\n\n\n"
+        "class LRUCache:\n"
+        "    def __init__(self, capacity: int) -> None:\n"
+        "        self.capacity = capacity\n"
+        "        self.items: OrderedDict[int, int] = OrderedDict()\n\n"
+        "    def get(self, key: int) -> int:\n"
+        "        if key not in self.items:\n"
+        "            return -1\n"
+        "        self.items.move_to_end(key)\n"
+        "        return self.items[key]\n\n"
+        "    def put(self, key: int, value: int) -> None:\n"
+        "        self.items[key] = value\n"
+        "        self.items.move_to_end(key)\n"
+        "        if len(self.items) > self.capacity:\n"
+        "            self.items.popitem(last=False)\n",
+    ),
+    (
+        ("csv", "month", "amount", "date", "total"),
+        "import csv\n"
+        "from collections import defaultdict\n\n\n"
+        "def totals_per_month(path: str) -> dict[str, float]:\n"
+        '    """Sum the amount column per YYYY-MM month, sorted by month."""\n'
+        "    totals: defaultdict[str, float] = defaultdict(float)\n"
+        '    with open(path, newline="") as f:\n'
+        "        for date, amount in csv.reader(f):\n"
+        "            totals[date[:7]] += float(amount)\n"
+        "    return dict(sorted(totals.items()))\n",
+    ),
+    (
+        ("sql", "query", "customer", "order", "recent"),
+        "SELECT customer_id, order_id, order_date, total\n"
+        "FROM (\n"
+        "    SELECT o.*, ROW_NUMBER() OVER (\n"
+        "        PARTITION BY customer_id ORDER BY order_date DESC\n"
+        "    ) AS rn\n"
+        "    FROM orders AS o\n"
+        ") AS ranked\n"
+        "WHERE rn <= 3\n"
+        "ORDER BY customer_id, order_date DESC;\n",
+    ),
+    (
+        ("rust", "durati", "parse", "string"),
+        "use std::time::Duration;\n\n"
+        "fn parse_duration(s: &str) -> Result<Duration, String> {\n"
+        "    let mut total = 0u64;\n"
+        "    let mut number = String::new();\n"
+        "    for c in s.chars() {\n"
+        "        if c.is_ascii_digit() {\n"
+        "            number.push(c);\n"
+        "            continue;\n"
+        "        }\n"
+        '        let n: u64 = number.parse().map_err(|_| format!("missing number before {c}"))?;\n'
+        "        number.clear();\n"
+        "        total += match c {\n"
+        "            'h' => n * 3600,\n"
+        "            'm' => n * 60,\n"
+        "            's' => n,\n"
+        '            _ => return Err(format!("unknown unit {c}")),\n'
+        "        };\n"
+        "    }\n"
+        "    if !number.is_empty() {\n"
+        '        return Err("a number without a unit at the end".to_string());\n'
+        "    }\n"
+        "    Ok(Duration::from_secs(total))\n"
+        "}\n",
     ),
     (
         ("fibon", "recurs", "sequence"),
@@ -545,7 +650,9 @@ def categorize(prompt: str) -> str:
         return language
     if "translat" in lowered:  # no language named: one of the corpus's, by the prompt
         return ("french", "german", "spanish")[stable_hash(prompt) % 3]
-    if any(w in lowered for w in ("def ", "python", "code", "function", "```", "class ", "script", "rust")):
+    if any(
+        w in lowered for w in ("def ", "python", "code", "function", "```", "class ", "script", "rust", "sql")
+    ):
         return "code"
     if any(w in lowered for w in ("solve", "equation", "math", "prove", "integral", "calculate", "=")):
         return "math"

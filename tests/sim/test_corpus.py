@@ -85,3 +85,17 @@ async def test_both_arms_give_the_same_answer(sse: Any, prompt: str) -> None:
         b = _text(await sse(off, "/v1/chat/completions", body))
     assert a == b
     assert a and _answer(prompt).startswith(a)  # the corpus's answer (cut at max_tokens)
+
+
+def test_the_demo_loops_prompts_each_get_their_own_answer() -> None:
+    from mtpwatch.core.ab.workloads import builtin
+    from mtpwatch.ui.demo_loop import loop_prompts
+    from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
+
+    prompts = loop_prompts(SAMPLE_PROMPT)[1:]  # the built-in long-answer and code prompts
+    openings = {_answer(p)[:40] for p in prompts}
+    assert len(openings) == len(prompts)
+    tides = next(p.text for p in builtin("long-en") if "tides" in p.text)
+    assert "Moon" in _answer(tides)
+    sql = next(p.text for p in builtin("code") if "SQL" in p.text)
+    assert categorize(sql) == "code" and "SELECT" in _answer(sql)
