@@ -385,7 +385,8 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     version = f"{name} {escape(view.version)}" if view.version else f"{name} ?"
     restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
     if compact:  # the detail (why, since when, next retry) gets its own line
-        return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
+        # The status first: a narrow border title cuts its end, and the model name can be long.
+        return f"{status}{restarts} · {spec} · {model}" + (f"\n{detail}" if detail else "")
     line1 = f"{escape(view.url)} · {status}{restarts}"
     line2 = f"{model} · {version} · {spec}"
     if view.facts:
@@ -592,11 +593,28 @@ def render_bandwidth(
     return "\n".join(lines)
 
 
-def render_summary(n: int, s: PromptSummary) -> str:
-    """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server)."""
+def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
+    """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
+
+    Compact (80 columns): the same numbers in under 78 cells (TTFT in whole ms, `acc`, no scope;
+    "cancelled" first, where the cut does not reach it).
+    """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
     approx = "≈" if s.approximate else ""
+    if compact:
+        head = f"#{n} [$text-warning]cancelled[/] · " if s.cancelled else f"#{n} "
+        ttft = "—" if s.ttft_s is None else f"{1000 * s.ttft_s:.0f} ms"
+        acc = ""
+        if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
+            acc = (
+                f" · acc {_pct(s.acceptance_rate)} · len {_num(s.mean_acceptance_length, '.2f')} "
+                "[dim](server)[/]"
+            )
+        return (
+            f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{_num(s.decode_tok_s)}[/] tok/s "
+            f"[dim](client)[/]{acc}"
+        )
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
@@ -620,11 +638,14 @@ def render_speedup(
     slower: bool = False,
 ) -> str:
     """The line between A/B panes: decode tok/s ratio (client), last prompt and median."""
-    head = f"speed-up {label} [dim](decode tok/s, client)[/]:"
     if last is None:
-        text = f"{head} — send a prompt"
+        text = f"speed-up {label} [dim](decode tok/s, client)[/]: — send a prompt"
     else:
-        text = f"{head} last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s)"
+        # The figures and their count first, the source after: an 80-column screen cuts the end.
+        text = (
+            f"speed-up {label}: last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s) "
+            "[dim](decode tok/s, client)[/]"
+        )
     if slower:
         text += f" · [$text-warning]{MTP_SLOWER}[/]"
     if race:
