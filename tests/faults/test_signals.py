@@ -37,7 +37,6 @@ SIGNALS = [
     pytest.param(signal.SIGINT, id="SIGINT"),
 ]
 F6 = "\x1b[17~"
-CTRL_Q = "\x11"
 LEAVE_ALT_SCREEN = b"\x1b[?1049l"
 
 
