@@ -17,7 +17,7 @@ from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.launch import process
 from mtpwatch.ui.replay import ReplaySource
 from mtpwatch.ui.screens.help import HelpScreen
-from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
+from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.screens.replay import ReplayScreen
 
 _MONITOR_ACTIONS = frozenset(
@@ -31,7 +31,7 @@ class MtpWatchApp(App[int]):
 
     CSS_PATH = "mtpwatch.tcss"
     TITLE = "mtpwatch"
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     # Function keys: the prompt Input has focus and swallows printable keys.
     BINDINGS = [
@@ -78,6 +78,18 @@ class MtpWatchApp(App[int]):
             "Quit",
             tooltip="Quit; stops servers mtpwatch started.",
             id="quit",
+            priority=True,
+        ),
+        # Ctrl+C quits too, on every screen: what a terminal user reaches for first. Priority, so
+        # the prompt Input's and the Screen's Ctrl+C (copy selected text) do not swallow it; Textual
+        # keeps super+c for copying, and the terminal's own selection copies with the mouse.
+        Binding(
+            "ctrl+c",
+            "quit",
+            "Quit",
+            show=False,
+            tooltip="Quit, as Ctrl+Q does; stops servers mtpwatch started.",
+            id="quit-ctrl-c",
             priority=True,
         ),
     ]

@@ -40,6 +40,8 @@ class BandwidthModel:
         self.peak_gbps: float | None = display.peak_gbps
         self.error = ""
         self.simulated = False
+        self.clock_speed = 1.0
+        """The simulator's clock speed-up (/sim/info `speed`); 1 for a real vLLM."""
         self.method: str | None = None
         """The speculation method the simulator's /sim/info names (None for a real vLLM)."""
         self.sources = ""
@@ -67,6 +69,9 @@ class BandwidthModel:
         self._loaded = True
         info = await _sim_info(base_url)
         self.simulated = bool(info)
+        with contextlib.suppress(TypeError, ValueError):
+            speed = float(info.get("speed") or 1.0)
+            self.clock_speed = speed if speed > 0 else 1.0
         self.method = str(info["method"]) if info.get("method") else None
         sources: list[str] = []
         try:
@@ -191,6 +196,7 @@ class BandwidthModel:
             context_source=source,
             hardware=hardware,
             config_source=self.sources,
+            clock_speed=self.clock_speed,
         )
 
 

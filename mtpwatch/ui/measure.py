@@ -50,13 +50,15 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
     """
     overall = report.primary.overall
     s = overall.speedup
-    lead = "speed-up B/A [dim](decode tok/s, client, paired runs)[/]" if head else "speed-up B/A"
+    source = " [dim](decode tok/s, client, paired runs)[/]" if head else ""
     if s is None:
-        text = f"{lead} — waiting for the first pair"
+        text = f"speed-up B/A{source} — waiting for the first pair"
     else:
         ci = s.ci
+        # The figures and the pair count first, the source after: an 80-column screen cuts the end.
         text = (
-            f"{lead} median [b]{s.median:.2f}×[/] \\[95 % CI {ci.low:.2f}–{ci.high:.2f}] · {s.n_pairs} pairs"
+            f"speed-up B/A median [b]{s.median:.2f}×[/] \\[95 % CI {ci.low:.2f}–{ci.high:.2f}] · "
+            f"{s.n_pairs} pairs{source}"
         )
     cvs: list[str] = []
     noisy = False

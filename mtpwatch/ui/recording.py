@@ -99,6 +99,7 @@ class FeedTap:
                     "peak_gbps": bw.peak_gbps,
                     "error": bw.error,
                     "simulated": bw.simulated,
+                    "clock_speed": bw.clock_speed,
                     "method": bw.method,
                     "sources": bw.sources,
                 },

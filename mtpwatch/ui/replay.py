@@ -215,6 +215,7 @@ class ReplaySource:
         bw.peak_gbps = info.get("peak_gbps")
         bw.error = str(info.get("error") or "")
         bw.simulated = bool(info.get("simulated"))
+        bw.clock_speed = float(info.get("clock_speed") or 1.0)  # recordings before it: a real clock
         bw.method = info.get("method")
         bw.sources = str(info.get("sources") or "")
         bw._loaded = True

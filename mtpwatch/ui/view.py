@@ -72,6 +72,29 @@ class BandwidthView:
     """Why the panel is empty (e.g. how to give a model config)."""
     config_source: str = ""
     """Where the model config (and drafter, peak) came from, in words."""
+    clock_speed: float = 1.0
+    """The simulator's clock speed-up (`mtpwatch sim --speed`, from its /sim/info): its rates, and so
+    % of peak and % of the ceiling, are that many times what the modelled GPU allows. 1: a real server."""
+
+    @property
+    def past_peak(self) -> bool:
+        """A figure here is over its physical limit (% of peak or % of the ceiling > 100)."""
+        return any(x is not None and x > 100.5 for x in (self.percent_of_peak, self.pct_of_ceiling))
+
+
+def clock_note(bw: BandwidthView) -> str:
+    """Why a figure is past the physical peak, in words ('' when none is and the clock is real)."""
+    if bw.clock_speed != 1.0:
+        return (
+            f"simulated ×{bw.clock_speed:g} clock (mtpwatch sim --speed {bw.clock_speed:g}): rates are "
+            f"{bw.clock_speed:g}× the modelled GPU's, so % of peak and of the ceiling can pass 100"
+        )
+    if bw.past_peak:
+        return (
+            "over the physical peak: the model config or the peak is wrong "
+            "(check --model-config, --gpu, --peak-gbps)"
+        )
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +387,8 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     version = f"{name} {escape(view.version)}" if view.version else f"{name} ?"
     restarts = f" · [$text-warning]{view.restarts} restart(s)[/]" if view.restarts else ""
     if compact:  # the detail (why, since when, next retry) gets its own line
-        return f"{model} · {spec} · {status}{restarts}" + (f"\n{detail}" if detail else "")
+        # The status first: a narrow border title cuts its end, and the model name can be long.
+        return f"{status}{restarts} · {spec} · {model}" + (f"\n{detail}" if detail else "")
     scrape = f" · [dim]scrape: {escape(view.scrape)}[/]" if view.scrape else ""
     line1 = f"{escape(view.url)} · {status}{restarts}{scrape}"
     line2 = f"{model} · {version} · {spec}"
@@ -431,7 +455,12 @@ def render_bandwidth_short(bw: BandwidthView) -> str:
         return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
     if bw.percent_of_peak is None:
         return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
-    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    if bw.clock_speed != 1.0:  # F1 and the roofline panel say why in full
+        text += f" [$text-warning](sim ×{bw.clock_speed:g} clock)[/]"
+    elif bw.past_peak:
+        text += " [$text-warning](> peak: check --model-config/--gpu)[/]"
+    return text
 
 
 def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool) -> str:
@@ -524,6 +553,9 @@ def render_bandwidth(
             f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{_num(bw.percent_of_peak, '.0f')} %[/] "
             f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, while decoding, {w})[/]"
         )
+        note = clock_note(bw)
+        if note:  # a figure past the physical peak says why, next to it
+            lines.extend(f"[$text-warning]{escape(line)}[/]" for line in _wrap(note, width))
     else:
         lines.append(
             f"bandwidth — [dim](idle: no steps in the window) · {gpu}'s peak {bw.peak_gbps:.0f} GB/s[/]"
@@ -564,11 +596,28 @@ def render_bandwidth(
     return "\n".join(lines)
 
 
-def render_summary(n: int, s: PromptSummary) -> str:
-    """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server)."""
+def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
+    """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
+
+    Compact (80 columns): the same numbers in under 78 cells (TTFT in whole ms, `acc`, no scope;
+    "cancelled" first, where the cut does not reach it).
+    """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
     approx = "≈" if s.approximate else ""
+    if compact:
+        head = f"#{n} [$text-warning]cancelled[/] · " if s.cancelled else f"#{n} "
+        ttft = "—" if s.ttft_s is None else f"{1000 * s.ttft_s:.0f} ms"
+        acc = ""
+        if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
+            acc = (
+                f" · acc {_pct(s.acceptance_rate)} · len {_num(s.mean_acceptance_length, '.2f')} "
+                "[dim](server)[/]"
+            )
+        return (
+            f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{_num(s.decode_tok_s)}[/] tok/s "
+            f"[dim](client)[/]{acc}"
+        )
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
@@ -592,11 +641,14 @@ def render_speedup(
     slower: bool = False,
 ) -> str:
     """The line between A/B panes: decode tok/s ratio (client), last prompt and median."""
-    head = f"speed-up {label} [dim](decode tok/s, client)[/]:"
     if last is None:
-        text = f"{head} — send a prompt"
+        text = f"speed-up {label} [dim](decode tok/s, client)[/]: — send a prompt"
     else:
-        text = f"{head} last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s)"
+        # The figures and their count first, the source after: an 80-column screen cuts the end.
+        text = (
+            f"speed-up {label}: last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s) "
+            "[dim](decode tok/s, client)[/]"
+        )
     if slower:
         text += f" · [$text-warning]{MTP_SLOWER}[/]"
     if race:

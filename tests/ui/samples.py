@@ -10,6 +10,8 @@ stay fixed from run to run. `mtpwatch screenshots` does not use these: it films 
 from __future__ import annotations
 
 import math
+import statistics
+from dataclasses import replace
 from functools import cache
 
 from textual.app import App
@@ -31,6 +33,10 @@ ANSWER = (
     "which keeps its cost low and its guesses well aligned with the target."
 )
 TOKENS = 256
+FIRST_PROMPT = "Write a haiku about GPUs"
+"""The prompt sent before `PROMPT`: the panes show the newest prompt's summary line (#2), not #1."""
+FIRST_ANSWER = "Fans hum in the dark\nten thousand cores wake at once\nthe answer arrives\n"
+FIRST_TOKENS = 19
 CONTEXT = 20 + TOKENS
 """Prompt + generated tokens of the sample prompt (KV context of the roofline)."""
 
@@ -229,6 +235,13 @@ def summary(spec: bool) -> PromptSummary:
     )
 
 
+def first_summary(spec: bool) -> PromptSummary:
+    """The summary line of the first (short) prompt: lower decode tok/s, as a short answer has."""
+    later = summary(spec)
+    assert later.decode_tok_s is not None
+    return replace(later, tokens=FIRST_TOKENS, ttft_s=0.047, decode_tok_s=round(0.8 * later.decode_tok_s, 1))
+
+
 def startup_lines() -> list[str]:
     """vLLM-like start-up log lines of the preset."""
     p = preset()
@@ -266,6 +279,10 @@ async def load(app: App[int], kind: str) -> None:
     for panel, view, prompt_summary in pairs:
         panel.show(view)
         if prompt_summary is not None:
+            # Two prompts: every layout must show the newest one's summary line (#2).
+            panel.begin_answer(FIRST_PROMPT)
+            panel.stream.feed(FIRST_ANSWER)
+            panel.add_summary(first_summary(view.speculative is True))
             panel.begin_answer(PROMPT)
             panel.stream.feed(ANSWER)
             panel.add_summary(prompt_summary)
@@ -279,9 +296,11 @@ async def load(app: App[int], kind: str) -> None:
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
         ratio = p.targets["mtp"] / p.targets["baseline"]
-        screen.speedups = [ratio]
+        first = first_summary(True).decode_tok_s or 0.0
+        first /= first_summary(False).decode_tok_s or 1.0
+        screen.speedups = [first, ratio]
         screen.query_one("#speedup", Static).update(
-            render_speedup(ratio, ratio, 1, race=False, label="MTP/baseline")
+            render_speedup(ratio, statistics.median(screen.speedups), 2, race=False, label="MTP/baseline")
         )
         screen.query_one("#lossless", Static).update(
             f"[$text-success]lossless: outputs identical[/] ({TOKENS} token ids, temperature 0)"

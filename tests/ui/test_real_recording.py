@@ -37,6 +37,10 @@ def test_real_vllm_recording_replays_to_what_was_shown_live() -> None:
         # known, before the first scrape) and lack nothing; every field it holds must be equal.
         extra = {k: replayed.pop(k) for k in set(replayed) - set(entry["view"])}
         assert extra.get("engine", "vllm") in ("vllm", "unknown") and not extra.get("notes")
+        # ... and predates the bandwidth's clock_speed: a real vLLM runs on a real clock.
+        bw, bw_live = replayed["bandwidth"], entry["view"]["bandwidth"]
+        bw_extra = {k: bw.pop(k) for k in set(bw) - set(bw_live)}
+        assert bw_extra.get("clock_speed", 1.0) == 1.0
         assert replayed == entry["view"], (entry["t"], entry["s"], entry["window"])
         with_acceptance += bool(entry["view"]["acceptance_rate"])
     assert with_acceptance > 5

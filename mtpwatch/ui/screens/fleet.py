@@ -279,5 +279,5 @@ scraped together.
 | F3 | window 10 s / 60 s |
 | F2 | pause the display |
 | F1 / ? | this help |
-| Ctrl+Q | quit |
+| Ctrl+Q / Ctrl+C | quit |
 """

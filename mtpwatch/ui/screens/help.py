@@ -41,7 +41,7 @@ last token); `F3` cycles them.
 | decode tok/s | (tokens − 1) / (t_last − t_first) | client |
 | speed-up B/A | decode tok/s of B / decode tok/s of A, last prompt and median | client |
 | effective GB/s | analytic bytes per verify step (weights + drafter + KV) × verify steps/s while decoding (1 / mean ITL, so idle seconds in the window do not count) | analytic |
-| % of peak | effective GB/s / peak GB/s of the GPU (table, `--gpu`, `--peak-gbps`) | analytic |
+| % of peak | effective GB/s / peak GB/s of the GPU (table, `--gpu`, `--peak-gbps`); past 100 % it says why (a simulated clock, else a wrong config or peak) | analytic |
 | ceiling tok/s | peak GB/s / bytes per step × tokens per step (1 baseline, mean acceptance length with spec) | analytic |
 | now … % of it | tok/s while decoding (Δgeneration_tokens / ΔITL sum) / the ceiling that applies (MTP ceiling when k > 0) | server + analytic |
 | speed-up terms | acceptance 1 + α·k (= τ) · bandwidth (MTP ceiling / baseline ceiling: drafter passes and MoE expert union priced in) · compute (needs the GPU's FLOP rate); the smallest binds and is highlighted | analytic |
@@ -54,6 +54,11 @@ counted from chunks. "speculation off" means the server exports no spec-decode c
 If every `vllm:` family is missing, the server runs with `--disable-log-stats`.
 Bandwidth needs the model's `config.json`: pass `--model-config PATH` (and `--gpu NAME`
 or `--peak-gbps X` when the server is remote).
+
+**Simulated ×N clock**: `mtpwatch sim --speed N` runs the simulator's clock N times faster than
+the GPU it models (its `/sim/info` says so; a real vLLM has no such page), so its tok/s, % of peak
+and % of the ceiling are N times what the hardware allows — `BW 601 % of 273 GB/s` at
+`--speed 10`. Panels mark it `sim ×N clock`; the ratios (speed-up, acceptance) are unaffected.
 
 ## A/B
 
@@ -75,7 +80,7 @@ across prompts. `race` sends both at once: contended — not a measurement. At t
 | F4 | send a sample prompt |
 | F5 | clear the answers |
 | Ctrl+P | command palette |
-| Ctrl+Q | quit (stops servers mtpwatch started) |
+| Ctrl+Q / Ctrl+C | quit (stops servers mtpwatch started), on every screen |
 
 ## Method names
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
@@ -44,6 +44,9 @@ from mtpwatch.ui.view import (
 )
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+
+NARROW_BELOW = 120
+"""Columns under which the app is narrow (its first horizontal breakpoint, `MtpWatchApp`)."""
 
 SAMPLE_PROMPT = (
     "Explain in three short paragraphs how speculative decoding with a multi-token-prediction "
@@ -151,6 +154,13 @@ class MonitorScreen(Screen[None]):
                     self.start_measurement(list(self.measure_settings.prompts))
             if self.loop is not None:
                 self.set_interval(1.0, self._loop_tick, name="demo-loop")
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Narrow (the app's -narrow breakpoint): the footer drops the padding around its keys, so
+        # every label fits in 80 columns (F6's was cut), the palette hint last.
+        narrow = event.size.width < NARROW_BELOW
+        for footer in self.query(Footer):
+            footer.compact = narrow
 
     def _loop_tick(self) -> None:
         """`--loop`: send the next built-in prompt once every server is up and idle long enough."""

@@ -73,7 +73,8 @@ class ServerPanel(Vertical):
         self._initial = initial
         self._starts_server = starts_server
         self._is_paused = is_paused
-        self._summaries: list[str] = []
+        self._summaries: list[tuple[int, PromptSummary]] = []
+        """The last three finished prompts (number, summary), oldest first."""
         self._pending: ServerView | None = None
         self.window: str | None = None
         """The window the screen shows; feed views built for another one (in flight) are dropped."""
@@ -205,9 +206,13 @@ class ServerPanel(Vertical):
             self.set_class(view.status == status, f"-{status}")
 
     def on_resize(self) -> None:
-        # Wrapped lines (verdict, roofline summary) follow the new width.
-        # The view drawn is the newest at that time, not the one when the resize arrived.
-        self.call_after_refresh(lambda: self.watch_view(self.view))
+        # Wrapped lines (verdict, roofline summary) follow the new width, and the summary lines the
+        # new height. The view drawn is the newest at that time, not the one when the resize arrived.
+        self.call_after_refresh(self._redraw)
+
+    def _redraw(self) -> None:
+        self.watch_view(self.view)
+        self._draw_summaries()
 
     def _one(self, selector: str, kind: type[W]) -> W:
         """`query_one`, remembered: the panel's widgets live as long as the panel, and a DOM query
@@ -274,11 +279,24 @@ class ServerPanel(Vertical):
         self.prompt_count += 1
         self.last_summary = summary
         self.stream.finish(cancelled=summary.cancelled)
-        self._summaries = [*self._summaries[-2:], render_summary(self.prompt_count, summary)]
-        # Fixed height, no wrapping (CSS): the newest lines at the bottom, no relayout.
-        self._one(".summary", Static).update(
-            Content.from_markup("\n".join(self._summaries[-3:])), layout=False
-        )
+        self._summaries = [*self._summaries[-2:], (self.prompt_count, summary)]
+        self._draw_summaries()
+
+    def _draw_summaries(self) -> None:
+        """The newest summary lines that fit the summary's rows (1 to 3, set by the CSS), newest at
+        the bottom: a Static shows its first lines, so lines that do not fit are not sent at all."""
+        if not self._summaries:
+            return
+        rows = self._one(".summary", Static).content_region.height or len(self._summaries)
+        compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
+        lines = [render_summary(n, s, compact=compact) for n, s in self._summaries[-rows:]]
+        # Fixed height, no wrapping (CSS): no relayout.
+        self._set_summary("\n".join(lines))
+
+    def _set_summary(self, markup: str) -> None:
+        if self._shown.get(".summary") != markup:
+            self._shown[".summary"] = markup
+            self._one(".summary", Static).update(Content.from_markup(markup), layout=False)
 
     async def settle(self) -> None:
         """Flush the stream and redraw the chart now (tests and screenshots)."""

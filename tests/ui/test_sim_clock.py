@@ -1,0 +1,79 @@
+"""A figure past a physical limit says why: under `mtpwatch sim --speed 10` the simulator's clock
+runs 10× faster than the GPU it models (its /sim/info says so), so BW reads ~600 % of the peak."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from textual.widgets import Static
+
+from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.sim.server import running_sim
+from mtpwatch.ui.app import make_app
+from mtpwatch.ui.bandwidth_inputs import BandwidthModel
+from mtpwatch.ui.view import BandwidthView, clock_note, render_bandwidth, render_bandwidth_short
+from mtpwatch.ui.widgets.server_panel import ServerPanel
+
+if TYPE_CHECKING:
+    from conftest import WaitUntil
+
+PAST = BandwidthView(
+    gpu="GB10 (simulated)",
+    peak_gbps=273.0,
+    effective_gbps=1641.0,
+    percent_of_peak=601.0,
+    ceiling_baseline_tok_s=29.3,
+    tok_s=180.0,
+    pct_of_ceiling=614.0,
+)
+
+
+def test_a_sped_up_clock_is_named_next_to_the_figure() -> None:
+    sped = replace(PAST, clock_speed=10.0)
+    assert "(sim ×10 clock)" in render_bandwidth_short(sped)
+    full = render_bandwidth(sped, "10 s", 78)
+    assert "simulated ×10 clock" in full and "mtpwatch sim --speed 10" in full
+    # Marked at any figure: every rate of a sped-up simulator is 10× the modelled GPU's.
+    low = replace(sped, percent_of_peak=60.0, pct_of_ceiling=61.0)
+    assert "sim ×10 clock" in render_bandwidth_short(low)
+
+
+def test_past_the_peak_on_a_real_clock_says_what_to_check() -> None:
+    assert PAST.past_peak
+    assert "check --model-config" in render_bandwidth_short(PAST)
+    assert "over the physical peak" in render_bandwidth(PAST, "10 s", 78)
+    fine = replace(PAST, percent_of_peak=62.0, pct_of_ceiling=63.0)
+    assert not fine.past_peak and clock_note(fine) == ""
+    assert "(" not in render_bandwidth_short(fine).split("GB/s")[-1]
+
+
+async def test_the_app_learns_the_clock_from_sim_info() -> None:
+    for speed in (1.0, 10.0):
+        async with running_sim(speed=speed) as url:
+            model = BandwidthModel(DisplaySettings())
+            await model.load(url)
+            assert model.simulated and model.clock_speed == speed
+
+
+async def test_attached_to_sim_speed_10_the_panel_says_why(wait_until: WaitUntil) -> None:
+    async with running_sim(speed=10) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, max_tokens=64)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = app.monitor.panels[0]
+            assert isinstance(panel, ServerPanel)
+            await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
+            await pilot.press(*"Explain memory bandwidth", "enter")
+
+            def past_peak() -> bool:
+                bw = panel.view.bandwidth if panel.view is not None else None
+                return bw is not None and (bw.percent_of_peak or 0) > 100
+
+            await wait_until(pilot, past_peak, limit_s=60)
+            assert panel.view is not None and panel.view.bandwidth.clock_speed == 10.0
+            await wait_until(
+                pilot,
+                lambda: "simulated ×10 clock" in str(panel.query_one(".bandwidth", Static).render()),
+            )
+            await pilot.press("ctrl+q")
