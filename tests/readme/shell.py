@@ -26,6 +26,8 @@ from pathlib import Path
 
 import httpx
 
+UP = re.compile(r":(\d+) · ● up")
+"""A pane header of a server that answers (the app's `HOST:PORT · ● up`)."""
 TEST_BIN = Path(sys.executable).parent
 """The bin folder of the virtual environment running the tests (not on a new user's PATH)."""
 
@@ -130,6 +132,19 @@ class Tty:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise AssertionError(
                     f"{self.line!r} never drew {needles!r}; screen tail:\n{self.screen[-3000:]}"
+                )
+            self.read(0.2)
+
+    def wait_up(self, servers: int, limit_s: float = 300.0) -> None:
+        """Until `servers` different servers' pane headers have said "HOST:PORT · ● up"; a pane that
+        says "● failed" fails at once."""
+        deadline = time.monotonic() + limit_s
+        while len(set(UP.findall(self.screen))) < servers:
+            if "● failed" in self.screen:
+                raise AssertionError(f"{self.line!r}: a server failed; screen tail:\n{self.screen[-3000:]}")
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(
+                    f"{self.line!r}: fewer than {servers} up; screen tail:\n{self.screen[-3000:]}"
                 )
             self.read(0.2)
 

@@ -160,9 +160,10 @@ def test_try_it(clone: Path) -> None:
     for line in (first, loop):
         tty = Tty(line, clone, user)
         try:
-            tty.wait_for("acceptance", "mean length", limit_s=900 if line == first else 180)
+            tty.wait_up(2, limit_s=900 if line == first else 300)  # both simulators answer
+            tty.wait_for("acceptance", "mean length")
             if line == loop:
-                tty.wait_for("tok · TTFT")  # the loop sent a prompt and both answered
+                tty.wait_for("tok · TTFT")  # the loop sent a prompt and its summary line shows
             assert tty.quit() == 0
         finally:
             tty.close()
@@ -186,6 +187,7 @@ def test_try_it(clone: Path) -> None:
     assert '--vllm "mtpwatch sim' in ab
     tty = Tty(ab, clone, user)
     try:
+        tty.wait_up(2)  # both twins started: planned shares, and `mtpwatch` in --vllm found
         tty.wait_for("acceptance", "mean length")
         assert "cannot run" not in tty.screen
         assert tty.quit() == 0
@@ -333,10 +335,11 @@ def fake_gpu(folder: Path) -> Path:
     return folder
 
 
-def tui(line: str, cwd: Path, environ: dict[str, str], *needles: str) -> str:
-    """Run a TUI line until it drew `needles`, quit it with Ctrl+Q; what it drew."""
+def tui(line: str, cwd: Path, environ: dict[str, str], *needles: str, up: int = 0) -> str:
+    """Run a TUI line until it drew `needles` and `up` servers are up, quit it with Ctrl+Q; what it drew."""
     tty = Tty(line, cwd, environ)
     try:
+        tty.wait_up(up)
         tty.wait_for(*needles)
         screen = tty.screen
         assert tty.quit() == 0, tty.screen[-2000:]
@@ -373,7 +376,7 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
     # servers mtpwatch starts, with the simulator as vLLM
     start_port = free_port()
     line = take("mtpwatch start google/gemma-4-E4B-it")
-    tui(spec_arg(line), tmp_path, {**user, "MTPWATCH_START_PORT": str(start_port)}, "acceptance")
+    tui(spec_arg(line), tmp_path, {**user, "MTPWATCH_START_PORT": str(start_port)}, "acceptance", up=1)
     assert nothing_listens(start_port)  # the server it started stopped with it
     flagship = take(
         "mtpwatch ab --start google/gemma-4-E4B-it --drafter google/gemma-4-E4B-it-assistant -k 2"
@@ -385,15 +388,15 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
     (refusal,) = res.stderr.splitlines()
     assert "--gpu NAME" in refusal and "--gpu-memory GIB" in refusal and "--restart" in refusal
     # where nvidia-smi reports the GPU, the twins get shares and both start
-    tui(spec_arg(flagship), tmp_path, gpu_user, "acceptance", "mean length")
+    tui(spec_arg(flagship), tmp_path, gpu_user, "acceptance", "mean length", up=2)
     tui(spec_arg(take("mtpwatch ab --start google/gemma-4-E4B-it --method ngram")), tmp_path, gpu_user,
-        "acceptance", "mean length")  # fmt: skip
+        "acceptance", "mean length", up=2)  # fmt: skip
     assert "schedule: restart" in ok(take("mtpwatch ab --start google/gemma-4-31B-it"), tmp_path, user)
     sim_ab = take(
         "mtpwatch ab --start google/gemma-4-E4B-it --drafter google/gemma-4-E4B-it-assistant -k 2 --gpu"
     )
     assert sim_ab.endswith('--vllm "mtpwatch sim --speed 10"')
-    tui(sim_ab, tmp_path, user, "acceptance", "mean length")
+    tui(sim_ab, tmp_path, user, "acceptance", "mean length", up=2)
     out = ok(spec_arg(take("mtpwatch bench --start")), tmp_path, {**gpu_user, **QUICK})
     assert json.loads((tmp_path / "sweep.json").read_text())["ks"] == [0, 1, 2, 4, 8], out
     # one server at a time, started by bench: `vllm serve` is the simulator's `serve`
@@ -437,9 +440,10 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
             tmp_path,
             user,
             "acceptance",
+            up=1,
         )
         assert (tmp_path / "session.mtpw.gz").stat().st_size > 0
-        tui(ported(take("mtpwatch attach http://127.0.0.1:8000"), ports), tmp_path, user, "acceptance")
+        tui(ported(take("mtpwatch attach http://127.0.0.1:8000"), ports), tmp_path, user, "acceptance", up=1)
         screen = tui(ported(take("mtpwatch attach http://127.0.0.1:8001 "), ports), tmp_path, user,
                      *(str(ports[k]) for k in ("8001", "8002", "8003")))  # fmt: skip
         assert "acceptance" in screen or "accept" in screen
@@ -471,7 +475,7 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
 
         # A/B against running servers
         tui(ported(take("mtpwatch ab http://127.0.0.1:8001 http://127.0.0.1:8002"), ports), tmp_path, user,
-            "acceptance", "mean length")  # fmt: skip
+            "acceptance", "mean length", up=2)  # fmt: skip
         bench = {**user, **QUICK}
         line = take("mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long")
         ok(ported(line, ports), tmp_path, bench)
