@@ -1,7 +1,7 @@
-"""Terminal figures of saved bench reports, drawn with plotext when it is installed, else tables.
+"""Terminal figures of saved bench reports, drawn with plotext (5.3, a dependency), else tables.
 
-plotext is an optional extra (``pip install 'mtpwatch[plot]'``). Without it every figure is the
-same numbers as a table, so `mtpwatch plot` always says something. The app's live throughput chart
+Where plotext cannot be imported (an environment that left it out) every figure is the same
+numbers as a table, so `mtpwatch plot` always says something. The app's live throughput chart
 does not use plotext: it is redrawn four times a second and a hand-drawn chart costs ~0.5 ms per
 frame against ~20 ms for a plotext build (measured when the live chart was written), so plotext is
 only for these one-shot figures.
@@ -50,7 +50,7 @@ class Figure:
 
 
 def load_plotext() -> ModuleType | None:
-    """The plotext module, or None when the optional extra is not installed."""
+    """The plotext module, or None when it cannot be imported."""
     try:
         return importlib.import_module("plotext")
     except ImportError:

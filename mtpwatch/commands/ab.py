@@ -28,7 +28,7 @@ from mtpwatch.commands.planning import (
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.launch.memplan import PlanError
+from mtpwatch.core.launch.memplan import NoGpuMemoryError, PlanError
 from mtpwatch.core.launch.servers import plan_twins
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 
@@ -170,6 +170,8 @@ def command(
                 gpu=gpu,
                 restart=True if restart else None,
             )
+        except NoGpuMemoryError as exc:
+            raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
         except (VllmArgsError, PlanError) as exc:
             raise click.UsageError(str(exc)) from None
         if show_plan:

@@ -71,7 +71,7 @@ def command(
         width = min(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
     plt = None if tables else plots.load_plotext()
     if plt is None and not tables:
-        click.echo("plotext is not installed (pip install 'mtpwatch[plot]'): showing tables", err=True)
+        click.echo("plotext cannot be imported (pip install 'plotext>=5.3,<6'): showing tables", err=True)
     use_color = sys.stdout.isatty() if color is None else color
     figs = plots.draw(loaded, only=names, width=width, height=height, color=use_color, plt=plt)
     if not figs:

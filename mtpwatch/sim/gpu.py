@@ -29,11 +29,14 @@ from typing import Any
 
 from mtpwatch.core.launch.gpumem import gpu_from_table
 from mtpwatch.core.launch.memplan import GIB
+from mtpwatch.core.launch.simledger import SIM_LEDGER_ENV
 
 __all__ = ["LEDGER_ENV", "WORKER_LINGER_S", "SimGpu", "default_ledger_dir", "spawn_worker"]
 
-LEDGER_ENV = "MTPWATCH_SIM_GPU_DIR"
-"""Folder of the ledgers (default: a per-user folder in the temp dir)."""
+LEDGER_ENV = SIM_LEDGER_ENV
+"""Folder of the ledgers: set by the mtpwatch command that launched this simulator, so that the
+simulators of one command share one GPU and nobody else's (`core.launch.simledger`); a bare
+`mtpwatch sim` uses a per-user folder in the temp dir."""
 LINGER_ENV = "MTPWATCH_SIM_WORKER_LINGER"
 """Seconds the worker outlives its API server, overriding `WORKER_LINGER_S` (a GPU worker that frees
 tens of GB takes longer)."""

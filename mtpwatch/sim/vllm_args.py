@@ -6,6 +6,11 @@ follows the model's name (unless ``--preset`` is given), speculation follows
 ``--speculative-config`` (none: the baseline), and the memory flags are checked against the
 simulated GPU. Flags the simulator has no use for are logged and ignored. The
 ``python -m vllm.entrypoints.openai.api_server --model MODEL`` form is read too.
+
+Flags are spelled as vLLM's parser takes them: ``--flag value`` or ``--flag=value``, underscores
+for dashes in a long flag (``--speculative_config``: vLLM's `FlexibleArgumentParser` turns them into
+dashes), and ``-sc`` for ``--speculative-config`` (`EngineArgs.add_cli_args`:
+``add_argument("--speculative-config", "-sc", ...)``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,17 @@ _VALUE_FLAGS = frozenset(
         "--model",
     }
 )
+
+
+_ALIASES = {"-sc": "--speculative-config"}
+"""vLLM's short forms of the flags the simulator reads."""
+
+
+def _flag_name(name: str) -> str:
+    """A flag as vLLM's parser sees it: its short alias resolved, a long flag's underscores dashes."""
+    if name.startswith("--"):
+        return "--" + name[2:].replace("_", "-")
+    return _ALIASES.get(name, name)
 
 
 class ServeArgsError(ValueError):
@@ -99,6 +115,7 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
     while i < len(words):
         word = words[i]
         name, eq, val = word.partition("=")
+        name = _flag_name(name)
         if not name.startswith("-"):
             raise ServeArgsError(f"unexpected argument {word!r} (expected `serve MODEL [vLLM flags]`)")
         if name == "--enforce-eager":

@@ -131,10 +131,27 @@ def test_the_readme_command_plans_and_prints_json(monkeypatch: pytest.MonkeyPatc
     assert text.exit_code == 0 and "schedule: restart — both at once need" in text.output
 
 
-def test_twins_without_a_plan_collide_in_the_simulator_as_in_vllm(
+def test_twins_without_a_plan_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No GPU memory known (no NVML, no nvidia-smi) and none named: nothing starts, one line says why."""
+    started: list[Any] = []
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", lambda *a, **k: started.append(a) or 0)
+    monkeypatch.setattr("mtpwatch.core.launch.gpumem.local_gpu_memory", lambda *a, **k: None)
+    result = CliRunner().invoke(cli, ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--vllm", SIM])
+    assert result.exit_code == 1 and not started
+    (line,) = result.output.splitlines()
+    assert line.startswith("Error: no GPU memory known here")
+    assert "--gpu NAME" in line and "--gpu-memory GIB" in line and "--restart" in line
+    # each way out it names is a plan
+    for way in (["--gpu", "GB10"], ["--gpu-memory", "40"], ["--restart"]):
+        plan = CliRunner().invoke(cli, ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", *way, "--plan"])
+        assert plan.exit_code == 0, (way, plan.output)
+    assert "schedule: restart" in plan.output
+
+
+def test_twins_with_your_own_shares_and_no_gpu_collide_in_the_simulator_as_in_vllm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No GPU here and none named: no shares are planned, so B dies with vLLM's own message."""
+    """No GPU known but your --gpu-memory-utilization for both: they start, and B dies with vLLM's message."""
     monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
     seen: dict[str, Any] = {}
 
@@ -144,14 +161,12 @@ def test_twins_without_a_plan_collide_in_the_simulator_as_in_vllm(
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                panels = app.monitor.panels
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 60
                 while not any(f.status == "failed" for f in app.monitor.feeds):
                     assert loop.time() < deadline
                     await pilot.pause(0.1)
                 seen["reasons"] = [f.reason for f in app.monitor.feeds]
-                del panels
                 await pilot.press("ctrl+q")
 
         asyncio.run(main())
@@ -159,7 +174,8 @@ def test_twins_without_a_plan_collide_in_the_simulator_as_in_vllm(
 
     monkeypatch.setattr("mtpwatch.ui.app.run_app", run_app)
     monkeypatch.setattr("mtpwatch.core.launch.gpumem.local_gpu_memory", lambda *a, **k: None)
-    result = CliRunner().invoke(cli, ["ab", "--start", E4B, "--method", "ngram", "--vllm", SIM])
+    args = ["ab", "--start", E4B, "--method", "ngram", "--vllm", SIM, "--", "--gpu-memory-utilization", "0.9"]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     failed = [r for r in seen["reasons"] if r]
     assert failed and "status 1" in failed[0]

@@ -76,3 +76,53 @@ def test_sweep_bad_ks() -> None:
     assert result.exit_code == 2 and "at least one k > 0" in result.output
     result = CliRunner().invoke(cli, ["bench", "--start", E4B, "--sweep-k", "1,x", "--plan"])
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_another_commands_simulators_leave_a_sweep_alone_and_a_failure_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A simulator of someone else's (a bare `mtpwatch sim` holding 0.9 of a GB10 in the per-user
+    ledger, the one every simulator shared before) does not fail the sweep; when a sweep's server
+    does fail (here: the ledger shared on purpose), the sweep's line says vLLM's reason."""
+    import subprocess
+
+    monkeypatch.delenv("MTPWATCH_SIM_GPU_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the per-user ledger lands here, not in everyone's /tmp
+    port = free_port()
+    foreign = subprocess.Popen(
+        [*SIM.split(), "serve", E4B, "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert foreign.stdout is not None
+        for line in foreign.stdout:  # its API server logs this once it listens
+            if "Starting vLLM server on" in line or "Application startup complete" in line:
+                break
+        ledgers = list(tmp_path.glob("mtpwatch-sim-gpu-*/*.json"))
+        assert len(ledgers) == 1, ledgers
+        args = ["bench", "--start", E4B, "--method", "ngram", "--sweep-k", "0,1", "--vllm", SIM]
+        args += ["--gpu", "GB10", *QUICK, "--", "--max-model-len", "8192"]
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(ledgers[0].parent))
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert result.exit_code == 1
+        (line,) = [x for x in result.output.splitlines() if x.startswith("PARTIAL: ")]
+        assert line.startswith(
+            "PARTIAL: k=1: server exited with status 1 before answering /health: ValueError: "
+        )
+        assert "Free memory on device cuda:0 (" in line
+    finally:
+        foreign.terminate()
+        foreign.wait(timeout=30)
+        assert foreign.stdout is not None
+        foreign.stdout.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

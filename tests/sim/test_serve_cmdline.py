@@ -44,6 +44,23 @@ def test_parse_serve_args() -> None:
     assert preset_for_model("/x/gemma-4-26B-A4B-it") == "gemma4-26b-a4b-gb10"
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-sc", '{"method":"mtp","num_speculative_tokens":2}'],  # vLLM's short form
+        ['-sc={"method":"mtp","num_speculative_tokens":2}'],
+        ['--speculative-config={"method":"mtp","num_speculative_tokens":2}'],
+        ["--speculative_config", '{"method":"mtp","num_speculative_tokens":2}'],  # underscores, as vLLM
+        ['--speculative_config={"method":"mtp","num_speculative_tokens":2}'],
+    ],
+)
+def test_every_spelling_of_the_speculative_config_is_read(flags: list[str]) -> None:
+    args = parse_serve_args(["serve", E4B, *flags, "--gpu_memory_utilization", "0.4"])
+    assert args is not None and args.ignored == ()
+    assert args.speculative_config == {"method": "mtp", "num_speculative_tokens": 2}
+    assert args.gpu_memory_utilization == 0.4
+
+
 async def _start(argv: list[str], ledger: Path, linger: float = 0.6) -> ServerProcess:
     env = {"MTPWATCH_SIM_GPU_DIR": str(ledger), "MTPWATCH_SIM_WORKER_LINGER": str(linger)}
     return await ServerProcess.start(argv, env)

@@ -1,9 +1,13 @@
-"""The GPU memory a plan works against: read locally (NVML, or /proc/meminfo on a GB10) or from the table.
+"""The GPU memory a plan works against: read here (NVML, nvidia-smi, /proc/meminfo on a GB10) or the table.
 
-- A discrete GPU with NVML: ``nvmlDeviceGetMemoryInfo`` total and free.
-- A GB10 (DGX Spark): NVML answers NOT_SUPPORTED for memory; its 128 GB are the system's memory,
-  so total is ``MemTotal`` and free is ``MemAvailable`` from /proc/meminfo (the OS, the desktop and
-  mtpwatch itself count against it, as they do for vLLM).
+- A discrete GPU with NVML: ``nvmlDeviceGetMemoryInfo`` total and free (``pynvml``, from
+  nvidia-ml-py, imported only here and only when asked).
+- No usable NVML (no driver library, an old or missing nvidia-ml-py): ``nvidia-smi``'s CSV
+  (`SMI_QUERY`; MiB) for GPU 0.
+- A GB10 (DGX Spark): NVML answers NOT_SUPPORTED for memory and nvidia-smi prints ``[N/A]`` or
+  ``Not Supported`` for it; its 128 GB are the system's memory, so total is ``MemTotal`` and free is
+  ``MemAvailable`` from /proc/meminfo (the OS, the desktop and mtpwatch itself count against it, as
+  they do for vLLM).
 - ``--gpu NAME`` (planning for a box you are not on): the table's size; on a unified-memory box
   `UNIFIED_OS_RESERVE` is assumed taken by the OS and desktop, on a discrete GPU
   `DISCRETE_RESERVE` by the driver. ``--gpu-memory``/``--gpu-free`` override either figure.
@@ -15,14 +19,26 @@ import asyncio
 import contextlib
 import importlib
 import re
+import shutil
+import subprocess
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError, with_gpu_overrides
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import meminfo_used_bytes
 
-__all__ = ["UNIFIED_OS_RESERVE", "gpu_from_table", "local_gpu_memory", "resolve_gpu_memory"]
+__all__ = [
+    "SMI_QUERY",
+    "UNIFIED_OS_RESERVE",
+    "SmiGpu",
+    "gpu_from_table",
+    "local_gpu_memory",
+    "parse_smi_csv",
+    "resolve_gpu_memory",
+    "smi_gpu_memory",
+]
 
 UNIFIED_OS_RESERVE = 8.0 * GIB
 """Memory assumed used by the OS, desktop and tools on a unified-memory box planned from afar
@@ -62,17 +78,94 @@ def gpu_from_table(name: str) -> GpuMemory:
     return GpuMemory(spec.key, total, free, source, unified)
 
 
-def local_gpu_memory(nvml: Any | None = None, meminfo: str = "/proc/meminfo") -> GpuMemory | None:
-    """GPU 0 of this machine, or None when there is no NVIDIA GPU (NVML missing or no device)."""
+SMI_QUERY = ("--query-gpu=index,name,memory.total,memory.free", "--format=csv,noheader,nounits")
+"""nvidia-smi's arguments for the fallback: one CSV row per GPU, memory in MiB without units."""
+MIB = float(2**20)
+
+
+@dataclass(frozen=True, slots=True)
+class SmiGpu:
+    """One row of nvidia-smi's CSV (`SMI_QUERY`); memory None where it printed no number (GB10)."""
+
+    index: int
+    name: str
+    total_mib: float | None
+    free_mib: float | None
+
+
+def _mib(text: str) -> float | None:
+    """A memory field: a number of MiB, or None for '[N/A]', 'Not Supported', '[Unknown Error]'."""
+    try:
+        value = float(text.strip().removesuffix("MiB").strip())
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def parse_smi_csv(text: str) -> list[SmiGpu]:
+    """The rows of nvidia-smi's CSV for `SMI_QUERY` (index, name, memory.total, memory.free in MiB).
+
+    Lines that are not four comma-separated fields with an integer index are skipped (nvidia-smi
+    prints its errors, e.g. "No devices were found", on stdout).
+    """
+    rows: list[SmiGpu] = []
+    for line in text.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) < 4 or not fields[0].isdigit():
+            continue
+        # a GPU name never holds a comma today; if one did, the memory fields are still the last two
+        name = ", ".join(fields[1:-2])
+        rows.append(SmiGpu(int(fields[0]), name, _mib(fields[-2]), _mib(fields[-1])))
+    return rows
+
+
+def _unified(name: str, meminfo: str) -> GpuMemory | None:
+    """A GPU whose memory is the system's (GB10): MemTotal and MemAvailable, None when unreadable."""
+    mem = meminfo_used_bytes(meminfo)
+    if mem is None:
+        return None
+    used, total = mem
+    return GpuMemory(name, float(total), float(total - used), "/proc/meminfo (MemAvailable)", True)
+
+
+def smi_gpu_memory(
+    exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo", timeout_s: float = 15.0
+) -> GpuMemory | None:
+    """GPU 0 as nvidia-smi reports it; None when nvidia-smi is missing, fails or lists no GPU.
+
+    A row without memory figures (GB10: ``[N/A]``) is read as unified memory (/proc/meminfo).
+    """
+    path = shutil.which(exe)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run(
+            [path, *SMI_QUERY], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    rows = sorted(parse_smi_csv(done.stdout), key=lambda r: r.index)
+    if not rows:
+        return None
+    gpu = rows[0]
+    if gpu.total_mib is None or gpu.free_mib is None or gpu.total_mib <= 0:
+        return _unified(gpu.name, meminfo)
+    return GpuMemory(gpu.name, gpu.total_mib * MIB, gpu.free_mib * MIB, "nvidia-smi")
+
+
+def _nvml_gpu_memory(nvml: Any | None, meminfo: str) -> GpuMemory | bool | None:
+    """GPU 0 through NVML; False when NVML cannot answer at all (then nvidia-smi is asked)."""
     if nvml is None:
         try:
             nvml = importlib.import_module("pynvml")
         except ImportError:
-            return None
+            return False
     try:
         nvml.nvmlInit()
     except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return None
+        return False
     try:
         if int(nvml.nvmlDeviceGetCount()) < 1:
             return None
@@ -84,16 +177,23 @@ def local_gpu_memory(nvml: Any | None = None, meminfo: str = "/proc/meminfo") ->
             return GpuMemory(name, float(info.total), float(info.free), "nvml")
         except nvml.NVMLError:
             pass  # GB10: NOT_SUPPORTED — the memory is the system's
-        mem = meminfo_used_bytes(meminfo)
-        if mem is None:
-            return None
-        used, total = mem
-        return GpuMemory(name, float(total), float(total - used), "/proc/meminfo (MemAvailable)", True)
-    except nvml.NVMLError:
-        return None
+        return _unified(name, meminfo)
+    except Exception:  # any NVMLError (or an nvidia-ml-py that lacks a function): ask nvidia-smi
+        return False
     finally:
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
+
+
+def local_gpu_memory(
+    nvml: Any | None = None, meminfo: str = "/proc/meminfo", smi: str | None = "nvidia-smi"
+) -> GpuMemory | None:
+    """GPU 0 of this machine: NVML, else nvidia-smi (`smi`; None: not asked); None when neither
+    finds an NVIDIA GPU whose memory can be read."""
+    found = _nvml_gpu_memory(nvml, meminfo)
+    if found is not False:
+        return found if isinstance(found, GpuMemory) else None
+    return smi_gpu_memory(smi, meminfo) if smi else None
 
 
 def resolve_gpu_memory(
@@ -127,15 +227,16 @@ async def wait_memory_back(
     poll_s: float = 0.5,
     read: Any = None,
 ) -> float | None:
-    """After a server stopped: wait until NVML's free memory is back (≥ `expected_free_bytes`, or
-    steady over two reads), at most `timeout_s`. Returns the free bytes seen; None without NVML.
+    """After a server stopped: wait until the GPU's free memory (NVML or nvidia-smi) is back
+    (≥ `expected_free_bytes`, or steady over two reads), at most `timeout_s`. Returns the free bytes
+    seen; None when neither NVML nor nvidia-smi reads it.
 
     `read` (tests) returns free bytes or None; default: `local_gpu_memory`.
     """
 
     def default_read() -> float | None:
         gpu = local_gpu_memory()
-        return None if gpu is None or gpu.source != "nvml" else gpu.free_bytes
+        return None if gpu is None or gpu.source not in ("nvml", "nvidia-smi") else gpu.free_bytes
 
     reader = read or default_read
     free = await asyncio.to_thread(reader)

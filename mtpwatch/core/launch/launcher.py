@@ -13,12 +13,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from mtpwatch.core.launch.logparse import LogEvent, LogWatcher
+from mtpwatch.core.launch.logparse import LogEvent, LogWatcher, failure_reason
 from mtpwatch.core.launch.process import ServerProcess, StartupError
+from mtpwatch.core.launch.simledger import scoped_env
 
-__all__ = ["Launch"]
+__all__ = ["Launch", "resolve_self"]
+
+
+def resolve_self(argv: Sequence[str]) -> list[str]:
+    """`argv` with a leading bare ``mtpwatch`` replaced by this interpreter's ``python -m mtpwatch``.
+
+    ``--vllm "mtpwatch sim ..."`` and ``--launch-a 'mtpwatch sim ...'`` then run the simulator of the
+    mtpwatch that is running, whether or not its virtual environment is on ``PATH`` (after
+    ``.venv/bin/pip install .`` it is not). A path (``./mtpwatch``, ``/opt/bin/mtpwatch``) is kept.
+    """
+    out = list(argv)
+    if out and out[0] == "mtpwatch":
+        return [sys.executable, "-m", "mtpwatch", *out[1:]]
+    return out
 
 
 class Launch:
@@ -44,15 +59,16 @@ class Launch:
         on_event: Callable[[LogEvent], None] | None = None,
     ) -> None:
         """Args:
-        argv: the server's full command line.
-        env: variables added to mtpwatch's environment (an API key travels here, never in argv).
+        argv: the server's full command line (a leading ``mtpwatch``: see `resolve_self`).
+        env: variables added to mtpwatch's environment (an API key travels here, never in argv);
+            simulators get this command's own simulated-GPU ledger (`simledger.scoped_env`).
         keep: the server may outlive mtpwatch (needs `log_path`).
         log_path: the server writes its log there instead of a pipe.
         on_line: called with every log line, in order.
         on_event: called with every phase, fact, hint and spec line the watcher finds.
         """
-        self.argv = tuple(argv)
-        self.env = dict(env or {})
+        self.argv = tuple(resolve_self(argv))
+        self.env = scoped_env(env or {})
         self.keep = keep
         self.log_path = log_path
         self.on_line = on_line
@@ -102,7 +118,10 @@ class Launch:
         """Wait until `GET {url}/health` answers 200; returns the seconds since the start.
 
         Raises `StartupError` when the server exits first or `timeout_s` passes; the watcher is then
-        marked failed (its `hints` say why, when the log told). A server that timed out while
+        marked failed (its `hints` say why, when the log told). A server that exited says why in
+        the error's one line (`failure_reason` of its last log lines: "server exited with status 1
+        before answering /health: ValueError: Free memory on device ..."), so every report of it —
+        a sweep's line, bench's, the app's — carries the reason. A server that timed out while
         still running is left running: the caller decides (`stop`).
         """
         try:
@@ -110,6 +129,9 @@ class Launch:
         except StartupError as exc:
             await asyncio.sleep(0)  # let the follower hand over the lines it already has
             self.watcher.mark_failed(exc.returncode)  # the caller reports the failure itself
+            reason = failure_reason(exc.tail) if exc.returncode is not None else None
+            if reason:
+                raise StartupError(f"{exc}: {reason}", exc.returncode, exc.tail) from None
             raise
         self._emit(self.watcher.mark_ready())
         return elapsed

@@ -14,7 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Hint", "LogEvent", "LogFacts", "LogWatcher", "Phase", "SpecDecodingLine", "parse_spec_line"]
+__all__ = [
+    "Hint",
+    "LogEvent",
+    "LogFacts",
+    "LogWatcher",
+    "Phase",
+    "SpecDecodingLine",
+    "failure_reason",
+    "parse_spec_line",
+]
 
 
 class Phase(Enum):
@@ -440,3 +449,25 @@ class LogWatcher:
             if hint not in self.hints and pattern.search(message):
                 self.hints.append(hint)
                 events.append(LogEvent("hint", str(hint), now))
+
+
+_WRAPPER = re.compile(r"root cause above|^EngineCore failed to start\.?$", re.I)
+"""Error lines that only point at an earlier one (vLLM's API server after its engine died)."""
+REASON_MAX = 240
+"""Characters of a failure reason kept for a one-line report."""
+
+
+def failure_reason(lines: list[str]) -> str | None:
+    """Why a server died, from the last lines of its log: its last error line that is not a wrapper
+    pointing at an earlier one (vLLM: ``ValueError: Free memory on device ...``, not ``RuntimeError:
+    Engine core initialization failed. See root cause above``), else the last line; None when empty.
+    """
+    watcher = LogWatcher()
+    for line in lines:
+        watcher.feed(line)
+    errors = [e.strip() for e in watcher.errors if e.strip()]
+    causes = [e for e in errors if not _WRAPPER.search(e)]
+    text = (causes or errors or [_strip(x).strip() for x in lines if x.strip()] or [""])[-1]
+    if not text:
+        return None
+    return text if len(text) <= REASON_MAX else text[: REASON_MAX - 1] + "…"

@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 __all__ = [
     "GIB",
+    "NO_GPU_MEMORY",
     "GpuMemory",
     "MemoryFlags",
     "MemoryPlan",
+    "NoGpuMemoryError",
     "PlanError",
     "ServerNeed",
     "ServerPlan",
@@ -52,6 +54,18 @@ Schedule = Literal["alternate", "restart"]
 
 class PlanError(ValueError):
     """A plan that cannot work; the message carries the numbers (one line)."""
+
+
+class NoGpuMemoryError(PlanError):
+    """Servers that would share one GPU, and no GPU memory to plan their shares against."""
+
+
+NO_GPU_MEMORY = (
+    "no GPU memory known here (NVML and nvidia-smi read none), so the twins cannot be given shares of "
+    "one GPU and the second would not start: give --gpu NAME (a GPU of the table, e.g. GB10), "
+    "--gpu-memory GIB, or --restart (one server at a time)"
+)
+"""The refusal when two servers would start together on an unknown GPU (one line)."""
 
 
 def fmt_gib(n: float) -> str:
@@ -317,10 +331,18 @@ def plan_memory(
 
     Raises:
         PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
+        NoGpuMemoryError: no `gpu`, several servers `together`, and not every one has the user's
+            own ``--gpu-memory-utilization`` (vLLM's default 0.9 each cannot both start).
     """
     if gpu is None:
+        sized = all(flags.gpu_memory_utilization is not None for _, _, flags in servers)
+        if together and len(servers) > 1 and not sized:
+            raise NoGpuMemoryError(NO_GPU_MEMORY)
         bare = tuple(ServerPlan(label, need, flags.gpu_memory_utilization) for label, need, flags in servers)
-        return MemoryPlan(None, bare, "alternate" if together else "restart", "no GPU to plan for")
+        why = "no GPU to plan for"
+        if together and len(servers) > 1:
+            why += "; the shares are your --gpu-memory-utilization"
+        return MemoryPlan(None, bare, "alternate" if together else "restart", why)
     total, usable = gpu.total_bytes, gpu.free_bytes - _margin(gpu)
     free_s = f"{fmt_gib(gpu.free_bytes)} GiB free of {fmt_gib(gpu.total_bytes)}"
 

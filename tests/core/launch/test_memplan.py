@@ -167,7 +167,7 @@ def test_local_gpu_reads_unified_memory_from_meminfo(tmp_path: object) -> None:
     gpu = local_gpu_memory(_Gb10Nvml(), meminfo=str(meminfo))
     assert gpu is not None and gpu.unified and gpu.name == "NVIDIA GB10"
     assert gpu.total_bytes == 125000000 * 1024 and gpu.free_bytes == 100000000 * 1024
-    assert local_gpu_memory(_NoNvml()) is None
+    assert local_gpu_memory(_NoNvml(), smi=None) is None
 
 
 async def test_wait_memory_back_polls_until_the_memory_is_free() -> None:
