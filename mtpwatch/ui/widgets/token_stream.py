@@ -177,10 +177,22 @@ class TokenStream(Widget, can_focus=False):
         # Only the rows from the old last line down changed (and the bar, if it moved).
         y0, y1 = max(0, first - top), min(height, len(self._lines) - top)
         regions = [Region(0, y0, self.content_region.width, y1 - y0)] if y1 > y0 else []
-        if self._bar() != bar_before:
-            regions.append(Region(self.content_region.width - 1, 0, 1, height))
+        regions.extend(self._bar_changes(bar_before, self._bar()))
         if regions:
             self.refresh(*regions)
+
+    def _bar_changes(self, before: tuple[int, int], after: tuple[int, int]) -> list[Region]:
+        """The bar's cells that differ between two thumbs: the rows that joined or left the thumb
+        (as the text grows the thumb shrinks by a row now and then), the whole column when the bar
+        appears or goes (every repainted row is composed by every container around the pane)."""
+        if before == after:
+            return []
+        x, height = self.content_region.width - 1, self.content_region.height
+        if before[1] == 0 or after[1] == 0:
+            return [Region(x, 0, 1, height)]
+        old = set(range(before[0], before[0] + before[1]))
+        new = set(range(after[0], after[0] + after[1]))
+        return [Region(x, y, 1, 1) for y in sorted(old ^ new)]
 
     def _tick(self) -> None:
         self._queued = False

@@ -1,0 +1,133 @@
+"""RowCompositor: a partial update writes Textual's bytes while rendering only the rows it writes."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual._compositor import ChopsUpdate, Compositor
+from textual.widget import Widget
+from textual.widgets import Input
+
+from mtpwatch.ui.app import make_app
+from mtpwatch.ui.compositor import RowCompositor
+from mtpwatch.ui.widgets.row_static import RowStatic
+from mtpwatch.ui.widgets.server_panel import ServerPanel
+from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
+from tests.ui import samples
+from tests.ui.conftest import WaitUntil
+
+WORDS = [
+    "memory",
+    "bandwidth",
+    "bounds",
+    "decoding",
+    "because",
+    "every",
+    "token",
+    "reads",
+    "the",
+    "weights",
+    "once",
+]
+
+
+async def _start(pilot: Any) -> ServerPanel:
+    for widget in pilot.app.screen.query(Input):
+        widget.cursor_blink = False
+    await samples.load(pilot.app, "single")
+    panel = pilot.app.screen.query_one(ServerPanel)
+    panel.begin_answer("Write a very long essay about memory bandwidth.")
+    await pilot.pause(0.2)
+    return panel
+
+
+@contextmanager
+def _frames() -> Iterator[list[collections.Counter[Widget]]]:
+    """Per partial update of the RowCompositor: the lines each widget rendered (`render_lines`)."""
+    frames: list[collections.Counter[Widget]] = []
+    partial, render_lines = RowCompositor.render_partial_update, Widget.render_lines
+
+    def counted_partial(self: RowCompositor) -> ChopsUpdate | None:
+        frames.append(collections.Counter())
+        return partial(self)
+
+    def counted_lines(self: Widget, crop: Any) -> Any:
+        if frames:
+            frames[-1][self] += crop.height
+        return render_lines(self, crop)
+
+    RowCompositor.render_partial_update = counted_partial  # type: ignore[method-assign]
+    Widget.render_lines = counted_lines  # type: ignore[method-assign]
+    try:
+        yield frames
+    finally:
+        RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
+        Widget.render_lines = render_lines  # type: ignore[method-assign]
+
+
+async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await _start(pilot)
+        stream = panel.stream
+        assert isinstance(app.screen._compositor, RowCompositor)
+        # The stream and the containers around it: every other widget is outside its rows.
+        around = {stream, *stream.ancestors_with_self}
+        with _frames() as frames:
+            stream.feed("memory ")  # a short word on the last line: one row changes, no new line
+            stream.flush(final=False)
+            await wait_until(pilot, lambda: any(stream in frame for frame in frames))
+        frame = next(frame for frame in frames if stream in frame)
+        # Widgets outside the panel (the console, the footer) may repaint on their own meanwhile.
+        inside = {w: n for w, n in frame.items() if panel in w.ancestors_with_self}
+        assert set(inside) <= around, f"the panel rendered outside the answer pane: {set(inside) - around}"
+        assert not any(isinstance(w, RowStatic | ThroughputChart) for w in inside)
+        # One row changed: the stream and the panel's containers around it render that row.
+        assert inside == {panel: 1, **dict.fromkeys(around & set(panel.query("*")), 1)}
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
+async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_until: WaitUntil) -> None:
+    """Every partial update is rendered both ways on the same state: RowCompositor's and Textual's
+    own `Compositor.render_partial_update` give the same terminal bytes (the second render takes the
+    first one's cached lines, which are what Textual would render)."""
+    compared: list[bool] = []
+    console = Console(width=size[0], color_system="truecolor")
+    partial = RowCompositor.render_partial_update
+
+    def both(self: RowCompositor) -> ChopsUpdate | None:
+        dirty = set(self._dirty_regions)
+        ours = partial(self)
+        self._dirty_regions.update(dirty)
+        textuals = Compositor.render_partial_update(self)
+        mine = ours.render_segments(console) if ours is not None else ""
+        theirs = textuals.render_segments(console) if textuals is not None else ""
+        compared.append(mine == theirs)
+        return ours
+
+    app = make_app(samples.config("single"), autostart=False)
+    RowCompositor.render_partial_update = both  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=size) as pilot:
+            panel = await _start(pilot)
+            base = samples.view_mtp()
+            for i in range(120):  # ~25 wrapped lines: new lines, jumps, the position bar moving
+                panel.stream.feed(" ".join(WORDS[i % len(WORDS) : i % len(WORDS) + 3]) + " ")
+                panel.stream.flush(final=False)
+                if i % 7 == 0:  # the numbers change too
+                    tok_s = (base.server_tok_s or 40.0) + i / 10
+                    panel.show(dataclasses.replace(base, server_tok_s=tok_s, kv_cache_usage=i / 200))
+                count = len(compared)
+                await wait_until(pilot, lambda count=count: len(compared) > count)  # type: ignore[misc]
+            panel.stream.finish()
+            await pilot.pause(0.1)
+    finally:
+        RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
+    assert len(compared) >= 120
+    assert all(compared), f"{compared.count(False)} of {len(compared)} frames differ"
