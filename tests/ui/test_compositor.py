@@ -91,6 +91,17 @@ async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> N
         # One row changed: the stream and the panel's containers around it render that row.
         assert inside == {panel: 1, **dict.fromkeys(around & set(panel.query("*")), 1)}
 
+        # A view whose numbers moved repaints the rows whose text changed, not the answer pane.
+        numbers = panel.query_one(".numbers", RowStatic)
+        view = samples.view_mtp()
+        before = numbers.content_region.height
+        with _frames() as frames:
+            panel.show(dataclasses.replace(view, server_tok_s=(view.server_tok_s or 0) + 1.0))
+            await wait_until(pilot, lambda: any(numbers in frame for frame in frames))
+        frame = next(frame for frame in frames if numbers in frame)
+        assert stream not in frame
+        assert 0 < frame[numbers] < before, (frame[numbers], before)
+
 
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
 async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_until: WaitUntil) -> None:
@@ -131,3 +142,30 @@ async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_
         RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
     assert len(compared) >= 120
     assert all(compared), f"{compared.count(False)} of {len(compared)} frames differ"
+
+
+@pytest.mark.parametrize(
+    ("kind", "size"), [("single", (160, 48)), ("single", (200, 50)), ("ab", (80, 24)), ("down", (80, 24))]
+)
+async def test_rows_drawn_line_by_line_look_as_the_static_draws_them(
+    kind: str, size: tuple[int, int]
+) -> None:
+    """A RowStatic draws each row from its own line; the terminal output of every row is the one
+    Textual's Static renders from the whole block."""
+    app = make_app(samples.config("ab" if kind == "ab" else "single"), autostart=False)
+    console = Console(width=size[0], color_system="truecolor")
+    async with app.run_test(size=size) as pilot:
+        await samples.load(app, kind)
+        await pilot.pause(0.2)
+        checked = 0
+        for widget in app.screen.query(RowStatic):
+            if not widget.display or widget._row_lines is None:
+                continue
+            ours = [widget.render_line(y).render(console) for y in range(widget.size.height)]
+            lines, widget._row_lines = widget._row_lines, None
+            widget._dirty_regions.add(widget.size.region)  # the Static renders its block again
+            textuals = [Widget.render_line(widget, y).render(console) for y in range(widget.size.height)]
+            widget._row_lines = lines
+            assert ours == textuals, sorted(widget.classes)
+            checked += 1
+        assert checked >= 2
