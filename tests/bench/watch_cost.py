@@ -13,9 +13,12 @@ it writes, as a terminal would. Figures over the measured window:
 Scenarios: `idle` (attach, one idle server scraped at 4 Hz, measured from 6 s after start, while the
 chart's first minute still fills), `idle-steady` (the same from 65 s on: what an idle monitor costs
 for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent back to back),
-`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together). `--fps`
-passes the app's `--fps`. `--trees A,B` runs every scenario on two source trees (e.g. an
-exported older commit and this one), alternating order round by round, and prints paired ratios.
+`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together), and the
+framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
+rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
+`floor-log` (the pane as a `Static` or a `Log`). `--fps` passes the app's `--fps`. `--trees A,B`
+runs every scenario on two source trees (e.g. an exported older commit and this one), alternating
+order round by round, and prints paired ratios.
 
     .venv/bin/python tests/bench/watch_cost.py --scenarios idle,one,race --seconds 20 --rounds 2
 """
