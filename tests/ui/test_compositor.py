@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -169,3 +170,36 @@ async def test_rows_drawn_line_by_line_look_as_the_static_draws_them(
             assert ours == textuals, sorted(widget.classes)
             checked += 1
         assert checked >= 2
+
+
+async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
+    """When the thumb moves as the text grows, the bar's cells that joined or left it are
+    repainted, not its column (every repainted row is composed by the containers around)."""
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await _start(pilot)
+        stream = panel.stream
+        height = stream.content_region.height
+        stream.feed("".join(f"line {i}\n" for i in range(3 * height)))
+        stream.flush()
+        bar_x = stream.content_region.width - 1
+        refreshed: list[tuple[Region, ...]] = []
+        refresh = stream.refresh
+
+        def spy(*regions: Region, **kwargs: Any) -> Any:
+            refreshed.append(regions)
+            return refresh(*regions, **kwargs)
+
+        stream.refresh = spy  # type: ignore[method-assign]
+        moved = 0
+        for i in range(3 * height):  # until the thumb has moved a few times
+            before = stream._bar()
+            refreshed.clear()
+            stream.feed(f"more {i}\n")
+            stream.flush(final=False)
+            if stream._bar() == before or not refreshed or not refreshed[-1]:
+                continue  # no move, or a jump (the whole pane repaints)
+            bar_cells = [r for r in refreshed[-1] if r.x == bar_x and r.width == 1]
+            assert bar_cells and sum(r.height for r in bar_cells) <= 2, bar_cells
+            moved += 1
+        assert moved >= 2
