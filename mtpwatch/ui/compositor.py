@@ -11,24 +11,56 @@ overlaps the answer pane): about two thirds of a streaming monitor's CPU.
 This partial update renders, for each widget, only the rows of its visible region that a dirty span
 crosses within its columns, in runs of consecutive rows, and skips a widget that no span crosses.
 Everything else is Textual's: the same widgets in the same order (front to back, the first strip of a
-cut wins), the same cuts and chops, the same `ChopsUpdate`; the terminal bytes are the same
-(tests/ui/test_compositor.py compares them with Textual's own partial update, frame by frame). Full
-updates (layout, resize, the first frame, screenshots) are Textual's unchanged.
+cut wins), the same cuts and chops. The update writes each span from its first cell
+(`CellChopsUpdate`; Textual writes from the start of the widget's cut), so a widget that refreshes
+the cells that changed sends those cells. What the terminal shows is the same:
+tests/ui/test_compositor.py applies both updates, frame by frame, to a screen of cells parsed from
+their bytes and compares the screens. Full updates (layout, resize, the first frame, screenshots)
+are Textual's unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from rich.console import Console
+from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
 
 
+class CellChopsUpdate(ChopsUpdate):
+    """Textual's `ChopsUpdate`, cropping a chop on the left too: a span that starts inside a chop is
+    written from the span's first cell, not from the chop's (a widget's cut). A changed number in a
+    row is then the bytes of the number, not of the row. A chop holding a double-width character
+    is written from its start as Textual does (a crop inside such a character would split it)."""
+
+    def render_segments(self, console: Console) -> str:
+        sequences: list[str] = []
+        append = sequences.append
+        move_to = Control.move_to
+        chops = self.chops
+        chop_ends = self.chop_ends
+        last_y = self.spans[-1][0]
+        for y, x1, x2 in self.spans:
+            line = chops[y]
+            ends = chop_ends[y]
+            for end, (x, strip) in zip(ends, line.items(), strict=False):
+                if strip is None or x > x2 or end <= x1:
+                    continue
+                start = x1 if x < x1 and len(strip.text) == strip.cell_length else x
+                append(move_to(start, y).segment.text)
+                append(strip.crop(start - x, min(end, x2) - x).render(console))
+            if y != last_y:
+                append("\n")
+        return "".join(sequences)
+
+
 class RowCompositor(Compositor):
     """`Compositor` whose partial updates render only the rows in the dirty spans (module docstring)."""
 
-    def render_partial_update(self) -> ChopsUpdate | None:
+    def render_partial_update(self) -> ChopsUpdate | None:  # a CellChopsUpdate
         screen_region = self.size.region
         update_regions = self._dirty_regions.copy()
         self._dirty_regions.clear()
@@ -40,7 +72,7 @@ class RowCompositor(Compositor):
             return None
         chops = self._render_span_chops(spans)
         chop_ends = [cut_set[1:] for cut_set in self.cuts]
-        return ChopsUpdate(chops, spans, chop_ends)
+        return CellChopsUpdate(chops, spans, chop_ends)
 
     def _span_renders(self, spans: list[tuple[int, int, int]]) -> Iterable[tuple[Region, list[Strip]]]:
         """(visible rows of a widget, its strips for them): each widget that a span crosses, in

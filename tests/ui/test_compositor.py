@@ -1,9 +1,10 @@
-"""RowCompositor: a partial update writes Textual's bytes while rendering only the rows it writes."""
+"""RowCompositor and the rows it writes: what the terminal shows is what Textual shows, for fewer bytes."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -104,14 +105,44 @@ async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> N
         assert 0 < frame[numbers] < before, (frame[numbers], before)
 
 
+_ESCAPE = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
+
+
+def _apply(screen: dict[tuple[int, int], tuple[str, str]], data: str) -> None:
+    """Write terminal output into `screen` ((x, y) → (character, SGR in effect)), as a terminal
+    does for what Textual sends: cursor moves, SGR styles, text (single-width characters here)."""
+    x = y = 0
+    sgr = ""
+    pos = 0
+    for match in [*_ESCAPE.finditer(data), None]:
+        text = data[pos : match.start() if match else len(data)]
+        for char in text:
+            if char == "\n":
+                continue  # Textual moves the cursor before every chop
+            screen[(x, y)] = (char, sgr)
+            x += 1
+        if match is None:
+            break
+        pos = match.end()
+        params, command = match.groups()
+        if command == "H":
+            row, col = (int(v) for v in params.split(";"))
+            x, y = col - 1, row - 1
+        elif command == "m":
+            sgr = "" if params in ("", "0") else params
+
+
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
-async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_until: WaitUntil) -> None:
-    """Every partial update is rendered both ways on the same state: RowCompositor's and Textual's
-    own `Compositor.render_partial_update` give the same terminal bytes (the second render takes the
-    first one's cached lines, which are what Textual would render)."""
-    compared: list[bool] = []
+async def test_partial_updates_show_what_textuals_show(size: tuple[int, int], wait_until: WaitUntil) -> None:
+    """Every partial update is rendered both ways on the same state, RowCompositor's and Textual's
+    own `Compositor.render_partial_update` (the second render takes the first one's cached lines,
+    which are what Textual would render), and both outputs are applied to a screen of cells: the
+    screens are the same after every frame, and RowCompositor's output is never longer."""
+    frames: list[tuple[bool, int, int]] = []
     console = Console(width=size[0], color_system="truecolor")
     partial = RowCompositor.render_partial_update
+    ours_screen: dict[tuple[int, int], tuple[str, str]] = {}
+    textuals_screen: dict[tuple[int, int], tuple[str, str]] = {}
 
     def both(self: RowCompositor) -> ChopsUpdate | None:
         dirty = set(self._dirty_regions)
@@ -120,7 +151,9 @@ async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_
         textuals = Compositor.render_partial_update(self)
         mine = ours.render_segments(console) if ours is not None else ""
         theirs = textuals.render_segments(console) if textuals is not None else ""
-        compared.append(mine == theirs)
+        _apply(ours_screen, mine)
+        _apply(textuals_screen, theirs)
+        frames.append((ours_screen == textuals_screen, len(mine), len(theirs)))
         return ours
 
     app = make_app(samples.config("single"), autostart=False)
@@ -135,14 +168,16 @@ async def test_partial_updates_write_textuals_bytes(size: tuple[int, int], wait_
                 if i % 7 == 0:  # the numbers change too
                     tok_s = (base.server_tok_s or 40.0) + i / 10
                     panel.show(dataclasses.replace(base, server_tok_s=tok_s, kv_cache_usage=i / 200))
-                count = len(compared)
-                await wait_until(pilot, lambda count=count: len(compared) > count)  # type: ignore[misc]
+                count = len(frames)
+                await wait_until(pilot, lambda count=count: len(frames) > count)  # type: ignore[misc]
             panel.stream.finish()
             await pilot.pause(0.1)
     finally:
         RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
-    assert len(compared) >= 120
-    assert all(compared), f"{compared.count(False)} of {len(compared)} frames differ"
+    assert len(frames) >= 120
+    assert all(same for same, _, _ in frames), f"{sum(not s for s, _, _ in frames)} screens differ"
+    assert all(mine <= theirs for _, mine, theirs in frames)
+    assert sum(mine for _, mine, _ in frames) < sum(theirs for _, _, theirs in frames)
 
 
 @pytest.mark.parametrize(
