@@ -13,9 +13,12 @@ it writes, as a terminal would. Figures over the measured window:
 Scenarios: `idle` (attach, one idle server scraped at 4 Hz, measured from 6 s after start, while the
 chart's first minute still fills), `idle-steady` (the same from 65 s on: what an idle monitor costs
 for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent back to back),
-`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together). `--fps`
-passes the app's `--fps`. `--trees A,B` runs every scenario on two source trees (e.g. an
-exported older commit and this one), alternating order round by round, and prints paired ratios.
+`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together), and the
+framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
+rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
+`floor-log` (the pane as a `Static` or a `Log`). `--fps` passes the app's `--fps`. `--trees A,B`
+runs every scenario on two source trees (e.g. an exported older commit and this one), alternating
+order round by round, and prints paired ratios.
 
     .venv/bin/python tests/bench/watch_cost.py --scenarios idle,one,race --seconds 20 --rounds 2
 """
@@ -87,14 +90,22 @@ def cpu_seconds(pid: int) -> float:
 class Tty:
     """The app on a pty: everything it writes is read (and counted) by a thread."""
 
-    def __init__(self, argv: list[str], cols: int, rows: int, tree: str | None, probe_out: str) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        cols: int,
+        rows: int,
+        tree: str | None,
+        probe_out: str,
+        script: Path | None = None,
+    ) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = dict(os.environ, TERM="xterm-256color", COLORTERM="truecolor", MTPWATCH_PROBE_OUT=probe_out)
         if tree:
             env["PYTHONPATH"] = tree
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "tty_probe.py"), *argv],
+            [sys.executable, str(script or HERE / "tty_probe.py"), *argv],
             stdin=slave,
             stdout=slave,
             stderr=slave,
@@ -134,7 +145,14 @@ class Tty:
         os.close(self.master)
 
 
-WARMUP_S = {"idle": 6.0, "idle-steady": 65.0, "one": 6.0, "race": 6.0}
+FLOOR_ARGS = {
+    "floor": [],
+    "floor-idle": ["--idle"],
+    "floor-log": ["--pane", "log"],
+    "floor-static": ["--pane", "static"],
+}
+"""floor_app.py's arguments per floor scenario (the framework's floor: no servers)."""
+WARMUP_S = {"idle": 6.0, "idle-steady": 65.0, "one": 6.0, "race": 6.0, **dict.fromkeys(FLOOR_ARGS, 3.0)}
 """Seconds from the first frame to the measured window (start-up, first scrapes, identification)."""
 
 
@@ -147,21 +165,26 @@ def run(
     tree: str | None,
     fps: int | None = None,
 ) -> dict[str, float]:
-    if scenario == "race":
+    script = None
+    if scenario.startswith("floor"):
+        # The framework's floor (floor_app.py): the same shape, no servers; `tree` is not used.
+        script, tree = HERE / "floor_app.py", None
+        argv = list(FLOOR_ARGS[scenario])
+    elif scenario == "race":
         argv = ["ab", urls[0], urls[1], "--schedule", "race", "--max-tokens", "4000"]
     else:
         argv = ["attach", urls[0], "--max-tokens", "4000"]
-    if fps is not None:
+    if fps is not None and script is None:
         argv += ["--fps", str(fps)]
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         probe_out = fh.name
-    tty = Tty(argv, cols, rows, tree, probe_out)
+    tty = Tty(argv, cols, rows, tree, probe_out, script)
     try:
         deadline = time.monotonic() + 30
         while tty.first_output is None and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(WARMUP_S[scenario])
-        streaming = scenario in ("one", "race")
+        streaming = scenario in ("one", "race")  # the floor app streams by itself
         prompts = 0
 
         def send() -> None:
@@ -211,6 +234,7 @@ SIMS = {
     "idle-steady": [("--preset", "gemma4-e4b-gb10")],
     "one": [("--preset", "gemma4-e4b-gb10")],
     "race": [("--preset", "gemma4-e4b-gb10", "--no-spec"), ("--preset", "gemma4-e4b-gb10")],
+    **{key: [] for key in FLOOR_ARGS},
 }
 
 

@@ -174,13 +174,32 @@ class TokenStream(Widget, can_focus=False):
         if excess > 0 or top != top_before or height <= 0:
             self.refresh()
             return
-        # Only the rows from the old last line down changed (and the bar, if it moved).
+        # Only the rows from the old last line down changed (and the bar, if it moved); on the old
+        # last line, only from where it changed (over SSH every repainted cell is bytes).
         y0, y1 = max(0, first - top), min(height, len(self._lines) - top)
-        regions = [Region(0, y0, self.content_region.width, y1 - y0)] if y1 > y0 else []
-        if self._bar() != bar_before:
-            regions.append(Region(self.content_region.width - 1, 0, 1, height))
+        width = self.content_region.width
+        regions = []
+        if y1 > y0:
+            x0 = _changed_from(tail, self._lines[first]) if first - top == y0 else 0
+            regions.append(Region(x0, y0, width - 1 - x0, 1))
+            if y1 > y0 + 1:
+                regions.append(Region(0, y0 + 1, width - 1, y1 - y0 - 1))
+        regions.extend(self._bar_changes(bar_before, self._bar()))
         if regions:
             self.refresh(*regions)
+
+    def _bar_changes(self, before: tuple[int, int], after: tuple[int, int]) -> list[Region]:
+        """The bar's cells that differ between two thumbs: the rows that joined or left the thumb
+        (as the text grows the thumb shrinks by a row now and then), the whole column when the bar
+        appears or goes (every repainted row is composed by every container around the pane)."""
+        if before == after:
+            return []
+        x, height = self.content_region.width - 1, self.content_region.height
+        if before[1] == 0 or after[1] == 0:
+            return [Region(x, 0, 1, height)]
+        old = set(range(before[0], before[0] + before[1]))
+        new = set(range(after[0], after[0] + after[1]))
+        return [Region(x, y, 1, 1) for y in sorted(old ^ new)]
 
     def _tick(self) -> None:
         self._queued = False
@@ -314,11 +333,7 @@ class TokenStream(Widget, can_focus=False):
         key = (line, width, bar)
         strip = self._strips.get(key)
         if strip is None:
-            name = ""
-            if line.startswith(PROMPT_MARK):
-                name = "token-stream--prompt"
-            elif line == CANCEL_MARK:
-                name = "token-stream--cancelled"
+            name = _line_style(line)
             base = self._style("")
             text = Strip([Segment(line, self._style(name))]).crop_extend(0, max(0, width - 1), base)
             strip = Strip.join([text, Strip([Segment(bar, self._style("token-stream--bar"))], 1)])
@@ -339,6 +354,25 @@ class TokenStream(Widget, can_focus=False):
         self._top = min(self._top, max(0, len(self._lines) - 1))
         self._settle()
         self.refresh()
+
+
+def _line_style(line: str) -> str:
+    """The component class a line is drawn in ('' for plain text): see `TokenStream.render_line`."""
+    if line.startswith(PROMPT_MARK):
+        return "token-stream--prompt"
+    return "token-stream--cancelled" if line == CANCEL_MARK else ""
+
+
+def _changed_from(old: str, new: str) -> int:
+    """The first column where `new` is drawn differently from `old` (0 when the line's style
+    changed or either holds a character that is not one column wide)."""
+    if _line_style(old) != _line_style(new) or not (old + new).isascii():
+        return 0
+    n = min(len(old), len(new))
+    for i in range(n):
+        if old[i] != new[i]:
+            return i
+    return n
 
 
 class _Painter:

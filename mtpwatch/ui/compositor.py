@@ -1,0 +1,131 @@
+"""RowCompositor: Textual's compositor, with a partial update that renders only the rows it writes.
+
+For a partial update (some widgets refreshed some regions), Textual 8's `Compositor` takes the box
+around every dirty region as its crop, then asks every widget whose *clip* (its container's region)
+overlaps that box to render *all* its lines, and throws away the lines outside the dirty spans. On
+the monitor a streamed token dirties one or two rows of the answer pane, and that made the screen,
+the panels row, the panel, its body, the metrics column, the answer column and their children
+render ~300 lines a frame (the metrics column renders its 39 lines because its clip, the body,
+overlaps the answer pane): about two thirds of a streaming monitor's CPU.
+
+This partial update renders, for each widget, only the rows of its visible region that a dirty span
+crosses within its columns, in runs of consecutive rows, and skips a widget that no span crosses.
+Everything else is Textual's: the same widgets in the same order (front to back, the first strip of a
+cut wins), the same cuts and chops. The update writes each span from its first cell
+(`CellChopsUpdate`; Textual writes from the start of the widget's cut), so a widget that refreshes
+the cells that changed sends those cells. What the terminal shows is the same:
+tests/ui/test_compositor.py applies both updates, frame by frame, to a screen of cells parsed from
+their bytes and compares the screens. Full updates (layout, resize, the first frame, screenshots)
+are Textual's unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from rich.console import Console
+from rich.control import Control
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+class CellChopsUpdate(ChopsUpdate):
+    """Textual's `ChopsUpdate`, cropping a chop on the left too: a span that starts inside a chop is
+    written from the span's first cell, not from the chop's (a widget's cut). A changed number in a
+    row is then the bytes of the number, not of the row. A chop holding a double-width character
+    is written from its start as Textual does (a crop inside such a character would split it)."""
+
+    def render_segments(self, console: Console) -> str:
+        sequences: list[str] = []
+        append = sequences.append
+        move_to = Control.move_to
+        chops = self.chops
+        chop_ends = self.chop_ends
+        last_y = self.spans[-1][0]
+        for y, x1, x2 in self.spans:
+            line = chops[y]
+            ends = chop_ends[y]
+            for end, (x, strip) in zip(ends, line.items(), strict=False):
+                if strip is None or x > x2 or end <= x1:
+                    continue
+                start = x1 if x < x1 and len(strip.text) == strip.cell_length else x
+                append(move_to(start, y).segment.text)
+                append(strip.crop(start - x, min(end, x2) - x).render(console))
+            if y != last_y:
+                append("\n")
+        return "".join(sequences)
+
+
+class RowCompositor(Compositor):
+    """`Compositor` whose partial updates render only the rows in the dirty spans (module docstring)."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:  # a CellChopsUpdate
+        screen_region = self.size.region
+        update_regions = self._dirty_regions.copy()
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        visible = (region.intersection(screen_region) for region in update_regions)
+        spans = list(self._regions_to_spans(region for region in visible if region.area))
+        if not spans:
+            return None
+        chops = self._render_span_chops(spans)
+        chop_ends = [cut_set[1:] for cut_set in self.cuts]
+        return CellChopsUpdate(chops, spans, chop_ends)
+
+    def _span_renders(self, spans: list[tuple[int, int, int]]) -> Iterable[tuple[Region, list[Strip]]]:
+        """(visible rows of a widget, its strips for them): each widget that a span crosses, in
+        Textual's order, once per run of consecutive rows that spans cross within its columns."""
+        by_row: dict[int, list[tuple[int, int]]] = {}
+        for y, x1, x2 in spans:
+            by_row.setdefault(y, []).append((x1, x2))
+        rows = sorted(by_row)
+        intersection = Region.intersection
+        for widget, (region, clip) in self.visible_widgets.items():
+            visible = intersection(region, clip)
+            vx, vy, vw, vh = visible
+            if not (vw and vh):
+                continue
+            vx2, vy2 = vx + vw, vy + vh
+            run_start = run_end = -1
+            for y in rows:
+                if y < vy:
+                    continue
+                if y >= vy2:
+                    break
+                if not any(x1 < vx2 and x2 > vx for x1, x2 in by_row[y]):
+                    continue
+                if y == run_end:
+                    run_end += 1
+                    continue
+                if run_start >= 0:
+                    yield self._render_rows(widget, region, vx, vw, run_start, run_end)
+                run_start, run_end = y, y + 1
+            if run_start >= 0:
+                yield self._render_rows(widget, region, vx, vw, run_start, run_end)
+
+    @staticmethod
+    def _render_rows(
+        widget: object, region: Region, vx: int, vw: int, y1: int, y2: int
+    ) -> tuple[Region, list[Strip]]:
+        rows = Region(vx, y1, vw, y2 - y1)
+        crop = Region(vx - region.x, y1 - region.y, vw, y2 - y1)
+        return rows, widget.render_lines(crop)  # type: ignore[attr-defined]
+
+    def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip]]:
+        """Textual's `_render_chops` over the rows in `spans` only (renders from `_span_renders`)."""
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+        for render_region, strips in self._span_renders(spans):
+            render_x = render_region.x
+            first_cut, last_cut = render_region.column_span
+            for y, strip in zip(render_region.line_range, strips, strict=False):
+                chops_line = chops[y]
+                final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                cut_strips = strip.divide([cut - render_x for cut in final_cuts[1:]])
+                get_chops_line = chops_line.get
+                for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
+                    if get_chops_line(cut) is None:
+                        chops_line[cut] = cut_strip
+        return chops  # type: ignore[return-value]

@@ -1,0 +1,240 @@
+"""RowCompositor and the rows it writes: what the terminal shows is what Textual shows, for fewer bytes."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from rich.console import Console
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+from textual.widget import Widget
+from textual.widgets import Input
+
+from mtpwatch.ui.app import make_app
+from mtpwatch.ui.compositor import RowCompositor
+from mtpwatch.ui.widgets.row_static import RowStatic
+from mtpwatch.ui.widgets.server_panel import ServerPanel
+from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
+from tests.ui import samples
+from tests.ui.conftest import WaitUntil
+
+WORDS = [
+    "memory",
+    "bandwidth",
+    "bounds",
+    "decoding",
+    "because",
+    "every",
+    "token",
+    "reads",
+    "the",
+    "weights",
+    "once",
+]
+
+
+async def _start(pilot: Any) -> ServerPanel:
+    for widget in pilot.app.screen.query(Input):
+        widget.cursor_blink = False
+    await samples.load(pilot.app, "single")
+    panel = pilot.app.screen.query_one(ServerPanel)
+    panel.begin_answer("Write a very long essay about memory bandwidth.")
+    await pilot.pause(0.2)
+    return panel
+
+
+@contextmanager
+def _frames() -> Iterator[list[collections.Counter[Widget]]]:
+    """Per partial update of the RowCompositor: the lines each widget rendered (`render_lines`)."""
+    frames: list[collections.Counter[Widget]] = []
+    partial, render_lines = RowCompositor.render_partial_update, Widget.render_lines
+
+    def counted_partial(self: RowCompositor) -> ChopsUpdate | None:
+        frames.append(collections.Counter())
+        return partial(self)
+
+    def counted_lines(self: Widget, crop: Any) -> Any:
+        if frames:
+            frames[-1][self] += crop.height
+        return render_lines(self, crop)
+
+    RowCompositor.render_partial_update = counted_partial  # type: ignore[method-assign]
+    Widget.render_lines = counted_lines  # type: ignore[method-assign]
+    try:
+        yield frames
+    finally:
+        RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
+        Widget.render_lines = render_lines  # type: ignore[method-assign]
+
+
+async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await _start(pilot)
+        stream = panel.stream
+        assert isinstance(app.screen._compositor, RowCompositor)
+        # The stream and the containers around it: every other widget is outside its rows.
+        around = {stream, *stream.ancestors_with_self}
+        with _frames() as frames:
+            stream.feed("memory ")  # a short word on the last line: one row changes, no new line
+            stream.flush(final=False)
+            await wait_until(pilot, lambda: any(stream in frame for frame in frames))
+        frame = next(frame for frame in frames if stream in frame)
+        # Widgets outside the panel (the console, the footer) may repaint on their own meanwhile.
+        inside = {w: n for w, n in frame.items() if panel in w.ancestors_with_self}
+        assert set(inside) <= around, f"the panel rendered outside the answer pane: {set(inside) - around}"
+        assert not any(isinstance(w, RowStatic | ThroughputChart) for w in inside)
+        # One row changed: the stream and the panel's containers around it render that row.
+        assert inside == {panel: 1, **dict.fromkeys(around & set(panel.query("*")), 1)}
+
+        # A view whose numbers moved repaints the rows whose text changed, not the answer pane.
+        numbers = panel.query_one(".numbers", RowStatic)
+        view = samples.view_mtp()
+        before = numbers.content_region.height
+        with _frames() as frames:
+            panel.show(dataclasses.replace(view, server_tok_s=(view.server_tok_s or 0) + 1.0))
+            await wait_until(pilot, lambda: any(numbers in frame for frame in frames))
+        frame = next(frame for frame in frames if numbers in frame)
+        assert stream not in frame
+        assert 0 < frame[numbers] < before, (frame[numbers], before)
+
+
+_ESCAPE = re.compile(r"\x1b\[([0-9;]*)([A-Za-z])")
+
+
+def _apply(screen: dict[tuple[int, int], tuple[str, str]], data: str) -> None:
+    """Write terminal output into `screen` ((x, y) → (character, SGR in effect)), as a terminal
+    does for what Textual sends: cursor moves, SGR styles, text (single-width characters here)."""
+    x = y = 0
+    sgr = ""
+    pos = 0
+    for match in [*_ESCAPE.finditer(data), None]:
+        text = data[pos : match.start() if match else len(data)]
+        for char in text:
+            if char == "\n":
+                continue  # Textual moves the cursor before every chop
+            screen[(x, y)] = (char, sgr)
+            x += 1
+        if match is None:
+            break
+        pos = match.end()
+        params, command = match.groups()
+        if command == "H":
+            row, col = (int(v) for v in params.split(";"))
+            x, y = col - 1, row - 1
+        elif command == "m":
+            sgr = "" if params in ("", "0") else params
+
+
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
+async def test_partial_updates_show_what_textuals_show(size: tuple[int, int], wait_until: WaitUntil) -> None:
+    """Every partial update is rendered both ways on the same state, RowCompositor's and Textual's
+    own `Compositor.render_partial_update` (the second render takes the first one's cached lines,
+    which are what Textual would render), and both outputs are applied to a screen of cells: the
+    screens are the same after every frame, and RowCompositor's output is never longer."""
+    frames: list[tuple[bool, int, int]] = []
+    console = Console(width=size[0], color_system="truecolor")
+    partial = RowCompositor.render_partial_update
+    ours_screen: dict[tuple[int, int], tuple[str, str]] = {}
+    textuals_screen: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def both(self: RowCompositor) -> ChopsUpdate | None:
+        dirty = set(self._dirty_regions)
+        ours = partial(self)
+        self._dirty_regions.update(dirty)
+        textuals = Compositor.render_partial_update(self)
+        mine = ours.render_segments(console) if ours is not None else ""
+        theirs = textuals.render_segments(console) if textuals is not None else ""
+        _apply(ours_screen, mine)
+        _apply(textuals_screen, theirs)
+        frames.append((ours_screen == textuals_screen, len(mine), len(theirs)))
+        return ours
+
+    app = make_app(samples.config("single"), autostart=False)
+    RowCompositor.render_partial_update = both  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=size) as pilot:
+            panel = await _start(pilot)
+            base = samples.view_mtp()
+            for i in range(120):  # ~25 wrapped lines: new lines, jumps, the position bar moving
+                panel.stream.feed(" ".join(WORDS[i % len(WORDS) : i % len(WORDS) + 3]) + " ")
+                panel.stream.flush(final=False)
+                if i % 7 == 0:  # the numbers change too
+                    tok_s = (base.server_tok_s or 40.0) + i / 10
+                    panel.show(dataclasses.replace(base, server_tok_s=tok_s, kv_cache_usage=i / 200))
+                count = len(frames)
+                await wait_until(pilot, lambda count=count: len(frames) > count)  # type: ignore[misc]
+            panel.stream.finish()
+            await pilot.pause(0.1)
+    finally:
+        RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
+    assert len(frames) >= 120
+    assert all(same for same, _, _ in frames), f"{sum(not s for s, _, _ in frames)} screens differ"
+    assert all(mine <= theirs for _, mine, theirs in frames)
+    assert sum(mine for _, mine, _ in frames) < sum(theirs for _, _, theirs in frames)
+
+
+@pytest.mark.parametrize(
+    ("kind", "size"), [("single", (160, 48)), ("single", (200, 50)), ("ab", (80, 24)), ("down", (80, 24))]
+)
+async def test_rows_drawn_line_by_line_look_as_the_static_draws_them(
+    kind: str, size: tuple[int, int]
+) -> None:
+    """A RowStatic draws each row from its own line; the terminal output of every row is the one
+    Textual's Static renders from the whole block."""
+    app = make_app(samples.config("ab" if kind == "ab" else "single"), autostart=False)
+    console = Console(width=size[0], color_system="truecolor")
+    async with app.run_test(size=size) as pilot:
+        await samples.load(app, kind)
+        await pilot.pause(0.2)
+        checked = 0
+        for widget in app.screen.query(RowStatic):
+            if not widget.display or widget._row_lines is None:
+                continue
+            ours = [widget.render_line(y).render(console) for y in range(widget.size.height)]
+            lines, widget._row_lines = widget._row_lines, None
+            widget._dirty_regions.add(widget.size.region)  # the Static renders its block again
+            textuals = [Widget.render_line(widget, y).render(console) for y in range(widget.size.height)]
+            widget._row_lines = lines
+            assert ours == textuals, sorted(widget.classes)
+            checked += 1
+        assert checked >= 2
+
+
+async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
+    """When the thumb moves as the text grows, the bar's cells that joined or left it are
+    repainted, not its column (every repainted row is composed by the containers around)."""
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await _start(pilot)
+        stream = panel.stream
+        height = stream.content_region.height
+        stream.feed("".join(f"line {i}\n" for i in range(3 * height)))
+        stream.flush()
+        bar_x = stream.content_region.width - 1
+        refreshed: list[tuple[Region, ...]] = []
+        refresh = stream.refresh
+
+        def spy(*regions: Region, **kwargs: Any) -> Any:
+            refreshed.append(regions)
+            return refresh(*regions, **kwargs)
+
+        stream.refresh = spy  # type: ignore[method-assign]
+        moved = 0
+        for i in range(3 * height):  # until the thumb has moved a few times
+            before = stream._bar()
+            refreshed.clear()
+            stream.feed(f"more {i}\n")
+            stream.flush(final=False)
+            if stream._bar() == before or not refreshed or not refreshed[-1]:
+                continue  # no move, or a jump (the whole pane repaints)
+            bar_cells = [r for r in refreshed[-1] if r.x == bar_x and r.width == 1]
+            assert bar_cells and sum(r.height for r in bar_cells) <= 2, bar_cells
+            moved += 1
+        assert moved >= 2
