@@ -22,6 +22,7 @@ are Textual's unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from rich.console import Console
 from rich.control import Control
@@ -129,3 +130,20 @@ class RowCompositor(Compositor):
                     if get_chops_line(cut) is None:
                         chops_line[cut] = cut_strip
         return chops  # type: ignore[return-value]
+
+
+# The Textual releases whose private `_compositor` internals (`_regions_to_spans`, `cuts`,
+# `visible_widgets`, `ChopsUpdate`) RowCompositor was checked against: tests/ui/test_compositor.py
+# runs on the exact Textual that [test] pins. Any other release gets Textual's own compositor: slower
+# partial updates, never a broken screen.
+VERIFIED_TEXTUAL = frozenset({"8.2.8"})
+
+
+def make_compositor(textual_version: str | None = None) -> Compositor:
+    """RowCompositor on a verified Textual release, else Textual's own `Compositor`."""
+    if textual_version is None:
+        try:
+            textual_version = version("textual")
+        except PackageNotFoundError:
+            textual_version = ""
+    return RowCompositor() if textual_version in VERIFIED_TEXTUAL else Compositor()

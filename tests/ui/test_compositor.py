@@ -238,3 +238,15 @@ async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
             assert bar_cells and sum(r.height for r in bar_cells) <= 2, bar_cells
             moved += 1
         assert moved >= 2
+
+
+def test_row_compositor_only_on_a_verified_textual() -> None:
+    """Another Textual release gets Textual's own compositor (RowCompositor uses private internals)."""
+    from textual._compositor import Compositor
+
+    from mtpwatch.ui.compositor import VERIFIED_TEXTUAL, RowCompositor, make_compositor
+
+    assert isinstance(make_compositor(next(iter(VERIFIED_TEXTUAL))), RowCompositor)
+    stock = make_compositor("8.3.0")
+    assert type(stock) is Compositor
+    assert isinstance(make_compositor(), RowCompositor)  # the suite runs on the pinned, verified one

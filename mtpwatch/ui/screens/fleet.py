@@ -26,7 +26,7 @@ from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
-from mtpwatch.ui.compositor import RowCompositor
+from mtpwatch.ui.compositor import make_compositor
 from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
@@ -56,7 +56,7 @@ class FleetScreen(Screen[None]):
         self, config: AppConfig, *, autostart: bool = True, clock: Callable[[], float] = time.monotonic
     ):
         super().__init__()
-        self._compositor = RowCompositor()  # partial updates render only the rows they write
+        self._compositor = make_compositor()  # partial updates render only the rows they write
         assert config.fleet is not None
         self.config = config
         self.fleet: FleetSettings = config.fleet

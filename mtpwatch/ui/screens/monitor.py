@@ -29,7 +29,7 @@ from mtpwatch.core.record.writer import Recorder, RecordError
 from mtpwatch.ui import results
 from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.answers import Answer, compare_outputs
-from mtpwatch.ui.compositor import RowCompositor
+from mtpwatch.ui.compositor import make_compositor
 from mtpwatch.ui.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
@@ -71,7 +71,7 @@ class MonitorScreen(Screen[None]):
         loop: bool = False,
     ) -> None:
         super().__init__()
-        self._compositor = RowCompositor()  # a streamed token renders its rows, not the screen's
+        self._compositor = make_compositor()  # a streamed token renders its rows, not the screen's
         self.feed_factory = feed_factory
         """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
         self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
