@@ -193,8 +193,7 @@ class MtpWatchApp(App[int]):
             self.monitor.set_class(paused, "-paused")
             self.monitor.update_title()
             if not paused:  # catch up at once: the numbers jump to what was collected meanwhile
-                for panel in self.monitor.panels:
-                    panel.apply_pending()
+                self.monitor.views_due(now=True)
 
     def action_cycle_window(self) -> None:
         self.monitor.cycle_window()

@@ -36,3 +36,11 @@ def sim_recording(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.ui.recorded import make_recording
 
     return make_recording(tmp_path_factory.mktemp("recording") / "session.mtpw.gz")
+
+
+@pytest.fixture(scope="session")
+def mid_stream_recording(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """`tests.ui.recorded.Recorded`: a demo's end, quit while B streams a long answer."""
+    from tests.ui.recorded import make_mid_stream_recording
+
+    return make_mid_stream_recording(tmp_path_factory.mktemp("recording") / "mid-stream.mtpw.gz")

@@ -1,9 +1,11 @@
-"""A recording of the simulator made by the app itself (--record), and every view the app computed
-while it recorded: the ground truth of the replay tests. Made once per test session."""
+"""A recording of the simulator made by the app itself (--record), every view the app computed and
+every panel text it showed while it recorded: the ground truth of the replay tests. Made once per
+test session."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,8 +13,9 @@ from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.server import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
+from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.view import ServerView
+from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui.conftest import _wait_until
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"
@@ -24,6 +27,9 @@ class Recorded:
     path: Path
     seen: list[tuple[float, int, str, ServerView]] = field(default_factory=list)
     """(time, server, window, view) of every view the live app computed."""
+    shown: list[tuple[float, int, str, dict[str, str]]] = field(default_factory=list)
+    """(time, server, window, rows) each time the live app drew a view: the panel's row texts, at
+    the time the view was built."""
 
 
 def _capture(feed: ServerFeed, index: int, seen: list[tuple[float, int, str, ServerView]]) -> None:
@@ -42,6 +48,25 @@ def _capture(feed: ServerFeed, index: int, seen: list[tuple[float, int, str, Ser
         return result
 
     feed.view = view  # type: ignore[method-assign]
+
+
+def _capture_panels(screen: MonitorScreen, out: Recorded) -> None:
+    """Keep each panel's rows after every view it draws, with the time that view was built at."""
+    for index, panel in enumerate(screen.panels):
+        panel.watch_view = _drawn(index, panel, out)  # type: ignore[method-assign]
+
+
+def _drawn(index: int, panel: ServerPanel, out: Recorded) -> Callable[[ServerView | None], None]:
+    draw = panel.watch_view
+
+    def drawn(view: ServerView | None) -> None:  # one parameter: Textual passes the new value
+        draw(view)
+        built = next((e for e in reversed(out.seen) if e[1] == index and e[3] is view), None)
+        if built is not None:  # None: the panel's first view (before any scrape)
+            t, _, window, _ = built
+            out.shown.append((t, index, window, panel.rows()))
+
+    return drawn
 
 
 async def record_ab(path: Path) -> Recorded:
@@ -67,6 +92,7 @@ async def record_ab(path: Path) -> Recorded:
             screen = app.monitor
             for i, feed in enumerate(screen.feeds):
                 _capture(feed, i, out.seen)
+            _capture_panels(screen, out)
             await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds))
             for prompt in PROMPTS:
                 done = [p.prompt_count for p in screen.panels]
@@ -87,5 +113,43 @@ async def record_ab(path: Path) -> Recorded:
     return out
 
 
+async def record_mid_stream(path: Path) -> Recorded:
+    """The end of a demo: A has answered a long prompt, B is streaming it when the user quits."""
+    out = Recorded(path)
+    with (
+        SimThread(preset="gemma4-e4b-gb10", spec=False, speed=8) as url_a,
+        SimThread(preset="gemma4-e4b-gb10", spec=True, speed=1) as url_b,  # B: a long stream
+    ):
+        config = AppConfig(
+            servers=[ServerSpec(label="A · MTP off", url=url_a), ServerSpec(label="B · MTP on", url=url_b)],
+            display=DisplaySettings(max_tokens=900, spec_method="mtp"),
+            mode="ab",
+            title="record test, mid-stream",
+            record=str(path),
+        )
+        app = make_app(config)
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = app.monitor
+            for i, feed in enumerate(screen.feeds):
+                _capture(feed, i, out.seen)
+            _capture_panels(screen, out)
+            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds))
+            screen.send(PROMPTS[0])  # alternate: A first, then B
+
+            def b_streams() -> bool:
+                # B's engine runs a request and has for a while: several views of B while it does.
+                streaming = [t for t, i, _, v in out.seen if i == 1 and v.running and v.server_tok_s]
+                return screen.panels[0].prompt_count == 1 and len(streaming) >= 4
+
+            await _wait_until(pilot, b_streams, limit_s=120)
+            assert screen.generating and screen.panels[1].prompt_count == 0, "B finished: make it longer"
+            await pilot.press("ctrl+q")
+    return out
+
+
 def make_recording(path: Path) -> Recorded:
     return asyncio.run(record_ab(path))
+
+
+def make_mid_stream_recording(path: Path) -> Recorded:
+    return asyncio.run(record_mid_stream(path))

@@ -46,6 +46,9 @@ from mtpwatch.ui.view import (
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
+VIEW_HZ = 2.0
+"""Views reach the panels at most this often (scrapes run at 4 Hz; repaints cost)."""
+
 NARROW_BELOW = 120
 """Columns under which the app is narrow (its first horizontal breakpoint, `MtpWatchApp`)."""
 
@@ -99,6 +102,8 @@ class MonitorScreen(Screen[None]):
         self.speedups: list[float] = []
         self.prompt_index = 0
         self.generating = False
+        self._views_due: set[int] = set()
+        """Panels whose feed changed (a scrape, a replayed record) since their last view."""
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -112,7 +117,6 @@ class MonitorScreen(Screen[None]):
                     ),
                     index=i,
                     starts_server=spec.launch is not None,
-                    is_paused=self._is_paused,
                     max_fps=self.config.display.max_fps,
                 )
         if self.config.mode == "ab":
@@ -127,6 +131,7 @@ class MonitorScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.update_title()
+        self.set_interval(1 / min(VIEW_HZ, float(self.config.display.max_fps)), self.tick_views, name="views")
         if self.config.mode == "ab":
             self.query_one("#speedup", Static).update(
                 Content.from_markup(render_speedup(None, None, 0, race=self.schedule == "race"))
@@ -213,22 +218,48 @@ class MonitorScreen(Screen[None]):
         if feed.spec.launch is not None:
             ok = await feed.launch(_startup_to(panel))
             if not ok:
-                panel.show(feed.view(self.window))
+                self.views_due(index, now=True)
                 panel.show_startup_pane()
                 return
             panel.show_monitor()
         await self._poll_forever(feed, panel)
 
     async def _poll_forever(self, feed: ServerFeed, panel: ServerPanel) -> None:
-        """Scrape, sample the GPU only while the roofline panel shows, post the view of our window."""
+        """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result."""
+        index = self.feeds.index(feed)
         while True:
             delay = await feed.poll()
             if panel.bandwidth_visible:
                 feed.start_hardware()
             else:
                 feed.stop_hardware()
-            panel.offer(lambda: feed.view(self.window), feed.status)
+            shown = panel.view
+            self.views_due(index, now=shown is None or shown.status != feed.status)  # up → down: at once
             await asyncio.sleep(delay)
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def views_due(self, index: int | None = None, *, now: bool = False) -> None:
+        """Feed `index` (None: every feed) changed: its panel gets a fresh view at the next view tick,
+        or at once with `now`."""
+        self._views_due.update(range(len(self.feeds)) if index is None else (index,))
+        if now:
+            self.tick_views()
+
+    def tick_views(self) -> None:
+        """The one way into a panel: build the view of each changed feed over the shown window at the
+        screen's clock (live: monotonic; replay: the recording's) and show it, all in one update.
+
+        Runs at VIEW_HZ, and at once for a status change, a window change, a seek, an unpause. Not
+        while the display is paused (collection goes on; the first tick after shows the newest)."""
+        if self._is_paused() or not self._views_due:
+            return
+        due, self._views_due = self._views_due, set()
+        panels = self.panels
+        with self.app.batch_update():
+            for index in sorted(due):
+                if index < len(self.feeds) and index < len(panels):
+                    panels[index].show(self.feeds[index].view(self.window))
 
     @property
     def restart_mode(self) -> bool:
@@ -529,9 +560,7 @@ class MonitorScreen(Screen[None]):
         """Next acceptance window; redraw at once."""
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
-        for feed, panel in zip(self.feeds, self.panels, strict=False):
-            panel.window = self.window
-            panel.show(feed.view(self.window))
+        self.views_due(now=True)
 
     def now(self) -> float:
         """The injected clock."""

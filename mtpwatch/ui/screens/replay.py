@@ -1,6 +1,8 @@
 """ReplayScreen: the monitor screen driven by a recording (`mtpwatch replay FILE`).
 
 The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
+Its feeds run on the recording's clock, and the panels get their views the live way: the player
+marks the feeds changed, the screen's view tick (`MonitorScreen.tick_views`) builds and shows them.
 Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
 +/- speed (¼× … 16×), Home back to the start.
 """
@@ -8,6 +10,7 @@ Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from textual.binding import Binding
 from textual.content import Content
@@ -19,7 +22,6 @@ from mtpwatch.ui.replay import Action, ReplaySource
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.view import window_words
 from mtpwatch.ui.widgets.prompt_input import PromptInput
-from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 TICK_S = 0.1
@@ -56,7 +58,9 @@ class ReplayScreen(MonitorScreen):
         self.replay_loop = loop
         self.playing = True
         self.speed_index = SPEEDS.index(speed) if speed in SPEEDS else SPEEDS.index(1.0)
-        self._last_tick = time.monotonic()
+        self.player_clock: Callable[[], float] = time.monotonic
+        """The wall clock playback moves by (seconds × speed of recording per second of it)."""
+        self._last_tick = self.player_clock()
         self._ended_at: float | None = None
         self._answers: dict[int, Answer] = {}
 
@@ -76,7 +80,8 @@ class ReplayScreen(MonitorScreen):
         for panel in self.panels:
             panel.show_monitor()
         self._apply(self.source.advance(self.source.t_start))
-        self._push_views()
+        self.views_due(now=True)
+        self._last_tick = self.player_clock()  # playing starts now, not when the screen was made
         self.set_interval(TICK_S, self._tick, name="replay")
 
     # -- title ------------------------------------------------------------------------------------
@@ -101,7 +106,7 @@ class ReplayScreen(MonitorScreen):
     # -- playing ----------------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        now = time.monotonic()
+        now = self.player_clock()
         dt, self._last_tick = now - self._last_tick, now
         if not self.playing:
             return
@@ -118,12 +123,8 @@ class ReplayScreen(MonitorScreen):
                 self.seek_to(source.t_start)
             return
         self._apply(source.advance(min(source.now + dt * self.speed, source.t_end)))
-        self._push_views()
+        self.views_due()  # the recording's clock moved: the view tick draws it, as a scrape live
         self.update_title()
-
-    def _push_views(self) -> None:
-        for feed, panel in zip(self.feeds, self.panels, strict=False):
-            panel.post_message(ServerPanel.ViewUpdated(feed.view(self.window)))
 
     def _apply(self, actions: list[Action], *, from_index: dict[int, int] | None = None) -> None:
         """Show `actions` in the answer panes (after a seek, only each pane's current prompt)."""
@@ -147,8 +148,7 @@ class ReplayScreen(MonitorScreen):
             return
         self._answers[server] = answer
         if len(self._answers) == 2:
-            for feed, panel in zip(self.feeds, self.panels, strict=False):
-                panel.show(feed.view(self.window))  # the ratio's label reads the panels' views
+            self.views_due(now=True)  # the ratio's label reads the panels' views
             self.show_comparison(self._answers[0], self._answers[1])
             self._answers = {}
 
@@ -168,8 +168,7 @@ class ReplayScreen(MonitorScreen):
             if action.kind == "begin":
                 last_begin[action.server] = i
         self._apply(actions, from_index=last_begin)
-        for feed, panel in zip(self.feeds, self.panels, strict=False):
-            panel.show(feed.view(self.window))
+        self.views_due(now=True)
         self.update_title()
 
     # -- keys -------------------------------------------------------------------------------------
@@ -178,7 +177,7 @@ class ReplayScreen(MonitorScreen):
         self.playing = not self.playing
         if self.playing and self.source.at_end:
             self.seek_to(self.source.t_start)
-        self._last_tick = time.monotonic()
+        self._last_tick = self.player_clock()
         self.update_title()
 
     def action_seek(self, seconds: float) -> None:

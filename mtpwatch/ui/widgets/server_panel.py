@@ -1,16 +1,13 @@
-"""ServerPanel: the live view of one server; owns its poll worker and, when asked, its server process."""
+"""ServerPanel: the view of one server (numbers, bars, chart, roofline, answer pane); it only draws."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
@@ -31,32 +28,26 @@ from mtpwatch.ui.widgets.token_stream import TokenStream
 
 W = TypeVar("W", bound=Widget)
 
+ROWS = {
+    "header": ".panel-header",
+    "verdict": ".verdict",
+    "numbers": ".numbers",
+    "bars": ".bars",
+    "bandwidth": ".bandwidth",
+}
+"""The panel's text rows (name: selector), as `ServerPanel.rows` returns them."""
+
 
 class ServerPanel(Vertical):
     """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
 
-    Data comes from a `ServerFeed` (mtpwatch.ui.feed) through one message type carrying a complete
-    `ServerView`; the panel never fetches anything itself. Tests and screenshots call `show(view)`.
+    Data comes in one way: `show(view)` with a complete `ServerView`. The screen's view tick
+    (`MonitorScreen.tick_views`) builds the views from the feeds with the screen's clock (a replay's
+    is the recording's) and shows them; the panel never fetches or builds anything itself.
     """
-
-    @dataclass
-    class ViewUpdated(Message, bubble=False):
-        """A fresh `ServerView`; only the newest matters."""
-
-        view: ServerView
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, ServerPanel.ViewUpdated)
 
     view: var[ServerView | None] = var(None, always_update=True)
     """The newest view shown; `watch_view` pushes it into the children (a `var`: no panel repaint)."""
-
-    APPLY_HZ = 2.0
-    """Feed views reach the widgets at most this often (scrapes run at 4 Hz; repaints cost)."""
-
-    _apply_handle: asyncio.TimerHandle | None = None
-    _applied_at = 0.0
-    _source: Callable[[], ServerView] | None = None
 
     def __init__(
         self,
@@ -64,20 +55,14 @@ class ServerPanel(Vertical):
         *,
         index: int,
         starts_server: bool = False,
-        is_paused: Callable[[], bool] = lambda: False,
         max_fps: int = 25,
     ) -> None:
         super().__init__(id=f"panel-{index}", classes="server-panel")
         self._max_fps = max_fps
-        self._apply_hz = min(self.APPLY_HZ, float(max_fps))
         self._initial = initial
         self._starts_server = starts_server
-        self._is_paused = is_paused
         self._summaries: list[tuple[int, PromptSummary]] = []
         """The last three finished prompts (number, summary), oldest first."""
-        self._pending: ServerView | None = None
-        self.window: str | None = None
-        """The window the screen shows; feed views built for another one (in flight) are dropped."""
         self._shown: dict[str, str] = {}
         self._found: dict[str, Widget] = {}
         self.prompt_count = 0
@@ -113,59 +98,15 @@ class ServerPanel(Vertical):
         self._set_title(self._initial.label)
         self.show(self._initial)
 
-    def on_unmount(self) -> None:
-        if self._apply_handle is not None:
-            self._apply_handle.cancel()
-            self._apply_handle = None
-
     # -- data in -------------------------------------------------------------------------------
 
     def show(self, view: ServerView) -> None:
-        """Draw `view` now (tests, screenshots, a window change; the feed goes through `offer`)."""
-        self._pending = None
-        self._source = None
+        """Draw `view` (the screen's view tick; tests and screenshots)."""
         self.view = view
 
-    def offer(self, build: Callable[[], ServerView], status: str) -> None:
-        """A scrape happened: `build()` makes the view. It is called when the view is drawn, at most
-        APPLY_HZ times a second (at once when the status changed), so scrapes between two draws cost
-        no view building; no timer runs while nothing is offered."""
-        self._source = build
-        current = self.view
-        if current is None or current.status != status:
-            self.apply_pending()
-        elif self._apply_handle is None:
-            loop = asyncio.get_running_loop()
-            delay = max(0.0, self._applied_at + 1 / self._apply_hz - loop.time())
-            self._apply_handle = loop.call_later(delay, self._apply_due)
-
-    def _apply_due(self) -> None:
-        self._apply_handle = None
-        if self.is_mounted:
-            self.apply_pending()
-
-    def on_server_panel_view_updated(self, event: ViewUpdated) -> None:
-        # Kept, not drawn: `apply_pending` draws the newest at APPLY_HZ. A status change (up →
-        # down) is drawn at once.
-        if self.window is not None and event.view.window != self.window:
-            return  # built before the window key was pressed
-        self._pending = event.view
-        current = self.view
-        if current is None or current.status != event.view.status:
-            self.apply_pending()
-
-    def apply_pending(self) -> None:
-        """Draw the newest feed view unless the display is paused (collection goes on meanwhile)."""
-        if self._is_paused():
-            return
-        if self._source is not None:
-            build, self._source = self._source, None
-            self._pending = build()
-        if self._pending is not None:
-            view, self._pending = self._pending, None
-            self._applied_at = asyncio.get_running_loop().time()
-            with self.app.batch_update():
-                self.view = view
+    def rows(self) -> dict[str, str]:
+        """The markup of the panel's rows now (header, verdict, numbers, bars, roofline), by row."""
+        return {name: self._shown.get(selector, "") for name, selector in ROWS.items()}
 
     @property
     def bandwidth_visible(self) -> bool:
