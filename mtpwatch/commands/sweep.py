@@ -1,8 +1,9 @@
 """`mtpwatch bench --start MODEL --sweep-k 0,1,2,4`: find the best k, one server at a time, and predict it.
 
 Called by the `bench` command; prints a table per k (decode tok/s, acceptance, mean length,
-speed-up with its 95 % CI, per category), the best k, and the k advisor's predictions from the
-largest k beside the measured figures; `--json FILE` writes all of it.
+speed-up with its 95 % CI, per category), the best k, and the k advisor's predictions from
+every measured k beside the measured figures (on tok/s and on paired speed-ups); `--json FILE`
+writes all of it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import click
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.commands.planning import gpu_for_plan, print_plan
-from mtpwatch.core.ab.advisor import STEP_MODEL
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.sweep import SweepReport, run_sweep
 from mtpwatch.core.jsonout import json_safe
@@ -40,20 +40,29 @@ def format_sweep(report: SweepReport, title: str) -> str:
     lines.append("")
     head = (
         f"{'k':>3}{'decode tok/s':>14}{'speed-up [95% CI]':>26}{'pairs':>7}{'acceptance':>12}"
-        f"{'mean len':>10}{'predicted':>11}{'error':>8}   per position (marginal)"
+        f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
     )
     lines.append(head)
     for row in report.rows:
         pred = report.advice.at(row.k) if report.advice else None
-        err = report.error(row.k)
+        err, sp_err = report.error(row.k), report.speedup_error(row.k)
         ci = f"{_f(row.speedup)}x [{_f(row.ci[0])}, {_f(row.ci[1])}]" if row.ci else _f(row.speedup)
         pos = " ".join(f"{x:.2f}" for x in row.per_position) if row.per_position else ""
         lines.append(
             f"{row.k:>3}{_f(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
             f"{_f(row.acceptance_rate and 100 * row.acceptance_rate, '{:.1f}%'):>12}"
             f"{_f(row.mean_acceptance_length):>10}{_f(pred.decode_tok_s if pred else None):>11}"
-            f"{_f(err and 100 * err, '{:+.1f}%'):>8}   {pos}"
+            f"{_f(err and 100 * err, '{:+.1f}%'):>8}{_f(pred.speedup if pred else None):>9}"
+            f"{_f(sp_err and 100 * sp_err, '{:+.1f}%'):>8}   {pos}"
         )
+    measured = {r.k for r in report.rows}
+    for pred in report.advice.predictions if report.advice else ():
+        if pred.k not in measured:
+            tag = "extrapolated" if pred.extrapolated else "predicted"
+            lines.append(
+                f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{_f(pred.tokens_per_step):>10}"
+                f"{_f(pred.decode_tok_s):>11}{'':>8}{_f(pred.speedup):>9}{'':>8}   ({tag})"
+            )
     cats = sorted({c for row in report.rows for c in row.categories})
     if cats:
         lines.append("")
@@ -68,10 +77,10 @@ def format_sweep(report: SweepReport, title: str) -> str:
     lines.append(f"best k (highest median speed-up): {report.best_k if report.best_k is not None else '—'}")
     if report.advice is not None:
         lines.append(report.advice.line())
-        lines.append(f"  step model: {STEP_MODEL}")
+        lines.append(f"  {report.advice.fit.describe()}")
         lines.append(
-            f"  measured cost of one draft position at k={report.advice.from_k}: "
-            f"{report.advice.per_position_cost_s * 1000:.2f} ms"
+            "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
+            "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
         )
     return "\n".join(lines)
 

@@ -38,7 +38,9 @@ def test_sweep_every_method(
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert f"k sweep 0,1,3 · {E4B} · {method}" in text
-    assert "best k (highest median speed-up):" in text and "k advisor (from k=3)" in text
+    assert "best k (highest median speed-up):" in text
+    assert "k advisor (acceptance from k=3, step model from every k)" in text
+    assert "t(k) = t0 + s + c·k fitted over k=1,3" in text and "(extrapolated)" in text
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["ks"] == [0, 1, 3] and doc["method"] == method
     rows = {r["k"]: r for r in doc["rows"]}
@@ -48,10 +50,17 @@ def test_sweep_every_method(
         assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
         assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
     assert doc["best_k"] in (0, 1, 3)
-    assert doc["advisor"]["from_k"] == 3 and [p["k"] for p in doc["advisor"]["predictions"]] == [0, 1, 3]
-    # the run at k=3 predicts itself exactly; k=1 is a real prediction (its accuracy is a
-    # benchmark's business: tests/bench/advisor.py)
-    assert rows[3]["prediction_error"] == pytest.approx(0.0, abs=1e-6)
+    advisor = doc["advisor"]
+    assert advisor["from_k"] == 3 and [p["k"] for p in advisor["predictions"]] == [0, 1, 2, 3, 4, 5]
+    assert [p["extrapolated"] for p in advisor["predictions"]] == [False] * 4 + [True] * 2
+    # the k=0 the advisor uses is the k=0 row's
+    assert advisor["baseline_decode_tok_s"] == pytest.approx(rows[0]["decode_tok_s"], abs=1e-3)
+    # two measured ks: the line passes through both, so the run at k=3 predicts its own paired
+    # speed-up exactly; k=1 takes its acceptance from k=3's run, a real prediction (its accuracy is
+    # a benchmark's business: tests/bench/advisor.py)
+    assert advisor["fit"]["kind"] == "linear" and advisor["fit"]["max_residual"] == pytest.approx(0, abs=1e-4)
+    assert rows[3]["speedup_prediction_error"] == pytest.approx(0.0, abs=1e-3)
+    assert isinstance(rows[1]["speedup_prediction_error"], float)
     assert isinstance(rows[1]["prediction_error"], float)
     # every server had the passthrough flag and a planned share; the key never in argv
     for server in doc["plan"]["servers"]:

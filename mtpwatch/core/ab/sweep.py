@@ -3,9 +3,11 @@
 For every k > 0 of the sweep the paired bench runs on the restart schedule (sessions baseline, k,
 baseline — one server up at a time, started and stopped by the bench) and reports decode tok/s,
 acceptance, mean acceptance length and the speed-up with its CI, overall and per category. The
-best k is the one with the highest median speed-up. The advisor (`advisor.advise`) then takes the
-largest k's run alone — its per-position acceptance and step time, and the baseline's — and
-predicts every k of the sweep, so its error can be read against the measured figures.
+best k is the one with the highest median speed-up. The advisor (`advisor.advise_sweep`) then
+fits the step time from every measured k (their paired speed-ups and mean acceptance lengths),
+takes the per-position acceptance of the largest k, and predicts every k from 0 to the largest and
+`EXTRAPOLATE` more above it (marked), so its error can be read against the measured figures on
+paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 row's baseline).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mtpwatch.core.ab.advisor import Advice, advise, step_time_from_rate
+from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
 
-__all__ = ["SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+#: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
+EXTRAPOLATE = 2
+
+__all__ = ["EXTRAPOLATE", "SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
 
 
 class SettlingArm(LaunchedArm):
@@ -82,7 +87,7 @@ class SweepReport:
 
     rows: tuple[SweepRow, ...]
     best_k: int | None
-    advice: Advice | None
+    advice: SweepAdvice | None
     reports: Mapping[int, Any]
     """The bench report of each k > 0 (baseline vs k)."""
     interrupted: str | None = None
@@ -91,9 +96,17 @@ class SweepReport:
         """(predicted − measured) / measured decode tok/s at k."""
         row = next((r for r in self.rows if r.k == k), None)
         pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.decode_tok_s:
+        if row is None or pred is None or not row.decode_tok_s or k == 0:
             return None
         return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
+
+    def speedup_error(self, k: int) -> float | None:
+        """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
+        row = next((r for r in self.rows if r.k == k), None)
+        pred = self.advice.at(k) if self.advice else None
+        if row is None or pred is None or not row.speedup or k == 0:
+            return None
+        return (pred.speedup - row.speedup) / row.speedup
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -104,6 +117,8 @@ class SweepReport:
             doc["predicted_speedup"] = round(pred.speedup, 4) if pred else None
             err = self.error(row.k)
             doc["prediction_error"] = round(err, 4) if err is not None else None
+            sp_err = self.speedup_error(row.k)
+            doc["speedup_prediction_error"] = round(sp_err, 4) if sp_err is not None else None
             rows.append(doc)
         return {
             "ks": [r.k for r in self.rows],
@@ -155,17 +170,17 @@ def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = Non
     best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
     advice = None
     top = rows[-1] if rows else None
-    if (
-        top is not None
-        and top.per_position
-        and top.decode_tok_s
-        and top.baseline_tok_s
-        and top.mean_acceptance_length
-    ):
-        step = step_time_from_rate(top.decode_tok_s, top.mean_acceptance_length)
-        base_step = step_time_from_rate(top.baseline_tok_s)
-        ks = [0, *(r.k for r in rows if r.k <= len(top.per_position))]
-        advice = advise(top.per_position, step, base_step, ks)
+    if top is not None and top.per_position and baseline_tok_s:
+        measures = [
+            KMeasure(r.k, r.speedup, r.mean_acceptance_length)
+            for r in rows
+            if r.speedup and r.mean_acceptance_length
+        ]
+        ks = list(range(top.k + EXTRAPOLATE + 1))
+        try:
+            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
+        except ValueError:
+            advice = None
     return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted)
 
 
