@@ -17,14 +17,112 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.options import free_port
-from mtpwatch.commands.planning import gpu_for_plan, print_plan
-from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.commands.bench_progress import Mode, Progress
+from mtpwatch.commands.options import check_writable, free_port, int_list
+from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
+from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.sweep import SweepReport, run_sweep
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+
+
+def sweep_options(func: Any) -> Any:
+    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan.
+
+    (--gpu is the bench's own option, shared by the report and the sweep's memory plan.)
+    """
+    from mtpwatch.core.launch.vllm_cmd import METHODS
+
+    options = [
+        click.option(
+            "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
+        ),
+        click.option(
+            "--sweep-k",
+            default="0,1,2,4",
+            show_default=True,
+            metavar="LIST",
+            help="k sweep: the ks (0 = off).",
+        ),
+        click.option(
+            "--method", type=click.Choice(METHODS), default=None, help="k sweep: speculation method."
+        ),
+        click.option("--drafter", default=None, metavar="MODEL", help="k sweep: the drafter model."),
+        click.option(
+            "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
+        ),
+        click.option(
+            "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
+        ),
+        click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
+        click.option(
+            "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def sweep_from_bench(
+    sweep: dict[str, Any],
+    url: str | None,
+    ab: tuple[str, str] | None,
+    prompts_spec: str,
+    limit: int | None,
+    runs: int,
+    warmup: int,
+    max_tokens: int | None,
+    temperature: float,
+    api_key: str | None,
+    model: str | None,
+    chat: bool,
+    startup_timeout: float,
+    json_path: Path | None,
+    progress: bool | None,
+) -> None:
+    """The bench's --start MODEL branch: check the bench options, then `sweep_command`."""
+    ctx = click.get_current_context()
+    given_url = ctx.get_parameter_source("url") == click.core.ParameterSource.COMMANDLINE
+    if (url is not None and given_url) or ab is not None:
+        raise click.UsageError("give --start MODEL or server URLs, not both")
+    check_writable(json_path, "--json")
+    try:
+        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+    except workloads.WorkloadError as exc:
+        raise click.BadParameter(str(exc), param_hint="--prompts") from None
+    config = BenchConfig(
+        prompts=prompts, runs=runs, warmup=warmup, schedule="restart", temperature=temperature
+    )
+    try:
+        config.validate(paired=True)
+    except BenchConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    mode: Mode = (
+        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
+    )
+    sweep_command(
+        model=sweep["start_model"],
+        ks=int_list(sweep["sweep_k"], "--sweep-k"),
+        method=sweep["method"],
+        drafter=sweep["drafter"],
+        vllm_cmd=sweep["vllm_cmd"],
+        extra=extra_args(),
+        gpu=sweep["gpu"],
+        gpu_memory=sweep["gpu_memory"],
+        gpu_free=sweep["gpu_free"],
+        show_plan=sweep["show_plan"],
+        config=config,
+        api_key=api_key,
+        served_model=model,
+        chat=chat,
+        startup_timeout=startup_timeout,
+        json_path=json_path,
+        progress=Progress(sys.stderr, mode),
+    )
 
 
 def _f(x: float | None, fmt: str = "{:.2f}") -> str:
