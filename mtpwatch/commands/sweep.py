@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,10 @@ import click
 from mtpwatch.commands.bench_progress import Mode, Progress
 from mtpwatch.commands.options import check_writable, free_port, int_list
 from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
-from mtpwatch.core.ab import workloads
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import SweepReport, run_sweep
-from mtpwatch.core.jsonout import json_safe
+from mtpwatch.core.ab.sweep import SweepReport, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
@@ -104,6 +105,10 @@ def sweep_from_bench(
     mode: Mode = (
         ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
     )
+    try:
+        metadata = provenance.parse_metadata(sweep.get("metadata") or ())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metadata") from None
     sweep_command(
         model=sweep["start_model"],
         ks=int_list(sweep["sweep_k"], "--sweep-k"),
@@ -122,6 +127,7 @@ def sweep_from_bench(
         startup_timeout=startup_timeout,
         json_path=json_path,
         progress=Progress(sys.stderr, mode),
+        provenance_of=Provenance(prompts_spec, sweep.get("label"), metadata),
     )
 
 
@@ -183,6 +189,24 @@ def format_sweep(report: SweepReport, title: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What the sweep's `meta` block takes from the command line (the servers add the rest)."""
+
+    workload: str
+    label: str | None
+    metadata: Mapping[str, str]
+
+    def meta(self, config: BenchConfig, gpu: str | None) -> dict[str, Any]:
+        return provenance.build_meta(
+            label=self.label,
+            metadata=self.metadata,
+            prompts=provenance.prompt_set(self.workload, config.prompts),
+            gpu=provenance.gpu_from_name(gpu) if gpu else provenance.local_gpu(),
+            temperature=config.temperature,
+        )
+
+
 def sweep_command(
     *,
     model: str,
@@ -202,6 +226,7 @@ def sweep_command(
     startup_timeout: float,
     json_path: Path | None,
     progress: Any,
+    provenance_of: Provenance | None = None,
 ) -> None:
     """Plan, then run the sweep and print it (or print the plan and exit)."""
     ks = sorted(set(ks))
@@ -250,11 +275,9 @@ def sweep_command(
     method_name = (treatments and json.loads(_spec(treatments[0][2])).get("method")) or "?"
     title = f"mtpwatch bench · k sweep {','.join(map(str, ks))} · {model} · {method_name} · restart schedule"
     if json_path is not None:
-        doc = {"model": model, "method": method_name, "plan": plan.to_json(), **report.to_json()}
-        doc["bench"] = {k: r.to_json() for k, r in report.reports.items()}
-        json_path.write_text(
-            json.dumps(json_safe(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-        )
+        meta = (provenance_of or Provenance("", None, {})).meta(config, gpu)
+        head = {"model": model, "method": method_name, "plan": plan.to_json()}
+        reportio.write_document(json_path, sweep_document(report, meta, head))
         click.echo(f"wrote {json_path}", err=True)
     click.echo(format_sweep(report, title))
     if report.interrupted:

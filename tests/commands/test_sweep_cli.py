@@ -85,3 +85,54 @@ def test_sweep_bad_ks() -> None:
     assert result.exit_code == 2 and "at least one k > 0" in result.output
     result = CliRunner().invoke(cli, ["bench", "--start", E4B, "--sweep-k", "1,x", "--plan"])
     assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_the_sweep_file_is_a_report_plot_and_compare_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = [
+        "bench",
+        "--start",
+        E4B,
+        "--method",
+        "ngram",
+        "--sweep-k",
+        "0,1,2",
+        "--vllm",
+        SIM,
+        "--gpu",
+        "GB10",
+    ]
+    args += [*QUICK, "--label", "ngram sweep", "--metadata", "box=ci", "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["tool"] == "mtpwatch bench" and doc["kind"] == "k sweep"
+    meta = doc["meta"]
+    assert meta["label"] == "ngram sweep" and meta["metadata"] == {"box": "ci"}
+    assert meta["prompt_set"]["name"] == "long-en" and meta["gpu"]["name"] == "GB10"
+    assert meta["temperature"] == 0.0
+    assert sorted(meta["arms"]) == ["k=0", "k=1", "k=2"]
+    assert meta["arms"]["k=2"]["k"] == 2 and meta["arms"]["k=2"]["method"] == "ngram"
+    assert meta["arms"]["k=0"]["k"] is None and "--port" in meta["arms"]["k=0"]["launch_argv"]
+    for k in (1, 2):
+        report = doc["bench"][str(k)]
+        assert report["tool"] == "mtpwatch bench" and report["meta"]["label"] == f"k={k} ngram sweep"
+        assert report["meta"]["arms"]["b"]["k"] == k and report["meta"]["arms"]["a"]["k"] is None
+        assert report["runs"]  # every run, for compare's matching
+    plot = CliRunner().invoke(cli, ["plot", str(out), "--table"])
+    assert plot.exit_code == 0, plot.output
+    assert "k=1 ngram sweep" in plot.output and "k=2 ngram sweep" in plot.output
+    assert "not an mtpwatch bench report" not in plot.output
+    assert "speed-up B/A vs k" in plot.output  # one file, one point per k
+    compare = CliRunner().invoke(cli, ["compare", str(out)])
+    assert compare.exit_code == 0, compare.output
+    assert "k=1 ngram sw" in compare.output and "k=2 ngram sw" in compare.output
+    # one report per k: `load` (one report) says so in a line, `load_all` gives both
+    from mtpwatch.core.ab import reportfile
+
+    with pytest.raises(reportfile.ReportFileError, match="a k sweep"):
+        reportfile.load(out)
+    assert [r.k for r in reportfile.load_all([out])] == [1, 2]

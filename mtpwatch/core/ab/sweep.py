@@ -14,19 +14,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import reportio
 from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.reportfile import SWEEP_KIND
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
 
-__all__ = ["EXTRAPOLATE", "SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+__all__ = [
+    "EXTRAPOLATE",
+    "SWEEP_KIND",
+    "SettlingArm",
+    "SweepReport",
+    "SweepRow",
+    "run_sweep",
+    "sweep_document",
+    "sweep_from_reports",
+]
 
 
 class SettlingArm(LaunchedArm):
@@ -91,6 +103,8 @@ class SweepReport:
     reports: Mapping[int, Any]
     """The bench report of each k > 0 (baseline vs k)."""
     interrupted: str | None = None
+    arms: Mapping[int, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
 
     def error(self, k: int) -> float | None:
         """(predicted − measured) / measured decode tok/s at k."""
@@ -129,6 +143,37 @@ class SweepReport:
         }
 
 
+def sweep_document(
+    report: SweepReport, meta: Mapping[str, Any] | None, head: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The sweep as one file `plot` and `compare` read (`reportfile.parse_all`): `tool`, `kind`, the
+    provenance block (`meta`, its arms one per k: "k=0", "k=1", …), the sweep's own figures, and
+    under `bench` each k's full bench report with its own `meta` (arms "a" = k=0, "b" = k)."""
+    base = dict(meta or {})
+    arms: dict[str, Any] = {}
+    for k in sorted(report.arms):
+        pair = report.arms[k]
+        if "a" in pair and "k=0" not in arms:
+            arms["k=0"] = dict(pair["a"])
+        if "b" in pair:
+            arms[f"k={k}"] = dict(pair["b"])
+    top_meta = {**base, "arms": arms} if meta is not None else None
+    bench: dict[str, Any] = {}
+    for k, r in sorted(report.reports.items()):
+        k_meta = {**base, "arms": dict(report.arms.get(k, {}))} if meta is not None else None
+        if k_meta is not None and base.get("label"):
+            k_meta["label"] = f"k={k} {base['label']}"
+        bench[str(k)] = reportio.report_document(r, k_meta)
+    return {
+        "tool": "mtpwatch bench",
+        "kind": SWEEP_KIND,
+        "meta": top_meta,
+        **dict(head or {}),
+        **report.to_json(),
+        "bench": bench,
+    }
+
+
 def _row(k: int, report: Any) -> SweepRow:
     overall = report.primary.overall
     a, b = overall.arms["a"], overall.arms["b"]
@@ -157,7 +202,11 @@ def _row(k: int, report: Any) -> SweepRow:
     )
 
 
-def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = None) -> SweepReport:
+def sweep_from_reports(
+    reports: Mapping[int, Any],
+    interrupted: str | None = None,
+    arms: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> SweepReport:
     """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
     rows = [_row(k, reports[k]) for k in sorted(reports)]
     base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
@@ -181,7 +230,7 @@ def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = Non
             advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
         except ValueError:
             advice = None
-    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted)
+    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}))
 
 
 async def run_sweep(
@@ -209,6 +258,7 @@ async def run_sweep(
     reports: dict[int, Any] = {}
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     interrupted: str | None = None
+    infos: dict[int, dict[str, dict[str, Any]]] = {}
     for k, url, argv in treatments:
         if on_k is not None:
             on_k(k)
@@ -229,4 +279,8 @@ async def run_sweep(
             for arm in (arm_a, arm_b):
                 await arm.stop()
                 await arm.aclose()
-    return sweep_from_reports(reports, interrupted)
+            infos[k] = {
+                name: provenance.launched_arm_info(arm).to_json()
+                for name, arm in (("a", arm_a), ("b", arm_b))
+            }
+    return sweep_from_reports(reports, interrupted, infos)
