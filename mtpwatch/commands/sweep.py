@@ -186,6 +186,14 @@ def format_sweep(report: SweepReport, title: str) -> str:
             "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
             "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
         )
+    modes = report.engine_modes()
+    if modes:
+        top = max(modes)
+        mode = modes[top]
+        lines.append(f"engine (the k={top} server): {mode.headline()}")
+        lines.extend(f"  {flag.line()}" for flag in mode.flags)
+        if report.advice is not None and not mode.truncation_holds:
+            lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
     return "\n".join(lines)
 
 

@@ -108,8 +108,12 @@ def test_the_sweep_file_is_a_report_plot_and_compare_read(
     args += [*QUICK, "--label", "ngram sweep", "--metadata", "box=ci", "--json", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    assert "engine (the k=2 server): ngram k=2 (vLLM " in result.stdout  # what the server ran
+    assert "from the command line)" in result.stdout
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["tool"] == "mtpwatch bench" and doc["kind"] == "k sweep"
+    assert doc["engine"]["2"]["method"] == "ngram" and doc["engine"]["2"]["lossless"] is True
+    assert doc["engine"]["1"]["k"] == 1 and doc["engine"]["2"]["flags"] == []
     meta = doc["meta"]
     assert meta["label"] == "ngram sweep" and meta["metadata"] == {"box": "ci"}
     assert meta["prompt_set"]["name"] == "long-en" and meta["gpu"]["name"] == "GB10"

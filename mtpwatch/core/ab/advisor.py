@@ -107,6 +107,10 @@ class Advice:
     per_position_cost_s: float
     predictions: tuple[KPrediction, ...]
     best_k: int
+    caveat: str | None = None
+    """What the engine runs that limits the advice (`core.ab.engine`), one short phrase."""
+    withheld: bool = False
+    """The engine's mode makes the predictions meaningless (`EngineMode.advice_withheld`)."""
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)

@@ -20,6 +20,7 @@ from typing import Any
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio
 from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
+from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.reportfile import SWEEP_KIND
@@ -122,6 +123,10 @@ class SweepReport:
             return None
         return (pred.speedup - row.speedup) / row.speedup
 
+    def engine_modes(self) -> dict[int, EngineMode]:
+        """What each k's server ran (`core.ab.engine`), from its provenance."""
+        return {k: engine_mode_of_arm(pair["b"]) for k, pair in sorted(self.arms.items()) if "b" in pair}
+
     def to_json(self) -> dict[str, Any]:
         rows = []
         for row in self.rows:
@@ -170,6 +175,7 @@ def sweep_document(
         "meta": top_meta,
         **dict(head or {}),
         **report.to_json(),
+        "engine": {str(k): mode.to_json() for k, mode in report.engine_modes().items()},
         "bench": bench,
     }
 
