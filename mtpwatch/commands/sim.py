@@ -209,7 +209,18 @@ def command(
                 raise click.UsageError(
                     "--speculative-config: num_speculative_tokens must be an integer"
                 ) from None
+        schedule = None
+        if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
+            from mtpwatch.core.ab.engine import parse_schedule
+
+            schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
+            if schedule is None or any(kk > (k or 1) or kk < 0 or lo > hi for lo, hi, kk in schedule):
+                raise click.UsageError(
+                    "--speculative-config: num_speculative_tokens_per_batch_size must be "
+                    "[[first_batch_size, last_batch_size, k], ...] with k ≤ num_speculative_tokens"
+                )
         serve_options = {
+            "k_schedule": schedule,
             "model": serve.model,
             "method": spec_cfg.get("method") if spec_cfg else None,
             "drafter": spec_cfg.get("model") if spec_cfg else None,
