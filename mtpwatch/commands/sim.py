@@ -212,13 +212,15 @@ def command(
         schedule = None
         if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
             from mtpwatch.core.ab.engine import parse_schedule
+            from mtpwatch.sim.engine import check_schedule
 
             schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
-            if schedule is None or any(kk > (k or 1) or kk < 0 or lo > hi for lo, hi, kk in schedule):
-                raise click.UsageError(
-                    "--speculative-config: num_speculative_tokens_per_batch_size must be "
-                    "[[first_batch_size, last_batch_size, k], ...] with k ≤ num_speculative_tokens"
-                )
+            try:
+                if schedule is None:
+                    raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
+                check_schedule(schedule, k or 1)
+            except ValueError as exc:
+                raise click.UsageError(f"--speculative-config: {exc}") from None
         serve_options = {
             "k_schedule": schedule,
             "model": serve.model,

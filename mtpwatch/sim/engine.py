@@ -8,8 +8,9 @@ interval totals feed the `Engine 000:` / `SpecDecoding metrics:` log lines.
 
 With a batch-size schedule (vLLM's `num_speculative_tokens_per_batch_size`: inclusive
 `(first_batch_size, last_batch_size, k)` ranges) each step runs at the k of the range that holds
-the number of running requests (k = 0: no drafts that step); a batch size no range holds runs at
-the server's `num_speculative_tokens`. The counters then mix steps of different k, as vLLM's do.
+the number of running requests (k = 0: no drafts that step); as in vLLM, the ranges are sorted,
+do not overlap and start at 1, and a batch size in a gap or past the last range keeps the k of the
+range before it. The counters then mix steps of different k, as vLLM's do.
 """
 
 from __future__ import annotations
@@ -28,6 +29,21 @@ from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.physics import Physics
 
 KV_BLOCK = 16
+
+
+def check_schedule(schedule: Sequence[tuple[int, int, int]], k: int) -> None:
+    """vLLM's rules for a batch-size schedule; ValueError (one line) when one is broken."""
+    ranges = sorted(schedule)
+    ends = [0, *(hi for _, hi, _ in ranges)]
+    if (
+        any(kk < 0 or kk > k or lo > hi for lo, hi, kk in ranges)
+        or any(lo <= end for (lo, _, _), end in zip(ranges, ends, strict=False))
+        or (ranges and ranges[0][0] != 1)
+    ):
+        raise ValueError(
+            "num_speculative_tokens_per_batch_size needs sorted [first, last, k] ranges from batch size 1, "
+            f"first ≤ last, none overlapping, 0 ≤ k ≤ num_speculative_tokens ({k})"
+        )
 
 
 @dataclass(slots=True)
@@ -114,9 +130,8 @@ class Engine:
         if speed <= 0:
             raise ValueError("speed must be > 0")
         self.physics = physics
-        self.k_schedule = tuple(k_schedule or ())
-        if any(kk < 0 or kk > physics.k or lo > hi for lo, hi, kk in self.k_schedule):
-            raise ValueError(f"a batch-size schedule needs ranges lo ≤ hi and 0 ≤ k ≤ {physics.k}")
+        self.k_schedule = tuple(sorted(k_schedule or ()))
+        check_schedule(self.k_schedule, physics.k)
         self._by_k: dict[int, Physics] = {physics.k: physics}
         self.metrics = metrics
         self.speed = speed
@@ -172,10 +187,10 @@ class Engine:
         return min(1.0, blocks * KV_BLOCK / self.kv_cache_tokens)
 
     def physics_for(self, batch: int) -> Physics:
-        """The step physics at this many running requests (the schedule's k, else the server's)."""
+        """The step physics at this many running requests (the k of the last range starting ≤ batch)."""
         if not self.physics.spec or not self.k_schedule:
             return self.physics
-        k = next((kk for lo, hi, kk in self.k_schedule if lo <= batch <= hi), self.physics.k)
+        k = [kk for lo, _, kk in self.k_schedule if lo <= max(batch, 1)][-1]
         if k not in self._by_k:
             p = self.physics
             self._by_k[k] = Physics(p.preset, spec=k > 0, k=k or None, acceptance_scale=p.acceptance_scale)

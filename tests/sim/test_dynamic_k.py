@@ -27,18 +27,16 @@ def test_each_step_runs_at_the_k_of_its_batch_size() -> None:
     assert engine.physics_for(1) is physics and engine.physics_for(2).k == 4
     assert engine.physics_for(3).k == 1 and engine.physics_for(8).k == 1
     assert engine.physics_for(9).spec is False  # k = 0: no drafts
-    assert engine.physics_for(40) is physics  # no range holds 40: the server's k
+    assert engine.physics_for(40).spec is False  # past the last range: its k, as in vLLM
     # a bigger batch's step costs more per step, but less at the smaller k it runs
     assert (
         engine.physics_for(4).step_cost(decode=[500] * 4).seconds
         < physics.step_cost(decode=[500] * 4).seconds
     )
-    with pytest.raises(ValueError, match="0 ≤ k ≤ 4"):
-        Engine(
-            physics,
-            SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={}),
-            k_schedule=((1, 4, 6),),
-        )
+    metrics = SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={})
+    for bad in (((1, 4, 6),), ((2, 4, 1),), ((1, 4, 1), (4, 8, 2))):
+        with pytest.raises(ValueError, match="0 ≤ k ≤ num_speculative_tokens"):
+            Engine(physics, metrics, k_schedule=bad)
 
 
 async def _draft_ratio(load: int) -> float:
@@ -80,4 +78,4 @@ def test_the_command_line_reads_the_schedule() -> None:
         timeout=120,
         check=False,
     )
-    assert proc.returncode == 2 and "num_speculative_tokens_per_batch_size must be" in proc.stderr
+    assert proc.returncode == 2 and "num_speculative_tokens_per_batch_size needs sorted" in proc.stderr
