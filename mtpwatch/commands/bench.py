@@ -627,7 +627,7 @@ def command(
     with the k advisor's predictions beside the measured figures.
     """
     if sweep["start_model"] is not None:
-        sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)
+        sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)  # the sweep's too
         sweep_from_bench(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature,
                          api_key, model, chat, startup_timeout, json_path, progress)  # fmt: skip
         return

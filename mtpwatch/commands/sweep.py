@@ -21,6 +21,7 @@ import click
 from mtpwatch.commands.bench_progress import Mode, Progress
 from mtpwatch.commands.options import check_writable, free_port, int_list
 from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
+from mtpwatch.commands.sweep_schedule import concurrency_advice, format_concurrency
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
@@ -31,9 +32,11 @@ from mtpwatch.core.launch.vllm_cmd import VllmArgsError
 
 
 def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan.
+    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan,
+    --verify-schedule.
 
-    (--gpu is the bench's own option, shared by the report and the sweep's memory plan.)
+    (--gpu, --concurrency, --label and --metadata are the bench's own options, which the sweep
+    shares.)
     """
     from mtpwatch.core.launch.vllm_cmd import METHODS
 
@@ -61,6 +64,12 @@ def sweep_options(func: Any) -> Any:
         click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
         click.option(
             "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
+        ),
+        click.option(
+            "--verify-schedule",
+            is_flag=True,
+            help="k sweep at several --concurrency: start the batch-size schedule it found and measure it "
+            "against the best fixed k at each.",
         ),
     ]
     for option in reversed(options):
@@ -95,9 +104,11 @@ def sweep_from_bench(
         prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
     except workloads.WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompts") from None
+    concurrency = int_list(sweep.get("concurrency"), "--concurrency") or (1,)
     config = BenchConfig(
-        prompts=prompts, runs=runs, warmup=warmup, schedule="restart", temperature=temperature
-    )
+        prompts=prompts, runs=runs, warmup=warmup, schedule="restart", temperature=temperature,
+        concurrency=concurrency,
+    )  # fmt: skip
     try:
         config.validate(paired=True)
     except BenchConfigError as exc:
@@ -128,6 +139,7 @@ def sweep_from_bench(
         json_path=json_path,
         progress=Progress(sys.stderr, mode),
         provenance_of=Provenance(prompts_spec, sweep.get("label"), metadata),
+        verify_schedule=bool(sweep.get("verify_schedule")),
     )
 
 
@@ -235,6 +247,7 @@ def sweep_command(
     json_path: Path | None,
     progress: Any,
     provenance_of: Provenance | None = None,
+    verify_schedule: bool = False,
 ) -> None:
     """Plan, then run the sweep and print it (or print the plan and exit)."""
     ks = sorted(set(ks))
@@ -262,21 +275,16 @@ def sweep_command(
     def on_k(k: int) -> None:
         click.echo(f"mtpwatch bench: k=0 vs k={k} (one server at a time)", err=True)
 
+    options: dict[str, Any] = {
+        "env": dict(base.env), "api_key": api_key, "model": served_model, "chat": chat,
+        "startup_timeout_s": startup_timeout, "on_event": progress,
+    }  # fmt: skip
     try:
-        report = asyncio.run(
-            run_sweep(
-                config,
-                (base.url, base.argv),
-                treatments,
-                env=dict(base.env),
-                api_key=api_key,
-                model=served_model,
-                chat=chat,
-                startup_timeout_s=startup_timeout,
-                on_event=progress,
-                on_k=on_k,
-            )
-        )
+        report = asyncio.run(run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, **options))
+        conc, checked = (None, None) if report.interrupted else concurrency_advice(
+            report, config, (base.url, base.argv), (treatments[-1][1], treatments[-1][2]),
+            verify_schedule=verify_schedule, options=options,
+        )  # fmt: skip
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
@@ -284,11 +292,16 @@ def sweep_command(
     title = f"mtpwatch bench · k sweep {','.join(map(str, ks))} · {model} · {method_name} · restart schedule"
     if json_path is not None:
         meta = (provenance_of or Provenance("", None, {})).meta(config, gpu)
-        head = {"model": model, "method": method_name, "plan": plan.to_json()}
+        head: dict[str, Any] = {"model": model, "method": method_name, "plan": plan.to_json()}
+        head["concurrency"] = conc.to_json() if conc is not None else None
+        if checked is not None and checked.report is not None:
+            head["schedule_bench"] = reportio.report_document(checked.report, {**meta, "arms": checked.arms})
         reportio.write_document(json_path, sweep_document(report, meta, head))
         click.echo(f"wrote {json_path}", err=True)
     click.echo(format_sweep(report, title))
-    if report.interrupted:
+    if conc is not None:
+        click.echo("\n" + format_concurrency(conc))
+    if report.interrupted or (checked is not None and checked.interrupted):
         sys.exit(1)
 
 

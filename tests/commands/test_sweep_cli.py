@@ -140,3 +140,57 @@ def test_the_sweep_file_is_a_report_plot_and_compare_read(
     with pytest.raises(reportfile.ReportFileError, match="a k sweep"):
         reportfile.load(out)
     assert [r.k for r in reportfile.load_all([out])] == [1, 2]
+
+
+def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mtpwatch.core.ab.schedule import batch_schedule
+    from mtpwatch.core.provenance import spec_config_from_argv
+    from mtpwatch.sim.engine import check_schedule
+
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1,3", "--vllm", SIM, "--gpu", "GB10"]
+    args += [*QUICK, "--concurrency", "1,4", "--verify-schedule", "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "per concurrency: speed-up over k=0" in text and "schedule vs the best fixed k" in text
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    conc = doc["concurrency"]
+    assert conc["concurrency"] == [1, 4]
+    assert {(c["k"], c["concurrency"]) for c in conc["cells"]} == {(1, 1), (3, 1), (1, 4), (3, 4)}
+    # the best k at each concurrency is the measured cell with the highest median speed-up
+    for c in (1, 4):
+        cells = [x for x in conc["cells"] if x["concurrency"] == c]
+        top = max(cells, key=lambda x: x["speedup"])
+        assert conc["best_k"][str(c)] == (top["k"] if top["speedup"] > 1 else 0)
+    schedule = [tuple(r) for r in conc["num_speculative_tokens_per_batch_size"]]
+    assert schedule == list(batch_schedule({int(c): k for c, k in conc["best_k"].items()}))
+    assert schedule[0][0] == 1 and schedule[-1][1] == 4
+    check_schedule(schedule, 3)  # vLLM's rules
+    config = conc["speculative_config"]
+    assert config["method"] == "mtp" and config["model"] == E4B_D
+    assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
+    assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
+    # the schedule ran on its own server, against k=0, at both concurrencies
+    rows = {r["concurrency"]: r for r in conc["verification"]}
+    assert sorted(rows) == [1, 4] and conc["verification_note"] is None
+    for c, row in rows.items():
+        assert row["best_fixed_k"] == conc["best_k"][str(c)] and row["schedule"]["pairs"] == 2
+        high = row["schedule"]["speedup_ci"][1]
+        assert row["no_slower"] == (high >= row["best_fixed_speedup"])
+    checked = doc["schedule_bench"]
+    launched = spec_config_from_argv(checked["meta"]["arms"]["b"]["launch_argv"])
+    assert launched == config  # the server was started with exactly the printed config
+    assert {p["concurrency"] for p in checked["points"]} == {1, 4}
+
+
+def test_verify_schedule_needs_two_concurrencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    args = ["bench", "--start", E4B, "--method", "ngram", "--sweep-k", "0,1", "--vllm", SIM, "--gpu", "GB10"]
+    result = CliRunner().invoke(cli, [*args, *QUICK, "--verify-schedule", "--", "--max-model-len", "8192"])
+    assert result.exit_code == 0, result.output
+    assert "--verify-schedule needs two or more --concurrency values" in result.output
+    assert "per concurrency" not in result.stdout

@@ -37,6 +37,7 @@ __all__ = [
     "LOSSLESS_VERIFICATION",
     "EngineFlag",
     "EngineMode",
+    "dynamic_k_missing",
     "engine_mode",
     "engine_mode_of_arm",
     "parse_schedule",
@@ -166,6 +167,15 @@ def version_tuple(version: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def dynamic_k_missing(version: str | None) -> str | None:
+    """Why this vLLM cannot run a batch-size schedule (one line), or None (it can, or the version
+    is unknown: then only a run can tell)."""
+    vt = version_tuple(version)
+    if vt is not None and vt < DYNAMIC_K_SINCE:
+        return f"vLLM {version} has no num_speculative_tokens_per_batch_size (dynamic k)"
+    return None
+
+
 def _flags(
     method: str | None,
     k: int | None,
@@ -228,13 +238,11 @@ def _flags(
         )
     if schedule:
         ranges = ", ".join(f"{lo}–{hi}: k={kk}" for lo, hi, kk in schedule)
-        vt = version_tuple(version)
-        missing = vt is not None and vt < DYNAMIC_K_SINCE
+        missing = dynamic_k_missing(version)
         flags.append(
             EngineFlag(
                 "batch-size schedule",
-                f"k follows the number of running requests ({ranges})"
-                + (f"; vLLM {version} has no num_speculative_tokens_per_batch_size" if missing else ""),
+                f"k follows the number of running requests ({ranges})" + (f"; {missing}" if missing else ""),
                 "advice holds per concurrency only (bench --sweep-k … --concurrency …); per-position rates "
                 "of late positions read low when steps ran at a smaller k",
                 "holds (verification is unchanged)",

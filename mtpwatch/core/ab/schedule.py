@@ -21,6 +21,7 @@ From those points:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +29,14 @@ from typing import Any
 
 __all__ = [
     "Cell",
+    "ConcurrencyAdvice",
     "VerifyRow",
+    "advise_concurrency",
     "batch_schedule",
     "best_per_concurrency",
     "cells_of_report",
     "concurrency_table",
+    "replace_spec_config",
     "schedule_config",
     "verify",
 ]
@@ -188,3 +192,56 @@ def verify(
         VerifyRow(c, best[c], table.get(c, {}).get(best[c]) if best[c] else None, schedule_cells.get(c))
         for c in sorted(best)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyAdvice:
+    """A sweep's per-concurrency result: every cell, the best k at each, the schedule, its check."""
+
+    table: Mapping[int, Mapping[int, Cell]]
+    best: Mapping[int, int]
+    schedule: tuple[Range, ...]
+    config: Mapping[str, Any] | None
+    """The ready `--speculative-config` (None: no k beats k=0 anywhere)."""
+    verification: tuple[VerifyRow, ...] = ()
+    verification_note: str | None = None
+    """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "concurrency": sorted(self.table),
+            "cells": [
+                cell.to_json() for c in sorted(self.table) for _, cell in sorted(self.table[c].items())
+            ],
+            "best_k": {str(c): k for c, k in sorted(self.best.items())},
+            "num_speculative_tokens_per_batch_size": [list(r) for r in self.schedule],
+            "speculative_config": dict(self.config) if self.config is not None else None,
+            "verification": [row.to_json() for row in self.verification],
+            "verification_note": self.verification_note,
+        }
+
+
+def advise_concurrency(
+    reports: Mapping[int, Any], base_config: Mapping[str, Any] | None
+) -> ConcurrencyAdvice | None:
+    """From each k's bench report; None when fewer than two concurrencies were measured."""
+    table = concurrency_table(reports)
+    if len(table) < 2:
+        return None
+    best = best_per_concurrency(table)
+    schedule = batch_schedule(best)
+    return ConcurrencyAdvice(table, best, schedule, schedule_config(schedule, base_config))
+
+
+def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[str]:
+    """The command line with its `--speculative-config` value replaced (added when absent)."""
+    out = list(argv)
+    text = json.dumps(dict(config), separators=(",", ":"))
+    for i, arg in enumerate(out):
+        if arg in ("--speculative-config", "--speculative_config", "-sc") and i + 1 < len(out):
+            out[i + 1] = text
+            return out
+        if arg.startswith(("--speculative-config=", "-sc=")):
+            out[i] = arg.split("=", 1)[0] + "=" + text
+            return out
+    return [*out, "--speculative-config", text]

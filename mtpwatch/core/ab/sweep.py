@@ -33,9 +33,11 @@ EXTRAPOLATE = 2
 __all__ = [
     "EXTRAPOLATE",
     "SWEEP_KIND",
+    "PairRun",
     "SettlingArm",
     "SweepReport",
     "SweepRow",
+    "run_pair",
     "run_sweep",
     "sweep_document",
     "sweep_from_reports",
@@ -239,10 +241,21 @@ def sweep_from_reports(
     return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}))
 
 
-async def run_sweep(
+@dataclass(frozen=True, slots=True)
+class PairRun:
+    """One baseline-vs-treatment bench on the restart schedule, as it ended."""
+
+    report: Any | None
+    """The bench report (partial when interrupted; None when nothing ran)."""
+    interrupted: str | None
+    arms: Mapping[str, Mapping[str, Any]]
+    """The provenance of arms "a" and "b" as they ran."""
+
+
+async def run_pair(
     config: BenchConfig,
     baseline: tuple[str, Sequence[str]],
-    treatments: Sequence[tuple[int, str, Sequence[str]]],
+    treatment: tuple[str, str, Sequence[str]],
     *,
     env: Mapping[str, str] | None = None,
     api_key: str | None = None,
@@ -250,43 +263,61 @@ async def run_sweep(
     chat: bool = False,
     startup_timeout_s: float = 900.0,
     on_event: Callable[[Any], None] | None = None,
+) -> PairRun:
+    """k=0 (`baseline`: url, argv) against `treatment` (label, url, argv), one server at a time."""
+    config = replace(config, schedule="restart")
+    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
+    label, url, argv = treatment
+    arm_a = SettlingArm(
+        baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
+    )
+    arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=label, **common)
+    runner = BenchRunner(config, arm_a, arm_b)
+    report: Any | None = None
+    interrupted: str | None = None
+    try:
+        report = await runner.run(on_event)
+    except Exception as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        interrupted = f"{label}: {message}"
+        if runner.records:
+            report = runner.partial_report(interrupted)
+    finally:
+        for arm in (arm_a, arm_b):
+            await arm.stop()
+            await arm.aclose()
+    infos = {name: provenance.launched_arm_info(arm).to_json() for name, arm in (("a", arm_a), ("b", arm_b))}
+    return PairRun(report, interrupted, infos)
+
+
+async def run_sweep(
+    config: BenchConfig,
+    baseline: tuple[str, Sequence[str]],
+    treatments: Sequence[tuple[int, str, Sequence[str]]],
+    *,
     on_k: Callable[[int], None] | None = None,
+    **options: Any,
 ) -> SweepReport:
     """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
 
     Args:
-        config: prompts, runs, warm-up (the schedule is forced to restart).
+        config: prompts, runs, warm-up, concurrencies (the schedule is forced to restart).
         baseline: (url, argv) of the k = 0 server.
         treatments: (k, url, argv) of each speculative server.
         on_k: called with k before its pairs start.
+        **options: `run_pair`'s (env, api_key, model, chat, startup_timeout_s, on_event).
     """
-    config = replace(config, schedule="restart")
     reports: dict[int, Any] = {}
-    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     interrupted: str | None = None
-    infos: dict[int, dict[str, dict[str, Any]]] = {}
+    infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
     for k, url, argv in treatments:
         if on_k is not None:
             on_k(k)
-        arm_a = SettlingArm(
-            baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
-        )
-        arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common)
-        runner = BenchRunner(config, arm_a, arm_b)
-        try:
-            reports[k] = await runner.run(on_event)
-        except Exception as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            interrupted = f"k={k}: {message}"
-            if runner.records:
-                reports[k] = runner.partial_report(interrupted)
+        pair = await run_pair(config, baseline, (f"k={k}", url, argv), **options)
+        infos[k] = pair.arms
+        if pair.report is not None:
+            reports[k] = pair.report
+        if pair.interrupted:
+            interrupted = pair.interrupted
             break
-        finally:
-            for arm in (arm_a, arm_b):
-                await arm.stop()
-                await arm.aclose()
-            infos[k] = {
-                name: provenance.launched_arm_info(arm).to_json()
-                for name, arm in (("a", arm_a), ("b", arm_b))
-            }
     return sweep_from_reports(reports, interrupted, infos)

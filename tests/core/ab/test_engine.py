@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.engine import engine_mode, engine_mode_of_arm, parse_schedule, version_tuple
+from mtpwatch.core.ab.engine import (
+    dynamic_k_missing,
+    engine_mode,
+    engine_mode_of_arm,
+    parse_schedule,
+    version_tuple,
+)
 from mtpwatch.core.provenance import launched_info
 
 
@@ -58,6 +64,8 @@ def test_a_batch_size_schedule_and_adaptive_verification() -> None:
     assert "has no num_speculative_tokens_per_batch_size" not in flag.what
     old = engine_mode(config, vllm_version="0.31.2")
     assert "vLLM 0.31.2 has no num_speculative_tokens_per_batch_size" in old.flags[0].what
+    assert dynamic_k_missing("0.31.2") == old.flags[0].what.split("; ")[-1]
+    assert dynamic_k_missing("0.32.0") is None and dynamic_k_missing(None) is None
     assert mode.headline().startswith("mtp k≤4") and mode.caveat() == "k follows the batch size"
     adaptive = engine_mode(
         {"method": "dspark", "num_speculative_tokens": 8, "enable_adaptive_verification": True}

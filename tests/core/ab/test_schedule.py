@@ -8,9 +8,11 @@ from mtpwatch.core.ab.schedule import (
     Cell,
     batch_schedule,
     best_per_concurrency,
+    replace_spec_config,
     schedule_config,
     verify,
 )
+from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.sim.engine import check_schedule
 
 
@@ -65,3 +67,24 @@ def test_verify_against_the_best_fixed_k() -> None:
     assert rows[16].best is None and rows[16].best_speedup == 1.0 and rows[16].no_slower
     assert verify(table, best, {})[0].no_slower is None
     assert rows[4].to_json()["best_fixed_k"] == 2
+
+
+def test_replace_spec_config() -> None:
+    argv = [
+        "vllm",
+        "serve",
+        "m",
+        "--port",
+        "8001",
+        "--speculative-config",
+        '{"method":"mtp","num_speculative_tokens":4}',
+    ]
+    config = {
+        "method": "mtp",
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 4, 4]],
+    }
+    out = replace_spec_config(argv, config)
+    assert out[:5] == argv[:5] and spec_config_from_argv(out) == config and len(out) == len(argv)
+    assert spec_config_from_argv(replace_spec_config(["vllm", "serve", "m", "-sc={}"], config)) == config
+    assert replace_spec_config(["vllm", "serve", "m"], config)[-2] == "--speculative-config"
