@@ -194,6 +194,12 @@ def format_sweep(report: SweepReport, title: str) -> str:
     if report.advice is not None:
         lines.append(report.advice.line())
         lines.append(f"  {report.advice.fit.describe()}")
+        held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
+        if held:
+            parts = " ".join(f"k={k}:{100 * e:+.1f}%" for k, e in held.items() if e is not None)
+            lines.append(
+                f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}"
+            )
         lines.append(
             "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
             "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"

@@ -6,7 +6,8 @@ per k, the measured decode tok/s and speed-up, the advisor's prediction (accepta
 run, step model fitted over every measured k), and the errors on tok/s and on the paired speed-up
 (which cancels drift between server restarts). Target: paired speed-up within 10 % for every k
 below the top. With ``--real`` it also runs real vLLM (CPU build, ngram, k = 0, 1, 2, 4 on the
-copy-the-text prompts; needs tests/real_vllm/setup.sh).
+copy-the-text prompts, at concurrency 1 and 4 (``--real-concurrency``): the best k at each and the
+batch-size schedule it gives; needs tests/real_vllm/setup.sh).
 
     python tests/bench/advisor.py [--runs 4] [--real]
 
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="also real vLLM CPU, ngram k=0,1,2,4")
     parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
     parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
+    parser.add_argument("--real-concurrency", default="1,4", help="concurrencies of the real sweep")
     opts = parser.parse_args()
     env = dict(os.environ)
     worst: dict[str, float] = {}
@@ -113,10 +115,14 @@ def main() -> None:
         env["VLLM_NO_USAGE_STATS"] = "1"
         args = ["--start", str(models / "gemma3-270m"), "--method", "ngram", "--sweep-k", "0,1,2,4"]
         args += ["--vllm", str(real), "--prompts", str(Path(__file__).parent / "copy_prompts.jsonl")]
-        args += ["--runs", str(opts.runs), "--startup-timeout", "600"]
+        args += ["--runs", str(opts.runs), "--startup-timeout", "600", "--concurrency", opts.real_concurrency]
         args += ["--", "--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"]
         doc = run_sweep(args, env)
         worst["real vLLM CPU ngram"] = table("real vLLM 0.32 CPU, Gemma 3 270M, ngram", doc)
+        conc = doc.get("concurrency")
+        if isinstance(conc, dict):
+            print(f"best k per concurrency: {conc['best_k']}")
+            print(f"schedule: {json.dumps(conc['speculative_config'])}")
     print("\nsummary: largest |predicted − measured| / measured paired speed-up per sweep (target 10 %)")
     for name, w in worst.items():
         print(f"  {name:40} {100 * w:5.1f}%")

@@ -62,6 +62,9 @@ def test_sweep_every_method(
     assert rows[3]["speedup_prediction_error"] == pytest.approx(0.0, abs=1e-3)
     assert isinstance(rows[1]["speedup_prediction_error"], float)
     assert isinstance(rows[1]["prediction_error"], float)
+    # held out (k=1 from k=3's fit alone): the figure that is not in-sample
+    assert isinstance(rows[1]["held_out_speedup_error"], float) and rows[3]["held_out_speedup_error"] is None
+    assert "held out (each k predicted from a fit over the other ks): speed-up error k=1:" in text
     # every server had the passthrough flag and a planned share; the key never in argv
     for server in doc["plan"]["servers"]:
         assert "--max-model-len" in server["argv"] and "--gpu-memory-utilization" in server["argv"]

@@ -43,6 +43,11 @@ k, not two points:
   largest measured k the conditional acceptance a_i / a_(i−1) is fitted geometrically
   (log-linear least squares over the measured positions) and the chain continued; those
   predictions are marked extrapolated.
+
+A measured k predicted from a fit that includes it is partly in-sample (with two measured ks the
+line passes through both), so each measured k below the largest is also predicted from the fit
+over the *other* measured ks (`SweepAdvice.held_out`, leave-one-out): that is the figure that says
+how well the advisor predicts a k it has not run.
 """
 
 from __future__ import annotations
@@ -368,6 +373,8 @@ class SweepAdvice:
     baseline_tok_s: float
     geometric: tuple[float, float] | None = None
     """(α, β) of the conditional acceptance when some k is extrapolated."""
+    held_out: Mapping[int, float] = field(default_factory=dict)
+    """Per measured k below the largest: its speed-up predicted from the fit over the other ks."""
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
@@ -411,6 +418,7 @@ class SweepAdvice:
                 if self.geometric
                 else None
             ),
+            "held_out_speedup": {str(k): round(v, 4) for k, v in sorted(self.held_out.items())},
             "best_k": self.best_k,
             "extrapolated_best_k": self.extrapolated_best.k if self.extrapolated_best else None,
             "predictions": [p.to_json() for p in self.predictions],
@@ -460,4 +468,12 @@ def advise_sweep(
         )
     best = max((p for p in predictions if not p.extrapolated), key=lambda p: p.speedup, default=None)
     best = best or max(predictions, key=lambda p: p.speedup)
-    return SweepAdvice(len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric)
+    held: dict[int, float] = {}
+    for m in measures:
+        others = [x for x in measures if x.k != m.k]
+        if m.k >= fit.top_k or not others or m.k > len(chain):
+            continue
+        ratio = fit_step_model(others, baseline_tok_s).ratio(m.k)
+        if ratio > 0:
+            held[m.k] = (1.0 + sum(chain[: m.k])) / ratio
+    return SweepAdvice(len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric, held)

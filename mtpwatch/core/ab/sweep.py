@@ -117,6 +117,14 @@ class SweepReport:
             return None
         return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
 
+    def held_out_error(self, k: int) -> float | None:
+        """(held-out predicted − measured) / measured paired speed-up at k (`SweepAdvice.held_out`)."""
+        row = next((r for r in self.rows if r.k == k), None)
+        held = self.advice.held_out.get(k) if self.advice else None
+        if row is None or held is None or not row.speedup:
+            return None
+        return (held - row.speedup) / row.speedup
+
     def speedup_error(self, k: int) -> float | None:
         """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
         row = next((r for r in self.rows if r.k == k), None)
@@ -140,6 +148,8 @@ class SweepReport:
             doc["prediction_error"] = round(err, 4) if err is not None else None
             sp_err = self.speedup_error(row.k)
             doc["speedup_prediction_error"] = round(sp_err, 4) if sp_err is not None else None
+            held = self.held_out_error(row.k)
+            doc["held_out_speedup_error"] = round(held, 4) if held is not None else None
             rows.append(doc)
         return {
             "ks": [r.k for r in self.rows],

@@ -137,3 +137,19 @@ def test_extrapolated_predictions_and_bad_sweeps() -> None:
         fit_step_model([KMeasure(1, 0.0, 1.5)], 100.0)
     with pytest.raises(ValueError, match="once"):
         fit_step_model([KMeasure(1, 1.2, 1.8), KMeasure(1, 1.1, 1.8)], 100.0)
+
+
+def test_held_out_predicts_each_k_from_the_others() -> None:
+    # the real CPU sweep of tests/real_vllm/test_sweep_real.py on a loaded machine: k=1 1.25x
+    # (τ 2.0), k=2 1.15x (τ 3.0), ngram accepting everything. With both ks the line is exact;
+    # held out, k=1 comes from k=2 alone: γ = (3.0/1.15 − 1)/2 = 0.80435, ρ(1) = 1.80435,
+    # speed-up 2.0/1.80435 = 1.10843 (−11.3 % against 1.25)
+    measures = [KMeasure(1, 1.25, 2.0), KMeasure(2, 1.15, 3.0)]
+    advice = advise_sweep(measures, [1.0, 1.0], 11.03, [0, 1, 2])
+    p1 = advice.at(1)
+    assert p1 is not None and p1.speedup == pytest.approx(1.25)  # in-sample: exact
+    assert advice.held_out == {1: pytest.approx(2.0 / (1 + (3.0 / 1.15 - 1) / 2))}
+    assert advice.held_out[1] == pytest.approx(1.10843, abs=1e-5)
+    assert advice.to_json()["held_out_speedup"] == {"1": 1.1084}
+    # one measured k: nothing to hold out
+    assert advise_sweep(measures[1:], [1.0, 1.0], 11.03, [0, 1, 2]).held_out == {}
