@@ -27,7 +27,10 @@ import click
 from mtpwatch.charts import plots
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.options import check_writable as _check_writable
+from mtpwatch.commands.options import int_list as _int_list
 from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
+from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportfile, reportio, runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent, RunFinished
@@ -41,120 +44,6 @@ from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.outfile import write_complete
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
-
-
-def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan.
-
-    (--gpu is the bench's own option, shared by the report and the sweep's memory plan.)
-    """
-    from mtpwatch.core.launch.vllm_cmd import METHODS
-
-    options = [
-        click.option(
-            "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
-        ),
-        click.option(
-            "--sweep-k",
-            default="0,1,2,4",
-            show_default=True,
-            metavar="LIST",
-            help="k sweep: the ks (0 = off).",
-        ),
-        click.option(
-            "--method", type=click.Choice(METHODS), default=None, help="k sweep: speculation method."
-        ),
-        click.option("--drafter", default=None, metavar="MODEL", help="k sweep: the drafter model."),
-        click.option(
-            "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
-        ),
-        click.option(
-            "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
-        ),
-        click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
-        click.option(
-            "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _sweep(
-    sweep: dict[str, Any],
-    url: str | None,
-    ab: tuple[str, str] | None,
-    prompts_spec: str,
-    limit: int | None,
-    runs: int,
-    warmup: int,
-    max_tokens: int | None,
-    temperature: float,
-    api_key: str | None,
-    model: str | None,
-    chat: bool,
-    startup_timeout: float,
-    json_path: Path | None,
-    progress: bool | None,
-) -> None:
-    from mtpwatch.commands.planning import extra_args
-    from mtpwatch.commands.sweep import sweep_command
-
-    ctx = click.get_current_context()
-    given_url = ctx.get_parameter_source("url") == click.core.ParameterSource.COMMANDLINE
-    if (url is not None and given_url) or ab is not None:
-        raise click.UsageError("give --start MODEL or server URLs, not both")
-    _check_writable(json_path, "--json")
-    try:
-        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
-    config = BenchConfig(
-        prompts=prompts, runs=runs, warmup=warmup, schedule="restart", temperature=temperature
-    )
-    try:
-        config.validate(paired=True)
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    mode: Mode = (
-        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
-    )
-    sweep_command(
-        model=sweep["start_model"],
-        ks=_int_list(sweep["sweep_k"], "--sweep-k"),
-        method=sweep["method"],
-        drafter=sweep["drafter"],
-        vllm_cmd=sweep["vllm_cmd"],
-        extra=extra_args(),
-        gpu=sweep["gpu"],
-        gpu_memory=sweep["gpu_memory"],
-        gpu_free=sweep["gpu_free"],
-        show_plan=sweep["show_plan"],
-        config=config,
-        api_key=api_key,
-        served_model=model,
-        chat=chat,
-        startup_timeout=startup_timeout,
-        json_path=json_path,
-        progress=Progress(sys.stderr, mode),
-    )
-
-
-def _int_list(value: str | None, option: str) -> tuple[int, ...]:
-    if value is None or not value.strip():
-        return ()
-    out: list[int] = []
-    for part in value.replace(" ", "").split(","):
-        if not part:
-            continue
-        try:
-            out.append(int(part))
-        except ValueError:
-            raise click.BadParameter(
-                f"expected comma-separated integers, got {value!r}", param_hint=option
-            ) from None
-    return tuple(out)
 
 
 def write_csv(report: BenchReport, path: Path) -> None:
@@ -337,27 +226,6 @@ async def _run(
             loop.remove_signal_handler(sig)
         for arm in arms:
             await arm.aclose()
-
-
-def _check_writable(path: Path | None, option: str) -> None:
-    """Fail before an hour of benchmarking, not after it, when an output file cannot be written."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise click.BadParameter(f"{path} is a directory", param_hint=option)
-    parent = path.parent
-    if not parent.is_dir():
-        raise click.BadParameter(f"folder {parent} does not exist", param_hint=option)
-    existed = path.exists()
-    try:
-        # Really open it (permission bits say little to root, or on /proc): append mode keeps an
-        # existing file intact; a probe file we created is removed again.
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
-    if not existed:
-        path.unlink(missing_ok=True)
 
 
 def _write_outputs(
@@ -574,9 +442,9 @@ def command(
     with the k advisor's predictions beside the measured figures.
     """
     if sweep["start_model"] is not None:
-        sweep["gpu"] = gpu
-        _sweep(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature, api_key, model,
-               chat, startup_timeout, json_path, progress)  # fmt: skip
+        sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)  # the sweep's too
+        sweep_from_bench(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature,
+                         api_key, model, chat, startup_timeout, json_path, progress)  # fmt: skip
         return
     ctx = click.get_current_context()
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -235,3 +236,41 @@ def check_runs(runs: int, warmup: int) -> None:
         raise click.UsageError(
             f"--runs ({runs}) must be larger than --warmup ({warmup}): nothing would be measured"
         )
+
+
+def int_list(value: str | None, option: str) -> tuple[int, ...]:
+    """Comma-separated integers (`--lengths 8,16`, `--sweep-k 0,1,2`); () when empty."""
+    if value is None or not value.strip():
+        return ()
+    out: list[int] = []
+    for part in value.replace(" ", "").split(","):
+        if not part:
+            continue
+        try:
+            out.append(int(part))
+        except ValueError:
+            raise click.BadParameter(
+                f"expected comma-separated integers, got {value!r}", param_hint=option
+            ) from None
+    return tuple(out)
+
+
+def check_writable(path: Path | None, option: str) -> None:
+    """Fail before an hour of benchmarking, not after it, when an output file cannot be written."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise click.BadParameter(f"{path} is a directory", param_hint=option)
+    parent = path.parent
+    if not parent.is_dir():
+        raise click.BadParameter(f"folder {parent} does not exist", param_hint=option)
+    existed = path.exists()
+    try:
+        # Really open it (permission bits say little to root, or on /proc): append mode keeps an
+        # existing file intact; a probe file we created is removed again.
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {path}: {exc.strerror or exc}", param_hint=option) from None
+    if not existed:
+        path.unlink(missing_ok=True)

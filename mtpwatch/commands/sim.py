@@ -219,7 +219,20 @@ def command(
                 raise click.UsageError(
                     "--speculative-config: num_speculative_tokens must be an integer"
                 ) from None
+        schedule = None
+        if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
+            from mtpwatch.core.ab.engine import parse_schedule
+            from mtpwatch.sim.engine import check_schedule
+
+            schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
+            try:
+                if schedule is None:
+                    raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
+                check_schedule(schedule, k or 1)
+            except ValueError as exc:
+                raise click.UsageError(f"--speculative-config: {exc}") from None
         serve_options = {
+            "k_schedule": schedule,
             "model": serve.model,
             "method": spec_cfg.get("method") if spec_cfg else None,
             "drafter": spec_cfg.get("model") if spec_cfg else None,

@@ -1,9 +1,16 @@
 """The simulator's engine: one asyncio loop that batches requests into steps, like vLLM's scheduler.
 
 Each step costs `Physics.step_cost(...)` seconds (divided by `speed`), then every running request
-gets its output for that step: the prefill step emits the first token, each verify step emits
+gets its output for that step (a batch shares the step: one weight read for all, compute and KV per
+request): the prefill step emits the first token, each verify step emits
 accepted + 1 tokens (one chunk). Counters move exactly where vLLM moves them (`SimMetrics`), and the
 interval totals feed the `Engine 000:` / `SpecDecoding metrics:` log lines.
+
+With a batch-size schedule (vLLM's `num_speculative_tokens_per_batch_size`: inclusive
+`(first_batch_size, last_batch_size, k)` ranges) each step runs at the k of the range that holds
+the number of running requests (k = 0: no drafts that step); as in vLLM, the ranges are sorted,
+do not overlap and start at 1, and a batch size in a gap or past the last range keeps the k of the
+range before it. The counters then mix steps of different k, as vLLM's do.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import itertools
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mtpwatch.sim.corpus import TextSource, Token
@@ -22,6 +29,21 @@ from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.physics import Physics
 
 KV_BLOCK = 16
+
+
+def check_schedule(schedule: Sequence[tuple[int, int, int]], k: int) -> None:
+    """vLLM's rules for a batch-size schedule; ValueError (one line) when one is broken."""
+    ranges = sorted(schedule)
+    ends = [0, *(hi for _, hi, _ in ranges)]
+    if (
+        any(kk < 0 or kk > k or lo > hi for lo, hi, kk in ranges)
+        or any(lo <= end for (lo, _, _), end in zip(ranges, ends, strict=False))
+        or (ranges and ranges[0][0] != 1)
+    ):
+        raise ValueError(
+            "num_speculative_tokens_per_batch_size needs sorted [first, last, k] ranges from batch size 1, "
+            f"first ≤ last, none overlapping, 0 ≤ k ≤ num_speculative_tokens ({k})"
+        )
 
 
 @dataclass(slots=True)
@@ -103,10 +125,14 @@ class Engine:
         max_num_seqs: int = 256,
         kv_cache_tokens: int = 500_000,
         mfu_metrics: bool = False,
+        k_schedule: Sequence[tuple[int, int, int]] | None = None,
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be > 0")
         self.physics = physics
+        self.k_schedule = tuple(sorted(k_schedule or ()))
+        check_schedule(self.k_schedule, physics.k)
+        self._by_k: dict[int, Physics] = {physics.k: physics}
         self.metrics = metrics
         self.speed = speed
         self.max_num_seqs = max_num_seqs
@@ -160,6 +186,16 @@ class Engine:
         blocks = sum(-(-r.context // KV_BLOCK) for r in self.running)
         return min(1.0, blocks * KV_BLOCK / self.kv_cache_tokens)
 
+    def physics_for(self, batch: int) -> Physics:
+        """The step physics at this many running requests (the k of the last range starting ≤ batch)."""
+        if not self.physics.spec or not self.k_schedule:
+            return self.physics
+        k = [kk for lo, _, kk in self.k_schedule if lo <= max(batch, 1)][-1]
+        if k not in self._by_k:
+            p = self.physics
+            self._by_k[k] = Physics(p.preset, spec=k > 0, k=k or None, acceptance_scale=p.acceptance_scale)
+        return self._by_k[k]
+
     # -- the step loop -----------------------------------------------------------------------
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -180,17 +216,24 @@ class Engine:
             self.metrics.observe_scheduler(
                 running=len(self.running), waiting=len(self.waiting), kv_usage=self.kv_usage
             )
-            cost = self.physics.step_cost(
+            physics = self.physics_for(len(self.running))
+            cost = physics.step_cost(
                 prefill=[r.prompt_tokens for r in prefill], decode=[r.context for r in decode]
             )
             # deadline-based sleeping keeps the average step rate right despite timer jitter
             self._deadline = max(self._deadline, loop.time() - 0.05) + cost.seconds / self.speed
             await asyncio.sleep(max(0.0, self._deadline - loop.time()))
-            self._apply(prefill, decode, cost.target_bytes + cost.kv_bytes + cost.drafter_bytes)
+            self._apply(prefill, decode, cost.target_bytes + cost.kv_bytes + cost.drafter_bytes, physics)
 
-    def _apply(self, prefill: list[SimRequest], decode: list[SimRequest], read_bytes: float) -> None:
+    def _apply(
+        self,
+        prefill: list[SimRequest],
+        decode: list[SimRequest],
+        read_bytes: float,
+        physics: Physics | None = None,
+    ) -> None:
         now = time.monotonic()
-        physics = self.physics
+        physics = physics or self.physics
         prompt_tokens = generation_tokens = 0
         ttfts: list[float] = []
         itls: list[float] = []
@@ -220,7 +263,7 @@ class Engine:
                 req.spec_draft_tokens += physics.k
                 req.spec_accepted += accepted
                 if not req.spec_histogram:
-                    req.spec_histogram = [0] * (physics.k + 1)
+                    req.spec_histogram = [0] * (self.physics.k + 1)
                 req.spec_histogram[accepted] += 1
                 want = accepted + 1
             tokens, reason = req.take(want)

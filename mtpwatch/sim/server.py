@@ -118,6 +118,8 @@ class SimOptions:
     """Speculative method from `--speculative-config` (default: the preset's)."""
     drafter: str | None = None
     """Drafter model from `--speculative-config` (default: the preset's)."""
+    k_schedule: tuple[tuple[int, int, int], ...] | None = None
+    """`num_speculative_tokens_per_batch_size` from `--speculative-config`: k per batch-size range."""
     gpu_memory: bool = False
     """Share a simulated GPU with other simulators (ledger) and check vLLM's start-up memory rule."""
     gpu_memory_utilization: float = 0.9
@@ -220,6 +222,7 @@ class SimServer:
             max_num_seqs=opts.max_num_seqs or self.preset.max_num_seqs,
             kv_cache_tokens=self.preset.kv_cache_tokens,
             mfu_metrics=opts.mfu_metrics,
+            k_schedule=opts.k_schedule,
         )
 
     @property
@@ -376,9 +379,11 @@ class SimServer:
         args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
         if opts.served_model_name:
             args["served_model_name"] = [opts.served_model_name]
-        spec_json = None
+        spec_json: dict[str, Any] | None = None
         if opts.spec:
             spec_json = {"method": p.method, "model": p.drafter, "num_speculative_tokens": k}
+            if opts.k_schedule:
+                spec_json["num_speculative_tokens_per_batch_size"] = [list(r) for r in opts.k_schedule]
             args["speculative_config"] = spec_json
         log("utils.py:253", f"non-default args: {args}")
         log("model.py:637", "Resolved architecture: Gemma4ForConditionalGeneration")

@@ -2,13 +2,27 @@
 
 Reads the prompt window of each arm (`ServerFeed.rates("prompt")`): the speculating arm's marginal
 per-position acceptance and mean step time (ITL mean: vLLM observes one ITL per engine step), and
-the baseline's (one token per step). `core.ab.advisor.advise` does the arithmetic.
+the baseline's (one token per step). `core.ab.advisor.advise` does the arithmetic. The console
+sends one prompt at a time, so the advice is for concurrency 1, and the line says so; what the
+speculating server runs (`core.ab.engine`: its command line when mtpwatch started it, the method
+from its log, its /version) can limit the advice, and the line says that too.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from mtpwatch.core.ab.advisor import Advice, advise
+from mtpwatch.core.ab.engine import EngineMode, engine_mode
+from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.ui.feed import ServerFeed
+
+
+def engine_of(feed: ServerFeed) -> EngineMode:
+    """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
+    launch = feed.spec.launch
+    config = spec_config_from_argv(launch.argv) if launch is not None else None
+    return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
 
 
 def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
@@ -19,9 +33,11 @@ def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
     if not base.mean_step_s or not spec.mean_step_s:
         return None
     try:
-        return advise(spec.per_position, spec.mean_step_s, base.mean_step_s)
+        advice = advise(spec.per_position, spec.mean_step_s, base.mean_step_s)
     except ValueError:
         return None
+    mode = engine_of(speculative)
+    return dataclasses.replace(advice, caveat=mode.caveat(), withheld=mode.advice_withheld)
 
 
 def render_advice(advice: Advice | None) -> str:
@@ -31,9 +47,15 @@ def render_advice(advice: Advice | None) -> str:
     best, now = advice.at(advice.best_k), advice.at(advice.from_k)
     if best is None or now is None:
         return ""
+    caveat = f" [dim]· {advice.caveat}[/]" if advice.caveat else ""
+    if advice.withheld:
+        return f" · k advisor: none{caveat}"
     if advice.best_k == advice.from_k:
-        return f" · k advisor: keep k={advice.from_k} [dim](predicted best of 0…{advice.from_k})[/]"
+        return (
+            f" · k advisor: keep k={advice.from_k} [dim](predicted best of 0…{advice.from_k}, "
+            f"1 request at a time)[/]{caveat}"
+        )
     return (
         f" · k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}× "
-        f"[dim](k={advice.from_k} now {now.speedup:.2f}×)[/]"
+        f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]{caveat}"
     )

@@ -107,6 +107,11 @@ def _sweep(sims: Any, prom: str, report: Path, tmp: Path, mp: pytest.MonkeyPatch
     return _file([*args, *QUICK, "--json", str(tmp / "sweep.json")], tmp / "sweep.json")
 
 
+def _sweep_plan(sims: Any, prom: str, report: Path, tmp: Path, mp: pytest.MonkeyPatch) -> Any:
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1", "--gpu", "GB10", "--plan"]
+    return _file([*args, "--json", str(tmp / "plan.json")], tmp / "plan.json")
+
+
 CASES: dict[str, Case] = {
     "bench --json": lambda s, p, r, t, m: json.loads(r.read_text(encoding="utf-8")),
     "snapshot URL --json": lambda s, p, r, t, m: _stdout(["snapshot", s[1], "--json"]),
@@ -132,12 +137,11 @@ CASES: dict[str, Case] = {
         ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--gpu", "GB10", "--plan", "--json"]
     ),
 }
-SWEEP = pytest.mark.xfail(
-    reason="the k sweep's file becomes a bench report on the k-advisor branch", strict=False
+
+
+@pytest.mark.parametrize(
+    "name", [*CASES, "bench --start --sweep-k --json", "bench --start --sweep-k --plan --json"]
 )
-
-
-@pytest.mark.parametrize("name", [*CASES, pytest.param("bench --start --sweep-k --json", marks=SWEEP)])
 def test_every_json_starts_with_meta(
     name: str,
     sims: tuple[str, str],
@@ -146,7 +150,7 @@ def test_every_json_starts_with_meta(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    case = CASES.get(name, _sweep)
+    case = CASES.get(name) or (_sweep_plan if "--plan" in name else _sweep)
     doc = case(sims, prometheus, report, tmp_path, monkeypatch)
     assert isinstance(doc, dict) and next(iter(doc)) == "meta", f"{name}: keys start {list(doc)[:3]}"
     meta = doc["meta"]

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.cli import cli
+from mtpwatch.commands.options import free_port
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 40"
@@ -38,7 +39,9 @@ def test_sweep_every_method(
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert f"k sweep 0,1,3 · {E4B} · {method}" in text
-    assert "best k (highest median speed-up):" in text and "k advisor (from k=3)" in text
+    assert "best k (highest median speed-up):" in text
+    assert "k advisor (acceptance from k=3, step model from every k)" in text
+    assert "t(k) = t0 + s + c·k fitted over k=1,3" in text and "(extrapolated)" in text
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["ks"] == [0, 1, 3] and doc["method"] == method
     rows = {r["k"]: r for r in doc["rows"]}
@@ -48,11 +51,21 @@ def test_sweep_every_method(
         assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
         assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
     assert doc["best_k"] in (0, 1, 3)
-    assert doc["advisor"]["from_k"] == 3 and [p["k"] for p in doc["advisor"]["predictions"]] == [0, 1, 3]
-    # the run at k=3 predicts itself exactly; k=1 is a real prediction (its accuracy is a
-    # benchmark's business: tests/bench/advisor.py)
-    assert rows[3]["prediction_error"] == pytest.approx(0.0, abs=1e-6)
+    advisor = doc["advisor"]
+    assert advisor["from_k"] == 3 and [p["k"] for p in advisor["predictions"]] == [0, 1, 2, 3, 4, 5]
+    assert [p["extrapolated"] for p in advisor["predictions"]] == [False] * 4 + [True] * 2
+    # the k=0 the advisor uses is the k=0 row's
+    assert advisor["baseline_decode_tok_s"] == pytest.approx(rows[0]["decode_tok_s"], abs=1e-3)
+    # two measured ks: the line passes through both, so the run at k=3 predicts its own paired
+    # speed-up exactly; k=1 takes its acceptance from k=3's run, a real prediction (its accuracy is
+    # a benchmark's business: tests/bench/advisor.py)
+    assert advisor["fit"]["kind"] == "linear" and advisor["fit"]["max_residual"] == pytest.approx(0, abs=1e-4)
+    assert rows[3]["speedup_prediction_error"] == pytest.approx(0.0, abs=1e-3)
+    assert isinstance(rows[1]["speedup_prediction_error"], float)
     assert isinstance(rows[1]["prediction_error"], float)
+    # held out (k=1 from k=3's fit alone): the figure that is not in-sample
+    assert isinstance(rows[1]["held_out_speedup_error"], float) and rows[3]["held_out_speedup_error"] is None
+    assert "held out (each k predicted from a fit over the other ks): speed-up error k=1:" in text
     # every server had the passthrough flag and a planned share; the key never in argv
     for server in doc["plan"]["servers"]:
         assert "--max-model-len" in server["argv"] and "--gpu-memory-utilization" in server["argv"]
@@ -119,10 +132,110 @@ def test_another_commands_simulators_leave_a_sweep_alone_and_a_failure_says_why(
         foreign.stdout.close()
 
 
-def free_port() -> int:
-    import socket
+def test_the_sweep_file_is_a_report_plot_and_compare_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = [
+        "bench",
+        "--start",
+        E4B,
+        "--method",
+        "ngram",
+        "--sweep-k",
+        "0,1,2",
+        "--vllm",
+        SIM,
+        "--gpu",
+        "GB10",
+    ]
+    args += [*QUICK, "--label", "ngram sweep", "--metadata", "box=ci", "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "engine (the k=2 server): ngram k=2 (vLLM " in result.stdout  # what the server ran
+    assert "from the command line)" in result.stdout
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["tool"] == "mtpwatch bench" and doc["kind"] == "k sweep"
+    assert doc["engine"]["2"]["method"] == "ngram" and doc["engine"]["2"]["lossless"] is True
+    assert doc["engine"]["1"]["k"] == 1 and doc["engine"]["2"]["flags"] == []
+    meta = doc["meta"]
+    assert meta["label"] == "ngram sweep" and meta["metadata"] == {"box": "ci"}
+    assert meta["prompt_set"]["name"] == "long-en" and meta["gpu"]["name"] == "GB10"
+    assert meta["temperature"] == 0.0
+    assert sorted(meta["arms"]) == ["k=0", "k=1", "k=2"]
+    assert meta["arms"]["k=2"]["k"] == 2 and meta["arms"]["k=2"]["method"] == "ngram"
+    assert meta["arms"]["k=0"]["k"] is None and "--port" in meta["arms"]["k=0"]["launch_argv"]
+    for k in (1, 2):
+        report = doc["bench"][str(k)]
+        assert report["tool"] == "mtpwatch bench" and report["meta"]["label"] == f"k={k} ngram sweep"
+        assert report["meta"]["arms"]["b"]["k"] == k and report["meta"]["arms"]["a"]["k"] is None
+        assert report["runs"]  # every run, for compare's matching
+    plot = CliRunner().invoke(cli, ["plot", str(out), "--table"])
+    assert plot.exit_code == 0, plot.output
+    assert "k=1 ngram sweep" in plot.output and "k=2 ngram sweep" in plot.output
+    assert "not an mtpwatch bench report" not in plot.output
+    assert "speed-up B/A vs k" in plot.output  # one file, one point per k
+    compare = CliRunner().invoke(cli, ["compare", str(out)])
+    assert compare.exit_code == 0, compare.output
+    assert "k=1 ngram sw" in compare.output and "k=2 ngram sw" in compare.output
+    # one report per k: `load` (one report) says so in a line, `load_all` gives both
+    from mtpwatch.core.ab import reportfile
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    with pytest.raises(reportfile.ReportFileError, match="a k sweep"):
+        reportfile.load(out)
+    assert [r.k for r in reportfile.load_all([out])] == [1, 2]
+
+
+def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mtpwatch.core.ab.schedule import batch_schedule
+    from mtpwatch.core.provenance import spec_config_from_argv
+    from mtpwatch.sim.engine import check_schedule
+
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1,3", "--vllm", SIM, "--gpu", "GB10"]
+    args += [*QUICK, "--concurrency", "1,4", "--verify-schedule", "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "per concurrency: speed-up over k=0" in text and "schedule vs the best fixed k" in text
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    conc = doc["concurrency"]
+    assert conc["concurrency"] == [1, 4]
+    assert {(c["k"], c["concurrency"]) for c in conc["cells"]} == {(1, 1), (3, 1), (1, 4), (3, 4)}
+    # the best k at each concurrency is the measured cell with the highest median speed-up
+    for c in (1, 4):
+        cells = [x for x in conc["cells"] if x["concurrency"] == c]
+        top = max(cells, key=lambda x: x["speedup"])
+        assert conc["best_k"][str(c)] == (top["k"] if top["speedup"] > 1 else 0)
+    schedule = [tuple(r) for r in conc["num_speculative_tokens_per_batch_size"]]
+    assert schedule == list(batch_schedule({int(c): k for c, k in conc["best_k"].items()}))
+    assert schedule[0][0] == 1 and schedule[-1][1] == 4
+    check_schedule(schedule, 3)  # vLLM's rules
+    config = conc["speculative_config"]
+    assert config["method"] == "mtp" and config["model"] == E4B_D
+    assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
+    assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
+    # the schedule ran on its own server, against k=0, at both concurrencies
+    rows = {r["concurrency"]: r for r in conc["verification"]}
+    assert sorted(rows) == [1, 4] and conc["verification_note"] is None
+    for c, row in rows.items():
+        assert row["best_fixed_k"] == conc["best_k"][str(c)] and row["schedule"]["pairs"] == 2
+        high = row["schedule"]["speedup_ci"][1]
+        assert row["no_slower"] == (high >= row["best_fixed_speedup"])
+    checked = doc["schedule_bench"]
+    launched = spec_config_from_argv(checked["meta"]["arms"]["b"]["launch_argv"])
+    assert launched == config  # the server was started with exactly the printed config
+    assert {p["concurrency"] for p in checked["points"]} == {1, 4}
+
+
+def test_verify_schedule_needs_two_concurrencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    args = ["bench", "--start", E4B, "--method", "ngram", "--sweep-k", "0,1", "--vllm", SIM, "--gpu", "GB10"]
+    result = CliRunner().invoke(cli, [*args, *QUICK, "--verify-schedule", "--", "--max-model-len", "8192"])
+    assert result.exit_code == 0, result.output
+    assert "--verify-schedule needs two or more --concurrency values" in result.output
+    assert "per concurrency" not in result.stdout

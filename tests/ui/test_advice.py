@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.ab.advisor import advise
+from mtpwatch.core.ab.engine import engine_mode
 from mtpwatch.sim.server import running_sim
 from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.app import make_app
@@ -48,3 +50,16 @@ def test_render_advice() -> None:
     text = render_advice(lower)
     assert f"k={lower.best_k}" in text and "k=4 now" in text
     assert render_advice(None) == ""
+
+
+def test_render_advice_says_what_the_engine_runs() -> None:
+    lower = advise([0.6, 0.2, 0.05, 0.01], step_s=0.060, baseline_step_s=0.020)
+    assert "1 request at a time" in render_advice(lower)
+    fly = engine_mode(
+        {"method": "draft_model", "num_speculative_tokens": 4, "rejection_sample_method": "fly"}
+    )
+    text = render_advice(dataclasses.replace(lower, caveat=fly.caveat(), withheld=fly.advice_withheld))
+    assert f"k={lower.best_k}" in text and "lossy: outputs differ by design" in text
+    block = engine_mode({"method": "dflash", "num_speculative_tokens": 8})
+    text = render_advice(dataclasses.replace(lower, caveat=block.caveat(), withheld=block.advice_withheld))
+    assert "k advisor: none" in text and "block size" in text and f"k={lower.best_k}" not in text

@@ -22,15 +22,57 @@ Model:
   experts overlap), so the model under-predicts step time between 0 and k slightly; ngram drafts
   cost ~nothing, so c is the verify cost alone.
 - decode tok/s at k' = τ(k') / t(k'); the advisor names the k' with the highest one.
+
+A sweep (`advise_sweep`) measures several k, each against its own baseline run (the restart
+schedule: pairs k=0, k, k=0 of the same prompt). There the step model comes from every measured
+k, not two points:
+
+- each k's normalised step time ρ(k) = t(k)/t0 = τ_k / S_k, with S_k the median paired speed-up
+  and τ_k the measured mean acceptance length. A paired speed-up cancels the drift between
+  restarts (one server start of the same k=0 runs ~10 % off another on a loaded CPU), so ρ does
+  not carry one pair's baseline;
+- least squares on ρ(k) = 1 + σ + γ·k over k ≥ 1 (t(k) = t0 + s + c·k with s = σ·t0 the fixed cost
+  of speculating at all — the drafter's launch, the rejection sampler, the bigger batch's
+  bookkeeping — and c = γ·t0 the cost of one more position). One measured k cannot separate s from
+  c: then s = 0, the two-point model above. When the line misses a measured ρ by more than
+  `LINEAR_TOLERANCE` the model is the measured table itself (linear between measured ks), and the
+  residual says why;
+- t0 is the baseline the sweep's table prints (the median of every pair's k=0 runs), so predicted
+  tok/s = that k=0 rate × predicted speed-up;
+- τ(k') comes from the largest k's per-position acceptance (truncation, as above). Above the
+  largest measured k the conditional acceptance a_i / a_(i−1) is fitted geometrically
+  (log-linear least squares over the measured positions) and the chain continued; those
+  predictions are marked extrapolated.
+
+A measured k predicted from a fit that includes it is partly in-sample (with two measured ks the
+line passes through both), so each measured k below the largest is also predicted from the fit
+over the *other* measured ks (`SweepAdvice.held_out`, leave-one-out): that is the figure that says
+how well the advisor predicts a k it has not run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-__all__ = ["STEP_MODEL", "Advice", "KPrediction", "advise", "step_time_from_rate"]
+__all__ = [
+    "LINEAR_TOLERANCE",
+    "STEP_MODEL",
+    "SWEEP_STEP_MODEL",
+    "Advice",
+    "KMeasure",
+    "KPrediction",
+    "StepFit",
+    "SweepAdvice",
+    "advise",
+    "advise_sweep",
+    "extend_marginal",
+    "fit_step_model",
+    "geometric_conditional",
+    "step_time_from_rate",
+]
 
 STEP_MODEL = (
     "t(k') = t0 + k'·(tk − t0)/k: each draft position costs the same, measured from the step time at k "
@@ -48,6 +90,8 @@ class KPrediction:
     decode_tok_s: float
     speedup: float
     """Over the baseline (k = 0)."""
+    extrapolated: bool = False
+    """Above the largest measured k: acceptance from the geometric fit, step time from the line."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +100,7 @@ class KPrediction:
             "step_ms": round(self.step_s * 1000, 4),
             "decode_tok_s": round(self.decode_tok_s, 3),
             "speedup": round(self.speedup, 4),
+            "extrapolated": self.extrapolated,
         }
 
 
@@ -67,6 +112,10 @@ class Advice:
     per_position_cost_s: float
     predictions: tuple[KPrediction, ...]
     best_k: int
+    caveat: str | None = None
+    """What the engine runs that limits the advice (`core.ab.engine`), one short phrase."""
+    withheld: bool = False
+    """The engine's mode makes the predictions meaningless (`EngineMode.advice_withheld`)."""
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
@@ -129,3 +178,302 @@ def advise(
         predictions.append(KPrediction(kk, tau, t, rate, rate * baseline_step_s))
     best = max(predictions, key=lambda p: p.decode_tok_s)
     return Advice(from_k=k, per_position_cost_s=cost, predictions=tuple(predictions), best_k=best.k)
+
+
+# --- a sweep: every measured k -------------------------------------------------------------------
+
+#: Largest |ρ_fit − ρ_measured| / ρ_measured the line may leave before the measured table is used.
+LINEAR_TOLERANCE = 0.05
+
+SWEEP_STEP_MODEL = (
+    "ρ(k) = t(k)/t0 = τ_k / paired speed-up_k; least squares ρ = 1 + σ + γ·k over measured k ≥ 1 "
+    "(s = σ·t0 fixed cost of speculating, c = γ·t0 per position), the measured table when the line misses "
+    f"by > {LINEAR_TOLERANCE:.0%}; τ(k') = 1 + Σ_(i≤k') marginal_i of the largest k, "
+    "continued geometrically above it"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KMeasure:
+    """What a sweep measured at one k ≥ 1 against its own baseline runs."""
+
+    k: int
+    speedup: float
+    """Median paired speed-up (k over its k=0 runs, same prompt and run number)."""
+    tokens_per_step: float
+    """Mean acceptance length τ_k from the server's counters."""
+
+    @property
+    def step_ratio(self) -> float:
+        """ρ(k) = t(k)/t0 = τ_k / S_k."""
+        return self.tokens_per_step / self.speedup
+
+
+@dataclass(frozen=True, slots=True)
+class StepFit:
+    """The step-time model of a sweep, normalised by the baseline's step time t0."""
+
+    kind: Literal["linear", "table", "two-point"]
+    """linear: the least-squares line; table: the measured ρ (the line missed); two-point: one k only."""
+    t0_s: float
+    fixed: float
+    """σ = s / t0 (0 for two-point)."""
+    per_position: float
+    """γ = c / t0."""
+    measured: Mapping[int, float]
+    """ρ(k) measured at each k ≥ 1."""
+    residuals: Mapping[int, float] = field(default_factory=dict)
+    """(ρ_line − ρ_measured) / ρ_measured at each measured k."""
+
+    @property
+    def fixed_s(self) -> float:
+        return self.fixed * self.t0_s
+
+    @property
+    def per_position_s(self) -> float:
+        return self.per_position * self.t0_s
+
+    @property
+    def max_residual(self) -> float:
+        return max((abs(r) for r in self.residuals.values()), default=0.0)
+
+    @property
+    def top_k(self) -> int:
+        return max(self.measured)
+
+    def line_ratio(self, k: int) -> float:
+        return 1.0 if k == 0 else 1.0 + self.fixed + self.per_position * k
+
+    def ratio(self, k: int) -> float:
+        """Predicted t(k)/t0; above the largest measured k the line's slope continues from there."""
+        if k == 0:
+            return 1.0
+        top = self.top_k
+        if k > top:
+            return self.ratio(top) + self.per_position * (k - top)
+        if self.kind != "table":
+            return self.line_ratio(k)
+        if k in self.measured:
+            return self.measured[k]
+        lo = max((m for m in self.measured if m < k), default=0)
+        hi = min(m for m in self.measured if m > k)
+        r_lo = 1.0 if lo == 0 else self.measured[lo]
+        return r_lo + (self.measured[hi] - r_lo) * (k - lo) / (hi - lo)
+
+    def describe(self) -> str:
+        """One line: the fit, in milliseconds, and how well it holds."""
+        ms = 1000 * self.t0_s
+        if self.kind == "two-point":
+            return (
+                f"step model (two points, k=0 and k={self.top_k}): t0 {ms:.2f} ms, "
+                f"c {1000 * self.per_position_s:.2f} ms a position (fixed cost not separable from one k)"
+            )
+        res = " ".join(f"k={k}:{100 * r:+.1f}%" for k, r in sorted(self.residuals.items()))
+        line = (
+            f"t(k) = t0 + s + c·k fitted over k={','.join(map(str, sorted(self.measured)))}: "
+            f"t0 {ms:.2f} ms (the k=0 row), s {1000 * self.fixed_s:.2f} ms, "
+            f"c {1000 * self.per_position_s:.2f} ms"
+            f" · residual {res}"
+        )
+        if self.kind == "table":
+            line += f" — not linear (> {LINEAR_TOLERANCE:.0%}): predictions use the measured step times"
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "t0_ms": round(1000 * self.t0_s, 4),
+            "fixed_ms": round(1000 * self.fixed_s, 4),
+            "per_position_ms": round(1000 * self.per_position_s, 4),
+            "measured_step_ratio": {str(k): round(v, 5) for k, v in sorted(self.measured.items())},
+            "residuals": {str(k): round(v, 5) for k, v in sorted(self.residuals.items())},
+            "max_residual": round(self.max_residual, 5),
+            "linear_tolerance": LINEAR_TOLERANCE,
+        }
+
+
+def fit_step_model(measures: Sequence[KMeasure], baseline_tok_s: float) -> StepFit:
+    """The step model from every measured k ≥ 1 (see the module's text).
+
+    Raises:
+        ValueError: no k ≥ 1, a k measured twice, a non-positive speed-up or rate.
+    """
+    if baseline_tok_s <= 0:
+        raise ValueError("the baseline's tok/s must be positive")
+    pts = sorted(measures, key=lambda m: m.k)
+    if not pts or pts[0].k < 1:
+        raise ValueError("a step model needs measured ks ≥ 1")
+    if len({m.k for m in pts}) != len(pts):
+        raise ValueError("each k once")
+    if any(m.speedup <= 0 or m.tokens_per_step <= 0 for m in pts):
+        raise ValueError("speed-ups and tokens per step must be positive")
+    t0 = 1.0 / baseline_tok_s
+    measured = {m.k: m.step_ratio for m in pts}
+    if len(pts) == 1:
+        (m,) = pts
+        return StepFit("two-point", t0, 0.0, (m.step_ratio - 1.0) / m.k, measured)
+    n = len(pts)
+    mean_k = sum(m.k for m in pts) / n
+    mean_r = sum(m.step_ratio for m in pts) / n
+    sxx = sum((m.k - mean_k) ** 2 for m in pts)
+    sxy = sum((m.k - mean_k) * (m.step_ratio - mean_r) for m in pts)
+    gamma = sxy / sxx
+    sigma = mean_r - gamma * mean_k - 1.0
+    residuals = {m.k: (1.0 + sigma + gamma * m.k - m.step_ratio) / m.step_ratio for m in pts}
+    kind: Literal["linear", "table"] = (
+        "table" if max(abs(r) for r in residuals.values()) > LINEAR_TOLERANCE else "linear"
+    )
+    return StepFit(kind, t0, sigma, gamma, measured, residuals)
+
+
+def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
+    """(α, β) of the conditional acceptance fitted as α·β^(i−1), i = 1 … k (log-linear least squares).
+
+    The conditional at position i is marginal_i / marginal_(i−1) (marginal_0 = 1). One position
+    gives β = 1. Raises ValueError when a position's acceptance is zero (no geometric fit).
+    """
+    if not marginal:
+        raise ValueError("no positions to fit")
+    prev, cond = 1.0, []
+    for a in marginal:
+        if a <= 0 or prev <= 0:
+            raise ValueError("a position accepted nothing: no geometric fit")
+        cond.append(min(1.0, a / prev))
+        prev = a
+    logs = [math.log(c) for c in cond]
+    if len(logs) == 1:
+        return cond[0], 1.0
+    xs = list(range(len(logs)))
+    mx, my = sum(xs) / len(xs), sum(logs) / len(logs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, logs, strict=True)) / sum((x - mx) ** 2 for x in xs)
+    return math.exp(my - slope * mx), math.exp(slope)
+
+
+def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:
+    """The marginal acceptance of positions 1 … k: measured up to len(marginal), geometric beyond."""
+    out = list(marginal[:k])
+    if k <= len(marginal):
+        return tuple(out)
+    alpha, beta = geometric_conditional(marginal)
+    for i in range(len(marginal) + 1, k + 1):
+        out.append(out[-1] * min(1.0, alpha * beta ** (i - 1)))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepAdvice:
+    """The advisor over a sweep: predictions at every k asked for, from every measured k."""
+
+    from_k: int
+    """The k whose per-position acceptance gives τ(k')."""
+    fit: StepFit
+    predictions: tuple[KPrediction, ...]
+    best_k: int
+    """The fastest predicted k up to the largest measured one (`extrapolated_best` names one above)."""
+    baseline_tok_s: float
+    geometric: tuple[float, float] | None = None
+    """(α, β) of the conditional acceptance when some k is extrapolated."""
+    held_out: Mapping[int, float] = field(default_factory=dict)
+    """Per measured k below the largest: its speed-up predicted from the fit over the other ks."""
+
+    def at(self, k: int) -> KPrediction | None:
+        return next((p for p in self.predictions if p.k == k), None)
+
+    @property
+    def per_position_cost_s(self) -> float:
+        return self.fit.per_position_s
+
+    @property
+    def extrapolated_best(self) -> KPrediction | None:
+        """An extrapolated k predicted faster than the best measured-range k (worth measuring)."""
+        best = self.at(self.best_k)
+        above = [p for p in self.predictions if p.extrapolated]
+        top = max(above, key=lambda p: p.speedup, default=None)
+        return top if top is not None and best is not None and top.speedup > best.speedup else None
+
+    def line(self) -> str:
+        parts = " ".join(
+            f"k={p.k}:{p.decode_tok_s:.1f}{'*' if p.extrapolated else ''}" for p in self.predictions
+        )
+        best = self.at(self.best_k)
+        gain = f" ({best.speedup:.2f}× baseline)" if best else ""
+        beyond = self.extrapolated_best
+        more = f"; k={beyond.k} predicted {beyond.speedup:.2f}× (extrapolated: measure it)" if beyond else ""
+        star = " (* extrapolated)" if any(p.extrapolated for p in self.predictions) else ""
+        return (
+            f"k advisor (acceptance from k={self.from_k}, step model from every k): "
+            f"best k={self.best_k}{gain}"
+            f"{more} · predicted tok/s {parts}{star}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "from_k": self.from_k,
+            "per_position_cost_ms": round(self.fit.per_position_s * 1000, 4),
+            "step_model": SWEEP_STEP_MODEL,
+            "fit": self.fit.to_json(),
+            "baseline_decode_tok_s": round(self.baseline_tok_s, 3),
+            "geometric_conditional": (
+                {"alpha": round(self.geometric[0], 5), "beta": round(self.geometric[1], 5)}
+                if self.geometric
+                else None
+            ),
+            "held_out_speedup": {str(k): round(v, 4) for k, v in sorted(self.held_out.items())},
+            "best_k": self.best_k,
+            "extrapolated_best_k": self.extrapolated_best.k if self.extrapolated_best else None,
+            "predictions": [p.to_json() for p in self.predictions],
+        }
+
+
+def advise_sweep(
+    measures: Sequence[KMeasure],
+    marginal: Sequence[float],
+    baseline_tok_s: float,
+    ks: Sequence[int],
+) -> SweepAdvice:
+    """Predict every k in `ks` from a sweep: the step model from all `measures`, τ from `marginal`.
+
+    Args:
+        measures: each measured k ≥ 1 (paired speed-up and mean acceptance length).
+        marginal: per-position acceptance of the largest measured k.
+        baseline_tok_s: the k=0 decode tok/s the table shows.
+        ks: the ks to predict; those above len(marginal) are extrapolated.
+    """
+    fit = fit_step_model(measures, baseline_tok_s)
+    if not marginal:
+        raise ValueError("per-position acceptance needed")
+    wanted = sorted(set(ks))
+    if any(k < 0 for k in wanted):
+        raise ValueError("ks must be ≥ 0")
+    top = max(wanted, default=0)
+    geometric = None
+    if top > len(marginal):
+        try:
+            geometric = geometric_conditional(marginal)
+            chain = extend_marginal(marginal, top)
+        except ValueError:
+            wanted = [k for k in wanted if k <= len(marginal)]
+            chain = tuple(marginal)
+    else:
+        chain = tuple(marginal)
+    predictions = []
+    for k in wanted:
+        tau = 1.0 + sum(chain[:k])
+        ratio = fit.ratio(k)
+        speedup = tau / ratio if ratio > 0 else 0.0
+        predictions.append(
+            KPrediction(
+                k, tau, ratio * fit.t0_s, speedup * baseline_tok_s, speedup, extrapolated=k > fit.top_k
+            )
+        )
+    best = max((p for p in predictions if not p.extrapolated), key=lambda p: p.speedup, default=None)
+    best = best or max(predictions, key=lambda p: p.speedup)
+    held: dict[int, float] = {}
+    for m in measures:
+        others = [x for x in measures if x.k != m.k]
+        if m.k >= fit.top_k or not others or m.k > len(chain):
+            continue
+        ratio = fit_step_model(others, baseline_tok_s).ratio(m.k)
+        if ratio > 0:
+            held[m.k] = (1.0 + sum(chain[: m.k])) / ratio
+    return SweepAdvice(len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric, held)

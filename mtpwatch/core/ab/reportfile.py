@@ -1,7 +1,8 @@
 """Reading saved `mtpwatch bench` reports (the `--json` files) back, for `plot` and `compare`.
 
 The file is the contract: this module reads the JSON that the bench writes (`tool`, `points`,
-`categories`, `arms`, `runs`, and the `meta` provenance block when present) without importing the
+`categories`, `arms`, `runs`, and the `meta` provenance block when present; a k sweep's file,
+`kind` "k sweep", holds one such report per k under `bench`) without importing the
 bench engine, so a report written by an older or newer mtpwatch still loads. Anything missing is
 None, never a guess.
 """
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from mtpwatch.core import gzipfile
+
+#: `kind` of a k sweep's file: its `bench` object holds one full report per k (`parse_all`).
+SWEEP_KIND = "k sweep"
 
 
 class ReportFileError(ValueError):
@@ -183,8 +187,27 @@ def parse(document: Any, *, path: str, name: str | None = None) -> SavedReport:
     )
 
 
-def load(path: str | Path) -> SavedReport:
-    """Load one `--json` file; raises `ReportFileError` with one line."""
+def parse_all(document: Any, *, path: str) -> list[SavedReport]:
+    """The reports in a decoded document: one, or for a k sweep (`kind` "k sweep") one per k,
+    named "k=<k> <label or file>" (k first: `compare` cuts long names); raises `ReportFileError`
+    when it holds none."""
+    if not isinstance(document, Mapping) or document.get("kind") != SWEEP_KIND:
+        return [parse(document, path=path)]
+    if document.get("tool") != "mtpwatch bench":
+        raise ReportFileError(f'{path}: not an mtpwatch bench report (no "tool": "mtpwatch bench")')
+    bench = document.get("bench")
+    if not isinstance(bench, Mapping) or not bench:
+        raise ReportFileError(f"{path}: a k sweep without its per-k reports ('bench')")
+    meta = document.get("meta")
+    label = meta.get("label") if isinstance(meta, Mapping) else None
+    stem = label if isinstance(label, str) and label else Path(path).name
+    out = []
+    for key in sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9):
+        out.append(parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}"))
+    return out
+
+
+def _read(path: str | Path) -> Any:
     p = Path(path)
     try:
         text = gzipfile.read_text(p)
@@ -197,15 +220,22 @@ def load(path: str | Path) -> SavedReport:
     except OSError as exc:
         raise ReportFileError(f"cannot read {p}: {exc.strerror or exc}") from None
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportFileError(f"{p}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    return parse(document, path=str(p))
+
+
+def load(path: str | Path) -> SavedReport:
+    """Load one `--json` file holding one report; raises `ReportFileError` with one line."""
+    document = _read(path)
+    if isinstance(document, Mapping) and document.get("kind") == SWEEP_KIND:
+        raise ReportFileError(f"{path}: a k sweep (one report per k): read it with load_all")
+    return parse(document, path=str(path))
 
 
 def load_all(paths: Sequence[str | Path]) -> list[SavedReport]:
-    """Load several reports; names that collide get the file name appended."""
-    reports = [load(p) for p in paths]
+    """Load several files (a k sweep: one report per k); names that collide get the file name appended."""
+    reports = [r for p in paths for r in parse_all(_read(p), path=str(p))]
     names = [r.name for r in reports]
     out: list[SavedReport] = []
     for r in reports:

@@ -3,25 +3,45 @@
 For every k > 0 of the sweep the paired bench runs on the restart schedule (sessions baseline, k,
 baseline — one server up at a time, started and stopped by the bench) and reports decode tok/s,
 acceptance, mean acceptance length and the speed-up with its CI, overall and per category. The
-best k is the one with the highest median speed-up. The advisor (`advisor.advise`) then takes the
-largest k's run alone — its per-position acceptance and step time, and the baseline's — and
-predicts every k of the sweep, so its error can be read against the measured figures.
+best k is the one with the highest median speed-up. The advisor (`advisor.advise_sweep`) then
+fits the step time from every measured k (their paired speed-ups and mean acceptance lengths),
+takes the per-position acceptance of the largest k, and predicts every k from 0 to the largest and
+`EXTRAPOLATE` more above it (marked), so its error can be read against the measured figures on
+paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 row's baseline).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mtpwatch.core.ab.advisor import Advice, advise, step_time_from_rate
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import reportio
+from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
+from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.reportfile import SWEEP_KIND
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
 
-__all__ = ["SettlingArm", "SweepReport", "SweepRow", "run_sweep", "sweep_from_reports"]
+#: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
+EXTRAPOLATE = 2
+
+__all__ = [
+    "EXTRAPOLATE",
+    "SWEEP_KIND",
+    "PairRun",
+    "SettlingArm",
+    "SweepReport",
+    "SweepRow",
+    "run_pair",
+    "run_sweep",
+    "sweep_document",
+    "sweep_from_reports",
+]
 
 
 class SettlingArm(LaunchedArm):
@@ -82,18 +102,40 @@ class SweepReport:
 
     rows: tuple[SweepRow, ...]
     best_k: int | None
-    advice: Advice | None
+    advice: SweepAdvice | None
     reports: Mapping[int, Any]
     """The bench report of each k > 0 (baseline vs k)."""
     interrupted: str | None = None
+    arms: Mapping[int, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
 
     def error(self, k: int) -> float | None:
         """(predicted − measured) / measured decode tok/s at k."""
         row = next((r for r in self.rows if r.k == k), None)
         pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.decode_tok_s:
+        if row is None or pred is None or not row.decode_tok_s or k == 0:
             return None
         return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
+
+    def held_out_error(self, k: int) -> float | None:
+        """(held-out predicted − measured) / measured paired speed-up at k (`SweepAdvice.held_out`)."""
+        row = next((r for r in self.rows if r.k == k), None)
+        held = self.advice.held_out.get(k) if self.advice else None
+        if row is None or held is None or not row.speedup:
+            return None
+        return (held - row.speedup) / row.speedup
+
+    def speedup_error(self, k: int) -> float | None:
+        """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
+        row = next((r for r in self.rows if r.k == k), None)
+        pred = self.advice.at(k) if self.advice else None
+        if row is None or pred is None or not row.speedup or k == 0:
+            return None
+        return (pred.speedup - row.speedup) / row.speedup
+
+    def engine_modes(self) -> dict[int, EngineMode]:
+        """What each k's server ran (`core.ab.engine`), from its provenance."""
+        return {k: engine_mode_of_arm(pair["b"]) for k, pair in sorted(self.arms.items()) if "b" in pair}
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -104,6 +146,10 @@ class SweepReport:
             doc["predicted_speedup"] = round(pred.speedup, 4) if pred else None
             err = self.error(row.k)
             doc["prediction_error"] = round(err, 4) if err is not None else None
+            sp_err = self.speedup_error(row.k)
+            doc["speedup_prediction_error"] = round(sp_err, 4) if sp_err is not None else None
+            held = self.held_out_error(row.k)
+            doc["held_out_speedup_error"] = round(held, 4) if held is not None else None
             rows.append(doc)
         return {
             "ks": [r.k for r in self.rows],
@@ -112,6 +158,38 @@ class SweepReport:
             "advisor": self.advice.to_json() if self.advice else None,
             "interrupted": self.interrupted,
         }
+
+
+def sweep_document(
+    report: SweepReport, meta: Mapping[str, Any] | None, head: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The sweep as one file `plot` and `compare` read (`reportfile.parse_all`): `tool`, `kind`, the
+    provenance block (`meta`, its arms one per k: "k=0", "k=1", …), the sweep's own figures, and
+    under `bench` each k's full bench report with its own `meta` (arms "a" = k=0, "b" = k)."""
+    base = dict(meta or {})
+    arms: dict[str, Any] = {}
+    for k in sorted(report.arms):
+        pair = report.arms[k]
+        if "a" in pair and "k=0" not in arms:
+            arms["k=0"] = dict(pair["a"])
+        if "b" in pair:
+            arms[f"k={k}"] = dict(pair["b"])
+    top_meta = {**base, "arms": arms} if meta is not None else None
+    bench: dict[str, Any] = {}
+    for k, r in sorted(report.reports.items()):
+        k_meta = {**base, "arms": dict(report.arms.get(k, {}))} if meta is not None else None
+        if k_meta is not None and base.get("label"):
+            k_meta["label"] = f"k={k} {base['label']}"
+        bench[str(k)] = reportio.report_document(r, k_meta)
+    return {
+        "tool": "mtpwatch bench",
+        "kind": SWEEP_KIND,
+        "meta": top_meta,
+        **dict(head or {}),
+        **report.to_json(),
+        "engine": {str(k): mode.to_json() for k, mode in report.engine_modes().items()},
+        "bench": bench,
+    }
 
 
 def _row(k: int, report: Any) -> SweepRow:
@@ -142,7 +220,11 @@ def _row(k: int, report: Any) -> SweepRow:
     )
 
 
-def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = None) -> SweepReport:
+def sweep_from_reports(
+    reports: Mapping[int, Any],
+    interrupted: str | None = None,
+    arms: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> SweepReport:
     """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
     rows = [_row(k, reports[k]) for k in sorted(reports)]
     base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
@@ -155,24 +237,35 @@ def sweep_from_reports(reports: Mapping[int, Any], interrupted: str | None = Non
     best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
     advice = None
     top = rows[-1] if rows else None
-    if (
-        top is not None
-        and top.per_position
-        and top.decode_tok_s
-        and top.baseline_tok_s
-        and top.mean_acceptance_length
-    ):
-        step = step_time_from_rate(top.decode_tok_s, top.mean_acceptance_length)
-        base_step = step_time_from_rate(top.baseline_tok_s)
-        ks = [0, *(r.k for r in rows if r.k <= len(top.per_position))]
-        advice = advise(top.per_position, step, base_step, ks)
-    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted)
+    if top is not None and top.per_position and baseline_tok_s:
+        measures = [
+            KMeasure(r.k, r.speedup, r.mean_acceptance_length)
+            for r in rows
+            if r.speedup and r.mean_acceptance_length
+        ]
+        ks = list(range(top.k + EXTRAPOLATE + 1))
+        try:
+            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
+        except ValueError:
+            advice = None
+    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}))
 
 
-async def run_sweep(
+@dataclass(frozen=True, slots=True)
+class PairRun:
+    """One baseline-vs-treatment bench on the restart schedule, as it ended."""
+
+    report: Any | None
+    """The bench report (partial when interrupted; None when nothing ran)."""
+    interrupted: str | None
+    arms: Mapping[str, Mapping[str, Any]]
+    """The provenance of arms "a" and "b" as they ran."""
+
+
+async def run_pair(
     config: BenchConfig,
     baseline: tuple[str, Sequence[str]],
-    treatments: Sequence[tuple[int, str, Sequence[str]]],
+    treatment: tuple[str, str, Sequence[str]],
     *,
     env: Mapping[str, str] | None = None,
     api_key: str | None = None,
@@ -180,38 +273,61 @@ async def run_sweep(
     chat: bool = False,
     startup_timeout_s: float = 900.0,
     on_event: Callable[[Any], None] | None = None,
+) -> PairRun:
+    """k=0 (`baseline`: url, argv) against `treatment` (label, url, argv), one server at a time."""
+    config = replace(config, schedule="restart")
+    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
+    label, url, argv = treatment
+    arm_a = SettlingArm(
+        baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
+    )
+    arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=label, **common)
+    runner = BenchRunner(config, arm_a, arm_b)
+    report: Any | None = None
+    interrupted: str | None = None
+    try:
+        report = await runner.run(on_event)
+    except Exception as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        interrupted = f"{label}: {message}"
+        if runner.records:
+            report = runner.partial_report(interrupted)
+    finally:
+        for arm in (arm_a, arm_b):
+            await arm.stop()
+            await arm.aclose()
+    infos = {name: provenance.launched_arm_info(arm).to_json() for name, arm in (("a", arm_a), ("b", arm_b))}
+    return PairRun(report, interrupted, infos)
+
+
+async def run_sweep(
+    config: BenchConfig,
+    baseline: tuple[str, Sequence[str]],
+    treatments: Sequence[tuple[int, str, Sequence[str]]],
+    *,
     on_k: Callable[[int], None] | None = None,
+    **options: Any,
 ) -> SweepReport:
     """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
 
     Args:
-        config: prompts, runs, warm-up (the schedule is forced to restart).
+        config: prompts, runs, warm-up, concurrencies (the schedule is forced to restart).
         baseline: (url, argv) of the k = 0 server.
         treatments: (k, url, argv) of each speculative server.
         on_k: called with k before its pairs start.
+        **options: `run_pair`'s (env, api_key, model, chat, startup_timeout_s, on_event).
     """
-    config = replace(config, schedule="restart")
     reports: dict[int, Any] = {}
-    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     interrupted: str | None = None
+    infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
     for k, url, argv in treatments:
         if on_k is not None:
             on_k(k)
-        arm_a = SettlingArm(
-            baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
-        )
-        arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=f"k={k}", **common)
-        runner = BenchRunner(config, arm_a, arm_b)
-        try:
-            reports[k] = await runner.run(on_event)
-        except Exception as exc:
-            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            interrupted = f"k={k}: {message}"
-            if runner.records:
-                reports[k] = runner.partial_report(interrupted)
+        pair = await run_pair(config, baseline, (f"k={k}", url, argv), **options)
+        infos[k] = pair.arms
+        if pair.report is not None:
+            reports[k] = pair.report
+        if pair.interrupted:
+            interrupted = pair.interrupted
             break
-        finally:
-            for arm in (arm_a, arm_b):
-                await arm.stop()
-                await arm.aclose()
-    return sweep_from_reports(reports, interrupted)
+    return sweep_from_reports(reports, interrupted, infos)

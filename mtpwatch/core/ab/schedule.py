@@ -1,0 +1,247 @@
+"""The best k at each concurrency, and the batch-size schedule vLLM reads (pure).
+
+A k sweep run at several concurrencies (`bench --start … --sweep-k 0,1,2,4 --concurrency 1,4,16`)
+has, for every k > 0, a paired bench report with one point per concurrency: k against its own
+k=0 runs, the same prompt sent `c` times at once (the speed is aggregate output tok/s above 1).
+From those points:
+
+- the best k at each concurrency is the one with the highest median paired speed-up; k = 0 when
+  none beats 1.0 (speculation does not pay there);
+- the schedule is vLLM's `num_speculative_tokens_per_batch_size` (`SpeculativeConfig`, 0.32/0.33):
+  inclusive `(first_batch_size, last_batch_size, k)` ranges. vLLM wants them sorted, from batch
+  size 1, without overlap, and keeps the previous range's k in a gap or past the last range. Here
+  each measured concurrency c_i owns the batch sizes up to the geometric midpoint
+  ⌊√(c_i · c_(i+1))⌋ to the next (step costs grow roughly with the log of the batch), the first
+  range starts at 1, the last ends at the largest measured concurrency, and neighbours with the
+  same k merge. Batch size = requests running at once, which is what `--concurrency` holds;
+- `--verify-schedule` measures that schedule against k = 0 the same way, and `verify` sets its
+  speed-up at each concurrency beside the best fixed k's: "no slower" when the schedule's 95 % CI
+  reaches the best fixed k's median.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Cell",
+    "ConcurrencyAdvice",
+    "VerifyRow",
+    "advise_concurrency",
+    "batch_schedule",
+    "best_per_concurrency",
+    "cells_of_report",
+    "concurrency_table",
+    "replace_spec_config",
+    "schedule_config",
+    "verify",
+]
+
+Range = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """k against k=0 at one concurrency."""
+
+    k: int
+    concurrency: int
+    speedup: float
+    low: float
+    high: float
+    pairs: int
+    rate: float | None
+    """Median speed of the k arm (decode tok/s at concurrency 1, aggregate output tok/s above)."""
+    baseline_rate: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "concurrency": self.concurrency,
+            "speedup": round(self.speedup, 4),
+            "speedup_ci": [round(self.low, 4), round(self.high, 4)],
+            "pairs": self.pairs,
+            "tok_s": None if self.rate is None else round(self.rate, 3),
+            "baseline_tok_s": None if self.baseline_rate is None else round(self.baseline_rate, 3),
+        }
+
+
+def cells_of_report(k: int, report: Any) -> dict[int, Cell]:
+    """The cells of one bench report (a `core.ab.report.BenchReport`) by concurrency, at the
+    primary length (the natural one unless forced lengths were swept)."""
+    out: dict[int, Cell] = {}
+    length = report.primary.point.length
+    for pt in report.points:
+        sp = pt.overall.speedup
+        if pt.point.length != length or sp is None:
+            continue
+        a, b = pt.overall.arms.get("a"), pt.overall.arms.get("b")
+        out[pt.point.concurrency] = Cell(
+            k=k,
+            concurrency=pt.point.concurrency,
+            speedup=sp.median,
+            low=sp.ci.low,
+            high=sp.ci.high,
+            pairs=sp.n_pairs,
+            rate=b.rate.median if b is not None and b.rate is not None else None,
+            baseline_rate=a.rate.median if a is not None and a.rate is not None else None,
+        )
+    return out
+
+
+def concurrency_table(reports: Mapping[int, Any]) -> dict[int, dict[int, Cell]]:
+    """concurrency → k → cell, from each k's bench report."""
+    table: dict[int, dict[int, Cell]] = {}
+    for k in sorted(reports):
+        for c, cell in cells_of_report(k, reports[k]).items():
+            table.setdefault(c, {})[k] = cell
+    return dict(sorted(table.items()))
+
+
+def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, int]:
+    """The k with the highest median speed-up at each concurrency; 0 when none beats 1.0."""
+    out: dict[int, int] = {}
+    for c, cells in sorted(table.items()):
+        if not cells:
+            continue
+        best = max(cells.values(), key=lambda cell: (cell.speedup, -cell.k))
+        out[c] = best.k if best.speedup > 1.0 else 0
+    return out
+
+
+def batch_schedule(best: Mapping[int, int]) -> tuple[Range, ...]:
+    """Inclusive (first_batch_size, last_batch_size, k) ranges covering 1 … the largest concurrency.
+
+    Raises:
+        ValueError: no concurrency, or one below 1.
+    """
+    levels = sorted(best)
+    if not levels or levels[0] < 1:
+        raise ValueError("a schedule needs measured concurrencies ≥ 1")
+    ranges: list[Range] = []
+    start = 1
+    for i, c in enumerate(levels):
+        end = levels[-1] if i == len(levels) - 1 else max(c, math.isqrt(c * levels[i + 1]))
+        k = best[c]
+        if ranges and ranges[-1][2] == k:
+            ranges[-1] = (ranges[-1][0], end, k)
+        else:
+            ranges.append((start, end, k))
+        start = end + 1
+    return tuple(ranges)
+
+
+def schedule_config(
+    schedule: Sequence[Range], base: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """A ready `--speculative-config`: the base config (method, drafter, …) with
+    num_speculative_tokens = the schedule's largest k and the schedule; None when every k is 0."""
+    top = max((k for _, _, k in schedule), default=0)
+    if top < 1:
+        return None
+    config = {key: v for key, v in dict(base or {}).items() if key != "num_speculative_tokens_per_batch_size"}
+    config["num_speculative_tokens"] = top
+    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule]
+    return config
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRow:
+    """The schedule against the best fixed k at one concurrency."""
+
+    concurrency: int
+    best_k: int
+    best: Cell | None
+    """The best fixed k's cell (None when the best is k=0: its speed-up is 1.0 by definition)."""
+    schedule: Cell | None
+
+    @property
+    def best_speedup(self) -> float:
+        return self.best.speedup if self.best is not None else 1.0
+
+    @property
+    def ratio(self) -> float | None:
+        """Schedule's median speed-up / the best fixed k's."""
+        return None if self.schedule is None else self.schedule.speedup / self.best_speedup
+
+    @property
+    def no_slower(self) -> bool | None:
+        """The schedule's 95 % CI reaches the best fixed k's median (None: not measured)."""
+        return None if self.schedule is None else self.schedule.high >= self.best_speedup
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency,
+            "best_fixed_k": self.best_k,
+            "best_fixed_speedup": round(self.best_speedup, 4),
+            "schedule": self.schedule.to_json() if self.schedule else None,
+            "ratio": None if self.ratio is None else round(self.ratio, 4),
+            "no_slower": self.no_slower,
+        }
+
+
+def verify(
+    table: Mapping[int, Mapping[int, Cell]], best: Mapping[int, int], schedule_cells: Mapping[int, Cell]
+) -> list[VerifyRow]:
+    """The schedule's cell beside the best fixed k's at each measured concurrency."""
+    return [
+        VerifyRow(c, best[c], table.get(c, {}).get(best[c]) if best[c] else None, schedule_cells.get(c))
+        for c in sorted(best)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrencyAdvice:
+    """A sweep's per-concurrency result: every cell, the best k at each, the schedule, its check."""
+
+    table: Mapping[int, Mapping[int, Cell]]
+    best: Mapping[int, int]
+    schedule: tuple[Range, ...]
+    config: Mapping[str, Any] | None
+    """The ready `--speculative-config` (None: no k beats k=0 anywhere)."""
+    verification: tuple[VerifyRow, ...] = ()
+    verification_note: str | None = None
+    """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "concurrency": sorted(self.table),
+            "cells": [
+                cell.to_json() for c in sorted(self.table) for _, cell in sorted(self.table[c].items())
+            ],
+            "best_k": {str(c): k for c, k in sorted(self.best.items())},
+            "num_speculative_tokens_per_batch_size": [list(r) for r in self.schedule],
+            "speculative_config": dict(self.config) if self.config is not None else None,
+            "verification": [row.to_json() for row in self.verification],
+            "verification_note": self.verification_note,
+        }
+
+
+def advise_concurrency(
+    reports: Mapping[int, Any], base_config: Mapping[str, Any] | None
+) -> ConcurrencyAdvice | None:
+    """From each k's bench report; None when fewer than two concurrencies were measured."""
+    table = concurrency_table(reports)
+    if len(table) < 2:
+        return None
+    best = best_per_concurrency(table)
+    schedule = batch_schedule(best)
+    return ConcurrencyAdvice(table, best, schedule, schedule_config(schedule, base_config))
+
+
+def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[str]:
+    """The command line with its `--speculative-config` value replaced (added when absent)."""
+    out = list(argv)
+    text = json.dumps(dict(config), separators=(",", ":"))
+    for i, arg in enumerate(out):
+        if arg in ("--speculative-config", "--speculative_config", "-sc") and i + 1 < len(out):
+            out[i + 1] = text
+            return out
+        if arg.startswith(("--speculative-config=", "-sc=")):
+            out[i] = arg.split("=", 1)[0] + "=" + text
+            return out
+    return [*out, "--speculative-config", text]

@@ -1,0 +1,90 @@
+"""The best k per concurrency and the batch-size schedule vLLM reads (`core.ab.schedule`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mtpwatch.core.ab.schedule import (
+    Cell,
+    batch_schedule,
+    best_per_concurrency,
+    replace_spec_config,
+    schedule_config,
+    verify,
+)
+from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.sim.engine import check_schedule
+
+
+def cell(k: int, c: int, speedup: float, half: float = 0.05) -> Cell:
+    return Cell(k, c, speedup, speedup - half, speedup + half, 8, None, None)
+
+
+def test_the_best_k_at_each_concurrency() -> None:
+    table = {
+        1: {1: cell(1, 1, 1.6), 2: cell(2, 1, 2.1), 4: cell(4, 1, 2.3)},
+        4: {1: cell(1, 4, 1.5), 2: cell(2, 4, 1.7), 4: cell(4, 4, 1.4)},
+        16: {1: cell(1, 16, 0.97), 2: cell(2, 16, 0.9), 4: cell(4, 16, 0.8)},
+    }
+    best = best_per_concurrency(table)
+    assert best == {1: 4, 4: 2, 16: 0}  # nothing beats k=0 at 16
+    # ties go to the smaller k (cheaper, same speed)
+    assert best_per_concurrency({1: {1: cell(1, 1, 1.5), 2: cell(2, 1, 1.5)}}) == {1: 1}
+
+
+def test_the_schedule_covers_the_measured_range() -> None:
+    # midpoints ⌊√(1·4)⌋ = 2 and ⌊√(4·16)⌋ = 8
+    assert batch_schedule({1: 4, 4: 2, 16: 1}) == ((1, 2, 4), (3, 8, 2), (9, 16, 1))
+    assert batch_schedule({1: 2, 4: 2, 16: 0}) == ((1, 8, 2), (9, 16, 0))  # same k merges
+    assert batch_schedule({1: 3, 2: 1}) == ((1, 1, 3), (2, 2, 1))
+    assert batch_schedule({4: 2}) == ((1, 4, 2),)  # from 1 even when 1 was not measured
+    assert batch_schedule({2: 3, 3: 2, 8: 1}) == ((1, 2, 3), (3, 4, 2), (5, 8, 1))
+    for best in ({1: 4, 4: 2, 16: 1}, {1: 3, 2: 1}, {2: 3, 3: 2, 8: 1}, {1: 1, 64: 4, 256: 0}):
+        check_schedule(batch_schedule(best), 4)  # every one passes vLLM's rules
+    with pytest.raises(ValueError):
+        batch_schedule({})
+
+
+def test_a_ready_speculative_config() -> None:
+    base = {"method": "mtp", "model": "org/drafter", "num_speculative_tokens": 8}
+    config = schedule_config(((1, 2, 4), (3, 8, 2), (9, 16, 0)), base)
+    assert config == {
+        "method": "mtp",
+        "model": "org/drafter",
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 2, 4], [3, 8, 2], [9, 16, 0]],
+    }
+    assert schedule_config(((1, 16, 0),), base) is None  # speculation pays nowhere
+
+
+def test_verify_against_the_best_fixed_k() -> None:
+    table = {1: {4: cell(4, 1, 2.3)}, 4: {2: cell(2, 4, 1.7)}, 16: {2: cell(2, 16, 0.9)}}
+    best = {1: 4, 4: 2, 16: 0}
+    sched = {1: cell(0, 1, 2.28), 4: cell(0, 4, 1.5), 16: cell(0, 16, 0.99)}
+    rows = {r.concurrency: r for r in verify(table, best, sched)}
+    assert rows[1].no_slower and rows[1].ratio == pytest.approx(2.28 / 2.3)
+    assert rows[4].no_slower is False  # 1.55 < 1.7
+    assert rows[16].best is None and rows[16].best_speedup == 1.0 and rows[16].no_slower
+    assert verify(table, best, {})[0].no_slower is None
+    assert rows[4].to_json()["best_fixed_k"] == 2
+
+
+def test_replace_spec_config() -> None:
+    argv = [
+        "vllm",
+        "serve",
+        "m",
+        "--port",
+        "8001",
+        "--speculative-config",
+        '{"method":"mtp","num_speculative_tokens":4}',
+    ]
+    config = {
+        "method": "mtp",
+        "num_speculative_tokens": 4,
+        "num_speculative_tokens_per_batch_size": [[1, 4, 4]],
+    }
+    out = replace_spec_config(argv, config)
+    assert out[:5] == argv[:5] and spec_config_from_argv(out) == config and len(out) == len(argv)
+    assert spec_config_from_argv(replace_spec_config(["vllm", "serve", "m", "-sc={}"], config)) == config
+    assert replace_spec_config(["vllm", "serve", "m"], config)[-2] == "--speculative-config"

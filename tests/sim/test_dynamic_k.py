@@ -1,0 +1,81 @@
+"""vLLM's batch-size schedule for k (`num_speculative_tokens_per_batch_size`) in the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from mtpwatch.core.metrics.snapshot import parse_snapshot
+from mtpwatch.sim.engine import Engine
+from mtpwatch.sim.metrics import SimMetrics
+from mtpwatch.sim.physics import Physics
+from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
+from mtpwatch.sim.server import running_sim
+
+SCHEDULE = ((1, 2, 4), (3, 8, 1), (9, 16, 0))
+
+
+def test_each_step_runs_at_the_k_of_its_batch_size() -> None:
+    physics = Physics(get_preset(DEFAULT_PRESET), k=4)
+    engine = Engine(
+        physics, SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={}), k_schedule=SCHEDULE
+    )
+    assert engine.physics_for(1) is physics and engine.physics_for(2).k == 4
+    assert engine.physics_for(3).k == 1 and engine.physics_for(8).k == 1
+    assert engine.physics_for(9).spec is False  # k = 0: no drafts
+    assert engine.physics_for(40).spec is False  # past the last range: its k, as in vLLM
+    # a bigger batch's step costs more per step, but less at the smaller k it runs
+    assert (
+        engine.physics_for(4).step_cost(decode=[500] * 4).seconds
+        < physics.step_cost(decode=[500] * 4).seconds
+    )
+    metrics = SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={})
+    for bad in (((1, 4, 6),), ((2, 4, 1),), ((1, 4, 1), (4, 8, 2))):
+        with pytest.raises(ValueError, match="0 ≤ k ≤ num_speculative_tokens"):
+            Engine(physics, metrics, k_schedule=bad)
+
+
+async def _draft_ratio(load: int) -> float:
+    async with (
+        running_sim(load=load, speed=20, k=4, k_schedule=SCHEDULE) as url,
+        httpx.AsyncClient(timeout=10) as client,
+    ):
+        for _ in range(600):  # wait on the counters, not the clock
+            snap = parse_snapshot((await client.get(url + "/metrics")).text)
+            if snap.drafts >= 200:
+                return snap.draft_tokens / snap.drafts
+            await asyncio.sleep(0.05)
+    raise AssertionError("the simulator drafted too little")
+
+
+async def test_the_counters_follow_the_schedule() -> None:
+    # one request in flight: every step at k=4; five (batch 4–5): every step at k=1
+    assert await _draft_ratio(1) == pytest.approx(4.0)
+    assert await _draft_ratio(5) == pytest.approx(1.0)
+
+
+def test_the_command_line_reads_the_schedule() -> None:
+    bad = (
+        '{"method": "mtp", "num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[1, 4, 3]]}'
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtpwatch",
+            "sim",
+            "serve",
+            "google/gemma-4-E4B-it",
+            "--speculative-config",
+            bad,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2 and "num_speculative_tokens_per_batch_size needs sorted" in proc.stderr
