@@ -40,7 +40,7 @@ class ServerSpec:
     label: str
     """Short name shown in the panel title: 'A', 'B', 'MTP on', 'baseline', ..."""
     url: str
-    """Base URL, e.g. http://127.0.0.1:8000 (normalised by core.client.normalize_url)."""
+    """Base URL, e.g. http://127.0.0.1:8000 (normalised by core.http.urls.normalize_url)."""
     model: str | None = None
     """`model_name` to show when several are served; None = the first one /v1/models lists."""
     api_key: str | None = field(default=None, repr=False)

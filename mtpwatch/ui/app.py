@@ -323,7 +323,7 @@ def run_app(
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()
 
-        # core.process stops the servers first; then the app leaves cleanly (terminal restored).
+        # core.launch.process stops the servers first; then the app leaves cleanly (terminal restored).
         def on_signal(signum: int) -> None:
             loop.call_soon_threadsafe(app.exit, 128 + signum)
 

@@ -129,7 +129,7 @@ class FeedArm:
 
 
 class Measurement:
-    """Repeated paired runs of prompts on the two feeds through `core.bench.BenchRunner`.
+    """Repeated paired runs of prompts on the two feeds through `core.ab.runner.BenchRunner`.
 
     Alternate (ABBA, never concurrent), race (both at once: contended, not a measurement) or
     restart (`arms` are `FeedArm`s the engine starts and stops). `updates()` turns bench events
@@ -240,5 +240,5 @@ def measurement_prompt(text: str, max_tokens: int) -> Prompt:
 
 
 def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Prompt]:
-    """`core.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
+    """`core.ab.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
     return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -337,7 +337,7 @@ def make_verdict(
 
 
 def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
-    """The hardware line of the roofline panel, from an `core.nvml.HardwareReading` (or None).
+    """The hardware line of the roofline panel, from a `core.roofline.nvml.HardwareReading` (or None).
 
     Measured DRAM bandwidth (GPM) is shown as GB/s and % of peak; NVML's utilization.memory only
     as "memory busy %" (it is time, not bytes); otherwise the reading's reason, in words.

@@ -107,10 +107,10 @@ class VllmClient:
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
             clock: monotonic clock stamped on stream events (tests inject a fake).
-            fast_stream: stream through `core.faststream` (True) or httpx (False). None: the fast
+            fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
             read_interval: fast path: read the socket at most this often during a fast stream
-                (None: `STREAM_READ_INTERVAL_S`); see `core.faststream.open_sse`.
+                (None: `STREAM_READ_INTERVAL_S`); see `core.http.faststream.open_sse`.
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -152,7 +152,7 @@ class VllmClient:
 
     @property
     def fast_stream(self) -> bool:
-        """True when generations stream through `core.faststream`, False through httpx."""
+        """True when generations stream through `core.http.faststream`, False through httpx."""
         return self._fast
 
     async def aclose(self) -> None:

@@ -1,8 +1,8 @@
 """The memory-bandwidth roofline of a (speculative) decode: ceilings, efficiency and the binding term.
 
 Owns `Roofline` (frozen, `to_json()`) and `compute_roofline`, which combine the analytic bytes per
-step (`core.bandwidth`), a peak bandwidth (`core.gpus` or NVML) and, when a server is watched,
-plain floats from the metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`,
+step (`core.roofline.bytemodel`), a peak bandwidth (`core.roofline.gpus` or NVML) and, when a
+server is watched, plain floats from the metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`,
 `Rates.server_tok_s`). Nothing here reads hardware counters: every figure is analytic.
 
 Definitions (bytes_0 = bytes of a plain step, k = 0; bytes_k = bytes of a speculative step with

@@ -4,7 +4,7 @@ Owns the table of theoretical DRAM bandwidth (GB/s, 1 GB = 1e9 bytes) and the fu
 an NVML device name (`"NVIDIA H200"`, `"NVIDIA GeForce RTX 4090"`) or a short name typed by a
 user for a remote server (`--gpu GB10`, `--gpu "H100 PCIe"`). Values and sources are from the
 project's research notes (docs reference `bandwidth.md` §3); where NVML exposes the memory clock,
-`core.nvml` prefers the NVML-derived 2·clock·bus value, which is exactly GPM's denominator.
+`core.roofline.nvml` prefers the NVML-derived 2·clock·bus value, which is exactly GPM's denominator.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ analytic estimate of `core.roofline` alone.
 * Bandwidth: NVML GPM metric `DRAM_BW_UTIL` (id 10), % of the theoretical DRAM bandwidth between
   two GPM samples, on devices where `nvmlGpmQueryDeviceSupport` says so (Hopper and newer). GB/s =
   % × peak, peak from NVML (2 · max memory clock · bus width, GPM's own denominator) or the table
-  in `core.gpus`.
+  in `core.roofline.gpus`.
 * `nvmlDeviceGetUtilizationRates().memory` is the share of time device memory was read or written.
   It saturates near 90 % of real bandwidth and over-reads below, so it is exposed only as
   `memory_busy_pct` ("memory busy %"), never as bandwidth.
