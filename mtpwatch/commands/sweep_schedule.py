@@ -19,6 +19,7 @@ import click
 from mtpwatch.core.ab.engine import dynamic_k_missing
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.schedule import (
+    Cell,
     ConcurrencyAdvice,
     advise_concurrency,
     cells_of_report,
@@ -29,8 +30,25 @@ from mtpwatch.core.ab.sweep import PairRun, SweepReport, run_pair
 from mtpwatch.core.provenance import spec_config_from_argv
 
 
-def _x(speedup: float, low: float, high: float) -> str:
-    return f"{speedup:.2f}x [{low:.2f}, {high:.2f}]"
+def _x(speedup: float, low: float, high: float, coverage: float = 0.95) -> str:
+    """A speed-up and its interval; † when the interval covers less than 95 % (too few pairs)."""
+    return f"{speedup:.2f}x [{low:.2f}, {high:.2f}]" + ("†" if coverage < 0.95 else "")
+
+
+def _cell(cell: Cell) -> str:
+    return _x(cell.speedup, cell.low, cell.high, cell.coverage)
+
+
+def _weak_note(cells: Sequence[Cell]) -> str | None:
+    """The footnote for † cells: what their intervals really cover."""
+    weak = [c for c in cells if c.coverage < 0.95]
+    if not weak:
+        return None
+    lowest = min(weak, key=lambda c: c.coverage)
+    return (
+        f"† too few pairs for a 95% interval: it covers {100 * lowest.coverage:.0f}% at "
+        f"{lowest.pairs} pairs (min–max of the pairs); use more --runs"
+    )
 
 
 def format_concurrency(conc: ConcurrencyAdvice) -> str:
@@ -42,12 +60,15 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
         f"{'c':>5}" + "".join(f"{f'k={k}':>22}" for k in ks) + f"{'best k':>9}",
     ]
     for c, cells in conc.table.items():
-        row = "".join(
-            f"{_x(cells[k].speedup, cells[k].low, cells[k].high) if k in cells else '—':>22}" for k in ks
-        )
+        row = "".join(f"{_cell(cells[k]) if k in cells else '—':>22}" for k in ks)
         lines.append(f"{c:>5}{row}{conc.best[c]:>9}")
     ranges = ", ".join(f"{lo}–{hi}: k={k}" for lo, hi, k in conc.schedule)
     lines.append(f"schedule (batch size = requests running at once; inclusive ranges): {ranges}")
+    if len(conc.schedule) == 1 and conc.schedule[0][2] > 0:
+        lines.append(
+            f"  one k wins at every measured concurrency: a fixed num_speculative_tokens "
+            f"{conc.schedule[0][2]} does the same as this schedule"
+        )
     if conc.config is None:
         lines.append("no k beats k=0 at any measured concurrency: run without speculation")
     else:
@@ -65,14 +86,19 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
         verdicts = {True: "no slower (CI reaches it)", False: "SLOWER", None: "not measured"}
         for vr in conc.verification:
             sched = vr.schedule
-            cell = _x(sched.speedup, sched.low, sched.high) if sched else "—"
+            cell = _cell(sched) if sched else "—"
             ratio = f"{vr.ratio:.3f}" if vr.ratio is not None else "—"
             lines.append(
                 f"{vr.concurrency:>5}{vr.best_k:>14}{vr.best_speedup:>13.2f}x{cell:>26}{ratio:>8}"
-                f"   {verdicts[vr.no_slower]}"
+                f"   {verdicts[vr.no_slower]}" + (" (a hint: †)" if vr.weak else "")
             )
     if conc.verification_note:
         lines.append(f"schedule not verified: {conc.verification_note}")
+    shown = [cell for row in conc.table.values() for cell in row.values()]
+    shown += [vr.schedule for vr in conc.verification if vr.schedule is not None]
+    note = _weak_note(shown)
+    if note:
+        lines.append(note)
     return "\n".join(lines)
 
 

@@ -57,6 +57,8 @@ class Cell:
     rate: float | None
     """Median speed of the k arm (decode tok/s at concurrency 1, aggregate output tok/s above)."""
     baseline_rate: float | None
+    coverage: float = 0.95
+    """What [low, high] achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +67,7 @@ class Cell:
             "speedup": round(self.speedup, 4),
             "speedup_ci": [round(self.low, 4), round(self.high, 4)],
             "pairs": self.pairs,
+            "ci_coverage": round(self.coverage, 4),
             "tok_s": None if self.rate is None else round(self.rate, 3),
             "baseline_tok_s": None if self.baseline_rate is None else round(self.baseline_rate, 3),
         }
@@ -89,6 +92,7 @@ def cells_of_report(k: int, report: Any) -> dict[int, Cell]:
             pairs=sp.n_pairs,
             rate=b.rate.median if b is not None and b.rate is not None else None,
             baseline_rate=a.rate.median if a is not None and a.rate is not None else None,
+            coverage=sp.ci.coverage,
         )
     return out
 
@@ -172,6 +176,11 @@ class VerifyRow:
     def no_slower(self) -> bool | None:
         """The schedule's 95 % CI reaches the best fixed k's median (None: not measured)."""
         return None if self.schedule is None else self.schedule.high >= self.best_speedup
+
+    @property
+    def weak(self) -> bool:
+        """The schedule's interval covers less than 95 % (too few pairs): its verdict is a hint."""
+        return self.schedule is not None and self.schedule.coverage < 0.95
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -88,3 +88,29 @@ def test_replace_spec_config() -> None:
     assert out[:5] == argv[:5] and spec_config_from_argv(out) == config and len(out) == len(argv)
     assert spec_config_from_argv(replace_spec_config(["vllm", "serve", "m", "-sc={}"], config)) == config
     assert replace_spec_config(["vllm", "serve", "m"], config)[-2] == "--speculative-config"
+
+
+def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
+    """Two pairs give [min, max] of the pairs, a 50 % interval: the table marks it and its verdict."""
+    from mtpwatch.commands.sweep_schedule import format_concurrency
+    from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice, VerifyRow
+
+    weak = Cell(k=2, concurrency=4, speedup=1.07, low=1.06, high=1.09, pairs=2, rate=None,
+                baseline_rate=None, coverage=0.5)  # fmt: skip
+    strong = Cell(k=2, concurrency=1, speedup=1.2, low=1.1, high=1.3, pairs=12, rate=None,
+                  baseline_rate=None, coverage=0.96)  # fmt: skip
+    best = Cell(k=2, concurrency=4, speedup=1.21, low=1.1, high=1.3, pairs=12, rate=None,
+                baseline_rate=None, coverage=0.96)  # fmt: skip
+    row = VerifyRow(4, 2, best, weak)
+    assert row.no_slower is False and row.weak
+    assert not VerifyRow(1, 2, strong, strong).weak
+    conc = ConcurrencyAdvice(
+        table={1: {2: strong}, 4: {2: best}}, best={1: 2, 4: 2}, schedule=((1, 4, 2),),
+        config={"method": "ngram", "num_speculative_tokens": 2}, verification=(row,),
+        verification_note=None,
+    )  # fmt: skip
+    text = format_concurrency(conc)
+    assert "1.07x [1.06, 1.09]†" in text and "SLOWER (a hint: †)" in text
+    assert "it covers 50% at 2 pairs" in text
+    assert "one k wins at every measured concurrency" in text
+    assert weak.to_json()["ci_coverage"] == 0.5
