@@ -182,9 +182,9 @@ def sweep_document(
             k_meta["label"] = f"k={k} {base['label']}"
         bench[str(k)] = reportio.report_document(r, k_meta)
     return {
+        "meta": top_meta,  # first, as in every JSON mtpwatch writes
         "tool": "mtpwatch bench",
         "kind": SWEEP_KIND,
-        "meta": top_meta,
         **dict(head or {}),
         **report.to_json(),
         "engine": {str(k): mode.to_json() for k, mode in report.engine_modes().items()},
