@@ -25,7 +25,7 @@ from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.reportfile import SWEEP_KIND
 from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.launch.gpumem import local_gpu_memory, wait_memory_back
+from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
@@ -46,13 +46,13 @@ __all__ = [
 
 class SettlingArm(LaunchedArm):
     """A launched arm that, once its server stopped (every process of its group gone), also waits
-    until the GPU's free memory is back where NVML can tell — before the next server starts."""
+    until the GPU's free memory is back where NVML or nvidia-smi can tell — before the next server
+    starts."""
 
     _free_before: float | None = None
 
     async def start(self) -> None:
-        gpu = await asyncio.to_thread(local_gpu_memory)
-        self._free_before = gpu.free_bytes if gpu is not None and gpu.source == "nvml" else None
+        self._free_before = device_free_bytes(await asyncio.to_thread(local_gpu_memory))
         await super().start()
 
     async def stop(self) -> None:

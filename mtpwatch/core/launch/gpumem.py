@@ -30,9 +30,11 @@ from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import meminfo_used_bytes
 
 __all__ = [
+    "DEVICE_SOURCES",
     "SMI_QUERY",
     "UNIFIED_OS_RESERVE",
     "SmiGpu",
+    "device_free_bytes",
     "gpu_from_table",
     "local_gpu_memory",
     "parse_smi_csv",
@@ -196,6 +198,16 @@ def local_gpu_memory(
     return smi_gpu_memory(smi, meminfo) if smi else None
 
 
+DEVICE_SOURCES = frozenset({"nvml", "nvidia-smi"})
+"""Readings of the device's own memory, whose free figure drops while a server holds it (not
+/proc/meminfo's, where the OS and every process count, nor a table's)."""
+
+
+def device_free_bytes(gpu: GpuMemory | None) -> float | None:
+    """The free bytes of a reading of the device itself (`DEVICE_SOURCES`), else None."""
+    return gpu.free_bytes if gpu is not None and gpu.source in DEVICE_SOURCES else None
+
+
 def resolve_gpu_memory(
     gpu: str | None,
     *,
@@ -234,11 +246,7 @@ async def wait_memory_back(
     `read` (tests) returns free bytes or None; default: `local_gpu_memory`.
     """
 
-    def default_read() -> float | None:
-        gpu = local_gpu_memory()
-        return None if gpu is None or gpu.source not in ("nvml", "nvidia-smi") else gpu.free_bytes
-
-    reader = read or default_read
+    reader = read or (lambda: device_free_bytes(local_gpu_memory()))
     free = await asyncio.to_thread(reader)
     if free is None:
         return None
