@@ -37,8 +37,8 @@ k, not two points:
   c: then s = 0, the two-point model above. When the line misses a measured ρ by more than
   `LINEAR_TOLERANCE` the model is the measured table itself (linear between measured ks), and the
   residual says why;
-- t0 is the baseline the sweep's table prints (the median of every pair's k=0 runs), so predicted
-  tok/s = that k=0 rate × predicted speed-up;
+- t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
+  predicted tok/s = that k=0 rate × predicted speed-up;
 - τ(k') comes from the largest k's per-position acceptance (truncation, as above). Above the
   largest measured k the conditional acceptance a_i / a_(i−1) is fitted geometrically
   (log-linear least squares over the measured positions) and the chain continued; those

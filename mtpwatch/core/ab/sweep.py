@@ -13,6 +13,7 @@ paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 
 from __future__ import annotations
 
 import asyncio
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -64,7 +65,7 @@ class SettlingArm(LaunchedArm):
 
 @dataclass(frozen=True, slots=True)
 class SweepRow:
-    """The measured figures at one k (k = 0: the baseline, pooled over every pair)."""
+    """The measured figures at one k (k = 0: the baseline, the median of each k's baseline median)."""
 
     k: int
     decode_tok_s: float | None
@@ -228,7 +229,7 @@ def sweep_from_reports(
     """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
     rows = [_row(k, reports[k]) for k in sorted(reports)]
     base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
-    baseline_tok_s = sorted(base)[len(base) // 2] if base else None
+    baseline_tok_s = statistics.median(base) if base else None
     baseline = SweepRow(
         0, baseline_tok_s, baseline_tok_s, 1.0 if base else None, None, 0, None, None, None, {}
     )

@@ -1,8 +1,10 @@
-"""SettlingArm waits for the GPU's memory after a stop wherever the device's own memory is read."""
+"""A k sweep's pieces: the settling arm's wait for GPU memory, the k=0 row's baseline."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -47,3 +49,25 @@ def test_settling_arm_waits_on_every_device_reading(
 
     asyncio.run(go())
     assert waited == ([] if waits_for is None else [pytest.approx(waits_for)])
+
+
+def _report(baseline: float, treatment: float) -> Any:
+    """The parts of a `BenchReport` a sweep row reads."""
+    rate = lambda x: SimpleNamespace(median=x)  # noqa: E731
+    overall = SimpleNamespace(
+        arms={
+            "a": SimpleNamespace(rate=rate(baseline)),
+            "b": SimpleNamespace(rate=rate(treatment), acceptance=None),
+        },
+        speedup=None,
+    )
+    return SimpleNamespace(primary=SimpleNamespace(overall=overall, categories={}))
+
+
+def test_sweep_baseline_is_the_median_of_the_baselines() -> None:
+    """Two ks: the k=0 row is the middle of their two baseline medians, not the larger one."""
+    report = sweep.sweep_from_reports({1: _report(100.0, 120.0), 2: _report(110.0, 125.0)})
+    assert report.rows[0].k == 0
+    assert report.rows[0].decode_tok_s == pytest.approx(105.0)
+    three = sweep.sweep_from_reports({1: _report(100.0, 1), 2: _report(130.0, 1), 3: _report(110.0, 1)})
+    assert three.rows[0].decode_tok_s == pytest.approx(110.0)
