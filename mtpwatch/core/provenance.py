@@ -134,11 +134,15 @@ def parse_metadata(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
+SPEC_CONFIG_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
+"""The spellings of vLLM's speculative-config flag (each also as ``FLAG=JSON``)."""
+
+
 def spec_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
     """The JSON of ``--speculative-config`` / ``-sc`` in a vLLM command line; None if absent or unreadable."""
     for i, arg in enumerate(argv):
         value: str | None = None
-        for flag in ("--speculative-config", "--speculative_config", "-sc"):
+        for flag in SPEC_CONFIG_FLAGS:
             if arg == flag and i + 1 < len(argv):
                 value = argv[i + 1]
             elif arg.startswith(flag + "="):

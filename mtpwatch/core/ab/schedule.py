@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
+
 __all__ = [
     "Cell",
     "ConcurrencyAdvice",
@@ -243,14 +245,15 @@ def advise_concurrency(
 
 
 def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[str]:
-    """The command line with its `--speculative-config` value replaced (added when absent)."""
+    """The command line with its `--speculative-config` value replaced (added when absent); every
+    spelling `provenance.spec_config_from_argv` reads (`SPEC_CONFIG_FLAGS`) is replaced in place."""
     out = list(argv)
     text = json.dumps(dict(config), separators=(",", ":"))
     for i, arg in enumerate(out):
-        if arg in ("--speculative-config", "--speculative_config", "-sc") and i + 1 < len(out):
+        if arg in SPEC_CONFIG_FLAGS and i + 1 < len(out):
             out[i + 1] = text
             return out
-        if arg.startswith(("--speculative-config=", "-sc=")):
+        if arg.startswith(tuple(flag + "=" for flag in SPEC_CONFIG_FLAGS)):
             out[i] = arg.split("=", 1)[0] + "=" + text
             return out
     return [*out, "--speculative-config", text]

@@ -88,6 +88,11 @@ def test_replace_spec_config() -> None:
     assert out[:5] == argv[:5] and spec_config_from_argv(out) == config and len(out) == len(argv)
     assert spec_config_from_argv(replace_spec_config(["vllm", "serve", "m", "-sc={}"], config)) == config
     assert replace_spec_config(["vllm", "serve", "m"], config)[-2] == "--speculative-config"
+    # the underscore spelling with `=` (read by spec_config_from_argv) is replaced, not doubled
+    under = replace_spec_config(
+        ["vllm", "serve", "m", '--speculative_config={"num_speculative_tokens":4}'], config
+    )
+    assert len(under) == 4 and spec_config_from_argv(under) == config
 
 
 def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
