@@ -330,7 +330,8 @@ class TieredScraper:
         if not why:
             self.state = ScrapeState("filtered", "", len(text), len(text), 0, 0)
             return text
-        if why == "filter ignored" and detect_schema(text) != "none":
+        if why == "filter ignored" and (schema := detect_schema(text)) != "none":
+            why = "not vLLM" if schema == "llamacpp" else why
             self.state = ScrapeState("full", why, len(text), 0, 0, len(text))
             return text  # the whole page already: no second request
         page = await self._fetch(FULL_PATH)

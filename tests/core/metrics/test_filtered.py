@@ -487,6 +487,22 @@ async def test_once_on_llama_server_says_not_vllm(data: DataDir) -> None:
     assert scraper.state.text == "full page (not vLLM)"
 
 
+async def test_once_on_a_server_answering_every_path_with_its_llama_page_says_not_vllm(data: DataDir) -> None:
+    """The filtered path answers the whole llama-server page: used as it is, and named as the
+    per-scrape path names it ('not vLLM', not 'filter ignored')."""
+    page = data.text("llamacpp-metrics-after.txt")
+    calls: list[str] = []
+
+    async def fetch(path: str) -> str:
+        calls.append(path)
+        return page
+
+    scraper = TieredScraper(fetch, ScrapeFilter(once=True))
+    assert await scraper.scrape() == page
+    assert len(calls) == 1 and calls[0] != FULL_PATH
+    assert scraper.state.text == "full page (not vLLM)"
+
+
 def test_fleet_json_says_how_each_server_is_scraped() -> None:
     from mtpwatch.commands.fleet import direct_json
     from mtpwatch.sim.server import SimThread
