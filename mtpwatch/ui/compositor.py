@@ -29,6 +29,7 @@ from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
 
 
 class CellChopsUpdate(ChopsUpdate):
@@ -108,13 +109,13 @@ class RowCompositor(Compositor):
 
     @staticmethod
     def _render_rows(
-        widget: object, region: Region, vx: int, vw: int, y1: int, y2: int
+        widget: Widget, region: Region, vx: int, vw: int, y1: int, y2: int
     ) -> tuple[Region, list[Strip]]:
         rows = Region(vx, y1, vw, y2 - y1)
         crop = Region(vx - region.x, y1 - region.y, vw, y2 - y1)
-        return rows, widget.render_lines(crop)  # type: ignore[attr-defined]
+        return rows, widget.render_lines(crop)
 
-    def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip]]:
+    def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip | None]]:
         """Textual's `_render_chops` over the rows in `spans` only (renders from `_span_renders`)."""
         cuts = self.cuts
         chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
@@ -129,7 +130,7 @@ class RowCompositor(Compositor):
                 for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
                     if get_chops_line(cut) is None:
                         chops_line[cut] = cut_strip
-        return chops  # type: ignore[return-value]
+        return chops
 
 
 # The Textual releases whose private `_compositor` internals (`_regions_to_spans`, `cuts`,
