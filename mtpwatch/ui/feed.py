@@ -20,6 +20,7 @@ from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import ServerError, ServerTimeout, ServerUnreachable
 from mtpwatch.core.http.generation import (
     GenerationRequest,
@@ -32,9 +33,9 @@ from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
 from mtpwatch.core.metrics.filtered import ScrapeFilter
-from mtpwatch.core.metrics.formulas import conditional_from_marginal
 from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
@@ -56,10 +57,6 @@ RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 """Retry delays after a failed scrape: 0.5, 1, 2, 4, 8 s, then 8 s (`Backoff`, no jitter)."""
 CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
-PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
-"""Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
-LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"
-"""Scope of the acceptance rate from llama-server's `timings.draft_n_accepted / draft_n`."""
 
 StartupProgress = Callable[[StartupView, list[str]], None]
 """Called during a launch with the phase (or failure) and the log lines since the last call."""
@@ -190,6 +187,8 @@ class ServerFeed:
         """Prompt + generated tokens of the last console prompt (KV context when the engine says 0)."""
         self.request_spec: RequestSpecMetrics | None = None
         """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
+        self.request_timings: LlamaTimings | None = None
+        """llama-server's timings of the last finished console prompt (its draft counts)."""
         self._sampler: Sampler | None = None
         self.engine_info: engines.EngineInfo | None = None
         """What llama-server says about itself (/props, /slots); None for vLLM."""
@@ -354,11 +353,23 @@ class ServerFeed:
             return self.collector.since(self.prompt_t0, now, until=self.prompt_t_end)
         return self.collector.window(WINDOW_SECONDS[window], now)
 
-    def scope(self, window: str) -> str:
-        """'this request' when only the console's prompt ran in the prompt window, else 'engine-wide'."""
-        if window == "prompt" and self.prompt_t0 is not None:
-            return str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
-        return "engine-wide"
+    def acceptance(self, window: str, rates: Rates | None) -> PromptAcceptance:
+        """The acceptance shown for `window` with counter `rates`: `core.metrics.attribution`'s rule.
+
+        The prompt window passes this prompt's own numbers: vLLM's per-request metrics once its final
+        chunk came, llama-server's timings (the latest chunk's while it streams).
+        """
+        if window != "prompt":
+            return prompt_acceptance(counters=rates, scope="engine-wide")
+        stats = self._gen_stats
+        timings = stats.timings if stats is not None else self.request_timings
+        t0 = self.prompt_t0
+        return prompt_acceptance(
+            counters=rates,
+            scope=self.collector.attribution(t0, self.prompt_t1).scope if t0 is not None else "engine-wide",
+            per_request=self.request_spec if self.prompt_t_end is not None else None,
+            timings=timings,
+        )
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
@@ -388,27 +399,16 @@ class ServerFeed:
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
         speculative = None if snap is None else (snap.speculative or self._props_speculating)
+        acc = self.acceptance(window, r)
         verdict, level = make_verdict(
             method=self.method,
             speculative=speculative,
-            acceptance_rate=r.acceptance_rate if r else None,
-            mean_acceptance_length=r.mean_acceptance_length if r else None,
-            drafts=r.drafts if r else None,
+            acceptance_rate=acc.acceptance_rate,
+            mean_acceptance_length=acc.mean_acceptance_length,
+            drafts=acc.drafts,
             bandwidth=bandwidth,
             window=window,
         )
-        acceptance = r.acceptance_rate if r else None
-        length = r.mean_acceptance_length if r else None
-        per_position = r.per_position if r else ()
-        conditional = r.per_position_conditional if r else ()
-        scope = self.scope(window)
-        per_request = self.request_spec
-        if window == "prompt" and per_request is not None and self.prompt_t_end is not None:
-            acceptance = per_request.acceptance_rate
-            length = per_request.mean_acceptance_length
-            per_position = per_request.per_position
-            conditional = _conditional(per_position)
-            scope = PER_REQUEST_SCOPE
         return ServerView(
             label=self.spec.label,
             url=self.spec.url,
@@ -422,11 +422,11 @@ class ServerFeed:
             k=(snap.num_speculative_tokens or None) if snap is not None else None,
             facts=self.facts,
             window=window,
-            scope=scope,
-            acceptance_rate=acceptance,
-            mean_acceptance_length=length,
-            per_position=per_position,
-            per_position_conditional=conditional,
+            scope=acc.scope,
+            acceptance_rate=acc.acceptance_rate,
+            mean_acceptance_length=acc.mean_acceptance_length,
+            per_position=acc.per_position,
+            per_position_conditional=acc.per_position_conditional,
             server_tok_s=r.server_tok_s if r else None,
             steps_per_s=r.steps_per_s if r else None,
             mean_step_s=r.mean_step_s if r else None,
@@ -439,7 +439,7 @@ class ServerFeed:
             scrape=self.scrape_via,
             server_series=server_series,
             client_series=client_series,
-            drafts=r.drafts if r and speculative else None,
+            drafts=acc.drafts if speculative else None,
             bandwidth=bandwidth,
             verdict=verdict,
             verdict_level=level,
@@ -552,6 +552,7 @@ class ServerFeed:
         self.prompt_t0 = self.clock()
         self.prompt_t1 = self.prompt_t_end = None
         self.request_spec = None
+        self.request_timings = None
         stats.start(self.prompt_t0)
         self._cancelled_stats = stats
         if self.tap is not None:
@@ -575,29 +576,17 @@ class ServerFeed:
     def _answer(self, result: GenerationResult) -> Answer:
         if result.completion_tokens:
             self._request_tokens = (result.prompt_tokens or 0) + result.completion_tokens
-        rates = None
-        scope = "engine-wide"
-        if self.prompt_t0 is not None:
-            rates = self.rates("prompt")
-            scope = str(self.collector.attribution(self.prompt_t0, self.prompt_t1).scope)
-        acceptance = rates.acceptance_rate if rates else None
-        length = rates.mean_acceptance_length if rates else None
         self.request_spec = result.spec_metrics
-        if result.spec_metrics is not None:
-            # vLLM's own numbers for exactly this request beat counter deltas (no attribution guess).
-            acceptance = result.spec_metrics.acceptance_rate
-            length = result.spec_metrics.mean_acceptance_length
-            scope = PER_REQUEST_SCOPE
-        elif result.timings is not None and result.timings.acceptance_rate is not None:
-            acceptance = result.timings.acceptance_rate  # llama-server's draft counts of this request
-            scope = LLAMACPP_REQUEST_SCOPE
+        self.request_timings = result.timings
+        rates = self.rates("prompt") if self.prompt_t0 is not None else None
+        acc = self.acceptance("prompt", rates)
         summary = PromptSummary(
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
             decode_tok_s=result.decode_tok_s,
-            acceptance_rate=acceptance,
-            mean_acceptance_length=length,
-            scope=scope,
+            acceptance_rate=acc.acceptance_rate,
+            mean_acceptance_length=acc.mean_acceptance_length,
+            scope=acc.scope,
             approximate=not result.tokens_exact,
             cancelled=result.cancelled,
             error=result.error,
@@ -661,11 +650,6 @@ def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, .
         out.append(value)
         t += 1.0
     return tuple(out)
-
-
-def _conditional(marginal: tuple[float, ...]) -> tuple[float, ...]:
-    """Conditional per-position acceptance (position i given i−1 accepted) from marginal rates."""
-    return tuple(0.0 if c is None else c for c in conditional_from_marginal(marginal))
 
 
 def log_facts(watcher: LogWatcher) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from textual.markup import escape
 
 from mtpwatch.config import MeasureSettings, Schedule
 from mtpwatch.core.ab import stats
-from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult
 from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig
@@ -23,6 +23,7 @@ from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.core.launch.process import StartupError
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.ui.feed import ServerFeed, StartupProgress
 
 
@@ -118,8 +119,8 @@ class FeedArm:
         self._http.model = self._http.model or self.feed.model
         return await self._http.generate(request)
 
-    async def counters(self) -> SpecCounters | None:
-        """The spec-decode counters of the server."""
+    async def counters(self) -> MetricsSnapshot | None:
+        """The server's /metrics snapshot (None when it does not speculate)."""
         self._http.model = self._http.model or self.feed.model
         return await self._http.counters()
 

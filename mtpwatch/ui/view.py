@@ -286,7 +286,10 @@ def make_verdict(
     bandwidth: BandwidthView,
     window: str,
 ) -> tuple[str, VerdictLevel]:
-    """Whether MTP pays off on this server, in one sentence, from the window's numbers.
+    """Whether MTP pays off on this server, in one sentence, from the numbers shown beside it.
+
+    The caller passes the acceptance the panel shows (`core.metrics.attribution.prompt_acceptance`),
+    so the sentence never reads another source than the figures next to it.
 
     Known failure signatures first: acceptance near 0 over enough drafts (a mismatched drafter),
     then a mean acceptance length under 1.2; otherwise the analytic ceiling with speculation
@@ -298,9 +301,11 @@ def make_verdict(
         return "no speculation: this server is the baseline", "info"
     if speculative is None:
         return "", "info"
-    if not drafts:
+    if not drafts and acceptance_rate is None:
         return f"{name}: no drafts yet {where} — send a prompt", "info"
-    if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and drafts >= MIN_DRAFTS:
+    # drafts is None when only the acceptance rate is known (llama.cpp timings beside other traffic)
+    enough = drafts is not None and drafts >= MIN_DRAFTS
+    if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and enough:
         return (
             f"{name} is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
             f"{DRAFTER_MISMATCH}",

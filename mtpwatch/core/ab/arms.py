@@ -1,8 +1,9 @@
 """What an arm is: one side of the A/B comparison, as the runner sees it.
 
 Arm A is the baseline (MTP off), arm B the treatment (MTP on); every speed-up is B / A.
-An arm generates (`ArmRequest` → `ArmResult`, measured on the client) and can be scraped
-(`SpecCounters`); a `ManagedArm` can also start and stop its server (the restart schedule).
+An arm generates (`ArmRequest` → `ArmResult`, measured on the client) and can be scraped (a
+`MetricsSnapshot`, differenced by the runner with `core.metrics.rates.delta_rates`); a `ManagedArm`
+can also start and stop its server (the restart schedule).
 `mtpwatch.core.ab.http_arm` holds the arms that talk HTTP to a server.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
+
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
 ArmName = Literal["a", "b"]
 
@@ -47,18 +50,29 @@ class ArmResult:
     """Gaps between successive chunks with output (`vllm bench serve`'s ITL)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SpecCounters:
-    """The speculative-decoding counters of one scrape (cumulative, summed over engines)."""
+def SpecCounters(  # the old class name: arms without a /metrics page build their scrapes with it
+    drafts: float,
+    draft_tokens: float,
+    accepted: float,
+    accepted_per_pos: tuple[float, ...],
+    k: int,
+    created: float | None = None,
+) -> MetricsSnapshot:
+    """A `MetricsSnapshot` that holds only the speculative-decoding counters of one scrape.
 
-    drafts: float
-    draft_tokens: float
-    accepted: float
-    accepted_per_pos: tuple[float, ...]
-    k: int
-    """num_speculative_tokens: the number of `position` labels the server exports."""
-    created: float | None = None
-    """`_created` timestamp of the counters; a change means the server restarted."""
+    For arms that have no `/metrics` page to parse (in-process arms, tests): cumulative counts summed
+    over engines, `k` the number of `position` labels, `created` the counters' `_created` time.
+    """
+    return MetricsSnapshot(
+        schema="vllm",
+        speculative=True,
+        num_speculative_tokens=k,
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted=accepted,
+        accepted_per_pos=tuple(accepted_per_pos),
+        created=created,
+    )
 
 
 @runtime_checkable
@@ -71,8 +85,11 @@ class Arm(Protocol):
         """Run one request to completion; failures come back as `ArmResult.error`, not exceptions."""
         ...
 
-    async def counters(self) -> SpecCounters | None:
-        """Current speculative-decoding counters; None when the server has none or cannot be read."""
+    async def counters(self) -> MetricsSnapshot | None:
+        """The server's counters now (one scrape); None when it has no spec-decode counters.
+
+        The runner differences two of these with `delta_rates`, whose `is_restart` is the restart rule.
+        """
         ...
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import httpx
 
-from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
 from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.provenance import probe_arm
 
 
@@ -74,19 +75,10 @@ class HttpArm:
             itl_s=result.itl_s,
         )
 
-    async def counters(self) -> SpecCounters | None:
-        """The model's speculative-decoding counters; None when speculation is off."""
+    async def counters(self) -> MetricsSnapshot | None:
+        """The model's /metrics snapshot; None when speculation is off (no spec-decode counters)."""
         snap = await self.client.scrape(self.model)
-        if not snap.speculative:
-            return None
-        return SpecCounters(
-            drafts=snap.drafts,
-            draft_tokens=snap.draft_tokens,
-            accepted=snap.accepted,
-            accepted_per_pos=tuple(snap.accepted_per_pos),
-            k=snap.num_speculative_tokens,
-            created=snap.created,
-        )
+        return snap if snap.speculative else None
 
     async def check(self) -> None:
         """Fail early with one line (a `ServerError`) when the server cannot be reached or refuses the key."""

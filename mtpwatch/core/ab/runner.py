@@ -1,7 +1,8 @@
 """The bench runner: drives a plan on arm A and arm B and turns the runs into a `BenchReport`.
 
 Acceptance comes from the server's counters, differenced around each measured run of that arm
-and summed, with vLLM's formulas.
+(`core.metrics.rates.delta_rates`; `is_restart` decides whether two scrapes share a baseline) and
+summed, with vLLM's formulas.
 
 The runner is a library: `BenchRunner.events()` is an async iterator of progress events (a run
 finished, a pair finished with the running speed-up) for the TUI; `BenchRunner.run()` returns
@@ -16,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from mtpwatch.core.ab.arms import ARM_ROLES, Arm, ArmName, ArmRequest, ArmResult, ManagedArm, SpecCounters
+from mtpwatch.core.ab.arms import ARM_ROLES, Arm, ArmName, ArmRequest, ArmResult, ManagedArm
 from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.plan import (
     BenchConfig,
@@ -32,6 +33,8 @@ from mtpwatch.core.ab.records import RequestTiming, RunRecord, match_pairs, pair
 from mtpwatch.core.ab.report import BenchReport, build_report
 from mtpwatch.core.ab.runlog import resumed_plan
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.metrics.rates import delta_rates, is_restart
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
 
 class BenchRunner:
@@ -51,7 +54,7 @@ class BenchRunner:
         self.done = list(done)
         self.plan = resumed_plan(build_plan(config, paired=b is not None), self.done)
         self.total = len(self.done) + sum(len(s.units) for s in self.plan if isinstance(s, RunUnits))
-        self._last: dict[ArmName, SpecCounters | None] = {}
+        self._last: dict[ArmName, MetricsSnapshot | None] = {}
         self._running: set[ArmName] = set()
         self.records: list[RunRecord] = []
         """Every finished unit so far, in order (what `partial_report` summarises after an interrupt)."""
@@ -63,7 +66,7 @@ class BenchRunner:
         if message not in seen:
             seen.append(message)
 
-    async def _scrape(self, arm: ArmName) -> SpecCounters | None:
+    async def _scrape(self, arm: ArmName) -> MetricsSnapshot | None:
         try:
             return await self.arms[arm].counters()
         except Exception as exc:  # a scrape failure must not lose the run; acceptance is then unknown
@@ -93,7 +96,7 @@ class BenchRunner:
         wall = time.monotonic() - t0
         after = await self._scrape(unit.arm)
         self._last[unit.arm] = after
-        if before is not None and after is not None and not _same_session(before, after):
+        if before is not None and after is not None and is_restart(before, after):
             self._problem(
                 unit.arm,
                 "the server restarted during the bench (its counters reset); "
@@ -203,8 +206,8 @@ def _record(
     prompt: Prompt,
     results: Sequence[ArmResult],
     wall: float,
-    before: SpecCounters | None,
-    after: SpecCounters | None,
+    before: MetricsSnapshot | None,
+    after: MetricsSnapshot | None,
 ) -> RunRecord:
     ok = [r for r in results if r.error is None]
     errors = [r.error for r in results if r.error is not None]
@@ -213,15 +216,14 @@ def _record(
     tokens = sum(r.tokens for r in ok)
     first = results[0]
     spec: dict[str, Any] = {}
-    if before is not None and after is not None and _same_session(before, after):
+    if before is not None and after is not None and after.speculative and not is_restart(before, after):
+        delta = delta_rates(before, after, None, "run")
         spec = {
-            "drafts": after.drafts - before.drafts,
-            "draft_tokens": after.draft_tokens - before.draft_tokens,
-            "accepted": after.accepted - before.accepted,
-            "accepted_per_pos": tuple(
-                x - y for x, y in zip(after.accepted_per_pos, before.accepted_per_pos, strict=False)
-            ),
-            "k": after.k,
+            "drafts": delta.drafts,
+            "draft_tokens": delta.draft_tokens,
+            "accepted": delta.accepted,
+            "accepted_per_pos": delta.accepted_per_pos,
+            "k": delta.num_speculative_tokens,
         }
         if len(after.accepted_per_pos) != len(before.accepted_per_pos):
             spec["accepted_per_pos"] = after.accepted_per_pos  # length changed: the gate will flag it
@@ -247,9 +249,3 @@ def _record(
         requests=tuple(RequestTiming(r.tokens, r.ttft_s, r.e2el_s, r.itl_s) for r in ok),
         **spec,
     )
-
-
-def _same_session(before: SpecCounters, after: SpecCounters) -> bool:
-    if before.created is not None and after.created is not None and before.created != after.created:
-        return False
-    return after.drafts >= before.drafts and after.accepted >= before.accepted

@@ -1,0 +1,148 @@
+"""Which acceptance a prompt gets: the one precedence rule, used by the panel and the summary line.
+
+A prompt's acceptance can come from three sources; `prompt_acceptance` takes the first that applies:
+
+1. **vLLM's per-request metrics** (`metrics.speculative_decoding` on the final chunk, with
+   `--per-request-spec-decode-metrics`; `core.http.generation.RequestSpecMetrics`). The engine
+   counted them for exactly this request, whatever else it was doing: no attribution guess, and they
+   carry the step count and the per-position histogram, so every number comes from them.
+2. **llama-server's timings** (`timings.draft_n_accepted / draft_n`, on the final chunk and, with
+   `timings_per_token`, on every chunk; `core.http.engines.LlamaTimings`). Also this request's own
+   counts, but only draft tokens and accepted ones: the acceptance rate comes from them; the mean
+   acceptance length, the per-position rates and the draft count come from the counters of the
+   prompt's window only when that window is "this request" (nothing else ran), else they are unknown.
+3. **The counter deltas over the prompt's window** (`rates.Collector.since`), scoped by
+   `rates.attribute`: "this request" when at most one request ran at every scrape, else "engine-wide".
+
+Outside a prompt (a 10 s or 60 s window) only the third applies and the scope is "engine-wide".
+The verdict sentence reads the same `PromptAcceptance` as the numbers it sits beside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.metrics.rates import Rates, Scope
+
+__all__ = [
+    "LLAMACPP_REQUEST_SCOPE",
+    "PER_REQUEST_SCOPE",
+    "AcceptanceSource",
+    "DraftTimings",
+    "PerRequestSpec",
+    "PromptAcceptance",
+    "prompt_acceptance",
+]
+
+PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
+"""Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
+LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"
+"""Scope of the acceptance rate from llama-server's `timings.draft_n_accepted / draft_n`."""
+
+AcceptanceSource = Literal["vllm per-request", "llama.cpp timings", "counters", "none"]
+
+
+class PerRequestSpec(Protocol):
+    """vLLM's per-request spec-decode numbers (`core.http.generation.RequestSpecMetrics`)."""
+
+    @property
+    def num_spec_steps(self) -> int:
+        """Verify steps of this request that had drafts."""
+        ...
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted tokens of this request."""
+        ...
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """1 + accepted / steps."""
+        ...
+
+    @property
+    def per_position(self) -> tuple[float, ...]:
+        """Marginal acceptance per draft position."""
+        ...
+
+
+class DraftTimings(Protocol):
+    """llama-server's `timings` of this request (`core.http.engines.LlamaTimings`)."""
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """draft_n_accepted / draft_n; None when the request has not drafted."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PromptAcceptance:
+    """The acceptance numbers shown for a prompt (or a window), all from `source`."""
+
+    source: AcceptanceSource
+    scope: str
+    """What the numbers cover: `PER_REQUEST_SCOPE`, `LLAMACPP_REQUEST_SCOPE`, "this request" or
+    "engine-wide" (counters)."""
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position: tuple[float, ...] = ()
+    """Marginal per-position rates."""
+    per_position_conditional: tuple[float | None, ...] = ()
+    """Position i given i−1 accepted (position 0: the marginal rate)."""
+    drafts: float | None = None
+    """Verify steps with drafts the numbers rest on (None when the source does not say)."""
+
+
+def prompt_acceptance(
+    *,
+    counters: Rates | None,
+    scope: Scope,
+    per_request: PerRequestSpec | None = None,
+    timings: DraftTimings | None = None,
+) -> PromptAcceptance:
+    """The acceptance that applies, in the order of the module docstring (pure).
+
+    Args:
+        counters: the counter rates of the window (the prompt's, or a time window); None when unknown.
+        scope: `rates.attribute`'s verdict for that window ("engine-wide" for a time window).
+        per_request: vLLM's per-request metrics of the prompt, once its final chunk arrived.
+        timings: llama-server's latest timings of the prompt (per chunk while it streams).
+    """
+    if per_request is not None:
+        positions = tuple(per_request.per_position)
+        return PromptAcceptance(
+            source="vllm per-request",
+            scope=PER_REQUEST_SCOPE,
+            acceptance_rate=per_request.acceptance_rate,
+            mean_acceptance_length=per_request.mean_acceptance_length,
+            per_position=positions,
+            # the panel's bars take 0 for "no step reached the position before" here (as before)
+            per_position_conditional=tuple(
+                0.0 if c is None else c for c in F.conditional_from_marginal(positions)
+            ),
+            drafts=float(per_request.num_spec_steps),
+        )
+    alone = counters is not None and scope == "this request"
+    if timings is not None and timings.acceptance_rate is not None:
+        return PromptAcceptance(
+            source="llama.cpp timings",
+            scope=LLAMACPP_REQUEST_SCOPE,
+            acceptance_rate=timings.acceptance_rate,
+            mean_acceptance_length=counters.mean_acceptance_length if alone and counters else None,
+            per_position=counters.per_position if alone and counters else (),
+            per_position_conditional=counters.per_position_conditional if alone and counters else (),
+            drafts=counters.drafts if alone and counters else None,
+        )
+    if counters is None:
+        return PromptAcceptance(source="none", scope=scope)
+    return PromptAcceptance(
+        source="counters",
+        scope=scope,
+        acceptance_rate=counters.acceptance_rate,
+        mean_acceptance_length=counters.mean_acceptance_length,
+        per_position=counters.per_position,
+        per_position_conditional=counters.per_position_conditional,
+        drafts=counters.drafts,
+    )
