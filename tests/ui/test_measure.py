@@ -11,7 +11,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.feed import PER_REQUEST_SCOPE
 from mtpwatch.ui.measure import FeedArm, measurement_prompt
