@@ -17,12 +17,12 @@ import importlib
 import math
 import statistics
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from mtpwatch.core.ab import figures
+from mtpwatch.core.ab import figures, reportfile
 from mtpwatch.core.ab.compare import Comparison
 from mtpwatch.core.ab.reportfile import Interval, SavedReport
 
@@ -409,3 +409,10 @@ def draw(
             if fig is not None:
                 out.append(fig)
     return out
+
+
+def report_figures(document: Mapping[str, Any], label: str | None, *, color: bool) -> str:
+    """The figures `mtpwatch plot` would draw from a report document (a bench's --json), at 80 columns."""
+    saved = reportfile.parse(document, path="this bench", name=label or "this bench")
+    figs = draw([saved], width=80, color=color, plt=load_plotext())
+    return "\n\n".join(textwrap.fill(f.title, 80) + "\n" + f.text for f in figs)

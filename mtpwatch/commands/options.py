@@ -1,4 +1,4 @@
-"""Click options shared by `attach`, `ab` and `demo`, and their checks (one clear line on error).
+"""Click options shared by `attach`, `ab`, `demo` and `bench`, and their checks (one clear line on error).
 
 Imports only click and mtpwatch.config, so `mtpwatch --help` stays fast.
 """
@@ -18,6 +18,23 @@ from mtpwatch.config import DisplaySettings
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def temperature_option(help: str) -> Callable[[F], F]:
+    """--temperature (0 to 5, default 0), with the command's own help line."""
+    return click.option(
+        "--temperature", type=click.FloatRange(0.0, 5.0), default=0.0, show_default=True, help=help
+    )
+
+
+def runs_option(help: str) -> Callable[[F], F]:
+    """--runs: runs per prompt and arm, warm-up included (2 to 10,000, default 12)."""
+    return click.option("--runs", type=click.IntRange(2, 10_000), default=12, show_default=True, help=help)
+
+
+def warmup_option(help: str) -> Callable[[F], F]:
+    """--warmup: first runs per prompt dropped (0 to 10,000, default 1)."""
+    return click.option("--warmup", type=click.IntRange(0, 10_000), default=1, show_default=True, help=help)
+
+
 def display_options(func: F) -> F:
     """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
     --model-config, --drafter-config, --theme."""
@@ -32,13 +49,7 @@ def display_options(func: F) -> F:
             show_default=True,
             help="max_tokens of prompts typed in the console.",
         ),
-        click.option(
-            "--temperature",
-            type=click.FloatRange(0.0, 5.0),
-            default=0.0,
-            show_default=True,
-            help="Sampling temperature (0 makes MTP on/off outputs comparable).",
-        ),
+        temperature_option("Sampling temperature (0 makes MTP on/off outputs comparable)."),
         click.option(
             "--interval",
             type=click.FloatRange(0.05, 60.0),
@@ -202,20 +213,8 @@ def checked_record(path: str | None) -> str | None:
 def measure_options(func: F) -> F:
     """Add --runs, --warmup and --save (the F6 measurement of the A/B view)."""
     options = [
-        click.option(
-            "--runs",
-            type=click.IntRange(2, 10_000),
-            default=12,
-            show_default=True,
-            help="F6 measurement: runs per prompt and arm, warm-up included.",
-        ),
-        click.option(
-            "--warmup",
-            type=click.IntRange(0, 10_000),
-            default=1,
-            show_default=True,
-            help="F6 measurement: first runs per prompt dropped as warm-up.",
-        ),
+        runs_option("F6 measurement: runs per prompt and arm, warm-up included."),
+        warmup_option("F6 measurement: first runs per prompt dropped as warm-up."),
         click.option(
             "--save",
             "save_path",

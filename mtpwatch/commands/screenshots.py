@@ -118,8 +118,8 @@ async def write_screenshots(
     from mtpwatch.commands.options import free_port
     from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
     from mtpwatch.core.launch.vllm_cmd import build_sim_argv
+    from mtpwatch.sim.harness import SimThread
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
-    from mtpwatch.sim.server import SimThread
     from mtpwatch.ui.app import make_app
 
     name = get_preset(preset or DEFAULT_PRESET).name
@@ -208,7 +208,7 @@ async def _film_fleet(path: Path, preset: str, speed: float, display: Any) -> Pa
     from dataclasses import replace
 
     from mtpwatch.config import AppConfig, FleetSettings
-    from mtpwatch.sim.server import SimThread
+    from mtpwatch.sim.harness import SimThread
     from mtpwatch.ui.app import make_app
     from mtpwatch.ui.screens.fleet import FleetScreen
     from mtpwatch.ui.widgets.fleet_table import FleetTable

@@ -190,7 +190,9 @@ def command(
             click.echo(f"{p.name:24} {p.description}")
         return
     # Lazy: the server pulls aiohttp; `mtpwatch sim --help` and --list-presets do not need it.
-    from mtpwatch.sim.server import Faults, SimOptions, SimServer, default_log_stream
+    from mtpwatch.sim.faults import Faults
+    from mtpwatch.sim.options import SimOptions
+    from mtpwatch.sim.server import SimServer, default_log_stream
 
     if not is_loopback(host):
         click.echo(
@@ -198,7 +200,7 @@ def command(
             "use 127.0.0.1 unless you mean it",
             err=True,
         )
-    from mtpwatch.sim.server import SimStartupError
+    from mtpwatch.sim.startup import SimStartupError
     from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
 
     try:

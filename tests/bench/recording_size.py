@@ -23,7 +23,7 @@ from typing import Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.record.schema import filter_page, page_delta
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.recording import FeedTap
 

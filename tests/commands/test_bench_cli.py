@@ -16,7 +16,7 @@ from mtpwatch.commands.bench import command
 from mtpwatch.commands.options import free_port
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.records import CSV_FIELDS
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 PRESET = "gemma4-e4b-gb10"
 QUICK = ["--prompts", "long", "--limit", "1", "--runs", "3", "--max-tokens", "48"]

@@ -23,7 +23,7 @@ from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 PROMPTS = [Prompt("p1", "one", "cat", 8)]
 REFUSED = "127.0.0.1:1"  # nothing listens on port 1: any request would fail at once

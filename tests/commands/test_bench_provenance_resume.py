@@ -18,7 +18,7 @@ from mtpwatch.commands.bench import command
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import runlog, workloads
 from mtpwatch.core.ab.plan import BenchConfig, StartArm, StopArm, build_plan
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 QUICK = ["--prompts", "short", "--limit", "1", "--runs", "3", "--max-tokens", "16"]
 

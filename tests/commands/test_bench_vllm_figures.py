@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
 from mtpwatch.core.ab.latency import percentile
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 QUICK = ["--prompts", "short", "--limit", "1", "--runs", "4", "--no-progress"]
 

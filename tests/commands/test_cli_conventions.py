@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.http import tls
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from tests.datadir import DataDir
 
 MTPWATCH = Path(sys.executable).with_name("mtpwatch")

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.screens.help import HELP_TEXT
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from mtpwatch import __version__
 from mtpwatch.cli import cli
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 QUICK = ["--prompts", "short", "--limit", "1", "--runs", "2", "--no-progress"]

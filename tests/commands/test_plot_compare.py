@@ -15,7 +15,7 @@ from mtpwatch.charts import plots
 from mtpwatch.cli import cli
 from mtpwatch.core.ab import reportfile
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 PRESET = "gemma4-e4b-gb10"
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.http.generation import GenerationRequest
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 _NOT_NUMBERS = {"meta", "source", "since", "scrape"}
 

@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from mtpwatch.commands.snapshot import command
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from tests.datadir import DataDir
 
 

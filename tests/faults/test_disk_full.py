@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 from .conftest import ROOT, run_mtpwatch
 

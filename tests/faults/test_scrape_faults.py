@@ -17,7 +17,7 @@ import pytest
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.sim.server import SimThread, running_sim
+from mtpwatch.sim.harness import SimThread, running_sim
 from mtpwatch.ui.app import make_app
 from tests.waits import wait_for
 

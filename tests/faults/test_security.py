@@ -24,7 +24,7 @@ from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import AuthError
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
-from mtpwatch.sim.server import SimThread, running_sim
+from mtpwatch.sim.harness import SimThread, running_sim
 from mtpwatch.ui.app import make_app
 from tests.procs import carrying
 from tests.waits import wait_for

@@ -13,7 +13,7 @@ import pytest
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from tests.waits import wait_for
 

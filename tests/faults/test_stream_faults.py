@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from tests.waits import wait_for
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.sim import command
 from mtpwatch.core.launch.vllm_cmd import is_loopback as _is_loopback
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 
 
 def test_list_presets_and_bad_preset() -> None:

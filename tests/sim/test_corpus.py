@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mtpwatch.sim.corpus import CATEGORIES, TextSource, categorize, pick_entry, split_pieces
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 def _answer(prompt: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 async def _run_some(url: str, sse: Any, n: int, max_tokens: int) -> list[int]:

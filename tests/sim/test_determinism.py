@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtpwatch.sim.corpus import TextSource, categorize, split_pieces, token_id
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 def _text(events: list[Any]) -> str:

@@ -11,10 +11,10 @@ import pytest
 
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.sim.engine import Engine
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
-from mtpwatch.sim.server import running_sim
 
 SCHEDULE = ((1, 2, 4), (3, 8, 1), (9, 16, 0))
 

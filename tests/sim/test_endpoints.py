@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
 
 FAST = {"speed": 50.0}

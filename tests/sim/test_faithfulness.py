@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
 
 FAST = {"speed": 50.0}

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 async def _read_stream(url: str, body: dict[str, Any]) -> tuple[list[str], BaseException | None]:

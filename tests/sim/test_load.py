@@ -13,7 +13,7 @@ import httpx
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 async def test_background_load_moves_the_counters_without_a_client() -> None:

@@ -7,7 +7,7 @@ import io
 import re
 from typing import Any
 
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
 
 PREFIX = r"INFO \d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+:\d+\] "

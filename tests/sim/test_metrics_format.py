@@ -6,8 +6,8 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.server import running_sim
 from tests.datadir import DataDir
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 
 async def test_per_request_metrics_reconcile_with_the_counters() -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen

@@ -10,7 +10,7 @@ from textual.widgets import Static
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.ab.advisor import advise
 from mtpwatch.core.ab.engine import engine_mode
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.app import make_app
 

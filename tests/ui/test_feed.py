@@ -87,7 +87,7 @@ def test_startup_lines_are_escaped_by_the_render_function() -> None:
 
 async def test_a_server_that_comes_up_later_is_identified_once_it_answers() -> None:
     """Attach before the server is up: its version, model and roofline inputs are read once it is."""
-    from mtpwatch.sim.server import SimThread
+    from mtpwatch.sim.harness import SimThread
 
     port = free_port()
     feed = _feed(port)

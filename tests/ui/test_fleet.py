@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.fleet import FleetScreen
 from mtpwatch.ui.screens.help import HelpScreen

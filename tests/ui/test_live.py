@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 

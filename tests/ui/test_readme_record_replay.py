@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.record.reader import RecordingError, read_recording
-from mtpwatch.sim.server import SimThread
+from mtpwatch.sim.harness import SimThread
 from tests.ui.tty import run_tty
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mtpwatch.cli import cli
 from mtpwatch.config import AppConfig, DisplaySettings, MeasureSettings, ServerSpec
 from mtpwatch.core.ab import reportfile
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.measure import measurement_prompt
 

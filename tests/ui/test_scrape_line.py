@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.view import ServerView, render_header
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.bandwidth_inputs import BandwidthModel
 from mtpwatch.ui.view import BandwidthView, clock_note, render_bandwidth, render_bandwidth_short

@@ -1,13 +1,18 @@
 """The bench report as a file: one JSON document, written by `mtpwatch bench --json` and by the app's
-saved F6 measurements alike, so `plot` and `compare` read both."""
+saved F6 measurements alike, so `plot` and `compare` read both; the bench's --csv (one row per run);
+`write_outputs`, which never loses a report to a path it cannot write."""
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Mapping
+import os
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.outfile import write_complete
@@ -30,3 +35,46 @@ def write_document(path: Path, document: Mapping[str, Any]) -> None:
     """Write complete or not at all (`core.outfile.write_complete`): a reader never sees half a report."""
     text = dumps(document)
     write_complete(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def write_csv(report: BenchReport, path: Path) -> None:
+    """One row per run (warm-ups included, flagged)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for r in report.records:
+            writer.writerow(r.row())
+
+
+def write_outputs(
+    report: BenchReport,
+    json_path: Path | None,
+    csv_path: Path | None,
+    require_identical: bool,
+    meta: Mapping[str, Any] | None = None,
+    *,
+    echo: Callable[[str], None],
+) -> list[str]:
+    """Write --json/--csv; a file that cannot be written goes to the temp folder instead (nothing lost).
+    `echo` gets a "wrote PATH" line per file written.
+
+    Returns one line per problem (empty when all went where asked).
+    """
+    problems: list[str] = []
+    document = dumps(report_document(report, meta, require_identical)).rstrip("\n")
+
+    def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
+        try:
+            write_complete(path, writer)  # never a half-written file at `path`
+            echo(f"wrote {path}")
+        except OSError as exc:
+            fd, fallback = tempfile.mkstemp(prefix="mtpwatch-bench-", suffix=suffix)
+            os.close(fd)
+            writer(Path(fallback))
+            problems.append(f"cannot write {path} ({exc.strerror or exc}); wrote {fallback} instead")
+
+    if json_path is not None:
+        write(json_path, ".json", lambda p: p.write_text(document + "\n", encoding="utf-8"))
+    if csv_path is not None:
+        write(csv_path, ".csv", lambda p: write_csv(report, p))
+    return problems

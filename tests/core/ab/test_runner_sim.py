@@ -22,9 +22,9 @@ from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.sim.physics import Physics, simulate_request
 from mtpwatch.sim.presets import PRESETS
-from mtpwatch.sim.server import running_sim
 
 TOLERANCE = 0.15
 SPEED = 10.0

@@ -12,7 +12,7 @@ from mtpwatch.core.fleet.report import fleet_report
 from mtpwatch.core.fleet.rows import FleetRow, split_page
 from mtpwatch.core.fleet.scraper import FleetScraper, Target
 from mtpwatch.core.metrics.snapshot import parse_snapshot
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
 
 

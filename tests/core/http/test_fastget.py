@@ -14,7 +14,7 @@ from aiohttp import web
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 PAGE = "".join(f'vllm:generation_tokens_total{{engine="{i}",model_name="m"}} {i}.0\n' for i in range(2000))
 

@@ -16,7 +16,7 @@ from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.faststream import proxy_for
 from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, StreamEvent
-from mtpwatch.sim.server import running_sim
+from mtpwatch.sim.harness import running_sim
 
 PATHS = [pytest.param(True, id="fast"), pytest.param(False, id="httpx")]
 

@@ -32,8 +32,8 @@ from mtpwatch.core.metrics.parse import parse_samples_reference
 from mtpwatch.core.metrics.rates import Rates, delta_rates
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES, MetricsSnapshot, parse_snapshot
 from mtpwatch.core.record.schema import apply_delta, filter_page, page_delta
+from mtpwatch.sim.harness import running_sim
 from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.server import running_sim
 from tests.datadir import DataDir
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -505,7 +505,7 @@ async def test_once_on_a_server_answering_every_path_with_its_llama_page_says_no
 
 def test_fleet_json_says_how_each_server_is_scraped() -> None:
     from mtpwatch.commands.fleet import direct_json
-    from mtpwatch.sim.server import SimThread
+    from mtpwatch.sim.harness import SimThread
 
     with SimThread(speed=50) as honours, SimThread(speed=50, metrics_filter="empty") as empty:
         doc = direct_json([honours, empty], window_s=1.0, interval_s=0.25, api_key=None)

@@ -1,0 +1,271 @@
+"""The session of one `mtpwatch bench` run: its provenance and `--jsonl` run log (`BenchSession`), the
+settings a `--resume` takes from its log (`resumed`), the arms it measures (`bench_arms`), and the run
+itself, stopped cleanly by SIGTERM/SIGHUP as by Ctrl-C (`run_bench`).
+
+`commands/bench.py` is the click command around it; nothing here prints (lines go to `echo`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from mtpwatch.core import provenance
+from mtpwatch.core.ab import runlog
+from mtpwatch.core.ab.events import BenchEvent, RunFinished
+from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
+from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.launch.vllm_cmd import is_loopback
+
+
+class BenchSession:
+    """The provenance block and the run log of one bench invocation; `echo` gets the lines for stderr."""
+
+    def __init__(
+        self,
+        *,
+        arms: Sequence[HttpArm],
+        config: BenchConfig,
+        label: str | None,
+        metadata: Mapping[str, str],
+        gpu: str | None,
+        workload: str,
+        log: runlog.RunLog | None,
+        jsonl_path: Path | None,
+        options: Mapping[str, Any],
+        launch: Mapping[str, str | None],
+        echo: Callable[[str], None],
+    ) -> None:
+        self.arms = list(arms)
+        self.names = ["a", "b"][: len(self.arms)]
+        self.config = config
+        self.label = label
+        self.metadata = dict(metadata)
+        self.gpu = gpu
+        self.workload = workload
+        self.log = log
+        self.jsonl_path = jsonl_path
+        self.options = dict(options)
+        self.launch = dict(launch)
+        self.echo = echo
+        self.infos: dict[str, provenance.ArmInfo] = {}
+        self.meta: dict[str, Any] | None = None
+        self.writer: runlog.RunLogWriter | None = None
+
+    def _gpu(self) -> provenance.GpuInfo:
+        if self.gpu:
+            return provenance.gpu_from_name(self.gpu)
+        if all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms):
+            return provenance.local_gpu()
+        return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+
+    async def start(self) -> None:
+        """Collect the provenance (asking the servers) and open the run log."""
+        for name, arm in zip(self.names, self.arms, strict=True):
+            self.infos[name] = await provenance.describe_arm(arm)
+        infos = {name: info.to_json() for name, info in self.infos.items()}
+        served = [f"{n.upper()} {i['url']} serves {provenance.arm_model(i)}" for n, i in infos.items()]
+        if any(provenance.arm_model(i) for i in infos.values()):  # launched servers are not up yet
+            self.echo("mtpwatch bench: " + "; ".join(served))
+        for line in provenance.arm_warnings(infos):
+            self.echo(f"warning: {line}")
+        if self.log is not None:
+            meta = dict(self.log.header.get("meta") or {})
+            meta["metadata"] = {**(meta.get("metadata") or {}), **self.metadata}
+            meta["resumed"] = [
+                *(meta.get("resumed") or []),
+                {
+                    "created_utc": provenance.utc_now(),
+                    "argv": provenance.mask_argv(sys.argv),
+                    "runs_before": len(self.log.records),
+                },
+            ]
+            self.meta = meta
+        else:
+            self.meta = provenance.build_meta(
+                label=self.label,
+                metadata=self.metadata,
+                arms=self.infos,
+                prompts=provenance.prompt_set(self.workload, self.config.prompts),
+                gpu=self._gpu(),
+                temperature=self.config.temperature,
+            )
+        if self.jsonl_path is None:
+            return
+        self.writer = runlog.RunLogWriter(self.jsonl_path, append=self.log is not None)
+        if self.log is None:
+            arms = {
+                name: {"url": arm.url, "label": arm.label, "launch": self.launch.get(name)}
+                for name, arm in zip(self.names, self.arms, strict=True)
+            }
+            self.writer.header(meta=self.meta, config=self.config, arms=arms, options=self.options)
+        else:
+            self.writer.note(f"resumed at {provenance.utc_now()} with {len(self.log.records)} runs done")
+
+    def on_event(self, event: BenchEvent) -> None:
+        """Append every finished run to the log before the next one starts."""
+        if self.writer is not None and isinstance(event, RunFinished):
+            self.writer.run(event.record)
+
+    def close(self, note: str | None = None) -> None:
+        """Close the log (a note says why it ended early)."""
+        if self.writer is not None:
+            if note:
+                self.writer.note(note)
+            self.writer.close()
+
+    def final_meta(self) -> dict[str, Any] | None:
+        """The provenance for the report; servers started by the bench are described as they ran."""
+        if self.meta is None:
+            return None
+        meta = dict(self.meta)
+        arms = dict(meta.get("arms") or {})
+        for name, arm in zip(self.names, self.arms, strict=True):
+            if isinstance(arm, LaunchedArm):
+                arms[name] = provenance.launched_arm_info(arm).to_json()
+        meta["arms"] = arms
+        return meta
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a `--resume` takes from its run log: the servers, how they are reached, the settings."""
+
+    url: str | None
+    ab: tuple[str, str] | None
+    launch_a: str | None
+    launch_b: str | None
+    schedule: str
+    chat: bool
+    model: str | None
+    startup_timeout: float
+    prompts_spec: str
+    label: str | None
+
+
+def resumed(
+    log: runlog.RunLog, *, default_url: str, startup_timeout: float, prompts_spec: str, label: str | None
+) -> Resumed:
+    """The bench's settings from its run log (the keywords: what the log lacks falls back to)."""
+    opts = log.header.get("options") or {}
+    arms_h = log.arms
+    url = ab = None
+    if "b" in arms_h:
+        ab = (str(arms_h["a"]["url"]), str(arms_h["b"]["url"]))
+    else:
+        url = str(arms_h.get("a", {}).get("url", default_url))
+    return Resumed(
+        url=url,
+        ab=ab,
+        launch_a=arms_h.get("a", {}).get("launch"),
+        launch_b=arms_h.get("b", {}).get("launch"),
+        schedule=log.config.schedule,
+        chat=bool(opts.get("chat", False)),
+        model=opts.get("model"),
+        startup_timeout=float(opts.get("startup_timeout", startup_timeout)),
+        prompts_spec=str(opts.get("prompts", prompts_spec)),
+        label=label or (log.header.get("meta") or {}).get("label"),
+    )
+
+
+def bench_arms(
+    *,
+    url: str | None,
+    ab: tuple[str, str] | None,
+    schedule: str,
+    launch_a: str | None,
+    launch_b: str | None,
+    startup_timeout: float,
+    common: Mapping[str, Any],
+) -> list[HttpArm]:
+    """The arms of a bench: launched (restart schedule), two servers (--ab) or one.
+
+    Raises:
+        BenchConfigError: launch commands without the restart schedule, or the reverse.
+        ValueError: a bad URL.
+    """
+    if schedule == "restart":
+        if ab is None or not launch_a or not launch_b:
+            raise BenchConfigError(
+                "--schedule restart needs --ab URL_A URL_B and both --launch-a and --launch-b"
+            )
+        return [
+            LaunchedArm(
+                ab[0],
+                shlex.split(launch_a),
+                startup_timeout_s=startup_timeout,
+                label=f"{ab[0]} ({launch_a})",
+                **common,
+            ),
+            LaunchedArm(
+                ab[1],
+                shlex.split(launch_b),
+                startup_timeout_s=startup_timeout,
+                label=f"{ab[1]} ({launch_b})",
+                **common,
+            ),
+        ]
+    if launch_a or launch_b:
+        raise BenchConfigError("--launch-a/--launch-b are for --schedule restart")
+    if ab is not None:
+        return [HttpArm(ab[0], **common), HttpArm(ab[1], **common)]
+    assert url is not None
+    return [HttpArm(url, **common)]
+
+
+class Stopped(Exception):
+    """The bench was stopped by a signal; `str()` names it ('Ctrl-C', 'SIGTERM', 'SIGHUP')."""
+
+
+async def run_bench(
+    runner: BenchRunner,
+    arms: Sequence[HttpArm],
+    progress: Callable[[BenchEvent], None],
+    check: bool,
+    before: Callable[[], Awaitable[None]] | None = None,
+) -> BenchReport:
+    """Check the arms (`check`), run `before`, then the bench; `Stopped` when a signal ended it, and the
+    arms closed in any case."""
+    # SIGTERM/SIGHUP (a closed SSH session) cancel the run like Ctrl-C does, so the runs measured
+    # so far are still reported and written instead of vanishing with the process.
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    stopped_by: list[str] = []
+
+    def stop(name: str) -> None:
+        stopped_by.append(name)
+        if task is not None:
+            task.cancel()
+
+    installed: list[signal.Signals] = []
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop, sig.name)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal
+            pass
+    try:
+        if check:
+            for arm in arms:
+                await arm.check()
+        if before is not None:
+            await before()
+        return await runner.run(progress)
+    except asyncio.CancelledError:
+        if stopped_by:
+            raise Stopped(stopped_by[0]) from None
+        raise
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        for arm in arms:
+            await arm.aclose()

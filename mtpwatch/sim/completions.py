@@ -1,0 +1,370 @@
+"""The OpenAI endpoints of the simulator: /v1/completions and /v1/chat/completions, streamed (SSE, with
+vLLM's usage chunks and per-request spec-decode metrics) or whole, and the stream faults (cut after N
+tokens, cut mid-event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+
+from mtpwatch.sim.corpus import TextSource, Token, prompt_token_ids, stable_hash
+from mtpwatch.sim.engine import Engine, Output, SimRequest
+from mtpwatch.sim.faults import Faults
+from mtpwatch.sim.options import SimOptions
+from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, dumps, error_response, json_response
+
+CHAT_TEMPLATE_TOKENS = 4
+"""Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
+
+
+class CompletionRoutes:
+    """The completion and chat routes (a mixin of `SimServer`)."""
+
+    options: SimOptions
+    preset: Preset
+    engine: Engine
+    faults: Faults
+    model_name: str
+    fingerprint: str
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, chat=False)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._generate(request, chat=True)
+
+    async def _generate(self, request: web.Request, *, chat: bool) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return error_response(400, "request body is not valid JSON", "BadRequestError")
+        if not isinstance(body, dict):
+            return error_response(400, "request body must be a JSON object", "BadRequestError")
+        model = body.get("model")
+        if model is not None and model != self.model_name:
+            return error_response(404, f"The model `{model}` does not exist.", "NotFoundError")
+        try:
+            prompt_text, prompt_tokens, prompt_ids = self._prompt(body, chat=chat)
+            max_len = self.preset.max_model_len
+            max_tokens_raw = body.get("max_completion_tokens", body.get("max_tokens"))
+            max_tokens = int(max_tokens_raw) if max_tokens_raw is not None else max_len - prompt_tokens
+            temperature = float(body.get("temperature", 1.0) or 0.0)
+            seed = body.get("seed")
+            seed = int(seed) if seed is not None else None
+        except (TypeError, ValueError) as exc:
+            return error_response(400, f"invalid request: {exc}", "BadRequestError")
+        if max_tokens < 1:
+            return error_response(400, f"max_tokens must be at least 1, got {max_tokens}.", "BadRequestError")
+        if prompt_tokens + max_tokens > max_len:
+            return error_response(
+                400,
+                f"This model's maximum context length is {max_len} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the messages, "
+                f"{max_tokens} in the completion). Please reduce the length of the messages or "
+                "completion.",
+                "BadRequestError",
+            )
+        source = TextSource(
+            prompt_text, temperature=temperature, seed=seed, ignore_eos=bool(body.get("ignore_eos", False))
+        )
+        rng_seed = f"{self.options.seed}:{stable_hash(prompt_text)}:{max_tokens}:{seed}:{temperature}"
+        req = SimRequest(
+            request_id=uuid.uuid4().hex[:16],
+            prompt_tokens=prompt_tokens,
+            max_tokens=max_tokens,
+            source=source,
+            rng=random.Random(rng_seed),
+        )
+        self.engine.add(req)
+        stream_options = body.get("stream_options") or {}
+        include_usage = bool(stream_options.get("include_usage"))
+        continuous = include_usage and bool(stream_options.get("continuous_usage_stats"))
+        return_ids = bool(body.get("return_token_ids"))
+        if body.get("stream"):
+            return await self._stream(
+                request,
+                req,
+                chat=chat,
+                include_usage=include_usage,
+                continuous=continuous,
+                return_ids=return_ids,
+                prompt_ids=prompt_ids,
+            )
+        return await self._complete(request, req, chat=chat, return_ids=return_ids, prompt_ids=prompt_ids)
+
+    def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, int, list[int]]:
+        if chat:
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not messages:
+                raise ValueError("messages must be a non-empty list")
+            parts: list[str] = []
+            for msg in messages:
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if isinstance(content, list):
+                    content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+                parts.append(str(content or ""))
+            text = "\n".join(parts)
+            ids = prompt_token_ids(text)
+            extra = CHAT_TEMPLATE_TOKENS * len(messages) + 2
+            ids = ids + [106, 107] * (extra // 2) + [106] * (extra % 2)
+            return text, len(ids), ids
+        prompt = body.get("prompt")
+        if isinstance(prompt, list):
+            if not prompt:
+                raise ValueError("prompt must not be empty")
+            first = prompt[0]
+            if isinstance(first, int):  # token ids
+                ids = [int(x) for x in prompt]
+                return " ".join(map(str, ids)), len(ids), ids
+            if isinstance(first, list):
+                ids = [int(x) for x in first]
+                return " ".join(map(str, ids)), len(ids), ids
+            prompt = str(first)
+        if not isinstance(prompt, str):
+            raise ValueError("prompt must be a string or a list")
+        ids = prompt_token_ids(prompt)
+        return prompt, len(ids), ids
+
+    def _usage(self, req: SimRequest, completion: int | None = None) -> dict[str, int]:
+        done = req.generated if completion is None else completion
+        return {
+            "prompt_tokens": req.prompt_tokens,
+            "total_tokens": req.prompt_tokens + done,
+            "completion_tokens": done,
+        }
+
+    async def _stream(
+        self,
+        request: web.Request,
+        req: SimRequest,
+        *,
+        chat: bool,
+        include_usage: bool,
+        continuous: bool,
+        return_ids: bool,
+        prompt_ids: list[int],
+    ) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
+        await resp.prepare(request)
+        rid = ("chatcmpl-" if chat else "cmpl-") + req.request_id
+        head = {
+            "id": rid,
+            "object": "chat.completion.chunk" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
+        cut = self.faults.cut_stream_after
+        sent = 0
+        try:
+            if chat:
+                first: dict[str, Any] = {
+                    **head,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+                if continuous:
+                    first["usage"] = self._usage(req, 0)
+                first["prompt_token_ids"] = prompt_ids if return_ids else None
+                first["prompt_text"] = None
+                await resp.write(f"data: {dumps(first)}\n\n".encode())
+            async for out in outputs(req):
+                if out.finish_reason == "abort":
+                    # the engine stopped (restart/exit fault): the connection dies mid-stream
+                    drop_transport(request)
+                    return resp
+                tokens = out.tokens
+                truncated = cut is not None and sent + len(tokens) > cut
+                if truncated:
+                    assert cut is not None
+                    tokens = tokens[: cut - sent]
+                sent += len(tokens)
+                finish = None if truncated else out.finish_reason
+                if tokens or finish is not None:
+                    chunk = self._chunk(
+                        head,
+                        req,
+                        tokens,
+                        finish,
+                        chat=chat,
+                        continuous=continuous,
+                        include_usage=include_usage,
+                        return_ids=return_ids,
+                        prompt_ids=prompt_ids if sent == len(tokens) else None,
+                        sent=sent,
+                    )
+                    if truncated and self.faults.cut_mid_chunk:
+                        chunk = chunk[: len(chunk) // 2]  # the event breaks off mid-JSON
+                    await resp.write(chunk)
+                if cut is not None and sent >= cut and finish is None:
+                    # fault: drop the connection after `cut` tokens, no [DONE]
+                    self.engine.abort(req)
+                    drop_transport(request)
+                    return resp
+            if include_usage:
+                final: dict[str, Any] = {
+                    **head,
+                    "choices": [],
+                    "usage": self._usage(req, sent),
+                    "system_fingerprint": self.fingerprint,
+                }
+                if self.options.per_request_spec_metrics and self.engine.physics.spec:
+                    spec = request_spec_metrics(req, self.engine.physics.k)
+                    final["metrics"] = {"speculative_decoding": spec}
+                await resp.write(f"data: {dumps(final)}\n\n".encode())
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            self.engine.abort(req)
+        except asyncio.CancelledError:
+            self.engine.abort(req)
+            raise
+        return resp
+
+    def _chunk(
+        self,
+        head: dict[str, Any],
+        req: SimRequest,
+        tokens: list[Token],
+        finish: str | None,
+        *,
+        chat: bool,
+        continuous: bool,
+        include_usage: bool,
+        return_ids: bool,
+        prompt_ids: list[int] | None,
+        sent: int,
+    ) -> bytes:
+        text = "".join(t.text for t in tokens)
+        ids = [t.token_id for t in tokens] if return_ids else None
+        choice: dict[str, Any]
+        if chat:
+            choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": finish}
+            if finish is not None:
+                choice["stop_reason"] = None
+            choice["token_ids"] = ids
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": finish,
+                "stop_reason": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "token_ids": ids,
+            }
+        chunk: dict[str, Any] = {**head, "choices": [choice]}
+        if continuous:
+            chunk["usage"] = self._usage(req, sent)
+        if finish is not None and not include_usage:
+            chunk["system_fingerprint"] = self.fingerprint
+        return f"data: {dumps(chunk)}\n\n".encode()
+
+    async def _complete(
+        self, request: web.Request, req: SimRequest, *, chat: bool, return_ids: bool, prompt_ids: list[int]
+    ) -> web.Response:
+        tokens = []
+        reason = "stop"
+        try:
+            async for out in outputs(req):
+                tokens.extend(out.tokens)
+                reason = out.finish_reason or reason
+        except asyncio.CancelledError:
+            self.engine.abort(req)
+            raise
+        if reason == "abort":
+            drop_transport(request)
+            return web.Response(status=500)
+        text = "".join(t.text for t in tokens)
+        ids = [t.token_id for t in tokens] if return_ids else None
+        usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
+        head = {
+            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
+        if chat:
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": text,
+                    "refusal": None,
+                    "annotations": None,
+                    "audio": None,
+                    "function_call": None,
+                    "tool_calls": [],
+                    "reasoning": None,
+                },
+                "logprobs": None,
+                "finish_reason": reason,
+                "stop_reason": None,
+                "token_ids": ids,
+            }
+            body = {
+                **head,
+                "choices": [choice],
+                "service_tier": None,
+                "system_fingerprint": self.fingerprint,
+                "usage": usage,
+                "prompt_logprobs": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "kv_transfer_params": None,
+            }
+        else:
+            choice = {
+                "index": 0,
+                "text": text,
+                "logprobs": None,
+                "finish_reason": reason,
+                "stop_reason": None,
+                "prompt_logprobs": None,
+                "prompt_token_ids": prompt_ids if return_ids else None,
+                "token_ids": ids,
+            }
+            body = {
+                **head,
+                "choices": [choice],
+                "service_tier": None,
+                "system_fingerprint": self.fingerprint,
+                "usage": usage,
+                "kv_transfer_params": None,
+            }
+        return json_response(body)
+
+
+async def outputs(req: SimRequest) -> AsyncIterator[Output]:
+    """The engine's outputs for `req`, up to and including the one that finishes it."""
+    while True:
+        out = await req.outputs.get()
+        yield out
+        if out.finish_reason is not None:
+            return
+
+
+def request_spec_metrics(req: SimRequest, k: int) -> dict[str, Any]:
+    """vLLM's `RequestSpecDecodeMetrics.to_dict()` (summary level) for one finished request."""
+    steps, drafted, accepted = req.spec_steps, req.spec_draft_tokens, req.spec_accepted
+    return {
+        "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
+        "draft_acceptance_rate": accepted / drafted if drafted else 0.0,
+        "acceptance_histogram": list(req.spec_histogram) or [0] * (k + 1),
+        "num_spec_steps": steps,
+        "num_accepted_draft_tokens": accepted,
+        "num_draft_tokens": drafted,
+        "num_spec_tokens": k,
+    }

@@ -1,0 +1,84 @@
+"""Simulators for tests: `running_sim(**options)` in the current event loop (async tests), `SimThread` in a
+background thread with its own loop (sync tests). Both listen on 127.0.0.1, port 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
+
+from mtpwatch.sim.options import make_options
+from mtpwatch.sim.server import SimServer
+
+
+@contextlib.asynccontextmanager
+async def running_sim(**options: Any) -> AsyncIterator[str]:
+    """Run a simulator in the current event loop on 127.0.0.1, port 0; yields its base URL.
+
+    Options are `SimOptions` fields (preset, spec, k, speed, ...) and `Faults` fields.
+    Log lines go nowhere unless ``log=<stream>`` is given.
+    """
+    log = options.pop("log", None)
+    options.setdefault("host", "127.0.0.1")
+    options.setdefault("port", 0)
+    server = SimServer(make_options(**options), log=log)
+    url = await server.start()
+    try:
+        yield url
+    finally:
+        await server.stop()
+
+
+class SimThread:
+    """Run a simulator in a background thread with its own event loop (for sync tests).
+
+    ``with SimThread(preset="gemma4-e4b-gb10", speed=20) as url: ...``
+    """
+
+    def __init__(self, **options: Any) -> None:
+        self._log: TextIO | None = options.pop("log", None)
+        options.setdefault("host", "127.0.0.1")
+        options.setdefault("port", 0)
+        self._options = make_options(**options)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.server: SimServer | None = None
+        self.url = ""
+
+    def __enter__(self) -> str:
+        self._thread = threading.Thread(target=self._main, name="mtpwatch-sim", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout=60):
+            raise RuntimeError("simulator did not start within 60 s")
+        if self._error is not None:
+            raise RuntimeError(f"simulator failed to start: {self._error}") from self._error
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _main(self) -> None:
+        asyncio.run(self._amain())
+
+    async def _amain(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            self.server = SimServer(self._options, log=self._log)
+            self.url = await self.server.start()
+        except BaseException as exc:  # reported to the caller's thread
+            self._error = exc
+            self._started.set()
+            return
+        self._started.set()
+        await self._stop.wait()
+        await self.server.stop()

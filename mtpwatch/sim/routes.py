@@ -1,0 +1,144 @@
+"""The simulator's plain routes: /health, /version, /v1/models, /metrics, /metrics/ (filtered) and /sim/info.
+
+/metrics and /metrics/ obey the metrics fault switches (status, delay, truncation, no spec families,
+the filter mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import asdict
+from typing import Any
+from urllib.parse import parse_qs
+
+from aiohttp import web
+
+from mtpwatch.sim.faults import Faults
+from mtpwatch.sim.metrics import SimMetrics
+from mtpwatch.sim.options import SimOptions
+from mtpwatch.sim.physics import Physics
+from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, drop_transport, json_response
+
+
+class InfoRoutes:
+    """/health, /version, /v1/models, /metrics, /metrics/ and /sim/info (a mixin of `SimServer`)."""
+
+    options: SimOptions
+    preset: Preset
+    physics: Physics
+    metrics: SimMetrics
+    faults: Faults
+    model_name: str
+    created: int
+
+    def info(self) -> dict[str, Any]:
+        """The /sim/info document."""
+        p, ph = self.preset, self.physics
+        return {
+            "simulator": "mtpwatch-sim",
+            "version": VLLM_VERSION,
+            "preset": p.name,
+            "description": p.description,
+            "model": p.model,
+            "served_model_name": self.model_name,
+            "model_config": p.model_config,
+            "gpu": p.gpu,
+            "peak_gbps": p.peak_gbps,
+            "bw_efficiency": p.bw_efficiency,
+            "quantization": p.quantization,
+            "spec": self.options.spec,
+            "method": p.method if self.options.spec else None,
+            "drafter": p.drafter if self.options.spec else None,
+            "k": ph.k,
+            "target_bytes_per_step": ph.target_bytes(ph.k + 1),
+            "target_bytes_per_token": ph.target_bytes(1),
+            "drafter_bytes_per_pass": p.drafter_bytes if self.options.spec else 0.0,
+            "drafter_bytes_per_step": ph.k * p.drafter_bytes,
+            "kv_bytes_per_token": p.kv_bytes_per_token,
+            "moe": asdict(p.moe) if p.moe else None,
+            "acceptance_profile": list(ph.conditional),
+            "acceptance_profile_kind": "conditional",
+            "acceptance_scale": ph.acceptance_scale,
+            "expected_tokens_per_step": ph.expected_tokens_per_step(),
+            "targets": p.targets,
+            "speed": self.options.speed,
+            "seed": self.options.seed,
+            "max_model_len": p.max_model_len,
+            "faults": asdict(self.faults),
+        }
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return json_response({"version": VLLM_VERSION})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        card = {
+            "id": self.model_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "vllm",
+            "root": self.preset.model,
+            "parent": None,
+            "max_model_len": self.preset.max_model_len,
+            "permission": [
+                {
+                    "id": f"modelperm-{uuid.uuid4().hex[:16]}",
+                    "object": "model_permission",
+                    "created": self.created,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
+        }
+        return json_response({"object": "list", "data": [card]})
+
+    async def _metrics_filtered(self, request: web.Request) -> web.StreamResponse:
+        """`/metrics/`: vLLM's `Mount("/metrics", make_asgi_app(registry))`, which honours `name[]=`."""
+        mode = self.faults.metrics_filter
+        if mode == "404":
+            return web.Response(status=404, text="Not Found")
+        if mode == "redirect":
+            raise web.HTTPTemporaryRedirect("/metrics")
+        if mode == "empty":
+            return await self._metrics(request, names=[])
+        if mode == "ignore":
+            return await self._metrics(request)
+        # prometheus_client's own parsing of the query (exposition.make_wsgi_app: parse_qs)
+        return await self._metrics(request, names=parse_qs(request.query_string).get("name[]"))
+
+    async def _metrics(self, request: web.Request, names: list[str] | None = None) -> web.StreamResponse:
+        """`/metrics` (the query string ignored, as prometheus-fastapi-instrumentator's route), or the
+        samples `names` only (`/metrics/`) through prometheus_client's `restricted_registry`."""
+        if self.faults.metrics_delay_s > 0:
+            await asyncio.sleep(self.faults.metrics_delay_s)
+        if self.faults.metrics_status is not None and self.faults.metrics_status != 200:
+            return web.Response(status=self.faults.metrics_status, text="Internal Server Error")
+        body = self.metrics.render(names)
+        if self.faults.metrics_no_spec:
+            body = b"".join(
+                line for line in body.splitlines(keepends=True) if b"vllm:spec_decode_" not in line
+            )
+        headers = {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+        if self.faults.metrics_truncate:
+            # announce the whole page, send half of it (cut mid-line), then drop the connection
+            resp = web.StreamResponse(headers={**headers, **SIM_HEADERS})
+            resp.content_length = len(body)
+            await resp.prepare(request)
+            await resp.write(body[: len(body) // 2])
+            drop_transport(request)
+            return resp
+        return web.Response(body=body, headers=headers)
+
+    async def _info(self, request: web.Request) -> web.Response:
+        return json_response(self.info())

@@ -1,0 +1,204 @@
+"""What a simulated server writes to its log and checks as it starts: vLLM's start-up lines, the memory
+check against the simulated GPU (`SimStartupError` when it fails), and the periodic `Engine 000:` /
+`SpecDecoding metrics:` lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mtpwatch.sim.engine import Engine
+from mtpwatch.sim.options import SimOptions
+from mtpwatch.sim.physics import Physics
+from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.replies import VLLM_VERSION
+
+
+class SimStartupError(RuntimeError):
+    """The simulated engine refused to start (vLLM's message; the CLI exits with status 1)."""
+
+
+class SimLog:
+    """vLLM-style log lines: ``INFO 11-29 21:06:39 [file.py:NN] message``."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def __call__(self, where: str, message: str, level: str = "INFO") -> None:
+        if self.stream is None:
+            return
+        stamp = time.strftime("%m-%d %H:%M:%S")
+        self.stream.write(f"{level} {stamp} [{where}] {message}\n")
+        self.stream.flush()
+
+    def raw(self, line: str) -> None:
+        if self.stream is not None:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+class StartupLog:
+    """The start-up log, the GPU memory check and the stats lines (a mixin of `SimServer`)."""
+
+    options: SimOptions
+    preset: Preset
+    physics: Physics
+    engine: Engine
+    log: SimLog
+    port: int
+    _worker: Any
+
+    if TYPE_CHECKING:
+
+        @property
+        def url(self) -> str: ...
+
+    def _claim_gpu(self) -> None:
+        """vLLM's start-up memory check against the simulated GPU; raises `SimStartupError`."""
+        from mtpwatch.sim.gpu import SimGpu, spawn_worker
+
+        opts, p = self.options, self.preset
+        gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
+        self._worker = spawn_worker()
+        weights = p.weights_gib * 2**30 + (p.drafter_bytes if opts.spec else 0.0)
+        overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
+        share = gpu.total_bytes * opts.gpu_memory_utilization
+        kv_bytes = opts.kv_cache_memory_bytes
+        holds = share if kv_bytes is None else weights + overhead + kv_bytes
+        error = gpu.claim(
+            utilization=opts.gpu_memory_utilization, holds=holds, pid=self._worker.pid, label=self.url
+        )
+        kv_need = self.physics.kv_bytes(p.max_model_len)
+        kv_have = (share - weights - overhead) if kv_bytes is None else float(kv_bytes)
+        if error is None and kv_have < kv_need:
+            error = (
+                f"To serve at least one request with the models's max seq len ({p.max_model_len}), "
+                f"({kv_need / 2**30:.2f} GiB KV cache is needed, which is larger than the available KV cache "
+                f"memory ({max(0.0, kv_have) / 2**30:.2f} GiB). Try increasing `gpu_memory_utilization` or "
+                "decreasing `max_model_len` when initializing the engine."
+            )
+        if error is None:
+            self.log(
+                "gpu_worker.py:267",
+                f"Memory: {round(holds / 2**30, 2)} GiB of {gpu.name} taken by this server",
+            )
+            return
+        self._worker.terminate()
+        self.log("core.py:1091", "EngineCore failed to start.", level="ERROR")
+        self.log.raw("Traceback (most recent call last):")
+        self.log.raw('  File "vllm/v1/worker/utils.py", line 457, in request_memory')
+        self.log.raw(f"ValueError: {error}")
+        self.log.raw(
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {'EngineCore_DP0': 1}"
+        )
+        raise SimStartupError(error)
+
+    async def _startup_log(self, delay_s: float) -> None:
+        p, opts, k = self.preset, self.options, self.physics.k
+        log = self.log
+        log("api_server.py:1880", f"vLLM API server version {VLLM_VERSION}")
+        args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
+        if opts.served_model_name:
+            args["served_model_name"] = [opts.served_model_name]
+        spec_json: dict[str, Any] | None = None
+        if opts.spec:
+            spec_json = {"method": p.method, "model": p.drafter, "num_speculative_tokens": k}
+            if opts.k_schedule:
+                spec_json["num_speculative_tokens_per_batch_size"] = [list(r) for r in opts.k_schedule]
+            args["speculative_config"] = spec_json
+        log("utils.py:253", f"non-default args: {args}")
+        log("model.py:637", "Resolved architecture: Gemma4ForConditionalGeneration")
+        log("model.py:1880", f"Using max model len {p.max_model_len}")
+        spec_repr = (
+            f"SpeculativeConfig(method='{p.method}', model='{p.drafter}', num_spec_tokens={k})"
+            if opts.spec
+            else "None"
+        )
+        quant = p.quantization if p.quantization != "bf16" else None
+        log(
+            "core.py:133",
+            f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{p.model}', "
+            f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
+            f"max_seq_len={p.max_model_len}, quantization={quant}",
+        )
+        if opts.spec and k > 1:
+            log(
+                "speculative.py:1381",
+                "Enabling num_speculative_tokens > 1 will run multiple times of "
+                "forward on same MTP layer,which may result in lower acceptance rate",
+                level="WARNING",
+            )
+        if opts.gpu_memory and self._worker is None:
+            self._claim_gpu()
+        # simulated load phases: weights ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 %
+        weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
+        log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
+        await asyncio.sleep(weights_s)
+        log("default_loader.py:291", f"Loading weights took {weights_s:.2f} seconds")
+        if opts.spec:
+            log("gpu_model_runner.py:4187", "Loading drafter model...")
+            await asyncio.sleep(drafter_s)
+            log(
+                "llm_base_proposer.py:1469",
+                "Detected MTP model. Sharing target model embedding weights with the draft model.",
+            )
+            if p.centroids:
+                log(
+                    "gemma4_mtp.py:536",
+                    "Gemma4 MTP: centroids masking enabled "
+                    "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
+                )
+        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        log(
+            "gpu_model_runner.py:4246",
+            f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
+        )
+        await asyncio.sleep(kv_s)
+        kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
+        log("gpu_worker.py:436", f"Available KV cache memory: {kv_gib:.2f} GiB")
+        log(
+            "kv_cache_utils.py:1308",
+            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
+            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
+        )
+        await asyncio.sleep(graphs_s)
+        log("gpu_model_runner.py:5104", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
+        log(
+            "core.py:276",
+            f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} seconds",
+        )
+
+    async def _stats_loop(self) -> None:
+        had_activity = False
+        while True:
+            await asyncio.sleep(self.options.log_interval_s)
+            stats = self.engine.take_interval()
+            elapsed = max(1e-9, time.monotonic() - stats.start)
+            running, waiting = len(self.engine.running), len(self.engine.waiting)
+            active = bool(stats.prompt_tokens or stats.generation_tokens or running or waiting)
+            if not (active or had_activity):
+                continue
+            had_activity = active
+            self.log(
+                "loggers.py:335",
+                f"Engine 000: Avg prompt throughput: {stats.prompt_tokens / elapsed:.1f} tokens/s, "
+                f"Avg generation throughput: {stats.generation_tokens / elapsed:.1f} tokens/s, "
+                f"Running: {running} reqs, Waiting: {waiting} reqs, "
+                f"GPU KV cache usage: {self.engine.kv_usage * 100:.1f}%, Prefix cache hit rate: 0.0%",
+            )
+            if stats.drafts:
+                mean_len = 1 + stats.accepted / stats.drafts
+                per_pos = ", ".join(f"{n / stats.drafts:.3f}" for n in stats.per_pos)
+                rate = stats.accepted / stats.draft_tokens * 100 if stats.draft_tokens else float("nan")
+                self.log(
+                    "metrics.py:120",
+                    f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
+                    f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
+                    f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
+                    f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
+                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
+                )
