@@ -61,14 +61,17 @@ class Launch:
         """Args:
         argv: the server's full command line (a leading ``mtpwatch``: see `resolve_self`).
         env: variables added to mtpwatch's environment (an API key travels here, never in argv);
-            simulators get this command's own simulated-GPU ledger (`simledger.scoped_env`).
+            simulators get this command's own simulated-GPU ledger (`simledger.scoped_env`), but a
+            kept one the per-user ledger (it outlives the command).
         keep: the server may outlive mtpwatch (needs `log_path`).
         log_path: the server writes its log there instead of a pipe.
         on_line: called with every log line, in order.
         on_event: called with every phase, fact, hint and spec line the watcher finds.
         """
         self.argv = tuple(resolve_self(argv))
-        self.env = scoped_env(env or {})
+        # A kept server outlives this command and its ledger folder: it shares the per-user ledger,
+        # as a bare `mtpwatch sim` does, so the next command's simulators see what it holds.
+        self.env = dict(env or {}) if keep else scoped_env(env or {})
         self.keep = keep
         self.log_path = log_path
         self.on_line = on_line

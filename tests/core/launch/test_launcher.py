@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,15 @@ async def test_a_commands_simulators_share_its_own_gpu_and_nobody_elses(
     finally:
         for launch in (first, second, other):
             await launch.stop()
+
+
+def test_a_kept_server_shares_the_per_user_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`start --keep` outlives the command, whose ledger folder goes at exit: a kept simulator must
+    use the per-user ledger (a bare `mtpwatch sim`'s), so the next command sees what it holds."""
+    from mtpwatch.core.launch.simledger import SIM_LEDGER_ENV
+
+    monkeypatch.delenv(SIM_LEDGER_ENV, raising=False)
+    sim = [sys.executable, "-m", "mtpwatch", "sim", "serve", "google/gemma-4-E4B-it", "--port", "1"]
+    kept = Launch(sim, keep=True, log_path=tmp_path / "kept.log")
+    assert SIM_LEDGER_ENV not in kept.env
+    assert SIM_LEDGER_ENV in Launch(sim).env
