@@ -9,7 +9,6 @@ writes all of it.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -297,7 +296,9 @@ def sweep_command(
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
-    method_name = (treatments and json.loads(_spec(treatments[0][2])).get("method")) or "?"
+    from mtpwatch.core.provenance import spec_config_from_argv
+
+    method_name = (treatments and (spec_config_from_argv(treatments[0][2]) or {}).get("method")) or "?"
     title = f"mtpwatch bench · k sweep {','.join(map(str, ks))} · {model} · {method_name} · restart schedule"
     if json_path is not None:
         meta = (provenance_of or Provenance("", None, {})).meta(config, gpu)
@@ -312,7 +313,3 @@ def sweep_command(
         click.echo("\n" + format_concurrency(conc))
     if report.interrupted or (checked is not None and checked.interrupted):
         sys.exit(1)
-
-
-def _spec(argv: Sequence[str]) -> str:
-    return argv[list(argv).index("--speculative-config") + 1] if "--speculative-config" in argv else "{}"
