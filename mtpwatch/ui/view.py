@@ -78,8 +78,21 @@ class BandwidthView:
 
     @property
     def past_peak(self) -> bool:
-        """A figure here is over its physical limit (% of peak or % of the ceiling > 100)."""
-        return any(x is not None and x > 100.5 for x in (self.percent_of_peak, self.pct_of_ceiling))
+        """The bandwidth figure is over the physical limit (% of peak > 100). The ceiling in tok/s
+        is not a physical limit: it is priced at the window's τ (see `past_ceiling`)."""
+        return self.percent_of_peak is not None and self.percent_of_peak > 100.5
+
+    @property
+    def past_ceiling(self) -> bool:
+        """tok/s above the ceiling while the bandwidth is within the peak: more tokens per step
+        arrived than the window's mean acceptance length τ, which the ceiling is priced at
+        (% of ceiling = % of peak × tokens per step / τ)."""
+        return (
+            not self.past_peak
+            and self.pct_of_ceiling is not None
+            and self.pct_of_ceiling > 100.5
+            and self.clock_speed == 1.0
+        )
 
 
 def clock_note(bw: BandwidthView) -> str:
@@ -572,6 +585,8 @@ def render_bandwidth(
         ceiling += f" · {method_name(method)} at τ {tau}{src}: [b]{bw.ceiling_spec_tok_s:.1f}[/] tok/s"
     if bw.tok_s and bw.pct_of_ceiling is not None:
         ceiling += f" · now {bw.tok_s:.1f} tok/s = [b]{bw.pct_of_ceiling:.0f} %[/] of it"
+        if bw.past_ceiling:
+            ceiling += " [$text-warning](more tokens per step than the window's τ: windows differ)[/]"
     lines.append(ceiling)
     if bw.k and bw.acceptance_term is not None and bw.bandwidth_term is not None:
         terms = []

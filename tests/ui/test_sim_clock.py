@@ -77,3 +77,15 @@ async def test_attached_to_sim_speed_10_the_panel_says_why(wait_until: WaitUntil
                 lambda: "simulated ×10 clock" in str(panel.query_one(".bandwidth", Static).render()),
             )
             await pilot.press("ctrl+q")
+
+
+def test_tok_s_over_the_ceiling_within_the_peak_is_not_called_past_the_peak() -> None:
+    """% of the ceiling = % of peak × tokens per step / the window's τ: it passes 100 when the
+    acceptance window lags the tok/s (a prompt starting after idle), with the bandwidth at 60 %.
+    That is no physical limit: the BW figure must not say '> peak', the ceiling line says why."""
+    lagging = replace(PAST, percent_of_peak=60.0, pct_of_ceiling=104.0, k=2, tau=1.29)
+    assert not lagging.past_peak and lagging.past_ceiling
+    assert "peak" not in render_bandwidth_short(lagging).split("GB/s")[-1]
+    assert clock_note(lagging) == ""
+    assert "more tokens per step than the window's τ" in render_bandwidth(lagging, "10 s", 78)
+    assert not replace(lagging, clock_speed=10.0).past_ceiling  # the sim's clock note says it all
