@@ -22,10 +22,17 @@
   what a minimal Textual app of the monitor's shape costs, beside the app's figures.
 - frame: one frame composed headless (frame_cost.py), the app and the floor app: CPU ms, lines and
   widgets rendered, terminal bytes per frame.
+- server_cpu (only with `--vllm-url URL`, a live real vLLM): its API server's CPU per second idle
+  and streaming, nobody watching against `mtpwatch attach` on a pty at the default interval
+  (server_cpu.py), and what attaching adds; targets ≤ 6 ms/s idle, ≤ 10 ms/s streaming.
+  `--vllm-pid` names the API server (default: the process listening on the URL's port).
+
+    .venv/bin/python tests/bench/overhead.py --vllm-url http://127.0.0.1:8000
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -37,12 +44,19 @@ from frame_cost import measure_app as measure_frame_app
 from frame_cost import measure_floor as measure_frame_floor
 from overhead_app import measure_first_frame_s, measure_idle_cpu_percent, measure_streaming
 from overhead_parse import measure_parse
+from server_cpu import TARGETS_MS_PER_S
+from server_cpu import measure as measure_server_cpu
+from server_cpu import parser as server_cpu_parser
 from watch_cost import measure as measure_tty
 from watch_cost import parser as tty_parser
 
 
 def main() -> None:
     """Measure every figure and print them as one JSON object."""
+    cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.add_argument("--vllm-url", help="a live real vLLM: add its API server's CPU, watched and not")
+    cli.add_argument("--vllm-pid", type=int, help="that API server's pid (default: the listener)")
+    args = cli.parse_args()
     figures: dict[str, object] = {}
     figures.update(measure_parse())
     figures["first_frame_s"] = measure_first_frame_s()
@@ -63,7 +77,11 @@ def main() -> None:
         "app": asyncio.run(measure_frame_app((160, 48), 300)),
         "floor": asyncio.run(measure_frame_floor((160, 48), 300)),
     }
+    if args.vllm_url:
+        argv = ["--url", args.vllm_url, *(["--pid", str(args.vllm_pid)] if args.vllm_pid else [])]
+        figures["server_cpu"] = measure_server_cpu(server_cpu_parser().parse_args(argv))
     figures["targets"] = {
+        "server_cpu_added_ms_per_s": TARGETS_MS_PER_S,
         "parse_ms": 1.0,
         "cpu_percent": 3.0,
         "first_frame_s": 0.5,

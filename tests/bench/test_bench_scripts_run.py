@@ -70,3 +70,28 @@ def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
     sizes = report["bytes"]
     assert sizes["nothing"] == 0 < sizes["hot"] < sizes["slow"] < sizes["hot_and_slow"] < sizes["full_page"]
     assert report["answers_each"] == 16 and set(report["server_cpu_ms_per_answer"]) == set(sizes)
+
+
+def test_server_cpu_measures_each_state_watched_and_not() -> None:
+    sim, url = start_sim("--speed", "20")
+    try:
+        argv = ["--url", url, "--seconds", "1", "--rounds", "1", "--warmup", "1", "--max-tokens", "32"]
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "server_cpu.py"), *argv, "--full-page"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+        )
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    watched = ("not_watched", "filtered", "full_page")
+    assert set(report["states"]) == {f"{a}/{w}" for a in ("idle", "streaming") for w in watched}
+    assert report["states"]["streaming/not_watched"]["api_server_ms_per_s"][0] > 0  # tokens cost CPU
+    assert report["scrape"]["text"].startswith("filtered")  # the simulator honours the filter
+    added = report["added_api_server_ms_per_s"]
+    assert added["idle/filtered"]["target"] == 6.0 and added["streaming/filtered"]["target"] == 10.0
+    assert all(len(v["per_round"]) == 1 for v in added.values())

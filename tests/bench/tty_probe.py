@@ -7,6 +7,9 @@ clock). The probe follows its text into the answer pane: when the pane's flush h
 character up to that chunk's last one, the chunk waits for the next frame; the time of the next
 terminal write (`LinuxDriver.write`, what goes to the pty) minus the read time is its latency. At exit
 the latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT.
+
+MTPWATCH_PROBE_FULL_PAGE=1 makes the app read the whole `/metrics` page at every scrape, as before
+filtered scraping (server_cpu.py's comparison): its servers' clients get no scrape filter.
 """
 
 from __future__ import annotations
@@ -82,6 +85,10 @@ TokenStream.feed = feed  # type: ignore[method-assign]
 TokenStream.flush = flush  # type: ignore[method-assign]
 LinuxDriver.write = write  # type: ignore[method-assign]
 atexit.register(_dump)
+if os.environ.get("MTPWATCH_PROBE_FULL_PAGE"):
+    import mtpwatch.ui.feed
+
+    mtpwatch.ui.feed.ScrapeFilter = lambda: None  # type: ignore[assignment,misc,attr-defined]
 
 if __name__ == "__main__":
     from mtpwatch.cli import main
