@@ -6,9 +6,8 @@ import gzip
 import json
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.cli import cli
-from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.screens.help import HELP_TEXT
+from tests.httpd import loopback_server
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 RECORDING = Path(__file__).parents[1] / "data/recordings/vllm-0.32-cpu-ngram-k4.mtpw.gz"
@@ -52,24 +51,8 @@ class _NotVllm(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotVllm)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def sims() -> Iterator[tuple[str, str]]:
-    with (
-        SimThread(preset="gemma4-e4b-gb10", spec=False, speed=20) as a,
-        SimThread(preset="gemma4-e4b-gb10", spec=True, speed=20) as b,
-    ):
-        yield a, b
+    with loopback_server(_NotVllm) as url:
+        yield url
 
 
 @pytest.fixture()

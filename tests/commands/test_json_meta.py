@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,7 +16,7 @@ from click.testing import CliRunner
 
 from mtpwatch import __version__
 from mtpwatch.cli import cli
-from mtpwatch.sim.harness import SimThread
+from tests.httpd import loopback_server
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 QUICK = ["--prompts", "short", "--limit", "1", "--runs", "2", "--no-progress"]
@@ -57,24 +56,8 @@ class _Prometheus(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Prometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def sims() -> Iterator[tuple[str, str]]:
-    with (
-        SimThread(preset="gemma4-e4b-gb10", spec=False, speed=20) as a,
-        SimThread(preset="gemma4-e4b-gb10", spec=True, speed=20) as b,
-    ):
-        yield a, b
+    with loopback_server(_Prometheus) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
