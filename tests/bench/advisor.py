@@ -9,7 +9,7 @@ below the top. With ``--real`` it also runs real vLLM (CPU build, ngram, k = 0, 
 copy-the-text prompts, at concurrency 1 and 4 (``--real-concurrency``): the best k at each and the
 batch-size schedule it gives; needs tests/real_vllm/setup.sh).
 
-    python tests/bench/advisor.py [--runs 4] [--real]
+    python tests/bench/advisor.py [--runs 4] [--real [--verify-schedule]]
 
 Prints figures; passes or fails nothing.
 """
@@ -81,6 +81,11 @@ def main() -> None:
     parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
     parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
     parser.add_argument("--real-concurrency", default="1,4", help="concurrencies of the real sweep")
+    parser.add_argument(
+        "--verify-schedule",
+        action="store_true",
+        help="real sweep: also start the schedule it gives and measure it against the best fixed k",
+    )
     opts = parser.parse_args()
     env = dict(os.environ)
     worst: dict[str, float] = {}
@@ -116,6 +121,8 @@ def main() -> None:
         args = ["--start", str(models / "gemma3-270m"), "--method", "ngram", "--sweep-k", "0,1,2,4"]
         args += ["--vllm", str(real), "--prompts", str(Path(__file__).parent / "copy_prompts.jsonl")]
         args += ["--runs", str(opts.runs), "--startup-timeout", "600", "--concurrency", opts.real_concurrency]
+        if opts.verify_schedule:
+            args.append("--verify-schedule")
         args += ["--", "--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"]
         doc = run_sweep(args, env)
         worst["real vLLM CPU ngram"] = table("real vLLM 0.32 CPU, Gemma 3 270M, ngram", doc)
@@ -123,6 +130,16 @@ def main() -> None:
         if isinstance(conc, dict):
             print(f"best k per concurrency: {conc['best_k']}")
             print(f"schedule: {json.dumps(conc['speculative_config'])}")
+            for row in conc.get("verification") or []:
+                sched = row["schedule"] or {}
+                print(
+                    f"  c={row['concurrency']}: schedule {sched.get('speedup')} "
+                    f"(CI {sched.get('speedup_ci')}, coverage {sched.get('ci_coverage')}) vs best fixed "
+                    f"k={row['best_fixed_k']} {row['best_fixed_speedup']}: ratio {row['ratio']}, "
+                    f"no slower: {row['no_slower']}"
+                )
+            if conc.get("verification_note"):
+                print(f"  verification: {conc['verification_note']}")
     print("\nsummary: largest |predicted − measured| / measured paired speed-up per sweep (target 10 %)")
     for name, w in worst.items():
         print(f"  {name:40} {100 * w:5.1f}%")
