@@ -15,6 +15,14 @@ does: the server with `taskset`, this benchmark (and so the watcher and its load
 
     taskset -c 0 .venv/bin/mtpwatch start MODEL --method ngram -k 4 --headless --port 8000 &
     .venv/bin/python tests/bench/perturbation.py --url http://127.0.0.1:8000 --cpus 1 --pairs 12
+
+One completion against the next scatters by ±10 % on one core, so those pairs cannot resolve the
+0.5 % of the target. `--windows N` does: generations stream back to back while the bare scraper
+(scraping as the app does: filtered tiers; `--full-page` for the whole page) is switched on and off
+every `--window-s` seconds in ABBA order, and each pair of adjacent windows gives a ratio of decode
+rates under the same stream (windows holding a request's start are dropped):
+
+    .venv/bin/python tests/bench/perturbation.py --url http://127.0.0.1:8000 --cpus 1 --windows 150
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from pathlib import Path
 
 from mtpwatch.core.ab.stats import abba_order, bootstrap_median_ci, median_ci
 from mtpwatch.core.http.client import VllmClient
-from mtpwatch.core.http.generation import GenerationRequest
+from mtpwatch.core.http.generation import GenerationRequest, StreamEvent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from watch_cost import Tty  # the app on a pty, as SSH carries it
@@ -51,11 +59,13 @@ SCRAPER = textwrap.dedent(
     """
     import asyncio, sys, time
     from mtpwatch.core.http.client import VllmClient
+    from mtpwatch.core.metrics.filtered import ScrapeFilter
     from mtpwatch.core.metrics.snapshot import parse_snapshot
     from mtpwatch.core.metrics.rates import Collector
 
-    async def main(url, interval):
-        client = VllmClient(url)
+    async def main(url, interval, full_page):
+        # as the app scrapes: the filtered tiers (hot every scrape, slow ≤ 1 Hz while tokens flow)
+        client = VllmClient(url, scrape_filter=None if full_page else ScrapeFilter())
         collector = Collector()
         loop = asyncio.get_running_loop()
         active = asyncio.Event()
@@ -85,16 +95,16 @@ SCRAPER = textwrap.dedent(
         task.cancel()
         await client.aclose()
 
-    asyncio.run(main(sys.argv[1], float(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], float(sys.argv[2]), sys.argv[3] == "full"))
     """
 )
 
 
 class Scraper:
-    def __init__(self, url: str, interval: float) -> None:
+    def __init__(self, url: str, interval: float, full_page: bool = False) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", SCRAPER, url, str(interval)],
+            [sys.executable, "-c", SCRAPER, url, str(interval), "full" if full_page else "filtered"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -289,6 +299,99 @@ async def run(
     }
 
 
+WINDOWED_MAX_TOKENS = 1024
+"""Each generation of the windowed mode: long, so few windows hold a request's start."""
+
+
+async def windowed(
+    url: str, model: str | None, pairs: int, window_s: float, interval: float, full_page: bool
+) -> dict[str, object]:
+    """Toggle a bare scraper (the app's scrapes, nothing drawn) on and off every `window_s` seconds
+    in ABBA order while generations stream back to back, and compare each pair of windows' decode
+    rate: tokens after a window's first chunk over the time to its last (chunks arrive once per
+    engine step). Windows that hold a request's start (its queueing and prefill) are dropped with
+    their pair. Short alternating windows under one stream cancel the ±10 % that separates one
+    completion from the next on one core, so the median ratio resolves a fraction of a percent.
+    """
+    clock = time.perf_counter
+    events: list[tuple[float, int]] = []
+    starts: list[tuple[float, float]] = []  # (request sent, first chunk): no decode in between
+    stop = asyncio.Event()
+
+    def on_event(ev: StreamEvent) -> None:
+        events.append((ev.t, ev.tokens))
+
+    async def load(client: VllmClient) -> None:
+        while not stop.is_set():
+            sent, before = clock(), len(events)
+            request = GenerationRequest(PROMPT, model=model, max_tokens=WINDOWED_MAX_TOKENS, ignore_eos=True)
+            result = await client.generate(request, on_event=on_event)
+            starts.append((sent, events[before][0] if len(events) > before else clock()))
+            if result.error:
+                raise SystemExit(f"perturbation: generation failed: {result.error}")
+
+    scraper = Scraper(url, interval, full_page)
+    loop = asyncio.get_running_loop()
+    windows: list[tuple[str, float, float]] = []
+    try:
+        async with VllmClient(url, clock=clock) as client:
+            await trial(client, model, 32)  # warm-up
+            task = asyncio.create_task(load(client))
+            await asyncio.sleep(2.0)
+            for order in abba_order(pairs):
+                for arm in order:
+                    await loop.run_in_executor(None, scraper.command, "on" if arm == "b" else "off")
+                    t0 = clock()
+                    await asyncio.sleep(window_s)
+                    windows.append((arm, t0, clock()))
+            stop.set()
+            await task
+    finally:
+        scraper.close()
+
+    def rate(t0: float, t1: float) -> float | None:
+        if any(a < t1 and b > t0 for a, b in starts):
+            return None
+        inside = [(t, n) for t, n in events if t0 <= t < t1]
+        if len(inside) < 3 or inside[-1][0] <= inside[0][0]:
+            return None
+        return sum(n for _, n in inside[1:]) / (inside[-1][0] - inside[0][0])
+
+    rows, dropped = [], 0
+    for i in range(0, len(windows), 2):
+        (arm1, a0, a1), (_, b0, b1) = windows[i], windows[i + 1]
+        r1, r2 = rate(a0, a1), rate(b0, b1)
+        if r1 is None or r2 is None:
+            dropped += 1
+            continue
+        a, b = (r1, r2) if arm1 == "a" else (r2, r1)
+        rows.append({"pair": i // 2, "order": "AB" if arm1 == "a" else "BA", "a": a, "b": b, "ratio": b / a})
+    ratios = [float(r["ratio"]) for r in rows]
+    if len(ratios) < 2:
+        raise SystemExit("perturbation: fewer than two usable pairs of windows")
+    median = statistics.median(ratios)
+    ci = median_ci(ratios)
+    boot = bootstrap_median_ci(ratios)
+    return {
+        "url": url,
+        "mode": "windowed",
+        "watcher": "scraper, " + ("whole page" if full_page else "filtered tiers as the app"),
+        "cpus": sorted(os.sched_getaffinity(0)),
+        "window_s": window_s,
+        "scrape_interval_s": interval,
+        "pairs_used": len(rows),
+        "pairs_dropped": dropped,
+        "median_ratio": round(median, 4),
+        "median_ratio_ci95": [round(ci.low, 4), round(ci.high, 4), round(ci.coverage, 3)],
+        "median_ratio_bootstrap_ci95": [round(boot.low, 4), round(boot.high, 4)],
+        "mean_ratio": round(statistics.fmean(ratios), 4),
+        "median_a_tok_s": round(statistics.median(float(r["a"]) for r in rows), 2),
+        "median_b_tok_s": round(statistics.median(float(r["b"]) for r in rows), 2),
+        "target": TARGET,
+        "meets_target": median >= TARGET,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True)
@@ -300,9 +403,23 @@ def main() -> None:
     parser.add_argument(
         "--cpus", default="", help="pin this benchmark, its watcher and its load client to these CPUs, e.g. 1"
     )
+    parser.add_argument(
+        "--windows",
+        type=int,
+        default=0,
+        help="windowed mode: this many pairs of alternating windows under one stream (bare scraper)",
+    )
+    parser.add_argument("--window-s", type=float, default=2.0, help="windowed mode: seconds a window")
+    parser.add_argument("--full-page", action="store_true", help="the bare scraper reads the whole page")
     args = parser.parse_args()
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+    if args.windows:
+        report = asyncio.run(
+            windowed(args.url, args.model, args.windows, args.window_s, args.interval, args.full_page)
+        )
+        print(json.dumps(report, indent=2))
+        return
     report = asyncio.run(run(args.url, args.model, args.pairs, args.max_tokens, args.interval, args.watcher))
     print(json.dumps(report, indent=2))
 

@@ -57,6 +57,29 @@ def test_perturbation_pairs_and_server_cost() -> None:
     assert cost["server_cpu_ms_per_scrape"] > 0 and cost["page_bytes"] > 10_000
 
 
+def test_perturbation_windowed_pairs_windows_under_one_stream() -> None:
+    sim, url = start_sim("--speed", "2")
+    try:
+        argv = ["--url", url, "--windows", "4", "--window-s", "0.5"]  # one 1,024-token stream
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "perturbation.py"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=ROOT,
+        )
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["mode"] == "windowed" and "filtered" in report["watcher"]
+    assert report["pairs_used"] + report["pairs_dropped"] == 4 and report["pairs_used"] >= 2
+    low, high, _ = report["median_ratio_ci95"]
+    assert low <= report["median_ratio"] <= high
+    assert report["median_a_tok_s"] > 0 and report["median_b_tok_s"] > 0
+
+
 def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
     out = subprocess.run(
         [sys.executable, str(HERE / "scrape_cost.py"), "--answers", "16", "--rounds", "2"],
