@@ -23,9 +23,9 @@ from typing import Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.record.schema import filter_page, page_delta
+from mtpwatch.session.recording import FeedTap
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.recording import FeedTap
 
 
 def _gzip_size(lines: list[tuple[float, str]]) -> int:

@@ -12,9 +12,9 @@ from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSetti
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
 from mtpwatch.core.metrics.attribution import PER_REQUEST_SCOPE
+from mtpwatch.session.measure import FeedArm, measurement_prompt
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.measure import FeedArm, measurement_prompt
 
 if TYPE_CHECKING:
     from conftest import WaitUntil

@@ -26,8 +26,8 @@ from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
+from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
 

@@ -26,23 +26,16 @@ from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.record.writer import Recorder, RecordError
-from mtpwatch.ui import results
-from mtpwatch.ui.advice import advice_for, render_advice
-from mtpwatch.ui.answers import Answer, compare_outputs
+from mtpwatch.session import results
+from mtpwatch.session.advice import advice_for
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
+from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
+from mtpwatch.session.recording import open_recording
+from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name, window_words
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
-from mtpwatch.ui.recording import open_recording
-from mtpwatch.ui.view import (
-    WINDOWS,
-    ServerView,
-    StartupView,
-    method_name,
-    render_speedup,
-    render_startup,
-    window_words,
-)
+from mtpwatch.ui.markup import render_advice, render_lossless, render_measure, render_speedup, render_startup
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -449,16 +442,17 @@ class MonitorScreen(Screen[None]):
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
         """Apply one measurement update to the lines and panels."""
-        if update.line:
-            self.query_one("#speedup", Static).update(Content.from_markup(update.line), layout=False)
-        if update.progress:
-            self.set_measure_line(update.progress)
-        if update.arm is not None and update.run_line:
+        lines = render_measure(update)
+        if lines.line:
+            self.query_one("#speedup", Static).update(Content.from_markup(lines.line), layout=False)
+        if lines.progress:
+            self.set_measure_line(lines.progress)
+        if update.arm is not None and lines.run_line:
             stream = self.panels[update.arm].stream
-            stream.feed(Content.from_markup(update.run_line).plain + "\n")
-        if update.summary:
-            self.measurement_summaries.append(update.summary)
-            self.set_measure_line(update.summary)
+            stream.feed(Content.from_markup(lines.run_line).plain + "\n")
+        if lines.summary:
+            self.measurement_summaries.append(lines.summary)
+            self.set_measure_line(lines.summary)
             for panel in self.panels:
                 panel.stream.finish()
 
@@ -540,7 +534,7 @@ class MonitorScreen(Screen[None]):
             layout=False,  # one fixed line: no relayout
         )
         if self.config.display.temperature == 0:
-            verdict = compare_outputs(a, b)
+            verdict = render_lossless(a, b)
         else:
             verdict = "[dim]lossless check needs temperature 0[/]"
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)

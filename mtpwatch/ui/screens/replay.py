@@ -17,10 +17,10 @@ from textual.content import Content
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.replay import Action, ReplaySource
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.replay import Action, ReplaySource
+from mtpwatch.session.views import window_words
 from mtpwatch.ui.screens.monitor import MonitorScreen
-from mtpwatch.ui.view import window_words
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)

@@ -12,9 +12,8 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
-from mtpwatch.ui.view import (
-    PromptSummary,
-    ServerView,
+from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.ui.markup import (
     render_bandwidth,
     render_bars,
     render_header,

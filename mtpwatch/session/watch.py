@@ -1,7 +1,7 @@
 """ServerFeed: one server as the app sees it (start it, scrape it, stream prompts), and its `ServerView`s.
 
 The feed holds no widgets and writes no markup: the screen's workers call it, ask it for the view
-of the window they show (`view`, pure) and post that view; render functions in `ui.view` turn it
+of the window they show (`view`, pure) and post that view; `ui.markup` turns it
 into text. The feed owns an optional server process, a client, a collector of scrapes, the
 reachability of the server (`core.http.backoff`) and an NVML sampler the screen starts and stops.
 """
@@ -40,10 +40,10 @@ from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.bandwidth_inputs import BandwidthModel
-from mtpwatch.ui.recording import FeedTap
-from mtpwatch.ui.view import (
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.bandwidth_inputs import BandwidthModel
+from mtpwatch.session.recording import FeedTap
+from mtpwatch.session.views import (
     PromptSummary,
     ServerView,
     StartupView,

@@ -15,7 +15,7 @@ import dataclasses
 from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import EngineMode, engine_mode
 from mtpwatch.core.provenance import spec_config_from_argv
-from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.session.watch import ServerFeed
 
 
 def engine_of(feed: ServerFeed) -> EngineMode:
@@ -38,24 +38,3 @@ def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
         return None
     mode = engine_of(speculative)
     return dataclasses.replace(advice, caveat=mode.caveat(), withheld=mode.advice_withheld)
-
-
-def render_advice(advice: Advice | None) -> str:
-    """' · k advisor: best k=K (predicted S×; k=R now T×)' or '' when there is nothing to say."""
-    if advice is None:
-        return ""
-    best, now = advice.at(advice.best_k), advice.at(advice.from_k)
-    if best is None or now is None:
-        return ""
-    caveat = f" [dim]· {advice.caveat}[/]" if advice.caveat else ""
-    if advice.withheld:
-        return f" · k advisor: none{caveat}"
-    if advice.best_k == advice.from_k:
-        return (
-            f" · k advisor: keep k={advice.from_k} [dim](predicted best of 0…{advice.from_k}, "
-            f"1 request at a time)[/]{caveat}"
-        )
-    return (
-        f" · k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}× "
-        f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]{caveat}"
-    )

@@ -19,7 +19,7 @@ from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.launch.vllm_cmd import is_loopback
-from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.session.watch import ServerFeed
 
 
 def default_path(now: dt.datetime | None = None) -> Path:

@@ -20,7 +20,7 @@ from mtpwatch.core.roofline.ceilings import compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, ModelSpec, resolve_config
 from mtpwatch.core.roofline.nvml import local_gpu_reading
-from mtpwatch.ui.view import BandwidthView
+from mtpwatch.session.views import BandwidthView
 
 
 class BandwidthModel:

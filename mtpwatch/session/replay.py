@@ -19,10 +19,10 @@ from mtpwatch.core.http.generation import GenerationResult, GenerationStats
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.recording import spec_from_json
-from mtpwatch.ui.view import spec_label
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.recording import spec_from_json
+from mtpwatch.session.views import spec_label
+from mtpwatch.session.watch import ServerFeed
 
 ActionKind = Literal["begin", "text", "answer"]
 
