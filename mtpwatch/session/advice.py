@@ -15,17 +15,17 @@ import dataclasses
 from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import EngineMode, engine_mode
 from mtpwatch.core.provenance import spec_config_from_argv
-from mtpwatch.session.watch import ServerFeed
+from mtpwatch.session.sources import Source
 
 
-def engine_of(feed: ServerFeed) -> EngineMode:
+def engine_of(feed: Source) -> EngineMode:
     """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
     launch = feed.spec.launch
     config = spec_config_from_argv(launch.argv) if launch is not None else None
     return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
 
 
-def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
+def advice_for(baseline: Source, speculative: Source) -> Advice | None:
     """Predictions for k' ≤ the running k from the last prompt; None until both arms measured one."""
     base, spec = baseline.rates("prompt"), speculative.rates("prompt")
     if base is None or spec is None or not spec.per_position:

@@ -22,7 +22,8 @@ from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.core.launch.process import StartupError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
-from mtpwatch.session.watch import ServerFeed, StartupProgress
+from mtpwatch.session.launching import StartupProgress
+from mtpwatch.session.sources import Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class FeedArm:
 
     def __init__(
         self,
-        feed: ServerFeed,
+        feed: Source,
         progress: StartupProgress,
         on_up: Callable[[bool], None],
     ) -> None:
@@ -104,7 +105,7 @@ class Measurement:
 
     def __init__(
         self,
-        feeds: list[ServerFeed],
+        feeds: list[Source],
         prompts: list[Prompt],
         settings: MeasureSettings,
         schedule: Schedule,
@@ -130,7 +131,7 @@ class Measurement:
         self.total = self.runner.total
         self.report: BenchReport | None = None
 
-    def _http_arm(self, feed: ServerFeed) -> HttpArm:
+    def _http_arm(self, feed: Source) -> HttpArm:
         arm = HttpArm(
             feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
             api_key=feed.spec.api_key, chat=feed.display.chat,

@@ -32,6 +32,7 @@ from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
+from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name, window_words
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
@@ -63,13 +64,14 @@ class MonitorScreen(Screen[None]):
         schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
-        feed_factory: Callable[..., ServerFeed] | None = None,
+        feed_factory: SourceFactory | None = None,
         loop: bool = False,
     ) -> None:
         super().__init__()
         self._compositor = make_compositor()  # a streamed token renders its rows, not the screen's
         self.feed_factory = feed_factory
-        """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
+        """Builds each server's source (default `ServerFeed`: live HTTP); the fleet passes a
+        Prometheus-fed one."""
         self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
         """`demo --loop`: sends the built-in prompts in turn until quit."""
         self.recorder: Recorder | None = None
@@ -90,7 +92,8 @@ class MonitorScreen(Screen[None]):
         self.clock = clock
         self.schedule = schedule
         self.prefill = prefill
-        self.feeds: list[ServerFeed] = []
+        self.feeds: list[Source] = []
+        """One source per server panel (`session.sources.Source`), in config order."""
         self.window_index = 0
         self.speedups: list[float] = []
         self.prompt_index = 0
@@ -135,7 +138,7 @@ class MonitorScreen(Screen[None]):
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
-            factory = self.feed_factory or ServerFeed
+            factory: SourceFactory = self.feed_factory or ServerFeed
             try:
                 self.recorder = open_recording(self.config, self.schedule)
             except RecordError as exc:
@@ -217,7 +220,7 @@ class MonitorScreen(Screen[None]):
             panel.show_monitor()
         await self._poll_forever(feed, panel)
 
-    async def _poll_forever(self, feed: ServerFeed, panel: ServerPanel) -> None:
+    async def _poll_forever(self, feed: Source, panel: ServerPanel) -> None:
         """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result."""
         index = self.feeds.index(feed)
         while True:
@@ -285,7 +288,7 @@ class MonitorScreen(Screen[None]):
         if recorder is not None:
             recorder.mark(self.clock(), "quit")
             for feed in self.feeds:
-                feed.tap = None
+                feed.observers.clear()
             recorder.close()
 
     async def stop_servers(self) -> None:

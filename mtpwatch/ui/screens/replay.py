@@ -76,7 +76,7 @@ class ReplayScreen(MonitorScreen):
         prompt.disabled = True
         if self.config.mode == "ab":
             self.query_one("#measure", Static).display = False  # F6 measures servers, not files
-        self.feeds = self.source.feeds
+        self.feeds = list(self.source.feeds)
         for panel in self.panels:
             panel.show_monitor()
         self._apply(self.source.advance(self.source.t_start))
@@ -162,7 +162,7 @@ class ReplayScreen(MonitorScreen):
             self.speedups.clear()
             self._answers = {}
         actions = source.seek(t)
-        self.feeds = source.feeds
+        self.feeds = list(source.feeds)
         last_begin: dict[int, int] = {}
         for i, action in enumerate(actions):
             if action.kind == "begin":
