@@ -33,10 +33,23 @@ from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
 from mtpwatch.session.sources import Source, SourceFactory
-from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name, window_words
+from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.markup import render_advice, render_lossless, render_measure, render_speedup, render_startup
+from mtpwatch.ui.markup import (
+    LOSSLESS_NEEDS_T0,
+    LOSSLESS_WAITING,
+    PAIRS_WAITING,
+    RESTART_WAITING,
+    render_advice,
+    render_lossless,
+    render_measure,
+    render_measure_hint,
+    render_speedup,
+    render_startup,
+    render_stopped,
+    render_title,
+)
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -132,9 +145,7 @@ class MonitorScreen(Screen[None]):
             self.query_one("#speedup", Static).update(
                 Content.from_markup(render_speedup(None, None, 0, race=self.schedule == "race"))
             )
-            self.query_one("#lossless", Static).update(
-                Content.from_markup("[dim]lossless check (temperature 0): — send a prompt[/]")
-            )
+            self.query_one("#lossless", Static).update(Content.from_markup(LOSSLESS_WAITING))
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
@@ -152,7 +163,7 @@ class MonitorScreen(Screen[None]):
                     self.run_server(i)
             if self.restart_mode:
                 for panel in self.panels:
-                    panel.show_startup("[dim]waiting: one server at a time (restart schedule)[/]", [])
+                    panel.show_startup(RESTART_WAITING, [])
                 if self.measure_settings.prompts:
                     self.start_measurement(list(self.measure_settings.prompts))
             if self.loop is not None:
@@ -190,19 +201,15 @@ class MonitorScreen(Screen[None]):
 
     def update_title(self) -> None:
         """Title bar: app title, mode, window, schedule, paused."""
-        # The window first: it qualifies every number, and narrow terminals cut the end.
-        parts = [f"window [b]{window_words(self.window)}[/]"]
-        if self.config.mode == "ab":
-            parts.append(f"A/B {self.schedule}")
-        if self._is_paused():
-            parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
-        if self.loop is not None:
-            parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {self.loop.sent})[/]")
-        elif self.prefill and not self.sent_any:
-            parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
-        parts.append(f"[b]{self.config.title}[/]")
-        parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
-        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+        title = render_title(
+            self.window,
+            title=self.config.title,
+            schedule=self.schedule if self.config.mode == "ab" else None,
+            paused=self._is_paused(),
+            demo_sent=self.loop.sent if self.loop is not None else None,
+            suggest=bool(self.prefill) and not self.sent_any,
+        )
+        self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- servers -------------------------------------------------------------------------------
 
@@ -279,7 +286,7 @@ class MonitorScreen(Screen[None]):
             self._pollers[index] = self.poll_server(index)
             self.set_measure_line(f"server {'AB'[index]} is up ({_label(self, index)}); the other is stopped")
         else:
-            panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
+            panel.show_startup(render_stopped("AB"[index]), [])
             panel.show_startup_pane()
 
     def stop_recording(self) -> None:
@@ -346,13 +353,7 @@ class MonitorScreen(Screen[None]):
 
     def _measure_hint(self) -> str:
         s = self.measure_settings
-        if self.restart_mode:
-            return (
-                f"[dim]restart schedule: a prompt you send is measured {s.runs}× per arm "
-                f"({s.warmup} warm-up), one server at a time[/]"
-            )
-        what = "contended race, not a measurement" if self.schedule == "race" else "ABBA"
-        return f"[dim]F6 measures the last prompt {s.runs}× per arm ({s.warmup} warm-up dropped, {what})[/]"
+        return render_measure_hint(s.runs, s.warmup, restart=self.restart_mode, race=self.schedule == "race")
 
     def set_measure_line(self, markup: str, *, hint: bool = False) -> None:
         """The progress line under the speed-up line (A/B mode); a mere hint hides on short screens."""
@@ -410,7 +411,7 @@ class MonitorScreen(Screen[None]):
             )
         self.set_measure_line(f"measuring: run 0/{session.total}")
         self.query_one("#speedup", Static).update(
-            Content.from_markup("speed-up B/A [dim](paired runs)[/] — waiting for the first pair"),
+            Content.from_markup(PAIRS_WAITING),
             layout=False,
         )
         try:
@@ -536,10 +537,7 @@ class MonitorScreen(Screen[None]):
             ),
             layout=False,  # one fixed line: no relayout
         )
-        if self.config.display.temperature == 0:
-            verdict = render_lossless(a, b)
-        else:
-            verdict = "[dim]lossless check needs temperature 0[/]"
+        verdict = render_lossless(a, b) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
 
     def _advice(self, base: int, mtp: int) -> Advice | None:

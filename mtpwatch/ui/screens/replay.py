@@ -19,7 +19,7 @@ from textual.widgets import Static
 from mtpwatch.config import AppConfig
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
-from mtpwatch.session.views import window_words
+from mtpwatch.ui.markup import render_replay_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
@@ -93,15 +93,9 @@ class ReplayScreen(MonitorScreen):
         state = "▶" if self.playing else "❚❚"
         speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
         total = _clock_text(source.t_end - source.t_start)
-        parts = [
-            f"[b]{state} replay {_clock_text(source.elapsed_s)}[/] / {total} · {speed}",
-            f"window [b]{window_words(self.window)}[/]",
-        ]
-        if self._is_paused():
-            parts.append("[$warning reverse] PAUSED display [/]")
-        parts.append(f"[b]{self.config.title}[/]")
-        parts.append("[dim]? help · Ctrl+Q quit[/]")
-        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+        player = (state, _clock_text(source.elapsed_s), total, speed)
+        title = render_replay_title(player, self.window, title=self.config.title, paused=self._is_paused())
+        self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- playing ----------------------------------------------------------------------------------
 

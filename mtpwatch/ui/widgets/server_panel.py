@@ -14,6 +14,7 @@ from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView
 from mtpwatch.ui.markup import (
+    ANSWERS_HINT,
     render_bandwidth,
     render_bars,
     render_header,
@@ -91,7 +92,7 @@ class ServerPanel(Vertical):
                 stream = TokenStream(classes="stream")
                 stream.min_paint_interval_s = 1 / self._max_fps
                 yield stream
-                yield Static("[dim]answers and a summary line per prompt appear here[/]", classes="summary")
+                yield Static(ANSWERS_HINT, classes="summary")
 
     def on_mount(self) -> None:
         self._set_title(self._initial.label)
