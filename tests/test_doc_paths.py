@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "ui", "commands", "sim", "charts")
+PACKAGES = ("core", "session", "ui", "commands", "sim", "charts")
 SLASHED = re.compile(
     r"(?<![\w./-])((?:mtpwatch/)?(?:" + "|".join(PACKAGES) + r")/[\w/]+(?:\.py)?|tests/[\w/.-]+\.(?:py|sh)"
     r"|docs/[\w-]+\.md)"
@@ -50,7 +50,7 @@ def _path_exists(path: str) -> bool:
 
 def _module_exists(dotted: str) -> bool:
     parts = dotted.split(".")
-    if parts[-1] == "py":  # a file name such as core.py, not a module path
+    if parts[-1] in ("py", "gz", "json", "jsonl", "csv", "svg"):  # a file name (core.py, session.mtpw.gz)
         return True
     if parts[0] != "mtpwatch":
         parts = ["mtpwatch", *parts]

@@ -199,7 +199,7 @@ def command(
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
     # lazy: Textual loads only once the arguments are checked
-    from mtpwatch.ui.measure import prompt_set
+    from mtpwatch.session.measure import prompt_set
 
     prompts: list[Prompt] = []
     if restart:

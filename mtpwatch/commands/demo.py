@@ -78,10 +78,9 @@ def command(
     record: str | None,
 ) -> None:
     """Start two simulated servers (MTP off and on) and watch them; Enter sends the suggested prompt."""
-    from mtpwatch.sim.presets import UnknownPresetError
-
     # lazy: Textual loads only once the arguments are checked
-    from mtpwatch.ui.measure import measurement_prompt
+    from mtpwatch.session.measure import measurement_prompt
+    from mtpwatch.sim.presets import UnknownPresetError
 
     check_runs(runs, warmup)
     if restart and single:

@@ -48,7 +48,7 @@ def command(file: str, as_json: bool, loop: bool, speed: str) -> None:
     the same code that showed them live.
     """
     from mtpwatch.core.record.reader import RecordingError
-    from mtpwatch.ui.replay import ReplaySource
+    from mtpwatch.session.replay import ReplaySource
 
     try:
         source = ReplaySource.open(file)

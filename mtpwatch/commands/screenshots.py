@@ -244,8 +244,8 @@ async def _film_fleet(path: Path, preset: str, speed: float, display: Any) -> Pa
 
 async def _film_replay(recording: Path, path: Path) -> Path:
     """The replay of `recording`, paused just after its first prompt's answers (no server runs)."""
+    from mtpwatch.session.replay import ReplaySource
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.replay import ReplaySource
     from mtpwatch.ui.screens.replay import ReplayScreen
 
     source = ReplaySource.open(recording)

@@ -389,8 +389,8 @@ def command(
         )
         sys.exit(code)
 
+    from mtpwatch.session.views import method_name
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
-    from mtpwatch.ui.view import method_name
 
     name = "llama.cpp" if engine == "llama.cpp" else "vLLM"
     # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.

@@ -1,1 +1,5 @@
-"""The Textual app: one client of mtpwatch.core."""
+"""The Textual app: widgets, screens, CSS, and `markup` (the one module that writes Textual markup).
+
+A client of `mtpwatch.session` (the sources, views and recorder it shows) and of `mtpwatch.core`;
+never of `mtpwatch.sim` or `mtpwatch.commands`.
+"""

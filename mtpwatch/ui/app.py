@@ -15,7 +15,7 @@ from textual.screen import Screen
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.launch import process
-from mtpwatch.ui.replay import ReplaySource
+from mtpwatch.session.replay import ReplaySource
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.screens.replay import ReplayScreen

@@ -23,9 +23,9 @@ from typing import Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.record.schema import filter_page, page_delta
+from mtpwatch.session.recording import FeedTap
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.recording import FeedTap
 
 
 def _gzip_size(lines: list[tuple[float, str]]) -> int:
@@ -45,9 +45,9 @@ def _gzip_size(lines: list[tuple[float, str]]) -> int:
 async def _run(seconds: float, path: Path, pages: list[tuple[float, int, str]]) -> dict[str, Any]:
     original = FeedTap.scrape
 
-    def scrape(self: FeedTap, t: float, text: str) -> None:
+    def scrape(self: FeedTap, t: float, text: str, via: str = "") -> None:
         pages.append((t, self.index, text))
-        original(self, t, text)
+        original(self, t, text, via)
 
     FeedTap.scrape = scrape  # type: ignore[method-assign]
     with (

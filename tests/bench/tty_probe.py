@@ -86,9 +86,9 @@ TokenStream.flush = flush  # type: ignore[method-assign]
 LinuxDriver.write = write  # type: ignore[method-assign]
 atexit.register(_dump)
 if os.environ.get("MTPWATCH_PROBE_FULL_PAGE"):
-    import mtpwatch.ui.feed
+    import mtpwatch.session.watch
 
-    mtpwatch.ui.feed.ScrapeFilter = lambda: None  # type: ignore[assignment,misc,attr-defined]
+    mtpwatch.session.watch.ScrapeFilter = lambda: None  # type: ignore[assignment,misc,attr-defined]
 
 if __name__ == "__main__":
     from mtpwatch.cli import main

@@ -26,8 +26,8 @@ from textual.pilot import Pilot
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.app import MtpWatchApp
-from mtpwatch.ui.feed import ServerFeed
 from tests.procs import carrying
 from tests.waits import wait_for
 

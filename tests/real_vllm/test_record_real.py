@@ -25,9 +25,10 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.core.record.reader import read_recording
+from mtpwatch.session.replay import ReplaySource
+from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.replay import ReplaySource
-from mtpwatch.ui.view import WINDOWS, ServerView, render_header
+from mtpwatch.ui.markup import render_header
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 

@@ -89,7 +89,7 @@ async def test_both_arms_give_the_same_answer(sse: Any, prompt: str) -> None:
 
 def test_the_demo_loops_prompts_each_get_their_own_answer() -> None:
     from mtpwatch.core.ab.workloads import builtin
-    from mtpwatch.ui.demo_loop import loop_prompts
+    from mtpwatch.session.demo_loop import loop_prompts
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
     prompts = loop_prompts(SAMPLE_PROMPT)[1:]  # the built-in long-answer and code prompts

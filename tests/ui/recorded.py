@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.session.views import ServerView
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.feed import ServerFeed
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
-from mtpwatch.ui.view import ServerView
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui.conftest import _wait_until
 

@@ -18,8 +18,8 @@ from textual.app import App
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.metrics.rates import Rates
+from mtpwatch.session.views import BandwidthView, PromptSummary, ServerView, make_verdict
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
-from mtpwatch.ui.view import BandwidthView, PromptSummary, ServerView, make_verdict
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 URL_A = "http://127.0.0.1:8001"
@@ -80,8 +80,8 @@ def config(mode: str = "single") -> AppConfig:
 def _bandwidth(spec: bool) -> BandwidthView:
     """The roofline panel of the preset at its published tok/s, through the live app's code."""
     from mtpwatch.core.roofline.modelconfig import ModelSpec
-    from mtpwatch.ui.bandwidth_inputs import BandwidthModel
-    from mtpwatch.ui.view import describe_hardware
+    from mtpwatch.session.bandwidth_inputs import BandwidthModel
+    from mtpwatch.session.views import describe_hardware
 
     p = preset()
     model = BandwidthModel(DisplaySettings())
@@ -290,8 +290,8 @@ async def load(app: App[int], kind: str) -> None:
     if kind == "ab":
         from textual.widgets import Static
 
+        from mtpwatch.ui.markup import render_speedup
         from mtpwatch.ui.screens.monitor import MonitorScreen
-        from mtpwatch.ui.view import render_speedup
 
         screen = app.screen
         assert isinstance(screen, MonitorScreen)

@@ -10,9 +10,10 @@ from textual.widgets import Static
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.ab.advisor import advise
 from mtpwatch.core.ab.engine import engine_mode
+from mtpwatch.session.advice import advice_for
 from mtpwatch.sim.harness import running_sim
-from mtpwatch.ui.advice import advice_for, render_advice
 from mtpwatch.ui.app import make_app
+from mtpwatch.ui.markup import render_advice
 
 if TYPE_CHECKING:
     from conftest import WaitUntil

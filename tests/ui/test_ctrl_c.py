@@ -11,8 +11,8 @@ from textual.widgets.input import Selection
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings
+from mtpwatch.session.replay import ReplaySource
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.replay import ReplaySource
 from mtpwatch.ui.screens.fleet import FleetScreen
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.replay import ReplayScreen

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
 if TYPE_CHECKING:

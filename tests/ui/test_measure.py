@@ -12,9 +12,9 @@ from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSetti
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
 from mtpwatch.core.metrics.attribution import PER_REQUEST_SCOPE
+from mtpwatch.session.measure import FeedArm, measurement_prompt
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.measure import FeedArm, measurement_prompt
 
 if TYPE_CHECKING:
     from conftest import WaitUntil
@@ -87,12 +87,12 @@ async def test_per_request_metrics_label_the_summary(wait_until: WaitUntil) -> N
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             summary = panel.last_summary
             feed = app.monitor.feeds[0]
-            assert summary is not None and feed.request_spec is not None
+            assert summary is not None and feed.prompt.request_spec is not None
             assert summary.scope == PER_REQUEST_SCOPE
-            assert summary.acceptance_rate == feed.request_spec.acceptance_rate
+            assert summary.acceptance_rate == feed.prompt.request_spec.acceptance_rate
             view = feed.view("prompt")
             assert view.scope == PER_REQUEST_SCOPE
-            assert view.per_position == feed.request_spec.per_position
+            assert view.per_position == feed.prompt.request_spec.per_position
             await pilot.press("ctrl+q")
 
 
@@ -105,7 +105,7 @@ async def test_without_per_request_metrics_keeps_counter_attribution(wait_until:
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert panel.last_summary is not None and panel.last_summary.scope == "this request"
-            assert app.monitor.feeds[0].request_spec is None
+            assert app.monitor.feeds[0].prompt.request_spec is None
             await pilot.press("ctrl+q")
 
 

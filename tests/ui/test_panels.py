@@ -10,15 +10,14 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.ui.view import (
+from mtpwatch.session.views import (
     DRAFTER_MISMATCH,
     MTP_SLOWER,
     BandwidthView,
     describe_hardware,
     make_verdict,
-    render_bandwidth,
-    render_speedup,
 )
+from mtpwatch.ui.markup import render_bandwidth, render_speedup
 
 ROOF = BandwidthView(
     gpu="GB10",
@@ -115,7 +114,7 @@ def test_hardware_line_from_fake_readings() -> None:
 
 
 def test_kv_context_prefers_engine_occupancy() -> None:
-    from mtpwatch.ui.bandwidth_inputs import BandwidthModel as _BandwidthModel
+    from mtpwatch.session.bandwidth_inputs import BandwidthModel as _BandwidthModel
 
     snap = SimpleNamespace(kv_cache_usage=0.25, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
     assert _BandwidthModel.context(snap, 999) == (400, "KV-cache occupancy, engine-wide")
@@ -131,9 +130,9 @@ def test_speedup_line_flags_mtp_slower() -> None:
 
 @pytest.mark.parametrize("slow", [True, False])
 async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> None:
-    from mtpwatch.ui.answers import Answer
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.views import PromptSummary
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.view import PromptSummary
     from tests.ui import samples
 
     app = make_app(samples.config("ab"), autostart=False)
@@ -232,7 +231,8 @@ async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
 
 def test_the_method_is_named_only_when_known() -> None:
     """An ngram server is not "MTP"; an unknown method is "speculative"/"speculation"."""
-    from mtpwatch.ui.view import ServerView, render_header, spec_label
+    from mtpwatch.session.views import ServerView, spec_label
+    from mtpwatch.ui.markup import render_header
 
     assert spec_label("ngram", 4) == "ngram k=4"
     assert spec_label("mtp", 2) == "MTP k=2" and spec_label("qwen3_next_mtp", 2) == "MTP k=2"
@@ -249,7 +249,8 @@ def test_the_method_is_named_only_when_known() -> None:
 
 def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
-    from mtpwatch.ui.view import ServerView, render_numbers
+    from mtpwatch.session.views import ServerView
+    from mtpwatch.ui.markup import render_numbers
 
     view = ServerView(
         label="B",

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mtpwatch.core.record.reader import read_recording
-from mtpwatch.ui.replay import ReplaySource
+from mtpwatch.session.replay import ReplaySource
 from tests.ui.recorded import KEY, Recorded
 
 

@@ -10,10 +10,10 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.core.record.reader import read_recording
+from mtpwatch.session.replay import ReplaySource
+from mtpwatch.session.views import WINDOWS
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.replay import ReplaySource
 from mtpwatch.ui.screens.replay import ReplayScreen
-from mtpwatch.ui.view import WINDOWS
 from tests.ui.recorded import Recorded
 
 if TYPE_CHECKING:

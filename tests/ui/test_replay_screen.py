@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mtpwatch.session.replay import ReplaySource
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.replay import ReplaySource
 from mtpwatch.ui.screens.replay import ReplayScreen
 from tests.ui.recorded import PROMPTS, Recorded
 

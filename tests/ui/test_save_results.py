@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from mtpwatch.cli import cli
 from mtpwatch.config import AppConfig, DisplaySettings, MeasureSettings, ServerSpec
 from mtpwatch.core.ab import reportfile
+from mtpwatch.session.measure import measurement_prompt
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.measure import measurement_prompt
 
 if TYPE_CHECKING:
     from conftest import WaitUntil

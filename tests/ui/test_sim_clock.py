@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.session.bandwidth_inputs import BandwidthModel
+from mtpwatch.session.views import BandwidthView, clock_note
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.bandwidth_inputs import BandwidthModel
-from mtpwatch.ui.view import BandwidthView, clock_note, render_bandwidth, render_bandwidth_short
+from mtpwatch.ui.markup import render_bandwidth, render_bandwidth_short
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 if TYPE_CHECKING:

@@ -26,8 +26,9 @@ from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
+from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.prometheus_feed import prometheus_feed_factory
+from mtpwatch.ui.markup import render_fleet_status, render_fleet_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
 
@@ -112,13 +113,10 @@ class FleetScreen(Screen[None]):
         return f"{len(self.fleet.urls)} servers, direct /metrics"
 
     def update_title(self) -> None:
-        parts = [
-            f"window [b]{self.window_s:g} s[/] (engine-wide)",
-            f"sorted by [b]{SORTS[self.sort_index][0]}[/]{' ↑' if self.reverse else ''}",
-            f"[b]fleet[/] · {self.source_words()}",
-            "[dim]Enter opens a row · F1 help · Ctrl+Q quit[/]",
-        ]
-        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+        title = render_fleet_title(
+            self.window_s, SORTS[self.sort_index][0], reverse=self.reverse, source=self.source_words()
+        )
+        self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -165,21 +163,12 @@ class FleetScreen(Screen[None]):
 
     def status_line(self, rows: list[FleetRow]) -> str:
         marked = [f"{r.name} ({', '.join(r.outliers)})" for r in rows if r.outliers]
-        parts = []
-        if self.error:
-            parts.append(f"[$error]{Content(self.error).markup}[/]")
-        if marked:
-            parts.append(f"[$error b]⚠ outliers:[/] {Content(', '.join(marked)).markup}")
-        else:
-            parts.append("[dim]no outliers[/]")
+        cycle_ms = None
         if self.scraper is not None and self.scraper.stats.cycles:
             recent = sorted(self.scraper.stats.cycles[-40:])
-            parts.append(
-                f"[dim]scrape cycle {recent[len(recent) // 2] * 1000:.0f} ms (median of the last 40)[/]"
-            )
+            cycle_ms = recent[len(recent) // 2] * 1000
         up = sum(1 for r in rows if r.state in ("up", "idle", "restarted"))
-        parts.append(f"[dim]{up}/{len(rows)} rows answering · rule: F1[/]")
-        return "  ·  ".join(parts)
+        return render_fleet_status(self.error, marked, cycle_ms, up, len(rows))
 
     # -- actions -------------------------------------------------------------------------------
 

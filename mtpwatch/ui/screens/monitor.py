@@ -26,22 +26,29 @@ from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.record.writer import Recorder, RecordError
-from mtpwatch.ui import results
-from mtpwatch.ui.advice import advice_for, render_advice
-from mtpwatch.ui.answers import Answer, compare_outputs
+from mtpwatch.session import results
+from mtpwatch.session.advice import advice_for
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
+from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
+from mtpwatch.session.recording import open_recording
+from mtpwatch.session.sources import Source, SourceFactory
+from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
-from mtpwatch.ui.recording import open_recording
-from mtpwatch.ui.view import (
-    WINDOWS,
-    ServerView,
-    StartupView,
-    method_name,
+from mtpwatch.ui.markup import (
+    LOSSLESS_NEEDS_T0,
+    LOSSLESS_WAITING,
+    PAIRS_WAITING,
+    RESTART_WAITING,
+    render_advice,
+    render_lossless,
+    render_measure,
+    render_measure_hint,
     render_speedup,
     render_startup,
-    window_words,
+    render_stopped,
+    render_title,
 )
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -70,13 +77,14 @@ class MonitorScreen(Screen[None]):
         schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
-        feed_factory: Callable[..., ServerFeed] | None = None,
+        feed_factory: SourceFactory | None = None,
         loop: bool = False,
     ) -> None:
         super().__init__()
         self._compositor = make_compositor()  # a streamed token renders its rows, not the screen's
         self.feed_factory = feed_factory
-        """Builds each server's feed (default `ServerFeed`); the fleet passes a Prometheus-fed one."""
+        """Builds each server's source (default `ServerFeed`: live HTTP); the fleet passes a
+        Prometheus-fed one."""
         self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
         """`demo --loop`: sends the built-in prompts in turn until quit."""
         self.recorder: Recorder | None = None
@@ -97,7 +105,8 @@ class MonitorScreen(Screen[None]):
         self.clock = clock
         self.schedule = schedule
         self.prefill = prefill
-        self.feeds: list[ServerFeed] = []
+        self.feeds: list[Source] = []
+        """One source per server panel (`session.sources.Source`), in config order."""
         self.window_index = 0
         self.speedups: list[float] = []
         self.prompt_index = 0
@@ -136,13 +145,11 @@ class MonitorScreen(Screen[None]):
             self.query_one("#speedup", Static).update(
                 Content.from_markup(render_speedup(None, None, 0, race=self.schedule == "race"))
             )
-            self.query_one("#lossless", Static).update(
-                Content.from_markup("[dim]lossless check (temperature 0): — send a prompt[/]")
-            )
+            self.query_one("#lossless", Static).update(Content.from_markup(LOSSLESS_WAITING))
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
-            factory = self.feed_factory or ServerFeed
+            factory: SourceFactory = self.feed_factory or ServerFeed
             try:
                 self.recorder = open_recording(self.config, self.schedule)
             except RecordError as exc:
@@ -156,7 +163,7 @@ class MonitorScreen(Screen[None]):
                     self.run_server(i)
             if self.restart_mode:
                 for panel in self.panels:
-                    panel.show_startup("[dim]waiting: one server at a time (restart schedule)[/]", [])
+                    panel.show_startup(RESTART_WAITING, [])
                 if self.measure_settings.prompts:
                     self.start_measurement(list(self.measure_settings.prompts))
             if self.loop is not None:
@@ -194,19 +201,15 @@ class MonitorScreen(Screen[None]):
 
     def update_title(self) -> None:
         """Title bar: app title, mode, window, schedule, paused."""
-        # The window first: it qualifies every number, and narrow terminals cut the end.
-        parts = [f"window [b]{window_words(self.window)}[/]"]
-        if self.config.mode == "ab":
-            parts.append(f"A/B {self.schedule}")
-        if self._is_paused():
-            parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
-        if self.loop is not None:
-            parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {self.loop.sent})[/]")
-        elif self.prefill and not self.sent_any:
-            parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
-        parts.append(f"[b]{self.config.title}[/]")
-        parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
-        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+        title = render_title(
+            self.window,
+            title=self.config.title,
+            schedule=self.schedule if self.config.mode == "ab" else None,
+            paused=self._is_paused(),
+            demo_sent=self.loop.sent if self.loop is not None else None,
+            suggest=bool(self.prefill) and not self.sent_any,
+        )
+        self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- servers -------------------------------------------------------------------------------
 
@@ -224,7 +227,7 @@ class MonitorScreen(Screen[None]):
             panel.show_monitor()
         await self._poll_forever(feed, panel)
 
-    async def _poll_forever(self, feed: ServerFeed, panel: ServerPanel) -> None:
+    async def _poll_forever(self, feed: Source, panel: ServerPanel) -> None:
         """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result."""
         index = self.feeds.index(feed)
         while True:
@@ -283,7 +286,7 @@ class MonitorScreen(Screen[None]):
             self._pollers[index] = self.poll_server(index)
             self.set_measure_line(f"server {'AB'[index]} is up ({_label(self, index)}); the other is stopped")
         else:
-            panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
+            panel.show_startup(render_stopped("AB"[index]), [])
             panel.show_startup_pane()
 
     def stop_recording(self) -> None:
@@ -292,7 +295,7 @@ class MonitorScreen(Screen[None]):
         if recorder is not None:
             recorder.mark(self.clock(), "quit")
             for feed in self.feeds:
-                feed.tap = None
+                feed.observers.clear()
             recorder.close()
 
     async def stop_servers(self) -> None:
@@ -350,13 +353,7 @@ class MonitorScreen(Screen[None]):
 
     def _measure_hint(self) -> str:
         s = self.measure_settings
-        if self.restart_mode:
-            return (
-                f"[dim]restart schedule: a prompt you send is measured {s.runs}× per arm "
-                f"({s.warmup} warm-up), one server at a time[/]"
-            )
-        what = "contended race, not a measurement" if self.schedule == "race" else "ABBA"
-        return f"[dim]F6 measures the last prompt {s.runs}× per arm ({s.warmup} warm-up dropped, {what})[/]"
+        return render_measure_hint(s.runs, s.warmup, restart=self.restart_mode, race=self.schedule == "race")
 
     def set_measure_line(self, markup: str, *, hint: bool = False) -> None:
         """The progress line under the speed-up line (A/B mode); a mere hint hides on short screens."""
@@ -414,7 +411,7 @@ class MonitorScreen(Screen[None]):
             )
         self.set_measure_line(f"measuring: run 0/{session.total}")
         self.query_one("#speedup", Static).update(
-            Content.from_markup("speed-up B/A [dim](paired runs)[/] — waiting for the first pair"),
+            Content.from_markup(PAIRS_WAITING),
             layout=False,
         )
         try:
@@ -449,16 +446,17 @@ class MonitorScreen(Screen[None]):
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
         """Apply one measurement update to the lines and panels."""
-        if update.line:
-            self.query_one("#speedup", Static).update(Content.from_markup(update.line), layout=False)
-        if update.progress:
-            self.set_measure_line(update.progress)
-        if update.arm is not None and update.run_line:
+        lines = render_measure(update)
+        if lines.line:
+            self.query_one("#speedup", Static).update(Content.from_markup(lines.line), layout=False)
+        if lines.progress:
+            self.set_measure_line(lines.progress)
+        if update.arm is not None and lines.run_line:
             stream = self.panels[update.arm].stream
-            stream.feed(Content.from_markup(update.run_line).plain + "\n")
-        if update.summary:
-            self.measurement_summaries.append(update.summary)
-            self.set_measure_line(update.summary)
+            stream.feed(Content.from_markup(lines.run_line).plain + "\n")
+        if lines.summary:
+            self.measurement_summaries.append(lines.summary)
+            self.set_measure_line(lines.summary)
             for panel in self.panels:
                 panel.stream.finish()
 
@@ -539,10 +537,7 @@ class MonitorScreen(Screen[None]):
             ),
             layout=False,  # one fixed line: no relayout
         )
-        if self.config.display.temperature == 0:
-            verdict = compare_outputs(a, b)
-        else:
-            verdict = "[dim]lossless check needs temperature 0[/]"
+        verdict = render_lossless(a, b) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
 
     def _advice(self, base: int, mtp: int) -> Advice | None:

@@ -17,10 +17,10 @@ from textual.content import Content
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.replay import Action, ReplaySource
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.replay import Action, ReplaySource
+from mtpwatch.ui.markup import render_replay_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
-from mtpwatch.ui.view import window_words
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -76,7 +76,7 @@ class ReplayScreen(MonitorScreen):
         prompt.disabled = True
         if self.config.mode == "ab":
             self.query_one("#measure", Static).display = False  # F6 measures servers, not files
-        self.feeds = self.source.feeds
+        self.feeds = list(self.source.feeds)
         for panel in self.panels:
             panel.show_monitor()
         self._apply(self.source.advance(self.source.t_start))
@@ -93,15 +93,9 @@ class ReplayScreen(MonitorScreen):
         state = "▶" if self.playing else "❚❚"
         speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
         total = _clock_text(source.t_end - source.t_start)
-        parts = [
-            f"[b]{state} replay {_clock_text(source.elapsed_s)}[/] / {total} · {speed}",
-            f"window [b]{window_words(self.window)}[/]",
-        ]
-        if self._is_paused():
-            parts.append("[$warning reverse] PAUSED display [/]")
-        parts.append(f"[b]{self.config.title}[/]")
-        parts.append("[dim]? help · Ctrl+Q quit[/]")
-        self.query_one("#title-bar", Static).update(Content.from_markup("  ·  ".join(parts)))
+        player = (state, _clock_text(source.elapsed_s), total, speed)
+        title = render_replay_title(player, self.window, title=self.config.title, paused=self._is_paused())
+        self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- playing ----------------------------------------------------------------------------------
 
@@ -162,7 +156,7 @@ class ReplayScreen(MonitorScreen):
             self.speedups.clear()
             self._answers = {}
         actions = source.seek(t)
-        self.feeds = source.feeds
+        self.feeds = list(source.feeds)
         last_begin: dict[int, int] = {}
         for i, action in enumerate(actions):
             if action.kind == "begin":

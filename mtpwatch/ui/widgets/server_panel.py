@@ -12,9 +12,9 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
-from mtpwatch.ui.view import (
-    PromptSummary,
-    ServerView,
+from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.ui.markup import (
+    ANSWERS_HINT,
     render_bandwidth,
     render_bars,
     render_header,
@@ -92,7 +92,7 @@ class ServerPanel(Vertical):
                 stream = TokenStream(classes="stream")
                 stream.min_paint_interval_s = 1 / self._max_fps
                 yield stream
-                yield Static("[dim]answers and a summary line per prompt appear here[/]", classes="summary")
+                yield Static(ANSWERS_HINT, classes="summary")
 
     def on_mount(self) -> None:
         self._set_title(self._initial.label)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from typing import Any
 
 import httpx
@@ -20,7 +21,7 @@ from mtpwatch.core.roofline.ceilings import compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, ModelSpec, resolve_config
 from mtpwatch.core.roofline.nvml import local_gpu_reading
-from mtpwatch.ui.view import BandwidthView
+from mtpwatch.session.views import BandwidthView
 
 
 class BandwidthModel:
@@ -47,6 +48,34 @@ class BandwidthModel:
         self.sources = ""
         """Where the config, drafter and peak came from, in words (shown in the panel)."""
         self._loaded = False
+
+    def to_json(self) -> dict[str, Any]:
+        """What `load` resolved, as plain JSON (a recording's 'server' record: the replay prices
+        steps the same way without asking anything again)."""
+        return {
+            "spec": spec_to_json(self.spec),
+            "drafter": spec_to_json(self.drafter),
+            "gpu": self.gpu,
+            "peak_gbps": self.peak_gbps,
+            "error": self.error,
+            "simulated": self.simulated,
+            "clock_speed": self.clock_speed,
+            "method": self.method,
+            "sources": self.sources,
+        }
+
+    def restore(self, info: dict[str, Any]) -> None:
+        """Take what `to_json` wrote instead of loading (a replay: no network)."""
+        self.spec = spec_from_json(info.get("spec"))
+        self.drafter = spec_from_json(info.get("drafter"))
+        self.gpu = info.get("gpu")
+        self.peak_gbps = info.get("peak_gbps")
+        self.error = str(info.get("error") or "")
+        self.simulated = bool(info.get("simulated"))
+        self.clock_speed = float(info.get("clock_speed") or 1.0)  # recordings before it: a real clock
+        self.method = info.get("method")
+        self.sources = str(info.get("sources") or "")
+        self._loaded = True
 
     async def load(
         self,
@@ -258,3 +287,17 @@ async def _sim_info(base_url: str) -> dict[str, Any]:
     except (httpx.HTTPError, ValueError):
         pass
     return {}
+
+
+def spec_to_json(spec: ModelSpec | None) -> dict[str, Any] | None:
+    """A model spec as plain JSON (the roofline's input, so a replay prices steps the same way)."""
+    return None if spec is None else dataclasses.asdict(spec)
+
+
+def spec_from_json(obj: dict[str, Any] | None) -> ModelSpec | None:
+    """Inverse of `spec_to_json` (JSON lists back to tuples)."""
+    if obj is None:
+        return None
+    fields = {f.name for f in dataclasses.fields(ModelSpec)}
+    clean: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items() if k in fields}
+    return ModelSpec(**clean)

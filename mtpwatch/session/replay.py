@@ -19,10 +19,9 @@ from mtpwatch.core.http.generation import GenerationResult, GenerationStats
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.recording import spec_from_json
-from mtpwatch.ui.view import spec_label
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.views import spec_label
+from mtpwatch.session.watch import ServerFeed
 
 ActionKind = Literal["begin", "text", "answer"]
 
@@ -154,17 +153,11 @@ class ReplaySource:
             feed.scrape_via = str(record.get("via", ""))
             feed.accept(feed.client.parse_page(text, feed.model), t)
         elif kind == "server":
-            self._identify(feed, record)
+            feed.restore_identity(record)
         elif kind == "down":
-            feed._down(str(record.get("reason", "")))
+            feed.mark_down(str(record.get("reason", "")))
         elif kind == "life":
-            what = record.get("what")
-            if what == "launched":
-                feed.status = "connecting"
-            elif what == "failed":
-                feed.status, feed.reason = "failed", str(record.get("detail", ""))
-            elif what == "stopped":
-                feed.status, feed.reason, feed.identified = "stopped", "", False
+            feed.restore_life(str(record.get("what")), str(record.get("detail", "")))
         elif kind == "prompt":
             self._stats[s] = feed.begin_prompt(str(record["text"]))
             actions.append(Action("begin", s, text=str(record["text"]), t=t))
@@ -197,29 +190,6 @@ class ReplaySource:
             else:
                 fields = set(HardwareReading.__dataclass_fields__)
                 feed.hardware_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
-
-    @staticmethod
-    def _identify(feed: ServerFeed, record: dict[str, Any]) -> None:
-        """Apply a 'server' record: what `ServerFeed._identify` found live (no network here)."""
-        feed.model = record.get("model")
-        feed.models = tuple(record.get("models") or ())
-        feed.version = record.get("version")
-        feed.facts = tuple(record.get("facts") or ())
-        feed.drafter_ref = record.get("drafter_ref")
-        feed.spec_method = record.get("spec_method")
-        bw = feed._bandwidth
-        info = record.get("bandwidth") or {}
-        bw.spec = spec_from_json(info.get("spec"))
-        bw.drafter = spec_from_json(info.get("drafter"))
-        bw.gpu = info.get("gpu")
-        bw.peak_gbps = info.get("peak_gbps")
-        bw.error = str(info.get("error") or "")
-        bw.simulated = bool(info.get("simulated"))
-        bw.clock_speed = float(info.get("clock_speed") or 1.0)  # recordings before it: a real clock
-        bw.method = info.get("method")
-        bw.sources = str(info.get("sources") or "")
-        bw._loaded = True
-        feed.identified = True
 
     # -- headless ---------------------------------------------------------------------------------
 

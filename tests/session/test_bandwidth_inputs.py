@@ -9,7 +9,7 @@ import pytest
 
 from mtpwatch.config import DisplaySettings
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR
-from mtpwatch.ui.bandwidth_inputs import BandwidthModel as _BandwidthModel
+from mtpwatch.session.bandwidth_inputs import BandwidthModel as _BandwidthModel
 
 CLOSED = "http://127.0.0.1:9"  # nothing listens: /sim/info is absent, as on a real vLLM
 CONFIG = PRESET_DIR / "gemma-4-E4B-it.json"

@@ -19,7 +19,7 @@ from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.launch.vllm_cmd import is_loopback
-from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.session.sources import Source
 
 
 def default_path(now: dt.datetime | None = None) -> Path:
@@ -28,13 +28,11 @@ def default_path(now: dt.datetime | None = None) -> Path:
     return Path(f"mtpwatch-ab-{t:%Y%m%d-%H%M%S}.json")
 
 
-def feed_info(feed: ServerFeed, k: int | None) -> provenance.ArmInfo:
+def feed_info(feed: Source, k: int | None) -> provenance.ArmInfo:
     """What the app knows about one server, without asking it again."""
     launch = feed.spec.launch
     if launch is not None:
-        started = feed._launch  # the feed's own launch; its log watcher read the start-up facts
-        facts = started.watcher.facts if started is not None else None
-        info = provenance.launched_info(feed.spec.url, launch.argv, facts=facts)
+        info = provenance.launched_info(feed.spec.url, launch.argv, facts=feed.launch_facts)
     else:
         info = provenance.ArmInfo(url=feed.spec.url)
     info.served_name = feed.model or feed.spec.model
@@ -47,7 +45,7 @@ def feed_info(feed: ServerFeed, k: int | None) -> provenance.ArmInfo:
     return info
 
 
-def _gpu(display: DisplaySettings, feeds: Sequence[ServerFeed]) -> provenance.GpuInfo:
+def _gpu(display: DisplaySettings, feeds: Sequence[Source]) -> provenance.GpuInfo:
     if display.gpu:
         return provenance.gpu_from_name(display.gpu)
     if all(is_loopback(urlsplit(f.spec.url).hostname or "") for f in feeds):
@@ -56,7 +54,7 @@ def _gpu(display: DisplaySettings, feeds: Sequence[ServerFeed]) -> provenance.Gp
 
 
 def results_document(
-    report: BenchReport, feeds: Sequence[ServerFeed], display: DisplaySettings
+    report: BenchReport, feeds: Sequence[Source], display: DisplaySettings
 ) -> dict[str, Any]:
     """The report document of a measurement, with its provenance."""
     arms: dict[str, provenance.ArmInfo] = {}
@@ -77,7 +75,7 @@ def results_document(
     return reportio.report_document(report, meta)
 
 
-def save(report: BenchReport, feeds: Sequence[ServerFeed], display: DisplaySettings, path: Path) -> Path:
+def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings, path: Path) -> Path:
     """Write the measurement to `path` (raises OSError); returns the path written."""
     reportio.write_document(path, results_document(report, feeds, display))
     return path

@@ -8,8 +8,8 @@ from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.generation import RequestSpecMetrics
 from mtpwatch.core.metrics.attribution import LLAMACPP_REQUEST_SCOPE, PER_REQUEST_SCOPE
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.view import PromptSummary, ServerView
+from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.session.watch import ServerFeed
 
 
 class Clock:

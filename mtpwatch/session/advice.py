@@ -15,17 +15,17 @@ import dataclasses
 from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import EngineMode, engine_mode
 from mtpwatch.core.provenance import spec_config_from_argv
-from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.session.sources import Source
 
 
-def engine_of(feed: ServerFeed) -> EngineMode:
+def engine_of(feed: Source) -> EngineMode:
     """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
     launch = feed.spec.launch
     config = spec_config_from_argv(launch.argv) if launch is not None else None
     return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
 
 
-def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
+def advice_for(baseline: Source, speculative: Source) -> Advice | None:
     """Predictions for k' ≤ the running k from the last prompt; None until both arms measured one."""
     base, spec = baseline.rates("prompt"), speculative.rates("prompt")
     if base is None or spec is None or not spec.per_position:
@@ -38,24 +38,3 @@ def advice_for(baseline: ServerFeed, speculative: ServerFeed) -> Advice | None:
         return None
     mode = engine_of(speculative)
     return dataclasses.replace(advice, caveat=mode.caveat(), withheld=mode.advice_withheld)
-
-
-def render_advice(advice: Advice | None) -> str:
-    """' · k advisor: best k=K (predicted S×; k=R now T×)' or '' when there is nothing to say."""
-    if advice is None:
-        return ""
-    best, now = advice.at(advice.best_k), advice.at(advice.from_k)
-    if best is None or now is None:
-        return ""
-    caveat = f" [dim]· {advice.caveat}[/]" if advice.caveat else ""
-    if advice.withheld:
-        return f" · k advisor: none{caveat}"
-    if advice.best_k == advice.from_k:
-        return (
-            f" · k advisor: keep k={advice.from_k} [dim](predicted best of 0…{advice.from_k}, "
-            f"1 request at a time)[/]{caveat}"
-        )
-    return (
-        f" · k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}× "
-        f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]{caveat}"
-    )

@@ -11,7 +11,7 @@ import gzip
 import json
 from dataclasses import asdict
 
-from mtpwatch.ui.replay import ReplaySource
+from mtpwatch.session.replay import ReplaySource
 from tests.datadir import DataDir
 
 FOLDER = DataDir().path("recordings")

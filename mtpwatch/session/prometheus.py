@@ -24,7 +24,7 @@ from mtpwatch.core.sources.prometheus import (
     target_history,
     target_snapshot,
 )
-from mtpwatch.ui.feed import ServerFeed
+from mtpwatch.session.watch import ServerFeed
 
 BACKFILL_S = 170.0
 """History read on open (the feed's collector keeps 180 s)."""

@@ -1,9 +1,13 @@
 """ServerFeed: one server as the app sees it (start it, scrape it, stream prompts), and its `ServerView`s.
 
-The feed holds no widgets and writes no markup: the screen's workers call it, ask it for the view
-of the window they show (`view`, pure) and post that view; render functions in `ui.view` turn it
-into text. The feed owns an optional server process, a client, a collector of scrapes, the
-reachability of the server (`core.http.backoff`) and an NVML sampler the screen starts and stops.
+The server watch: scrape → `MetricsSnapshot` → `core.metrics.rates.Collector` → `Rates` over the
+window shown → one frozen `session.views.ServerView` (`view`, pure). The feed holds no widgets and
+writes no markup (`ui.markup` draws its views). It owns an optional server process
+(`session.launching`), a client, a collector of scrapes, the reachability of the server
+(`core.http.backoff`), the console prompt's window (`session.prompts.PromptWindow`), an NVML sampler
+the screen starts and stops, and its observers (`session.observers`: a recording is one).
+A `ServerFeed` is the `session.sources.Source` of live HTTP, of Prometheus (another client,
+`session.prometheus`) and of a replay (`session.replay.ReplaySource` pushes the recorded pages).
 """
 
 from __future__ import annotations
@@ -12,26 +16,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mtpwatch.config import DisplaySettings, LaunchSpec, ServerSpec
+from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
-from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import ServerError, ServerTimeout, ServerUnreachable
-from mtpwatch.core.http.generation import (
-    GenerationRequest,
-    GenerationResult,
-    GenerationStats,
-    RequestSpecMetrics,
-    StreamEvent,
-)
+from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
 from mtpwatch.core.launch.launcher import Launch
-from mtpwatch.core.launch.logparse import LogWatcher
-from mtpwatch.core.launch.process import ServerProcess, StartupError
+from mtpwatch.core.launch.logparse import LogFacts
+from mtpwatch.core.launch.process import ServerProcess
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
@@ -40,17 +36,13 @@ from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
-from mtpwatch.ui.answers import Answer
-from mtpwatch.ui.bandwidth_inputs import BandwidthModel
-from mtpwatch.ui.recording import FeedTap
-from mtpwatch.ui.view import (
-    PromptSummary,
-    ServerView,
-    StartupView,
-    Status,
-    describe_hardware,
-    make_verdict,
-)
+from mtpwatch.session.answers import Answer
+from mtpwatch.session.bandwidth_inputs import BandwidthModel
+from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
+from mtpwatch.session.observers import Observers
+from mtpwatch.session.prompts import PromptWindow
+from mtpwatch.session.recording import FeedTap
+from mtpwatch.session.views import ServerView, Status, describe_hardware, make_verdict
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
@@ -58,86 +50,9 @@ RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
 
-StartupProgress = Callable[[StartupView, list[str]], None]
-"""Called during a launch with the phase (or failure) and the log lines since the last call."""
-
 
 def _clock_time(wall: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(wall))
-
-
-# -- launch → follow the log → wait for /health ---------------------------------------------------
-
-
-@dataclass(slots=True)
-class LaunchOutcome:
-    """What `launch_server` left: the process (None when it did not start), the launch, the outcome."""
-
-    process: ServerProcess | None
-    server: Launch
-    """The core launch: its watcher has the phases and facts; it keeps reading the log (the pipe
-    never fills; lines after start-up are dropped)."""
-    error: str | None = None
-    """Why the server did not come up (None: it answers /health)."""
-    hint: str = ""
-    """A fix the log suggests, for a failed start."""
-
-
-async def launch_server(
-    launch: LaunchSpec,
-    url: str,
-    progress: StartupProgress,
-    clock: Callable[[], float],
-    on_start: Callable[[ServerProcess], None],
-) -> LaunchOutcome:
-    """Start `launch` through `core.launch.launcher.Launch`, show its phase and new log lines through
-    `progress` every 0.1 s, and wait for `url`/health.
-
-    `on_start` gets the process as soon as it exists, so its owner can stop it even when this call
-    is cancelled. A process that dies or does not answer in `launch.startup_timeout_s` is stopped;
-    the result then carries the error and the log's hint, and `progress` got them with the last lines.
-    """
-    pending: list[str] = []
-    server = Launch(launch.argv, env=launch.env, on_line=pending.append)
-    watcher = server.watcher
-    t0 = clock()
-    try:
-        process = await server.start()
-    except StartupError as exc:
-        progress(StartupView(error=str(exc)), [])
-        return LaunchOutcome(None, server, error=str(exc))
-    on_start(process)
-
-    def phase() -> StartupView:
-        return StartupView(phase=watcher.phase.value, elapsed_s=clock() - t0, facts=log_facts(watcher))
-
-    async def ticker() -> None:
-        while True:
-            batch = pending[:]
-            pending.clear()
-            progress(phase(), batch)
-            await asyncio.sleep(0.1)
-
-    tick_task = asyncio.create_task(ticker())
-    try:
-        await server.wait_ready(url, launch.startup_timeout_s)
-    except StartupError as exc:
-        await asyncio.sleep(0.2)
-        tick_task.cancel()
-        hint = str(watcher.hints[-1]) if watcher.hints else ""
-        tail = [] if pending else exc.tail[-5:]
-        progress(StartupView(error=str(exc), hint=hint), pending[:] + tail)
-        if process.returncode is None:
-            await server.stop()
-        return LaunchOutcome(process, server, error=str(exc), hint=hint)
-    finally:
-        tick_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await tick_task
-    progress(phase(), pending[:])
-    pending.clear()
-    server.on_line = None  # from here on the log is read and dropped
-    return LaunchOutcome(process, server)
 
 
 class ServerFeed:
@@ -172,23 +87,10 @@ class ServerFeed:
         self.facts: tuple[str, ...] = ()
         self.process: ServerProcess | None = None
         self._launch: Launch | None = None
-        self.prompt_t0: float | None = None
-        """Time of the scrape before the last prompt: its window starts there."""
-        self.prompt_t1: float | None = None
-        """Time of the last prompt's last token."""
-        self.prompt_t_end: float | None = None
-        """Time of the scrape after the prompt's last token: the 'prompt' window ends there."""
-        self._client_points: list[tuple[float, float]] = []
-        self._gen_stats: GenerationStats | None = None
-        self._cancelled_stats: GenerationStats | None = None
+        self.prompt = PromptWindow(clock)
+        """The console prompt's window: its times, its stream, this request's own numbers."""
         self._bandwidth = BandwidthModel(display)
         self._scrape_lock = asyncio.Lock()
-        self._request_tokens: int | None = None
-        """Prompt + generated tokens of the last console prompt (KV context when the engine says 0)."""
-        self.request_spec: RequestSpecMetrics | None = None
-        """vLLM's per-request spec-decode metrics of the last console prompt, when the server sent them."""
-        self.request_timings: LlamaTimings | None = None
-        """llama-server's timings of the last finished console prompt (its draft counts)."""
         self._sampler: Sampler | None = None
         self.engine_info: engines.EngineInfo | None = None
         """What llama-server says about itself (/props, /slots); None for vLLM."""
@@ -196,8 +98,8 @@ class ServerFeed:
         """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.spec_method: str | None = None
         """The speculation method from the server log (servers mtpwatch started), else None."""
-        self.tap: FeedTap | None = None
-        """Writes what this feed sees to a recording (`--record`); None when not recording."""
+        self.observers = Observers()
+        """Told of every page, prompt, stream event and identity (a recording's `FeedTap`)."""
         self.scrape_via = ""
         """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown)."""
         self.hardware_reading: HardwareReading | None = None
@@ -206,7 +108,7 @@ class ServerFeed:
 
     def record_to(self, recorder: Recorder, index: int) -> None:
         """Record this feed's scrapes, prompts, stream events and server facts as server `index`."""
-        self.tap = FeedTap(recorder, index, self)
+        self.observers.add(FeedTap(recorder, index))
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -226,13 +128,11 @@ class ServerFeed:
         if result.error is not None:
             hint = f" — {result.hint}" if result.hint else ""
             self.status, self.reason = "failed", result.error + hint
-            if self.tap is not None:
-                self.tap.life("failed", self.reason)
+            self.observers.life(self.clock(), "failed", self.reason)
             return False
         self.drafter_ref = result.server.watcher.facts.spec_model
         self.spec_method = result.server.watcher.facts.spec_method
-        if self.tap is not None:
-            self.tap.life("launched")
+        self.observers.life(self.clock(), "launched")
         self._launch = result.server
         self.status = "connecting"
         return True
@@ -247,12 +147,12 @@ class ServerFeed:
                     await self._identify()
                 text, snapshot = await self.client.scrape_page(self.model)
             except (ServerError, OSError, ValueError) as exc:
-                return self._down(str(exc) or type(exc).__name__)
+                return self.mark_down(str(exc) or type(exc).__name__)
             now = self.clock()
             state = self.client.scrape_state
             self.scrape_via = state.text if state is not None else ""
-            if self.tap is not None and text is not None:
-                self.tap.scrape(now, text, self.scrape_via)
+            if text is not None:
+                self.observers.scrape(now, text, self.scrape_via)
             self.accept(snapshot, now)
         return self.display.scrape_interval_s
 
@@ -260,8 +160,7 @@ class ServerFeed:
         """Take one scrape taken at `now` (the poll loop, and a replay with the recorded page)."""
         if self.collector.add(snapshot, now):
             self.identified = False  # a restart: the version or model may have changed
-            if self.tap is not None:
-                self.tap.life("restart")
+            self.observers.life(self.clock(), "restart")
         if self.model is None and snapshot.model:
             self.model = snapshot.model
         if snapshot.models:
@@ -269,11 +168,10 @@ class ServerFeed:
         self.status, self.reason, self.retry_in = "up", "", None
         self._connection.success()
         self._backoff.reset()
-        self._sample_client(now)
+        self.prompt.sample_client(now)
         if self._sampler is not None:
             self.hardware_reading = self._sampler.latest()
-            if self.tap is not None:
-                self.tap.nvml(now, self.hardware_reading)
+            self.observers.nvml(now, self.hardware_reading)
 
     async def _identify(self) -> None:
         refs: list[str] = []
@@ -307,14 +205,14 @@ class ServerFeed:
             self.client.base_url, refs=tuple(refs), drafter_ref=self.drafter_ref, local=self.is_local
         )
         self.identified = True
-        if self.tap is not None:
-            self.tap.server(self.clock())
+        self.observers.server(self.clock(), self.identity())
 
-    def _down(self, reason: str) -> float:
+    def mark_down(self, reason: str) -> float:
+        """A scrape failed for `reason` (the poll loop, and a replay's 'down' record); returns the
+        seconds to wait before the next scrape."""
         if self.status == "failed":
             return RETRY_MAX_S
-        if self.tap is not None:
-            self.tap.down(self.clock(), reason)
+        self.observers.down(self.clock(), reason)
         self.reason = reason.splitlines()[0] if reason else "unreachable"
         connection = self._connection.failure(self.reason)
         # 'connecting' until the second failure of a server never seen up; 'down' once it was.
@@ -329,16 +227,50 @@ class ServerFeed:
         status = self._connection.status()
         return status.since if status.state == "down" else None
 
-    def _sample_client(self, now: float) -> None:
-        """One point per second of the running prompt's client decode tok/s."""
-        stats = self._gen_stats
-        if stats is None or stats.t_first is None or stats.t_last is None:
-            return
-        if self._client_points and now - self._client_points[-1][0] < 1.0:
-            return
-        span = stats.t_last - stats.t_first
-        if span > 0 and stats.completion_tokens >= 2:
-            self._client_points.append((now, (stats.completion_tokens - 1) / span))
+    # -- identity (told to observers; a replay restores it) --------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        """What identifying the server found: the 'server' record of a recording."""
+        snap = self.collector.latest
+        return {
+            "label": self.spec.label,
+            "url": self.spec.url,
+            "model": self.model,
+            "models": list(self.models),
+            "version": self.version,
+            "facts": list(self.facts),
+            "drafter_ref": self.drafter_ref,
+            "spec_method": self.spec_method,
+            "method": self.method,
+            "k": snap.num_speculative_tokens if snap is not None else None,
+            "gpu": self._bandwidth.gpu,
+            "bandwidth": self._bandwidth.to_json(),
+        }
+
+    def restore_identity(self, identity: dict[str, Any]) -> None:
+        """Take what `identity()` told instead of asking the server (a replay: no network)."""
+        self.model = identity.get("model")
+        self.models = tuple(identity.get("models") or ())
+        self.version = identity.get("version")
+        self.facts = tuple(identity.get("facts") or ())
+        self.drafter_ref = identity.get("drafter_ref")
+        self.spec_method = identity.get("spec_method")
+        self._bandwidth.restore(identity.get("bandwidth") or {})
+        self.identified = True
+
+    def restore_life(self, what: str, detail: str = "") -> None:
+        """Take a lifecycle event the feed once told (a replay's 'life' record)."""
+        if what == "launched":
+            self.status = "connecting"
+        elif what == "failed":
+            self.status, self.reason = "failed", detail
+        elif what == "stopped":
+            self.status, self.reason, self.identified = "stopped", "", False
+
+    @property
+    def launch_facts(self) -> LogFacts | None:
+        """What the start-up log of the server this feed launched said (None: not launched here)."""
+        return self._launch.watcher.facts if self._launch is not None else None
 
     # -- view ---------------------------------------------------------------------------------
 
@@ -346,58 +278,25 @@ class ServerFeed:
         """Rates over `window` ('10 s', '60 s' or 'prompt')."""
         now = self.clock() if now is None else now
         if window == "prompt":
-            if self.prompt_t0 is None:
-                return None
-            # A finished prompt ends at the scrape after its last token (later idle time would
-            # dilute it); a running one at the newest scrape.
-            return self.collector.since(self.prompt_t0, now, until=self.prompt_t_end)
+            return self.prompt.rates(self.collector, now)
         return self.collector.window(WINDOW_SECONDS[window], now)
 
     def acceptance(self, window: str, rates: Rates | None) -> PromptAcceptance:
         """The acceptance shown for `window` with counter `rates`: `core.metrics.attribution`'s rule.
 
-        The prompt window passes this prompt's own numbers: vLLM's per-request metrics once its final
-        chunk came, llama-server's timings (the latest chunk's while it streams).
+        The prompt window passes this prompt's own numbers (`PromptWindow.acceptance`).
         """
         if window != "prompt":
             return prompt_acceptance(counters=rates, scope="engine-wide")
-        stats = self._gen_stats
-        timings = stats.timings if stats is not None else self.request_timings
-        t0 = self.prompt_t0
-        return prompt_acceptance(
-            counters=rates,
-            scope=self.collector.attribution(t0, self.prompt_t1).scope if t0 is not None else "engine-wide",
-            per_request=self.request_spec if self.prompt_t_end is not None else None,
-            timings=timings,
-        )
+        return self.prompt.acceptance(self.collector, rates)
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
         now = self.clock()
         snap = self.collector.latest
-        rates = self.rates(window, now)
-        if self.status == "down" or (self.status == "connecting" and self.reason):
-            down_since = self.down_since
-            since = _clock_time(down_since) if down_since is not None else "?"
-            retry = f", retrying in {self.retry_in:.1f} s" if self.retry_in is not None else ""
-            verb = "disconnected" if self.status == "down" else "not reachable"
-            detail = f"{verb} since {since} ({self.reason}){retry}"
-        elif self.status == "failed":
-            detail = self.reason
-        else:
-            detail = ""
-        series = self.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
-        server_series = _per_second(series, now)
-        client_series = tuple(v for t, v in self._client_points if t >= now - CHART_POINTS)
-        r = rates
-        # A time window with no tokens (the server idle since the last prompt) would show only
-        # dashes: show the last prompt's numbers instead, labelled as such ("this prompt").
-        if window != "prompt" and (r is None or not r.generation_tokens):
-            prompt_rates = self.rates("prompt", now)
-            if prompt_rates is not None and prompt_rates.generation_tokens:
-                r, window = prompt_rates, "prompt"
+        r, window = self._shown_rates(window, now)
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
-        bandwidth = self._bandwidth.view(r, k, snap, self._request_tokens, hardware=self._hardware_line())
+        bw = self._bandwidth.view(r, k, snap, self.prompt.request_tokens, hardware=self._hardware_line())
         speculative = None if snap is None else (snap.speculative or self._props_speculating)
         acc = self.acceptance(window, r)
         verdict, level = make_verdict(
@@ -406,14 +305,14 @@ class ServerFeed:
             acceptance_rate=acc.acceptance_rate,
             mean_acceptance_length=acc.mean_acceptance_length,
             drafts=acc.drafts,
-            bandwidth=bandwidth,
+            bandwidth=bw,
             window=window,
         )
         return ServerView(
             label=self.spec.label,
             url=self.spec.url,
             status=self.status,
-            status_detail=detail,
+            status_detail=self._status_detail(),
             model=self.model,
             models=self.models,
             version=self.version,
@@ -427,24 +326,68 @@ class ServerFeed:
             mean_acceptance_length=acc.mean_acceptance_length,
             per_position=acc.per_position,
             per_position_conditional=acc.per_position_conditional,
-            server_tok_s=r.server_tok_s if r else None,
-            steps_per_s=r.steps_per_s if r else None,
-            mean_step_s=r.mean_step_s if r else None,
-            mean_ttft_s=r.mean_ttft_s if r else None,
-            mean_tpot_s=r.mean_tpot_s if r else None,
-            kv_cache_usage=snap.kv_cache_usage if snap else None,
-            running=snap.requests_running if snap else None,
-            waiting=snap.requests_waiting if snap else None,
             restarts=self.collector.restarts,
             scrape=self.scrape_via,
-            server_series=server_series,
-            client_series=client_series,
             drafts=acc.drafts if speculative else None,
-            bandwidth=bandwidth,
+            bandwidth=bw,
             verdict=verdict,
             verdict_level=level,
+            **self._rate_fields(r),
+            **self._snapshot_fields(snap),
+            **self._series_fields(now),
             **self._engine_fields(snap, r),
         )
+
+    def _shown_rates(self, window: str, now: float) -> tuple[Rates | None, str]:
+        """The rates shown for `window`, and the window they are over.
+
+        A time window with no tokens (the server idle since the last prompt) would show only
+        dashes: the last prompt's numbers stand in, labelled as such ("this prompt").
+        """
+        r = self.rates(window, now)
+        if window != "prompt" and (r is None or not r.generation_tokens):
+            prompt_rates = self.rates("prompt", now)
+            if prompt_rates is not None and prompt_rates.generation_tokens:
+                return prompt_rates, "prompt"
+        return r, window
+
+    def _status_detail(self) -> str:
+        """One line on why the server is not up ('disconnected since 12:00:01 (…), retrying in 2.0 s')."""
+        if self.status == "down" or (self.status == "connecting" and self.reason):
+            down_since = self.down_since
+            since = _clock_time(down_since) if down_since is not None else "?"
+            retry = f", retrying in {self.retry_in:.1f} s" if self.retry_in is not None else ""
+            verb = "disconnected" if self.status == "down" else "not reachable"
+            return f"{verb} since {since} ({self.reason}){retry}"
+        return self.reason if self.status == "failed" else ""
+
+    @staticmethod
+    def _rate_fields(r: Rates | None) -> dict[str, Any]:
+        """ServerView fields read from the window's rates (None: all unknown)."""
+        return {
+            "server_tok_s": r.server_tok_s if r else None,
+            "steps_per_s": r.steps_per_s if r else None,
+            "mean_step_s": r.mean_step_s if r else None,
+            "mean_ttft_s": r.mean_ttft_s if r else None,
+            "mean_tpot_s": r.mean_tpot_s if r else None,
+        }
+
+    @staticmethod
+    def _snapshot_fields(snap: MetricsSnapshot | None) -> dict[str, Any]:
+        """ServerView fields read from the newest page's gauges (what the server has now)."""
+        return {
+            "kv_cache_usage": snap.kv_cache_usage if snap else None,
+            "running": snap.requests_running if snap else None,
+            "waiting": snap.requests_waiting if snap else None,
+        }
+
+    def _series_fields(self, now: float) -> dict[str, Any]:
+        """The chart's series: server tok/s and the running prompt's client decode tok/s, per second."""
+        series = self.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
+        return {
+            "server_series": _per_second(series, now),
+            "client_series": tuple(v for t, v in self.prompt.client_points if t >= now - CHART_POINTS),
+        }
 
     def _engine_fields(self, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
         """ServerView fields that differ by engine (core.http.engines knows how)."""
@@ -490,8 +433,7 @@ class ServerFeed:
         if self._sampler is None and self.can_sample_hardware:
             self._sampler = Sampler(peak_gbps=self._bandwidth.peak_gbps).start()
             self.hardware_reading = self._sampler.latest()
-            if self.tap is not None:
-                self.tap.nvml(self.clock(), self.hardware_reading)
+            self.observers.nvml(self.clock(), self.hardware_reading)
 
     def stop_hardware(self) -> None:
         """Stop the NVML sampler thread (panel hidden, server stopped, or shutting down)."""
@@ -499,8 +441,7 @@ class ServerFeed:
         if sampler is not None:
             sampler.stop(timeout=2.0)
             self.hardware_reading = None
-            if self.tap is not None:
-                self.tap.nvml(self.clock(), None)
+            self.observers.nvml(self.clock(), None)
 
     def _hardware_line(self) -> str:
         """The sampler's latest reading in words, or why there is none."""
@@ -524,19 +465,16 @@ class ServerFeed:
             extra=engines.stream_extras(self.engine),
         )
         stats = self.begin_prompt(prompt)
-        text_only = on_text
-        tap = self.tap
+        observers = self.observers
 
         def on_event(event: StreamEvent) -> None:
-            if tap is not None:
-                tap.event(event)
+            observers.event(event)
             if event.text:
-                text_only(event.text)
+                on_text(event.text)
 
         try:
             result = await self.client.generate(request, stats=stats, on_event=on_event)
-            if tap is not None:
-                tap.result(result)
+            observers.result(self.clock(), result)
         finally:
             self.end_prompt(self.clock())
         if result.error is None:
@@ -546,60 +484,27 @@ class ServerFeed:
 
     def begin_prompt(self, prompt: str) -> GenerationStats:
         """A console prompt starts now: its window opens; its stream goes into the returned stats."""
-        stats = GenerationStats(clock=self.clock)
-        self._gen_stats = stats
-        self._client_points = []
-        self.prompt_t0 = self.clock()
-        self.prompt_t1 = self.prompt_t_end = None
-        self.request_spec = None
-        self.request_timings = None
-        stats.start(self.prompt_t0)
-        self._cancelled_stats = stats
-        if self.tap is not None:
-            self.tap.prompt(self.prompt_t0, prompt)
+        stats = self.prompt.begin()
+        assert self.prompt.t0 is not None
+        self.observers.prompt(self.prompt.t0, prompt)
         return stats
 
     def end_prompt(self, t1: float) -> None:
         """The prompt's generation call returned (or was cancelled) at `t1`."""
-        self.prompt_t1 = t1
-        self._gen_stats = None
-        if self.tap is not None:
-            self.tap.end(t1)
+        self.prompt.end(t1)
+        self.observers.end(t1)
 
     def close_prompt(self, result: GenerationResult, t_end: float) -> Answer:
         """The prompt's window closes at `t_end`; its answer and summary from `result`."""
-        self.prompt_t_end = t_end
-        if self.tap is not None:
-            self.tap.done(t_end)
-        return self._answer(result)
-
-    def _answer(self, result: GenerationResult) -> Answer:
-        if result.completion_tokens:
-            self._request_tokens = (result.prompt_tokens or 0) + result.completion_tokens
-        self.request_spec = result.spec_metrics
-        self.request_timings = result.timings
-        rates = self.rates("prompt") if self.prompt_t0 is not None else None
-        acc = self.acceptance("prompt", rates)
-        summary = PromptSummary(
-            tokens=result.completion_tokens,
-            ttft_s=result.ttft_s,
-            decode_tok_s=result.decode_tok_s,
-            acceptance_rate=acc.acceptance_rate,
-            mean_acceptance_length=acc.mean_acceptance_length,
-            scope=acc.scope,
-            approximate=not result.tokens_exact,
-            cancelled=result.cancelled,
-            error=result.error,
-        )
-        return Answer(summary=summary, text=result.text, token_ids=result.token_ids)
+        self.prompt.close(result, t_end)
+        self.observers.done(t_end)
+        acc = self.acceptance("prompt", self.rates("prompt"))
+        return self.prompt.answer(result, acc)
 
     def cancelled_answer(self) -> Answer:
         """The answer of a generation the user cancelled (what arrived so far)."""
-        stats = self._cancelled_stats or GenerationStats(clock=self.clock)
-        self._cancelled_stats = None
-        result = stats.finish(cancelled=True)
-        if self.tap is not None:
-            self.tap.result(result)
+        result = self.prompt.cancelled_result()
+        self.observers.result(self.clock(), result)
         return self.close_prompt(result, self.clock())
 
     # -- shutdown -----------------------------------------------------------------------------
@@ -614,8 +519,7 @@ class ServerFeed:
             await launch.close_log()
         self.stop_hardware()
         self.status, self.reason, self.identified = "stopped", "", False
-        if self.tap is not None:
-            self.tap.life("stopped")
+        self.observers.life(self.clock(), "stopped")
 
     async def close(self) -> None:
         """Stop the server if mtpwatch owns it (unless keep); close the HTTP client."""
@@ -649,24 +553,4 @@ def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, .
             j += 1
         out.append(value)
         t += 1.0
-    return tuple(out)
-
-
-def log_facts(watcher: LogWatcher) -> tuple[str, ...]:
-    """Header facts from the server log: weights, MTP detected, centroids masking, KV cache."""
-    f = watcher.facts
-    out: list[str] = []
-    if f.weights_gib is not None:
-        out.append(f"weights {f.weights_gib:.1f} GiB")
-    if f.mtp_detected:
-        out.append("Detected MTP model")
-    if f.spec_method:
-        k = f" k={f.num_spec_tokens}" if f.num_spec_tokens else ""
-        out.append(f"spec {f.spec_method}{k}")
-    if f.centroids_masking:
-        out.append("centroids masking on")
-    if f.kv_cache_gib is not None:
-        out.append(f"KV cache {f.kv_cache_gib:.1f} GiB")
-    elif f.kv_cache_tokens is not None:
-        out.append(f"KV cache {f.kv_cache_tokens:,} tokens")
     return tuple(out)

@@ -1,8 +1,8 @@
 """The A/B view's measurement: repeated paired runs of prompts on two feeds through the bench engine.
 
 `Measurement` runs `core.ab.runner.BenchRunner` over the two servers (ABBA, race, or restart with
-`FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: lines the
-screen shows as they are (markup, escaped here, like every render function).
+`FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: plain data
+(the report so far, the finished run, progress in words) that `ui.markup.render_measure` draws.
 """
 
 from __future__ import annotations
@@ -11,76 +11,42 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from textual.markup import escape
-
 from mtpwatch.config import MeasureSettings, Schedule
-from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult
 from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.http_arm import HttpArm
-from mtpwatch.core.ab.plan import CONTENDED, BenchConfig
+from mtpwatch.core.ab.plan import BenchConfig
+from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.core.launch.process import StartupError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
-from mtpwatch.ui.feed import ServerFeed, StartupProgress
+from mtpwatch.session.launching import StartupProgress
+from mtpwatch.session.sources import Source
 
 
 @dataclass(frozen=True, slots=True)
 class MeasureUpdate:
-    """What the screen should show after one bench event."""
+    """What the screen should show after one bench event, as plain data (`ui.markup.render_measure`)."""
 
-    line: str = ""
-    """The live speed-up line (markup); empty = unchanged."""
+    report: BenchReport | None = None
+    """The speed-up line's report (partial after a pair, final at the end); None = unchanged."""
+    done: int = 0
+    """Runs done, for the line's run count (0 with `total` 0: no count, the final line)."""
+    total: int = 0
+    """Runs planned."""
     progress: str = ""
-    """Progress in words: run i/N, which server is up."""
+    """Progress in words (plain text): run i/N and its prompt, which server is up."""
     arm: int | None = None
-    """Panel index `run_line` belongs to."""
-    run_line: str = ""
+    """Panel index `run` belongs to."""
+    run: RunRecord | None = None
     """One finished run, for that panel's answer pane."""
+    runs_per_prompt: int = 0
+    """Measured runs per prompt and arm (the run's 'run i/N' tag)."""
     summary: str = ""
-    """The final summary line (set on the last update)."""
-
-
-def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
-    """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
-
-    The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
-    has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
-    """
-    overall = report.primary.overall
-    s = overall.speedup
-    source = " [dim](decode tok/s, client, paired runs)[/]" if head else ""
-    if s is None:
-        text = f"speed-up B/A{source} — waiting for the first pair"
-    else:
-        ci = s.ci
-        # The figures and the pair count first, the source after: an 80-column screen cuts the end.
-        text = (
-            f"speed-up B/A median [b]{s.median:.2f}×[/] \\[95 % CI {ci.low:.2f}–{ci.high:.2f}] · "
-            f"{s.n_pairs} pairs{source}"
-        )
-    cvs: list[str] = []
-    noisy = False
-    for name in ("a", "b"):
-        arm = overall.arms.get(name)
-        if arm is None or arm.rate is None:
-            continue
-        cv = arm.max_prompt_cv if arm.max_prompt_cv is not None else arm.rate.cv
-        noisy = noisy or cv > stats.CV_FLAG
-        cvs.append(f"{name.upper()} {100 * cv:.0f} %")
-    if cvs:
-        text += " · CV " + " ".join(cvs)
-    if noisy:
-        text += " · [$text-warning]noisy: CV above 10 %, numbers unreliable[/]"
-    if total:
-        text += f" · [dim]run {done}/{total}[/]"
-    if report.contended:
-        text += f" · [$text-warning]race: {CONTENDED}[/]"
-    if report.interrupted:
-        text += f" · [$text-warning]{escape(report.interrupted)}[/]"
-    return text
+    """Set on the last update: what was measured, in words ('measured (alternate, 1 prompt(s) × 3
+    runs/arm, 1 warm-up dropped)'); the line of `report` follows it on screen."""
 
 
 class FeedArm:
@@ -89,7 +55,7 @@ class FeedArm:
 
     def __init__(
         self,
-        feed: ServerFeed,
+        feed: Source,
         progress: StartupProgress,
         on_up: Callable[[bool], None],
     ) -> None:
@@ -139,7 +105,7 @@ class Measurement:
 
     def __init__(
         self,
-        feeds: list[ServerFeed],
+        feeds: list[Source],
         prompts: list[Prompt],
         settings: MeasureSettings,
         schedule: Schedule,
@@ -165,7 +131,7 @@ class Measurement:
         self.total = self.runner.total
         self.report: BenchReport | None = None
 
-    def _http_arm(self, feed: ServerFeed) -> HttpArm:
+    def _http_arm(self, feed: Source) -> HttpArm:
         arm = HttpArm(
             feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
             api_key=feed.spec.api_key, chat=feed.display.chat,
@@ -178,27 +144,18 @@ class Measurement:
         runs_per_prompt = self.runner.config.runs
         async for event in self.runner.events():
             if isinstance(event, StatusChanged):
-                yield MeasureUpdate(progress=escape(event.message))
+                yield MeasureUpdate(progress=event.message)
             elif isinstance(event, RunFinished):
                 rec = event.record
-                tag = "warm-up" if rec.warmup else f"run {rec.run + 1}/{runs_per_prompt}"
-                if rec.error:
-                    body = f"[$text-error]{escape(rec.error)}[/]"
-                else:
-                    acc = (
-                        f" · accept {100 * rec.acceptance_rate:.0f} %"
-                        if rec.acceptance_rate is not None
-                        else ""
-                    )
-                    body = f"{rec.tokens} tok · decode [b]{_fmt(rec.decode_tok_s)}[/] tok/s{acc}"
                 yield MeasureUpdate(
-                    progress=f"measuring: run {event.done}/{event.total} · {escape(rec.prompt)}",
+                    progress=f"measuring: run {event.done}/{event.total} · {rec.prompt}",
                     arm=0 if rec.arm == "a" else 1,
-                    run_line=f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else ""),
+                    run=rec,
+                    runs_per_prompt=runs_per_prompt,
                 )
             elif isinstance(event, PairFinished):
                 report = self.runner.partial_report()
-                yield MeasureUpdate(line=measure_line(report, done=event.done, total=event.total))
+                yield MeasureUpdate(report=report, done=event.done, total=event.total)
             elif isinstance(event, BenchFinished):
                 self.report = event.report
                 yield self._final_update(event.report)
@@ -211,14 +168,13 @@ class Measurement:
         return self._final_update(report)
 
     def _final_update(self, report: BenchReport) -> MeasureUpdate:
-        line = measure_line(report)
         what = "race" if report.contended else self.schedule
         prompts = len(report.config.prompts)
         summary = (
             f"measured ({what}, {prompts} prompt(s) × {report.config.runs} runs/arm, "
-            f"{report.config.warmup} warm-up dropped): " + measure_line(report, head=False)
+            f"{report.config.warmup} warm-up dropped)"
         )
-        return MeasureUpdate(line=line, progress="measurement finished", summary=summary)
+        return MeasureUpdate(report=report, progress="measurement finished", summary=summary)
 
     async def aclose(self) -> None:
         """Close the HTTP clients this measurement opened."""
@@ -229,10 +185,6 @@ class Measurement:
             if isinstance(feed_arm, FeedArm):
                 with contextlib.suppress(Exception):
                     await feed_arm.aclose()
-
-
-def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}"
 
 
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:

@@ -1,9 +1,10 @@
 """`FeedTap`: what a `ServerFeed` sees, written to a `core.record` recording (`--record FILE`).
 
-The feed calls the tap through small hooks (a scrape's page, a prompt, its stream events, its
-result, the server's identity, NVML readings, lifecycle events); the tap turns the feed's state
-into records. API keys never reach it: it records no headers, no launch argv and no URL userinfo,
-and the recorder scrubs the key from every line besides.
+The tap is one of the feed's observers (`session.observers.FeedObserver`): the feed tells it of a
+scrape's page, a prompt, its stream events, its result, the server's identity, NVML readings and
+lifecycle events, with everything each record holds; the tap writes them. API keys never reach
+it: it records no headers, no launch argv and no URL userinfo, and the recorder scrubs the key
+from every line besides.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from urllib.parse import urlsplit, urlunsplit
 from mtpwatch.config import AppConfig
 from mtpwatch.core.http.generation import GenerationResult, StreamEvent
 from mtpwatch.core.record.writer import Recorder
-from mtpwatch.core.roofline.modelconfig import ModelSpec
 from mtpwatch.core.roofline.nvml import HardwareReading
 
 
@@ -27,20 +27,6 @@ def public_url(url: str) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def spec_to_json(spec: ModelSpec | None) -> dict[str, Any] | None:
-    """A model spec as plain JSON (the roofline's input, so a replay prices steps the same way)."""
-    return None if spec is None else dataclasses.asdict(spec)
-
-
-def spec_from_json(obj: dict[str, Any] | None) -> ModelSpec | None:
-    """Inverse of `spec_to_json` (JSON lists back to tuples)."""
-    if obj is None:
-        return None
-    fields = {f.name for f in dataclasses.fields(ModelSpec)}
-    clean: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in obj.items() if k in fields}
-    return ModelSpec(**clean)
 
 
 def session_info(config: AppConfig, schedule: str) -> dict[str, Any]:
@@ -65,49 +51,24 @@ def session_info(config: AppConfig, schedule: str) -> dict[str, Any]:
 
 
 class FeedTap:
-    """Writes one feed's records as server `index`. The feed is duck-typed to avoid an import cycle."""
+    """Writes one feed's records as server `index`: a `session.observers.FeedObserver`.
 
-    def __init__(self, recorder: Recorder, index: int, feed: Any) -> None:
+    Everything it writes comes with the call (the feed's identity, the page, the event); it holds
+    no feed and reads none.
+    """
+
+    def __init__(self, recorder: Recorder, index: int) -> None:
         self.recorder = recorder
         self.index = index
-        self.feed = feed
         self._reading_t: float | None = None
 
-    def server(self, t: float) -> None:
-        feed = self.feed
-        bw = feed._bandwidth
-        snap = feed.collector.latest
-        self.recorder.server(
-            self.index,
-            t,
-            {
-                "label": feed.spec.label,
-                "url": public_url(feed.spec.url),
-                "model": feed.model,
-                "models": list(feed.models),
-                "version": feed.version,
-                "facts": list(feed.facts),
-                "drafter_ref": feed.drafter_ref,
-                "spec_method": feed.spec_method,
-                "method": feed.method,
-                "k": snap.num_speculative_tokens if snap is not None else None,
-                "gpu": bw.gpu,
-                "bandwidth": {
-                    "spec": spec_to_json(bw.spec),
-                    "drafter": spec_to_json(bw.drafter),
-                    "gpu": bw.gpu,
-                    "peak_gbps": bw.peak_gbps,
-                    "error": bw.error,
-                    "simulated": bw.simulated,
-                    "clock_speed": bw.clock_speed,
-                    "method": bw.method,
-                    "sources": bw.sources,
-                },
-            },
-        )
+    def server(self, t: float, identity: dict[str, Any]) -> None:
+        record = dict(identity)
+        record["url"] = public_url(str(identity.get("url", "")))
+        self.recorder.server(self.index, t, record)
 
-    def life(self, what: str, detail: str = "") -> None:
-        self.recorder.life(self.index, self.feed.clock(), what, detail)
+    def life(self, t: float, what: str, detail: str = "") -> None:
+        self.recorder.life(self.index, t, what, detail)
 
     def scrape(self, t: float, text: str, via: str = "") -> None:
         self.recorder.scrape(self.index, t, text, via)
@@ -121,10 +82,10 @@ class FeedTap:
     def event(self, event: StreamEvent) -> None:
         self.recorder.events(self.index, (event,))
 
-    def result(self, result: GenerationResult) -> None:
+    def result(self, t: float, result: GenerationResult) -> None:
         self.recorder.result(
             self.index,
-            result.t_end if result.t_end is not None else self.feed.clock(),
+            result.t_end if result.t_end is not None else t,
             t_start=result.t_start,
             error=result.error,
             cancelled=result.cancelled,

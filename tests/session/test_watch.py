@@ -9,9 +9,10 @@ import pytest
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.ui import feed as feed_module
-from mtpwatch.ui.feed import ServerFeed
-from mtpwatch.ui.view import StartupView, render_startup
+from mtpwatch.session import watch as feed_module
+from mtpwatch.session.views import StartupView
+from mtpwatch.session.watch import ServerFeed
+from mtpwatch.ui.markup import render_startup
 
 
 class SpySampler:
