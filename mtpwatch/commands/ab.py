@@ -215,7 +215,15 @@ def command(
         runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
     )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
-    config = AppConfig(servers=specs, display=settings, mode="ab", title=title, record=checked_record(record))
+    config = AppConfig(
+        servers=specs,
+        display=settings,
+        mode="ab",
+        title=title,
+        record=checked_record(record),
+        schedule="restart" if restart else schedule,
+        measure=measure,
+    )
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
-    sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))
+    sys.exit(run_app(config))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
@@ -100,12 +101,7 @@ def command(
 
     prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts, save_path=save_path)
-    sys.exit(
-        run_app(
-            config,
-            schedule="restart" if restart else schedule,
-            prefill=SAMPLE_PROMPT,
-            measure=measure,
-            loop=loop,
-        )
+    config = dataclasses.replace(
+        config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure, loop=loop
     )
+    sys.exit(run_app(config))

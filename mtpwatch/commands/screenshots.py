@@ -140,8 +140,10 @@ async def write_screenshots(
             mode="ab",
             title=title,
             record=str(recording),
+            schedule="alternate",
+            measure=MeasureSettings(runs=6, warmup=1, max_tokens=48),
         )
-        app = make_app(ab, schedule="alternate", measure=MeasureSettings(runs=6, warmup=1, max_tokens=48))
+        app = make_app(ab)
         async with app.run_test(size=(200, 50)) as pilot:
             await _prepare(pilot)
             await _prompt_and_settle(pilot)
