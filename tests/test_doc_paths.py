@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "ui", "commands", "sim", "charts")
+PACKAGES = ("core", "ui", "commands", "sim", "render")
 SLASHED = re.compile(
     r"(?<![\w./-])((?:mtpwatch/)?(?:" + "|".join(PACKAGES) + r")/[\w/]+(?:\.py)?|tests/[\w/.-]+\.(?:py|sh)"
     r"|docs/[\w-]+\.md)"

@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from mtpwatch.charts import plots
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import check_writable as _check_writable
@@ -31,7 +30,8 @@ from mtpwatch.core.ab.events import BenchEvent
 from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.ab.table import format_report
+from mtpwatch.render.bench_table import format_report
+from mtpwatch.render.charts import plots
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 

@@ -24,10 +24,11 @@ from mtpwatch.commands.sweep_schedule import concurrency_advice, format_concurre
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import SweepReport, run_sweep, sweep_document
+from mtpwatch.core.ab.sweep import run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.render.sweep_table import format_sweep
 
 
 def sweep_options(func: Any) -> Any:
@@ -140,78 +141,6 @@ def sweep_from_bench(
         provenance_of=Provenance(prompts_spec, sweep.get("label"), metadata),
         verify_schedule=bool(sweep.get("verify_schedule")),
     )
-
-
-def _f(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "—" if x is None else fmt.format(x)
-
-
-def format_sweep(report: SweepReport, title: str) -> str:
-    """The sweep table: measured per k, predicted beside it."""
-    lines = [title, "speed-up = k / k=0 per pair of runs (same prompt, same run number); decode tok/s = "
-             "(tokens−1)/(t_last−t_first), acceptance from the server's counters"]  # fmt: skip
-    if report.interrupted:
-        lines.append(f"PARTIAL: {report.interrupted}")
-    lines.append("")
-    head = (
-        f"{'k':>3}{'decode tok/s':>14}{'speed-up [95% CI]':>26}{'pairs':>7}{'acceptance':>12}"
-        f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
-    )
-    lines.append(head)
-    for row in report.rows:
-        pred = report.advice.at(row.k) if report.advice else None
-        err, sp_err = report.error(row.k), report.speedup_error(row.k)
-        ci = f"{_f(row.speedup)}x [{_f(row.ci[0])}, {_f(row.ci[1])}]" if row.ci else _f(row.speedup)
-        pos = " ".join(f"{x:.2f}" for x in row.per_position) if row.per_position else ""
-        lines.append(
-            f"{row.k:>3}{_f(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
-            f"{_f(row.acceptance_rate and 100 * row.acceptance_rate, '{:.1f}%'):>12}"
-            f"{_f(row.mean_acceptance_length):>10}{_f(pred.decode_tok_s if pred else None):>11}"
-            f"{_f(err and 100 * err, '{:+.1f}%'):>8}{_f(pred.speedup if pred else None):>9}"
-            f"{_f(sp_err and 100 * sp_err, '{:+.1f}%'):>8}   {pos}"
-        )
-    measured = {r.k for r in report.rows}
-    for pred in report.advice.predictions if report.advice else ():
-        if pred.k not in measured:
-            tag = "extrapolated" if pred.extrapolated else "predicted"
-            lines.append(
-                f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{_f(pred.tokens_per_step):>10}"
-                f"{_f(pred.decode_tok_s):>11}{'':>8}{_f(pred.speedup):>9}{'':>8}   ({tag})"
-            )
-    cats = sorted({c for row in report.rows for c in row.categories})
-    if cats:
-        lines.append("")
-        lines.append("per category: speed-up (decode tok/s)")
-        for cat in cats:
-            cells = []
-            for row in report.rows[1:]:
-                c = row.categories.get(cat, {})
-                cells.append(f"k={row.k} {_f(c.get('speedup'))}x ({_f(c.get('decode_tok_s'), '{:.1f}')})")
-            lines.append(f"  {cat:18}" + "   ".join(cells))
-    lines.append("")
-    lines.append(f"best k (highest median speed-up): {report.best_k if report.best_k is not None else '—'}")
-    if report.advice is not None:
-        lines.append(report.advice.line())
-        lines.append(f"  {report.advice.fit.describe()}")
-        held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
-        if held:
-            parts = " ".join(f"k={k}:{100 * e:+.1f}%" for k, e in held.items() if e is not None)
-            lines.append(
-                f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}"
-            )
-        lines.append(
-            "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
-            "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
-        )
-    modes = report.engine_modes()
-    if modes:
-        top = max(modes)
-        mode = modes[top]
-        lines.append(f"engine (the k={top} server): {mode.headline()}")
-        lines.extend(f"  {flag.line()}" for flag in mode.flags)
-        if report.advice is not None and not mode.truncation_holds:
-            lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)
