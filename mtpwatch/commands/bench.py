@@ -9,37 +9,22 @@ per-position list whose length is not k, inconsistent counters, or diverging out
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands import bench_run
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import check_writable as _check_writable
-from mtpwatch.commands.options import int_list as _int_list
 from mtpwatch.commands.options import runs_option, temperature_option, warmup_option
 from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
 from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio, runlog, workloads
 from mtpwatch.core.ab import session as benchsession
-from mtpwatch.core.ab.events import BenchEvent
-from mtpwatch.core.ab.http_arm import HttpArm
-from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.render.bench_table import format_report
-from mtpwatch.render.charts import plots
+from mtpwatch.core.ab import workloads
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
-
-#: Options that define the bench; a resumed bench takes them from its log.
-_RESUME_FIXED = (
-    "url", "ab", "prompts_spec", "limit", "runs", "warmup", "max_tokens", "lengths", "schedule", "launch_a",
-    "launch_b", "concurrency", "temperature", "chat", "model", "startup_timeout",
-)  # fmt: skip
 
 
 @click.command(
@@ -226,24 +211,8 @@ def command(
         extra_meta = provenance.parse_metadata(metadata)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
-    log: runlog.RunLog | None = None
-    if resume_path is not None:
-        given = [
-            "--" + name.replace("_spec", "").replace("_", "-")
-            for name in _RESUME_FIXED
-            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-        ]
-        if given:
-            raise click.UsageError(
-                f"--resume takes the servers and settings from its log; drop {', '.join(given)}"
-            )
-        if jsonl_path is not None:
-            raise click.UsageError("--resume appends to its own log; drop --jsonl")
-        try:
-            log = runlog.load(resume_path)
-            config_from_log = log.config
-        except runlog.RunLogError as exc:
-            raise click.ClickException(str(exc)) from None
+    log = bench_run.resume_log(ctx, resume_path, jsonl_path)
+    if log is not None:
         r = benchsession.resumed(
             log,
             default_url=DEFAULT_URL,
@@ -274,52 +243,17 @@ def command(
     _check_writable(csv_path, "--csv")
     if log is None:
         _check_writable(jsonl_path, "--jsonl")
-        try:
-            prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
-        except workloads.WorkloadError as exc:
-            raise click.BadParameter(str(exc), param_hint="--prompts") from None
-        config = BenchConfig(
-            prompts=prompts,
-            runs=runs,
-            warmup=warmup,
-            schedule=schedule,  # type: ignore[arg-type]
-            lengths=_int_list(lengths, "--lengths"),
-            concurrency=_int_list(concurrency, "--concurrency") or (1,),
-            temperature=temperature,
+        config = bench_run.config(
+            prompts_spec, limit, max_tokens, runs, warmup, schedule, lengths, concurrency, temperature
         )
     else:
-        config = config_from_log
+        config = log.config
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
-    arms: list[HttpArm] = []
-    try:
-        arms = benchsession.bench_arms(
-            url=url,
-            ab=ab,
-            schedule=schedule,
-            launch_a=launch_a,
-            launch_b=launch_b,
-            startup_timeout=startup_timeout,
-            common=common,
-        )
-        runner = BenchRunner(
-            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
-        )
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except ValueError as exc:  # a bad URL: one line, like every other command
-        raise click.ClickException(str(exc)) from None
-
+    arms, runner = bench_run.arms_and_runner(
+        config, log, url, ab, schedule, launch_a, launch_b, startup_timeout, common
+    )
     workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
-    mode: Mode = (
-        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
-    )
-    reporter = Progress(
-        sys.stderr,
-        mode,
-        interval_s=progress_interval,
-        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
-        already_done=len(runner.done),
-    )
+    reporter = bench_run.progress(progress, progress_interval, runner, config)
     session = benchsession.BenchSession(
         arms=arms,
         config=config,
@@ -334,63 +268,8 @@ def command(
         echo=lambda line: click.echo(line, err=True),
     )
 
-    def on_event(event: BenchEvent) -> None:
-        session.on_event(event)
-        reporter(event)
-
-    status = 0
-    try:
-        report = asyncio.run(
-            benchsession.run_bench(runner, arms, on_event, check=schedule != "restart", before=session.start)
-        )
-    except (KeyboardInterrupt, benchsession.Stopped) as exc:
-        name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        reporter.interrupted()
-        status = 130 if isinstance(exc, KeyboardInterrupt) else 143
-        done = len(runner.records)
-        session.close(f"stopped by {name} after {done} of {runner.total} runs")
-        if not done:
-            click.echo(
-                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report",
-                err=True,
-            )
-            sys.exit(status)
-        report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
-    except Exception as exc:  # ServerError, StartupError: one line each
-        reporter.interrupted()
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        session.close(f"stopped: {message}")
-        if runner.records:  # e.g. a restart-schedule server that failed to come back: keep what ran
-            report = runner.partial_report(message)
-            status = 1
-        else:
-            raise click.ClickException(message) from None
+    report, status = bench_run.run(runner, arms, session, reporter, check=schedule != "restart")
     session.close()
-    if session.jsonl_path is not None and not report.interrupted:
-        click.echo(f"wrote {session.jsonl_path}", err=True)
-    elif session.jsonl_path is not None:
-        click.echo(
-            f"mtpwatch bench: every finished run is in {session.jsonl_path}; "
-            f"finish with: mtpwatch bench --resume {session.jsonl_path}",
-            err=True,
-        )
-
-    problems = reportio.write_outputs(
-        report, json_path, csv_path, require_identical, session.final_meta(), echo=session.echo
+    bench_run.print_outputs(
+        report, status, session, workload_name, json_path, csv_path, require_identical, label, plot
     )
-    try:
-        arm_infos = (session.final_meta() or {}).get("arms")
-        click.echo(format_report(report, workload_name, require_identical, arm_infos))
-        if plot:
-            document = reportio.report_document(report, session.final_meta())
-            click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
-    except OSError:  # stdout gone (closed SSH session): the files above still hold the report
-        status = status or 1
-    for line in problems:
-        click.echo(f"Error: {line}", err=True)
-    if report.interrupted:
-        click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
-    if status:
-        sys.exit(status)
-    if problems or report.gate_failures(require_identical):
-        sys.exit(1)
