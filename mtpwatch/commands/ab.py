@@ -8,17 +8,20 @@ import click
 
 from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
+    api_key_option,
     check_runs,
     checked_record,
     checked_url,
     display_options,
     display_settings,
     free_port,
+    limit_option,
     measure_options,
+    prompts_option,
     record_option,
+    schedule_option,
 )
 from mtpwatch.commands.planning import (
-    API_KEY_ENVVARS,
     PassthroughCommand,
     extra_args,
     gpu_for_plan,
@@ -72,12 +75,9 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 @click.option("-b", "--b-args", default=None, metavar="FLAGS", help="With --start: vLLM flags for B only.")
 @plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
-@click.option(
-    "--schedule",
-    type=click.Choice(["alternate", "race"]),
-    default="alternate",
-    show_default=True,
-    help="alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
+@schedule_option(
+    ("alternate", "race"),
+    "alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
 )
 @click.option(
     "--restart",
@@ -86,27 +86,15 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     "128 GB Spark). Goes straight into a measurement of --prompts, A, B, A sessions restarting the "
     "servers in between; prompts you type afterwards are measured the same way.",
 )
-@click.option(
-    "--prompts",
-    "prompts_spec",
-    default="long",
-    show_default=True,
-    help="With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
-    "long-en, long-ja; or a JSONL file).",
+@prompts_option(
+    "With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
+    "long-en, long-ja; or a JSONL file)."
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 100_000),
-    default=None,
-    help="With --restart: first N prompts of the set.",
-)
+@limit_option("With --restart: first N prompts of the set.")
 @click.option("--model", default=None, help="model_name to watch on both servers.")
-@click.option(
-    "--api-key",
-    default=None,
-    envvar=API_KEY_ENVVARS,
-    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
-    "it through their environment, never their command line.",
+@api_key_option(
+    "Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
+    "it through their environment, never their command line."
 )
 @display_options
 @tls_options

@@ -16,9 +16,20 @@ import click
 
 from mtpwatch.commands import bench_run
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.options import (
+    api_key_option,
+    label_option,
+    limit_option,
+    metadata_option,
+    prompts_option,
+    runs_option,
+    schedule_option,
+    startup_timeout_option,
+    temperature_option,
+    warmup_option,
+)
 from mtpwatch.commands.options import check_writable as _check_writable
-from mtpwatch.commands.options import runs_option, temperature_option, warmup_option
-from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
+from mtpwatch.commands.planning import PassthroughCommand
 from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import session as benchsession
@@ -43,30 +54,27 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     default=None,
     help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
 )
-@click.option(
-    "--prompts",
-    "prompts_spec",
-    default="long",
-    show_default=True,
-    metavar="SET|FILE",
-    help=f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns).",
+@prompts_option(
+    f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns)."
 )
-@click.option("--limit", type=int, default=None, help="Use only the first N prompts of each category.")
+@limit_option("Use only the first N prompts of each category.")
 @runs_option("Runs per prompt and arm, warm-up included.")
 @warmup_option("Runs per prompt dropped as warm-up.")
-@click.option("--max-tokens", type=int, default=None, help="Override every prompt's max_tokens.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 1_000_000),
+    default=None,
+    help="Override every prompt's max_tokens.",
+)
 @click.option(
     "--lengths",
     default=None,
     metavar="8,32,...",
     help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
 )
-@click.option(
-    "--schedule",
-    type=click.Choice(["alternate", "race", "restart"]),
-    default="alternate",
-    show_default=True,
-    help="alternate = the measurement; race = both at once, for show (contended); "
+@schedule_option(
+    ("alternate", "race", "restart"),
+    "alternate = the measurement; race = both at once, for show (contended); "
     "restart = one server at a time (needs --launch-a/--launch-b).",
 )
 @click.option(
@@ -75,13 +83,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 @click.option(
     "--launch-b", default=None, metavar="CMD", help="restart schedule: command line that starts server B."
 )
-@click.option(
-    "--startup-timeout",
-    type=float,
-    default=900.0,
-    show_default=True,
-    help="restart schedule: seconds to wait for /health after each start.",
-)
+@startup_timeout_option("restart schedule: seconds to wait for /health after each start.")
 @click.option(
     "--concurrency",
     default="1",
@@ -92,12 +94,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 @temperature_option("Sampling temperature (0 makes the lossless check meaningful).")
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
 @click.option("--model", default=None, help="Served model name (default: the server's only model).")
-@click.option(
-    "--api-key",
-    default=None,
-    envvar=API_KEY_ENVVARS,
-    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
-)
+@api_key_option()
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
 )
@@ -129,15 +126,9 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     show_default=True,
     help="Seconds between progress lines when stderr is not a terminal.",
 )
-@click.option(
-    "--label", default=None, help="A name for this bench, kept in the report (plot/compare show it)."
-)
-@click.option(
-    "--metadata",
-    "metadata",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32.",
+@label_option("A name for this bench, kept in the report (plot/compare show it).")
+@metadata_option(
+    "Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32."
 )
 @click.option(
     "--gpu",
@@ -235,10 +226,6 @@ def command(
         url = DEFAULT_URL
     if url is not None and ab is not None:
         raise click.UsageError("give one URL, or --ab URL_A URL_B")
-    if max_tokens is not None and max_tokens < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    if startup_timeout <= 0:
-        raise click.BadParameter("must be more than 0 seconds", param_hint="--startup-timeout")
     _check_writable(json_path, "--json")
     _check_writable(csv_path, "--csv")
     if log is None:

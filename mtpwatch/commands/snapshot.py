@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
-from mtpwatch.commands.planning import API_KEY_ENVVARS
+from mtpwatch.commands.options import api_key_option, label_option, metadata_option
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -159,11 +159,8 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
 @click.option(
     "--model", default=None, help="model_name to show when several are served (default: the first)."
 )
-@click.option(
-    "--api-key",
-    envvar=API_KEY_ENVVARS,
-    default=None,
-    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+@api_key_option(
+    "Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option(
@@ -179,10 +176,8 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
     show_default=True,
     help="With --prometheus: seconds of increase()/rate().",
 )
-@click.option("--label", default=None, help="--json: a name kept in the meta block.")
-@click.option(
-    "--metadata", multiple=True, metavar="KEY=VALUE", help="--json: extra provenance in the meta block."
-)
+@label_option("--json: a name kept in the meta block.")
+@metadata_option("--json: extra provenance in the meta block.")
 @tls_options
 def command(
     source: str | None,

@@ -24,7 +24,7 @@ from typing import IO
 
 import click
 
-from mtpwatch.commands.options import checked_record, record_option
+from mtpwatch.commands.options import api_key_option, checked_record, record_option, startup_timeout_option
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
@@ -243,12 +243,10 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option(
-    "--api-key",
-    metavar="KEY",
-    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
-    help="Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
+@api_key_option(
+    "Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
     "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
+    metavar="KEY",
 )
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
 @click.option(
@@ -276,14 +274,7 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 )
 @click.option("--keep", is_flag=True, help="Leave the server running when mtpwatch exits.")
 @click.option("--headless", is_flag=True, help="No UI: print phases, then a status line every few seconds.")
-@click.option(
-    "--startup-timeout",
-    default=900.0,
-    show_default=True,
-    type=click.FloatRange(min=1),
-    metavar="S",
-    help="Give up if /health does not answer within S seconds.",
-)
+@startup_timeout_option("Give up if /health does not answer within S seconds.")
 @click.option(
     "--status-interval",
     default=5.0,
