@@ -161,6 +161,18 @@ class Provenance:
         )
 
 
+def _checked_ks(ks: Sequence[int]) -> list[int]:
+    """--sweep-k, sorted, with k=0 (the baseline) added; one line when it compares nothing."""
+    out = sorted(set(ks))
+    if not out or any(k < 0 or k > 64 for k in out):
+        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
+    if 0 not in out:
+        out = [0, *out]
+    if len(out) < 2:
+        raise click.BadParameter("give at least one k > 0 to compare with k=0", param_hint="--sweep-k")
+    return out
+
+
 def sweep_command(
     *,
     model: str,
@@ -184,13 +196,7 @@ def sweep_command(
     verify_schedule: bool = False,
 ) -> None:
     """Plan, then run the sweep and print it (or print the plan and exit)."""
-    ks = sorted(set(ks))
-    if not ks or any(k < 0 or k > 64 for k in ks):
-        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
-    if 0 not in ks:
-        ks = [0, *ks]
-    if len(ks) < 2:
-        raise click.BadParameter("give at least one k > 0 to compare with k=0", param_hint="--sweep-k")
+    ks = _checked_ks(ks)
     try:
         plan = plan_sweep(
             model, ks, ports=[free_port()] * len(ks), method=method, drafter=drafter, vllm=vllm_cmd,
