@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -142,42 +143,13 @@ def command(
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        gpu = gpu_for_plan(settings.gpu, gpu_memory, gpu_free)
-        try:
-            plan = plan_twins(
-                start_model,
-                ports=(free_port(), free_port()),
-                method=method,
-                drafter=drafter,
-                k=k,
-                vllm=vllm_cmd,
-                api_key=api_key,
-                extra=extra,
-                a_args=split_args(a_args, "--a-args"),
-                b_args=split_args(b_args, "--b-args"),
-                gpu=gpu,
-                restart=True if restart else None,
-            )
-        except NoGpuMemoryError as exc:
-            raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
-        except (VllmArgsError, PlanError) as exc:
-            raise click.UsageError(str(exc)) from None
-        if show_plan:
-            print_plan(plan, plan_json)
+        twins = _twins(
+            start_model, method, drafter, k, vllm_cmd, api_key, extra, a_args, b_args, restart,
+            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep,
+        )  # fmt: skip
+        if twins is None:
             return
-        if plan.schedule == "restart" and not restart:
-            click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
-            restart = True
-        specs = [
-            ServerSpec(
-                label=s.label,
-                url=s.url,
-                model=model,
-                api_key=api_key,
-                launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
-            )
-            for s in plan.servers
-        ]
+        specs, restart = twins
     else:
         if not (url_a and url_b):
             raise click.UsageError("give two URLs (URL_A URL_B) or --start MODEL")
@@ -186,19 +158,7 @@ def command(
             ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
-    # lazy: Textual loads only once the arguments are checked
-    from mtpwatch.ui.measure import prompt_set
-
-    prompts: list[Prompt] = []
-    if restart:
-        # Each prompt keeps its set's length (short: 8 tokens, long: 256) unless --max-tokens is
-        # given: the console's default of 256 is for typed prompts, not for the set.
-        source = click.get_current_context().get_parameter_source("max_tokens")
-        chosen = source not in (None, click.core.ParameterSource.DEFAULT)
-        try:
-            prompts = prompt_set(prompts_spec, limit, settings.max_tokens if chosen else None)
-        except (ValueError, OSError) as exc:
-            raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
+    prompts = _restart_prompts(prompts_spec, limit, settings.max_tokens) if restart else []
     measure = MeasureSettings(
         runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
     )
@@ -215,3 +175,61 @@ def command(
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config))
+
+
+def _twins(
+    start_model: str, method: str | None, drafter: str | None, k: int | None, vllm_cmd: str,
+    api_key: str | None, extra: tuple[str, ...], a_args: str | None, b_args: str | None, restart: bool,
+    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool,
+) -> tuple[list[ServerSpec], bool] | None:  # fmt: skip
+    """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
+    (the memory plan's restart schedule); None after printing the plan (--plan)."""
+    try:
+        plan = plan_twins(
+            start_model,
+            ports=(free_port(), free_port()),
+            method=method,
+            drafter=drafter,
+            k=k,
+            vllm=vllm_cmd,
+            api_key=api_key,
+            extra=extra,
+            a_args=split_args(a_args, "--a-args"),
+            b_args=split_args(b_args, "--b-args"),
+            gpu=gpu,
+            restart=True if restart else None,
+        )
+    except NoGpuMemoryError as exc:
+        raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
+    except (VllmArgsError, PlanError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if show_plan:
+        print_plan(plan, plan_json)
+        return None
+    if plan.schedule == "restart" and not restart:
+        click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
+        restart = True
+    specs = [
+        ServerSpec(
+            label=s.label,
+            url=s.url,
+            model=model,
+            api_key=api_key,
+            launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
+        )
+        for s in plan.servers
+    ]
+    return specs, restart
+
+
+def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:
+    """The set `--restart` measures at startup. Each prompt keeps its set's length (short: 8 tokens,
+    long: 256) unless --max-tokens is given: the console's default of 256 is for typed prompts."""
+    from mtpwatch.ui.measure import prompt_set  # lazy: Textual loads only once the arguments are checked
+
+    source = click.get_current_context().get_parameter_source("max_tokens")
+    chosen = source not in (None, click.core.ParameterSource.DEFAULT)
+    try:
+        return prompt_set(prompts_spec, limit, max_tokens if chosen else None)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None

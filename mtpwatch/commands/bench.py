@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands import bench_run
-from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     api_key_option,
     label_option,
@@ -203,60 +203,28 @@ def command(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
     log = bench_run.resume_log(ctx, resume_path, jsonl_path)
-    if log is not None:
-        r = benchsession.resumed(
-            log,
-            default_url=DEFAULT_URL,
-            startup_timeout=startup_timeout,
-            prompts_spec=prompts_spec,
-            label=label,
-        )
-        url, ab, launch_a, launch_b, schedule = r.url, r.ab, r.launch_a, r.launch_b, r.schedule
-        chat, model, startup_timeout, prompts_spec, label = (
-            r.chat,
-            r.model,
-            r.startup_timeout,
-            r.prompts_spec,
-            r.label,
-        )
-        jsonl_path = resume_path
-    if ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
-        url = None  # a configured default URL does not fight an explicit --ab
-    if url is None and ab is None:
-        url = DEFAULT_URL
-    if url is not None and ab is not None:
-        raise click.UsageError("give one URL, or --ab URL_A URL_B")
+    given = benchsession.Resumed(
+        url, ab, launch_a, launch_b, schedule, chat, model, startup_timeout, prompts_spec, label
+    )
+    t = bench_run.target(ctx, given, log)  # the flags, or what --resume's log says
+    jsonl_path = resume_path if log is not None else jsonl_path
     _check_writable(json_path, "--json")
     _check_writable(csv_path, "--csv")
     if log is None:
         _check_writable(jsonl_path, "--jsonl")
         config = bench_run.config(
-            prompts_spec, limit, max_tokens, runs, warmup, schedule, lengths, concurrency, temperature
+            t.prompts_spec, limit, max_tokens, runs, warmup, t.schedule, lengths, concurrency, temperature
         )
     else:
         config = log.config
-    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     arms, runner = bench_run.arms_and_runner(
-        config, log, url, ab, schedule, launch_a, launch_b, startup_timeout, common
+        config, log, t, {"model": t.model, "api_key": api_key, "chat": t.chat}
     )
-    workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
+    workload = t.prompts_spec if t.prompts_spec in workloads.BUILTIN_SETS else Path(t.prompts_spec).name
     reporter = bench_run.progress(progress, progress_interval, runner, config)
-    session = benchsession.BenchSession(
-        arms=arms,
-        config=config,
-        label=label,
-        metadata=extra_meta,
-        gpu=gpu,
-        workload=workload_name,
-        log=log,
-        jsonl_path=jsonl_path,
-        options={"chat": chat, "model": model, "startup_timeout": startup_timeout, "prompts": prompts_spec},
-        launch={"a": launch_a, "b": launch_b},
-        echo=lambda line: click.echo(line, err=True),
-    )
-
-    report, status = bench_run.run(runner, arms, session, reporter, check=schedule != "restart")
+    session = bench_run.session(arms, config, t, extra_meta, gpu, workload, log, jsonl_path)
+    report, status = bench_run.run(runner, arms, session, reporter, check=t.schedule != "restart")
     session.close()
     bench_run.print_outputs(
-        report, status, session, workload_name, json_path, csv_path, require_identical, label, plot
+        report, status, session, workload, json_path, csv_path, require_identical, t.label, plot
     )

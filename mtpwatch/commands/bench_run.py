@@ -4,6 +4,7 @@ run with its interrupts (what is echoed, which exit status) and the outputs at t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands.connection import DEFAULT_URL
 from mtpwatch.commands.options import int_list as _int_list
 from mtpwatch.core.ab import reportio, runlog, workloads
 from mtpwatch.core.ab import session as benchsession
@@ -29,15 +31,37 @@ RESUME_FIXED = (
 )  # fmt: skip
 
 
+def target(
+    ctx: click.Context, given: benchsession.Resumed, log: runlog.RunLog | None
+) -> benchsession.Resumed:
+    """The servers and settings: the flags, or with --resume its log's; one URL, or --ab's two."""
+    t = given
+    if log is not None:
+        t = benchsession.resumed(
+            log,
+            default_url=DEFAULT_URL,
+            startup_timeout=given.startup_timeout,
+            prompts_spec=given.prompts_spec,
+            label=given.label,
+        )
+    url = t.url
+    if t.ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
+        url = None  # a configured default URL does not fight an explicit --ab
+    if url is None and t.ab is None:
+        url = DEFAULT_URL
+    if url is not None and t.ab is not None:
+        raise click.UsageError("give one URL, or --ab URL_A URL_B")
+    return dataclasses.replace(t, url=url)
+
+
 def arms_and_runner(
-    config: BenchConfig, log: runlog.RunLog | None, url: str | None, ab: tuple[str, str] | None,
-    schedule: str, launch_a: str | None, launch_b: str | None, startup_timeout: float, common: dict[str, Any],
-) -> tuple[list[HttpArm], BenchRunner]:  # fmt: skip
+    config: BenchConfig, log: runlog.RunLog | None, t: benchsession.Resumed, common: dict[str, Any]
+) -> tuple[list[HttpArm], BenchRunner]:
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
     try:
         arms = benchsession.bench_arms(
-            url=url, ab=ab, schedule=schedule, launch_a=launch_a, launch_b=launch_b,
-            startup_timeout=startup_timeout, common=common,
+            url=t.url, ab=t.ab, schedule=t.schedule, launch_a=t.launch_a, launch_b=t.launch_b,
+            startup_timeout=t.startup_timeout, common=common,
         )  # fmt: skip
         runner = BenchRunner(
             config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
@@ -47,6 +71,31 @@ def arms_and_runner(
     except ValueError as exc:  # a bad URL: one line, like every other command
         raise click.ClickException(str(exc)) from None
     return arms, runner
+
+
+def session(
+    arms: list[HttpArm], config: BenchConfig, t: benchsession.Resumed, metadata: dict[str, str],
+    gpu: str | None, workload: str, log: runlog.RunLog | None, jsonl_path: Path | None,
+) -> benchsession.BenchSession:  # fmt: skip
+    """The run log and provenance of this bench (the settings a --resume needs are kept in it)."""
+    return benchsession.BenchSession(
+        arms=arms,
+        config=config,
+        label=t.label,
+        metadata=metadata,
+        gpu=gpu,
+        workload=workload,
+        log=log,
+        jsonl_path=jsonl_path,
+        options={
+            "chat": t.chat,
+            "model": t.model,
+            "startup_timeout": t.startup_timeout,
+            "prompts": t.prompts_spec,
+        },
+        launch={"a": t.launch_a, "b": t.launch_b},
+        echo=lambda line: click.echo(line, err=True),
+    )
 
 
 def progress(flag: bool | None, interval_s: float, runner: BenchRunner, config: BenchConfig) -> Progress:
