@@ -20,7 +20,7 @@ import click
 from mtpwatch.commands.bench_progress import Mode, Progress
 from mtpwatch.commands.options import check_writable, free_port, int_list
 from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
-from mtpwatch.commands.sweep_schedule import concurrency_advice, format_concurrency
+from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
@@ -28,6 +28,7 @@ from mtpwatch.core.ab.sweep import run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
 
 
