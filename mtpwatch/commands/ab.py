@@ -15,12 +15,17 @@ from mtpwatch.commands.options import (
     checked_url,
     display_options,
     display_settings,
+    drafter_option,
     free_port,
+    k_option,
     limit_option,
     measure_options,
+    method_option,
+    model_option,
     prompts_option,
     record_option,
     schedule_option,
+    vllm_option,
 )
 from mtpwatch.commands.planning import (
     PassthroughCommand,
@@ -48,24 +53,10 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
 )
-@click.option(
-    "--method",
-    type=click.Choice(METHODS),
-    default=None,
-    help="With --start: B's speculation method (default mtp; ngram needs no drafter).",
-)
-@click.option("--drafter", default=None, help="With --start: the drafter model (MTP assistant / EAGLE head).")
-@click.option(
-    "-k",
-    "--num-speculative-tokens",
-    "k",
-    type=click.IntRange(1, 64),
-    default=None,
-    help="With --start: speculative tokens per step.",
-)
-@click.option(
-    "--vllm", "vllm_cmd", default="vllm", show_default=True, help="With --start: the command running vLLM."
-)
+@method_option(METHODS, "With --start: B's speculation method (default mtp; ngram needs no drafter).")
+@drafter_option("With --start: the drafter model (MTP assistant / EAGLE head).")
+@k_option("With --start: speculative tokens per step.")
+@vllm_option("With --start: the command running vLLM.")
 @click.option(
     "-a",
     "--a-args",
@@ -92,7 +83,7 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     "long-en, long-ja; or a JSONL file)."
 )
 @limit_option("With --restart: first N prompts of the set.")
-@click.option("--model", default=None, help="model_name to watch on both servers.")
+@model_option("model_name to watch on both servers.")
 @api_key_option(
     "Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
     "it through their environment, never their command line."

@@ -13,6 +13,7 @@ from mtpwatch.commands.options import (
     checked_url,
     display_options,
     display_settings,
+    model_option,
     record_option,
 )
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
@@ -47,7 +48,7 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
 
 @click.command("attach")
 @click.argument("urls", nargs=-1, metavar="[URL]...")
-@click.option("--model", default=None, help="model_name to watch when the server serves several.")
+@model_option("model_name to watch when the server serves several.")
 @api_key_option()
 @click.option(
     "--file",

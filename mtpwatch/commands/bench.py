@@ -18,9 +18,11 @@ from mtpwatch.commands import bench_run
 from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     api_key_option,
+    gpu_option,
     label_option,
     limit_option,
     metadata_option,
+    model_option,
     prompts_option,
     runs_option,
     schedule_option,
@@ -93,7 +95,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 )
 @temperature_option("Sampling temperature (0 makes the lossless check meaningful).")
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
-@click.option("--model", default=None, help="Served model name (default: the server's only model).")
+@model_option("Served model name (default: the server's only model).")
 @api_key_option()
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
@@ -130,11 +132,9 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 @metadata_option(
     "Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32."
 )
-@click.option(
-    "--gpu",
-    default=None,
-    help="GPU the servers run on: for the report (default: this host's, by NVML, for loopback servers) "
-    "and, with --start, the memory plan (a table name).",
+@gpu_option(
+    "GPU the servers run on: for the report (default: this host's, by NVML, for loopback servers) "
+    "and, with --start, the memory plan (a table name)."
 )
 @click.option(
     "--jsonl",

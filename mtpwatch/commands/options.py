@@ -10,16 +10,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from mtpwatch.commands.planning import API_KEY_ENVVARS
-from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+API_KEY_ENVVARS = ["VLLM_API_KEY", "OPENAI_API_KEY"]
+"""Where an API key comes from when no --api-key is given: vLLM's variable first, then OpenAI's."""
 
 DEFAULT_PROMPTS = "long"
 """The prompt set `bench` and `ab --restart` measure unless --prompts names another."""
@@ -102,6 +104,56 @@ def schedule_option(choices: tuple[str, ...], help: str) -> Callable[[F], F]:
     )
 
 
+def k_option(help: str) -> Callable[[F], F]:
+    """-k/--num-speculative-tokens N of servers mtpwatch starts (1 to 64; default: the method's)."""
+    return click.option(
+        "-k",
+        "--num-speculative-tokens",
+        "k",
+        type=click.IntRange(1, 64),
+        default=None,
+        metavar="N",
+        help=help,
+    )
+
+
+def method_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
+    """--method NAME of servers mtpwatch starts, among the engine's `choices`."""
+    return click.option("--method", type=click.Choice(list(choices)), default=None, help=help)
+
+
+def drafter_option(help: str) -> Callable[[F], F]:
+    """--drafter MODEL (MTP assistant, EAGLE head, draft model) of servers mtpwatch starts."""
+    return click.option("--drafter", default=None, metavar="MODEL", help=help)
+
+
+def vllm_option(help: str) -> Callable[[F], F]:
+    """--vllm COMMAND: how mtpwatch runs vLLM (default `vllm`)."""
+    return click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND", help=help)
+
+
+def model_option(help: str) -> Callable[[F], F]:
+    """--model NAME: the `model_name` to use when a server serves several (`ServerSpec.model`)."""
+    return click.option("--model", default=field_default(ServerSpec, "model"), metavar="NAME", help=help)
+
+
+def gpu_option(help: str) -> Callable[[F], F]:
+    """--gpu NAME: a GPU of the table (peak bandwidth, memory for the plan)."""
+    return click.option("--gpu", default=None, metavar="NAME", help=help)
+
+
+def gpu_memory_option(help: str) -> Callable[[F], F]:
+    """--gpu-memory GIB to plan launched servers for (at least 0.1)."""
+    return click.option(
+        "--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB", help=help
+    )
+
+
+def gpu_free_option(help: str) -> Callable[[F], F]:
+    """--gpu-free GIB to plan launched servers with (at least 0)."""
+    return click.option("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB", help=help)
+
+
 def label_option(help: str) -> Callable[[F], F]:
     """--label NAME, kept in the meta block of the JSON the command writes."""
     return click.option("--label", default=None, help=help)
@@ -142,11 +194,9 @@ def display_options(func: F) -> F:
             help="At most this many redraws a second while an answer streams; fewer cost less CPU and "
             "fewer bytes over SSH (8 still reads smoothly).",
         ),
-        click.option(
-            "--gpu",
-            default=None,
-            help="GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
-            "e.g. GB10.",
+        gpu_option(
+            "GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
+            "e.g. GB10."
         ),
         click.option(
             "--peak-gbps",

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import click
 
+from mtpwatch.commands.options import gpu_option
 from mtpwatch.core.roofline.ceilings import Roofline, compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.modelconfig import ConfigError, ModelSpec
@@ -35,11 +36,8 @@ def _local_gpu_name() -> str | None:
     help="Target config.json, a model directory, a bundled preset (e.g. gemma-4-31B-it) or a HF id "
     "already in the local cache.",
 )
-@click.option(
-    "--gpu",
-    metavar="NAME",
-    help="GPU for the peak-bandwidth table (e.g. GB10, 'H100 SXM', H200). "
-    "Default: the local GPU through NVML.",
+@gpu_option(
+    "GPU for the peak-bandwidth table (e.g. GB10, 'H100 SXM', H200). Default: the local GPU through NVML."
 )
 @click.option(
     "--drafter-config", metavar="CONFIG.json|NAME", help="Draft model config (e.g. gemma-4-31B-it-assistant)."

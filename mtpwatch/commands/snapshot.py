@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
-from mtpwatch.commands.options import api_key_option, label_option, metadata_option
+from mtpwatch.commands.options import api_key_option, label_option, metadata_option, model_option
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -156,9 +156,7 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
     default=None,
     help="An earlier /metrics page: show deltas between the pages, not totals since server start.",
 )
-@click.option(
-    "--model", default=None, help="model_name to show when several are served (default: the first)."
-)
+@model_option("model_name to show when several are served (default: the first).")
 @api_key_option(
     "Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)."
 )

@@ -24,7 +24,16 @@ from typing import IO
 
 import click
 
-from mtpwatch.commands.options import api_key_option, checked_record, record_option, startup_timeout_option
+from mtpwatch.commands.options import (
+    api_key_option,
+    checked_record,
+    drafter_option,
+    k_option,
+    method_option,
+    record_option,
+    startup_timeout_option,
+    vllm_option,
+)
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
@@ -261,12 +270,11 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.argument("model")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-@click.option("--drafter", metavar="MODEL", help="Drafter model (MTP assistant, EAGLE-3, draft model).")
-@click.option("-k", "k", type=int, metavar="N", help="Number of speculative tokens per step.")
-@click.option(
-    "--method",
-    type=click.Choice([*METHODS, *LLAMACPP_SPEC_TYPES]),
-    help="Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
+@drafter_option("Drafter model (MTP assistant, EAGLE-3, draft model).")
+@k_option("Number of speculative tokens per step.")
+@method_option(
+    [*METHODS, *LLAMACPP_SPEC_TYPES],
+    "Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
     "and its own --spec-type names).",
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
@@ -279,14 +287,7 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
     metavar="KEY",
 )
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
-@click.option(
-    "--vllm",
-    "vllm_cmd",
-    default="vllm",
-    show_default=True,
-    metavar="COMMAND",
-    help="How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.",
-)
+@vllm_option("How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.")
 @click.option(
     "--engine",
     type=click.Choice(["vllm", "llama.cpp"]),

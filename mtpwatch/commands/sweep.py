@@ -18,7 +18,16 @@ from typing import Any
 import click
 
 from mtpwatch.commands.bench_progress import Mode, Progress
-from mtpwatch.commands.options import check_writable, free_port, int_list
+from mtpwatch.commands.options import (
+    check_writable,
+    drafter_option,
+    free_port,
+    gpu_free_option,
+    gpu_memory_option,
+    int_list,
+    method_option,
+    vllm_option,
+)
 from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
@@ -52,17 +61,11 @@ def sweep_options(func: Any) -> Any:
             metavar="LIST",
             help="k sweep: the ks (0 = off).",
         ),
-        click.option(
-            "--method", type=click.Choice(METHODS), default=None, help="k sweep: speculation method."
-        ),
-        click.option("--drafter", default=None, metavar="MODEL", help="k sweep: the drafter model."),
-        click.option(
-            "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
-        ),
-        click.option(
-            "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
-        ),
-        click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
+        method_option(METHODS, "k sweep: speculation method."),
+        drafter_option("k sweep: the drafter model."),
+        vllm_option("k sweep: command running vLLM."),
+        gpu_memory_option("k sweep: GPU memory to plan for."),
+        gpu_free_option("k sweep: free GPU memory."),
         click.option(
             "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
         ),
