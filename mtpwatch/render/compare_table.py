@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from mtpwatch.core.ab import compare as cmp
-from mtpwatch.render.numbers import percent, tok_s
+from mtpwatch.render.numbers import MISSING, fixed, percent, tok_s
 
 WIDTH = 80
 
@@ -32,15 +32,16 @@ def format_comparison(c: cmp.Comparison) -> str:
     starred = False
     for r in c.rows:
         sp = r.speedup
-        sp_s = "—" if sp is None else f"{sp.median:.2f} [{sp.ci.low:.2f},{sp.ci.high:.2f}]"
+        sp_s = MISSING if sp is None else f"{fixed(sp.median)} [{fixed(sp.ci.low)},{fixed(sp.ci.high)}]"
         if r.diff is None or r.diff_median is None:
             d_s = "reference"
         else:
             sig = "*" if not r.diff.low <= 0 <= r.diff.high else " "
             starred = starred or sig == "*"
-            d_s = f"{r.diff_median:+.2f} [{r.diff.low:+.2f},{r.diff.high:+.2f}]{sig}"
+            low, high = fixed(r.diff.low, signed=True), fixed(r.diff.high, signed=True)
+            d_s = f"{fixed(r.diff_median, signed=True)} [{low},{high}]{sig}"
         acc = percent(r.acceptance_rate, 0)
-        k = "—" if r.k is None else str(r.k)
+        k = MISSING if r.k is None else str(r.k)
         lines.append(
             f"{r.name[:name_w]:{name_w}} {k:>2} {r.pairs:>5} {tok_s(r.a_rate, 1):>7} {tok_s(r.b_rate, 1):>7} "
             f"{sp_s:>17} {d_s:>21} {acc:>5}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
 from mtpwatch.core.roofline.ceilings import Roofline
 from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
-from mtpwatch.render.numbers import fixed, gb_s, tok_s
+from mtpwatch.render.numbers import fixed, gb_s, ratio, tok_s
 
 
 def _gb(x: float) -> str:
@@ -30,7 +30,7 @@ def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, p
     )
     lines.append("")
     rows: list[tuple[str, str, str]] = []
-    union = f", {s.experts_per_layer:.1f} experts/layer" if s.experts_per_layer is not None else ""
+    union = f", {fixed(s.experts_per_layer, 1)} experts/layer" if s.experts_per_layer is not None else ""
     rows.append(("target bytes / verify pass", _gb(s.target), f"{s.tokens_per_pass} tokens{union}"))
     if r.k:
         per = s.drafter / s.draft_passes if s.draft_passes else 0.0
@@ -54,33 +54,33 @@ def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, p
             (
                 "ceiling, speculative",
                 f"{tok_s(r.ceiling_tok_s_spec, 1)} tok/s",
-                f"τ {r.mean_acceptance_length:.2f} × {r.ceiling_steps_per_s:.1f} steps/s",
+                f"τ {fixed(r.mean_acceptance_length)} × {fixed(r.ceiling_steps_per_s, 1)} steps/s",
             )
         )
-        rows.append(("break-even τ", f"{r.break_even_acceptance_length:.3f}", "bytes_k ÷ bytes_0"))
-        comp = f"{r.compute_term:.1f}×" if r.compute_term is not None else "n/a (no FLOP rate)"
+        rows.append(("break-even τ", fixed(r.break_even_acceptance_length, 3), "bytes_k ÷ bytes_0"))
+        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)")
         rows.append(
             (
                 "speed-up terms",
-                f"{r.speedup_bound:.2f}×",
-                f"acceptance {r.acceptance_term:.2f}×, bandwidth {r.bandwidth_term:.2f}×, compute {comp}",
+                ratio(r.speedup_bound),
+                f"acceptance {ratio(r.acceptance_term)}, bandwidth {ratio(r.bandwidth_term)}, compute {comp}",
             )
         )
         rows.append(
             (
                 "naive rule (drafter free)",
-                f"{r.speedup_bound_naive:.2f}×",
+                ratio(r.speedup_bound_naive),
                 "min(1 + α·k, …) as usually quoted",
             )
         )
     if r.tok_s is not None:
-        rows.append(("given tok/s", tok_s(r.tok_s, 1), f"{r.pct_of_ceiling:.0f} % of the ceiling"))
+        rows.append(("given tok/s", tok_s(r.tok_s, 1), f"{fixed(r.pct_of_ceiling, 0)} % of the ceiling"))
     if r.effective_gbps is not None:
         rows.append(
             (
                 "effective bandwidth",
                 gb_s(r.effective_gbps),
-                f"{r.pct_of_peak:.0f} % of peak ({r.steps_per_s:.2f} steps/s × {_gb(s.total)})",
+                f"{fixed(r.pct_of_peak, 0)} % of peak ({fixed(r.steps_per_s)} steps/s × {_gb(s.total)})",
             )
         )
     w1 = max(len(a) for a, _, _ in rows)

@@ -16,6 +16,10 @@ def _count(x: Any) -> str:
     return numbers.count(None if x is None else float(x), none=NA)
 
 
+def _fixed(x: Any) -> str:
+    return numbers.fixed(None if x is None else float(x), none=NA)
+
+
 def _pct(x: Any) -> str:
     return numbers.percent(None if x is None else float(x), style="spaced", none=NA)
 
@@ -65,7 +69,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
         k = report["num_speculative_tokens"]
         if report.get("engine") == "llama.cpp":
             mean = report.get("mean_draft_length")
-            drafts = f", mean {mean:.2f}" if mean is not None else ""
+            drafts = f", mean {_fixed(mean)}" if mean is not None else ""
             rows.append(("speculative decoding", f"on, drafts ≤ {k} tokens{drafts}", "page"))
         else:
             rows.append(("speculative decoding", f"on, k={k}", "page"))
@@ -74,13 +78,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
             ("draft tokens", _count(report["draft_tokens"]), counters),
             ("accepted tokens", _count(report["accepted"]), counters),
             ("acceptance rate", _pct(report["acceptance_rate"]), derived),
-            (
-                "mean acceptance length",
-                "n/a"
-                if report["mean_acceptance_length"] is None
-                else f"{report['mean_acceptance_length']:.2f}",
-                derived,
-            ),
+            ("mean acceptance length", _fixed(report["mean_acceptance_length"]), derived),
             ("per position (marginal)", _vec(report["per_position"]), derived),
             ("per position (conditional)", _vec(report["per_position_conditional"]), derived),
             ("output from drafts", _pct(report["output_from_drafts"]), derived),
@@ -90,11 +88,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     rows += [
         ("generation tokens", _count(report["generation_tokens"]), counters),
         ("prompt tokens", _count(report["prompt_tokens"]), counters),
-        (
-            "tokens per step",
-            "n/a" if report["tokens_per_step"] is None else f"{report['tokens_per_step']:.2f}",
-            derived,
-        ),
+        ("tokens per step", _fixed(report["tokens_per_step"]), derived),
         ("mean step time (ITL)", _ms(report["mean_step_s"]), missing.get("latency", hist)),
         ("mean TTFT", _ms(report["mean_ttft_s"]), missing.get("latency", hist)),
         ("mean TPOT", _ms(report["mean_tpot_s"]), missing.get("latency", hist)),
