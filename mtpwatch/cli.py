@@ -16,8 +16,7 @@ from typing import Any
 
 import click
 
-from mtpwatch import __version__
-from mtpwatch.core import userconfig
+from mtpwatch import __version__, userconfig
 
 #: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -128,3 +128,13 @@ class AppConfig:
     """Set: the app opens the fleet view (one row per server); Enter opens a row's monitor."""
     record: str | None = None
     """Write what the app sees to this file (`--record`); None = no recording."""
+    schedule: Schedule = "alternate"
+    """How the A/B view runs a prompt on the two servers ('alternate', 'race', 'restart')."""
+    prefill: str = ""
+    """Text put in the prompt box at start (the demo suggests a prompt)."""
+    measure: MeasureSettings | None = None
+    """Runs and warm-up of F6 measurements, restart mode, where Ctrl+S saves; None = the defaults."""
+    loop: bool = False
+    """Send the built-in prompts in turn until quit (`demo --loop`, `replay --loop`)."""
+    speed: float = 1.0
+    """A replay's starting speed (`replay --speed`)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mtpwatch.cli import COMMANDS
-from mtpwatch.core.userconfig import ENV_KEYS
+from mtpwatch.userconfig import ENV_KEYS
 from tests.datadir import REPO_ROOT, DataDir
 
 DATA = DataDir()

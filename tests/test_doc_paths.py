@@ -2,7 +2,7 @@
 
 A module moved or renamed leaves its old name behind in prose ("see core.faststream"); these names
 are what a reader follows, so a stale one is a bug. Checked forms: `core/metrics/formulas.py`,
-`mtpwatch/ui/view.py`, `tests/bench/soak.py` (paths) and `core.metrics.rates`,
+`mtpwatch/ui/markup.py`, `tests/bench/soak.py` (paths) and `core.metrics.rates`,
 `mtpwatch.core.http.urls.normalize_url` (dotted: the longest prefix that is a module, the rest an
 attribute of it). Calls (`sim.__exit__(...)`) and file names (`core.py:1091` in a simulated log
 line) are code, not references.
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "session", "ui", "commands", "sim", "charts")
+PACKAGES = ("core", "session", "ui", "commands", "sim", "render")
 SLASHED = re.compile(
     r"(?<![\w./-])((?:mtpwatch/)?(?:" + "|".join(PACKAGES) + r")/[\w/]+(?:\.py)?|tests/[\w/.-]+\.(?:py|sh)"
     r"|docs/[\w-]+\.md)"

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
+    api_key_option,
     check_runs,
     checked_record,
     checked_url,
     display_options,
     display_settings,
+    drafter_option,
     free_port,
+    k_option,
+    limit_option,
     measure_options,
+    method_option,
+    model_option,
+    prompts_option,
     record_option,
+    schedule_option,
+    vllm_option,
 )
 from mtpwatch.commands.planning import (
-    API_KEY_ENVVARS,
     PassthroughCommand,
     extra_args,
     gpu_for_plan,
@@ -44,24 +53,10 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
 )
-@click.option(
-    "--method",
-    type=click.Choice(METHODS),
-    default=None,
-    help="With --start: B's speculation method (default mtp; ngram needs no drafter).",
-)
-@click.option("--drafter", default=None, help="With --start: the drafter model (MTP assistant / EAGLE head).")
-@click.option(
-    "-k",
-    "--num-speculative-tokens",
-    "k",
-    type=click.IntRange(1, 64),
-    default=None,
-    help="With --start: speculative tokens per step.",
-)
-@click.option(
-    "--vllm", "vllm_cmd", default="vllm", show_default=True, help="With --start: the command running vLLM."
-)
+@method_option(METHODS, "With --start: B's speculation method (default mtp; ngram needs no drafter).")
+@drafter_option("With --start: the drafter model (MTP assistant / EAGLE head).")
+@k_option("With --start: speculative tokens per step.")
+@vllm_option("With --start: the command running vLLM.")
 @click.option(
     "-a",
     "--a-args",
@@ -72,12 +67,9 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 @click.option("-b", "--b-args", default=None, metavar="FLAGS", help="With --start: vLLM flags for B only.")
 @plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
-@click.option(
-    "--schedule",
-    type=click.Choice(["alternate", "race"]),
-    default="alternate",
-    show_default=True,
-    help="alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
+@schedule_option(
+    ("alternate", "race"),
+    "alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
 )
 @click.option(
     "--restart",
@@ -86,27 +78,15 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     "128 GB Spark). Goes straight into a measurement of --prompts, A, B, A sessions restarting the "
     "servers in between; prompts you type afterwards are measured the same way.",
 )
-@click.option(
-    "--prompts",
-    "prompts_spec",
-    default="long",
-    show_default=True,
-    help="With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
-    "long-en, long-ja; or a JSONL file).",
+@prompts_option(
+    "With --restart: prompt set measured at startup (built-in name: long, short, code, math, "
+    "long-en, long-ja; or a JSONL file)."
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 100_000),
-    default=None,
-    help="With --restart: first N prompts of the set.",
-)
-@click.option("--model", default=None, help="model_name to watch on both servers.")
-@click.option(
-    "--api-key",
-    default=None,
-    envvar=API_KEY_ENVVARS,
-    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
-    "it through their environment, never their command line.",
+@limit_option("With --restart: first N prompts of the set.")
+@model_option("model_name to watch on both servers.")
+@api_key_option(
+    "Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY); servers started with --start get "
+    "it through their environment, never their command line."
 )
 @display_options
 @tls_options
@@ -154,42 +134,13 @@ def command(
     if start_model is not None:
         if url_a or url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
-        gpu = gpu_for_plan(settings.gpu, gpu_memory, gpu_free)
-        try:
-            plan = plan_twins(
-                start_model,
-                ports=(free_port(), free_port()),
-                method=method,
-                drafter=drafter,
-                k=k,
-                vllm=vllm_cmd,
-                api_key=api_key,
-                extra=extra,
-                a_args=split_args(a_args, "--a-args"),
-                b_args=split_args(b_args, "--b-args"),
-                gpu=gpu,
-                restart=True if restart else None,
-            )
-        except NoGpuMemoryError as exc:
-            raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
-        except (VllmArgsError, PlanError) as exc:
-            raise click.UsageError(str(exc)) from None
-        if show_plan:
-            print_plan(plan, plan_json)
+        twins = _twins(
+            start_model, method, drafter, k, vllm_cmd, api_key, extra, a_args, b_args, restart,
+            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep,
+        )  # fmt: skip
+        if twins is None:
             return
-        if plan.schedule == "restart" and not restart:
-            click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
-            restart = True
-        specs = [
-            ServerSpec(
-                label=s.label,
-                url=s.url,
-                model=model,
-                api_key=api_key,
-                launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
-            )
-            for s in plan.servers
-        ]
+        specs, restart = twins
     else:
         if not (url_a and url_b):
             raise click.UsageError("give two URLs (URL_A URL_B) or --start MODEL")
@@ -198,24 +149,78 @@ def command(
             ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
             ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
         ]
-    # lazy: Textual loads only once the arguments are checked
-    from mtpwatch.session.measure import prompt_set
-
-    prompts: list[Prompt] = []
-    if restart:
-        # Each prompt keeps its set's length (short: 8 tokens, long: 256) unless --max-tokens is
-        # given: the console's default of 256 is for typed prompts, not for the set.
-        source = click.get_current_context().get_parameter_source("max_tokens")
-        chosen = source not in (None, click.core.ParameterSource.DEFAULT)
-        try:
-            prompts = prompt_set(prompts_spec, limit, settings.max_tokens if chosen else None)
-        except (ValueError, OSError) as exc:
-            raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None
+    prompts = _restart_prompts(prompts_spec, limit, settings.max_tokens) if restart else []
     measure = MeasureSettings(
         runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
     )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
-    config = AppConfig(servers=specs, display=settings, mode="ab", title=title, record=checked_record(record))
+    config = AppConfig(
+        servers=specs,
+        display=settings,
+        mode="ab",
+        title=title,
+        record=checked_record(record),
+        schedule="restart" if restart else schedule,
+        measure=measure,
+    )
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
-    sys.exit(run_app(config, schedule="restart" if restart else schedule, measure=measure))
+    sys.exit(run_app(config))
+
+
+def _twins(
+    start_model: str, method: str | None, drafter: str | None, k: int | None, vllm_cmd: str,
+    api_key: str | None, extra: tuple[str, ...], a_args: str | None, b_args: str | None, restart: bool,
+    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool,
+) -> tuple[list[ServerSpec], bool] | None:  # fmt: skip
+    """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
+    (the memory plan's restart schedule); None after printing the plan (--plan)."""
+    try:
+        plan = plan_twins(
+            start_model,
+            ports=(free_port(), free_port()),
+            method=method,
+            drafter=drafter,
+            k=k,
+            vllm=vllm_cmd,
+            api_key=api_key,
+            extra=extra,
+            a_args=split_args(a_args, "--a-args"),
+            b_args=split_args(b_args, "--b-args"),
+            gpu=gpu,
+            restart=True if restart else None,
+        )
+    except NoGpuMemoryError as exc:
+        raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
+    except (VllmArgsError, PlanError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if show_plan:
+        print_plan(plan, plan_json)
+        return None
+    if plan.schedule == "restart" and not restart:
+        click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
+        restart = True
+    specs = [
+        ServerSpec(
+            label=s.label,
+            url=s.url,
+            model=model,
+            api_key=api_key,
+            launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
+        )
+        for s in plan.servers
+    ]
+    return specs, restart
+
+
+def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:
+    """The set `--restart` measures at startup. Each prompt keeps its set's length (short: 8 tokens,
+    long: 256) unless --max-tokens is given: the console's default of 256 is for typed prompts."""
+    from mtpwatch.session.measure import prompt_set  # lazy: Textual loads only once the arguments are checked
+
+    source = click.get_current_context().get_parameter_source("max_tokens")
+    chosen = source not in (None, click.core.ParameterSource.DEFAULT)
+    try:
+        return prompt_set(prompts_spec, limit, max_tokens if chosen else None)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None

@@ -8,13 +8,14 @@ import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import (
+    api_key_option,
     checked_record,
     checked_url,
     display_options,
     display_settings,
+    model_option,
     record_option,
 )
-from mtpwatch.commands.planning import API_KEY_ENVVARS
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 
 
@@ -47,13 +48,8 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
 
 @click.command("attach")
 @click.argument("urls", nargs=-1, metavar="[URL]...")
-@click.option("--model", default=None, help="model_name to watch when the server serves several.")
-@click.option(
-    "--api-key",
-    default=None,
-    envvar=API_KEY_ENVVARS,
-    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
-)
+@model_option("model_name to watch when the server serves several.")
+@api_key_option()
 @click.option(
     "--file",
     "url_file",

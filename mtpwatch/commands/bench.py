@@ -9,37 +9,35 @@ per-position list whose length is not k, inconsistent counters, or diverging out
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from mtpwatch.charts import plots
-from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
-from mtpwatch.commands.connection import DEFAULT_URL, tls_options
+from mtpwatch.commands import bench_run
+from mtpwatch.commands.connection import tls_options
+from mtpwatch.commands.options import (
+    api_key_option,
+    gpu_option,
+    label_option,
+    limit_option,
+    metadata_option,
+    model_option,
+    prompts_option,
+    runs_option,
+    schedule_option,
+    startup_timeout_option,
+    temperature_option,
+    warmup_option,
+)
 from mtpwatch.commands.options import check_writable as _check_writable
-from mtpwatch.commands.options import int_list as _int_list
-from mtpwatch.commands.options import runs_option, temperature_option, warmup_option
-from mtpwatch.commands.planning import API_KEY_ENVVARS, PassthroughCommand
+from mtpwatch.commands.planning import PassthroughCommand
 from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio, runlog, workloads
 from mtpwatch.core.ab import session as benchsession
-from mtpwatch.core.ab.events import BenchEvent
-from mtpwatch.core.ab.http_arm import HttpArm
-from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.ab.table import format_report
+from mtpwatch.core.ab import workloads
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
-
-#: Options that define the bench; a resumed bench takes them from its log.
-_RESUME_FIXED = (
-    "url", "ab", "prompts_spec", "limit", "runs", "warmup", "max_tokens", "lengths", "schedule", "launch_a",
-    "launch_b", "concurrency", "temperature", "chat", "model", "startup_timeout",
-)  # fmt: skip
 
 
 @click.command(
@@ -58,30 +56,27 @@ _RESUME_FIXED = (
     default=None,
     help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
 )
-@click.option(
-    "--prompts",
-    "prompts_spec",
-    default="long",
-    show_default=True,
-    metavar="SET|FILE",
-    help=f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns).",
+@prompts_option(
+    f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns)."
 )
-@click.option("--limit", type=int, default=None, help="Use only the first N prompts of each category.")
+@limit_option("Use only the first N prompts of each category.")
 @runs_option("Runs per prompt and arm, warm-up included.")
 @warmup_option("Runs per prompt dropped as warm-up.")
-@click.option("--max-tokens", type=int, default=None, help="Override every prompt's max_tokens.")
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 1_000_000),
+    default=None,
+    help="Override every prompt's max_tokens.",
+)
 @click.option(
     "--lengths",
     default=None,
     metavar="8,32,...",
     help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
 )
-@click.option(
-    "--schedule",
-    type=click.Choice(["alternate", "race", "restart"]),
-    default="alternate",
-    show_default=True,
-    help="alternate = the measurement; race = both at once, for show (contended); "
+@schedule_option(
+    ("alternate", "race", "restart"),
+    "alternate = the measurement; race = both at once, for show (contended); "
     "restart = one server at a time (needs --launch-a/--launch-b).",
 )
 @click.option(
@@ -90,13 +85,7 @@ _RESUME_FIXED = (
 @click.option(
     "--launch-b", default=None, metavar="CMD", help="restart schedule: command line that starts server B."
 )
-@click.option(
-    "--startup-timeout",
-    type=float,
-    default=900.0,
-    show_default=True,
-    help="restart schedule: seconds to wait for /health after each start.",
-)
+@startup_timeout_option("restart schedule: seconds to wait for /health after each start.")
 @click.option(
     "--concurrency",
     default="1",
@@ -106,13 +95,8 @@ _RESUME_FIXED = (
 )
 @temperature_option("Sampling temperature (0 makes the lossless check meaningful).")
 @click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
-@click.option("--model", default=None, help="Served model name (default: the server's only model).")
-@click.option(
-    "--api-key",
-    default=None,
-    envvar=API_KEY_ENVVARS,
-    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
-)
+@model_option("Served model name (default: the server's only model).")
+@api_key_option()
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
 )
@@ -144,21 +128,13 @@ _RESUME_FIXED = (
     show_default=True,
     help="Seconds between progress lines when stderr is not a terminal.",
 )
-@click.option(
-    "--label", default=None, help="A name for this bench, kept in the report (plot/compare show it)."
+@label_option("A name for this bench, kept in the report (plot/compare show it).")
+@metadata_option(
+    "Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32."
 )
-@click.option(
-    "--metadata",
-    "metadata",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Extra provenance kept in the report's meta block (repeatable), e.g. --metadata image=v0.32.",
-)
-@click.option(
-    "--gpu",
-    default=None,
-    help="GPU the servers run on: for the report (default: this host's, by NVML, for loopback servers) "
-    "and, with --start, the memory plan (a table name).",
+@gpu_option(
+    "GPU the servers run on: for the report (default: this host's, by NVML, for loopback servers) "
+    "and, with --start, the memory plan (a table name)."
 )
 @click.option(
     "--jsonl",
@@ -226,171 +202,29 @@ def command(
         extra_meta = provenance.parse_metadata(metadata)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
-    log: runlog.RunLog | None = None
-    if resume_path is not None:
-        given = [
-            "--" + name.replace("_spec", "").replace("_", "-")
-            for name in _RESUME_FIXED
-            if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-        ]
-        if given:
-            raise click.UsageError(
-                f"--resume takes the servers and settings from its log; drop {', '.join(given)}"
-            )
-        if jsonl_path is not None:
-            raise click.UsageError("--resume appends to its own log; drop --jsonl")
-        try:
-            log = runlog.load(resume_path)
-            config_from_log = log.config
-        except runlog.RunLogError as exc:
-            raise click.ClickException(str(exc)) from None
-        r = benchsession.resumed(
-            log,
-            default_url=DEFAULT_URL,
-            startup_timeout=startup_timeout,
-            prompts_spec=prompts_spec,
-            label=label,
-        )
-        url, ab, launch_a, launch_b, schedule = r.url, r.ab, r.launch_a, r.launch_b, r.schedule
-        chat, model, startup_timeout, prompts_spec, label = (
-            r.chat,
-            r.model,
-            r.startup_timeout,
-            r.prompts_spec,
-            r.label,
-        )
-        jsonl_path = resume_path
-    if ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
-        url = None  # a configured default URL does not fight an explicit --ab
-    if url is None and ab is None:
-        url = DEFAULT_URL
-    if url is not None and ab is not None:
-        raise click.UsageError("give one URL, or --ab URL_A URL_B")
-    if max_tokens is not None and max_tokens < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    if startup_timeout <= 0:
-        raise click.BadParameter("must be more than 0 seconds", param_hint="--startup-timeout")
+    log = bench_run.resume_log(ctx, resume_path, jsonl_path)
+    given = benchsession.Resumed(
+        url, ab, launch_a, launch_b, schedule, chat, model, startup_timeout, prompts_spec, label
+    )
+    t = bench_run.target(ctx, given, log)  # the flags, or what --resume's log says
+    jsonl_path = resume_path if log is not None else jsonl_path
     _check_writable(json_path, "--json")
     _check_writable(csv_path, "--csv")
     if log is None:
         _check_writable(jsonl_path, "--jsonl")
-        try:
-            prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
-        except workloads.WorkloadError as exc:
-            raise click.BadParameter(str(exc), param_hint="--prompts") from None
-        config = BenchConfig(
-            prompts=prompts,
-            runs=runs,
-            warmup=warmup,
-            schedule=schedule,  # type: ignore[arg-type]
-            lengths=_int_list(lengths, "--lengths"),
-            concurrency=_int_list(concurrency, "--concurrency") or (1,),
-            temperature=temperature,
+        config = bench_run.config(
+            t.prompts_spec, limit, max_tokens, runs, warmup, t.schedule, lengths, concurrency, temperature
         )
     else:
-        config = config_from_log
-    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
-    arms: list[HttpArm] = []
-    try:
-        arms = benchsession.bench_arms(
-            url=url,
-            ab=ab,
-            schedule=schedule,
-            launch_a=launch_a,
-            launch_b=launch_b,
-            startup_timeout=startup_timeout,
-            common=common,
-        )
-        runner = BenchRunner(
-            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
-        )
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except ValueError as exc:  # a bad URL: one line, like every other command
-        raise click.ClickException(str(exc)) from None
-
-    workload_name = prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
-    mode: Mode = (
-        ("tty" if sys.stderr.isatty() else "lines") if progress is None else "tty" if progress else "off"
+        config = log.config
+    arms, runner = bench_run.arms_and_runner(
+        config, log, t, {"model": t.model, "api_key": api_key, "chat": t.chat}
     )
-    reporter = Progress(
-        sys.stderr,
-        mode,
-        interval_s=progress_interval,
-        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
-        already_done=len(runner.done),
-    )
-    session = benchsession.BenchSession(
-        arms=arms,
-        config=config,
-        label=label,
-        metadata=extra_meta,
-        gpu=gpu,
-        workload=workload_name,
-        log=log,
-        jsonl_path=jsonl_path,
-        options={"chat": chat, "model": model, "startup_timeout": startup_timeout, "prompts": prompts_spec},
-        launch={"a": launch_a, "b": launch_b},
-        echo=lambda line: click.echo(line, err=True),
-    )
-
-    def on_event(event: BenchEvent) -> None:
-        session.on_event(event)
-        reporter(event)
-
-    status = 0
-    try:
-        report = asyncio.run(
-            benchsession.run_bench(runner, arms, on_event, check=schedule != "restart", before=session.start)
-        )
-    except (KeyboardInterrupt, benchsession.Stopped) as exc:
-        name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        reporter.interrupted()
-        status = 130 if isinstance(exc, KeyboardInterrupt) else 143
-        done = len(runner.records)
-        session.close(f"stopped by {name} after {done} of {runner.total} runs")
-        if not done:
-            click.echo(
-                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report",
-                err=True,
-            )
-            sys.exit(status)
-        report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
-    except Exception as exc:  # ServerError, StartupError: one line each
-        reporter.interrupted()
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        session.close(f"stopped: {message}")
-        if runner.records:  # e.g. a restart-schedule server that failed to come back: keep what ran
-            report = runner.partial_report(message)
-            status = 1
-        else:
-            raise click.ClickException(message) from None
+    workload = t.prompts_spec if t.prompts_spec in workloads.BUILTIN_SETS else Path(t.prompts_spec).name
+    reporter = bench_run.progress(progress, progress_interval, runner, config)
+    session = bench_run.session(arms, config, t, extra_meta, gpu, workload, log, jsonl_path)
+    report, status = bench_run.run(runner, arms, session, reporter, check=t.schedule != "restart")
     session.close()
-    if session.jsonl_path is not None and not report.interrupted:
-        click.echo(f"wrote {session.jsonl_path}", err=True)
-    elif session.jsonl_path is not None:
-        click.echo(
-            f"mtpwatch bench: every finished run is in {session.jsonl_path}; "
-            f"finish with: mtpwatch bench --resume {session.jsonl_path}",
-            err=True,
-        )
-
-    problems = reportio.write_outputs(
-        report, json_path, csv_path, require_identical, session.final_meta(), echo=session.echo
+    bench_run.print_outputs(
+        report, status, session, workload, json_path, csv_path, require_identical, t.label, plot
     )
-    try:
-        arm_infos = (session.final_meta() or {}).get("arms")
-        click.echo(format_report(report, workload_name, require_identical, arm_infos))
-        if plot:
-            document = reportio.report_document(report, session.final_meta())
-            click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
-    except OSError:  # stdout gone (closed SSH session): the files above still hold the report
-        status = status or 1
-    for line in problems:
-        click.echo(f"Error: {line}", err=True)
-    if report.interrupted:
-        click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
-    if status:
-        sys.exit(status)
-    if problems or report.gate_failures(require_identical):
-        sys.exit(1)

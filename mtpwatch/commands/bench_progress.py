@@ -14,6 +14,7 @@ from typing import Literal, TextIO
 
 from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.plan import RunUnits, Step
+from mtpwatch.render.numbers import MISSING, percent
 
 Mode = Literal["tty", "lines", "off"]
 
@@ -79,7 +80,7 @@ class Progress:
         new = self.done - self.already_done
         left = self.total - self.done
         eta = f"ETA {duration(elapsed / new * left)}" if new > 0 and left > 0 else "ETA —" if left else "done"
-        pct = f"{100 * self.done / self.total:.0f}%" if self.total else "—"
+        pct = percent(self.done / self.total, 0) if self.total else MISSING
         parts = [f"[{self.done}/{self.total} {pct}] {duration(elapsed)} elapsed, {eta}"]
         index = self.done - self.already_done
         if self.status:

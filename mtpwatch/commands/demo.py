@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
 
-from mtpwatch.commands.options import check_runs, checked_record, free_port, measure_options, record_option
+from mtpwatch.commands.options import (
+    check_runs,
+    checked_record,
+    free_port,
+    measure_options,
+    record_option,
+    schedule_option,
+)
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 
 
@@ -46,13 +54,7 @@ def demo_config(
 @click.command("demo")
 @click.option("--preset", default=None, help="Simulator preset (default: Gemma 4 E4B on GB10).")
 @click.option("--single", is_flag=True, help="One server (MTP on) instead of an A/B pair.")
-@click.option(
-    "--schedule",
-    type=click.Choice(["alternate", "race"]),
-    default="alternate",
-    show_default=True,
-    help="A/B schedule.",
-)
+@schedule_option(("alternate", "race"), "A/B schedule.")
 @click.option(
     "--restart",
     is_flag=True,
@@ -99,12 +101,7 @@ def command(
 
     prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts, save_path=save_path)
-    sys.exit(
-        run_app(
-            config,
-            schedule="restart" if restart else schedule,
-            prefill=SAMPLE_PROMPT,
-            measure=measure,
-            loop=loop,
-        )
+    config = dataclasses.replace(
+        config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure, loop=loop
     )
+    sys.exit(run_app(config))

@@ -128,35 +128,3 @@ def echo_json(doc: dict[str, Any], label: str | None = None, metadata: dict[str,
 
     meta = {"source": str(doc.get("source")), **(metadata or {})}
     click.echo(json.dumps(json_safe(with_meta(doc, label=label, metadata=meta)), indent=2, allow_nan=False))
-
-
-def render_table(doc: dict[str, Any]) -> str:
-    """A plain-text table of a fleet document (for `snapshot --prometheus` without --json)."""
-    head = ("", "server", "model", "k", "state", "tok/s", "accept", "mean len", "per pos", "run/wait")
-    lines = [head]
-    for r in doc["rows"]:
-        acc = r["acceptance_rate"]
-        lines.append(
-            (
-                "⚠" if r["outlier"] else "",
-                r["source"] + (f" e{r['engine']}" if r["engine"] not in (None, "0") else ""),
-                str(r["model"] or "?"),
-                "—" if r["k"] is None else str(r["k"]),
-                r["state"],
-                "—" if r["decode_tok_s"] is None else f"{r['decode_tok_s']:.1f}",
-                "—" if acc is None else f"{acc * 100:.1f} %",
-                "—" if r["mean_acceptance_length"] is None else f"{r['mean_acceptance_length']:.2f}",
-                " ".join(f"{p:.2f}" for p in r["per_position"]) or "—",
-                f"{_n(r['requests_running'])}/{_n(r['requests_waiting'])}",
-            )
-        )
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    out = [f"mtpwatch fleet from {doc['source']}, window {doc['window_s']:g} s (engine-wide)"]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines]
-    if doc["outliers"]:
-        out.append(f"⚠ outliers: {', '.join(doc['outliers'])} — {doc['outlier_rule']}")
-    return "\n".join(out)
-
-
-def _n(x: Any) -> str:
-    return "—" if x is None else f"{float(x):.0f}"

@@ -1,38 +1,167 @@
-"""Click options shared by `attach`, `ab`, `demo` and `bench`, and their checks (one clear line on error).
+"""Click options shared by several commands, and their checks (one clear line on error).
 
-Imports only click and mtpwatch.config, so `mtpwatch --help` stays fast.
+Each shared flag is defined here once, with one range; its default is read from the field of the
+dataclass it fills (`field_default`), never typed again. Imports only click and mtpwatch.config,
+so `mtpwatch --help` stays fast.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from mtpwatch.config import DisplaySettings
+from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+API_KEY_ENVVARS = ["VLLM_API_KEY", "OPENAI_API_KEY"]
+"""Where an API key comes from when no --api-key is given: vLLM's variable first, then OpenAI's."""
+
+DEFAULT_PROMPTS = "long"
+"""The prompt set `bench` and `ab --restart` measure unless --prompts names another."""
+
+
+def field_default(cls: type[Any], name: str) -> Any:
+    """The default of the dataclass field `name` of `cls`: what the flag that fills it defaults to."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+            break
+    raise LookupError(f"{cls.__name__}.{name} has no default")
+
 
 def temperature_option(help: str) -> Callable[[F], F]:
-    """--temperature (0 to 5, default 0), with the command's own help line."""
+    """--temperature (0 to 5; default `DisplaySettings.temperature`), with the command's own help line."""
+    default = field_default(DisplaySettings, "temperature")
     return click.option(
-        "--temperature", type=click.FloatRange(0.0, 5.0), default=0.0, show_default=True, help=help
+        "--temperature", type=click.FloatRange(0.0, 5.0), default=default, show_default=True, help=help
     )
 
 
 def runs_option(help: str) -> Callable[[F], F]:
-    """--runs: runs per prompt and arm, warm-up included (2 to 10,000, default 12)."""
-    return click.option("--runs", type=click.IntRange(2, 10_000), default=12, show_default=True, help=help)
+    """--runs: runs per prompt and arm, warm-up included (2 to 10,000; default `MeasureSettings.runs`,
+    which `BenchConfig.runs` equals: tests/commands/test_options.py)."""
+    default = field_default(MeasureSettings, "runs")
+    return click.option(
+        "--runs", type=click.IntRange(2, 10_000), default=default, show_default=True, help=help
+    )
 
 
 def warmup_option(help: str) -> Callable[[F], F]:
-    """--warmup: first runs per prompt dropped (0 to 10,000, default 1)."""
-    return click.option("--warmup", type=click.IntRange(0, 10_000), default=1, show_default=True, help=help)
+    """--warmup: first runs per prompt dropped (0 to 10,000; default `MeasureSettings.warmup`)."""
+    default = field_default(MeasureSettings, "warmup")
+    return click.option(
+        "--warmup", type=click.IntRange(0, 10_000), default=default, show_default=True, help=help
+    )
+
+
+def api_key_option(
+    help: str = "Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).", metavar: str | None = None
+) -> Callable[[F], F]:
+    """--api-key, read from $VLLM_API_KEY, else $OPENAI_API_KEY, when not given."""
+    return click.option("--api-key", default=None, envvar=API_KEY_ENVVARS, metavar=metavar, help=help)
+
+
+def startup_timeout_option(help: str) -> Callable[[F], F]:
+    """--startup-timeout S (at least 1 s; default `LaunchSpec.startup_timeout_s`)."""
+    default = field_default(LaunchSpec, "startup_timeout_s")
+    return click.option(
+        "--startup-timeout",
+        type=click.FloatRange(min=1),
+        default=default,
+        show_default=True,
+        metavar="S",
+        help=help,
+    )
+
+
+def prompts_option(help: str) -> Callable[[F], F]:
+    """--prompts SET|FILE (a built-in set name or a JSONL file; default `DEFAULT_PROMPTS`)."""
+    return click.option(
+        "--prompts", "prompts_spec", default=DEFAULT_PROMPTS, show_default=True, metavar="SET|FILE", help=help
+    )
+
+
+def limit_option(help: str) -> Callable[[F], F]:
+    """--limit N: the first N prompts (1 to 100,000; default all)."""
+    return click.option("--limit", type=click.IntRange(1, 100_000), default=None, help=help)
+
+
+def schedule_option(choices: tuple[str, ...], help: str) -> Callable[[F], F]:
+    """--schedule, among the command's `choices` (default `AppConfig.schedule`)."""
+    default = field_default(AppConfig, "schedule")
+    return click.option(
+        "--schedule", type=click.Choice(choices), default=default, show_default=True, help=help
+    )
+
+
+def k_option(help: str) -> Callable[[F], F]:
+    """-k/--num-speculative-tokens N of servers mtpwatch starts (1 to 64; default: the method's)."""
+    return click.option(
+        "-k",
+        "--num-speculative-tokens",
+        "k",
+        type=click.IntRange(1, 64),
+        default=None,
+        metavar="N",
+        help=help,
+    )
+
+
+def method_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
+    """--method NAME of servers mtpwatch starts, among the engine's `choices`."""
+    return click.option("--method", type=click.Choice(list(choices)), default=None, help=help)
+
+
+def drafter_option(help: str) -> Callable[[F], F]:
+    """--drafter MODEL (MTP assistant, EAGLE head, draft model) of servers mtpwatch starts."""
+    return click.option("--drafter", default=None, metavar="MODEL", help=help)
+
+
+def vllm_option(help: str) -> Callable[[F], F]:
+    """--vllm COMMAND: how mtpwatch runs vLLM (default `vllm`)."""
+    return click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND", help=help)
+
+
+def model_option(help: str) -> Callable[[F], F]:
+    """--model NAME: the `model_name` to use when a server serves several (`ServerSpec.model`)."""
+    return click.option("--model", default=field_default(ServerSpec, "model"), metavar="NAME", help=help)
+
+
+def gpu_option(help: str) -> Callable[[F], F]:
+    """--gpu NAME: a GPU of the table (peak bandwidth, memory for the plan)."""
+    return click.option("--gpu", default=None, metavar="NAME", help=help)
+
+
+def gpu_memory_option(help: str) -> Callable[[F], F]:
+    """--gpu-memory GIB to plan launched servers for (at least 0.1)."""
+    return click.option(
+        "--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB", help=help
+    )
+
+
+def gpu_free_option(help: str) -> Callable[[F], F]:
+    """--gpu-free GIB to plan launched servers with (at least 0)."""
+    return click.option("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB", help=help)
+
+
+def label_option(help: str) -> Callable[[F], F]:
+    """--label NAME, kept in the meta block of the JSON the command writes."""
+    return click.option("--label", default=None, help=help)
+
+
+def metadata_option(help: str) -> Callable[[F], F]:
+    """--metadata KEY=VALUE (repeatable), extra provenance in the meta block."""
+    return click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE", help=help)
 
 
 def display_options(func: F) -> F:
@@ -45,7 +174,7 @@ def display_options(func: F) -> F:
         click.option(
             "--max-tokens",
             type=click.IntRange(1, 1_000_000),
-            default=256,
+            default=field_default(DisplaySettings, "max_tokens"),
             show_default=True,
             help="max_tokens of prompts typed in the console.",
         ),
@@ -53,23 +182,21 @@ def display_options(func: F) -> F:
         click.option(
             "--interval",
             type=click.FloatRange(0.05, 60.0),
-            default=0.25,
+            default=field_default(DisplaySettings, "scrape_interval_s"),
             show_default=True,
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
             "--fps",
             type=click.IntRange(1, 60),
-            default=25,
+            default=field_default(DisplaySettings, "max_fps"),
             show_default=True,
             help="At most this many redraws a second while an answer streams; fewer cost less CPU and "
             "fewer bytes over SSH (8 still reads smoothly).",
         ),
-        click.option(
-            "--gpu",
-            default=None,
-            help="GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
-            "e.g. GB10.",
+        gpu_option(
+            "GPU of a remote server for the peak-bandwidth table (and, with --start, the memory plan), "
+            "e.g. GB10."
         ),
         click.option(
             "--peak-gbps",
@@ -116,7 +243,7 @@ def display_settings(
     temperature: float,
     interval: float,
     gpu: str | None,
-    fps: int = 25,
+    fps: int = field_default(DisplaySettings, "max_fps"),
     peak_gbps: float | None,
     model_config: str | None,
     drafter_config: str | None = None,

@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from mtpwatch.commands.options import gpu_free_option, gpu_memory_option
 
-API_KEY_ENVVARS = ["VLLM_API_KEY", "OPENAI_API_KEY"]
-"""Where an API key comes from when no --api-key is given: vLLM's variable first, then OpenAI's."""
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class PassthroughCommand(click.Command):
@@ -60,20 +59,10 @@ def plan_options(func: F) -> F:
             help="Print the memory plan and the exact command lines (secrets masked), then exit.",
         ),
         click.option("--json", "plan_json", is_flag=True, help="With --plan: print it as JSON."),
-        click.option(
-            "--gpu-memory",
-            type=click.FloatRange(min=0.1),
-            default=None,
-            metavar="GIB",
-            help="Plan for this much GPU memory (GiB) instead of what the GPU or the --gpu table says.",
+        gpu_memory_option(
+            "Plan for this much GPU memory (GiB) instead of what the GPU or the --gpu table says."
         ),
-        click.option(
-            "--gpu-free",
-            type=click.FloatRange(min=0.0),
-            default=None,
-            metavar="GIB",
-            help="Plan with this much free GPU memory (GiB).",
-        ),
+        gpu_free_option("Plan with this much free GPU memory (GiB)."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from mtpwatch.charts import plots
 from mtpwatch.core.ab import reportfile
+from mtpwatch.render.charts import plots
 
 FIGURE_HELP = "; ".join(f"{k} = {v}" for k, v in plots.FIGURES.items())
 
@@ -83,7 +83,7 @@ def command(
         blocks.append(head + "\n" + fig.text)
     click.echo("\n\n".join(blocks), color=use_color)
     if svg_path is not None:
-        from mtpwatch.charts.svg import write_svg
+        from mtpwatch.render.charts.svg import write_svg
 
         if plt is not None and not use_color:  # the SVG is in colour: draw the figures again with it
             figs = plots.draw(loaded, only=names, width=width, height=height, color=True, plt=plt)

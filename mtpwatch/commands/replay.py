@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -61,4 +62,4 @@ def command(file: str, as_json: bool, loop: bool, speed: str) -> None:
         return
     from mtpwatch.ui.app import run_app
 
-    sys.exit(run_app(source.config, replay=source, loop=loop, speed=float(speed)))
+    sys.exit(run_app(dataclasses.replace(source.config, loop=loop, speed=float(speed)), replay=source))

@@ -4,110 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
+from mtpwatch.commands.options import gpu_option
 from mtpwatch.core.roofline.ceilings import Roofline, compute_roofline
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
-from mtpwatch.core.roofline.modelconfig import GB, ConfigError, ModelSpec
+from mtpwatch.core.roofline.modelconfig import ConfigError, ModelSpec
 from mtpwatch.core.roofline.nvml import local_gpu_reading
+from mtpwatch.render.roofline_table import render_roofline
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"mtpwatch roofline: error: {message}", err=True)
     sys.exit(1)
-
-
-def _gb(x: float) -> str:
-    return f"{x / GB:.3f} GB" if x < 10 * GB else f"{x / GB:.2f} GB"
 
 
 def _local_gpu_name() -> str | None:
     """The local GPU's NVML name, when pynvml and a GPU are there."""
     reading = local_gpu_reading()
     return reading.device_name
-
-
-def _render(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, peak_source: str) -> str:
-    s, b = r.step, r.baseline_step
-    d = drafter
-    dtypes = f"weights {target.weight_dtype}, embed/head {target.embed_dtype}, KV {target.kv_dtype}"
-    lines = [
-        "mtpwatch roofline: every figure is analytic (config shapes × dtypes ÷ peak bandwidth; no server, "
-        "no hardware counter)",
-        f"  model    {target.name} ({dtypes}; {target.source})",
-    ]
-    if d is not None:
-        lines.append(f"  drafter  {d.name} (weights {d.weight_dtype}; {r.step.draft_passes} passes per step)")
-    lines.append(f"  GPU      {r.gpu}, peak {r.peak_gbps:.0f} GB/s ({peak_source})")
-    lines.append(
-        f"  step     k={r.k}, context {r.context} tokens, batch {r.batch}, "
-        f"τ {r.mean_acceptance_length:.2f} ({r.acceptance_source})"
-    )
-    lines.append("")
-    rows: list[tuple[str, str, str]] = []
-    union = f", {s.experts_per_layer:.1f} experts/layer" if s.experts_per_layer is not None else ""
-    rows.append(("target bytes / verify pass", _gb(s.target), f"{s.tokens_per_pass} tokens{union}"))
-    if r.k:
-        per = s.drafter / s.draft_passes if s.draft_passes else 0.0
-        rows.append(("drafter bytes / step", _gb(s.drafter), f"{s.draft_passes} × {_gb(per)}"))
-    rows.append(
-        ("KV bytes read / step", _gb(s.kv), f"target {_gb(s.kv_target)}, drafter {_gb(s.kv_drafter)}")
-    )
-    rows.append(
-        ("KV cache resident", _gb(kv_cache_bytes(target, r.context, r.batch)), "KV-shared layers own none")
-    )
-    rows.append(("total bytes / step", _gb(s.total), f"plain step {_gb(b.total)}"))
-    rows.append(
-        (
-            "ceiling, plain decoding",
-            f"{r.ceiling_tok_s_baseline:.1f} tok/s",
-            f"{r.batch} × {r.peak_gbps:.0f} GB/s ÷ {_gb(b.total)}",
-        )
-    )
-    if r.k:
-        rows.append(
-            (
-                "ceiling, speculative",
-                f"{r.ceiling_tok_s_spec:.1f} tok/s",
-                f"τ {r.mean_acceptance_length:.2f} × {r.ceiling_steps_per_s:.1f} steps/s",
-            )
-        )
-        rows.append(("break-even τ", f"{r.break_even_acceptance_length:.3f}", "bytes_k ÷ bytes_0"))
-        comp = f"{r.compute_term:.1f}×" if r.compute_term is not None else "n/a (no FLOP rate)"
-        rows.append(
-            (
-                "speed-up terms",
-                f"{r.speedup_bound:.2f}×",
-                f"acceptance {r.acceptance_term:.2f}×, bandwidth {r.bandwidth_term:.2f}×, compute {comp}",
-            )
-        )
-        rows.append(
-            (
-                "naive rule (drafter free)",
-                f"{r.speedup_bound_naive:.2f}×",
-                "min(1 + α·k, …) as usually quoted",
-            )
-        )
-    if r.tok_s is not None:
-        rows.append(("given tok/s", f"{r.tok_s:.1f}", f"{r.pct_of_ceiling:.0f} % of the ceiling"))
-    if r.effective_gbps is not None:
-        rows.append(
-            (
-                "effective bandwidth",
-                f"{r.effective_gbps:.0f} GB/s",
-                f"{r.pct_of_peak:.0f} % of peak ({r.steps_per_s:.2f} steps/s × {_gb(s.total)})",
-            )
-        )
-    w1 = max(len(a) for a, _, _ in rows)
-    w2 = max(len(v) for _, v, _ in rows)
-    lines += [f"  {a:<{w1}}  {v:>{w2}}  analytic: {c}" for a, v, c in rows]
-    lines += ["", f"  {r.summary}"]
-    for note in (*target.notes, *(d.notes if d else ())):
-        lines.append(f"  note: {note}")
-    return "\n".join(lines)
 
 
 @click.command(name="roofline")
@@ -119,11 +36,8 @@ def _render(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, peak_sour
     help="Target config.json, a model directory, a bundled preset (e.g. gemma-4-31B-it) or a HF id "
     "already in the local cache.",
 )
-@click.option(
-    "--gpu",
-    metavar="NAME",
-    help="GPU for the peak-bandwidth table (e.g. GB10, 'H100 SXM', H200). "
-    "Default: the local GPU through NVML.",
+@gpu_option(
+    "GPU for the peak-bandwidth table (e.g. GB10, 'H100 SXM', H200). Default: the local GPU through NVML."
 )
 @click.option(
     "--drafter-config", metavar="CONFIG.json|NAME", help="Draft model config (e.g. gemma-4-31B-it-assistant)."
@@ -201,30 +115,7 @@ def command(
         )
     except ConfigError as exc:
         _fail(str(exc))
-        return
-    gpu_name = gpu
-    peak_source = "given (--peak-gbps)"
-    tflops = peak_tflops
-    if gpu_name is None and peak_gbps is None:
-        gpu_name = _local_gpu_name()
-        if gpu_name is None:
-            _fail("no local GPU found: give --gpu NAME (e.g. GB10, 'H100 SXM') or --peak-gbps")
-            return
-    display = gpu_name or "custom GPU"
-    if gpu_name is not None:
-        try:
-            spec = lookup_gpu(gpu_name)
-        except UnknownGpuError as exc:
-            if peak_gbps is None:
-                _fail(str(exc))
-                return
-        else:
-            display = spec.key
-            tflops = tflops if tflops is not None else spec.peak_bf16_tflops
-            if peak_gbps is None:
-                peak_gbps = spec.peak_gbps
-                peak_source = f"table: {spec.source}"
-    assert peak_gbps is not None
+    display, peak_gbps, tflops, peak_source = _peak(gpu, peak_gbps, peak_tflops)
     try:
         roof = compute_roofline(
             target,
@@ -242,22 +133,62 @@ def command(
         )
     except ValueError as exc:
         _fail(str(exc))
-        return
     if as_json:
-        out: dict[str, Any] = roof.to_json()
-        out["peak_source"] = peak_source
-        out["inputs"] = {
-            "config": target.source,
-            "drafter_config": drafter.source if drafter else None,
-            "weight_dtype": target.weight_dtype,
-            "embed_dtype": target.embed_dtype,
-            "kv_dtype": target.kv_dtype,
-            "drafter_weight_dtype": drafter.weight_dtype if drafter else None,
-            "checkpoint_bytes": target.checkpoint_bytes,
-        }
-        from mtpwatch.core.provenance import GpuInfo, with_meta
-
-        gpu_info = GpuInfo(display, peak_gbps, peak_source)
-        click.echo(json.dumps(with_meta(out, gpu=gpu_info), indent=2, ensure_ascii=False))
+        click.echo(_json(roof, target, drafter, display, peak_gbps, peak_source))
     else:
-        click.echo(_render(roof, target, drafter, peak_source))
+        click.echo(render_roofline(roof, target, drafter, peak_source))
+
+
+def _peak(
+    gpu: str | None, peak_gbps: float | None, peak_tflops: float | None
+) -> tuple[str, float, float | None, str]:
+    """(GPU shown, peak GB/s, peak TFLOPS, where the peak comes from): --peak-gbps wins over the
+    table, the table (--gpu, else this host's GPU) fills what is not given."""
+    gpu_name = gpu
+    peak_source = "given (--peak-gbps)"
+    tflops = peak_tflops
+    if gpu_name is None and peak_gbps is None:
+        gpu_name = _local_gpu_name()
+        if gpu_name is None:
+            _fail("no local GPU found: give --gpu NAME (e.g. GB10, 'H100 SXM') or --peak-gbps")
+    display = gpu_name or "custom GPU"
+    if gpu_name is not None:
+        try:
+            spec = lookup_gpu(gpu_name)
+        except UnknownGpuError as exc:
+            if peak_gbps is None:
+                _fail(str(exc))
+        else:
+            display = spec.key
+            tflops = tflops if tflops is not None else spec.peak_bf16_tflops
+            if peak_gbps is None:
+                peak_gbps = spec.peak_gbps
+                peak_source = f"table: {spec.source}"
+    assert peak_gbps is not None
+    return display, peak_gbps, tflops, peak_source
+
+
+def _json(
+    roof: Roofline,
+    target: ModelSpec,
+    drafter: ModelSpec | None,
+    display: str,
+    peak_gbps: float,
+    peak_source: str,
+) -> str:
+    """The `--json` document: the roofline, where the peak comes from, and the inputs read."""
+    out: dict[str, Any] = roof.to_json()
+    out["peak_source"] = peak_source
+    out["inputs"] = {
+        "config": target.source,
+        "drafter_config": drafter.source if drafter else None,
+        "weight_dtype": target.weight_dtype,
+        "embed_dtype": target.embed_dtype,
+        "kv_dtype": target.kv_dtype,
+        "drafter_weight_dtype": drafter.weight_dtype if drafter else None,
+        "checkpoint_bytes": target.checkpoint_bytes,
+    }
+    from mtpwatch.core.provenance import GpuInfo, with_meta
+
+    gpu_info = GpuInfo(display, peak_gbps, peak_source)
+    return json.dumps(with_meta(out, gpu=gpu_info), indent=2, ensure_ascii=False)

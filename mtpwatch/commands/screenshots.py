@@ -115,12 +115,9 @@ async def write_screenshots(
     `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
     """
     # lazy: the simulator and Textual load only when filming
-    from mtpwatch.commands.options import free_port
-    from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
-    from mtpwatch.core.launch.vllm_cmd import build_sim_argv
+    from mtpwatch.config import DisplaySettings
     from mtpwatch.sim.harness import SimThread
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
-    from mtpwatch.ui.app import make_app
 
     name = get_preset(preset or DEFAULT_PRESET).name
     pace = "" if speed == 1 else f", {speed:g}× speed"
@@ -133,71 +130,103 @@ async def write_screenshots(
         sim_b = SimThread(preset=name, spec=True, speed=speed)
         url_b = sim_b.__enter__()
         stack.callback(_stop_quietly, sim_b)
-
-        ab = AppConfig(
-            servers=[ServerSpec(label="A · MTP off", url=url_a), ServerSpec(label="B · MTP on", url=url_b)],
-            display=display,
-            mode="ab",
-            title=title,
-            record=str(recording),
-        )
-        app = make_app(ab, schedule="alternate", measure=MeasureSettings(runs=6, warmup=1, max_tokens=48))
-        async with app.run_test(size=(200, 50)) as pilot:
-            await _prepare(pilot)
-            await _prompt_and_settle(pilot)
-            written.append(_save(app, out / "ab.svg"))
-            app.monitor.stop_recording()  # the replay shows the prompt, not the F6 runs
-            monitor = app.monitor
-            monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
-            await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
-            for panel in monitor.panels:
-                await panel.settle()
-            await pilot.pause(0.5)
-            written.append(_save(app, out / "ab-measure.svg"))
-            await pilot.resize_terminal(80, 24)
-            await pilot.pause(0.5)
-            written.append(_save(app, out / "compact.svg"))
-            await app.shutdown_servers()
-
-        single = AppConfig(servers=[ServerSpec(label="MTP on", url=url_b)], display=display, title=title)
-        app = make_app(single)
-        async with app.run_test(size=(200, 50)) as pilot:
-            await _prepare(pilot)
-            await _prompt_and_settle(pilot)
-            written.append(_save(app, out / "monitor.svg"))
-            await pilot.resize_terminal(80, 24)
-            await pilot.pause(0.5)
-            written.append(_save(app, out / "compact-single.svg"))
-            await pilot.resize_terminal(120, 40)
-            await pilot.press("f1")
-            await pilot.pause(0.5)
-            written.append(_save(app, out / "help.svg"))
-            await pilot.press("escape")
-            await pilot.resize_terminal(120, 32)
-            _stop_quietly(sim_b)  # the server goes away
-            panel = app.monitor.panels[0]
-            await _wait(pilot, lambda: panel.view is not None and panel.view.status == "down", "disconnect")
-            await pilot.pause(0.5)
-            written.append(_save(app, out / "disconnected.svg"))
-            await app.shutdown_servers()
+        written += await _film_ab(out, url_a, url_b, display, title, recording)
+        written += await _film_single(out, sim_b, url_b, display, title)
 
     written.append(await _film_fleet(out / "fleet.svg", name, speed, display))
     written.append(await _film_replay(recording, out / "replay.svg"))
     recording.unlink(missing_ok=True)
+    written.append(await _film_start(out / "start.svg", name, startup_delay))
+    return written
+
+
+async def _film_ab(
+    out: Path, url_a: str, url_b: str, display: Any, title: str, recording: Path
+) -> list[Path]:
+    """The A/B view after a prompt (recorded, for the replay view), after F6, and at 80×24."""
+    from mtpwatch.config import AppConfig, MeasureSettings, ServerSpec
+    from mtpwatch.ui.app import make_app
+
+    written: list[Path] = []
+    ab = AppConfig(
+        servers=[ServerSpec(label="A · MTP off", url=url_a), ServerSpec(label="B · MTP on", url=url_b)],
+        display=display,
+        mode="ab",
+        title=title,
+        record=str(recording),
+        schedule="alternate",
+        measure=MeasureSettings(runs=6, warmup=1, max_tokens=48),
+    )
+    app = make_app(ab)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _prepare(pilot)
+        await _prompt_and_settle(pilot)
+        written.append(_save(app, out / "ab.svg"))
+        app.monitor.stop_recording()  # the replay shows the prompt, not the F6 runs
+        monitor = app.monitor
+        monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
+        await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
+        for panel in monitor.panels:
+            await panel.settle()
+        await pilot.pause(0.5)
+        written.append(_save(app, out / "ab-measure.svg"))
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.5)
+        written.append(_save(app, out / "compact.svg"))
+        await app.shutdown_servers()
+    return written
+
+
+async def _film_single(out: Path, sim_b: Any, url_b: str, display: Any, title: str) -> list[Path]:
+    """The single-server monitor, at 80×24, the help screen, then the server gone."""
+    from mtpwatch.config import AppConfig, ServerSpec
+    from mtpwatch.ui.app import make_app
+
+    written: list[Path] = []
+    single = AppConfig(servers=[ServerSpec(label="MTP on", url=url_b)], display=display, title=title)
+    app = make_app(single)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _prepare(pilot)
+        await _prompt_and_settle(pilot)
+        written.append(_save(app, out / "monitor.svg"))
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.5)
+        written.append(_save(app, out / "compact-single.svg"))
+        await pilot.resize_terminal(120, 40)
+        await pilot.press("f1")
+        await pilot.pause(0.5)
+        written.append(_save(app, out / "help.svg"))
+        await pilot.press("escape")
+        await pilot.resize_terminal(120, 32)
+        _stop_quietly(sim_b)  # the server goes away
+        panel = app.monitor.panels[0]
+        await _wait(pilot, lambda: panel.view is not None and panel.view.status == "down", "disconnect")
+        await pilot.pause(0.5)
+        written.append(_save(app, out / "disconnected.svg"))
+        await app.shutdown_servers()
+    return written
+
+
+async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
+    """`mtpwatch start` half-way through a simulated model load: phases and facts, no /health yet."""
+    from textual.widgets import Log
+
+    from mtpwatch.commands.options import free_port
+    from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
+    from mtpwatch.core.launch.vllm_cmd import build_sim_argv
+    from mtpwatch.ui.app import make_app
 
     port = free_port()
-    argv = build_sim_argv(name, port=port, startup_delay=startup_delay)
+    argv = build_sim_argv(preset, port=port, startup_delay=startup_delay)
     launch = LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0)
     start = AppConfig(servers=[ServerSpec(label="MTP on", url=f"http://127.0.0.1:{port}", launch=launch)])
     app = make_app(start)
     async with app.run_test(size=(120, 32)) as pilot:
         await _prepare(pilot)
-        from textual.widgets import Log
-
         log = app.monitor.panels[0].query_one(".server-log", Log)
         await _wait(pilot, lambda: log.line_count >= 6, "start-up log lines", limit_s=60)
         await pilot.pause(startup_delay / 2)  # mid-load: phase and facts shown, /health not up yet
-        written.append(_save(app, out / "start.svg"))
+        written = _save(app, path)
         await app.shutdown_servers()
     return written
 

@@ -6,12 +6,18 @@ import asyncio
 import signal
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
+
+if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator runs
+    from mtpwatch.sim.faults import Faults
+    from mtpwatch.sim.options import SimOptions
+    from mtpwatch.sim.server import SimServer
 
 
 @click.command(name="sim", context_settings={"ignore_unknown_options": True})
@@ -190,17 +196,62 @@ def command(
             click.echo(f"{p.name:24} {p.description}")
         return
     # Lazy: the server pulls aiohttp; `mtpwatch sim --help` and --list-presets do not need it.
-    from mtpwatch.sim.faults import Faults
     from mtpwatch.sim.options import SimOptions
-    from mtpwatch.sim.server import SimServer, default_log_stream
 
+    _warn_if_exposed(host)
+    preset, no_spec, k, serve_options = _from_serve_args(vllm_args, preset, no_spec, k, gpu_ledger)
+    options = SimOptions(
+        preset=preset,
+        host=host,
+        port=port,
+        spec=not no_spec,
+        k=k,
+        acceptance_scale=acceptance,
+        served_model_name=served_model_name,
+        seed=seed,
+        speed=speed,
+        startup_delay_s=startup_delay,
+        log_interval_s=log_interval,
+        api_key=api_key,
+        max_num_seqs=max_num_seqs,
+        mfu_metrics=mfu_metrics,
+        per_request_spec_metrics=per_request == "summary",
+        exit_mode="process",
+        exit_after_s=fault_exit_after,
+        restart_after_s=fault_restart_after,
+        load=load,
+        faults=_faults(fault_cut_stream, fault_metrics_500, fault_metrics_delay, fault_metrics_filter),
+        **serve_options,  # type: ignore[arg-type]
+    )
+    _run(_servers(options, count, port, seed), host, options.spec)
+
+
+def _faults(cut_stream: int | None, metrics_500: bool, metrics_delay: float, metrics_filter: str) -> Faults:
+    """The faults switched on from the start (POST /sim/fault switches them at run time)."""
+    from mtpwatch.sim.faults import Faults
+
+    return Faults(
+        cut_stream_after=cut_stream,
+        metrics_status=500 if metrics_500 else None,
+        metrics_delay_s=metrics_delay,
+        metrics_filter=metrics_filter,
+    )
+
+
+def _warn_if_exposed(host: str) -> None:
     if not is_loopback(host):
         click.echo(
             f"warning: binding {host} exposes the simulator beyond this machine; "
             "use 127.0.0.1 unless you mean it",
             err=True,
         )
-    from mtpwatch.sim.startup import SimStartupError
+
+
+def _from_serve_args(
+    vllm_args: tuple[str, ...], preset: str, no_spec: bool, k: int | None, gpu_ledger: str | None
+) -> tuple[str, bool, int | None, dict[str, object]]:
+    """(preset, no_spec, k, SimOptions fields) from `sim serve MODEL …`, vLLM's command line; the
+    flags as given when there is none."""
     from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
 
     try:
@@ -249,39 +300,17 @@ def command(
             click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
     elif vllm_args:
         raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
-    options = SimOptions(
-        preset=preset,
-        host=host,
-        port=port,
-        spec=not no_spec,
-        k=k,
-        acceptance_scale=acceptance,
-        served_model_name=served_model_name,
-        seed=seed,
-        speed=speed,
-        startup_delay_s=startup_delay,
-        log_interval_s=log_interval,
-        api_key=api_key,
-        max_num_seqs=max_num_seqs,
-        mfu_metrics=mfu_metrics,
-        per_request_spec_metrics=per_request == "summary",
-        exit_mode="process",
-        exit_after_s=fault_exit_after,
-        restart_after_s=fault_restart_after,
-        load=load,
-        faults=Faults(
-            cut_stream_after=fault_cut_stream,
-            metrics_status=500 if fault_metrics_500 else None,
-            metrics_delay_s=fault_metrics_delay,
-            metrics_filter=fault_metrics_filter,
-        ),
-        **serve_options,  # type: ignore[arg-type]
-    )
+    return preset, no_spec, k, serve_options
+
+
+def _servers(options: SimOptions, count: int, port: int, seed: int) -> list[SimServer]:
+    """The --count servers: each its own seed (independent acceptance draws) and its own port."""
+    from mtpwatch.sim.server import SimServer, default_log_stream
+
     if count > 1 and port != 0 and port + count - 1 > 65535:
         raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
     try:
-        # Each server of --count gets its own seed (independent acceptance draws), its own port.
-        servers = [
+        return [
             SimServer(
                 replace(options, port=port + i if port else 0, seed=seed + i, faults=replace(options.faults)),
                 log=default_log_stream() if count == 1 else None,
@@ -290,6 +319,11 @@ def command(
         ]
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _run(servers: list[SimServer], host: str, spec: bool) -> None:
+    """Bind every server (one line each), start them, serve until SIGINT/SIGTERM, stop them all."""
+    from mtpwatch.sim.startup import SimStartupError
 
     async def main() -> None:
         for server in servers:
@@ -300,7 +334,7 @@ def command(
                 for other in servers:
                     await other.stop()
                 raise click.ClickException(f"cannot bind {bound}: {exc.strerror or exc}") from None
-            mode = f"{server.preset.method} k={server.physics.k}" if options.spec else "no speculation"
+            mode = f"{server.preset.method} k={server.physics.k}" if spec else "no speculation"
             click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

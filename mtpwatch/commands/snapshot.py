@@ -15,13 +15,15 @@ from typing import Any
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
-from mtpwatch.commands.planning import API_KEY_ENVVARS
+from mtpwatch.commands.options import api_key_option, label_option, metadata_option, model_option
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, UnknownModelError, parse_snapshot
 from mtpwatch.core.provenance import ArmInfo, build_meta, parse_metadata, probe_arm
+from mtpwatch.render.fleet_table import render_fleet
+from mtpwatch.render.snapshot_table import render_table
 
 TIMEOUT_S = 5.0
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d+(/.*)?$")
@@ -145,107 +147,6 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
         )
 
 
-def _count(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    f = float(x)
-    return f"{int(f):,}" if f.is_integer() else f"{f:,.1f}"
-
-
-def _pct(x: Any) -> str:
-    return "n/a" if x is None else f"{100.0 * float(x):.1f} %"
-
-
-def _ms(x: Any) -> str:
-    return "n/a" if x is None else f"{1000.0 * float(x):.1f} ms"
-
-
-def _vec(xs: list[Any]) -> str:
-    return " ".join("n/a" if x is None else f"{float(x):.3f}" for x in xs) if xs else "n/a"
-
-
-def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
-    """The human-readable output: one row per number, each with the window or source it comes from."""
-    between = since is not None
-    counters = "server counters, between pages" if between else "server counters, since server start"
-    if report.get("restarted"):
-        counters += " (server restarted in between: counted from the restart)"
-    derived = "derived, between pages" if between else "derived, since server start"
-    hist = "histogram means, between pages" if between else "histogram means, since server start"
-    gauge = "gauge, second page" if between else "gauge, at the page"
-
-    header = [f"mtpwatch snapshot of {source}" + (f" since {since}" if between else "")]
-    models = report.get("models") or []
-    engines = report.get("engines") or []
-    line = (
-        f"server: {report['engine']}"
-        if report.get("engine") == "llama.cpp"
-        else f"server: {report['schema']}"
-    )
-    if report.get("model"):
-        line += f", model {report['model']}"
-    if engines:
-        line += f", {len(engines)} engine{'s' if len(engines) != 1 else ''}"
-    scrape = report.get("scrape")
-    if scrape:
-        line += f" · scrape: {scrape['text']}"
-    header.append(line)
-    if len(models) > 1:
-        header.append(
-            f"models on the page: {', '.join(models)} (showing {report['model']}; choose with --model)"
-        )
-
-    rows: list[tuple[str, str, str]] = []
-    missing = report.get("missing") or {}
-    if report["speculative"]:
-        k = report["num_speculative_tokens"]
-        if report.get("engine") == "llama.cpp":
-            mean = report.get("mean_draft_length")
-            drafts = f", mean {mean:.2f}" if mean is not None else ""
-            rows.append(("speculative decoding", f"on, drafts ≤ {k} tokens{drafts}", "page"))
-        else:
-            rows.append(("speculative decoding", f"on, k={k}", "page"))
-        rows += [
-            ("drafts (verify steps)", _count(report["drafts"]), counters),
-            ("draft tokens", _count(report["draft_tokens"]), counters),
-            ("accepted tokens", _count(report["accepted"]), counters),
-            ("acceptance rate", _pct(report["acceptance_rate"]), derived),
-            (
-                "mean acceptance length",
-                "n/a"
-                if report["mean_acceptance_length"] is None
-                else f"{report['mean_acceptance_length']:.2f}",
-                derived,
-            ),
-            ("per position (marginal)", _vec(report["per_position"]), derived),
-            ("per position (conditional)", _vec(report["per_position_conditional"]), derived),
-            ("output from drafts", _pct(report["output_from_drafts"]), derived),
-        ]
-    else:
-        rows.append(("speculative decoding", "off (no spec_decode counters)", "page"))
-    rows += [
-        ("generation tokens", _count(report["generation_tokens"]), counters),
-        ("prompt tokens", _count(report["prompt_tokens"]), counters),
-        (
-            "tokens per step",
-            "n/a" if report["tokens_per_step"] is None else f"{report['tokens_per_step']:.2f}",
-            derived,
-        ),
-        ("mean step time (ITL)", _ms(report["mean_step_s"]), missing.get("latency", hist)),
-        ("mean TTFT", _ms(report["mean_ttft_s"]), missing.get("latency", hist)),
-        ("mean TPOT", _ms(report["mean_tpot_s"]), missing.get("latency", hist)),
-        ("requests running", _count(report["requests_running"]), gauge),
-        ("requests waiting", _count(report["requests_waiting"]), gauge),
-        ("KV-cache usage", _pct(report["kv_cache_usage"]), missing.get("kv", gauge)),
-    ]
-    if "counts" in missing:
-        rows.append(("note", "", missing["counts"]))
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    body = [f"  {a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
-    return "\n".join(header + body)
-
-
 @click.command("snapshot")
 @click.argument("source", metavar="[URL|FILE]", required=False)
 @click.option(
@@ -255,14 +156,9 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     default=None,
     help="An earlier /metrics page: show deltas between the pages, not totals since server start.",
 )
-@click.option(
-    "--model", default=None, help="model_name to show when several are served (default: the first)."
-)
-@click.option(
-    "--api-key",
-    envvar=API_KEY_ENVVARS,
-    default=None,
-    help="Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+@model_option("model_name to show when several are served (default: the first).")
+@api_key_option(
+    "Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option(
@@ -278,10 +174,8 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     show_default=True,
     help="With --prometheus: seconds of increase()/rate().",
 )
-@click.option("--label", default=None, help="--json: a name kept in the meta block.")
-@click.option(
-    "--metadata", multiple=True, metavar="KEY=VALUE", help="--json: extra provenance in the meta block."
-)
+@label_option("--json: a name kept in the meta block.")
+@metadata_option("--json: extra provenance in the meta block.")
 @tls_options
 def command(
     source: str | None,
@@ -351,4 +245,4 @@ def _prometheus(
     if as_json:
         fleet.echo_json(doc, label, metadata)
     else:
-        click.echo(fleet.render_table(doc))
+        click.echo(render_fleet(doc))

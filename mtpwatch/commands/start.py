@@ -24,7 +24,16 @@ from typing import IO
 
 import click
 
-from mtpwatch.commands.options import checked_record, record_option
+from mtpwatch.commands.options import (
+    api_key_option,
+    checked_record,
+    drafter_option,
+    k_option,
+    method_option,
+    record_option,
+    startup_timeout_option,
+    vllm_option,
+)
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
@@ -140,70 +149,33 @@ async def run_headless(
         return 1
     say(f"process group {proc.pgid}" + (f", log {server_log}" if server_log else ""))
 
-    stop_event = asyncio.Event()
-    received: list[int] = []
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) is signal.SIG_IGN:
-            continue  # nohup: stay alive when the terminal goes
-
-        def on_signal(signum: int = signum) -> None:
-            received.append(signum)
-            stop_event.set()
-
-        loop.add_signal_handler(signum, on_signal)
-
+    stop_event, received = _stop_on_signals(loop)
     code = 0
     try:
-        health = asyncio.create_task(launch.wait_ready(url, startup_timeout))
-        stopper = asyncio.create_task(stop_event.wait())
-        await asyncio.wait({health, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if not health.done():
-            health.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StartupError):
-                await health
-            say(f"stopping before the server was ready ({signal.Signals(received[0]).name})")
-            return await _finish(proc, keep, url, say, code=0)
         try:
-            elapsed = health.result()
+            elapsed = await _until_ready(launch, url, startup_timeout, stop_event)
         except StartupError as exc:
-            say(f"error: {exc}")
-            tail = proc.tail(25)
-            if tail:
-                say("last log lines:")
-                for line in tail:
-                    print(f"    {line}", file=out)
-            for hint in launch.watcher.hints:
-                say(f"hint: {hint}")
+            _report_failure(say, out, proc, launch, f"error: {exc}", heading="last log lines:")
             if exc.returncode is None:  # timed out while still running: do not leave it behind
                 await proc.stop()
             return 1
+        if elapsed is None:
+            say(f"stopping before the server was ready ({signal.Signals(received[0]).name})")
+            return await _finish(proc, keep, url, say, code=0)
         say(f"ready in {elapsed:.0f} s: {url}")
         say(f"attach from another terminal: mtpwatch attach {url}")
 
         client = VllmClient(url, api_key=api_key)
-        state = _StatusState()
-        exited = asyncio.ensure_future(proc.wait())
         try:
-            while not stop_event.is_set():
-                status = await _status_line(client, served_model_name, state)
-                if status:
-                    say(status)
-                waiter = asyncio.ensure_future(stop_event.wait())
-                await asyncio.wait(
-                    {waiter, exited}, timeout=status_interval, return_when=asyncio.FIRST_COMPLETED
+            if not await _status_until_stopped(
+                client, served_model_name, proc, stop_event, status_interval, say
+            ):
+                _report_failure(
+                    say, out, proc, launch, f"error: the server exited with status {proc.returncode}"
                 )
-                waiter.cancel()
-                if exited.done():
-                    say(f"error: the server exited with status {proc.returncode}")
-                    for tail_line in proc.tail(25):
-                        print(f"    {tail_line}", file=out)
-                    for hint in launch.watcher.hints:
-                        say(f"hint: {hint}")
-                    return 1
+                return 1
         finally:
-            exited.cancel()
             await client.aclose()
         say(f"received {signal.Signals(received[0]).name}" if received else "stopping")
         return await _finish(proc, keep, url, say, code=code)
@@ -214,6 +186,73 @@ async def run_headless(
             await launch.close_log()
         if log_fh is not None:
             log_fh.close()
+
+
+async def _until_ready(launch: Launch, url: str, timeout: float, stop_event: asyncio.Event) -> float | None:
+    """Seconds until /health answered; None when told to stop first. Raises `StartupError`."""
+    health = asyncio.create_task(launch.wait_ready(url, timeout))
+    stopper = asyncio.create_task(stop_event.wait())
+    await asyncio.wait({health, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if not health.done():
+        health.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StartupError):
+            await health
+        return None
+    return health.result()
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Event, list[int]]:
+    """An event set by SIGINT, SIGTERM or SIGHUP (not those ignored, as under nohup), and the
+    signals received."""
+    stop_event = asyncio.Event()
+    received: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            continue  # nohup: stay alive when the terminal goes
+
+        def on_signal(signum: int = signum) -> None:
+            received.append(signum)
+            stop_event.set()
+
+        loop.add_signal_handler(signum, on_signal)
+    return stop_event, received
+
+
+def _report_failure(
+    say: _Printer, out: IO[str], proc: ServerProcess, launch: Launch, line: str, heading: str | None = None
+) -> None:
+    """The error line, the server's last 25 log lines and the hints that explain them."""
+    say(line)
+    tail = proc.tail(25)
+    if tail and heading:
+        say(heading)
+    for tail_line in tail:
+        print(f"    {tail_line}", file=out)
+    for hint in launch.watcher.hints:
+        say(f"hint: {hint}")
+
+
+async def _status_until_stopped(
+    client: VllmClient, served_model_name: str | None, proc: ServerProcess, stop_event: asyncio.Event,
+    status_interval: float, say: _Printer,
+) -> bool:  # fmt: skip
+    """A status line every `status_interval` seconds until told to stop (True) or the server exits (False)."""
+    state = _StatusState()
+    exited = asyncio.ensure_future(proc.wait())
+    try:
+        while not stop_event.is_set():
+            status = await _status_line(client, served_model_name, state)
+            if status:
+                say(status)
+            waiter = asyncio.ensure_future(stop_event.wait())
+            await asyncio.wait({waiter, exited}, timeout=status_interval, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if exited.done():
+                return False
+        return True
+    finally:
+        exited.cancel()
 
 
 async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, code: int) -> int:
@@ -231,34 +270,24 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 @click.command(context_settings={"ignore_unknown_options": False})
 @click.argument("model")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-@click.option("--drafter", metavar="MODEL", help="Drafter model (MTP assistant, EAGLE-3, draft model).")
-@click.option("-k", "k", type=int, metavar="N", help="Number of speculative tokens per step.")
-@click.option(
-    "--method",
-    type=click.Choice([*METHODS, *LLAMACPP_SPEC_TYPES]),
-    help="Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
+@drafter_option("Drafter model (MTP assistant, EAGLE-3, draft model).")
+@k_option("Number of speculative tokens per step.")
+@method_option(
+    [*METHODS, *LLAMACPP_SPEC_TYPES],
+    "Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
     "and its own --spec-type names).",
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
-@click.option(
-    "--api-key",
-    metavar="KEY",
-    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
-    help="Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
+@api_key_option(
+    "Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
     "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
+    metavar="KEY",
 )
 @click.option("--served-model-name", metavar="NAME", help="Name clients use for the model.")
-@click.option(
-    "--vllm",
-    "vllm_cmd",
-    default="vllm",
-    show_default=True,
-    metavar="COMMAND",
-    help="How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.",
-)
+@vllm_option("How to run vLLM, e.g. '/opt/venv/bin/vllm' or 'python -m vllm.entrypoints.openai.api_server'.")
 @click.option(
     "--engine",
     type=click.Choice(["vllm", "llama.cpp"]),
@@ -276,14 +305,7 @@ async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, c
 )
 @click.option("--keep", is_flag=True, help="Leave the server running when mtpwatch exits.")
 @click.option("--headless", is_flag=True, help="No UI: print phases, then a status line every few seconds.")
-@click.option(
-    "--startup-timeout",
-    default=900.0,
-    show_default=True,
-    type=click.FloatRange(min=1),
-    metavar="S",
-    help="Give up if /health does not answer within S seconds.",
-)
+@startup_timeout_option("Give up if /health does not answer within S seconds.")
 @click.option(
     "--status-interval",
     default=5.0,
@@ -325,44 +347,10 @@ def command(
     With `--engine llama.cpp`, MODEL is a GGUF and they go to llama-server, e.g.
     `mtpwatch start --engine llama.cpp model.gguf --drafter draft.gguf -k 4 -- -c 4096`.
     """
-    env: dict[str, str] = {}
-    try:
-        if engine == "llama.cpp":
-            if speculative_config is not None:
-                raise VllmArgsError(
-                    "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
-                    "(or llama-server's own flags after --)"
-                )
-            argv = build_llamacpp_argv(
-                model,
-                drafter=drafter,
-                k=k,
-                method=method,
-                no_spec=no_spec,
-                host=host,
-                port=port,
-                server=llama_server,
-                served_model_name=served_model_name,
-                extra=extra,
-            )
-            env = {**llamacpp_env(llama_server), **llamacpp_key_env(api_key)}
-        else:
-            argv = build_vllm_argv(
-                model,
-                drafter=drafter,
-                k=k,
-                method=method,
-                speculative_config=speculative_config,
-                no_spec=no_spec,
-                host=host,
-                port=port,
-                vllm=vllm_cmd,
-                served_model_name=served_model_name,
-                extra=extra,
-            )
-            env = server_env(api_key)
-    except VllmArgsError as exc:
-        raise click.ClickException(str(exc)) from None
+    argv, env = _argv_env(
+        engine, model, drafter, k, method, speculative_config, no_spec, host, port, vllm_cmd, llama_server,
+        served_model_name, extra, api_key,
+    )  # fmt: skip
     if record is not None and headless:
         raise click.UsageError("--record records the UI session; drop --headless")
     record = checked_record(record)
@@ -389,10 +377,66 @@ def command(
         )
         sys.exit(code)
 
-    from mtpwatch.session.views import method_name
+    _run_ui(
+        model, url, argv, env, engine, no_spec, method, drafter, k, speculative_config, served_model_name,
+        api_key, keep, startup_timeout, record,
+    )  # fmt: skip
+
+
+def _argv_env(
+    engine: str, model: str, drafter: str | None, k: int | None, method: str | None,
+    speculative_config: str | None, no_spec: bool, host: str, port: int, vllm_cmd: str, llama_server: str,
+    served_model_name: str | None, extra: tuple[str, ...], api_key: str | None,
+) -> tuple[list[str], dict[str, str]]:  # fmt: skip
+    """The server's command line and extra environment (the API key goes there, never on argv)."""
+    try:
+        if engine == "llama.cpp":
+            if speculative_config is not None:
+                raise VllmArgsError(
+                    "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
+                    "(or llama-server's own flags after --)"
+                )
+            argv = build_llamacpp_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                server=llama_server,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
+            return argv, {**llamacpp_env(llama_server), **llamacpp_key_env(api_key)}
+        else:
+            argv = build_vllm_argv(
+                model,
+                drafter=drafter,
+                k=k,
+                method=method,
+                speculative_config=speculative_config,
+                no_spec=no_spec,
+                host=host,
+                port=port,
+                vllm=vllm_cmd,
+                served_model_name=served_model_name,
+                extra=extra,
+            )
+            return argv, server_env(api_key)
+    except VllmArgsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _run_ui(
+    model: str, url: str, argv: list[str], env: dict[str, str], engine: str, no_spec: bool,
+    method: str | None, drafter: str | None, k: int | None, speculative_config: str | None,
+    served_model_name: str | None,
+    api_key: str | None, keep: bool, startup_timeout: float, record: str | None,
+) -> None:  # fmt: skip
+    """The app watching the server it starts, with a panel named for what it runs."""
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
-    name = "llama.cpp" if engine == "llama.cpp" else "vLLM"
     # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.
     spec_method = None if no_spec else method or ("mtp" if (drafter or k) else None)
     if no_spec:
@@ -400,7 +444,7 @@ def command(
     elif spec_method:
         label = f"{method_name(spec_method)} on"
     else:
-        label = "speculation on" if speculative_config else name
+        label = "speculation on" if speculative_config else ("llama.cpp" if engine == "llama.cpp" else "vLLM")
     spec = ServerSpec(
         label=label,
         url=url,

@@ -18,16 +18,27 @@ from typing import Any
 import click
 
 from mtpwatch.commands.bench_progress import Mode, Progress
-from mtpwatch.commands.options import check_writable, free_port, int_list
+from mtpwatch.commands.options import (
+    check_writable,
+    drafter_option,
+    free_port,
+    gpu_free_option,
+    gpu_memory_option,
+    int_list,
+    method_option,
+    vllm_option,
+)
 from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
-from mtpwatch.commands.sweep_schedule import concurrency_advice, format_concurrency
+from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import SweepReport, run_sweep, sweep_document
+from mtpwatch.core.ab.sweep import run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.render.schedule_table import format_concurrency
+from mtpwatch.render.sweep_table import format_sweep
 
 
 def sweep_options(func: Any) -> Any:
@@ -50,17 +61,11 @@ def sweep_options(func: Any) -> Any:
             metavar="LIST",
             help="k sweep: the ks (0 = off).",
         ),
-        click.option(
-            "--method", type=click.Choice(METHODS), default=None, help="k sweep: speculation method."
-        ),
-        click.option("--drafter", default=None, metavar="MODEL", help="k sweep: the drafter model."),
-        click.option(
-            "--vllm", "vllm_cmd", default="vllm", show_default=True, help="k sweep: command running vLLM."
-        ),
-        click.option(
-            "--gpu-memory", type=float, default=None, metavar="GIB", help="k sweep: GPU memory to plan for."
-        ),
-        click.option("--gpu-free", type=float, default=None, metavar="GIB", help="k sweep: free GPU memory."),
+        method_option(METHODS, "k sweep: speculation method."),
+        drafter_option("k sweep: the drafter model."),
+        vllm_option("k sweep: command running vLLM."),
+        gpu_memory_option("k sweep: GPU memory to plan for."),
+        gpu_free_option("k sweep: free GPU memory."),
         click.option(
             "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
         ),
@@ -142,78 +147,6 @@ def sweep_from_bench(
     )
 
 
-def _f(x: float | None, fmt: str = "{:.2f}") -> str:
-    return "—" if x is None else fmt.format(x)
-
-
-def format_sweep(report: SweepReport, title: str) -> str:
-    """The sweep table: measured per k, predicted beside it."""
-    lines = [title, "speed-up = k / k=0 per pair of runs (same prompt, same run number); decode tok/s = "
-             "(tokens−1)/(t_last−t_first), acceptance from the server's counters"]  # fmt: skip
-    if report.interrupted:
-        lines.append(f"PARTIAL: {report.interrupted}")
-    lines.append("")
-    head = (
-        f"{'k':>3}{'decode tok/s':>14}{'speed-up [95% CI]':>26}{'pairs':>7}{'acceptance':>12}"
-        f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
-    )
-    lines.append(head)
-    for row in report.rows:
-        pred = report.advice.at(row.k) if report.advice else None
-        err, sp_err = report.error(row.k), report.speedup_error(row.k)
-        ci = f"{_f(row.speedup)}x [{_f(row.ci[0])}, {_f(row.ci[1])}]" if row.ci else _f(row.speedup)
-        pos = " ".join(f"{x:.2f}" for x in row.per_position) if row.per_position else ""
-        lines.append(
-            f"{row.k:>3}{_f(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
-            f"{_f(row.acceptance_rate and 100 * row.acceptance_rate, '{:.1f}%'):>12}"
-            f"{_f(row.mean_acceptance_length):>10}{_f(pred.decode_tok_s if pred else None):>11}"
-            f"{_f(err and 100 * err, '{:+.1f}%'):>8}{_f(pred.speedup if pred else None):>9}"
-            f"{_f(sp_err and 100 * sp_err, '{:+.1f}%'):>8}   {pos}"
-        )
-    measured = {r.k for r in report.rows}
-    for pred in report.advice.predictions if report.advice else ():
-        if pred.k not in measured:
-            tag = "extrapolated" if pred.extrapolated else "predicted"
-            lines.append(
-                f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{_f(pred.tokens_per_step):>10}"
-                f"{_f(pred.decode_tok_s):>11}{'':>8}{_f(pred.speedup):>9}{'':>8}   ({tag})"
-            )
-    cats = sorted({c for row in report.rows for c in row.categories})
-    if cats:
-        lines.append("")
-        lines.append("per category: speed-up (decode tok/s)")
-        for cat in cats:
-            cells = []
-            for row in report.rows[1:]:
-                c = row.categories.get(cat, {})
-                cells.append(f"k={row.k} {_f(c.get('speedup'))}x ({_f(c.get('decode_tok_s'), '{:.1f}')})")
-            lines.append(f"  {cat:18}" + "   ".join(cells))
-    lines.append("")
-    lines.append(f"best k (highest median speed-up): {report.best_k if report.best_k is not None else '—'}")
-    if report.advice is not None:
-        lines.append(report.advice.line())
-        lines.append(f"  {report.advice.fit.describe()}")
-        held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
-        if held:
-            parts = " ".join(f"k={k}:{100 * e:+.1f}%" for k, e in held.items() if e is not None)
-            lines.append(
-                f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}"
-            )
-        lines.append(
-            "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
-            "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
-        )
-    modes = report.engine_modes()
-    if modes:
-        top = max(modes)
-        mode = modes[top]
-        lines.append(f"engine (the k={top} server): {mode.headline()}")
-        lines.extend(f"  {flag.line()}" for flag in mode.flags)
-        if report.advice is not None and not mode.truncation_holds:
-            lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
-    return "\n".join(lines)
-
-
 @dataclass(frozen=True, slots=True)
 class Provenance:
     """What the sweep's `meta` block takes from the command line (the servers add the rest)."""
@@ -230,6 +163,18 @@ class Provenance:
             gpu=provenance.gpu_from_name(gpu) if gpu else provenance.local_gpu(),
             temperature=config.temperature,
         )
+
+
+def _checked_ks(ks: Sequence[int]) -> list[int]:
+    """--sweep-k, sorted, with k=0 (the baseline) added; one line when it compares nothing."""
+    out = sorted(set(ks))
+    if not out or any(k < 0 or k > 64 for k in out):
+        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
+    if 0 not in out:
+        out = [0, *out]
+    if len(out) < 2:
+        raise click.BadParameter("give at least one k > 0 to compare with k=0", param_hint="--sweep-k")
+    return out
 
 
 def sweep_command(
@@ -255,13 +200,7 @@ def sweep_command(
     verify_schedule: bool = False,
 ) -> None:
     """Plan, then run the sweep and print it (or print the plan and exit)."""
-    ks = sorted(set(ks))
-    if not ks or any(k < 0 or k > 64 for k in ks):
-        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
-    if 0 not in ks:
-        ks = [0, *ks]
-    if len(ks) < 2:
-        raise click.BadParameter("give at least one k > 0 to compare with k=0", param_hint="--sweep-k")
+    ks = _checked_ks(ks)
     try:
         plan = plan_sweep(
             model, ks, ports=[free_port()] * len(ks), method=method, drafter=drafter, vllm=vllm_cmd,

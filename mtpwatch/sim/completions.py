@@ -165,22 +165,7 @@ class CompletionRoutes:
         sent = 0
         try:
             if chat:
-                first: dict[str, Any] = {
-                    **head,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "delta": {"role": "assistant", "content": ""},
-                            "logprobs": None,
-                            "finish_reason": None,
-                        }
-                    ],
-                }
-                if continuous:
-                    first["usage"] = self._usage(req, 0)
-                first["prompt_token_ids"] = prompt_ids if return_ids else None
-                first["prompt_text"] = None
-                await resp.write(f"data: {dumps(first)}\n\n".encode())
+                await resp.write(self._role_chunk(head, req, continuous, prompt_ids if return_ids else None))
             async for out in outputs(req):
                 if out.finish_reason == "abort":
                     # the engine stopped (restart/exit fault): the connection dies mid-stream
@@ -215,16 +200,7 @@ class CompletionRoutes:
                     drop_transport(request)
                     return resp
             if include_usage:
-                final: dict[str, Any] = {
-                    **head,
-                    "choices": [],
-                    "usage": self._usage(req, sent),
-                    "system_fingerprint": self.fingerprint,
-                }
-                if self.options.per_request_spec_metrics and self.engine.physics.spec:
-                    spec = request_spec_metrics(req, self.engine.physics.k)
-                    final["metrics"] = {"speculative_decoding": spec}
-                await resp.write(f"data: {dumps(final)}\n\n".encode())
+                await resp.write(self._usage_chunk(head, req, sent))
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
         except (ConnectionResetError, ConnectionError):
@@ -233,6 +209,41 @@ class CompletionRoutes:
             self.engine.abort(req)
             raise
         return resp
+
+    def _role_chunk(
+        self, head: dict[str, Any], req: SimRequest, continuous: bool, prompt_ids: list[int] | None
+    ) -> bytes:
+        """A chat stream's first event: the assistant role, no text (as vLLM sends it)."""
+        first: dict[str, Any] = {
+            **head,
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"role": "assistant", "content": ""},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            ],
+        }
+        if continuous:
+            first["usage"] = self._usage(req, 0)
+        first["prompt_token_ids"] = prompt_ids
+        first["prompt_text"] = None
+        return f"data: {dumps(first)}\n\n".encode()
+
+    def _usage_chunk(self, head: dict[str, Any], req: SimRequest, sent: int) -> bytes:
+        """The final usage event (`stream_options.include_usage`), with vLLM's per-request spec
+        metrics when the server is asked for them."""
+        final: dict[str, Any] = {
+            **head,
+            "choices": [],
+            "usage": self._usage(req, sent),
+            "system_fingerprint": self.fingerprint,
+        }
+        if self.options.per_request_spec_metrics and self.engine.physics.spec:
+            spec = request_spec_metrics(req, self.engine.physics.k)
+            final["metrics"] = {"speculative_decoding": spec}
+        return f"data: {dumps(final)}\n\n".encode()
 
     def _chunk(
         self,

@@ -121,162 +121,12 @@ class SimMetrics:
         names = ["model_name", "engine"]
         lv = {"model_name": model_name, "engine": engine}
         self._lv = lv
-
-        # vLLM creates every child series at start-up, so they export 0 before any traffic
-        def counter(name: str, doc: str, extra: Sequence[str] = ()) -> Counter:
-            c = Counter(name, doc, labelnames=[*names, *extra], registry=reg)
-            if not extra:
-                c.labels(**lv)
-            return c
-
-        def gauge(name: str, doc: str, extra: Sequence[str] = ()) -> Gauge:
-            g = Gauge(name, doc, labelnames=[*names, *extra], registry=reg)
-            if not extra:
-                g.labels(**lv)
-            return g
-
-        def hist(name: str, doc: str, buckets: Sequence[float]) -> Histogram:
-            h = Histogram(name, doc, labelnames=names, buckets=list(buckets), registry=reg)
-            h.labels(**lv)
-            return h
-
+        self._names = names
         if k > 0:
-            self.drafts = counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
-            self.draft_tokens = counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
-            self.accepted = counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")
-            self.per_pos = counter(
-                "vllm:spec_decode_num_accepted_tokens_per_pos",
-                "Accepted tokens per draft position.",
-                ["position"],
-            )
-            for pos in range(k):
-                self.per_pos.labels(**lv, position=str(pos))
-        mfu = "(for Model Flops Utilization calculations)."
-        self.est_flops = counter(
-            "vllm:estimated_flops_per_gpu", f"Estimated number of floating point operations per GPU {mfu}"
-        )
-        self.est_read = counter(
-            "vllm:estimated_read_bytes_per_gpu", f"Estimated number of bytes read from memory per GPU {mfu}"
-        )
-        self.est_write = counter(
-            "vllm:estimated_write_bytes_per_gpu", f"Estimated number of bytes written to memory per GPU {mfu}"
-        )
-        self.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
-        self.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
-        self.waiting_by_reason = gauge(
-            "vllm:num_requests_waiting_by_reason",
-            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
-            "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
-            "status). Sum of all reasons equals vllm:num_requests_waiting.",
-            ["reason"],
-        )
-        self.sleep_state = gauge(
-            "vllm:engine_sleep_state",
-            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
-            "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-            ["sleep_state"],
-        )
-        self.kv_usage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
-        self.prefix_queries = counter(
-            "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
-        )
-        self.prefix_hits = counter(
-            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
-        )
-        ext = "from KV connector cross-instance cache sharing, in terms of number of"
-        counter("vllm:external_prefix_cache_queries", f"External prefix cache queries {ext} queried tokens.")
-        counter("vllm:external_prefix_cache_hits", f"External prefix cache hits {ext} cached tokens.")
-        counter("vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items.")
-        counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
-        counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
-        self.prompt_tokens = counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
-        self.prompt_by_source = counter(
-            "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", ["source"]
-        )
-        counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).")
-        cached_by_source = counter(
-            "vllm:prompt_tokens_cached_by_source",
-            "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), host "
-            "(offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or "
-            "external_unspecified. Counted at admission; sums to vllm:prefix_cache_hits + "
-            "vllm:external_prefix_cache_hits.",
-            ["source"],
-        )
-        self.generation_tokens = counter("vllm:generation_tokens", "Number of generation tokens processed.")
-        self.request_success = counter(
-            "vllm:request_success", "Count of successfully processed requests.", ["finished_reason"]
-        )
-        rejections = Counter(
-            "vllm:admission_rejections",
-            "Number of admission attempts rejected by a queue limit, by reason.",
-            labelnames=["model_name", "reason"],
-            registry=reg,
-        )
-        token_buckets = build_1_2_5_buckets(max_model_len)
-        self.req_prompt_tokens = hist(
-            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
-        )
-        self.req_generation_tokens = hist(
-            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
-        )
-        self.iteration_tokens = hist(
-            "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS
-        )
-        self.req_max_gen = hist(
-            "vllm:request_max_num_generation_tokens",
-            "Histogram of maximum number of requested generation tokens.",
-            token_buckets,
-        )
-        self.req_n = hist("vllm:request_params_n", "Histogram of the n request parameter.", (1, 2, 5, 10, 20))
-        self.req_max_tokens = hist(
-            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
-        )
-        self.ttft = hist(
-            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
-        )
-        self.itl = hist(
-            "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
-        )
-        self.tpot = hist(
-            "vllm:request_time_per_output_token_seconds",
-            "Histogram of time_per_output_token_seconds per request.",
-            ITL_BUCKETS,
-        )
-        self.e2e = hist(
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            LATENCY_BUCKETS,
-        )
-        self.queue_time = hist(
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.inference_time = hist(
-            "vllm:request_inference_time_seconds",
-            "Histogram of time spent in RUNNING phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.prefill_time = hist(
-            "vllm:request_prefill_time_seconds",
-            "Histogram of time spent in PREFILL phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.decode_time = hist(
-            "vllm:request_decode_time_seconds",
-            "Histogram of time spent in DECODE phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.req_preemptions = hist(
-            "vllm:request_num_preemptions",
-            "Histogram of the number of times a request was preempted.",
-            (1, 2, 3, 4, 5, 10, 20),
-        )
-        self.req_kv_computed = hist(
-            "vllm:request_prefill_kv_computed_tokens",
-            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
-            token_buckets,
-        )
+            self._spec_series(k)
+        self._gpu_and_queue_series()
+        cached_by_source, rejections = self._token_and_request_series()
+        self._request_histograms(max_model_len)
         info = Gauge(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
@@ -285,18 +135,201 @@ class SimMetrics:
         )
         info.labels(**cache_info, engine=engine).set(1)
 
+        self._first_children(model_name, rejections, cached_by_source)
+
+    # vLLM creates every child series at start-up, so they export 0 before any traffic
+    def _counter(self, name: str, doc: str, extra: Sequence[str] = ()) -> Counter:
+        c = Counter(name, doc, labelnames=[*self._names, *extra], registry=self.registry)
+        if not extra:
+            c.labels(**self._lv)
+        return c
+
+    def _gauge(self, name: str, doc: str, extra: Sequence[str] = ()) -> Gauge:
+        g = Gauge(name, doc, labelnames=[*self._names, *extra], registry=self.registry)
+        if not extra:
+            g.labels(**self._lv)
+        return g
+
+    def _hist(self, name: str, doc: str, buckets: Sequence[float]) -> Histogram:
+        h = Histogram(name, doc, labelnames=self._names, buckets=list(buckets), registry=self.registry)
+        h.labels(**self._lv)
+        return h
+
+    # The series in vLLM's registration order: the page lists them in this order.
+    def _spec_series(self, k: int) -> None:
+        """The speculative-decoding counters, one per-position child per draft position."""
+        self.drafts = self._counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.")
+        self.draft_tokens = self._counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.")
+        self.accepted = self._counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.")
+        self.per_pos = self._counter(
+            "vllm:spec_decode_num_accepted_tokens_per_pos",
+            "Accepted tokens per draft position.",
+            ["position"],
+        )
+        for pos in range(k):
+            self.per_pos.labels(**self._lv, position=str(pos))
+
+    def _gpu_and_queue_series(self) -> None:
+        """MFU estimates, the scheduler's gauges, the KV and prefix caches, preemptions."""
+        mfu = "(for Model Flops Utilization calculations)."
+        self.est_flops = self._counter(
+            "vllm:estimated_flops_per_gpu", f"Estimated number of floating point operations per GPU {mfu}"
+        )
+        self.est_read = self._counter(
+            "vllm:estimated_read_bytes_per_gpu", f"Estimated number of bytes read from memory per GPU {mfu}"
+        )
+        self.est_write = self._counter(
+            "vllm:estimated_write_bytes_per_gpu", f"Estimated number of bytes written to memory per GPU {mfu}"
+        )
+        self.running = self._gauge(
+            "vllm:num_requests_running", "Number of requests in model execution batches."
+        )
+        self.waiting = self._gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
+        self.waiting_by_reason = self._gauge(
+            "vllm:num_requests_waiting_by_reason",
+            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling "
+            "capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked "
+            "status). Sum of all reasons equals vllm:num_requests_waiting.",
+            ["reason"],
+        )
+        self.sleep_state = self._gauge(
+            "vllm:engine_sleep_state",
+            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; "
+            "weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+            ["sleep_state"],
+        )
+        self.kv_usage = self._gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")
+        self.prefix_queries = self._counter(
+            "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
+        )
+        self.prefix_hits = self._counter(
+            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
+        )
+        ext = "from KV connector cross-instance cache sharing, in terms of number of"
+        self._counter(
+            "vllm:external_prefix_cache_queries", f"External prefix cache queries {ext} queried tokens."
+        )
+        self._counter("vllm:external_prefix_cache_hits", f"External prefix cache hits {ext} cached tokens.")
+        self._counter(
+            "vllm:mm_cache_queries", "Multi-modal cache queries, in terms of number of queried items."
+        )
+        self._counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
+        self._counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
+
+    def _token_and_request_series(self) -> tuple[Counter, Counter]:
+        """Token counters, finished requests and admission rejections (returned, with the cached
+        prompt tokens by source, for their children)."""
+        self.prompt_tokens = self._counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
+        self.prompt_by_source = self._counter(
+            "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", ["source"]
+        )
+        self._counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).")
+        cached_by_source = self._counter(
+            "vllm:prompt_tokens_cached_by_source",
+            "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), host "
+            "(offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or "
+            "external_unspecified. Counted at admission; sums to vllm:prefix_cache_hits + "
+            "vllm:external_prefix_cache_hits.",
+            ["source"],
+        )
+        self.generation_tokens = self._counter(
+            "vllm:generation_tokens", "Number of generation tokens processed."
+        )
+        self.request_success = self._counter(
+            "vllm:request_success", "Count of successfully processed requests.", ["finished_reason"]
+        )
+        rejections = Counter(
+            "vllm:admission_rejections",
+            "Number of admission attempts rejected by a queue limit, by reason.",
+            labelnames=["model_name", "reason"],
+            registry=self.registry,
+        )
+        return cached_by_source, rejections
+
+    def _request_histograms(self, max_model_len: int) -> None:
+        """Per-request and per-step histograms (token buckets up to the model's length)."""
+        token_buckets = build_1_2_5_buckets(max_model_len)
+        self.req_prompt_tokens = self._hist(
+            "vllm:request_prompt_tokens", "Number of prefill tokens processed.", token_buckets
+        )
+        self.req_generation_tokens = self._hist(
+            "vllm:request_generation_tokens", "Number of generation tokens processed.", token_buckets
+        )
+        self.iteration_tokens = self._hist(
+            "vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", ITERATION_BUCKETS
+        )
+        self.req_max_gen = self._hist(
+            "vllm:request_max_num_generation_tokens",
+            "Histogram of maximum number of requested generation tokens.",
+            token_buckets,
+        )
+        self.req_n = self._hist(
+            "vllm:request_params_n", "Histogram of the n request parameter.", (1, 2, 5, 10, 20)
+        )
+        self.req_max_tokens = self._hist(
+            "vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", token_buckets
+        )
+        self.ttft = self._hist(
+            "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS
+        )
+        self.itl = self._hist(
+            "vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS
+        )
+        self.tpot = self._hist(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            ITL_BUCKETS,
+        )
+        self.e2e = self._hist(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            LATENCY_BUCKETS,
+        )
+        self.queue_time = self._hist(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.inference_time = self._hist(
+            "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.prefill_time = self._hist(
+            "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.decode_time = self._hist(
+            "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.",
+            LATENCY_BUCKETS,
+        )
+        self.req_preemptions = self._hist(
+            "vllm:request_num_preemptions",
+            "Histogram of the number of times a request was preempted.",
+            (1, 2, 3, 4, 5, 10, 20),
+        )
+        self.req_kv_computed = self._hist(
+            "vllm:request_prefill_kv_computed_tokens",
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            token_buckets,
+        )
+
+    def _first_children(self, model_name: str, rejections: Counter, cached_by_source: Counter) -> None:
+        """The labelled children vLLM creates at start-up, so they export 0 before any traffic."""
         for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
             rejections.labels(model_name=model_name, reason=reason)
         for reason in ("capacity", "deferred"):
-            self.waiting_by_reason.labels(**lv, reason=reason)
+            self.waiting_by_reason.labels(**self._lv, reason=reason)
         for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
-            self.sleep_state.labels(**lv, sleep_state=state).set(value)
+            self.sleep_state.labels(**self._lv, sleep_state=state).set(value)
         for source in ("local_compute", "local_cache_hit", "external_kv_transfer"):
-            self.prompt_by_source.labels(**lv, source=source)
+            self.prompt_by_source.labels(**self._lv, source=source)
         for source in ("device", "host", "p2p", "disk", "external_unspecified"):
-            cached_by_source.labels(**lv, source=source)
+            cached_by_source.labels(**self._lv, source=source)
         for reason in FINISHED_REASONS:
-            self.request_success.labels(**lv, finished_reason=reason)
+            self.request_success.labels(**self._lv, finished_reason=reason)
 
     # -- updates, named after the vLLM events that make them --------------------------------------
     def observe_draft(self, num_draft_tokens: int, num_accepted: int) -> None:

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.config import AppConfig
 from mtpwatch.core.launch import process
 from mtpwatch.session.replay import ReplaySource
 from mtpwatch.ui.screens.help import HelpScreen
@@ -103,23 +103,18 @@ class MtpWatchApp(App[int]):
         *,
         autostart: bool = True,
         clock: Callable[[], float] = time.monotonic,
-        schedule: Schedule = "alternate",
-        prefill: str = "",
-        measure: MeasureSettings | None = None,
-        loop: bool = False,
         replay: ReplaySource | None = None,
-        speed: float = 1.0,
     ) -> None:
         super().__init__()
-        self.speed = speed
-        self.loop = loop
+        self.speed = config.speed
+        self.loop = config.loop
         self.replay = replay
-        self.measure = measure
+        self.measure = config.measure
         self.config = config
         self.autostart = autostart
         self.clock = clock
-        self.schedule = schedule
-        self.prefill = prefill
+        self.schedule = config.schedule
+        self.prefill = config.prefill
         self.title = config.title
         if config.display.theme:
             self.theme = config.display.theme
@@ -272,53 +267,22 @@ def make_app(
     *,
     autostart: bool = True,
     clock: Callable[[], float] = time.monotonic,
-    schedule: Schedule = "alternate",
-    prefill: str = "",
-    measure: MeasureSettings | None = None,
-    loop: bool = False,
     replay: ReplaySource | None = None,
-    speed: float = 1.0,
 ) -> MtpWatchApp:
     """Build the app (CLI, tests and screenshots share this factory).
 
     Args:
-        config: servers and display settings.
+        config: servers, display settings, the A/B schedule, measurements, prefill, loop, speed.
         autostart: start/poll servers; False leaves panels empty for injected states.
         clock: monotonic clock for every time the app measures.
-        schedule: A/B schedule, 'alternate' (ABBA, never concurrent), 'race' or 'restart'.
-        prefill: text put in the prompt box (the demo suggests a prompt).
-        measure: runs/warm-up of F6 measurements; `restart` = one server at a time.
-        loop: send the built-in prompts in turn until quit (`demo --loop`, `replay --loop`).
         replay: play this recording instead of watching servers (`mtpwatch replay`).
-        speed: the replay's starting speed.
     """
-    return MtpWatchApp(
-        config,
-        autostart=autostart,
-        clock=clock,
-        schedule=schedule,
-        prefill=prefill,
-        measure=measure,
-        loop=loop,
-        replay=replay,
-        speed=speed,
-    )
+    return MtpWatchApp(config, autostart=autostart, clock=clock, replay=replay)
 
 
-def run_app(
-    config: AppConfig,
-    *,
-    schedule: Schedule = "alternate",
-    prefill: str = "",
-    measure: MeasureSettings | None = None,
-    loop: bool = False,
-    replay: ReplaySource | None = None,
-    speed: float = 1.0,
-) -> int:
+def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
-    app = make_app(
-        config, schedule=schedule, prefill=prefill, measure=measure, loop=loop, replay=replay, speed=speed
-    )
+    app = make_app(config, replay=replay)
 
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()

@@ -53,7 +53,7 @@ async def _measure_cpu(seconds: float) -> tuple[float, float]:
             await proc.wait_healthy(url, timeout=60)
             specs.append(ServerSpec(label=label, url=url))
         display = DisplaySettings(scrape_interval_s=0.25, max_tokens=4000)
-        app = make_app(AppConfig(servers=specs, display=display, mode="ab"), schedule="race")
+        app = make_app(AppConfig(servers=specs, display=display, mode="ab", schedule="race"))
         async with app.run_test(size=(200, 50)) as pilot:
             await pilot.pause(1.0)
             screen = app.monitor

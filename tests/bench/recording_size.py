@@ -11,6 +11,7 @@ line deltas, and the filtered families with line deltas (what the recorder write
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import io
 import json
@@ -60,7 +61,7 @@ async def _run(seconds: float, path: Path, pages: list[tuple[float, int, str]]) 
             mode="ab",
             record=str(path),
         )
-        app = make_app(config, schedule="race", loop=True)
+        app = make_app(dataclasses.replace(config, schedule="race", loop=True))
         async with app.run_test(size=(120, 40)) as pilot:
             screen = app.monitor
             assert screen.loop is not None

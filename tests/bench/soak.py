@@ -281,7 +281,7 @@ class Soak:
                 ServerSpec(label="MTP on", url=self.sims[1].url),
             ]
             config = AppConfig(servers=servers, display=DisplaySettings(max_tokens=256), mode="ab")
-            app = make_app(config, schedule="race")
+            app = make_app(dataclasses.replace(config, schedule="race"))
             try:
                 async with app.run_test(size=(160, 48)) as pilot:
                     await self._drive(app, pilot)

@@ -181,6 +181,6 @@ def test_ab_restart_measures_the_sets_own_length(
     args = ["ab", "--start", E4B, "--drafter", E4B_D, "--gpu", "GB10", "--restart", "--prompts", "short"]
     res = _run(*args, *extra)
     assert res.exit_code == 0, res.output
-    ((_config, kwargs),) = no_tui
-    prompts = kwargs["measure"].prompts
+    ((config, _kwargs),) = no_tui
+    prompts = config.measure.prompts
     assert prompts and {p.max_tokens for p in prompts} == expected

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mtpwatch.charts import plots
 from mtpwatch.cli import cli
 from mtpwatch.core.ab import reportfile
 from mtpwatch.core.metrics import formulas as F
+from mtpwatch.render.charts import plots
 from mtpwatch.sim.harness import SimThread
 
 PRESET = "gemma4-e4b-gb10"

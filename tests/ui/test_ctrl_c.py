@@ -4,6 +4,7 @@ to copy there)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from textual.widgets import Input
@@ -79,7 +80,7 @@ async def test_ctrl_c_quits_the_fleet_view(wait_until: WaitUntil) -> None:
 
 async def test_ctrl_c_quits_a_replay(sim_recording: Recorded, wait_until: WaitUntil) -> None:
     source = ReplaySource.open(sim_recording.path)
-    app = make_app(source.config, replay=source, speed=16.0)
+    app = make_app(dataclasses.replace(source.config, speed=16.0), replay=source)
     async with app.run_test(size=(80, 24)) as pilot:
         assert isinstance(app.screen, ReplayScreen)
         await pilot.press("ctrl+c")

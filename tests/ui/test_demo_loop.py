@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
@@ -38,7 +39,7 @@ async def test_demo_loop_sends_prompt_after_prompt_to_both_servers(wait_until: W
             display=DisplaySettings(max_tokens=16),
             mode="ab",
         )
-        app = make_app(config, loop=True, prefill=SAMPLE_PROMPT)
+        app = make_app(dataclasses.replace(config, loop=True, prefill=SAMPLE_PROMPT))
         async with app.run_test(size=(80, 24)) as pilot:
             screen = app.monitor
             assert screen.loop is not None

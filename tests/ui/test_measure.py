@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
             display=FAST,
             mode="ab",
         )
-        app = make_app(config, measure=MeasureSettings(runs=4, warmup=1))
+        app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=4, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
             monitor = app.monitor
             await wait_until(
@@ -60,7 +61,7 @@ async def test_escape_cancels_measurement_and_keeps_pairs(wait_until: WaitUntil)
             display=FAST,
             mode="ab",
         )
-        app = make_app(config, measure=MeasureSettings(runs=40, warmup=1))
+        app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=40, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
             monitor = app.monitor
             await wait_until(
@@ -143,9 +144,11 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
     try:
         prompts = (measurement_prompt("one two three", 16),)
         app = make_app(
-            _restart_config(),
-            schedule="restart",
-            measure=MeasureSettings(runs=3, warmup=1, restart=True, prompts=prompts),
+            dataclasses.replace(
+                _restart_config(),
+                schedule="restart",
+                measure=MeasureSettings(runs=3, warmup=1, restart=True, prompts=prompts),
+            )
         )
         async with app.run_test(size=(200, 50)) as pilot:
             monitor = app.monitor

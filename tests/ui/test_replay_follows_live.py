@@ -3,6 +3,7 @@ playback (a seek does not freeze it; at the end the streaming arm shows its own 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -96,7 +97,7 @@ async def test_the_replayed_panel_follows_playback_after_a_seek(
     """After a seek the panel goes on following the recording's clock: paused at three moments of
     playback, it shows the feed's view at that moment (not the one drawn at the seek)."""
     source = ReplaySource.open(sim_recording.path)
-    app = make_app(source.config, replay=source, speed=0.5)
+    app = make_app(dataclasses.replace(source.config, speed=0.5), replay=source)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.monitor
         assert isinstance(screen, ReplayScreen)
@@ -139,7 +140,7 @@ async def test_at_the_end_the_streaming_arm_shows_its_stream(
     live_b = [rows for t, i, _, rows in recorded.shown if i == 1 and t <= quit_t]
     live_last = live_b[-1]
     source = ReplaySource.open(recorded.path)
-    app = make_app(source.config, replay=source, speed=2.0)
+    app = make_app(dataclasses.replace(source.config, speed=2.0), replay=source)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.monitor
         assert isinstance(screen, ReplayScreen)

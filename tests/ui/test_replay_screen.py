@@ -3,6 +3,7 @@ jump to a prompt, speed and the time shown."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
     sim_recording: Recorded, wait_until: WaitUntil
 ) -> None:
     source = ReplaySource.open(sim_recording.path)
-    app = make_app(source.config, replay=source, speed=16.0)
+    app = make_app(dataclasses.replace(source.config, speed=16.0), replay=source)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.monitor
         assert isinstance(screen, ReplayScreen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,9 @@ async def test_ctrl_s_and_exit_save_the_measurement(
             display=FAST,
             mode="ab",
         )
-        app = make_app(config, measure=MeasureSettings(runs=3, warmup=1, save_path=str(on_exit)))
+        app = make_app(
+            dataclasses.replace(config, measure=MeasureSettings(runs=3, warmup=1, save_path=str(on_exit)))
+        )
         async with app.run_test(size=(160, 48)) as pilot:
             monitor = app.monitor
             await wait_until(

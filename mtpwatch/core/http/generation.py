@@ -227,6 +227,21 @@ class StreamEvent:
     """llama-server's `timings` on this chunk (the final one; every one with `timings_per_token`)."""
 
 
+def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
+    """(text, reasoning, whether the chunk is output) of a completions or chat choice."""
+    delta = choice.get("delta")
+    if delta is None:  # /v1/completions
+        return choice.get("text") or "", "", True
+    content = delta.get("content")
+    text = content or ""
+    reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
+    # As `vllm bench serve`: the role-only first chunk is no output; an empty content
+    # string without a role is (it advances the last-token time).
+    if "role" in delta:
+        return text, reasoning, bool(text or reasoning or delta.get("tool_calls"))
+    return text, reasoning, content is not None or bool(reasoning) or bool(delta.get("tool_calls"))
+
+
 class ChunkDecoder:
     """SSE payload → `StreamEvent`, holding the running token count of one stream (hot path)."""
 
@@ -265,6 +280,23 @@ class ChunkDecoder:
                 f"the server sent a stream event of unexpected shape: {one_line(str(obj), 80)!r}"
             ) from exc
 
+    def _final_usage(
+        self, obj: dict[str, Any], t: float, ct: int, timings: LlamaTimings | None
+    ) -> StreamEvent:
+        """The final usage chunk (no choices): the exact total, whatever the chunks said, and
+        vLLM's per-request spec metrics when it sends them."""
+        self.count = ct
+        self.exact = True
+        metrics = obj.get("metrics")
+        spec = (
+            RequestSpecMetrics.from_json(metrics.get("speculative_decoding"))
+            if isinstance(metrics, dict)
+            else None
+        )
+        return StreamEvent(
+            t, "", 0, ct, output=False, prompt_tokens=self.prompt_tokens, spec_metrics=spec, timings=timings
+        )
+
     def _decode(self, obj: dict[str, Any], t: float) -> StreamEvent | None:
         usage = obj.get("usage")
         ct: int | None = None
@@ -285,45 +317,11 @@ class ChunkDecoder:
                     final_usage = True  # llama-server's last chunk: choices + usage + timings
         choices = obj.get("choices")
         if not choices:
-            if ct is None:
-                return None
-            # The final usage chunk: the exact total, whatever the chunks said.
-            self.count = ct
-            self.exact = True
-            metrics = obj.get("metrics")
-            spec = (
-                RequestSpecMetrics.from_json(metrics.get("speculative_decoding"))
-                if isinstance(metrics, dict)
-                else None
-            )
-            return StreamEvent(
-                t,
-                "",
-                0,
-                ct,
-                output=False,
-                prompt_tokens=self.prompt_tokens,
-                spec_metrics=spec,
-                timings=timings,
-            )
+            return None if ct is None else self._final_usage(obj, t, ct, timings)
         choice = choices[0]
         if choice.get("index", 0) != 0:
             return None  # n > 1 is not used; only the first choice is followed
-        delta = choice.get("delta")
-        reasoning = ""
-        if delta is None:  # /v1/completions
-            text = choice.get("text") or ""
-            output = True
-        else:
-            content = delta.get("content")
-            text = content or ""
-            reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
-            # As `vllm bench serve`: the role-only first chunk is no output; an empty content
-            # string without a role is (it advances the last-token time).
-            if "role" in delta:
-                output = bool(text or reasoning or delta.get("tool_calls"))
-            else:
-                output = content is not None or bool(reasoning) or bool(delta.get("tool_calls"))
+        text, reasoning, output = _text_of(choice)
         ids = choice.get("token_ids")
         finish = choice.get("finish_reason")
         if finish is not None:

@@ -335,18 +335,49 @@ def plan_memory(
             own ``--gpu-memory-utilization`` (vLLM's default 0.9 each cannot both start).
     """
     if gpu is None:
-        sized = all(flags.gpu_memory_utilization is not None for _, _, flags in servers)
-        if together and len(servers) > 1 and not sized:
-            raise NoGpuMemoryError(NO_GPU_MEMORY)
-        bare = tuple(ServerPlan(label, need, flags.gpu_memory_utilization) for label, need, flags in servers)
-        why = "no GPU to plan for"
-        if together and len(servers) > 1:
-            why += "; the shares are your --gpu-memory-utilization"
-        return MemoryPlan(None, bare, "alternate" if together else "restart", why)
+        return _unplanned(servers, together)
     total, usable = gpu.total_bytes, gpu.free_bytes - _margin(gpu)
     free_s = f"{fmt_gib(gpu.free_bytes)} GiB free of {fmt_gib(gpu.total_bytes)}"
+    _check_each_fits(gpu, servers, usable, free_s)
+    if not together or len(servers) < 2:
+        why = "one server at a time" if len(servers) > 1 else "one server"
+        return MemoryPlan(
+            gpu, _alone(servers, total, usable), "restart" if len(servers) > 1 else "alternate", why
+        )
+    plans, wanted, user_fixed = _together(gpu, servers, total, usable)
+    if plans is not None:
+        shares = " + ".join(f"{p.utilization:g}" for p in plans)
+        return MemoryPlan(
+            gpu, tuple(plans), "alternate", f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s})"
+        )
+    reason = (
+        f"both at once need {fmt_gib(wanted)} GiB"
+        + (" (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if user_fixed else "")
+        + f" but the GPU has {free_s}"
+    )
+    if not restart_allowed:
+        raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
+    return MemoryPlan(gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time")
 
-    # Alone: every server must fit the free memory by itself.
+
+_Servers = Sequence[tuple[str, ServerNeed | None, MemoryFlags]]
+
+
+def _unplanned(servers: _Servers, together: bool) -> MemoryPlan:
+    """No GPU to plan for: the user's shares as given; twins need one each."""
+    sized = all(flags.gpu_memory_utilization is not None for _, _, flags in servers)
+    if together and len(servers) > 1 and not sized:
+        raise NoGpuMemoryError(NO_GPU_MEMORY)
+    bare = tuple(ServerPlan(label, need, flags.gpu_memory_utilization) for label, need, flags in servers)
+    why = "no GPU to plan for"
+    if together and len(servers) > 1:
+        why += "; the shares are your --gpu-memory-utilization"
+    return MemoryPlan(None, bare, "alternate" if together else "restart", why)
+
+
+def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: str) -> None:
+    """Alone: every server must fit the free memory by itself, and the user's share too."""
+    total = gpu.total_bytes
     for label, need, flags in servers:
         if need is not None and need.total > usable:
             raise PlanError(
@@ -367,23 +398,26 @@ def plan_memory(
                 "share can be planned; give --gpu-memory-utilization for it"
             )
 
-    def alone() -> tuple[ServerPlan, ...]:
-        out = []
-        for label, need, flags in servers:
-            if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None:
-                out.append(_with_user(label, need, flags, total))
-                continue
-            util = min(DEFAULT_UTILIZATION, _floor2(usable / total))
-            if need is not None and util * total < need.total:
-                util = _ceil2(need.total / total)  # above vLLM's default, still within what is free
-            out.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
-        return tuple(out)
 
-    if not together or len(servers) < 2:
-        why = "one server at a time" if len(servers) > 1 else "one server"
-        return MemoryPlan(gpu, alone(), "restart" if len(servers) > 1 else "alternate", why)
+def _alone(servers: _Servers, total: float, usable: float) -> tuple[ServerPlan, ...]:
+    """One server at a time: each its own share of what is free (the user's where given)."""
+    out = []
+    for label, need, flags in servers:
+        if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None:
+            out.append(_with_user(label, need, flags, total))
+            continue
+        util = min(DEFAULT_UTILIZATION, _floor2(usable / total))
+        if need is not None and util * total < need.total:
+            util = _ceil2(need.total / total)  # above vLLM's default, still within what is free
+        out.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
+    return tuple(out)
 
-    # Together: the user's shares are fixed; the rest split what is left.
+
+def _together(
+    gpu: GpuMemory, servers: _Servers, total: float, usable: float
+) -> tuple[list[ServerPlan] | None, float, bool]:
+    """Together: the user's shares are fixed; the rest split what is left. (The plans, or None when
+    they do not fit; the bytes both need; whether any share is the user's.)"""
     fixed = [
         _with_user(label, need, flags, total)
         for label, need, flags in servers
@@ -394,41 +428,28 @@ def plan_memory(
     open_ = [(label, need) for label, need, flags in servers if label not in fixed_by_label]
     open_need = sum(need.total for _, need in open_ if need is not None)
     left = usable - fixed_held
-    fits = left >= open_need
-    plans: list[ServerPlan] = []
-    if fits:
-        extra = (left - open_need) / max(1, len(open_))
-        for label, need, _flags in servers:
-            if label in fixed_by_label:
-                plans.append(fixed_by_label[label])
-                continue
-            assert need is not None
-            util = _floor2((need.total + extra) / total)
-            if util * total < need.total:
-                util = _ceil2(need.total / total)
-            util = min(util, DEFAULT_UTILIZATION)
-            plans.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
-        # vLLM checks each start against what is free then: the later ones see less.
-        held = 0.0
-        for p in plans:
-            if p.asks(total) > gpu.free_bytes - held:
-                fits = False
-                break
-            held += p.takes(total)
-    if fits:
-        shares = " + ".join(f"{p.utilization:g}" for p in plans)
-        return MemoryPlan(
-            gpu, tuple(plans), "alternate", f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s})"
-        )
     wanted = fixed_held + open_need
-    reason = (
-        f"both at once need {fmt_gib(wanted)} GiB"
-        + (" (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if fixed else "")
-        + f" but the GPU has {free_s}"
-    )
-    if not restart_allowed:
-        raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
-    return MemoryPlan(gpu, alone(), "restart", f"{reason}: one server at a time")
+    if left < open_need:
+        return None, wanted, bool(fixed)
+    plans: list[ServerPlan] = []
+    extra = (left - open_need) / max(1, len(open_))
+    for label, need, _flags in servers:
+        if label in fixed_by_label:
+            plans.append(fixed_by_label[label])
+            continue
+        assert need is not None
+        util = _floor2((need.total + extra) / total)
+        if util * total < need.total:
+            util = _ceil2(need.total / total)
+        util = min(util, DEFAULT_UTILIZATION)
+        plans.append(ServerPlan(label, need, util, None, ("--gpu-memory-utilization", f"{util:g}")))
+    # vLLM checks each start against what is free then: the later ones see less.
+    held = 0.0
+    for p in plans:
+        if p.asks(total) > gpu.free_bytes - held:
+            return None, wanted, bool(fixed)
+        held += p.takes(total)
+    return plans, wanted, bool(fixed)
 
 
 def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:

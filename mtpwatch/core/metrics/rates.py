@@ -169,11 +169,7 @@ def delta_rates(
     accepted = _pos(after.accepted - base.accepted)
     gen = _pos(after.generation_tokens - base.generation_tokens)
     prompt = _pos(after.prompt_tokens - base.prompt_tokens)
-    k = len(after.accepted_per_pos)
-    prev_pos = base.accepted_per_pos
-    per_pos_delta = tuple(
-        _pos(after.accepted_per_pos[i] - (prev_pos[i] if i < len(prev_pos) else 0.0)) for i in range(k)
-    )
+    per_pos_delta = _per_pos_delta(base.accepted_per_pos, after.accepted_per_pos)
 
     mal = F.mean_acceptance_length(accepted, drafts)
     per_position = F.per_position_marginal(per_pos_delta, drafts)
@@ -188,23 +184,10 @@ def delta_rates(
     finished = _pos(sum(after.request_success.values()) - sum(base.request_success.values()))
 
     rate_dt = dt_s if dt_s is not None and dt_s > 0 else None
-    steps: float | None = None
-    source: StepsSource = "none"
+    steps, source = _steps_per_s(after.speculative, drafts, itl_count, iter_count, rate_dt, max_running)
     read_bps: float | None = None
-    if rate_dt is not None:
-        single = max_running is not None and max_running <= 1
-        if single and after.speculative and drafts > 0:
-            steps, source = drafts / rate_dt, "drafts"
-        elif single and itl_count > 0:
-            steps, source = itl_count / rate_dt, "itl"
-        elif iter_count > 0:
-            # Several requests: drafts and ITL count once per request per step; iteration_tokens once
-            # per engine step (per API server).
-            steps, source = iter_count / rate_dt, "iteration_tokens"
-        elif itl_count > 0:
-            steps, source = itl_count / rate_dt, "itl"
-        if after.estimated_read_bytes is not None:
-            read_bps = _pos(after.estimated_read_bytes - (base.estimated_read_bytes or 0.0)) / rate_dt
+    if rate_dt is not None and after.estimated_read_bytes is not None:
+        read_bps = _pos(after.estimated_read_bytes - (base.estimated_read_bytes or 0.0)) / rate_dt
 
     return Rates(
         window_label=label,
@@ -238,6 +221,38 @@ def delta_rates(
         max_running=max_running,
         read_bytes_per_s=read_bps,
     )
+
+
+def _per_pos_delta(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
+    """Accepted tokens per draft position between two pages (a position new on `after` counts from 0)."""
+    return tuple(_pos(after[i] - (before[i] if i < len(before) else 0.0)) for i in range(len(after)))
+
+
+def _steps_per_s(
+    speculative: bool | None,
+    drafts: float,
+    itl_count: float,
+    iter_count: float,
+    rate_dt: float | None,
+    max_running: float | None,
+) -> tuple[float | None, StepsSource]:
+    """Engine steps per second and which counter says so: with one request running, drafts (with
+    speculation) or ITL observations; with several, iteration_tokens (once per engine step, per API
+    server), else ITL."""
+    if rate_dt is None:
+        return None, "none"
+    single = max_running is not None and max_running <= 1
+    if single and speculative and drafts > 0:
+        return drafts / rate_dt, "drafts"
+    if single and itl_count > 0:
+        return itl_count / rate_dt, "itl"
+    if iter_count > 0:
+        # Several requests: drafts and ITL count once per request per step; iteration_tokens once
+        # per engine step (per API server).
+        return iter_count / rate_dt, "iteration_tokens"
+    if itl_count > 0:
+        return itl_count / rate_dt, "itl"
+    return None, "none"
 
 
 def attribute(running: Iterable[float | None]) -> Scope:

@@ -272,13 +272,7 @@ def snapshot_from_samples(
         MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
     """
     if schema is None:
-        schema = "none"
-        for s in samples:
-            if s.name.startswith("vllm:"):
-                schema = "vllm"
-                break
-            if s.name.startswith("llamacpp:"):
-                schema = "llamacpp"  # keep looking: a vllm: sample anywhere wins
+        schema = _schema_of(samples)
     if schema == "none":
         if model is not None:
             raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
@@ -288,20 +282,13 @@ def snapshot_from_samples(
     counter_map = _COUNTERS[schema]
     gauge_map = _GAUGES[schema]
     plen = len(prefix)
-
-    sums: dict[str, float] = {}
-    gauges: dict[str, float] = {}
-    per_pos: dict[int, float] = {}
-    hists: dict[str, _HistAcc] = {}
-    success: dict[str, float] = {}
-    engines: dict[str, None] = {}
-    cache_config: dict[str, str] = {}
-    created_by: dict[str, float] = {}
-    spec_seen = False
+    acc = _Fold()
+    sums, gauges, per_pos, engines = acc.sums, acc.gauges, acc.per_pos, acc.engines
     # A series that appears twice would be summed twice (doubled drafts, wrong mean acceptance
     # length); the exposition format forbids it, so say so instead of showing wrong numbers.
     seen_series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
+    # One pass, the common families inline (this runs on every scrape); the rest in _fold_other.
     for s in samples:
         name = s.name
         if not name.startswith(prefix):
@@ -318,17 +305,16 @@ def snapshot_from_samples(
         engine = labels.get("engine")
         if engine is not None and short != "cache_config_info":
             engines.setdefault(engine, None)
-        value = s.value
         key = counter_map.get(short)
         if key is not None:
             _check_finite(s)
-            sums[key] = sums.get(key, 0.0) + value
+            sums[key] = sums.get(key, 0.0) + s.value
             if key == "drafts":
-                spec_seen = True
+                acc.spec_seen = True
             continue
         key = gauge_map.get(short)
         if key is not None:
-            gauges[key] = gauges.get(key, 0.0) + value
+            gauges[key] = gauges.get(key, 0.0) + s.value
             continue
         if short == _PER_POS:
             try:
@@ -336,78 +322,128 @@ def snapshot_from_samples(
             except ValueError:
                 continue
             _check_finite(s)
-            per_pos[pos] = per_pos.get(pos, 0.0) + value
+            per_pos[pos] = per_pos.get(pos, 0.0) + s.value
             continue
-        if short in _CREATED:
-            # The oldest engine's creation time; any change between scrapes is a restart.
-            seen = created_by.get(short)
-            created_by[short] = value if seen is None else min(seen, value)
-            continue
-        if short == "request_success_total":
-            _check_finite(s)
-            reason = labels.get("finished_reason", "")
-            success[reason] = success.get(reason, 0.0) + value
-            continue
-        if short == "cache_config_info":
-            if not cache_config:
-                cache_config = {k: v for k, v in labels.items() if k != "engine"}
-            continue
-        base, _, part = short.rpartition("_")
-        hist_key = _HISTOGRAMS.get(base)
-        if hist_key is None:
-            continue
-        if part in ("count", "sum", "bucket"):
-            _check_finite(s)
-        acc = hists.get(hist_key)
-        if acc is None:
-            acc = hists[hist_key] = _HistAcc()
-        if part == "count":
-            acc.count += value
-        elif part == "sum":
-            acc.sum += value
-        elif part == "bucket":
-            try:
-                le = float(labels.get("le", ""))
-            except ValueError:
-                continue
-            acc.buckets[le] = acc.buckets.get(le, 0.0) + value
+        _fold_other(acc, short, labels, s)
+    return acc.snapshot(schema, chosen, models)
 
-    created = created_by.get(_CREATED[0], created_by.get(_CREATED[1]))
-    k = (max(per_pos) + 1) if per_pos else 0
-    accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
-    # llama.cpp exports the spec counters whether or not a draft model is loaded.
-    speculative = (bool(per_pos) or sums.get("draft_tokens", 0.0) > 0) if schema == "llamacpp" else spec_seen
-    kv = _finite_or_none(gauges.get("kv_cache_usage"))
-    running = _finite_or_none(gauges.get("requests_running"))
-    waiting = _finite_or_none(gauges.get("requests_waiting"))
-    if kv is not None and len(engines) > 1:
-        kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
-    return MetricsSnapshot(
-        schema=schema,
-        model=chosen,
-        models=models,
-        engines=tuple(engines),
-        speculative=speculative,
-        num_speculative_tokens=len(per_pos),
-        drafts=sums.get("drafts", 0.0),
-        draft_tokens=sums.get("draft_tokens", 0.0),
-        accepted=sums.get("accepted", 0.0),
-        accepted_per_pos=accepted_per_pos,
-        generation_tokens=sums.get("generation_tokens", 0.0),
-        prompt_tokens=sums.get("prompt_tokens", 0.0),
-        iteration_tokens=hists["iteration_tokens"].freeze() if "iteration_tokens" in hists else None,
-        ttft=hists["ttft"].freeze() if "ttft" in hists else None,
-        itl=hists["itl"].freeze() if "itl" in hists else None,
-        tpot=hists["tpot"].freeze() if "tpot" in hists else None,
-        e2e=hists["e2e"].freeze() if "e2e" in hists else None,
-        requests_running=running,
-        requests_waiting=waiting,
-        kv_cache_usage=kv,
-        request_success=MappingProxyType(success),
-        created=created,
-        estimated_read_bytes=sums.get("estimated_read_bytes"),
-        cache_config=MappingProxyType(cache_config),
+
+def _schema_of(samples: list[Sample]) -> Schema:
+    """'vllm' if any sample is vLLM's, else 'llamacpp' if any is llama.cpp's, else 'none'."""
+    schema: Schema = "none"
+    for s in samples:
+        if s.name.startswith("vllm:"):
+            return "vllm"
+        if s.name.startswith("llamacpp:"):
+            schema = "llamacpp"  # keep looking: a vllm: sample anywhere wins
+    return schema
+
+
+class _Fold:
+    """What one page adds up to, per family, before it becomes a `MetricsSnapshot`."""
+
+    __slots__ = (
+        "cache_config",
+        "created_by",
+        "engines",
+        "gauges",
+        "hists",
+        "per_pos",
+        "spec_seen",
+        "success",
+        "sums",
     )
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.gauges: dict[str, float] = {}
+        self.per_pos: dict[int, float] = {}
+        self.hists: dict[str, _HistAcc] = {}
+        self.success: dict[str, float] = {}
+        self.engines: dict[str, None] = {}
+        self.cache_config: dict[str, str] = {}
+        self.created_by: dict[str, float] = {}
+        self.spec_seen = False
+
+    def snapshot(self, schema: Schema, chosen: str | None, models: tuple[str, ...]) -> MetricsSnapshot:
+        sums, gauges, per_pos, hists, engines = self.sums, self.gauges, self.per_pos, self.hists, self.engines
+        created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
+        k = (max(per_pos) + 1) if per_pos else 0
+        accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
+        # llama.cpp exports the spec counters whether or not a draft model is loaded.
+        speculative = (
+            (bool(per_pos) or sums.get("draft_tokens", 0.0) > 0) if schema == "llamacpp" else self.spec_seen
+        )
+        kv = _finite_or_none(gauges.get("kv_cache_usage"))
+        running = _finite_or_none(gauges.get("requests_running"))
+        waiting = _finite_or_none(gauges.get("requests_waiting"))
+        if kv is not None and len(engines) > 1:
+            kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
+        return MetricsSnapshot(
+            schema=schema,
+            model=chosen,
+            models=models,
+            engines=tuple(engines),
+            speculative=speculative,
+            num_speculative_tokens=len(per_pos),
+            drafts=sums.get("drafts", 0.0),
+            draft_tokens=sums.get("draft_tokens", 0.0),
+            accepted=sums.get("accepted", 0.0),
+            accepted_per_pos=accepted_per_pos,
+            generation_tokens=sums.get("generation_tokens", 0.0),
+            prompt_tokens=sums.get("prompt_tokens", 0.0),
+            iteration_tokens=hists["iteration_tokens"].freeze() if "iteration_tokens" in hists else None,
+            ttft=hists["ttft"].freeze() if "ttft" in hists else None,
+            itl=hists["itl"].freeze() if "itl" in hists else None,
+            tpot=hists["tpot"].freeze() if "tpot" in hists else None,
+            e2e=hists["e2e"].freeze() if "e2e" in hists else None,
+            requests_running=running,
+            requests_waiting=waiting,
+            kv_cache_usage=kv,
+            request_success=MappingProxyType(self.success),
+            created=created,
+            estimated_read_bytes=sums.get("estimated_read_bytes"),
+            cache_config=MappingProxyType(self.cache_config),
+        )
+
+
+def _fold_other(acc: _Fold, short: str, labels: dict[str, str], s: Sample) -> None:
+    """The families past counters, gauges and per-position counts: `_created` times, finished
+    requests, the cache config and the histograms; anything else is ignored."""
+    value = s.value
+    if short in _CREATED:
+        # The oldest engine's creation time; any change between scrapes is a restart.
+        seen = acc.created_by.get(short)
+        acc.created_by[short] = value if seen is None else min(seen, value)
+        return
+    if short == "request_success_total":
+        _check_finite(s)
+        reason = labels.get("finished_reason", "")
+        acc.success[reason] = acc.success.get(reason, 0.0) + value
+        return
+    if short == "cache_config_info":
+        if not acc.cache_config:
+            acc.cache_config.update((k, v) for k, v in labels.items() if k != "engine")
+        return
+    base, _, part = short.rpartition("_")
+    hist_key = _HISTOGRAMS.get(base)
+    if hist_key is None:
+        return
+    if part in ("count", "sum", "bucket"):
+        _check_finite(s)
+    h = acc.hists.get(hist_key)
+    if h is None:
+        h = acc.hists[hist_key] = _HistAcc()
+    if part == "count":
+        h.count += value
+    elif part == "sum":
+        h.sum += value
+    elif part == "bucket":
+        try:
+            le = float(labels.get("le", ""))
+        except ValueError:
+            return
+        h.buckets[le] = h.buckets.get(le, 0.0) + value
 
 
 def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:

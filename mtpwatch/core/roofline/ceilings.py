@@ -187,72 +187,21 @@ def compute_roofline(
     Raises:
         ValueError: a negative or impossible input.
     """
-    if peak_gbps <= 0:
-        raise ValueError("peak bandwidth must be > 0 GB/s")
-    if k < 0 or batch < 1 or context < 0:
-        raise ValueError("k and context must be >= 0 and batch >= 1")
-    if acceptance_rate is not None and not 0.0 <= acceptance_rate <= 1.0:
-        raise ValueError("acceptance rate must be within 0..1")
-    if mean_acceptance_length is not None and not 1.0 <= mean_acceptance_length <= k + 1 + 1e-9:
-        raise ValueError(f"mean acceptance length must be within 1..k+1 = {k + 1}")
-
-    if k == 0:
-        tau, tau_source = 1.0, "baseline (k = 0)"
-    elif mean_acceptance_length is not None:
-        tau, tau_source = mean_acceptance_length, "given"
-    elif acceptance_rate is not None:
-        tau, tau_source = 1.0 + acceptance_rate * k, "given"
-    else:
-        tau, tau_source = float(k + 1), "assumed: every draft accepted (upper bound)"
-
+    _check_inputs(peak_gbps, k, batch, context, acceptance_rate, mean_acceptance_length)
+    tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
     step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)
     base = bytes_per_step(spec, 0, context, None, batch)
-    bw = peak_gbps * GB
-    ceiling_base = batch * bw / base.total
-    ceiling_steps = bw / step.total
-    ceiling_spec = tau * batch * ceiling_steps
-    acceptance_term = tau
-    bandwidth_term = ceiling_spec / ceiling_base
-    bandwidth_naive = tau  # naive: verify step priced like a plain step
-
-    compute_term = compute_naive = None
-    if peak_tflops:
-        flops_k = step_flops(spec, k, context, drafter, batch, draft_passes)
-        flops_k_naive = step_flops(spec, k, context, None, batch, None)
-        compute_term = tau * (peak_tflops * 1e12 / flops_k) * batch / ceiling_base
-        compute_naive = tau * (peak_tflops * 1e12 / flops_k_naive) * batch / ceiling_base
-
-    terms: dict[Binding, float] = {"acceptance": acceptance_term, "bandwidth": bandwidth_term}
-    if compute_term is not None:
-        terms["compute"] = compute_term
-    binding: Binding = min(terms, key=lambda t: terms[t])
-    if binding == "bandwidth" and bandwidth_term >= _ACCEPTANCE_TOLERANCE * acceptance_term:
-        binding = "acceptance"
-    bound = min(terms.values())
-    naive_terms = [acceptance_term, bandwidth_naive] + ([compute_naive] if compute_naive is not None else [])
-    bound_naive = min(naive_terms)
-
-    if steps_per_s is None and tok_s is not None:
-        steps_per_s = tok_s / (tau * batch)
-    effective = pct_peak = pct_ceiling = None
-    if steps_per_s is not None:
-        effective = steps_per_s * step.total / GB
-        pct_peak = 100.0 * effective / peak_gbps
-    if tok_s is not None:
-        pct_ceiling = 100.0 * tok_s / (ceiling_spec if k else ceiling_base)
-
-    summary = _summary(
-        gpu=gpu,
-        peak_gbps=peak_gbps,
-        k=k,
-        tau=tau,
-        step=step,
-        base=base,
-        binding=binding,
-        bound=bound,
-        effective=effective,
-        pct_peak=pct_peak,
+    ceiling_base, ceiling_steps, ceiling_spec = _ceilings(step, base, peak_gbps, tau, batch)
+    bandwidth_term = ceiling_spec / ceiling_base  # the naive rule prices a verify step like a plain one: τ
+    compute_term, compute_naive = _compute_terms(
+        spec, k, context, drafter, batch, draft_passes, peak_tflops, tau, ceiling_base
     )
+    binding, bound, bound_naive = _binding(tau, bandwidth_term, tau, compute_term, compute_naive)
+    steps_per_s = tok_s / (tau * batch) if steps_per_s is None and tok_s is not None else steps_per_s
+    effective = None if steps_per_s is None else steps_per_s * step.total / GB
+    pct_peak = None if effective is None else 100.0 * effective / peak_gbps
+    pct_ceiling = None if tok_s is None else 100.0 * tok_s / (ceiling_spec if k else ceiling_base)
+    summary = _summary(gpu, peak_gbps, k, tau, step, base, binding, bound, effective, pct_peak)
     return Roofline(
         model=spec.name,
         drafter_model=drafter.name if drafter else None,
@@ -269,9 +218,9 @@ def compute_roofline(
         ceiling_tok_s_spec=ceiling_spec,
         ceiling_steps_per_s=ceiling_steps,
         break_even_acceptance_length=step.total / base.total,
-        acceptance_term=acceptance_term,
+        acceptance_term=tau,
         bandwidth_term=bandwidth_term,
-        bandwidth_term_naive=bandwidth_naive,
+        bandwidth_term_naive=tau,
         compute_term=compute_term,
         compute_term_naive=compute_naive,
         speedup_bound=bound,
@@ -287,8 +236,74 @@ def compute_roofline(
     )
 
 
+def _check_inputs(
+    peak_gbps: float, k: int, batch: int, context: int, acceptance_rate: float | None, tau: float | None
+) -> None:
+    if peak_gbps <= 0:
+        raise ValueError("peak bandwidth must be > 0 GB/s")
+    if k < 0 or batch < 1 or context < 0:
+        raise ValueError("k and context must be >= 0 and batch >= 1")
+    if acceptance_rate is not None and not 0.0 <= acceptance_rate <= 1.0:
+        raise ValueError("acceptance rate must be within 0..1")
+    if tau is not None and not 1.0 <= tau <= k + 1 + 1e-9:
+        raise ValueError(f"mean acceptance length must be within 1..k+1 = {k + 1}")
+
+
+def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
+    """τ and where it comes from: given, from α (τ = 1 + α·k), or k + 1 as an upper bound."""
+    if k == 0:
+        return 1.0, "baseline (k = 0)"
+    if mean_acceptance_length is not None:
+        return mean_acceptance_length, "given"
+    if acceptance_rate is not None:
+        return 1.0 + acceptance_rate * k, "given"
+    return float(k + 1), "assumed: every draft accepted (upper bound)"
+
+
+def _ceilings(
+    step: StepBytes, base: StepBytes, peak_gbps: float, tau: float, batch: int
+) -> tuple[float, float, float]:
+    """Bandwidth ceilings: plain decoding's tok/s, verify steps/s, and speculative tok/s (τ per step)."""
+    bw = peak_gbps * GB
+    ceiling_base = batch * bw / base.total
+    ceiling_steps = bw / step.total
+    return ceiling_base, ceiling_steps, tau * batch * ceiling_steps
+
+
+def _compute_terms(
+    spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int | None,
+    peak_tflops: float | None, tau: float, ceiling_base: float,
+) -> tuple[float | None, float | None]:  # fmt: skip
+    """The compute term: the speed-up over plain decoding the GPU's FLOP rate allows, with the
+    drafter's FLOPs and without them (naive); (None, None) without a FLOP rate."""
+    if not peak_tflops:
+        return None, None
+    flops_k = step_flops(spec, k, context, drafter, batch, draft_passes)
+    flops_k_naive = step_flops(spec, k, context, None, batch, None)
+    compute = tau * (peak_tflops * 1e12 / flops_k) * batch / ceiling_base
+    naive = tau * (peak_tflops * 1e12 / flops_k_naive) * batch / ceiling_base
+    return compute, naive
+
+
+def _binding(
+    acceptance_term: float,
+    bandwidth_term: float,
+    bandwidth_naive: float,
+    compute_term: float | None,
+    compute_naive: float | None,
+) -> tuple[Binding, float, float]:
+    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound."""
+    terms: dict[Binding, float] = {"acceptance": acceptance_term, "bandwidth": bandwidth_term}
+    if compute_term is not None:
+        terms["compute"] = compute_term
+    binding: Binding = min(terms, key=lambda t: terms[t])
+    if binding == "bandwidth" and bandwidth_term >= _ACCEPTANCE_TOLERANCE * acceptance_term:
+        binding = "acceptance"
+    naive_terms = [acceptance_term, bandwidth_naive] + ([compute_naive] if compute_naive is not None else [])
+    return binding, min(terms.values()), min(naive_terms)
+
+
 def _summary(
-    *,
     gpu: str,
     peak_gbps: float,
     k: int,

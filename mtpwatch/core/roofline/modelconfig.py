@@ -293,25 +293,11 @@ def _dtypes(raw: Mapping[str, Any], tc: Mapping[str, Any]) -> tuple[str, str, st
     return weight, base, kv, notes
 
 
-def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
-    tc_raw = raw.get("text_config")
-    tc: Mapping[str, Any] = tc_raw if isinstance(tc_raw, Mapping) else raw
-    top_type = str(raw.get("model_type", ""))
-    model_type = str(tc.get("model_type") or top_type or "unknown")
-    if _get(tc, "kv_lora_rank") is not None:
-        raise ConfigError("multi-head latent attention (DeepSeek MLA) is not modelled; use --weights-gb")
-    h = _int(tc, "hidden_size", "n_embd", "d_model")
-    n_layers = _int(tc, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(tc, "num_attention_heads", "n_head")
-    kv_heads = _int(tc, "num_key_value_heads", default=heads)
-    head_dim = _int(tc, "head_dim", default=h // heads)
-    vocab = _int(tc, "vocab_size", default=_int(raw, "vocab_size", default=0))
-    if vocab <= 0:
-        raise ConfigError("config has no 'vocab_size'")
-    layer_types = _layer_types(tc, n_layers, model_type)
-    is_assistant = "assistant" in top_type or top_type.endswith("_mtp")
-    n_shared = _int(tc, "num_kv_shared_layers", default=0)
-
+def _mlp(
+    tc: Mapping[str, Any], h: int, n_layers: int, n_shared: int
+) -> tuple[int, int, int, int, list[int], list[bool]]:
+    """(experts, experts per token, expert width, shared-expert width, dense MLP width per layer,
+    MoE per layer) from the config's MLP and MoE keys."""
     # MoE: Gemma 4 (enable_moe_block, dense MLP in parallel), Mixtral (experts are the MLP),
     # Qwen2/3-MoE (moe_intermediate_size, optional shared expert, dense layers by mlp_only_layers).
     n_exp = _int(tc, "num_experts", "num_local_experts", "n_routed_experts", default=0)
@@ -336,6 +322,29 @@ def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
                     moe_layers[i], widths[i] = True, 0
     if tc.get("use_double_wide_mlp") and n_shared:  # Gemma E2B: KV-shared layers have 2× MLP
         widths = [w * 2 if i >= n_layers - n_shared else w for i, w in enumerate(widths)]
+    return n_exp, top_k, moe_inter, shared_inter, widths, moe_layers
+
+
+def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
+    tc_raw = raw.get("text_config")
+    tc: Mapping[str, Any] = tc_raw if isinstance(tc_raw, Mapping) else raw
+    top_type = str(raw.get("model_type", ""))
+    model_type = str(tc.get("model_type") or top_type or "unknown")
+    if _get(tc, "kv_lora_rank") is not None:
+        raise ConfigError("multi-head latent attention (DeepSeek MLA) is not modelled; use --weights-gb")
+    h = _int(tc, "hidden_size", "n_embd", "d_model")
+    n_layers = _int(tc, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _int(tc, "num_attention_heads", "n_head")
+    kv_heads = _int(tc, "num_key_value_heads", default=heads)
+    head_dim = _int(tc, "head_dim", default=h // heads)
+    vocab = _int(tc, "vocab_size", default=_int(raw, "vocab_size", default=0))
+    if vocab <= 0:
+        raise ConfigError("config has no 'vocab_size'")
+    layer_types = _layer_types(tc, n_layers, model_type)
+    is_assistant = "assistant" in top_type or top_type.endswith("_mtp")
+    n_shared = _int(tc, "num_kv_shared_layers", default=0)
+
+    n_exp, top_k, moe_inter, shared_inter, widths, moe_layers = _mlp(tc, h, n_layers, n_shared)
     act = str(_get(tc, "hidden_act", "hidden_activation", "activation_function", default="silu"))
     gated = model_type not in ("gpt2", "gpt_neox", "opt", "gptj", "phi") and act != "relu"
 

@@ -133,7 +133,11 @@ class _Group:
     has_drafts_series: bool = False
 
 
-def _key(metric: Mapping[str, str]) -> tuple[str, str | None, str | None]:
+_Key = tuple[str, str | None, str | None]
+"""A row: (instance, model_name, engine)."""
+
+
+def _key(metric: Mapping[str, str]) -> _Key:
     return metric.get("instance", "?"), metric.get("model_name"), metric.get("engine")
 
 
@@ -143,6 +147,66 @@ def _value(item: Mapping[str, Any]) -> float | None:
     except (KeyError, IndexError, TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
+    """The instant queries' results gathered per (instance, model, engine)."""
+    groups: dict[_Key, _Group] = {}
+
+    def group(metric: Mapping[str, str]) -> _Group:
+        key = _key(metric)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _Group(*key)
+        return g
+
+    for item in by_name["last_sample"]:
+        metric = item.get("metric", {})
+        g = group(metric)
+        name = str(metric.get("name", ""))
+        g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
+        if name.endswith("spec_decode_num_drafts_total"):
+            g.has_drafts_series = True
+        v = _value(item)
+        if v is not None:
+            g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
+    for key in _COUNTERS:
+        for item in by_name[key]:
+            g = group(item.get("metric", {}))
+            v = _value(item)
+            if v is not None:
+                g.counters = g.counters or {}
+                g.counters[key] = v
+    for item in by_name["per_position"]:
+        metric = item.get("metric", {})
+        g = group(metric)
+        v = _value(item)
+        try:
+            pos = int(metric.get("position", ""))
+        except ValueError:
+            continue
+        if v is not None:
+            g.per_pos = g.per_pos or {}
+            g.per_pos[pos] = v
+    for key in ("running", "waiting", "kv_usage"):
+        for item in by_name[key]:
+            g = group(item.get("metric", {}))
+            v = _value(item)
+            if v is not None:
+                g.gauges = g.gauges or {}
+                g.gauges[key] = v
+    return groups
+
+
+def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
+    """Per instance: whether Prometheus's `up` says its target is down."""
+    down: dict[str, bool] = {}
+    for item in by_name["up"]:
+        inst = item.get("metric", {}).get("instance")
+        v = _value(item)
+        if inst is not None and v is not None:
+            down[inst] = v < 1
+    return down
 
 
 class PrometheusSource:
@@ -234,71 +298,9 @@ class PrometheusSource:
         names = list(q)
         results = await asyncio.gather(*(self.query(q[n], t) for n in names))
         by_name = dict(zip(names, results, strict=True))
-        groups: dict[tuple[str, str | None, str | None], _Group] = {}
-
-        def group(metric: Mapping[str, str]) -> _Group:
-            key = _key(metric)
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = _Group(*key)
-            return g
-
-        for item in by_name["last_sample"]:
-            metric = item.get("metric", {})
-            g = group(metric)
-            name = str(metric.get("name", ""))
-            g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
-            if name.endswith("spec_decode_num_drafts_total"):
-                g.has_drafts_series = True
-            v = _value(item)
-            if v is not None:
-                g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
-        for key in _COUNTERS:
-            for item in by_name[key]:
-                g = group(item.get("metric", {}))
-                v = _value(item)
-                if v is not None:
-                    g.counters = g.counters or {}
-                    g.counters[key] = v
-        for item in by_name["per_position"]:
-            metric = item.get("metric", {})
-            g = group(metric)
-            v = _value(item)
-            try:
-                pos = int(metric.get("position", ""))
-            except ValueError:
-                continue
-            if v is not None:
-                g.per_pos = g.per_pos or {}
-                g.per_pos[pos] = v
-        for key in ("running", "waiting", "kv_usage"):
-            for item in by_name[key]:
-                g = group(item.get("metric", {}))
-                v = _value(item)
-                if v is not None:
-                    g.gauges = g.gauges or {}
-                    g.gauges[key] = v
-        down: dict[str, bool] = {}
-        for item in by_name["up"]:
-            inst = item.get("metric", {}).get("instance")
-            v = _value(item)
-            if inst is not None and v is not None:
-                down[inst] = v < 1
-
-        history: dict[tuple[str, str | None, str | None], tuple[tuple[float, float], ...]] = {}
-        if history_s > 0:
-            step = max(1.0, history_s / 120)
-            for item in await self.query_range(q["tok_s"], t - history_s, t, step):
-                pts = []
-                for ts, val in item.get("values", []):
-                    try:
-                        f = float(val)
-                    except (TypeError, ValueError):
-                        continue
-                    if math.isfinite(f):
-                        pts.append((float(ts), f))
-                history[_key(item.get("metric", {}))] = tuple(pts)
-
+        groups = _groups(by_name)
+        down = _down(by_name)
+        history = await self._history(q["tok_s"], t, history_s) if history_s > 0 else {}
         per_instance: dict[str, int] = {}
         for inst, _, _ in groups:
             per_instance[inst] = per_instance.get(inst, 0) + 1
@@ -307,6 +309,24 @@ class PrometheusSource:
             g = groups[gkey]
             rows.append(self._row(g, window_s, t, per_instance[gkey[0]], down, history.get(gkey, ())))
         return mark_outliers(rows)
+
+    async def _history(
+        self, promql: str, t: float, history_s: float
+    ) -> dict[_Key, tuple[tuple[float, float], ...]]:
+        """A tok/s history per row: a range query over the last `history_s` seconds (about 120 points)."""
+        history: dict[_Key, tuple[tuple[float, float], ...]] = {}
+        step = max(1.0, history_s / 120)
+        for item in await self.query_range(promql, t - history_s, t, step):
+            pts = []
+            for ts, val in item.get("values", []):
+                try:
+                    f = float(val)
+                except (TypeError, ValueError):
+                    continue
+                if math.isfinite(f):
+                    pts.append((float(ts), f))
+            history[_key(item.get("metric", {}))] = tuple(pts)
+        return history
 
     def _row(
         self,

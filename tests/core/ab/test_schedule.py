@@ -97,8 +97,8 @@ def test_replace_spec_config() -> None:
 
 def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
     """Two pairs give [min, max] of the pairs, a 50 % interval: the table marks it and its verdict."""
-    from mtpwatch.commands.sweep_schedule import format_concurrency
     from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice, VerifyRow
+    from mtpwatch.render.schedule_table import format_concurrency
 
     weak = Cell(k=2, concurrency=4, speedup=1.07, low=1.06, high=1.09, pairs=2, rate=None,
                 baseline_rate=None, coverage=0.5)  # fmt: skip

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core import userconfig
-from mtpwatch.core.userconfig import UserConfigError
+from mtpwatch import userconfig
+from mtpwatch.userconfig import UserConfigError
 
 COMMANDS = ("attach", "bench", "snapshot", "ab")
 

@@ -25,6 +25,7 @@ from typing import Any
 from mtpwatch.core.ab import figures, reportfile
 from mtpwatch.core.ab.compare import Comparison
 from mtpwatch.core.ab.reportfile import Interval, SavedReport
+from mtpwatch.render.numbers import fixed, interval, percent, ratio, tok_s
 
 #: figure name -> one line for --help
 FIGURES: dict[str, str] = {
@@ -61,7 +62,7 @@ def load_plotext() -> ModuleType | None:
 
 
 def _fmt_ci(sp: Any) -> str:
-    return f"{sp.median:.2f}x [{sp.low:.2f}, {sp.high:.2f}] n={sp.n}"
+    return f"{interval(sp.median, sp.low, sp.high)} n={sp.n}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
@@ -185,8 +186,8 @@ def speedup_vs_length(
     ]
     if plt is None:
         rows = [
-            [f"c{p.concurrency}", str(p.length), f"{p.speedup.median:.2f}x",
-             f"[{p.speedup.low:.2f}, {p.speedup.high:.2f}]", str(p.speedup.n),
+            [f"c{p.concurrency}", str(p.length), ratio(p.speedup.median),
+             f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]", str(p.speedup.n),
              "faster" if p.speedup.low > 1 else "slower" if p.speedup.high < 1 else "not resolved"]
             for pts in sweep.values() for p in pts
         ]  # fmt: skip
@@ -231,8 +232,8 @@ def speedup_per_category(
     title = f"{report.name}: speed-up B/A per category (median, 95% CI)"
     if plt is None:
         rows = [
-            [c.category, f"{c.speedup.median:.2f}x", f"[{c.speedup.low:.2f}, {c.speedup.high:.2f}]",
-             str(c.speedup.n), "—" if c.acceptance_rate is None else f"{100 * c.acceptance_rate:.1f}%"]
+            [c.category, ratio(c.speedup.median), f"[{fixed(c.speedup.low)}, {fixed(c.speedup.high)}]",
+             str(c.speedup.n), percent(c.acceptance_rate)]
             for c in cats
         ]  # fmt: skip
         return Figure(
@@ -263,8 +264,8 @@ def rate_per_run(
         for arm, s in series.items():
             drift = _drift(report, arm)
             rows.append(
-                [ARM_NAMES.get(arm, arm), str(len(s.rate)), f"{min(s.rate):.1f}", f"{max(s.rate):.1f}",
-                 "—" if drift is None else f"{100 * drift:+.1f}%"]
+                [ARM_NAMES.get(arm, arm), str(len(s.rate)), tok_s(min(s.rate), 1), tok_s(max(s.rate), 1),
+                 percent(drift, signed=True)]
             )  # fmt: skip
         header = ["arm", "runs", "min", "max", "drift: last/first run of a prompt (median)"]
         return Figure("runs", title, _table(header, rows, width), False)
@@ -297,7 +298,7 @@ def acceptance_per_position(
                 [str(i + 1), f"{m:.3f}", "—" if cd is None else f"{cd:.3f}"]
                 for i, (m, cd) in enumerate(zip(c.marginal, c.conditional, strict=True))
             ]
-            mal = "—" if c.mean_acceptance_length is None else f"{c.mean_acceptance_length:.2f}"
+            mal = fixed(c.mean_acceptance_length)
             parts.append(f"{ARM_NAMES.get(arm, arm)} (mean acceptance length {mal})")
             parts.append(_table(["position", "marginal", "conditional"], rows, width))
         return Figure("positions", title, "\n".join(parts), False)
@@ -328,8 +329,8 @@ def speedup_vs_k(
     title = "speed-up B/A vs k (speculative tokens), one point per report (median, 95% CI; 1.0 = break-even)"
     if plt is None:
         rows = [
-            [p.name, str(p.k), f"{p.speedup.median:.2f}x", f"[{p.speedup.low:.2f}, {p.speedup.high:.2f}]",
-             str(p.speedup.n), "—" if p.mean_acceptance_length is None else f"{p.mean_acceptance_length:.2f}"]
+            [p.name, str(p.k), ratio(p.speedup.median), f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]",
+             str(p.speedup.n), fixed(p.mean_acceptance_length)]
             for p in points
         ]  # fmt: skip
         header = ["report", "k", "speed-up", "95% CI", "pairs", "acc. length"]
@@ -367,7 +368,7 @@ def comparison_figure(
     ]
     if plt is None:
         cells = [
-            [r.name, f"{iv.median:.2f}x", f"[{iv.low:.2f}, {iv.high:.2f}]", str(iv.n)]
+            [r.name, ratio(iv.median), f"[{fixed(iv.low)}, {fixed(iv.high)}]", str(iv.n)]
             for r, iv in zip(rows, intervals, strict=True)
         ]
         table = _table(["report", "speed-up", "95% CI", "pairs"], cells, width)

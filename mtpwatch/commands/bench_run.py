@@ -1,0 +1,226 @@
+"""Running one `mtpwatch bench` for the command: the run log to resume, the config, the arms, the
+run with its interrupts (what is echoed, which exit status) and the outputs at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands.connection import DEFAULT_URL
+from mtpwatch.commands.options import int_list as _int_list
+from mtpwatch.core.ab import reportio, runlog, workloads
+from mtpwatch.core.ab import session as benchsession
+from mtpwatch.core.ab.events import BenchEvent
+from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.render.bench_table import format_report
+from mtpwatch.render.charts import plots
+
+#: Options that define the bench; a resumed bench takes them from its log.
+RESUME_FIXED = (
+    "url", "ab", "prompts_spec", "limit", "runs", "warmup", "max_tokens", "lengths", "schedule", "launch_a",
+    "launch_b", "concurrency", "temperature", "chat", "model", "startup_timeout",
+)  # fmt: skip
+
+
+def target(
+    ctx: click.Context, given: benchsession.Resumed, log: runlog.RunLog | None
+) -> benchsession.Resumed:
+    """The servers and settings: the flags, or with --resume its log's; one URL, or --ab's two."""
+    t = given
+    if log is not None:
+        t = benchsession.resumed(
+            log,
+            default_url=DEFAULT_URL,
+            startup_timeout=given.startup_timeout,
+            prompts_spec=given.prompts_spec,
+            label=given.label,
+        )
+    url = t.url
+    if t.ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
+        url = None  # a configured default URL does not fight an explicit --ab
+    if url is None and t.ab is None:
+        url = DEFAULT_URL
+    if url is not None and t.ab is not None:
+        raise click.UsageError("give one URL, or --ab URL_A URL_B")
+    return dataclasses.replace(t, url=url)
+
+
+def arms_and_runner(
+    config: BenchConfig, log: runlog.RunLog | None, t: benchsession.Resumed, common: dict[str, Any]
+) -> tuple[list[HttpArm], BenchRunner]:
+    """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
+    try:
+        arms = benchsession.bench_arms(
+            url=t.url, ab=t.ab, schedule=t.schedule, launch_a=t.launch_a, launch_b=t.launch_b,
+            startup_timeout=t.startup_timeout, common=common,
+        )  # fmt: skip
+        runner = BenchRunner(
+            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
+        )
+    except BenchConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except ValueError as exc:  # a bad URL: one line, like every other command
+        raise click.ClickException(str(exc)) from None
+    return arms, runner
+
+
+def session(
+    arms: list[HttpArm], config: BenchConfig, t: benchsession.Resumed, metadata: dict[str, str],
+    gpu: str | None, workload: str, log: runlog.RunLog | None, jsonl_path: Path | None,
+) -> benchsession.BenchSession:  # fmt: skip
+    """The run log and provenance of this bench (the settings a --resume needs are kept in it)."""
+    return benchsession.BenchSession(
+        arms=arms,
+        config=config,
+        label=t.label,
+        metadata=metadata,
+        gpu=gpu,
+        workload=workload,
+        log=log,
+        jsonl_path=jsonl_path,
+        options={
+            "chat": t.chat,
+            "model": t.model,
+            "startup_timeout": t.startup_timeout,
+            "prompts": t.prompts_spec,
+        },
+        launch={"a": t.launch_a, "b": t.launch_b},
+        echo=lambda line: click.echo(line, err=True),
+    )
+
+
+def progress(flag: bool | None, interval_s: float, runner: BenchRunner, config: BenchConfig) -> Progress:
+    """Progress on stderr: in place on a terminal (or --progress), else lines; none with --no-progress."""
+    mode: Mode = ("tty" if sys.stderr.isatty() else "lines") if flag is None else "tty" if flag else "off"
+    return Progress(
+        sys.stderr,
+        mode,
+        interval_s=interval_s,
+        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
+        already_done=len(runner.done),
+    )
+
+
+def resume_log(ctx: click.Context, resume_path: Path | None, jsonl_path: Path | None) -> runlog.RunLog | None:
+    """The run log of `--resume` (None without it); the flags it fixes must not be given again."""
+    if resume_path is None:
+        return None
+    given = [
+        "--" + name.replace("_spec", "").replace("_", "-")
+        for name in RESUME_FIXED
+        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(
+            f"--resume takes the servers and settings from its log; drop {', '.join(given)}"
+        )
+    if jsonl_path is not None:
+        raise click.UsageError("--resume appends to its own log; drop --jsonl")
+    try:
+        return runlog.load(resume_path)
+    except runlog.RunLogError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def config(
+    prompts_spec: str, limit: int | None, max_tokens: int | None, runs: int, warmup: int, schedule: str,
+    lengths: str | None, concurrency: str, temperature: float,
+) -> BenchConfig:  # fmt: skip
+    try:
+        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+    except workloads.WorkloadError as exc:
+        raise click.BadParameter(str(exc), param_hint="--prompts") from None
+    return BenchConfig(
+        prompts=prompts,
+        runs=runs,
+        warmup=warmup,
+        schedule=schedule,  # type: ignore[arg-type]
+        lengths=_int_list(lengths, "--lengths"),
+        concurrency=_int_list(concurrency, "--concurrency") or (1,),
+        temperature=temperature,
+    )
+
+
+def run(
+    runner: BenchRunner,
+    arms: list[HttpArm],
+    session: benchsession.BenchSession,
+    reporter: Progress,
+    check: bool,
+) -> tuple[BenchReport, int]:
+    """The report and the exit status: a stopped or failed bench reports the runs that finished."""
+
+    def on_event(event: BenchEvent) -> None:
+        session.on_event(event)
+        reporter(event)
+
+    status = 0
+    try:
+        report = asyncio.run(
+            benchsession.run_bench(runner, arms, on_event, check=check, before=session.start)
+        )
+    except (KeyboardInterrupt, benchsession.Stopped) as exc:
+        name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        reporter.interrupted()
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 143
+        done = len(runner.records)
+        session.close(f"stopped by {name} after {done} of {runner.total} runs")
+        if not done:
+            click.echo(
+                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report", err=True
+            )
+            sys.exit(status)
+        report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
+    except Exception as exc:  # ServerError, StartupError: one line each
+        reporter.interrupted()
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        session.close(f"stopped: {message}")
+        if not runner.records:
+            raise click.ClickException(message) from None
+        report = runner.partial_report(message)  # e.g. a restart-schedule server that did not come back
+        status = 1
+    return report, status
+
+
+def print_outputs(
+    report: BenchReport, status: int, session: benchsession.BenchSession, workload_name: str,
+    json_path: Path | None, csv_path: Path | None, require_identical: bool, label: str | None, plot: bool,
+) -> None:  # fmt: skip
+    """The files, the table on stdout, then the exit status (1 for a failed gate or write)."""
+    if session.jsonl_path is not None and not report.interrupted:
+        click.echo(f"wrote {session.jsonl_path}", err=True)
+    elif session.jsonl_path is not None:
+        click.echo(
+            f"mtpwatch bench: every finished run is in {session.jsonl_path}; "
+            f"finish with: mtpwatch bench --resume {session.jsonl_path}",
+            err=True,
+        )
+
+    problems = reportio.write_outputs(
+        report, json_path, csv_path, require_identical, session.final_meta(), echo=session.echo
+    )
+    try:
+        arm_infos = (session.final_meta() or {}).get("arms")
+        click.echo(format_report(report, workload_name, require_identical, arm_infos))
+        if plot:
+            document = reportio.report_document(report, session.final_meta())
+            click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
+    except OSError:  # stdout gone (closed SSH session): the files above still hold the report
+        status = status or 1
+    for line in problems:
+        click.echo(f"Error: {line}", err=True)
+    if report.interrupted:
+        click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
+    if status:
+        sys.exit(status)
+    if problems or report.gate_failures(require_identical):
+        sys.exit(1)

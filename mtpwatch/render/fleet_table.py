@@ -1,0 +1,34 @@
+"""The fleet as a plain-text table (`snapshot --prometheus` without --json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtpwatch.render.numbers import MISSING, fixed, percent, tok_s, vector
+
+
+def render_fleet(doc: dict[str, Any]) -> str:
+    """A plain-text table of a fleet document (for `snapshot --prometheus` without --json)."""
+    head = ("", "server", "model", "k", "state", "tok/s", "accept", "mean len", "per pos", "run/wait")
+    lines = [head]
+    for r in doc["rows"]:
+        lines.append(
+            (
+                "⚠" if r["outlier"] else "",
+                r["source"] + (f" e{r['engine']}" if r["engine"] not in (None, "0") else ""),
+                str(r["model"] or "?"),
+                MISSING if r["k"] is None else str(r["k"]),
+                r["state"],
+                tok_s(r["decode_tok_s"], 1),
+                percent(r["acceptance_rate"], style="spaced"),
+                fixed(r["mean_acceptance_length"]),
+                vector(r["per_position"]),
+                f"{fixed(r['requests_running'], 0)}/{fixed(r['requests_waiting'], 0)}",
+            )
+        )
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    out = [f"mtpwatch fleet from {doc['source']}, window {doc['window_s']:g} s (engine-wide)"]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines]
+    if doc["outliers"]:
+        out.append(f"⚠ outliers: {', '.join(doc['outliers'])} — {doc['outlier_rule']}")
+    return "\n".join(out)

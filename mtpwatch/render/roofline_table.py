@@ -1,0 +1,92 @@
+"""The `mtpwatch roofline` table: every figure analytic, each row with how it is computed."""
+
+from __future__ import annotations
+
+from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
+from mtpwatch.core.roofline.ceilings import Roofline
+from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
+from mtpwatch.render.numbers import fixed, gb_s, ratio, tok_s
+
+
+def _gb(x: float) -> str:
+    return f"{x / GB:.3f} GB" if x < 10 * GB else f"{x / GB:.2f} GB"
+
+
+def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, peak_source: str) -> str:
+    s, b = r.step, r.baseline_step
+    d = drafter
+    dtypes = f"weights {target.weight_dtype}, embed/head {target.embed_dtype}, KV {target.kv_dtype}"
+    lines = [
+        "mtpwatch roofline: every figure is analytic (config shapes × dtypes ÷ peak bandwidth; no server, "
+        "no hardware counter)",
+        f"  model    {target.name} ({dtypes}; {target.source})",
+    ]
+    if d is not None:
+        lines.append(f"  drafter  {d.name} (weights {d.weight_dtype}; {r.step.draft_passes} passes per step)")
+    lines.append(f"  GPU      {r.gpu}, peak {gb_s(r.peak_gbps)} ({peak_source})")
+    lines.append(
+        f"  step     k={r.k}, context {r.context} tokens, batch {r.batch}, "
+        f"τ {fixed(r.mean_acceptance_length)} ({r.acceptance_source})"
+    )
+    lines.append("")
+    rows: list[tuple[str, str, str]] = []
+    union = f", {fixed(s.experts_per_layer, 1)} experts/layer" if s.experts_per_layer is not None else ""
+    rows.append(("target bytes / verify pass", _gb(s.target), f"{s.tokens_per_pass} tokens{union}"))
+    if r.k:
+        per = s.drafter / s.draft_passes if s.draft_passes else 0.0
+        rows.append(("drafter bytes / step", _gb(s.drafter), f"{s.draft_passes} × {_gb(per)}"))
+    rows.append(
+        ("KV bytes read / step", _gb(s.kv), f"target {_gb(s.kv_target)}, drafter {_gb(s.kv_drafter)}")
+    )
+    rows.append(
+        ("KV cache resident", _gb(kv_cache_bytes(target, r.context, r.batch)), "KV-shared layers own none")
+    )
+    rows.append(("total bytes / step", _gb(s.total), f"plain step {_gb(b.total)}"))
+    rows.append(
+        (
+            "ceiling, plain decoding",
+            f"{tok_s(r.ceiling_tok_s_baseline, 1)} tok/s",
+            f"{r.batch} × {gb_s(r.peak_gbps)} ÷ {_gb(b.total)}",
+        )
+    )
+    if r.k:
+        rows.append(
+            (
+                "ceiling, speculative",
+                f"{tok_s(r.ceiling_tok_s_spec, 1)} tok/s",
+                f"τ {fixed(r.mean_acceptance_length)} × {fixed(r.ceiling_steps_per_s, 1)} steps/s",
+            )
+        )
+        rows.append(("break-even τ", fixed(r.break_even_acceptance_length, 3), "bytes_k ÷ bytes_0"))
+        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)")
+        rows.append(
+            (
+                "speed-up terms",
+                ratio(r.speedup_bound),
+                f"acceptance {ratio(r.acceptance_term)}, bandwidth {ratio(r.bandwidth_term)}, compute {comp}",
+            )
+        )
+        rows.append(
+            (
+                "naive rule (drafter free)",
+                ratio(r.speedup_bound_naive),
+                "min(1 + α·k, …) as usually quoted",
+            )
+        )
+    if r.tok_s is not None:
+        rows.append(("given tok/s", tok_s(r.tok_s, 1), f"{fixed(r.pct_of_ceiling, 0)} % of the ceiling"))
+    if r.effective_gbps is not None:
+        rows.append(
+            (
+                "effective bandwidth",
+                gb_s(r.effective_gbps),
+                f"{fixed(r.pct_of_peak, 0)} % of peak ({fixed(r.steps_per_s)} steps/s × {_gb(s.total)})",
+            )
+        )
+    w1 = max(len(a) for a, _, _ in rows)
+    w2 = max(len(v) for _, v, _ in rows)
+    lines += [f"  {a:<{w1}}  {v:>{w2}}  analytic: {c}" for a, v, c in rows]
+    lines += ["", f"  {r.summary}"]
+    for note in (*target.notes, *(d.notes if d else ())):
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)

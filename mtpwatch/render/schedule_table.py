@@ -1,0 +1,83 @@
+"""The k sweep's concurrency table: speed-up over k=0 per concurrency and k, the best k at each,
+the batch-size schedule as a ready `--speculative-config`, and its check against the best fixed k."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+
+from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice
+from mtpwatch.render.numbers import fixed, interval, percent, ratio
+
+
+def _x(speedup: float, low: float, high: float, coverage: float = 0.95) -> str:
+    """A speed-up and its interval; † when the interval covers less than 95 % (too few pairs)."""
+    return interval(speedup, low, high) + ("†" if coverage < 0.95 else "")
+
+
+def _cell(cell: Cell) -> str:
+    return _x(cell.speedup, cell.low, cell.high, cell.coverage)
+
+
+def _weak_note(cells: Sequence[Cell]) -> str | None:
+    """The footnote for † cells: what their intervals really cover."""
+    weak = [c for c in cells if c.coverage < 0.95]
+    if not weak:
+        return None
+    lowest = min(weak, key=lambda c: c.coverage)
+    return (
+        f"† too few pairs for a 95% interval: it covers {percent(lowest.coverage, 0)} at "
+        f"{lowest.pairs} pairs (min–max of the pairs); use more --runs"
+    )
+
+
+def format_concurrency(conc: ConcurrencyAdvice) -> str:
+    """The concurrency × k table, the best k at each, the schedule and its check."""
+    ks = sorted({k for cells in conc.table.values() for k in cells})
+    lines = [
+        "per concurrency: speed-up over k=0 [95% CI] (the same prompt sent c at once; above c=1 the speed "
+        "is aggregate output tok/s)",
+        f"{'c':>5}" + "".join(f"{f'k={k}':>22}" for k in ks) + f"{'best k':>9}",
+    ]
+    for c, cells in conc.table.items():
+        row = "".join(f"{_cell(cells[k]) if k in cells else '—':>22}" for k in ks)
+        lines.append(f"{c:>5}{row}{conc.best[c]:>9}")
+    ranges = ", ".join(f"{lo}–{hi}: k={k}" for lo, hi, k in conc.schedule)
+    lines.append(f"schedule (batch size = requests running at once; inclusive ranges): {ranges}")
+    if len(conc.schedule) == 1 and conc.schedule[0][2] > 0:
+        lines.append(
+            f"  one k wins at every measured concurrency: a fixed num_speculative_tokens "
+            f"{conc.schedule[0][2]} does the same as this schedule"
+        )
+    if conc.config is None:
+        lines.append("no k beats k=0 at any measured concurrency: run without speculation")
+    else:
+        config = json.dumps(dict(conc.config), separators=(",", ":"))
+        lines.append(f"  --speculative-config {shlex.quote(config)}")
+        lines.append(
+            f"  (covers batch sizes 1–{conc.schedule[-1][1]}; vLLM keeps the last range's k above; "
+            "needs a vLLM with dynamic k, 0.32 or later)"
+        )
+    if conc.verification:
+        lines.append("schedule vs the best fixed k at each concurrency (speed-ups over k=0):")
+        lines.append(
+            f"{'c':>5}{'best fixed k':>14}{'its speed-up':>14}{'schedule [95% CI]':>26}{'ratio':>8}   verdict"
+        )
+        verdicts = {True: "no slower (CI reaches it)", False: "SLOWER", None: "not measured"}
+        for vr in conc.verification:
+            sched = vr.schedule
+            cell = _cell(sched) if sched else "—"
+            ratio_s = fixed(vr.ratio, 3)
+            lines.append(
+                f"{vr.concurrency:>5}{vr.best_k:>14}{ratio(vr.best_speedup):>14}{cell:>26}{ratio_s:>8}"
+                f"   {verdicts[vr.no_slower]}" + (" (a hint: †)" if vr.weak else "")
+            )
+    if conc.verification_note:
+        lines.append(f"schedule not verified: {conc.verification_note}")
+    shown = [cell for row in conc.table.values() for cell in row.values()]
+    shown += [vr.schedule for vr in conc.verification if vr.schedule is not None]
+    note = _weak_note(shown)
+    if note:
+        lines.append(note)
+    return "\n".join(lines)

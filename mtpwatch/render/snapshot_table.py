@@ -1,0 +1,104 @@
+"""The `mtpwatch snapshot` table: one row per number, each with the window or source it comes from.
+
+A number the page lacks is `n/a` (the engine does not export it), not the tables' `—`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtpwatch.render import numbers
+
+NA = "n/a"
+
+
+def _count(x: Any) -> str:
+    return numbers.count(None if x is None else float(x), none=NA)
+
+
+def _fixed(x: Any) -> str:
+    return numbers.fixed(None if x is None else float(x), none=NA)
+
+
+def _pct(x: Any) -> str:
+    return numbers.percent(None if x is None else float(x), style="spaced", none=NA)
+
+
+def _ms(x: Any) -> str:
+    return numbers.ms(None if x is None else float(x), unit=True, none=NA)
+
+
+def _vec(xs: list[Any]) -> str:
+    return numbers.vector([None if x is None else float(x) for x in xs], 3, none=NA)
+
+
+def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
+    """The human-readable output: one row per number, each with the window or source it comes from."""
+    between = since is not None
+    counters = "server counters, between pages" if between else "server counters, since server start"
+    if report.get("restarted"):
+        counters += " (server restarted in between: counted from the restart)"
+    derived = "derived, between pages" if between else "derived, since server start"
+    hist = "histogram means, between pages" if between else "histogram means, since server start"
+    gauge = "gauge, second page" if between else "gauge, at the page"
+
+    header = [f"mtpwatch snapshot of {source}" + (f" since {since}" if between else "")]
+    models = report.get("models") or []
+    engines = report.get("engines") or []
+    line = (
+        f"server: {report['engine']}"
+        if report.get("engine") == "llama.cpp"
+        else f"server: {report['schema']}"
+    )
+    if report.get("model"):
+        line += f", model {report['model']}"
+    if engines:
+        line += f", {len(engines)} engine{'s' if len(engines) != 1 else ''}"
+    scrape = report.get("scrape")
+    if scrape:
+        line += f" · scrape: {scrape['text']}"
+    header.append(line)
+    if len(models) > 1:
+        header.append(
+            f"models on the page: {', '.join(models)} (showing {report['model']}; choose with --model)"
+        )
+
+    rows: list[tuple[str, str, str]] = []
+    missing = report.get("missing") or {}
+    if report["speculative"]:
+        k = report["num_speculative_tokens"]
+        if report.get("engine") == "llama.cpp":
+            mean = report.get("mean_draft_length")
+            drafts = f", mean {_fixed(mean)}" if mean is not None else ""
+            rows.append(("speculative decoding", f"on, drafts ≤ {k} tokens{drafts}", "page"))
+        else:
+            rows.append(("speculative decoding", f"on, k={k}", "page"))
+        rows += [
+            ("drafts (verify steps)", _count(report["drafts"]), counters),
+            ("draft tokens", _count(report["draft_tokens"]), counters),
+            ("accepted tokens", _count(report["accepted"]), counters),
+            ("acceptance rate", _pct(report["acceptance_rate"]), derived),
+            ("mean acceptance length", _fixed(report["mean_acceptance_length"]), derived),
+            ("per position (marginal)", _vec(report["per_position"]), derived),
+            ("per position (conditional)", _vec(report["per_position_conditional"]), derived),
+            ("output from drafts", _pct(report["output_from_drafts"]), derived),
+        ]
+    else:
+        rows.append(("speculative decoding", "off (no spec_decode counters)", "page"))
+    rows += [
+        ("generation tokens", _count(report["generation_tokens"]), counters),
+        ("prompt tokens", _count(report["prompt_tokens"]), counters),
+        ("tokens per step", _fixed(report["tokens_per_step"]), derived),
+        ("mean step time (ITL)", _ms(report["mean_step_s"]), missing.get("latency", hist)),
+        ("mean TTFT", _ms(report["mean_ttft_s"]), missing.get("latency", hist)),
+        ("mean TPOT", _ms(report["mean_tpot_s"]), missing.get("latency", hist)),
+        ("requests running", _count(report["requests_running"]), gauge),
+        ("requests waiting", _count(report["requests_waiting"]), gauge),
+        ("KV-cache usage", _pct(report["kv_cache_usage"]), missing.get("kv", gauge)),
+    ]
+    if "counts" in missing:
+        rows.append(("note", "", missing["counts"]))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    body = [f"  {a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
+    return "\n".join(header + body)

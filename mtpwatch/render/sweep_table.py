@@ -1,0 +1,75 @@
+"""The `mtpwatch sweep` table: per k, measured speed-up, acceptance and tok/s beside the advisor's
+prediction and its error; then the best k, the fit and what the engine ran."""
+
+from __future__ import annotations
+
+from mtpwatch.core.ab.sweep import SweepReport
+from mtpwatch.render.numbers import fixed, interval, percent, tok_s, vector
+
+
+def format_sweep(report: SweepReport, title: str) -> str:
+    """The sweep table: measured per k, predicted beside it."""
+    lines = [title, "speed-up = k / k=0 per pair of runs (same prompt, same run number); decode tok/s = "
+             "(tokens−1)/(t_last−t_first), acceptance from the server's counters"]  # fmt: skip
+    if report.interrupted:
+        lines.append(f"PARTIAL: {report.interrupted}")
+    lines.append("")
+    head = (
+        f"{'k':>3}{'decode tok/s':>14}{'speed-up [95% CI]':>26}{'pairs':>7}{'acceptance':>12}"
+        f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
+    )
+    lines.append(head)
+    for row in report.rows:
+        pred = report.advice.at(row.k) if report.advice else None
+        err, sp_err = report.error(row.k), report.speedup_error(row.k)
+        ci = interval(row.speedup, *row.ci) if row.ci and row.speedup is not None else fixed(row.speedup)
+        pos = vector(row.per_position, none="")
+        lines.append(
+            f"{row.k:>3}{tok_s(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
+            f"{percent(row.acceptance_rate):>12}"
+            f"{fixed(row.mean_acceptance_length):>10}{tok_s(pred.decode_tok_s if pred else None):>11}"
+            f"{percent(err, signed=True):>8}{fixed(pred.speedup if pred else None):>9}"
+            f"{percent(sp_err, signed=True):>8}   {pos}"
+        )
+    measured = {r.k for r in report.rows}
+    for pred in report.advice.predictions if report.advice else ():
+        if pred.k not in measured:
+            tag = "extrapolated" if pred.extrapolated else "predicted"
+            lines.append(
+                f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{fixed(pred.tokens_per_step):>10}"
+                f"{tok_s(pred.decode_tok_s):>11}{'':>8}{fixed(pred.speedup):>9}{'':>8}   ({tag})"
+            )
+    cats = sorted({c for row in report.rows for c in row.categories})
+    if cats:
+        lines.append("")
+        lines.append("per category: speed-up (decode tok/s)")
+        for cat in cats:
+            cells = []
+            for row in report.rows[1:]:
+                c = row.categories.get(cat, {})
+                cells.append(f"k={row.k} {fixed(c.get('speedup'))}x ({tok_s(c.get('decode_tok_s'), 1)})")
+            lines.append(f"  {cat:18}" + "   ".join(cells))
+    lines.append("")
+    lines.append(f"best k (highest median speed-up): {report.best_k if report.best_k is not None else '—'}")
+    if report.advice is not None:
+        lines.append(report.advice.line())
+        lines.append(f"  {report.advice.fit.describe()}")
+        held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
+        if held:
+            parts = " ".join(f"k={k}:{percent(e, signed=True)}" for k, e in held.items() if e is not None)
+            lines.append(
+                f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}"
+            )
+        lines.append(
+            "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
+            "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
+        )
+    modes = report.engine_modes()
+    if modes:
+        top = max(modes)
+        mode = modes[top]
+        lines.append(f"engine (the k={top} server): {mode.headline()}")
+        lines.extend(f"  {flag.line()}" for flag in mode.flags)
+        if report.advice is not None and not mode.truncation_holds:
+            lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
+    return "\n".join(lines)
