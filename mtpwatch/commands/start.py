@@ -435,6 +435,7 @@ def _run_ui(
     api_key: str | None, keep: bool, startup_timeout: float, record: str | None,
 ) -> None:  # fmt: skip
     """The app watching the server it starts, with a panel named for what it runs."""
+    from mtpwatch.session.views import method_name
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.
