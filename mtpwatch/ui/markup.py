@@ -21,6 +21,7 @@ from mtpwatch.core.ab.lossless import compare_outputs as compare_outputs_core
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.measure import MeasureUpdate
 from mtpwatch.session.views import (
@@ -36,16 +37,14 @@ from mtpwatch.session.views import (
 )
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.0f} %"
-
-
-def _num(x: float | None, fmt: str = ".1f") -> str:
-    return "—" if x is None else format(x, fmt)
+def _pct(fraction: float | None) -> str:
+    """The panels' percentages: whole and spaced (`62 %`), through the one formatter."""
+    return percent(fraction, 0, style="spaced")
 
 
 def _ms(x: float | None, per: str = "") -> str:
-    return "—" if x is None else f"{1000 * x:.1f} ms{per}"
+    """Milliseconds with their unit and what they are per (`12.3 ms/step`); `—` when missing."""
+    return MISSING if missing(x) else ms(x, unit=True) + per
 
 
 def _wrap(text: str, width: int | None) -> list[str]:
@@ -119,13 +118,13 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         else:
             acc = (
                 f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-                f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] · "
+                f"len [b]{fixed(view.mean_acceptance_length, 2)}[/] · "
                 f"{render_positions(view.per_position)} {src}"
             )
         line2 = (
-            f"[b]{_num(view.server_tok_s)}[/] tok/s [dim](server, {w})[/] · "
+            f"[b]{fixed(view.server_tok_s, 1)}[/] tok/s [dim](server, {w})[/] · "
             f"{render_bandwidth_short(view.bandwidth)} · ITL {_ms(view.mean_step_s, '/step')} · "
-            f"KV {_pct(view.kv_cache_usage)} · run {_num(view.running, '.0f')}"
+            f"KV {_pct(view.kv_cache_usage)} · run {fixed(view.running, 0)}"
         )
         return f"{acc}\n{line2}"
     if view.speculative is False:
@@ -134,10 +133,10 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
         acc = (
             f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
-            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/] tokens/step{drafts} {src}"
+            f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts} {src}"
         )
     srv = (
-        f"server tok/s [b]{_num(view.server_tok_s)}[/] · steps/s {_num(view.steps_per_s)} "
+        f"server tok/s [b]{fixed(view.server_tok_s, 1)}[/] · steps/s {fixed(view.steps_per_s, 1)} "
         f"[dim](server, {w}, engine-wide)[/]"
     )
     lat = (
@@ -145,8 +144,8 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
     )
     kv = (
-        f"KV cache {_pct(view.kv_cache_usage)} · running {_num(view.running, '.0f')} · "
-        f"waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
+        f"KV cache {_pct(view.kv_cache_usage)} · running {fixed(view.running, 0)} · "
+        f"waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
     )
     return "\n".join([acc, srv, lat, kv])
 
@@ -181,22 +180,24 @@ def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool
     elif compact:
         acc = (
             f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-            f"len [b]{_num(view.mean_acceptance_length, '.2f')}[/] {src}"
+            f"len [b]{fixed(view.mean_acceptance_length, 2)}[/] {src}"
         )
     else:
         drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
         acc = (
             f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
-            f"mean length [b]{_num(view.mean_acceptance_length, '.2f')}[/] tokens/step{drafts}{draft} {src}"
+            f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts}{draft} {src}"
         )
     kv = "KV n/a" if "kv" in notes else f"KV {_pct(view.kv_cache_usage)}"
-    run = f"run {_num(view.running, '.0f')} · wait {_num(view.waiting, '.0f')} [dim](now)[/]"
+    run = f"run {fixed(view.running, 0)} · wait {fixed(view.waiting, 0)} [dim](now)[/]"
     if compact:
         lat = "ITL n/a" if "latency" in notes else f"ITL {_ms(view.mean_step_s, '/step')}"
-        return f"{acc}\n[b]{_num(view.server_tok_s)}[/] tok/s · {lat} [dim](server, {w})[/] · {kv} · {run}"
+        return (
+            f"{acc}\n[b]{fixed(view.server_tok_s, 1)}[/] tok/s · {lat} [dim](server, {w})[/] · {kv} · {run}"
+        )
     counts = notes.get("counts")
     srv = (
-        f"server tok/s [b]{_num(view.server_tok_s)}[/] · steps/s {_num(view.steps_per_s)} "
+        f"server tok/s [b]{fixed(view.server_tok_s, 1)}[/] · steps/s {fixed(view.steps_per_s, 1)} "
         f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
     )
     if "latency" in notes:
@@ -211,9 +212,7 @@ def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool
         if "kv" in notes
         else f"KV cache {_pct(view.kv_cache_usage)}"
     )
-    kv_line += (
-        f" · running {_num(view.running, '.0f')} · waiting {_num(view.waiting, '.0f')} [dim](server, now)[/]"
-    )
+    kv_line += f" · running {fixed(view.running, 0)} · waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
     return "\n".join([acc, srv, lat, kv_line])
 
 
@@ -259,7 +258,7 @@ def render_bandwidth(
     lines = [f"roofline [dim](analytic, {w})[/]{context}"]
     if bw.effective_gbps is not None:
         lines.append(
-            f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{_num(bw.percent_of_peak, '.0f')} %[/] "
+            f"bandwidth [b]{bw.effective_gbps:.0f} GB/s[/] = [b]{fixed(bw.percent_of_peak, 0)} %[/] "
             f"of {gpu}'s {bw.peak_gbps:.0f} GB/s peak [dim](analytic, while decoding, {w})[/]"
         )
         note = clock_note(bw)
@@ -271,7 +270,7 @@ def render_bandwidth(
         )
     ceiling = f"ceiling baseline [b]{bw.ceiling_baseline_tok_s:.1f}[/] tok/s"
     if bw.k and bw.ceiling_spec_tok_s is not None:
-        tau = _num(bw.tau, ".2f")
+        tau = fixed(bw.tau, 2)
         src = "" if bw.tau_source == "measured" else " [dim](assumed: all drafts accepted)[/]"
         ceiling += f" · {method_name(method)} at τ {tau}{src}: [b]{bw.ceiling_spec_tok_s:.1f}[/] tok/s"
     if bw.tok_s and bw.pct_of_ceiling is not None:
@@ -286,7 +285,7 @@ def render_bandwidth(
             ("bandwidth", "bandwidth", bw.bandwidth_term),
             ("compute", "compute", bw.compute_term),
         ):
-            text = f"{label} {_num(value, '.2f')}"
+            text = f"{label} {fixed(value, 2)}"
             terms.append(f"[b reverse $accent] {text} [/]" if name == bw.binding else text)
         bound = min(v for v in (bw.acceptance_term, bw.bandwidth_term, bw.compute_term) if v is not None)
         why = ""
@@ -322,22 +321,22 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
         acc = ""
         if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
             acc = (
-                f" · acc {_pct(s.acceptance_rate)} · len {_num(s.mean_acceptance_length, '.2f')} "
+                f" · acc {_pct(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
                 "[dim](server)[/]"
             )
         return (
-            f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{_num(s.decode_tok_s)}[/] tok/s "
+            f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{fixed(s.decode_tok_s, 1)}[/] tok/s "
             f"[dim](client)[/]{acc}"
         )
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
-            f" · accept {_pct(s.acceptance_rate)} · len {_num(s.mean_acceptance_length, '.2f')} "
+            f" · accept {_pct(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
             f"[dim](server, {s.scope})[/]"
         )
     tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
     return (
-        f"#{n} {approx}{s.tokens} tok · TTFT {_ms(s.ttft_s)} · decode [b]{_num(s.decode_tok_s)}[/] tok/s "
+        f"#{n} {approx}{s.tokens} tok · TTFT {_ms(s.ttft_s)} · decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s "
         f"[dim](client)[/]{acc}{tail}"
     )
 
@@ -357,7 +356,7 @@ def render_speedup(
     else:
         # The figures and their count first, the source after: an 80-column screen cuts the end.
         text = (
-            f"speed-up {label}: last [b]{last:.2f}×[/] · median {_num(median, '.2f')}× over {n} prompt(s) "
+            f"speed-up {label}: last [b]{last:.2f}×[/] · median {fixed(median, 2)}× over {n} prompt(s) "
             "[dim](decode tok/s, client)[/]"
         )
     if slower:
@@ -425,10 +424,6 @@ def render_advice(advice: Advice | None) -> str:
     )
 
 
-def _fmt(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}"
-
-
 @dataclass(frozen=True, slots=True)
 class MeasureLines:
     """A `MeasureUpdate` drawn: the lines the A/B view shows (markup; empty = unchanged)."""
@@ -450,7 +445,7 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
         body = f"[$text-error]{escape(rec.error)}[/]"
     else:
         acc = f" · accept {100 * rec.acceptance_rate:.0f} %" if rec.acceptance_rate is not None else ""
-        body = f"{rec.tokens} tok · decode [b]{_fmt(rec.decode_tok_s)}[/] tok/s{acc}"
+        body = f"{rec.tokens} tok · decode [b]{fixed(rec.decode_tok_s, 1)}[/] tok/s{acc}"
     return f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else "")
 
 

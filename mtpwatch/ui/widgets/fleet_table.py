@@ -12,6 +12,7 @@ from textual.geometry import Region
 from textual.widgets import Static
 
 from mtpwatch.core.fleet.rows import FleetRow
+from mtpwatch.render.numbers import fixed
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 SPARK = "▁▂▃▄▅▆▇█"
@@ -59,10 +60,6 @@ def sparkline(points: Sequence[tuple[float, float]], width: int = 12) -> str:
     return "".join(SPARK[min(7, int(v / top * 7.999))] for v in values)
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "—" if x is None else format(x, fmt)
-
-
 def cells(row: FleetRow) -> list[Text]:
     """The table cells of one row; outlier cells reversed in the error colour."""
     bad = "bold reverse red"
@@ -70,7 +67,7 @@ def cells(row: FleetRow) -> list[Text]:
     flag = Text("⚠", style="bold red") if row.outliers else Text(" ")
     run_wait = "—"
     if row.running is not None or row.waiting is not None:
-        run_wait = f"{_num(row.running, '.0f')}/{_num(row.waiting, '.0f')}"
+        run_wait = f"{fixed(row.running, 0)}/{fixed(row.waiting, 0)}"
     state = row.state + (f" ({row.reason})" if row.state in ("down", "stale") and row.reason else "")
     return [
         flag,
@@ -79,13 +76,13 @@ def cells(row: FleetRow) -> list[Text]:
         Text(row.method),
         Text("—" if row.k is None else str(row.k), justify="right"),
         Text(state[:48], style=state_style.get(row.state, "")),
-        Text(_num(row.decode_tok_s, ".1f"), justify="right", style=bad if "tok/s" in row.outliers else ""),
+        Text(fixed(row.decode_tok_s, 1), justify="right", style=bad if "tok/s" in row.outliers else ""),
         Text(
             "—" if row.acceptance is None else f"{row.acceptance * 100:.1f} %",
             justify="right",
             style=bad if "acceptance" in row.outliers else "",
         ),
-        Text(_num(row.mean_length, ".2f"), justify="right"),
+        Text(fixed(row.mean_length, 2), justify="right"),
         Text(mini_bar(row.per_position) or "—", style="cyan"),
         Text("—" if row.kv_usage is None else f"{row.kv_usage * 100:.0f} %", justify="right"),
         Text(run_wait, justify="right"),

@@ -20,6 +20,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from mtpwatch.render.numbers import fixed
+
 POINTS = 60
 """Seconds of history (one point per second)."""
 _BRAILLE = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
@@ -205,4 +207,5 @@ class ThroughputChart(Widget):
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    """An axis label: whole numbers from 10 up, one decimal below (through the one formatter)."""
+    return fixed(value, 0 if value >= 10 else 1)
