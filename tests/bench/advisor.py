@@ -32,13 +32,15 @@ PRESETS = [
 ]
 
 
-def run_sweep(args: list[str], env: dict[str, str]) -> dict[str, object]:
+def run_sweep(args: list[str], env: dict[str, str], keep: Path | None = None) -> dict[str, object]:
+    """One `mtpwatch bench` sweep; its progress goes to stderr as it runs (a real sweep takes an
+    hour on two cores), its JSON to `keep` when given (kept whatever happens next)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "sweep.json"
+        out = keep if keep is not None else Path(tmp) / "sweep.json"
         cmd = [sys.executable, "-m", "mtpwatch", "bench", "--json", str(out), "--no-progress", *args]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=False)
         if proc.returncode != 0 or not out.exists():
-            sys.stderr.write(proc.stdout + proc.stderr)
+            sys.stderr.write(proc.stdout)
             raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(cmd)}")
         print(proc.stdout)
         doc: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
     parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
     parser.add_argument("--real-concurrency", default="1,4", help="concurrencies of the real sweep")
+    parser.add_argument("--real-json", type=Path, default=None, help="keep the real sweep's JSON here")
     parser.add_argument(
         "--verify-schedule",
         action="store_true",
@@ -124,7 +127,7 @@ def main() -> None:
         if opts.verify_schedule:
             args.append("--verify-schedule")
         args += ["--", "--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"]
-        doc = run_sweep(args, env)
+        doc = run_sweep(args, env, opts.real_json)
         worst["real vLLM CPU ngram"] = table("real vLLM 0.32 CPU, Gemma 3 270M, ngram", doc)
         conc = doc.get("concurrency")
         if isinstance(conc, dict):
