@@ -376,13 +376,23 @@ def render_startup(view: StartupView) -> str:
     return line + (f"\n[dim]{escape(facts)}[/]" if facts else "")
 
 
-def render_lossless(a: Answer, b: Answer) -> str:
+def render_lossless(a: Answer, b: Answer, *, lossy: str | None = None) -> str:
     """The lossless line (markup): 'outputs identical' or where A and B first diverge.
 
-    Token ids are compared when both servers sent them, else the texts.
+    Token ids are compared when both servers sent them, else the texts. `lossy` names a mode of the
+    speculating server whose verification does not keep the target's output (`core.ab.engine`:
+    vLLM 0.33's `fly`); a difference there is expected, not a bug, and the line says so.
     """
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:
         return "[dim]lossless check: — (an answer failed or was cancelled)[/]"
+    line = _lossless_line(a, b)
+    if lossy is None or line.startswith("[$success]"):
+        return line
+    plain_style = line.replace("[$error]", "[b]").replace("[$warning]", "[b]")  # not a failure here
+    return f"[$warning]expected, {escape(lossy)}:[/] {plain_style}"
+
+
+def _lossless_line(a: Answer, b: Answer) -> str:
     d = compare_outputs_core(a, b)
     if d.compared == "token_ids":
         ids_a, ids_b = a.token_ids or (), b.token_ids or ()

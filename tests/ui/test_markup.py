@@ -44,3 +44,15 @@ def test_the_lossless_line_quotes_the_diverging_text_as_written() -> None:
     b = Answer(summary=summary, text="same [b]start then B")
     assert _plain(render_lossless(a, b)).endswith("after “same [b]start then ”: 'A' vs 'B'")
     assert _plain(render_lossless(a, a)).startswith("lossless: outputs identical")
+
+
+def test_under_lossy_verification_a_difference_is_marked_expected_and_identical_stays_identical() -> None:
+    summary = PromptSummary(tokens=3, ttft_s=0.1, decode_tok_s=10.0)
+    a = Answer(summary=summary, text="one two", token_ids=(1, 2, 3))
+    b = Answer(summary=summary, text="one six", token_ids=(1, 2, 4))
+    lossy = "fly verification is lossy"
+    plain = render_lossless(a, b, lossy=lossy)
+    assert _plain(plain) == f"expected, {lossy}: lossless: outputs differ at token 3 (id 3 vs 4)"
+    assert "$error" not in plain  # not shown as a failure
+    assert "$error" in render_lossless(a, b)  # standard verification: the same difference is one
+    assert _plain(render_lossless(a, a, lossy=lossy)).startswith("lossless: outputs identical")
