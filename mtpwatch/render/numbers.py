@@ -65,9 +65,9 @@ def tok_s(x: float | None, digits: int = TOK_S_DIGITS, *, none: str = MISSING) -
     return fixed(x, digits, none=none)
 
 
-def ratio(x: float | None, digits: int = RATIO_DIGITS, *, none: str = MISSING) -> str:
-    """A speed-up: 1.234 → `1.23x`."""
-    return none if x is None or missing(x) else f"{fixed(x, digits)}x"
+def ratio(x: float | None, digits: int = RATIO_DIGITS, *, none: str = MISSING, mark: str = "x") -> str:
+    """A speed-up: 1.234 → `1.23x` (the tables, plain ASCII), or `1.23×` with `mark="×"` (prose)."""
+    return none if x is None or missing(x) else f"{fixed(x, digits)}{mark}"
 
 
 def ms(seconds: float | None, digits: int = MS_DIGITS, *, unit: bool = False, none: str = MISSING) -> str:

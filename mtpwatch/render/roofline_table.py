@@ -58,18 +58,19 @@ def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, p
             )
         )
         rows.append(("break-even τ", fixed(r.break_even_acceptance_length, 3), "bytes_k ÷ bytes_0"))
-        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)")
+        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)", mark="×")
         rows.append(
             (
                 "speed-up terms",
-                ratio(r.speedup_bound),
-                f"acceptance {ratio(r.acceptance_term)}, bandwidth {ratio(r.bandwidth_term)}, compute {comp}",
+                ratio(r.speedup_bound, mark="×"),
+                f"acceptance {ratio(r.acceptance_term, mark='×')}, "
+                f"bandwidth {ratio(r.bandwidth_term, mark='×')}, compute {comp}",
             )
         )
         rows.append(
             (
                 "naive rule (drafter free)",
-                ratio(r.speedup_bound_naive),
+                ratio(r.speedup_bound_naive, mark="×"),
                 "min(1 + α·k, …) as usually quoted",
             )
         )

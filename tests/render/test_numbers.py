@@ -31,6 +31,7 @@ def test_each_kind_has_its_unit_and_precision() -> None:
     assert n.fixed(1.005, 2) == f"{1.005:.2f}"
     assert n.tok_s(123.456) == "123.46" and n.tok_s(123.456, 1) == "123.5"
     assert n.ratio(1.234) == "1.23x"
+    assert n.ratio(1.234, mark="×") == "1.23×"
     assert n.ms(0.01234) == "12.3" and n.ms(0.01234, unit=True) == "12.3 ms"
     assert n.gb_s(273.4) == "273 GB/s"
     assert n.count(12345.0) == "12,345" and n.count(2.5) == "2.5"
