@@ -25,6 +25,13 @@ def engine_of(feed: Source) -> EngineMode:
     return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
 
 
+def lossy_reason(speculative: Source) -> str | None:
+    """Why the speculating server's output may differ from the baseline's by design ('fly
+    verification is lossy'), or None where its verification keeps the target's output or is unknown."""
+    mode = engine_of(speculative)
+    return f"{mode.verification} verification is lossy" if mode.lossless is False else None
+
+
 def advice_for(baseline: Source, speculative: Source) -> Advice | None:
     """Predictions for k' ≤ the running k from the last prompt; None until both arms measured one."""
     base, spec = baseline.rates("prompt"), speculative.rates("prompt")

@@ -27,7 +27,7 @@ from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.record.writer import Recorder, RecordError
 from mtpwatch.session import results
-from mtpwatch.session.advice import advice_for, engine_of
+from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
@@ -537,19 +537,11 @@ class MonitorScreen(Screen[None]):
             ),
             layout=False,  # one fixed line: no relayout
         )
+        lossy = lossy_reason(self.feeds[mtp]) if label == "MTP/baseline" and len(self.feeds) > mtp else None
         verdict = (
-            render_lossless(a, b, lossy=self._lossy(mtp) if label == "MTP/baseline" else None)
-            if self.config.display.temperature == 0
-            else LOSSLESS_NEEDS_T0
+            render_lossless(a, b, lossy=lossy) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
         )
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
-
-    def _lossy(self, mtp: int) -> str | None:
-        """Why the speculating arm's output may differ by design (lossy verification), else None."""
-        if len(self.feeds) <= mtp:
-            return None
-        mode = engine_of(self.feeds[mtp])
-        return f"{mode.verification} verification is lossy" if mode.lossless is False else None
 
     def _advice(self, base: int, mtp: int) -> Advice | None:
         """The k advisor from the last prompt on both arms (None without both feeds)."""

@@ -1,0 +1,41 @@
+"""Which speculating servers may answer differently from the baseline by design (the A/B lossless line)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from mtpwatch.session.advice import lossy_reason
+
+
+def _feed(config: dict[str, object] | None) -> SimpleNamespace:
+    argv = ["vllm", "serve", "m"] + (["--speculative-config", json.dumps(config)] if config else [])
+    return SimpleNamespace(
+        spec=SimpleNamespace(launch=SimpleNamespace(argv=argv)), spec_method="mtp", version="0.33.0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("verification", "expected"),
+    [
+        ("fly", "fly verification is lossy"),
+        ("synthetic", "synthetic verification is lossy"),
+        ("standard", None),
+        ("block", None),
+        (None, None),
+    ],
+)
+def test_only_lossy_verification_makes_a_difference_expected(
+    verification: str | None, expected: str | None
+) -> None:
+    config: dict[str, object] = {"method": "mtp", "num_speculative_tokens": 2}
+    if verification is not None:
+        config["rejection_sample_method"] = verification
+    assert lossy_reason(_feed(config)) == expected  # type: ignore[arg-type]
+
+
+def test_a_server_it_did_not_start_is_not_called_lossy() -> None:
+    feed = SimpleNamespace(spec=SimpleNamespace(launch=None), spec_method=None, version=None)
+    assert lossy_reason(feed) is None  # type: ignore[arg-type]
