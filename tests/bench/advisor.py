@@ -5,9 +5,11 @@ servers over real HTTP, one at a time, started through `--vllm "… mtpwatch sim
 per k, the measured decode tok/s and speed-up, the advisor's prediction (acceptance from the k=8
 run, step model fitted over every measured k), and the errors on tok/s and on the paired speed-up
 (which cancels drift between server restarts). Target: paired speed-up within 10 % for every k
-below the top. With ``--real`` it also runs real vLLM (CPU build, ngram, k = 0, 1, 2, 4 on the
-copy-the-text prompts, at concurrency 1 and 4 (``--real-concurrency``): the best k at each and the
-batch-size schedule it gives; needs tests/real_vllm/setup.sh).
+below the top. With ``--real`` it also runs real vLLM (CPU build, ngram, k = 0, 1, 2, 3, 4
+(``--real-k``) on the copy-the-text prompts, at concurrency 1 and 4 (``--real-concurrency``): the
+best k at each and the batch-size schedule it gives; needs tests/real_vllm/setup.sh). With four
+ks above 0, each k is also predicted from a fit over the others (held out), so the error is a
+prediction and not an interpolation.
 
     python tests/bench/advisor.py [--runs 4] [--real [--verify-schedule]]
 
@@ -89,10 +91,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4, help="runs per prompt and arm (first is warm-up)")
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--real", action="store_true", help="also real vLLM CPU, ngram k=0,1,2,4")
+    parser.add_argument("--real", action="store_true", help="also real vLLM CPU, ngram (--real-k)")
     parser.add_argument("--sim-only-preset", default=None, help="run one preset (model id)")
     parser.add_argument("--real-only", action="store_true", help="skip the simulator presets")
     parser.add_argument("--real-concurrency", default="1,4", help="concurrencies of the real sweep")
+    parser.add_argument("--real-k", default="0,1,2,3,4", help="ks of the real sweep")
     parser.add_argument("--real-json", type=Path, default=None, help="keep the real sweep's JSON here")
     parser.add_argument(
         "--verify-schedule",
@@ -131,7 +134,7 @@ def main() -> None:
             raise SystemExit("--real needs: eval \"$(bash tests/real_vllm/setup.sh | grep '^export ')\"")
         env.update(VLLM_CPU_KVCACHE_SPACE="2", VLLM_CPU_OMP_THREADS_BIND="auto", HF_HUB_OFFLINE="1")
         env["VLLM_NO_USAGE_STATS"] = "1"
-        args = ["--start", str(models / "gemma3-270m"), "--method", "ngram", "--sweep-k", "0,1,2,4"]
+        args = ["--start", str(models / "gemma3-270m"), "--method", "ngram", "--sweep-k", opts.real_k]
         args += ["--vllm", str(real), "--prompts", str(Path(__file__).parent / "copy_prompts.jsonl")]
         args += ["--runs", str(opts.runs), "--startup-timeout", "600", "--concurrency", opts.real_concurrency]
         if opts.verify_schedule:
