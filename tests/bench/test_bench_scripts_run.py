@@ -82,7 +82,7 @@ def test_perturbation_windowed_pairs_windows_under_one_stream() -> None:
 
 def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
     out = subprocess.run(
-        [sys.executable, str(HERE / "scrape_cost.py"), "--answers", "16", "--rounds", "2"],
+        [sys.executable, str(HERE / "scrape_cost.py"), "--answers", "16", "--rounds", "2", "--gap", "0.01"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -91,8 +91,12 @@ def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
     )
     report = json.loads(out.stdout)
     sizes = report["bytes"]
-    assert sizes["nothing"] == 0 < sizes["hot"] < sizes["slow"] < sizes["hot_and_slow"] < sizes["full_page"]
+    assert (
+        sizes["nothing"] == 0 < sizes["activity"] < sizes["hot"] < sizes["hot_and_slow"] < sizes["full_page"]
+    )
+    assert 0 < sizes["slow"] < sizes["slow_with_buckets"]
     assert report["answers_each"] == 16 and set(report["server_cpu_ms_per_answer"]) == set(sizes)
+    assert report["gap_s"] == 0.01
 
 
 def test_server_cpu_measures_each_state_watched_and_not() -> None:

@@ -121,3 +121,53 @@ async def test_filtered_scrapes_give_the_full_pages_figures(server_pool: ServerP
     print("scrape cost on real vLLM:", json.dumps(cost, indent=2))
     sizes = cost["bytes"]
     assert isinstance(sizes, dict) and sizes["hot"] < sizes["full_page"] / 4
+    assert 0 < sizes["activity"] < sizes["hot"] and 0 < sizes["slow"] < sizes["slow_with_buckets"]
+
+
+_SLOW_FIELDS = frozenset({"iteration_tokens", "ttft", "itl", "tpot", "e2e", "cache_config"})
+
+
+async def test_every_scrape_idle_or_busy_gives_the_full_pages_figures(server_pool: ServerPool) -> None:
+    """The activity tier on real vLLM: at 4 Hz through idle spells and requests, each tiered scrape
+    bracketed by two identical full pages (nothing moved around it) gives that page's figures: all
+    of them when it was an idle (activity) scrape, every hot one otherwise (the slow tier may lag
+    up to 1 s while tokens flow). The idle scrapes are the activity tier's, and they happen."""
+    server = server_pool.get("ngram")
+    url, model = server.url, server.served_name
+    compared = {"idle": 0, "hot": 0}
+    async with (
+        VllmClient(url) as full,
+        VllmClient(url, scrape_filter=ScrapeFilter()) as tiered,
+        VllmClient(url) as load,
+    ):
+        await tiered.scrape_text()  # the probe
+        stop = asyncio.Event()
+
+        async def watch() -> None:
+            while not stop.is_set():
+                before = _fields(parse_snapshot(await full.scrape_text()))
+                text = await tiered.scrape_text()
+                state = tiered.scrape_state
+                assert state is not None and state.mode == "filtered", state
+                after = _fields(parse_snapshot(await full.scrape_text()))
+                if before == after:
+                    got = _fields(parse_snapshot(text))
+                    idle = state.idle_bytes > 0
+                    keys = after.keys() if idle else after.keys() - _SLOW_FIELDS
+                    assert {k: got[k] for k in keys} == {k: after[k] for k in keys}, state
+                    compared["idle" if idle else "hot"] += 1
+                await asyncio.sleep(0.25)
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await asyncio.sleep(3.0)
+            for i in range(3):
+                request = GenerationRequest(f"{PROMPT} {i}", model=model, max_tokens=32, ignore_eos=True)
+                result = await load.generate(request)
+                assert result.error is None, result.error
+                await asyncio.sleep(3.0)  # idle again: the last stats, the slow tier, then activity only
+        finally:
+            stop.set()
+            await watcher
+        assert tiered._tiers is not None and tiered._tiers.probes == 1
+    assert compared["idle"] >= 5 and compared["hot"] >= 3, compared

@@ -6,15 +6,22 @@ build); a 4 Hz watcher costs it ~27 ms of CPU a second. vLLM serves `/metrics` t
 `GET /metrics/` (trailing slash) reaches prometheus_client's ASGI app, which honours `name[]=`
 (`prometheus_client/exposition.py::_bake_output` → `registry.restricted_registry`). Names are the
 exposed *sample* names (`X_total`, `X_created`; `X_bucket`, `X_sum`, `X_count`). The families the
-monitor reads cost 0.95 ms an answer without the histograms (6.7 KB) and 2.4 ms with them (18 KB).
+monitor reads cost 0.95 ms an answer without the histograms (6.7 KB) and 2.4 ms with them (18 KB);
+an empty filter, the HTTP stack's floor, 0.25–0.48 ms (docs/cost.md).
 
-Two tiers:
-- **hot** (`HOT_NAMES`), every scrape: the spec-decode counters incl. per position, token counters,
-  request gauges, KV usage, finished requests, estimated read bytes, and the `_created` of the two
-  counters `snapshot` uses for restart detection (same collectors as their `_total`s: a line each);
-- **slow** (`SLOW_NAMES`): the latency and iteration-token histograms and `cache_config_info`, at
-  most once every `slow_interval_s` (1 s), and only when the token or finished-request counters
-  moved since it was last fetched (an idle server's histograms cannot change: `_RESTART_PREFIXES`).
+Three tiers:
+- **hot** (`HOT_NAMES`), every scrape of a busy server: the spec-decode counters incl. per position,
+  token counters, request gauges, KV usage, finished requests, estimated read bytes, and the
+  `_created` of the two counters `snapshot` uses for restart detection (same collectors as their
+  `_total`s: a line each);
+- **slow** (`SLOW_NAMES`): the latency and iteration-token histograms' `_sum` and `_count` (no
+  view reads a bucket) and `cache_config_info`, at most once every `slow_interval_s` (1 s), and only
+  when the token or finished-request counters moved since it was last fetched (an idle server's
+  histograms cannot change: `_RESTART_PREFIXES`);
+- **activity** (`ACTIVITY_NAMES`), instead of the hot tier on an idle server: the request gauges,
+  the token counters and finished requests. While they equal those of the last hot answer, which
+  showed nothing running or waiting, that answer is the hot tier (why: `ACTIVITY_NAMES`); the hot
+  tier is asked again at once when one moves, and at least every `idle_hot_interval_s` (2 s).
 A scrape's page is the newest hot answer followed by the newest slow answer: valid exposition text
 with the same samples `parse_snapshot` reads from a full page (the families are disjoint), so the
 parser, the fleet, recordings and replays take it unchanged.
@@ -58,6 +65,7 @@ from mtpwatch.core.metrics.parse import parse_samples
 from mtpwatch.core.metrics.snapshot import detect_schema
 
 __all__ = [
+    "ACTIVITY_NAMES",
     "ALL_NAMES",
     "FULL_PATH",
     "HOT_NAMES",
@@ -101,11 +109,29 @@ HOT_NAMES: tuple[str, ...] = (
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
 SLOW_NAMES: tuple[str, ...] = (
-    *(f"{h}_{part}" for h in _HISTOGRAMS for part in ("bucket", "sum", "count")),
+    *(f"{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")),
     "vllm:cache_config_info",
 )
 """Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms the views
-read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config."""
+read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config. Only `_sum` and `_count`: the
+views show window means (Δsum / Δcount) and `snapshot` parses no bucket (`SNAPSHOT_PREFIXES`)."""
+
+ACTIVITY_NAMES: tuple[str, ...] = (
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
+    "vllm:generation_tokens_created",
+    "vllm:request_success_total",
+)
+"""What an idle server is asked instead of the hot tier (`ScrapeFilter.idle_hot_interval_s`): the
+samples that move with anything the engine does. Every hot sample changes only on an engine step
+(the spec counters, KV usage, read bytes, the gauges, all set together from one step's stats by
+`vllm/v1/metrics/loggers.py`) or when a request finishes (`request_success_total`); a step that
+processed tokens moves the prompt or generation counter, and the stats that end a busy spell set
+the gauges to 0. So while these equal those of a hot answer that showed nothing running or waiting,
+the hot tier is that answer, sample for sample; `_created` and a counter going down still show a
+restart (`_restarted`)."""
 
 ALL_NAMES: tuple[str, ...] = HOT_NAMES + SLOW_NAMES
 
@@ -114,6 +140,7 @@ REQUIRED_NAMES: frozenset[str] = frozenset({"vllm:generation_tokens_total", "vll
 creates them unconditionally): a filtered answer without them is not the server's numbers."""
 
 SLOW_INTERVAL_S = 1.0
+IDLE_HOT_INTERVAL_S = 2.0
 
 # The samples whose change means the server restarted (`rates.is_restart`: a `_created` changed or a
 # counter went down); parse_samples keeps only these lines, from its line cache when unchanged.
@@ -171,6 +198,10 @@ class ScrapeFilter:
     """Ask the slow tier (histograms, cache config) too; the fleet's rows need only the hot one."""
     slow_interval_s: float = SLOW_INTERVAL_S
     """The slow tier's age at most (seconds)."""
+    idle_hot_interval_s: float = IDLE_HOT_INTERVAL_S
+    """On an idle server, the activity tier (`ACTIVITY_NAMES`) is asked instead of the hot tier
+    while the hot answer is younger than this (seconds); 0: the hot tier at every scrape. The hot
+    tier is asked again at once when an activity sample moves."""
     once: bool = False
     """One-off scrapes (`snapshot`): one filtered request for every name, no probe."""
 
@@ -192,11 +223,16 @@ class ScrapeState:
     """Bytes of the newest slow answer (filtered mode)."""
     full_bytes: int = 0
     """Bytes of the last full page seen (the probe's, or every scrape's in full mode)."""
+    idle_bytes: int = 0
+    """Bytes of the last scrape's activity answer when it was one (an idle server), else 0."""
 
     @property
     def text(self) -> str:
-        """`filtered, 6.7 KB` / `full page (filter ignored)` / `full page` / '' before the first scrape."""
+        """`filtered, 6.7 KB` / `filtered, idle 0.9 KB` / `full page (filter ignored)` / `full page` /
+        '' before the first scrape."""
         if self.mode == "filtered":
+            if self.idle_bytes:
+                return f"filtered, idle {_kb(self.idle_bytes)}"
             return f"filtered, {_kb(self.hot_bytes)}"
         if self.mode == "full":
             return f"full page ({self.reason})" if self.reason else "full page"
@@ -212,6 +248,7 @@ class ScrapeState:
             "hot_bytes": self.hot_bytes or None,
             "slow_bytes": self.slow_bytes or None,
             "full_page_bytes": self.full_bytes or None,
+            "idle_bytes": self.idle_bytes or None,
         }
 
 
@@ -221,6 +258,22 @@ def _kb(n: int) -> str:
 
 def _restart_marks(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {(s.name, s.labels): s.value for s in parse_samples(text, _RESTART_PREFIXES)}
+
+
+_ACTIVITY_PREFIXES = ACTIVITY_NAMES  # whole names: a line of one starts with it
+
+
+def _activity_marks(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, s.labels): s.value for s in parse_samples(text, _ACTIVITY_PREFIXES)}
+
+
+def _is_idle(marks: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> bool:
+    """Nothing running or waiting on any engine (and the gauges there to say so)."""
+    gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
+    return bool(gauges) and not any(gauges)
+
+
+_IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
 
 
 def _restarted(before: dict[Any, float], after: dict[Any, float]) -> bool:
@@ -282,6 +335,12 @@ class TieredScraper:
         self._marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
         self._slow_marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
         """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
+        self._activity_names = frozenset(ACTIVITY_NAMES)
+        self._activity_path = filter_path(ACTIVITY_NAMES)
+        self._hot_text = ""
+        self._hot_t = 0.0
+        self._quiet: dict[tuple[str, tuple[tuple[str, str], ...]], float] | None = None
+        """The activity samples of the last hot answer when it showed an idle server, else None."""
         self.probes = 0
         """Probes made (tests and the benchmark read it)."""
 
@@ -290,6 +349,7 @@ class TieredScraper:
         self.state = ScrapeState(full_bytes=self.state.full_bytes)
         self._slow_text = ""
         self._slow_t = None
+        self._quiet = None
 
     async def scrape(self, *, fresh: bool = False) -> str:
         """The page text of one scrape (a full page, or the newest hot + slow answers).
@@ -384,12 +444,47 @@ class TieredScraper:
             return page
         self._slow_text, self._slow_t = _terminated(slow), self._clock()
         self._slow_marks = _restart_marks(hot)
+        self._took_hot(hot, self._slow_t)
         self.state = ScrapeState("filtered", "", len(page), len(hot), len(slow), len(page))
         return page
+
+    def _took_hot(self, hot: str, now: float) -> None:
+        self._hot_text, self._hot_t = _terminated(hot), now
+        marks = _activity_marks(hot)
+        self._quiet = marks if _is_idle(marks) else None
+
+    def _idle_due(self, fresh: bool, now: float) -> bool:
+        """Ask the activity tier instead of the hot one: the last hot answer showed an idle server,
+        is younger than `idle_hot_interval_s`, and the slow tier was fetched after the last activity
+        (else the hot path fetches it when due: an idle server's page is then current throughout)."""
+        if self._quiet is None or fresh or now - self._hot_t >= self.policy.idle_hot_interval_s:
+            return False
+        return not self.policy.slow or self._slow_marks == self._marks
+
+    async def _idle(self) -> str | None:
+        """On a server whose last hot answer showed it idle: the activity tier. The page (that hot
+        answer + the slow tier) when nothing moved; '' when something did (ask the hot tier now);
+        None for a bad answer (`_give_up`)."""
+        act, why = await self._get_filtered(self._activity_path)
+        why = why or _judge(act, self._activity_names, None)
+        if why:
+            self._give_up(why)
+            return None
+        if _activity_marks(act) != self._quiet:
+            self._quiet = None
+            return ""
+        st, size = self.state, len(act)
+        self.state = ScrapeState("filtered", "", size, st.hot_bytes, st.slow_bytes, st.full_bytes, size)
+        return self._hot_text + self._slow_text
 
     async def _filtered(self, fresh: bool) -> str | None:
         """The newest hot answer + the slow tier (fetched when due); None: a restart (probe now) or
         a bad answer (`_give_up`: the full page now)."""
+        now = self._clock()
+        if self._idle_due(fresh, now):
+            page = await self._idle()
+            if page != "":
+                return page
         hot, why = await self._get_filtered(self._hot_path)
         why = why or _judge(hot, self._hot_names, None)
         if why:
@@ -399,10 +494,10 @@ class TieredScraper:
         if _restarted(self._marks, marks):
             return None
         self._marks = marks
+        self._took_hot(hot, now)
         size = len(hot)
         slow_bytes = self.state.slow_bytes
         if self.policy.slow:
-            now = self._clock()
             due = self._slow_t is None or (
                 now - self._slow_t >= self.policy.slow_interval_s and marks != self._slow_marks
             )

@@ -459,7 +459,7 @@ class Collector:
 
 
 def _zero_hist(h: Histogram | None) -> Histogram | None:
-    return None if h is None else Histogram(0.0, 0.0, tuple((le, 0.0) for le, _ in h.buckets))
+    return None if h is None else Histogram(0.0, 0.0)
 
 
 def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
