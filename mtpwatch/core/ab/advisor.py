@@ -35,7 +35,8 @@ k, not two points:
   of speculating at all — the drafter's launch, the rejection sampler, the bigger batch's
   bookkeeping — and c = γ·t0 the cost of one more position). One measured k cannot separate s from
   c: then s = 0, the two-point model above. When the line misses a measured ρ by more than
-  `LINEAR_TOLERANCE` the model is the measured table itself (linear between measured ks), and the
+  `LINEAR_TOLERANCE` the model is the measured table itself (linear between measured ks, and from
+  the two nearest measured ks beyond them: k=0 is not a point of it, having no fixed cost), and the
   residual says why;
 - t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
   predicted tok/s = that k=0 rate × predicted speed-up;
@@ -245,20 +246,28 @@ class StepFit:
         return 1.0 if k == 0 else 1.0 + self.fixed + self.per_position * k
 
     def ratio(self, k: int) -> float:
-        """Predicted t(k)/t0; above the largest measured k the line's slope continues from there."""
+        """Predicted t(k)/t0. The line (above the largest measured k its slope continues from
+        there); the table: linear between the two nearest measured ks, beyond them from the two
+        nearest (never below a plain step's 1). k=0 is not a point of the table: it has no fixed
+        cost of speculating (s), so a k below the smallest measured one is not interpolated to it."""
         if k == 0:
             return 1.0
         top = self.top_k
-        if k > top:
-            return self.ratio(top) + self.per_position * (k - top)
         if self.kind != "table":
+            if k > top:
+                return self.ratio(top) + self.per_position * (k - top)
             return self.line_ratio(k)
         if k in self.measured:
             return self.measured[k]
-        lo = max((m for m in self.measured if m < k), default=0)
-        hi = min(m for m in self.measured if m > k)
-        r_lo = 1.0 if lo == 0 else self.measured[lo]
-        return r_lo + (self.measured[hi] - r_lo) * (k - lo) / (hi - lo)
+        ks = sorted(self.measured)  # a table has three ks or more (two always fit a line)
+        if k < ks[0]:
+            lo, hi = ks[0], ks[1]
+        elif k > ks[-1]:
+            lo, hi = ks[-2], ks[-1]
+        else:
+            lo, hi = max(m for m in ks if m < k), min(m for m in ks if m > k)
+        r_lo, r_hi = self.measured[lo], self.measured[hi]
+        return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
 
     def describe(self) -> str:
         """One line: the fit, in milliseconds, and how well it holds."""

@@ -153,3 +153,25 @@ def test_held_out_predicts_each_k_from_the_others() -> None:
     assert advice.to_json()["held_out_speedup"] == {"1": 1.1084}
     # one measured k: nothing to hold out
     assert advise_sweep(measures[1:], [1.0, 1.0], 11.03, [0, 1, 2]).held_out == {}
+
+
+def test_the_table_goes_on_from_its_two_nearest_ks_not_from_k0() -> None:
+    """A step-time table (not linear: ρ = 1.7, 2.0, 2.6, 4.0 at k = 1…4, a fixed cost and a rising
+    slope) holding k=1 out predicts it from k=2 and k=3 (2.0 − 0.6 = 1.4), not from k=0's 1.0,
+    which has no fixed cost; between measured ks it interpolates; above them it goes on from the
+    top two; never below a plain step."""
+    rho = {1: 1.7, 2: 2.0, 3: 2.6, 4: 4.0}
+
+    def at(ks: tuple[int, ...], r: dict[int, float] = rho) -> list[KMeasure]:
+        return [KMeasure(k, (k + 1) / r[k], k + 1) for k in ks]  # full acceptance: τ = k + 1
+
+    fit = fit_step_model(at((2, 3, 4)), baseline_tok_s=10.0)
+    assert fit.kind == "table"  # the line 1.0·k − 0.133 misses k=3 by +10 %
+    assert fit.ratio(1) == pytest.approx(1.4)
+    assert fit.ratio(5) == pytest.approx(5.4) and fit.ratio(6) == pytest.approx(6.8)
+    sparse = fit_step_model(at((1, 2, 4)), 10.0)
+    assert sparse.kind == "table" and sparse.ratio(3) == pytest.approx(3.0)
+    steep = fit_step_model(at((2, 3, 4), {2: 1.2, 3: 2.0, 4: 4.0}), 10.0)
+    assert steep.kind == "table" and steep.ratio(1) == 1.0
+    advice = advise_sweep(at((1, 2, 3, 4)), [1.0] * 4, 10.0, [0, 1, 2, 3, 4])
+    assert advice.held_out[1] == pytest.approx(2.0 / 1.4)
