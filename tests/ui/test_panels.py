@@ -215,6 +215,12 @@ async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
         stream.feed(" more")
         stream.flush(final=False)
         assert dirty and all(regions and all(r.height <= 2 for r in regions) for regions in dirty)
+        # On the last row only the new cells: over SSH every repainted cell is bytes.
+        assert [line.rstrip() for line in stream.lines] == ["a" * 30, "suffixation more"]
+        dirty.clear()
+        stream.feed(" tail")
+        stream.flush(final=False)
+        assert dirty == [(Region(16, 1, 5, 1),)]
         # Overflowing while streaming jumps by a quarter pane: the last line sits above the bottom and
         # the following lines land in the free rows without moving the rest.
         tops = set()

@@ -180,8 +180,9 @@ class TokenStream(Widget, can_focus=False):
         width = self.content_region.width
         regions = []
         if y1 > y0:
-            x0 = _changed_from(tail, self._lines[first]) if first - top == y0 else 0
-            regions.append(Region(x0, y0, width - 1 - x0, 1))
+            x0, x1 = _changed_span(tail, self._lines[first], width) if first - top == y0 else (0, width - 1)
+            if x1 > x0:
+                regions.append(Region(x0, y0, x1 - x0, 1))
             if y1 > y0 + 1:
                 regions.append(Region(0, y0 + 1, width - 1, y1 - y0 - 1))
         regions.extend(self._bar_changes(bar_before, self._bar()))
@@ -361,6 +362,17 @@ def _line_style(line: str) -> str:
     if line.startswith(PROMPT_MARK):
         return "token-stream--prompt"
     return "token-stream--cancelled" if line == CANCEL_MARK else ""
+
+
+def _changed_span(old: str, new: str, width: int) -> tuple[int, int]:
+    """The columns [x0, x1) of a row drawn as `new` that differ from `old`: from the first changed
+    character to the end of the longer text (the cells after both are blank in both); the row's
+    whole text width when `_changed_from` cannot tell cells from characters."""
+    text_width = max(0, width - 1)  # the last column is the position bar's
+    x0 = _changed_from(old, new)
+    if x0 == 0 and (_line_style(old) != _line_style(new) or not (old + new).isascii()):
+        return 0, text_width
+    return x0, min(text_width, max(len(old), len(new)))
 
 
 def _changed_from(old: str, new: str) -> int:
