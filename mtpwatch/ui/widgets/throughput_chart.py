@@ -91,6 +91,27 @@ def rasterise(
     return grid
 
 
+def _cells(strip: Strip) -> list[tuple[str, Style | None]]:
+    return [(char, segment.style) for segment in strip for char in segment.text]
+
+
+def changed_cells(old: Strip, new: Strip) -> tuple[int, int] | None:
+    """The columns [x0, x1) where two rows of the chart differ (character or style), None when
+    they do not. Every character the chart draws is one cell wide (braille, ASCII, box drawing),
+    so a character is a cell."""
+    a, b = _cells(old), _cells(new)
+    n = max(len(a), len(b))
+    if n == 0:
+        return None
+    a += [("", None)] * (n - len(a))
+    b += [("", None)] * (n - len(b))
+    first = next((i for i in range(n) if a[i] != b[i]), None)
+    if first is None:
+        return None
+    last = next(i for i in range(n - 1, -1, -1) if a[i] != b[i])
+    return first, last + 1
+
+
 class ThroughputChart(Widget):
     """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
 
@@ -133,17 +154,19 @@ class ThroughputChart(Widget):
         return (self.server_series, self.client_series, self.content_region.size)
 
     def replot(self) -> None:
-        """Rasterise the series into strips now and repaint the rows that changed (over SSH every
-        repainted cell is bytes; a steady rate moves few dots from one second to the next)."""
+        """Rasterise the series into strips now and repaint the cells that changed, row by row,
+        from the first to the last (over SSH every repainted cell is bytes; a steady rate moves few
+        dots from one second to the next)."""
         self._drawn = self._key()
         old, self._strips = self._strips, self._build()
         if len(old) != len(self._strips):
             self.refresh()
             return
-        width = self.content_region.width
-        changed = [
-            Region(0, y, width, 1) for y, (a, b) in enumerate(zip(old, self._strips, strict=True)) if a != b
-        ]
+        changed = []
+        for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
+            span = changed_cells(a, b) if a != b else None
+            if span is not None:
+                changed.append(Region(span[0], y, span[1] - span[0], 1))
         if changed:
             self.refresh(*changed)
 
