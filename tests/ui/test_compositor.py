@@ -45,8 +45,22 @@ async def _start(pilot: Any) -> ServerPanel:
     await samples.load(pilot.app, "single")
     panel = pilot.app.screen.query_one(ServerPanel)
     panel.begin_answer("Write a very long essay about memory bandwidth.")
-    await pilot.pause(0.2)
+    for chart in pilot.app.screen.query(ThroughputChart):
+        chart.replot()  # drawn now: its once-a-second timer finds nothing new, however late it fires
+    await _settle(pilot)
     return panel
+
+
+async def _settle(pilot: Any) -> None:
+    """Until what the set-up queued has been drawn: a pause in which no frame was composed and
+    nothing is left dirty (a slow machine takes more of them, not another outcome)."""
+    with _frames() as frames:
+        for _ in range(200):
+            count = len(frames)
+            await pilot.pause(0.05)
+            if len(frames) == count and not pilot.app.screen._compositor._dirty_regions:
+                return
+    raise AssertionError("the screen never settled")
 
 
 @contextmanager

@@ -16,6 +16,8 @@ from textual.visual import Visual, VisualType
 from textual.widgets import Static
 from typing_extensions import Self
 
+from mtpwatch.ui.widgets.cells import cells, changed_runs
+
 
 class RowStatic(Static):
     """`update_lines(previous, markup)` repaints only the rows whose markup line changed, when every
@@ -50,9 +52,10 @@ class RowStatic(Static):
             self.update(content, layout=False)  # wrapped lines: rows do not map to lines
             return
         self._rows = tuple(
-            self._changed_cells(y, a, b, self.size.width)
+            region
             for y, (a, b) in enumerate(zip(old, new, strict=True))
             if a != b
+            for region in self._changed_cells(y, a, b, self.size.width)
         )
         try:
             self.update(content, layout=False)
@@ -60,25 +63,20 @@ class RowStatic(Static):
             self._rows = None
         self._row_lines = new
 
-    def _changed_cells(self, y: int, old: str, new: str, width: int) -> Region:
-        """Row `y`'s cells drawn differently with line `new` than with `old` (the whole row when
-        either is unknown or holds a character that is not one column wide)."""
-        whole = Region(0, y, width, 1)
+    def _changed_cells(self, y: int, old: str, new: str, width: int) -> list[Region]:
+        """Row `y`'s runs of cells drawn differently with line `new` than with `old`
+        (`cells.changed_runs`; the whole row when either is unknown or holds a character that is
+        not one column wide)."""
+        whole = [Region(0, y, width, 1)]
         if self._row_lines is None:
             return whole
         a, b = self._row_strip(old, width), self._row_strip(new, width)
         if a is None or b is None:
             return whole
-        cells_a, cells_b = _cells(a), _cells(b)
+        cells_a, cells_b = cells(a), cells(b)
         if cells_a is None or cells_b is None:
             return whole
-        n = max(len(cells_a), len(cells_b))
-        cells_a += [None] * (n - len(cells_a))
-        cells_b += [None] * (n - len(cells_b))
-        differ = [x for x in range(n) if cells_a[x] != cells_b[x]]
-        if not differ:
-            return Region(0, y, 0, 0)
-        return Region(differ[0], y, differ[-1] + 1 - differ[0], 1)
+        return [Region(x0, y, x1 - x0, 1) for x0, x1 in changed_runs(cells_a, cells_b)]
 
     def _one_row_per_line(self, content: Content, width: int) -> bool:
         """Each line of `content` is one row: it fits, or the widget does not wrap (CSS
@@ -134,13 +132,3 @@ class RowStatic(Static):
             self._row_lines = None
             return super().render_line(y)
         return strip
-
-
-def _cells(strip: Strip) -> list[tuple[str, object] | None] | None:
-    """(character, style) per cell, None when a character is not one column wide."""
-    cells: list[tuple[str, object] | None] = []
-    for segment in strip:
-        if segment.control:
-            continue
-        cells.extend((char, segment.style) for char in segment.text)
-    return cells if len(cells) == strip.cell_length else None

@@ -21,6 +21,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from mtpwatch.render.numbers import fixed
+from mtpwatch.ui.widgets.cells import cells, changed_runs
 
 POINTS = 60
 """Seconds of history (one point per second)."""
@@ -91,27 +92,6 @@ def rasterise(
     return grid
 
 
-def _cells(strip: Strip) -> list[tuple[str, Style | None]]:
-    return [(char, segment.style) for segment in strip for char in segment.text]
-
-
-def changed_cells(old: Strip, new: Strip) -> tuple[int, int] | None:
-    """The columns [x0, x1) where two rows of the chart differ (character or style), None when
-    they do not. Every character the chart draws is one cell wide (braille, ASCII, box drawing),
-    so a character is a cell."""
-    a, b = _cells(old), _cells(new)
-    n = max(len(a), len(b))
-    if n == 0:
-        return None
-    a += [("", None)] * (n - len(a))
-    b += [("", None)] * (n - len(b))
-    first = next((i for i in range(n) if a[i] != b[i]), None)
-    if first is None:
-        return None
-    last = next(i for i in range(n - 1, -1, -1) if a[i] != b[i])
-    return first, last + 1
-
-
 class ThroughputChart(Widget):
     """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
 
@@ -154,19 +134,24 @@ class ThroughputChart(Widget):
         return (self.server_series, self.client_series, self.content_region.size)
 
     def replot(self) -> None:
-        """Rasterise the series into strips now and repaint the cells that changed, row by row,
-        from the first to the last (over SSH every repainted cell is bytes; a steady rate moves few
+        """Rasterise the series into strips now and repaint the runs of cells that changed
+        (`cells.changed_runs`: over SSH every repainted cell is bytes; a steady rate moves few
         dots from one second to the next)."""
         self._drawn = self._key()
         old, self._strips = self._strips, self._build()
         if len(old) != len(self._strips):
             self.refresh()
             return
+        width = self.content_region.width
         changed = []
         for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
-            span = changed_cells(a, b) if a != b else None
-            if span is not None:
-                changed.append(Region(span[0], y, span[1] - span[0], 1))
+            if a == b:
+                continue
+            cells_a, cells_b = cells(a), cells(b)
+            if cells_a is None or cells_b is None:
+                changed.append(Region(0, y, width, 1))
+                continue
+            changed.extend(Region(x0, y, x1 - x0, 1) for x0, x1 in changed_runs(cells_a, cells_b))
         if changed:
             self.refresh(*changed)
 
