@@ -11,6 +11,7 @@ from textual.strip import Strip
 from mtpwatch.ui.widgets.cells import MERGE_GAP, cells, changed_runs
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
+from tests.ui.refreshes import record_refreshes
 
 
 def test_changed_runs_are_the_cells_that_differ_with_close_runs_merged() -> None:
@@ -44,14 +45,7 @@ async def test_a_new_second_repaints_only_where_the_curve_moved() -> None:
         chart.server_series = (30.0,) * 50 + (40.0,) * 10  # a steady rate that stepped up 10 s ago
         chart.replot()
         await pilot.pause()
-        dirty: list[tuple[Region, ...]] = []
-        refresh = chart.refresh
-
-        def spy(*regions: Region, **kwargs: bool) -> ThroughputChart:
-            dirty.append(regions)
-            return refresh(*regions, **kwargs)
-
-        chart.refresh = spy  # type: ignore[method-assign]
+        dirty = record_refreshes(chart)
         chart.server_series = (30.0,) * 49 + (40.0,) * 11  # one second later: the step moved left
         chart.replot()
         width = chart.content_region.width
@@ -76,13 +70,6 @@ async def test_a_row_with_two_numbers_apart_repaints_each_number() -> None:
         await pilot.pause()
         row.update_lines(first, first)  # known rows: drawn line by line from now on
         await pilot.pause()
-        dirty: list[tuple[Region, ...]] = []
-        refresh = row.refresh
-
-        def spy(*regions: Region, **kwargs: bool) -> RowStatic:
-            dirty.append(regions or row._rows or ())  # `update` refreshes the rows `update_lines` chose
-            return refresh(*regions, **kwargs)
-
-        row.refresh = spy  # type: ignore[method-assign]
+        dirty = record_refreshes(row)  # `update` refreshes the rows `update_lines` chose
         row.update_lines(first, second)
         assert dirty == [(Region(12, 0, 1, 1), Region(50, 0, 1, 1))]  # "65"→"66", "96"→"99"

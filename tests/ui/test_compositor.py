@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual._compositor import ChopsUpdate, Compositor
-from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -23,6 +22,7 @@ from mtpwatch.ui.widgets.server_panel import ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from tests.ui import samples
 from tests.ui.conftest import WaitUntil
+from tests.ui.refreshes import record_refreshes
 
 WORDS = [
     "memory",
@@ -232,14 +232,7 @@ async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
         stream.feed("".join(f"line {i}\n" for i in range(3 * height)))
         stream.flush()
         bar_x = stream.content_region.width - 1
-        refreshed: list[tuple[Region, ...]] = []
-        refresh = stream.refresh
-
-        def spy(*regions: Region, **kwargs: Any) -> Any:
-            refreshed.append(regions)
-            return refresh(*regions, **kwargs)
-
-        stream.refresh = spy  # type: ignore[method-assign]
+        refreshed = record_refreshes(stream)
         moved = 0
         for i in range(3 * height):  # until the thumb has moved a few times
             before = stream._bar()

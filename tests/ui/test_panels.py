@@ -18,6 +18,7 @@ from mtpwatch.session.views import (
     make_verdict,
 )
 from mtpwatch.ui.markup import render_bandwidth, render_speedup
+from tests.ui.refreshes import record_refreshes
 
 ROOF = BandwidthView(
     gpu="GB10",
@@ -196,14 +197,7 @@ async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
         stream = app.query_one(TokenStream)
         await pilot.pause()
         height = stream.content_region.height
-        dirty: list[tuple[Region, ...]] = []
-        refresh = stream.refresh
-
-        def spy(*regions: Region, **kwargs: bool) -> TokenStream:
-            dirty.append(regions)
-            return refresh(*regions, **kwargs)
-
-        stream.refresh = spy  # type: ignore[method-assign]
+        dirty = record_refreshes(stream)
         # A word cut by a chunk boundary stays whole: the last line is wrapped again.
         stream.feed("a" * 30 + " suffi")
         stream.flush(final=False)

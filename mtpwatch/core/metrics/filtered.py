@@ -256,18 +256,26 @@ def _kb(n: int) -> str:
     return f"{n / 1000:.1f} KB"
 
 
-def _restart_marks(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, s.labels): s.value for s in parse_samples(text, _RESTART_PREFIXES)}
+Marks = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def _marks(text: str, prefixes: tuple[str, ...]) -> Marks:
+    """(name, labels) → value of the samples of `text` whose line starts with one of `prefixes`."""
+    return {(s.name, s.labels): s.value for s in parse_samples(text, prefixes)}
+
+
+def _restart_marks(text: str) -> Marks:
+    return _marks(text, _RESTART_PREFIXES)
 
 
 _ACTIVITY_PREFIXES = ACTIVITY_NAMES  # whole names: a line of one starts with it
 
 
-def _activity_marks(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, s.labels): s.value for s in parse_samples(text, _ACTIVITY_PREFIXES)}
+def _activity_marks(text: str) -> Marks:
+    return _marks(text, _ACTIVITY_PREFIXES)
 
 
-def _is_idle(marks: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> bool:
+def _is_idle(marks: Marks) -> bool:
     """Nothing running or waiting on any engine (and the gauges there to say so)."""
     gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
     return bool(gauges) and not any(gauges)
@@ -339,7 +347,7 @@ class TieredScraper:
         self._activity_path = filter_path(ACTIVITY_NAMES)
         self._hot_text = ""
         self._hot_t = 0.0
-        self._quiet: dict[tuple[str, tuple[tuple[str, str], ...]], float] | None = None
+        self._quiet: Marks | None = None
         """The activity samples of the last hot answer when it showed an idle server, else None."""
         self.probes = 0
         """Probes made (tests and the benchmark read it)."""
