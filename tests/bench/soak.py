@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from mtpwatch.commands.options import free_port  # noqa: E402
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec  # noqa: E402
 from mtpwatch.ui.app import MtpWatchApp, make_app  # noqa: E402
+from mtpwatch.ui.widgets.token_stream import TokenStream  # noqa: E402
 
 FAULTS = (
     "metrics_500",
@@ -215,6 +216,12 @@ class Figures:
     """With --tracemalloc: growth of the memory Python objects hold (after the first 10 %), per hour.
     RSS growing while this stays flat points at the allocator (fragmentation), not at a leak."""
     python_heap_top_growth: list[str] = field(default_factory=list)
+    python_heap_top_growth_second_half: list[str] = field(default_factory=list)
+    """With --tracemalloc: what grew from the middle of the run to its end (after every cap is reached)."""
+    pane_cap_chars: int | None = None
+    """--pane-cap: the answer panes kept at most this much text (and a line a 100 characters)."""
+    kept_at_end: dict[str, int] = field(default_factory=dict)
+    """What the bounded buffers held at the end: the panes' text and lines, the scrape history."""
     malloc_in_use_growth_mb_per_h: float | None = None
     """glibc heap in use (all arenas, mmapped blocks included), growth per hour after the first 10 %."""
     malloc_free_kept_growth_mb_per_h: float | None = None
@@ -254,6 +261,7 @@ class Soak:
         self.trace = trace
         self.heap: list[tuple[float, int]] = []
         self.heap_first: Any = None
+        self.heap_middle: Any = None
         self.rng = random.Random(seed)
         self.sims = [Sim("A", ["--no-spec"], speed), Sim("B", [], speed)]
         self.fig = Figures(minutes=minutes)
@@ -378,6 +386,11 @@ class Soak:
             self._trace_report()
         self.fig.rss_by_minute_mb = [round(r / 2**20, 1) for i, (_, r) in enumerate(self.rss) if i % 6 == 0]
         self.fig.worker_errors = sum(1 for w in app.workers if w.state.name == "ERROR")
+        for panel, feed in zip(monitor.panels, monitor.feeds, strict=True):
+            name = feed.spec.label
+            self.fig.kept_at_end[f"{name}: pane characters"] = panel.stream._raw_chars
+            self.fig.kept_at_end[f"{name}: pane lines"] = len(panel.stream._lines)
+            self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.collector)
         await pilot.press("ctrl+q")
 
     def _trace_sample(self, t: float) -> None:
@@ -386,14 +399,20 @@ class Soak:
         self.heap.append((t, tracemalloc.get_traced_memory()[0]))
         if self.heap_first is None and t >= self.minutes * 60 * 0.1:
             self.heap_first = tracemalloc.take_snapshot()
+        if self.heap_middle is None and t >= self.minutes * 60 * 0.5:
+            self.heap_middle = tracemalloc.take_snapshot()
 
     def _trace_report(self) -> None:
         import tracemalloc
 
         self.fig.python_heap_growth_mb_per_h = self._slope_mb_per_h(self.heap)
+        end = tracemalloc.take_snapshot()
         if self.heap_first is not None:
-            stats = tracemalloc.take_snapshot().compare_to(self.heap_first, "lineno")
+            stats = end.compare_to(self.heap_first, "lineno")
             self.fig.python_heap_top_growth = [str(st) for st in stats[:8]]
+        if self.heap_middle is not None:
+            stats = end.compare_to(self.heap_middle, "lineno")
+            self.fig.python_heap_top_growth_second_half = [str(st) for st in stats[:8]]
 
     def _slope_mb_per_h(self, samples: list[tuple[float, int]]) -> float:
         pts = samples[len(samples) // 10 :]
@@ -533,12 +552,24 @@ def main() -> int:
         action="store_true",
         help="also measure the Python heap (slower; tells leaks from fragmentation)",
     )
+    parser.add_argument(
+        "--pane-cap",
+        type=int,
+        default=None,
+        metavar="CHARS",
+        help="keep at most CHARS characters (and CHARS/100 lines) an answer pane, so the caps are "
+        "reached early and what still grows is not the panes' text",
+    )
     args = parser.parse_args()
+    if args.pane_cap is not None:
+        TokenStream.MAX_RAW_CHARS = args.pane_cap
+        TokenStream.MAX_LINES = max(100, args.pane_cap // 100)
     if args.tracemalloc:
         import tracemalloc
 
         tracemalloc.start(1)
     soak = Soak(args.minutes, args.seed, args.speed, trace=args.tracemalloc)
+    soak.fig.pane_cap_chars = args.pane_cap
     fig = asyncio.run(soak.run())
     doc = dataclasses.asdict(fig)
     print(json.dumps(doc, indent=2))
