@@ -493,8 +493,12 @@ class TieredScraper:
             page = await self._idle()
             if page != "":
                 return page
-        hot, why = await self._get_filtered(self._hot_path)
-        why = why or _judge(hot, self._hot_names, None)
+        both = self.policy.slow and (fresh or self._slow_due(now))
+        answer, why = await self._get_filtered(self._all_path if both else self._hot_path)
+        why = why or _judge(answer, self._all_names if both else self._hot_names, None)
+        hot, slow = _split(answer, self._slow_names) if both else (answer, "")
+        if not why and both and not slow.strip() and self._slow_text:
+            why = "filter answered without the slow tier"  # the probe's slow answer had samples
         if why:
             self._give_up(why)
             return None
@@ -503,26 +507,56 @@ class TieredScraper:
             return None
         self._marks = marks
         self._took_hot(hot, now)
-        size = len(hot)
+        size = len(answer)
+        if self.policy.slow and not both and self._slow_due(now):
+            # the first answer of a busy spell: the slow tier is due only now that this one moved
+            slow, why = await self._get_filtered(self._slow_path)
+            if not why:
+                # an empty slow answer is honoured only where the probe's was empty too
+                why = _judge(slow, self._slow_names, None) if slow.strip() or self._slow_text else ""
+            if why:
+                self._give_up(why)
+                return None
+            both, size = True, size + len(slow)
         slow_bytes = self.state.slow_bytes
-        if self.policy.slow:
-            due = self._slow_t is None or (
-                now - self._slow_t >= self.policy.slow_interval_s and marks != self._slow_marks
-            )
-            if fresh or due:
-                slow, why = await self._get_filtered(self._slow_path)
-                if not why:
-                    # an empty slow answer is honoured only where the probe's was empty too
-                    why = _judge(slow, self._slow_names, None) if slow.strip() or self._slow_text else ""
-                if why:
-                    self._give_up(why)
-                    return None
-                self._slow_text, self._slow_t = _terminated(slow), now
-                self._slow_marks = marks
-                slow_bytes = len(slow)
-                size += len(slow)
+        if both:
+            self._slow_text, self._slow_t = _terminated(slow), now
+            self._slow_marks = marks
+            slow_bytes = len(slow)
         self.state = ScrapeState("filtered", "", size, len(hot), slow_bytes, self.state.full_bytes)
         return _terminated(hot) + self._slow_text
+
+    def _slow_due(self, now: float) -> bool:
+        """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
+        it was fetched. Asked before a scrape (then both tiers go in one answer: while tokens flow,
+        every second) and after a hot-only answer (the first of a busy spell: a second request)."""
+        if self._slow_t is None:
+            return True
+        return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
+
+
+def _split(text: str, slow: frozenset[str]) -> tuple[str, str]:
+    """An answer to both tiers → (its hot families, its slow families). Exposition text is a run of
+    families, each its `# HELP`/`# TYPE` lines and then its samples, and no family has samples in
+    both tiers (`SLOW_NAMES` are whole families: histograms' `_sum`/`_count`, `cache_config_info`),
+    so each family goes whole to the tier of its first sample."""
+    hot_parts: list[str] = []
+    slow_parts: list[str] = []
+    family: list[str] = []
+    tier: list[str] | None = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("#"):
+            if tier is not None:  # the comments of the next family
+                tier.extend(family)
+                family, tier = [], None
+            family.append(line)
+            continue
+        if tier is None and line.strip():
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            tier = slow_parts if name in slow else hot_parts
+        family.append(line)
+    (tier if tier is not None else hot_parts).extend(family)
+    return "".join(hot_parts), "".join(slow_parts)
 
 
 def _terminated(text: str) -> str:

@@ -25,6 +25,7 @@ from mtpwatch.core.metrics.filtered import (
     FilterRefused,
     ScrapeFilter,
     TieredScraper,
+    _split,
     filter_path,
     sample_names,
 )
@@ -124,6 +125,22 @@ def test_the_lists_cover_every_sample_the_snapshot_reads(data: DataDir) -> None:
     assert not set(HOT_NAMES) & set(SLOW_NAMES)
 
 
+def test_one_answer_to_both_tiers_splits_into_each_tiers_answer(data: DataDir) -> None:
+    """`_split` of the answer to ALL_NAMES gives, family for family, the answers to HOT_NAMES and to
+    SLOW_NAMES (line order aside: the restricted registry collects in set order), on every real page,
+    and on the simulator's page busy and before any request."""
+    pages = [path.read_text() for path in data.glob("metrics-*.txt")]
+    fresh = SimMetrics(model_name="m", k=2, max_model_len=2048, cache_info={})
+    pages += [_busy_metrics().render().decode(), fresh.render().decode()]
+    for text in pages:
+        registry = _registry_of(text)
+        hot, slow = _split(_restricted(registry, ALL_NAMES), frozenset(SLOW_NAMES))
+        assert sorted(hot.splitlines()) == sorted(_restricted(registry, HOT_NAMES).splitlines())
+        assert sorted(slow.splitlines()) == sorted(_restricted(registry, SLOW_NAMES).splitlines())
+        assert hot.strip() and sample_names(hot) <= set(HOT_NAMES)
+    assert _split("", frozenset(SLOW_NAMES)) == ("", "")
+
+
 def test_filter_path_and_sample_names() -> None:
     path = filter_path(["vllm:num_requests_running", "vllm:x_total"])
     assert path == "/metrics/?name%5B%5D=vllm%3Anum_requests_running&name%5B%5D=vllm%3Ax_total"
@@ -147,7 +164,7 @@ async def test_recorded_pages_give_the_same_snapshots_and_rates(data: DataDir, p
         probe = await scraper.scrape()  # the probe returns the full page itself
         assert scraper.state.mode == "filtered", scraper.state
         tiered = await scraper.scrape(fresh=True)
-        assert calls[-2:] == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
+        assert calls[-1:] == [filter_path(ALL_NAMES)]  # both tiers in one answer
         assert len(tiered) < len(probe) / 2
         snaps[when] = (parse_snapshot(probe), parse_snapshot(tiered))
         _assert_same_snapshot(*snaps[when])
@@ -225,12 +242,12 @@ async def test_slow_tier_at_most_once_a_second_and_fresh_on_demand() -> None:
     assert stale.itl is not None and stale.itl.count == 40  # the slow tier of 0.75 s ago
     now[0] += 0.25  # 1 s since the slow tier
     text = await scraper.scrape()
-    assert calls[-2:] == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
+    assert calls[-1] == filter_path(ALL_NAMES)  # both tiers in one answer when the slow one is due
     _assert_same_snapshot(parse_snapshot(text), parse_snapshot(m.render().decode()))
     calls.clear()
     now[0] += 0.1
     await scraper.scrape(fresh=True)
-    assert calls == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
+    assert calls == [filter_path(ALL_NAMES)]
     assert scraper.state.mode == "filtered" and scraper.state.text.startswith("filtered, ")
     assert scraper.probes == 1
 
@@ -261,7 +278,15 @@ async def test_the_slow_tier_is_asked_again_only_after_activity(activity: Any) -
         activity(m)
         now[0] += 0.25
         text = await scraper.scrape()
-        assert calls[-1] == filter_path(SLOW_NAMES)
+        # the hot answer showed the activity: the slow tier at once, in a second request
+        assert calls[-2:] == [filter_path(HOT_NAMES), filter_path(SLOW_NAMES)]
+        _assert_same_snapshot(parse_snapshot(text), parse_snapshot(m.render().decode()))
+        for _ in range(4):  # still busy: hot answers, then both tiers in one answer a second later
+            m.observe_step(prompt_tokens=0, generation_tokens=1, itls=[0.01], ttfts=[], read_bytes=None)
+            now[0] += 0.25
+            text = await scraper.scrape()
+        assert calls[-4:-1] == [filter_path(HOT_NAMES)] * 3
+        assert calls[-1] == filter_path(ALL_NAMES)
         _assert_same_snapshot(parse_snapshot(text), parse_snapshot(m.render().decode()))
 
 
@@ -270,7 +295,7 @@ async def test_fleet_filter_asks_the_hot_tier_only() -> None:
     scraper = TieredScraper(_registry_fetch(_busy_metrics().registry, calls), ScrapeFilter(slow=False))
     await scraper.scrape()
     text = await scraper.scrape()
-    assert filter_path(SLOW_NAMES) not in calls
+    assert filter_path(SLOW_NAMES) not in calls and filter_path(ALL_NAMES) not in calls[1:]
     assert sample_names(text) <= set(HOT_NAMES)
 
 
