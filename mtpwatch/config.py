@@ -55,6 +55,9 @@ class DisplaySettings:
 
     scrape_interval_s: float = 0.25
     """Seconds between /metrics scrapes (4 Hz by default)."""
+    idle_interval_s: float = 0.5
+    """Seconds between scrapes while the server is idle (`Collector.idle`) and no console prompt
+    runs; never shorter than `scrape_interval_s`. A prompt from the console scrapes at once."""
     chat: bool = False
     """Send prompts to /v1/chat/completions instead of /v1/completions."""
     max_tokens: int = 256

@@ -187,6 +187,15 @@ def display_options(func: F) -> F:
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
+            "--idle-interval",
+            type=click.FloatRange(0.05, 60.0),
+            default=field_default(DisplaySettings, "idle_interval_s"),
+            show_default=True,
+            help="Seconds between /metrics scrapes while the server is idle (nothing running or "
+            "waiting, no token counted since the last scrape); a prompt sent from the console "
+            "scrapes at once. Never shorter than --interval.",
+        ),
+        click.option(
             "--fps",
             type=click.IntRange(1, 60),
             default=field_default(DisplaySettings, "max_fps"),
@@ -243,6 +252,7 @@ def display_settings(
     temperature: float,
     interval: float,
     gpu: str | None,
+    idle_interval: float = field_default(DisplaySettings, "idle_interval_s"),
     fps: int = field_default(DisplaySettings, "max_fps"),
     peak_gbps: float | None,
     model_config: str | None,
@@ -271,6 +281,7 @@ def display_settings(
             raise click.UsageError(f"{flag}: no such file: {path}")
     return DisplaySettings(
         scrape_interval_s=interval,
+        idle_interval_s=max(interval, idle_interval),
         max_fps=fps,
         chat=chat,
         max_tokens=max_tokens,

@@ -65,8 +65,11 @@ class Source(Protocol):
         ...
 
     async def poll(self) -> float:
-        """One scrape; the seconds to wait before the next (backoff while down)."""
+        """One scrape; the seconds to wait before the next (backoff while down, longer while idle)."""
         ...
+
+    async def rest(self, delay: float) -> None:
+        """Wait `delay` seconds before the next scrape, or less when a prompt starts."""
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` ('10 s', '60 s', 'prompt'); pure."""

@@ -32,7 +32,7 @@ from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, Engine, engine_of_schema
 from mtpwatch.core.metrics.filtered import ScrapeFilter
-from mtpwatch.core.metrics.rates import Collector, Rates
+from mtpwatch.core.metrics.rates import Collector, Rates, idle_between
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
@@ -101,7 +101,9 @@ class ServerFeed:
         self.observers = Observers()
         """Told of every page, prompt, stream event and identity (a recording's `FeedTap`)."""
         self.scrape_via = ""
-        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown)."""
+        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown),
+        and ', every 0.5 s' while the idle cadence applies."""
+        self._wake = asyncio.Event()
         self.hardware_reading: HardwareReading | None = None
         """The NVML reading the panel shows: the sampler's, taken at each scrape (so a recording
         holds exactly what was shown), or a replay's recorded one; None while no sampler runs."""
@@ -140,7 +142,8 @@ class ServerFeed:
     # -- polling ------------------------------------------------------------------------------
 
     async def poll(self) -> float:
-        """Scrape once; returns the seconds to wait before the next scrape (backoff when down)."""
+        """Scrape once; returns the seconds to wait before the next scrape (backoff when down, the
+        idle cadence while the server is idle)."""
         async with self._scrape_lock:  # the poll loop and a prompt's final scrape never interleave
             try:
                 if not self.identified:
@@ -150,11 +153,38 @@ class ServerFeed:
                 return self.mark_down(str(exc) or type(exc).__name__)
             now = self.clock()
             state = self.client.scrape_state
-            self.scrape_via = state.text if state is not None else ""
+            via = state.text if state is not None else ""
+            last = self.collector.latest
+            delay = self.next_delay(last is not None and idle_between(last, snapshot))
+            slowed = via and delay > self.display.scrape_interval_s
+            self.scrape_via = f"{via}, every {delay:g} s" if slowed else via  # recorded as shown
             if text is not None:
                 self.observers.scrape(now, text, self.scrape_via)
             self.accept(snapshot, now)
-        return self.display.scrape_interval_s
+        return delay
+
+    def next_delay(self, idle: bool | None = None) -> float:
+        """Seconds to the next scrape while up: `idle_interval_s` while the server is idle (`idle`,
+        by default `Collector.idle`) and no console prompt runs (nothing moves; a prompt sent from
+        here wakes the loop, `wake`), else `scrape_interval_s`."""
+        interval = self.display.scrape_interval_s
+        if self.prompt.stats is None and (self.collector.idle if idle is None else idle):
+            return max(interval, self.display.idle_interval_s)
+        return interval
+
+    def wake(self) -> None:
+        """Scrape now: ends the poll loop's `rest` (a console prompt starts)."""
+        self._wake.set()
+
+    async def rest(self, delay: float) -> None:
+        """The poll loop's wait between scrapes: `delay` seconds, or until `wake`."""
+        event = self._wake
+        handle = asyncio.get_running_loop().call_later(delay, event.set)
+        try:
+            await event.wait()
+        finally:
+            handle.cancel()
+            event.clear()
 
     def accept(self, snapshot: MetricsSnapshot, now: float) -> None:
         """Take one scrape taken at `now` (the poll loop, and a replay with the recorded page)."""
@@ -485,6 +515,7 @@ class ServerFeed:
     def begin_prompt(self, prompt: str) -> GenerationStats:
         """A console prompt starts now: its window opens; its stream goes into the returned stats."""
         stats = self.prompt.begin()
+        self.wake()  # back to the full scrape rate from the first token
         assert self.prompt.t0 is not None
         self.observers.prompt(self.prompt.t0, prompt)
         return stats

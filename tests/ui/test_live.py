@@ -195,3 +195,25 @@ async def test_prompt_window_ends_with_the_prompt(wait_until: WaitUntil) -> None
             assert later is not None and later.server_tok_s == first.server_tok_s
             assert later.drafts == first.drafts
             await pilot.press("ctrl+q")
+
+
+async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil) -> None:
+    """With a 60 s idle interval the poll loop rests for a minute on an idle server: the prompt wakes
+    it, so the prompt's window has scrapes while it streams, not only the one after its last token."""
+    async with running_sim(speed=2) as url:
+        display = DisplaySettings(scrape_interval_s=0.1, idle_interval_s=60.0, max_tokens=160)
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = _panel(app)
+            feed = app.monitor.feeds[0]
+            await wait_until(pilot, lambda: bool(panel.view and panel.view.scrape.endswith("every 60 s")))
+            await pilot.press(*"hello", "enter")
+            await wait_until(pilot, lambda: feed.prompt.t0 is not None)
+            t0 = feed.prompt.t0
+            assert t0 is not None
+            await wait_until(pilot, lambda: panel.prompt_count == 1)
+            t1 = feed.prompt.t1
+            assert t1 is not None
+            during = [t for t, _ in feed.collector.tok_s_series() if t0 < t < t1]
+            assert during, "no scrape between the prompt's start and its last token"
+            await pilot.press("ctrl+q")

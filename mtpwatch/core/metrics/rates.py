@@ -286,6 +286,18 @@ class Attribution:
         return cls(attribute(values), _max_opt(values), len(values))
 
 
+def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
+    """`last` shows an idle server: no request running or waiting, and no prompt or generated token
+    counted since `prev` (`Collector.idle`: the monitor scrapes such a server less often). A page
+    without a running gauge is never idle here (nothing says it is)."""
+    return (
+        last.requests_running == 0
+        and not last.requests_waiting
+        and last.generation_tokens == prev.generation_tokens
+        and last.prompt_tokens == prev.prompt_tokens
+    )
+
+
 class Collector:
     """Scrape history of one server: windows, restarts, tok/s series, attribution.
 
@@ -325,6 +337,13 @@ class Collector:
     def baseline_t(self) -> float | None:
         """Timestamp of the oldest snapshot kept (windows cannot reach further back)."""
         return self._history[0][0] if self._history else None
+
+    @property
+    def idle(self) -> bool:
+        """The two newest scrapes show an idle server (`idle_between`)."""
+        if len(self._history) < 2:
+            return False
+        return idle_between(self._history[-2][1], self._history[-1][1])
 
     def __len__(self) -> int:
         return len(self._history)

@@ -238,7 +238,7 @@ class MonitorScreen(Screen[None]):
                 feed.stop_hardware()
             shown = panel.view
             self.views_due(index, now=shown is None or shown.status != feed.status)  # up → down: at once
-            await asyncio.sleep(delay)
+            await feed.rest(delay)
 
     # -- views ---------------------------------------------------------------------------------
 
