@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest
 from mtpwatch.core.metrics.filtered import HOT_NAMES, SLOW_NAMES, ScrapeFilter, sample_names
 from mtpwatch.core.metrics.rates import Rates, delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
+from mtpwatch.session.watch import ServerFeed
 
 from .conftest import ServerPool
 
@@ -171,3 +173,32 @@ async def test_every_scrape_idle_or_busy_gives_the_full_pages_figures(server_poo
             await watcher
         assert tiered._tiers is not None and tiered._tiers.probes == 1
     assert compared["idle"] >= 5 and compared["hot"] >= 3, compared
+
+
+async def test_an_idle_real_server_is_scraped_at_the_idle_interval(server_pool: ServerPool) -> None:
+    """The monitor's feed on real vLLM: an idle server (its own gauges at 0, its counters still)
+    gets the idle cadence and says so; a request from another client brings back the interval at
+    the first scrape that sees it, and the idle cadence comes back after it."""
+    server = server_pool.get("ngram")
+    display = DisplaySettings()  # the defaults users get: 0.25 s, 0.5 s idle
+    feed = ServerFeed(ServerSpec(label="A", url=server.url, model=server.served_name), display)
+
+    async def poll_until(delay: float) -> None:
+        deadline = time.monotonic() + QUIET_LIMIT_S
+        while await feed.poll() != delay:
+            assert time.monotonic() < deadline, (delay, feed.status, feed.reason, feed.scrape_via)
+            await asyncio.sleep(0.05)
+
+    try:
+        await poll_until(display.idle_interval_s)
+        assert feed.status == "up" and feed.scrape_via.endswith(", every 0.5 s"), feed.scrape_via
+        async with VllmClient(server.url) as load:
+            request = GenerationRequest(PROMPT, model=server.served_name, max_tokens=48, ignore_eos=True)
+            running = asyncio.ensure_future(load.generate(request))
+            await poll_until(display.scrape_interval_s)
+            assert "every" not in feed.scrape_via
+            result = await running
+            assert result.error is None, result.error
+        await poll_until(display.idle_interval_s)
+    finally:
+        await feed.close()

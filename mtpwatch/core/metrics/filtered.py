@@ -17,7 +17,10 @@ Three tiers:
 - **slow** (`SLOW_NAMES`): the latency and iteration-token histograms' `_sum` and `_count` (no
   view reads a bucket) and `cache_config_info`, at most once every `slow_interval_s` (1 s), and only
   when the token or finished-request counters moved since it was last fetched (an idle server's
-  histograms cannot change: `_RESTART_PREFIXES`);
+  histograms cannot change: `_RESTART_PREFIXES`). When it is due before a scrape (tokens flowing,
+  or `fresh`) one answer asks both tiers and `_split` parts it (one HTTP answer fewer a second:
+  each costs the API server ~0.5 ms in a row, more spaced); the first hot answer of a busy spell,
+  which is the first to show it due, is followed by a slow request at once;
 - **activity** (`ACTIVITY_NAMES`), instead of the hot tier on an idle server: the request gauges,
   the token counters and finished requests. While they equal those of the last hot answer, which
   showed nothing running or waiting, that answer is the hot tier (why: `ACTIVITY_NAMES`); the hot
