@@ -21,6 +21,15 @@ def snap(**kw: Any) -> MetricsSnapshot:
     return MetricsSnapshot(**base)
 
 
+async def poll_until(feed: ServerFeed, delay: float, failure: str) -> None:
+    """Poll until a scrape asks for `delay` seconds to the next (at most 200 scrapes)."""
+    for _ in range(200):
+        if await feed.poll() == delay:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(failure)
+
+
 def idle_after(first: MetricsSnapshot, second: MetricsSnapshot) -> bool:
     collector = Collector()
     collector.add(first, 1.0)
@@ -64,22 +73,12 @@ async def test_an_idle_server_is_scraped_at_the_idle_interval_and_says_so() -> N
                 request = asyncio.create_task(
                     http.post("/v1/completions", json={"prompt": "hi", "max_tokens": 400}, timeout=60)
                 )
-                for _ in range(200):
-                    if await feed.poll() == 0.1:
-                        break
-                    await asyncio.sleep(0.01)
-                else:
-                    raise AssertionError("the request never showed on the page")
+                await poll_until(feed, 0.1, "the request never showed on the page")
                 assert "every" not in feed.view("10 s").scrape  # "filtered, 3.4 KB"
                 response = await request
                 assert response.status_code == 200
             # idle again once the counters stop
-            for _ in range(200):
-                if await feed.poll() == 0.5:
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                raise AssertionError("the server never read as idle again")
+            await poll_until(feed, 0.5, "the server never read as idle again")
         finally:
             await feed.close()
 
