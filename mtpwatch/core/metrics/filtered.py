@@ -227,7 +227,8 @@ class ScrapeState:
     full_bytes: int = 0
     """Bytes of the last full page seen (the probe's, or every scrape's in full mode)."""
     idle_bytes: int = 0
-    """Bytes of the last scrape's activity answer when it was one (an idle server), else 0."""
+    """Bytes of the last activity answer while the server stays idle (through the hot answers it
+    still gets every `idle_hot_interval_s` while nothing moves), else 0."""
 
     @property
     def text(self) -> str:
@@ -509,6 +510,7 @@ class TieredScraper:
         if _restarted(self._marks, marks):
             return None
         self._marks = marks
+        was_quiet = self._quiet
         self._took_hot(hot, now)
         size = len(answer)
         if self.policy.slow and not both and self._slow_due(now):
@@ -526,7 +528,12 @@ class TieredScraper:
             self._slow_text, self._slow_t = _terminated(slow), now
             self._slow_marks = marks
             slow_bytes = len(slow)
-        self.state = ScrapeState("filtered", "", size, len(hot), slow_bytes, self.state.full_bytes)
+        # the hot answer an idle server gets every `idle_hot_interval_s` keeps the idle line, so
+        # the source line does not flip between two texts every 2 s while nothing moves
+        idle_bytes = self.state.idle_bytes if was_quiet is not None and self._quiet == was_quiet else 0
+        self.state = ScrapeState(
+            "filtered", "", size, len(hot), slow_bytes, self.state.full_bytes, idle_bytes
+        )
         return _terminated(hot) + self._slow_text
 
     def _slow_due(self, now: float) -> bool:

@@ -94,7 +94,7 @@ async def test_an_idle_server_is_asked_the_activity_tier_and_the_hot_tier_every_
     for page in pages:
         assert _figures(parse_snapshot(page)) == full
     assert sample_names(pages[0]) <= set(HOT_NAMES) | set(SLOW_NAMES)
-    assert scraper.state.text.startswith("filtered, ") and "idle" not in scraper.state.text  # a hot answer
+    assert scraper.state.bytes == scraper.state.hot_bytes  # the last one was a hot answer
     now[0] += 0.25
     await scraper.scrape()
     act_bytes = len(m.render(list(ACTIVITY_NAMES)))
@@ -103,6 +103,27 @@ async def test_an_idle_server_is_asked_the_activity_tier_and_the_hot_tier_every_
     assert scraper.state.as_json()["idle_bytes"] == act_bytes
     assert act_bytes < scraper.state.hot_bytes / 2
     assert scraper.probes == 1
+
+
+async def test_the_source_line_of_an_idle_server_does_not_change_while_nothing_moves() -> None:
+    now, calls = [0.0], list[str]()
+    m = _idle_metrics()
+    scraper = _scraper(m, calls, now)
+    await scraper.scrape()
+    texts = []
+    for _ in range(16):  # 4 s at 4 Hz: activity answers and two hot ones
+        now[0] += 0.25
+        await scraper.scrape()
+        texts.append(scraper.state.text)
+    assert HOT in calls[-8:]  # a hot answer came in the last two seconds, and kept the idle line
+    act_bytes = len(m.render(list(ACTIVITY_NAMES)))
+    assert set(texts) == {f"filtered, idle {act_bytes / 1000:.1f} KB"}
+    assert scraper.state.hot_bytes > act_bytes  # the hot answer's own size is still recorded
+    EVENTS["a request runs"](m)
+    now[0] += 0.25
+    await scraper.scrape()
+    assert scraper.state.text == f"filtered, {scraper.state.hot_bytes / 1000:.1f} KB"
+    assert scraper.state.idle_bytes == 0
 
 
 async def test_interval_zero_asks_the_hot_tier_at_every_scrape() -> None:
