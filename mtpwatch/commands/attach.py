@@ -132,7 +132,11 @@ def command(
         if as_json:
             fleet.echo_json(
                 fleet.direct_json(
-                    servers, window_s=window, interval_s=settings.scrape_interval_s, api_key=api_key
+                    servers,
+                    window_s=window,
+                    interval_s=settings.scrape_interval_s,
+                    idle_interval_s=settings.idle_interval_s,
+                    api_key=api_key,
                 )
             )
             return

@@ -64,14 +64,17 @@ def checked_selector(selector: str) -> str:
 
 
 def direct_json(
-    urls: list[str], *, window_s: float, interval_s: float, api_key: str | None
+    urls: list[str], *, window_s: float, interval_s: float, idle_interval_s: float, api_key: str | None
 ) -> dict[str, Any]:
-    """Scrape `urls` for `window_s` seconds at `interval_s`, then the fleet document."""
+    """Scrape `urls` for `window_s` seconds at `interval_s` (an idle server at `idle_interval_s`),
+    then the fleet document."""
     from mtpwatch.core.fleet.report import fleet_report
     from mtpwatch.core.fleet.scraper import FleetScraper, Target
 
     async def run() -> dict[str, Any]:
-        scraper = FleetScraper([Target(u, api_key) for u in urls], interval_s=interval_s)
+        scraper = FleetScraper(
+            [Target(u, api_key) for u in urls], interval_s=interval_s, idle_interval_s=idle_interval_s
+        )
         task = asyncio.create_task(scraper.run())
         t0 = time.monotonic()
         try:

@@ -1,7 +1,8 @@
 """Scrape many servers concurrently: bounded, with per-server backoff, one slow server delaying none.
 
-A ticker fires every `interval_s`. At each tick every server that is due (not backing off) and not
-still busy with its previous scrape gets a new scrape task; at most `max_concurrency` requests are in
+A ticker fires every `interval_s`. At each tick every server that is due (not backing off, not
+idle: an idle server is scraped every `idle_interval_s`, as the monitor scrapes one) and not still
+busy with its previous scrape gets a new scrape task; at most `max_concurrency` requests are in
 flight at once. A server that times out or fails backs off (0.5 s doubling to 10 s) and shows
 "down since …"; the others keep their pace, because no tick ever waits for a scrape. Each answer is
 split by (model, engine) and added to that row's `Collector` (restart detection, windows), so a row's
@@ -107,7 +108,13 @@ class Track:
             del self.collectors[key]  # a model or engine that went away
         self.connection.success()
         self.backoff.reset()
+        self.next_due = 0.0
         self.reason = "" if groups else "no vllm: or llamacpp: metrics on the page (--disable-log-stats?)"
+
+    @property
+    def idle(self) -> bool:
+        """Every engine on this server is idle (`Collector.idle`, the monitor's rule)."""
+        return bool(self.collectors) and all(c.idle for c in self.collectors.values())
 
     def fail(self, reason: str, now: float) -> None:
         """A failed scrape: down, back off."""
@@ -176,6 +183,7 @@ class FleetScraper:
         targets: Sequence[Target],
         *,
         interval_s: float = 0.25,
+        idle_interval_s: float = 0.5,
         timeout_s: float = 2.0,
         max_concurrency: int = 16,
         horizon_s: float = 180.0,
@@ -185,6 +193,8 @@ class FleetScraper:
         """Args:
         targets: the servers, in display order.
         interval_s: seconds between ticks (4 Hz by default).
+        idle_interval_s: seconds between scrapes of an idle server (never fewer than `interval_s`):
+            the first tick at least this long after the tick of the scrape that showed it idle.
         timeout_s: a scrape that takes longer fails (the server backs off).
         max_concurrency: requests in flight at once, over all servers.
         horizon_s: history kept per row (the longest window asked for must fit).
@@ -194,6 +204,7 @@ class FleetScraper:
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s
+        self.idle_interval_s = max(interval_s, idle_interval_s)
         self.timeout_s = timeout_s
         self.clock = clock
         self.stats = ScrapeStats()
@@ -216,12 +227,15 @@ class FleetScraper:
             self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def _scrape(self, track: Track) -> None:
+    async def _scrape(self, track: Track, tick_t: float) -> None:
         try:
             async with self._semaphore:  # the timeout starts once a slot is free
                 text = await within(self.timeout_s, track.fetch())
             track.record(text, self.clock())
             self.stats.scrapes += 1
+            if track.idle and self.idle_interval_s > self.interval_s:
+                # half a tick of slack: the tick `idle_interval_s` after this one is due, not the next
+                track.next_due = tick_t + self.idle_interval_s - self.interval_s / 2
         except TimeoutError:
             self.stats.failures += 1
             track.fail(f"no answer within {self.timeout_s:g} s", self.clock())
@@ -231,9 +245,9 @@ class FleetScraper:
         finally:
             track.busy = False
 
-    def _start(self, track: Track) -> asyncio.Task[None]:
+    def _start(self, track: Track, tick_t: float) -> asyncio.Task[None]:
         track.busy = True
-        task = asyncio.ensure_future(self._scrape(track))
+        task = asyncio.ensure_future(self._scrape(track, tick_t))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -246,7 +260,7 @@ class FleetScraper:
             if track.busy:
                 self.stats.skipped_busy += 1
             elif track.next_due <= t0:
-                started.append(self._start(track))
+                started.append(self._start(track, t0))
         if started:
             await asyncio.wait(started)
         cycle = self.clock() - t0

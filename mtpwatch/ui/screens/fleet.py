@@ -100,6 +100,7 @@ class FleetScreen(Screen[None]):
             self.scraper = FleetScraper(
                 [Target(u, self.fleet.api_key) for u in self.fleet.urls],
                 interval_s=self.config.display.scrape_interval_s,
+                idle_interval_s=self.config.display.idle_interval_s,
                 horizon_s=max(self.windows) + 120.0,
                 clock=self.clock,
             )

@@ -155,3 +155,40 @@ async def test_cycle_times_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scraper.stats.ticks == 40
     assert 5 <= len(scraper.stats.cycles) <= 10
     assert scraper.stats.summary()["cycles"] == len(scraper.stats.cycles)
+
+
+async def test_an_idle_server_is_scraped_at_the_idle_interval_and_traffic_restores_the_pace() -> None:
+    """The monitor's idle cadence (`Collector.idle`): every other tick at 4 Hz while nothing runs
+    and no token is counted; every tick again from the scrape that shows a request."""
+    from mtpwatch.sim.metrics import SimMetrics
+
+    m = SimMetrics(model_name="m", k=3, max_model_len=4096, cache_info={"block_size": "16"})
+    m.observe_step(prompt_tokens=7, generation_tokens=5, itls=[0.02], ttfts=[0.1], read_bytes=None)
+    m.observe_scheduler(running=0, waiting=0, kv_usage=0.0)
+    now = [0.0]
+    asked: list[float] = []
+
+    async def fetch() -> str:
+        asked.append(now[0])
+        return m.render().decode()
+
+    scraper = FleetScraper(
+        [Target("http://127.0.0.1:1")],
+        interval_s=0.25,
+        idle_interval_s=0.5,
+        clock=lambda: now[0],
+        fetch_factory=lambda _: fetch,
+    )
+
+    async def ticks(n: int) -> None:
+        for _ in range(n):
+            await scraper.tick()
+            now[0] += 0.25
+
+    await ticks(10)  # t = 0 … 2.25: two scrapes to see it idle, then every 0.5 s
+    assert asked == [0.0, 0.25, 0.75, 1.25, 1.75, 2.25]
+    m.observe_scheduler(running=1, waiting=0, kv_usage=0.1)  # a request arrives at t = 2.5
+    del asked[:]
+    await ticks(4)  # t = 2.5 … 3.25
+    assert asked == [2.75, 3.0, 3.25]  # seen at the next due scrape, then every tick
+    assert scraper.stats.failures == 0

@@ -533,7 +533,7 @@ def test_fleet_json_says_how_each_server_is_scraped() -> None:
     from mtpwatch.sim.harness import SimThread
 
     with SimThread(speed=50) as honours, SimThread(speed=50, metrics_filter="empty") as empty:
-        doc = direct_json([honours, empty], window_s=1.0, interval_s=0.25, api_key=None)
+        doc = direct_json([honours, empty], window_s=1.0, interval_s=0.25, idle_interval_s=0.5, api_key=None)
     assert doc["scrape"][honours].startswith("filtered, ")
     assert doc["scrape"][empty] == "full page (filtered answer empty: several API servers?)"
     assert {r["source"] for r in doc["rows"]} == {honours, empty}
