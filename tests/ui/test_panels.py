@@ -339,3 +339,49 @@ async def test_fps_caps_the_paints_of_a_streaming_answer(fps: int) -> None:
             await asyncio.sleep(0.01)
         elapsed = loop.time() - start
         assert paints <= fps * elapsed + 1
+
+
+async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_laid_out_again() -> None:
+    """The roofline's verdict wraps to three lines or two as a prompt starts and ends: each change
+    of a block's height was a relayout of the whole screen. A block keeps its rows (blank at its
+    end) while the panel's size holds; a resize lets it shrink."""
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.widgets.row_static import RowStatic
+    from mtpwatch.ui.widgets.server_panel import ServerPanel
+    from tests.ui import samples
+
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await samples.load(app, "single")
+        await pilot.pause()
+        panel = app.screen.query_one(ServerPanel)
+        block = panel.query_one(".bandwidth", RowStatic)
+        base = samples.view_mtp()
+        assert base.bandwidth is not None
+        long = replace(base, bandwidth=replace(base.bandwidth, summary="below the roof " * 30))
+        short = replace(base, bandwidth=replace(base.bandwidth, summary="bandwidth-bound"))
+        panel.show(long)
+        await pilot.pause()
+        tall = block.size.height
+        layouts = 0
+        relayout = app.screen._refresh_layout
+
+        def counted(*args: Any, **kwargs: Any) -> None:
+            nonlocal layouts
+            layouts += 1
+            relayout(*args, **kwargs)
+
+        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        for view in (short, long, short):
+            panel.show(view)
+            await pilot.pause()
+            assert block.size.height == tall
+        assert layouts == 0
+        shown = panel.rows()["bandwidth"]
+        assert "bandwidth-bound" in shown and not shown.endswith("\n")  # what was asked, unpadded
+        assert Content.from_markup(shown).plain.count("\n") + 1 < tall
+        app.screen._refresh_layout = relayout  # type: ignore[method-assign]
+        await pilot.resize_terminal(150, 48)  # the panel draws the same view again at its new size
+        await pilot.pause()
+        await pilot.pause()
+        assert block.size.height == shown.count("\n") + 1

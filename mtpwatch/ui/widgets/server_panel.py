@@ -64,6 +64,10 @@ class ServerPanel(Vertical):
         self._summaries: list[tuple[int, PromptSummary]] = []
         """The last three finished prompts (number, summary), oldest first."""
         self._shown: dict[str, str] = {}
+        self._drawn: dict[str, str] = {}
+        """What each RowStatic shows: its markup and the blank rows it keeps (`_set`)."""
+        self._held_rows: dict[str, tuple[tuple[int, int], int]] = {}
+        """((panel width, height), rows) each RowStatic keeps at least while the panel's size holds."""
         self._found: dict[str, Widget] = {}
         self.prompt_count = 0
         """Prompts finished in this panel."""
@@ -172,17 +176,29 @@ class ServerPanel(Vertical):
             self.border_title = title
 
     def _set(self, selector: str, markup: str) -> None:
-        """Update a Static only when its text changed; relayout only when its line count changed.
+        """Update a Static only when its text changed; relayout only when it needs more rows.
 
         A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes at 4 Hz
-        must not trigger one when only the digits moved.
+        must not trigger one when only the digits moved. Nor when a block's text gets shorter: a
+        block keeps the rows it had at this panel size (blank rows at its end), so a verdict that wraps
+        to two lines or three as a prompt starts and ends, or bars that come and go with the
+        window, do not move the blocks below them and relayout the screen twice a prompt.
         """
-        previous = self._shown.get(selector)
-        if previous == markup:
-            return
         self._shown[selector] = markup
+        rows = markup.count("\n") + 1
+        size = (self.size.width, self.size.height)
+        held_size, held_rows = self._held_rows.get(selector, (size, 0))
+        if held_size == size and rows < held_rows:
+            drawn = markup + "\n" * (held_rows - rows)
+        else:
+            drawn = markup
+            self._held_rows[selector] = (size, rows)
+        previous = self._drawn.get(selector)
+        if previous == drawn:
+            return
+        self._drawn[selector] = drawn
         # Same line count: no relayout, and only the rows whose line changed are repainted.
-        self._one(selector, RowStatic).update_lines(previous, markup)
+        self._one(selector, RowStatic).update_lines(previous, drawn)
 
     # -- startup -------------------------------------------------------------------------------
 
