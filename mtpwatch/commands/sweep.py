@@ -228,7 +228,7 @@ def sweep_command(
     }  # fmt: skip
     try:
         report = asyncio.run(run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, **options))
-        conc, checked = (None, None) if report.interrupted else concurrency_advice(
+        conc, checked = (None, []) if report.interrupted else concurrency_advice(
             report, config, (base.url, base.argv), (treatments[-1][1], treatments[-1][2]),
             verify_schedule=verify_schedule, options=options,
         )  # fmt: skip
@@ -243,12 +243,15 @@ def sweep_command(
         meta = (provenance_of or Provenance("", None, {})).meta(config, gpu)
         head: dict[str, Any] = {"model": model, "method": method_name, "plan": plan.to_json()}
         head["concurrency"] = conc.to_json() if conc is not None else None
-        if checked is not None and checked.report is not None:
-            head["schedule_bench"] = reportio.report_document(checked.report, {**meta, "arms": checked.arms})
+        head["schedule_benches"] = [
+            reportio.report_document(pair.report, {**meta, "arms": pair.arms})
+            for pair in checked
+            if pair.report is not None
+        ]
         reportio.write_document(json_path, sweep_document(report, meta, head))
         click.echo(f"wrote {json_path}", err=True)
     click.echo(format_sweep(report, title))
     if conc is not None:
         click.echo("\n" + format_concurrency(conc))
-    if report.interrupted or (checked is not None and checked.interrupted):
+    if report.interrupted or any(pair.interrupted for pair in checked):
         sys.exit(1)

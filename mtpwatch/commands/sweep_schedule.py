@@ -1,6 +1,6 @@
 """The k sweep at several concurrencies: the best k at each, a ready `--speculative-config` whose
 `num_speculative_tokens_per_batch_size` covers the measured range, and `--verify-schedule`, which
-starts that config and measures it against the best fixed k at each concurrency.
+starts that config and measures it head to head against the best fixed k at each concurrency.
 
 Called by `commands.sweep`; the arithmetic is `core.ab.schedule`'s.
 """
@@ -17,11 +17,14 @@ import click
 from mtpwatch.core.ab.engine import dynamic_k_missing
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.schedule import (
+    Cell,
     ConcurrencyAdvice,
     advise_concurrency,
     cells_of_report,
+    fixed_config,
     replace_spec_config,
     verify,
+    verify_groups,
 )
 from mtpwatch.core.ab.sweep import PairRun, SweepReport, run_pair
 from mtpwatch.core.provenance import spec_config_from_argv
@@ -35,32 +38,55 @@ def concurrency_advice(
     *,
     verify_schedule: bool,
     options: Mapping[str, Any],
-) -> tuple[ConcurrencyAdvice | None, PairRun | None]:
-    """The per-concurrency advice, and with `verify_schedule` the schedule measured against k=0.
+) -> tuple[ConcurrencyAdvice | None, list[PairRun]]:
+    """The per-concurrency advice, and with `verify_schedule` the schedule measured head to head
+    against the best fixed k: one bench per distinct best k (`schedule.verify_groups`), at the
+    concurrencies where it is best, one server at a time.
 
     Args:
         baseline: (url, argv) of the k=0 server.
-        top: (url, argv) of the largest k's server; the schedule's server replaces its config.
+        top: (url, argv) of the largest k's server; the schedule's and the fixed ks' servers replace
+            its config.
         options: `run_pair`'s keyword options.
     """
     conc = advise_concurrency(report.reports, spec_config_from_argv(top[1]))
     if conc is None:
         if verify_schedule:
             click.echo("mtpwatch bench: --verify-schedule needs two or more --concurrency values", err=True)
-        return None, None
+        return None, []
     if not verify_schedule:
-        return conc, None
+        return conc, []
     modes = report.engine_modes()
     version = modes[max(modes)].vllm_version if modes else None
     note = dynamic_k_missing(version)
     if note is not None:
-        return dataclasses.replace(conc, verification_note=note), None
+        return dataclasses.replace(conc, verification_note=note), []
     if conc.config is None:
-        return dataclasses.replace(conc, verification_note="no schedule: speculation pays nowhere"), None
-    argv = replace_spec_config(top[1], conc.config)
-    click.echo("mtpwatch bench: k=0 vs the schedule (one server at a time)", err=True)
-    pair = asyncio.run(run_pair(config, baseline, ("schedule", top[0], argv), **options))
-    if pair.report is None:
-        return dataclasses.replace(conc, verification_note=pair.interrupted or "nothing ran"), pair
-    rows = verify(conc.table, conc.best, cells_of_report(0, pair.report))
-    return dataclasses.replace(conc, verification=tuple(rows), verification_note=pair.interrupted), pair
+        return dataclasses.replace(conc, verification_note="no schedule: speculation pays nowhere"), []
+    schedule_argv = replace_spec_config(top[1], conc.config)
+    pairs: list[PairRun] = []
+    heads: dict[int, Cell] = {}
+    interrupted: str | None = None
+    for k, levels in verify_groups(conc.best).items():
+        fixed = baseline if k == 0 else (top[0], replace_spec_config(top[1], fixed_config(conc.config, k)))
+        where = ", ".join(map(str, levels))
+        click.echo(
+            f"mtpwatch bench: k={k} vs the schedule at concurrency {where} (one server at a time)", err=True
+        )
+        pair = asyncio.run(
+            run_pair(
+                dataclasses.replace(config, concurrency=levels),
+                fixed,
+                ("schedule", top[0], schedule_argv),
+                baseline_label=f"k={k}",
+                **options,
+            )
+        )
+        pairs.append(pair)
+        if pair.report is not None:
+            heads.update((c, cell) for c, cell in cells_of_report(k, pair.report).items() if c in levels)
+        if pair.interrupted or pair.report is None:
+            interrupted = pair.interrupted or "nothing ran"
+            break
+    rows = verify(conc.table, conc.best, heads) if heads else []
+    return dataclasses.replace(conc, verification=tuple(rows), verification_note=interrupted), pairs

@@ -1,5 +1,6 @@
 """The k sweep's concurrency table: speed-up over k=0 per concurrency and k, the best k at each,
-the batch-size schedule as a ready `--speculative-config`, and its check against the best fixed k."""
+the batch-size schedule as a ready `--speculative-config`, and its head-to-head check against the
+best fixed k."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import shlex
 from collections.abc import Sequence
 
 from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice
-from mtpwatch.render.numbers import fixed, interval, percent, ratio
+from mtpwatch.render.numbers import interval, percent, ratio
 
 
 def _x(speedup: float, low: float, high: float, coverage: float = 0.95) -> str:
@@ -60,23 +61,24 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
             "needs a vLLM with dynamic k, 0.32 or later)"
         )
     if conc.verification:
-        lines.append("schedule vs the best fixed k at each concurrency (speed-ups over k=0):")
         lines.append(
-            f"{'c':>5}{'best fixed k':>14}{'its speed-up':>14}{'schedule [95% CI]':>26}{'ratio':>8}   verdict"
+            "schedule vs the best fixed k, head to head (one bench per best k, one server at a time):"
         )
-        verdicts = {True: "no slower (CI reaches it)", False: "SLOWER", None: "not measured"}
+        lines.append(
+            f"{'c':>5}{'best fixed k':>14}{'its speed-up over k=0':>23}"
+            f"{'schedule / fixed k [95% CI]':>30}   verdict"
+        )
+        verdicts = {True: "no slower (CI reaches 1.0)", False: "SLOWER", None: "not measured"}
         for vr in conc.verification:
-            sched = vr.schedule
-            cell = _cell(sched) if sched else "—"
-            ratio_s = fixed(vr.ratio, 3)
+            cell = _cell(vr.head) if vr.head else "—"
             lines.append(
-                f"{vr.concurrency:>5}{vr.best_k:>14}{ratio(vr.best_speedup):>14}{cell:>26}{ratio_s:>8}"
+                f"{vr.concurrency:>5}{vr.best_k:>14}{ratio(vr.best_speedup):>23}{cell:>30}"
                 f"   {verdicts[vr.no_slower]}" + (" (a hint: †)" if vr.weak else "")
             )
     if conc.verification_note:
         lines.append(f"schedule not verified: {conc.verification_note}")
     shown = [cell for row in conc.table.values() for cell in row.values()]
-    shown += [vr.schedule for vr in conc.verification if vr.schedule is not None]
+    shown += [vr.head for vr in conc.verification if vr.head is not None]
     note = _weak_note(shown)
     if note:
         lines.append(note)

@@ -147,11 +147,12 @@ def main() -> None:
             print(f"best k per concurrency: {conc['best_k']}")
             print(f"schedule: {json.dumps(conc['speculative_config'])}")
             for row in conc.get("verification") or []:
-                sched = row["schedule"] or {}
+                head = row["schedule_vs_best_fixed"] or {}
                 print(
-                    f"  c={row['concurrency']}: schedule {sched.get('speedup')} "
-                    f"(CI {sched.get('speedup_ci')}, coverage {sched.get('ci_coverage')}) vs best fixed "
-                    f"k={row['best_fixed_k']} {row['best_fixed_speedup']}: ratio {row['ratio']}, "
+                    f"  c={row['concurrency']}: schedule / fixed k={row['best_fixed_k']} head to head "
+                    f"{head.get('speedup')} (CI {head.get('speedup_ci')}, "
+                    f"coverage {head.get('ci_coverage')}, "
+                    f"{head.get('pairs')} pairs; that k's speed-up over k=0 {row['best_fixed_speedup']}), "
                     f"no slower: {row['no_slower']}"
                 )
             if conc.get("verification_note"):

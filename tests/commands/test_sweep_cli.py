@@ -219,17 +219,28 @@ def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
     assert config["method"] == "mtp" and config["model"] == E4B_D
     assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
     assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
-    # the schedule ran on its own server, against k=0, at both concurrencies
+    # the schedule ran on its own server, head to head against the best fixed k at each
+    # concurrency: one bench per distinct best k, at the concurrencies where it is best
     rows = {r["concurrency"]: r for r in conc["verification"]}
     assert sorted(rows) == [1, 4] and conc["verification_note"] is None
     for c, row in rows.items():
-        assert row["best_fixed_k"] == conc["best_k"][str(c)] and row["schedule"]["pairs"] == 2
-        high = row["schedule"]["speedup_ci"][1]
-        assert row["no_slower"] == (high >= row["best_fixed_speedup"])
-    checked = doc["schedule_bench"]
-    launched = spec_config_from_argv(checked["meta"]["arms"]["b"]["launch_argv"])
-    assert launched == config  # the server was started with exactly the printed config
-    assert {p["concurrency"] for p in checked["points"]} == {1, 4}
+        assert row["best_fixed_k"] == conc["best_k"][str(c)]
+        head = row["schedule_vs_best_fixed"]
+        assert head["pairs"] == 2 and head["k"] == row["best_fixed_k"]
+        assert row["no_slower"] == (head["speedup_ci"][1] >= 1.0)
+    benches = doc["schedule_benches"]
+    groups: dict[int, set[int]] = {}
+    for c, k in conc["best_k"].items():
+        groups.setdefault(k, set()).add(int(c))
+    assert len(benches) == len(groups)
+    for bench in benches:
+        arms = bench["meta"]["arms"]
+        assert spec_config_from_argv(arms["b"]["launch_argv"]) == config  # exactly the printed config
+        fixed = spec_config_from_argv(arms["a"]["launch_argv"])
+        k = fixed["num_speculative_tokens"] if fixed else 0
+        assert fixed is None or "num_speculative_tokens_per_batch_size" not in fixed
+        assert {p["concurrency"] for p in bench["points"]} == groups[k]
+    assert "head to head" in text
 
 
 def test_verify_schedule_needs_two_concurrencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,9 +14,11 @@ From those points:
   ⌊√(c_i · c_(i+1))⌋ to the next (step costs grow roughly with the log of the batch), the first
   range starts at 1, the last ends at the largest measured concurrency, and neighbours with the
   same k merge. Batch size = requests running at once, which is what `--concurrency` holds;
-- `--verify-schedule` measures that schedule against k = 0 the same way, and `verify` sets its
-  speed-up at each concurrency beside the best fixed k's: "no slower" when the schedule's 95 % CI
-  reaches the best fixed k's median.
+- `--verify-schedule` measures that schedule head to head against the best fixed k, one paired
+  bench per distinct best k (`verify_groups`) at the concurrencies where that k is best, one server
+  at a time: the schedule's own speed-up over that k, with its 95 % CI, in the same bench, so the
+  scatter between server lives (±10 % on a CPU build) is in the interval, not in a comparison of two
+  benches against k = 0. "No slower" when that CI reaches 1.0 (`VerifyRow`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ __all__ = [
     "best_per_concurrency",
     "cells_of_report",
     "concurrency_table",
+    "fixed_config",
     "replace_spec_config",
     "schedule_config",
     "verify",
+    "verify_groups",
 ]
 
 Range = tuple[int, int, int]
@@ -149,21 +153,38 @@ def schedule_config(
     top = max((k for _, _, k in schedule), default=0)
     if top < 1:
         return None
-    config = {key: v for key, v in dict(base or {}).items() if key != "num_speculative_tokens_per_batch_size"}
-    config["num_speculative_tokens"] = top
+    config = fixed_config(base or {}, top)
     config["num_speculative_tokens_per_batch_size"] = [list(r) for r in schedule]
     return config
 
 
+def fixed_config(base: Mapping[str, Any], k: int) -> dict[str, Any]:
+    """The `--speculative-config` of a fixed k: `base` (the schedule's, or the sweep's) with
+    num_speculative_tokens = k and no batch-size schedule."""
+    config = {key: v for key, v in base.items() if key != "num_speculative_tokens_per_batch_size"}
+    config["num_speculative_tokens"] = k
+    return config
+
+
+def verify_groups(best: Mapping[int, int]) -> dict[int, tuple[int, ...]]:
+    """best fixed k → the concurrencies where it is best: one head-to-head bench each."""
+    out: dict[int, tuple[int, ...]] = {}
+    for c, k in sorted(best.items()):
+        out[k] = (*out.get(k, ()), c)
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyRow:
-    """The schedule against the best fixed k at one concurrency."""
+    """The schedule against the best fixed k at one concurrency, head to head."""
 
     concurrency: int
     best_k: int
     best: Cell | None
-    """The best fixed k's cell (None when the best is k=0: its speed-up is 1.0 by definition)."""
-    schedule: Cell | None
+    """The best fixed k's cell in the sweep, against k=0 (None when the best is k=0: 1.0)."""
+    head: Cell | None
+    """The schedule against the best fixed k in one bench: `speedup` = schedule / fixed k, its CI
+    (None: not measured)."""
 
     @property
     def best_speedup(self) -> float:
@@ -171,36 +192,36 @@ class VerifyRow:
 
     @property
     def ratio(self) -> float | None:
-        """Schedule's median speed-up / the best fixed k's."""
-        return None if self.schedule is None else self.schedule.speedup / self.best_speedup
+        """The schedule's median paired speed-up over the best fixed k."""
+        return None if self.head is None else self.head.speedup
 
     @property
     def no_slower(self) -> bool | None:
-        """The schedule's 95 % CI reaches the best fixed k's median (None: not measured)."""
-        return None if self.schedule is None else self.schedule.high >= self.best_speedup
+        """The head-to-head 95 % CI reaches 1.0 (None: not measured)."""
+        return None if self.head is None else self.head.high >= 1.0
 
     @property
     def weak(self) -> bool:
-        """The schedule's interval covers less than 95 % (too few pairs): its verdict is a hint."""
-        return self.schedule is not None and self.schedule.coverage < 0.95
+        """The head-to-head interval covers less than 95 % (too few pairs): its verdict is a hint."""
+        return self.head is not None and self.head.coverage < 0.95
 
     def to_json(self) -> dict[str, Any]:
         return {
             "concurrency": self.concurrency,
             "best_fixed_k": self.best_k,
             "best_fixed_speedup": round(self.best_speedup, 4),
-            "schedule": self.schedule.to_json() if self.schedule else None,
+            "schedule_vs_best_fixed": self.head.to_json() if self.head else None,
             "ratio": None if self.ratio is None else round(self.ratio, 4),
             "no_slower": self.no_slower,
         }
 
 
 def verify(
-    table: Mapping[int, Mapping[int, Cell]], best: Mapping[int, int], schedule_cells: Mapping[int, Cell]
+    table: Mapping[int, Mapping[int, Cell]], best: Mapping[int, int], heads: Mapping[int, Cell]
 ) -> list[VerifyRow]:
-    """The schedule's cell beside the best fixed k's at each measured concurrency."""
+    """At each measured concurrency: the best fixed k's sweep cell and the head-to-head cell."""
     return [
-        VerifyRow(c, best[c], table.get(c, {}).get(best[c]) if best[c] else None, schedule_cells.get(c))
+        VerifyRow(c, best[c], table.get(c, {}).get(best[c]) if best[c] else None, heads.get(c))
         for c in sorted(best)
     ]
 

@@ -274,13 +274,15 @@ async def run_pair(
     chat: bool = False,
     startup_timeout_s: float = 900.0,
     on_event: Callable[[Any], None] | None = None,
+    baseline_label: str = "k=0",
 ) -> PairRun:
-    """k=0 (`baseline`: url, argv) against `treatment` (label, url, argv), one server at a time."""
+    """`baseline` (url, argv; k=0 unless `baseline_label` says otherwise) against `treatment`
+    (label, url, argv), one server at a time."""
     config = replace(config, schedule="restart")
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
     label, url, argv = treatment
     arm_a = SettlingArm(
-        baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label="k=0", **common
+        baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label=baseline_label, **common
     )
     arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=label, **common)
     runner = BenchRunner(config, arm_a, arm_b)

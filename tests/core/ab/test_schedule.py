@@ -8,9 +8,11 @@ from mtpwatch.core.ab.schedule import (
     Cell,
     batch_schedule,
     best_per_concurrency,
+    fixed_config,
     replace_spec_config,
     schedule_config,
     verify,
+    verify_groups,
 )
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.sim.engine import check_schedule
@@ -57,16 +59,27 @@ def test_a_ready_speculative_config() -> None:
     assert schedule_config(((1, 16, 0),), base) is None  # speculation pays nowhere
 
 
-def test_verify_against_the_best_fixed_k() -> None:
+def test_verify_head_to_head_against_the_best_fixed_k() -> None:
+    """The verdict is the head-to-head bench's (schedule / fixed k, its CI against 1.0), not a
+    comparison of two benches against k=0, which carries the scatter between server lives."""
     table = {1: {4: cell(4, 1, 2.3)}, 4: {2: cell(2, 4, 1.7)}, 16: {2: cell(2, 16, 0.9)}}
     best = {1: 4, 4: 2, 16: 0}
-    sched = {1: cell(0, 1, 2.28), 4: cell(0, 4, 1.5), 16: cell(0, 16, 0.99)}
-    rows = {r.concurrency: r for r in verify(table, best, sched)}
-    assert rows[1].no_slower and rows[1].ratio == pytest.approx(2.28 / 2.3)
-    assert rows[4].no_slower is False  # 1.55 < 1.7
+    heads = {1: cell(4, 1, 0.99), 4: cell(2, 4, 0.9), 16: cell(0, 16, 1.02)}
+    rows = {r.concurrency: r for r in verify(table, best, heads)}
+    assert rows[1].no_slower and rows[1].ratio == pytest.approx(0.99)  # [0.94, 1.04] reaches 1.0
+    assert rows[4].no_slower is False  # [0.85, 0.95]
     assert rows[16].best is None and rows[16].best_speedup == 1.0 and rows[16].no_slower
     assert verify(table, best, {})[0].no_slower is None
-    assert rows[4].to_json()["best_fixed_k"] == 2
+    doc = rows[4].to_json()
+    assert doc["best_fixed_k"] == 2 and doc["best_fixed_speedup"] == 1.7
+    assert doc["schedule_vs_best_fixed"]["speedup"] == 0.9 and doc["no_slower"] is False
+
+
+def test_one_head_to_head_bench_per_best_k_and_its_fixed_config() -> None:
+    assert verify_groups({1: 4, 2: 4, 4: 2, 16: 0}) == {4: (1, 2), 2: (4,), 0: (16,)}
+    sched = schedule_config(((1, 2, 4), (3, 4, 2)), {"method": "ngram", "prompt_lookup_max": 4})
+    assert sched is not None
+    assert fixed_config(sched, 2) == {"method": "ngram", "prompt_lookup_max": 4, "num_speculative_tokens": 2}
 
 
 def test_replace_spec_config() -> None:
@@ -100,7 +113,7 @@ def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
     from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice, VerifyRow
     from mtpwatch.render.schedule_table import format_concurrency
 
-    weak = Cell(k=2, concurrency=4, speedup=1.07, low=1.06, high=1.09, pairs=2, rate=None,
+    weak = Cell(k=2, concurrency=4, speedup=0.93, low=0.92, high=0.95, pairs=2, rate=None,
                 baseline_rate=None, coverage=0.5)  # fmt: skip
     strong = Cell(k=2, concurrency=1, speedup=1.2, low=1.1, high=1.3, pairs=12, rate=None,
                   baseline_rate=None, coverage=0.96)  # fmt: skip
@@ -115,7 +128,8 @@ def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
         verification_note=None,
     )  # fmt: skip
     text = format_concurrency(conc)
-    assert "1.07x [1.06, 1.09]†" in text and "SLOWER (a hint: †)" in text
+    assert "0.93x [0.92, 0.95]†" in text and "SLOWER (a hint: †)" in text
+    assert "head to head" in text
     assert "it covers 50% at 2 pairs" in text
     assert "one k wins at every measured concurrency" in text
     assert weak.to_json()["ci_coverage"] == 0.5
