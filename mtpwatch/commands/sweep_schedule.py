@@ -20,8 +20,8 @@ from mtpwatch.core.ab.schedule import (
     Cell,
     ConcurrencyAdvice,
     advise_concurrency,
-    cells_of_report,
     fixed_config,
+    head_to_head,
     replace_spec_config,
     verify,
     verify_groups,
@@ -40,8 +40,8 @@ def concurrency_advice(
     options: Mapping[str, Any],
 ) -> tuple[ConcurrencyAdvice | None, list[PairRun]]:
     """The per-concurrency advice, and with `verify_schedule` the schedule measured head to head
-    against the best fixed k: one bench per distinct best k (`schedule.verify_groups`), at the
-    concurrencies where it is best, one server at a time.
+    against the best fixed k at the concurrencies where it is best (`schedule.verify_groups`), one
+    server at a time, in both orders (`schedule.head_to_head` pools them).
 
     Args:
         baseline: (url, argv) of the k=0 server.
@@ -70,23 +70,29 @@ def concurrency_advice(
     for k, levels in verify_groups(conc.best).items():
         fixed = baseline if k == 0 else (top[0], replace_spec_config(top[1], fixed_config(conc.config, k)))
         where = ", ".join(map(str, levels))
-        click.echo(
-            f"mtpwatch bench: k={k} vs the schedule at concurrency {where} (one server at a time)", err=True
-        )
-        pair = asyncio.run(
-            run_pair(
-                dataclasses.replace(config, concurrency=levels),
-                fixed,
-                ("schedule", top[0], schedule_argv),
-                baseline_label=f"k={k}",
-                **options,
+        reports: list[Any] = []
+        # both orders: whatever favours one arm's place in the restart schedule cancels in the pool
+        for a, b in (((f"k={k}", *fixed), ("schedule", top[0], schedule_argv)),
+                     (("schedule", top[0], schedule_argv), (f"k={k}", *fixed))):  # fmt: skip
+            click.echo(f"mtpwatch bench: {a[0]} vs {b[0]} at concurrency {where} (one at a time)", err=True)
+            pair = asyncio.run(
+                run_pair(
+                    dataclasses.replace(config, concurrency=levels),
+                    (a[1], a[2]),
+                    b,
+                    baseline_label=a[0],
+                    **options,
+                )
             )
-        )
-        pairs.append(pair)
-        if pair.report is not None:
-            heads.update((c, cell) for c, cell in cells_of_report(k, pair.report).items() if c in levels)
-        if pair.interrupted or pair.report is None:
-            interrupted = pair.interrupted or "nothing ran"
+            pairs.append(pair)
+            reports.append(pair.report)
+            if pair.interrupted or pair.report is None:
+                interrupted = pair.interrupted or "nothing ran"
+                break
+        if reports[0] is not None:
+            cells = head_to_head(k, reports[0], reports[1] if len(reports) > 1 else None)
+            heads.update((c, cell) for c, cell in cells.items() if c in levels)
+        if interrupted:
             break
     rows = verify(conc.table, conc.best, heads) if heads else []
     return dataclasses.replace(conc, verification=tuple(rows), verification_note=interrupted), pairs

@@ -62,7 +62,7 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
         )
     if conc.verification:
         lines.append(
-            "schedule vs the best fixed k, head to head (one bench per best k, one server at a time):"
+            "schedule vs the best fixed k, head to head (two benches per best k, both orders, pairs pooled):"
         )
         lines.append(
             f"{'c':>5}{'best fixed k':>14}{'its speed-up over k=0':>23}"

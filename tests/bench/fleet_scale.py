@@ -1,9 +1,10 @@
 """Fleet view at scale: 8, 16 and 32 simulated servers scraped at 4 Hz; CPU, scrape cycle, frame time.
 
-    python tests/bench/fleet_scale.py [--seconds 20] [--sizes 8,16,32] [--procs 4]
+    python tests/bench/fleet_scale.py [--seconds 20] [--sizes 8,16,32] [--procs 4] [--load 1]
 
 The servers are `mtpwatch sim --count N --load 1` processes (each server keeps one request in flight,
-so every page changes every scrape); their CPU is not counted. For each size the app runs headless
+so every page changes every scrape; `--load 0`: an idle fleet, which the scraper asks every 0.5 s,
+the idle cadence); their CPU is not counted. For each size the app runs headless
 (Textual's real compositor, `run_test`) with the fleet view of the first N servers, and the bench
 reports, over `--seconds` after a 3 s warm-up:
 
@@ -35,7 +36,7 @@ from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings
 INTERVAL_S = 0.25
 
 
-def start_sims(total: int, procs: int) -> tuple[list[subprocess.Popen[str]], list[str]]:
+def start_sims(total: int, procs: int, load: int = 1) -> tuple[list[subprocess.Popen[str]], list[str]]:
     per = -(-total // procs)
     started: list[subprocess.Popen[str]] = []
     urls: list[str] = []
@@ -43,7 +44,7 @@ def start_sims(total: int, procs: int) -> tuple[list[subprocess.Popen[str]], lis
     while left > 0:
         n = min(per, left)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--count", str(n), "--load", "1"],
+            [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--count", str(n), "--load", str(load)],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -135,9 +136,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--sizes", default="8,16,32")
     parser.add_argument("--procs", type=int, default=4, help="simulator processes sharing the servers")
+    parser.add_argument("--load", type=int, default=1, help="requests each server keeps in flight (0: idle)")
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    sims, urls = start_sims(max(sizes), args.procs)
+    sims, urls = start_sims(max(sizes), args.procs, args.load)
     results: dict[int, dict[str, float]] = {}
     try:
         time.sleep(1.0)

@@ -219,24 +219,26 @@ def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
     assert config["method"] == "mtp" and config["model"] == E4B_D
     assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
     assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
-    # the schedule ran on its own server, head to head against the best fixed k at each
-    # concurrency: one bench per distinct best k, at the concurrencies where it is best
+    # the schedule ran on its own server, head to head against the best fixed k at the
+    # concurrencies where that k is best, in two benches (fixed k as A, then the schedule as A),
+    # their pairs pooled
     rows = {r["concurrency"]: r for r in conc["verification"]}
     assert sorted(rows) == [1, 4] and conc["verification_note"] is None
     for c, row in rows.items():
         assert row["best_fixed_k"] == conc["best_k"][str(c)]
         head = row["schedule_vs_best_fixed"]
-        assert head["pairs"] == 2 and head["k"] == row["best_fixed_k"]
+        assert head["pairs"] == 4 and head["k"] == row["best_fixed_k"]  # 2 pairs a bench
         assert row["no_slower"] == (head["speedup_ci"][1] >= 1.0)
     benches = doc["schedule_benches"]
     groups: dict[int, set[int]] = {}
     for c, k in conc["best_k"].items():
         groups.setdefault(k, set()).add(int(c))
-    assert len(benches) == len(groups)
-    for bench in benches:
+    assert len(benches) == 2 * len(groups)
+    for i, bench in enumerate(benches):
         arms = bench["meta"]["arms"]
-        assert spec_config_from_argv(arms["b"]["launch_argv"]) == config  # exactly the printed config
-        fixed = spec_config_from_argv(arms["a"]["launch_argv"])
+        schedule_arm, fixed_arm = ("b", "a") if i % 2 == 0 else ("a", "b")
+        assert spec_config_from_argv(arms[schedule_arm]["launch_argv"]) == config  # the printed config
+        fixed = spec_config_from_argv(arms[fixed_arm]["launch_argv"])
         k = fixed["num_speculative_tokens"] if fixed else 0
         assert fixed is None or "num_speculative_tokens_per_batch_size" not in fixed
         assert {p["concurrency"] for p in bench["points"]} == groups[k]

@@ -14,21 +14,26 @@ From those points:
   ⌊√(c_i · c_(i+1))⌋ to the next (step costs grow roughly with the log of the batch), the first
   range starts at 1, the last ends at the largest measured concurrency, and neighbours with the
   same k merge. Batch size = requests running at once, which is what `--concurrency` holds;
-- `--verify-schedule` measures that schedule head to head against the best fixed k, one paired
-  bench per distinct best k (`verify_groups`) at the concurrencies where that k is best, one server
-  at a time: the schedule's own speed-up over that k, with its 95 % CI, in the same bench, so the
-  scatter between server lives (±10 % on a CPU build) is in the interval, not in a comparison of two
-  benches against k = 0. "No slower" when that CI reaches 1.0 (`VerifyRow`).
+- `--verify-schedule` measures that schedule head to head against the best fixed k at the
+  concurrencies where that k is best (`verify_groups`), one server at a time, in two benches: the
+  fixed k as arm A, then the schedule as arm A. `head_to_head` pools their pairs (the second's
+  inverted), so whatever favours one arm's place in the restart schedule cancels, and one
+  comparison in one unit (schedule / fixed k) replaces two benches against k = 0 set side by side,
+  whose server lives differ by up to ~10 % on a CPU build. "No slower" when the pooled 95 % CI
+  reaches 1.0 (`VerifyRow`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.ab import stats
+from mtpwatch.core.ab.records import match_pairs, pair_ratio
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "cells_of_report",
     "concurrency_table",
     "fixed_config",
+    "head_to_head",
     "replace_spec_config",
     "schedule_config",
     "verify",
@@ -166,6 +172,46 @@ def fixed_config(base: Mapping[str, Any], k: int) -> dict[str, Any]:
     return config
 
 
+def head_to_head(k: int, forward: Any, reverse: Any | None) -> dict[int, Cell]:
+    """The schedule against fixed k at each concurrency, from two bench reports
+    (`core.ab.report.BenchReport`): `forward` with fixed k as arm A and the schedule as B, `reverse`
+    the other way round (None: not run). Each cell pools the pairs of both at the primary length,
+    schedule / fixed k (the reverse bench's B/A inverted): median and its distribution-free CI;
+    `rate` is the schedule's median speed, `baseline_rate` fixed k's."""
+    ratios: dict[int, list[float]] = {}
+    speeds: dict[tuple[int, str], list[float]] = {}
+    for report, flip in ((forward, False), (reverse, True)):
+        if report is None:
+            continue
+        length = report.primary.point.length
+        for a, b in match_pairs(report.records):
+            ratio = pair_ratio(a, b)
+            if a.point.length != length or ratio is None or ratio <= 0:
+                continue
+            c = a.point.concurrency
+            ratios.setdefault(c, []).append(1.0 / ratio if flip else ratio)
+            fixed, sched = (b, a) if flip else (a, b)
+            for role, rec in (("fixed", fixed), ("schedule", sched)):
+                if rec.rate is not None:
+                    speeds.setdefault((c, role), []).append(rec.rate)
+    out: dict[int, Cell] = {}
+    for c, values in sorted(ratios.items()):
+        ci = stats.median_ci(values)
+        rate, base = speeds.get((c, "schedule")), speeds.get((c, "fixed"))
+        out[c] = Cell(
+            k=k,
+            concurrency=c,
+            speedup=statistics.median(values),
+            low=ci.low,
+            high=ci.high,
+            pairs=len(values),
+            rate=statistics.median(rate) if rate else None,
+            baseline_rate=statistics.median(base) if base else None,
+            coverage=ci.coverage,
+        )
+    return out
+
+
 def verify_groups(best: Mapping[int, int]) -> dict[int, tuple[int, ...]]:
     """best fixed k → the concurrencies where it is best: one head-to-head bench each."""
     out: dict[int, tuple[int, ...]] = {}
@@ -183,8 +229,8 @@ class VerifyRow:
     best: Cell | None
     """The best fixed k's cell in the sweep, against k=0 (None when the best is k=0: 1.0)."""
     head: Cell | None
-    """The schedule against the best fixed k in one bench: `speedup` = schedule / fixed k, its CI
-    (None: not measured)."""
+    """The schedule against the best fixed k (`head_to_head`, both orders pooled): `speedup` =
+    schedule / fixed k, its CI (None: not measured)."""
 
     @property
     def best_speedup(self) -> float:

@@ -75,6 +75,39 @@ def test_verify_head_to_head_against_the_best_fixed_k() -> None:
     assert doc["schedule_vs_best_fixed"]["speedup"] == 0.9 and doc["no_slower"] is False
 
 
+def _report(rates: list[tuple[float, float]], concurrency: int = 1) -> object:
+    """A bench report's shape as `head_to_head` reads it: measured pairs (A's speed, B's)."""
+    from types import SimpleNamespace
+
+    from mtpwatch.core.ab.plan import Point
+    from mtpwatch.core.ab.records import RunRecord
+
+    point = Point(concurrency=concurrency)
+    records = []
+    for i, (ra, rb) in enumerate(rates):
+        for arm, rate in (("a", ra), ("b", rb)):
+            records.append(
+                RunRecord(arm, "p", "c", point, i + 1, False, i, 64, 0.1, rate, rate, 1.0, 0, None, False)  # type: ignore[arg-type]
+            )
+    return SimpleNamespace(primary=SimpleNamespace(point=point), records=records)
+
+
+def test_head_to_head_pools_both_orders_so_a_favoured_arm_cancels() -> None:
+    """Schedule and fixed k equally fast, arm B 10 % faster whatever it runs: the forward bench
+    alone says the schedule is 10 % faster, the pooled pair of benches says 1.0."""
+    from mtpwatch.core.ab.schedule import head_to_head
+
+    forward = _report([(100.0, 110.0 + d) for d in (-1, 0, 1, 2)])  # A fixed, B schedule
+    reverse = _report([(100.0, 110.0 + d) for d in (-2, -1, 0, 1)])  # A schedule, B fixed
+    alone = head_to_head(4, forward, None)[1]
+    assert alone.speedup == pytest.approx(1.105) and alone.low > 1.0 and alone.pairs == 4
+    both = head_to_head(4, forward, reverse)[1]
+    assert both.pairs == 8 and both.low < 1.0 < both.high
+    assert both.speedup == pytest.approx(1.0, abs=0.06)
+    assert both.rate == pytest.approx(105.0, abs=5.1) and both.baseline_rate == pytest.approx(105.0, abs=5.1)
+    assert both.k == 4 and both.to_json()["pairs"] == 8
+
+
 def test_one_head_to_head_bench_per_best_k_and_its_fixed_config() -> None:
     assert verify_groups({1: 4, 2: 4, 4: 2, 16: 0}) == {4: (1, 2), 2: (4,), 0: (16,)}
     sched = schedule_config(((1, 2, 4), (3, 4, 2)), {"method": "ngram", "prompt_lookup_max": 4})
