@@ -213,7 +213,8 @@ def head_to_head(k: int, forward: Any, reverse: Any | None) -> dict[int, Cell]:
 
 
 def verify_groups(best: Mapping[int, int]) -> dict[int, tuple[int, ...]]:
-    """best fixed k → the concurrencies where it is best: one head-to-head bench each."""
+    """best fixed k → the concurrencies where it is best: one head-to-head check each (two benches,
+    both orders)."""
     out: dict[int, tuple[int, ...]] = {}
     for c, k in sorted(best.items()):
         out[k] = (*out.get(k, ()), c)
@@ -230,7 +231,7 @@ class VerifyRow:
     """The best fixed k's cell in the sweep, against k=0 (None when the best is k=0: 1.0)."""
     head: Cell | None
     """The schedule against the best fixed k (`head_to_head`, both orders pooled): `speedup` =
-    schedule / fixed k, its CI (None: not measured)."""
+    schedule / fixed k and its CI, `k` the fixed k (None: not measured)."""
 
     @property
     def best_speedup(self) -> float:
