@@ -349,6 +349,7 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
     from mtpwatch.ui.widgets.row_static import RowStatic
     from mtpwatch.ui.widgets.server_panel import ServerPanel
     from tests.ui import samples
+    from tests.waits import wait_for
 
     app = make_app(samples.config("single"), autostart=False)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -361,8 +362,8 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         long = replace(base, bandwidth=replace(base.bandwidth, summary="below the roof " * 30))
         short = replace(base, bandwidth=replace(base.bandwidth, summary="bandwidth-bound"))
         panel.show(long)
-        await pilot.pause()
-        tall = block.size.height
+        tall = panel.rows()["bandwidth"].count("\n") + 1
+        await wait_for(pilot, lambda: block.size.height == tall, f"the long block's {tall} rows")
         layouts = 0
         relayout = app.screen._refresh_layout
 
@@ -382,6 +383,5 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         assert Content.from_markup(shown).plain.count("\n") + 1 < tall
         app.screen._refresh_layout = relayout  # type: ignore[method-assign]
         await pilot.resize_terminal(150, 48)  # the panel draws the same view again at its new size
-        await pilot.pause()
-        await pilot.pause()
-        assert block.size.height == shown.count("\n") + 1
+        rows = shown.count("\n") + 1
+        await wait_for(pilot, lambda: block.size.height == rows, f"the block at its own {rows} rows")
