@@ -385,3 +385,39 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         await pilot.resize_terminal(150, 48)  # the panel draws the same view again at its new size
         rows = shown.count("\n") + 1
         await wait_for(pilot, lambda: block.size.height == rows, f"the block at its own {rows} rows")
+
+
+async def test_typing_a_prompt_relayouts_nothing_and_a_long_one_scrolls_to_its_end() -> None:
+    """Textual's `Input` resizes its virtual size on every keystroke, a layout change: the whole
+    screen was laid out again for each key, paste and clear while the panels stream."""
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.widgets.prompt_input import PromptInput
+    from tests.ui import samples
+
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await samples.load(app, "single")
+        await pilot.pause()
+        box = app.screen.query_one(PromptInput)
+        box.focus()
+        box.value = ""
+        await pilot.pause()
+        layouts = 0
+        relayout = app.screen._refresh_layout
+
+        def counted(*args: Any, **kwargs: Any) -> None:
+            nonlocal layouts
+            layouts += 1
+            relayout(*args, **kwargs)
+
+        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        text = "the quick brown fox jumps over the lazy dog " * 3 + "END"
+        await pilot.press(*text)
+        await pilot.pause()
+        assert box.value == text and layouts == 0
+        shown = box.render_line(0).text
+        assert "END" in shown and not shown.startswith("the quick")  # scrolled to the cursor
+        await pilot.press("home")
+        await pilot.pause()
+        assert box.render_line(0).text.startswith("the quick brown fox")
+        app.screen._refresh_layout = relayout  # type: ignore[method-assign]
