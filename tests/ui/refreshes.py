@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.widget import Widget
 
 
@@ -21,4 +22,18 @@ def record_refreshes(widget: Widget) -> list[tuple[Region, ...]]:
         return refresh(*regions, **kwargs)
 
     widget.refresh = spy  # type: ignore[method-assign]
+    return calls
+
+
+def record_relayouts(screen: Screen[Any]) -> list[int]:
+    """From now on, each relayout of `screen` (`Screen._refresh_layout`: the whole screen laid out
+    again) appends 1 to the returned list."""
+    calls: list[int] = []
+    relayout = screen._refresh_layout
+
+    def spy(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        relayout(*args, **kwargs)
+
+    screen._refresh_layout = spy  # type: ignore[method-assign]
     return calls

@@ -18,7 +18,7 @@ from mtpwatch.session.views import (
     make_verdict,
 )
 from mtpwatch.ui.markup import render_bandwidth, render_speedup
-from tests.ui.refreshes import record_refreshes
+from tests.ui.refreshes import record_refreshes, record_relayouts
 
 ROOF = BandwidthView(
     gpu="GB10",
@@ -364,24 +364,15 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         panel.show(long)
         tall = panel.rows()["bandwidth"].count("\n") + 1
         await wait_for(pilot, lambda: block.size.height == tall, f"the long block's {tall} rows")
-        layouts = 0
-        relayout = app.screen._refresh_layout
-
-        def counted(*args: Any, **kwargs: Any) -> None:
-            nonlocal layouts
-            layouts += 1
-            relayout(*args, **kwargs)
-
-        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        layouts = record_relayouts(app.screen)
         for view in (short, long, short):
             panel.show(view)
             await pilot.pause()
             assert block.size.height == tall
-        assert layouts == 0
+        assert not layouts
         shown = panel.rows()["bandwidth"]
         assert "bandwidth-bound" in shown and not shown.endswith("\n")  # what was asked, unpadded
         assert Content.from_markup(shown).plain.count("\n") + 1 < tall
-        app.screen._refresh_layout = relayout  # type: ignore[method-assign]
         await pilot.resize_terminal(150, 48)  # the panel draws the same view again at its new size
         rows = shown.count("\n") + 1
         await wait_for(pilot, lambda: block.size.height == rows, f"the block at its own {rows} rows")
@@ -402,22 +393,13 @@ async def test_typing_a_prompt_relayouts_nothing_and_a_long_one_scrolls_to_its_e
         box.focus()
         box.value = ""
         await pilot.pause()
-        layouts = 0
-        relayout = app.screen._refresh_layout
-
-        def counted(*args: Any, **kwargs: Any) -> None:
-            nonlocal layouts
-            layouts += 1
-            relayout(*args, **kwargs)
-
-        app.screen._refresh_layout = counted  # type: ignore[method-assign]
+        layouts = record_relayouts(app.screen)
         text = "the quick brown fox jumps over the lazy dog " * 3 + "END"
         await pilot.press(*text)
         await pilot.pause()
-        assert box.value == text and layouts == 0
+        assert box.value == text and not layouts
         shown = box.render_line(0).text
         assert "END" in shown and not shown.startswith("the quick")  # scrolled to the cursor
         await pilot.press("home")
         await pilot.pause()
         assert box.render_line(0).text.startswith("the quick brown fox")
-        app.screen._refresh_layout = relayout  # type: ignore[method-assign]
