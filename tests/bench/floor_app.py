@@ -1,6 +1,6 @@
 """The framework's floor: a minimal Textual app of the monitor's shape, for watch_cost.py to measure.
 
-    python tests/bench/floor_app.py [--pane lines|static|log] [--idle]
+    python tests/bench/floor_app.py [--pane lines|static|log] [--idle] [--race]
 
 A bordered pane whose text grows 15 times a second (~2.5 tokens a burst, ~37 tok/s, as one E4B
 server with MTP streams), beside 20 one-line rows whose numbers change twice a second, on a full
@@ -8,7 +8,11 @@ screen. Nothing else: no scraping, no parsing, no views. What mtpwatch costs abo
 The pane (`--pane lines`, the default) draws its lines with Textual's line API and repaints the row
 a burst extends; `--pane static` grows a `Static` instead (its text updated without a relayout, so
 the whole pane repaints) and `--pane log` writes to a `Log`. The pane's text starts again at the
-top when the pane is full. `--idle` keeps the pane still (only the rows change). Ctrl+Q quits.
+top when the pane is full. `--idle` keeps the pane still (only the rows change). `--race` is the
+A/B race's shape: two bordered panels side by side, each 32 rows above a text pane (14 rows at
+160×48), each pane growing 25 times a second by ~40 words a burst (two servers at ~1,000 tok/s
+each, painted at the app's default 25 fps, both panes in the same frame), and scrolling as a
+terminal does (every row of both panes repainted every frame). Ctrl+Q quits.
 """
 
 from __future__ import annotations
@@ -57,25 +61,34 @@ WORDS = tuple(
 BURST_HZ = 15.0
 ROWS_HZ = 2.0
 ROWS = 20
+RACE_BURST_HZ = 25.0
+RACE_WORDS = 40
+RACE_ROWS = 32
+"""The race at 160×48: each panel's ~32 rows of figures above ~12 rows of text."""
 
 
 class LinesPane(Widget):
     """Textual's line API at its simplest: the text's lines drawn by `render_line`; a burst repaints
-    the row it extends (all rows when the pane is full and starts again at the top)."""
+    the rows it extends (all rows when the pane is full and scrolls or starts again at the top)."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, scroll: bool = False, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.lines = [""]
+        self.scroll = scroll
+        """Full: scroll up (a terminal's tail, every row repainted); else start again at the top."""
 
     def write(self, burst: str) -> None:
         width, height = self.content_region.size
-        if len(self.lines[-1]) + len(burst) > width:
-            self.lines.append("")
-            if len(self.lines) > height:
-                self.lines = [""]
-                self.refresh()
-        self.lines[-1] += burst
-        self.refresh(Region(0, len(self.lines) - 1, width, 1))
+        first = len(self.lines) - 1
+        for word in burst.split(" ")[:-1]:
+            if len(self.lines[-1]) + len(word) + 1 > width:
+                self.lines.append("")
+            self.lines[-1] += word + " "
+        if len(self.lines) > height:
+            self.lines = self.lines[-height:] if self.scroll else self.lines[first + 1 :]
+            self.refresh()
+            return
+        self.refresh(Region(0, first, width, len(self.lines) - first))
 
     def render_line(self, y: int) -> Strip:
         line = self.lines[y] if y < len(self.lines) else ""
@@ -85,39 +98,54 @@ class LinesPane(Widget):
 
 class FloorApp(App[None]):
     CSS = """
-    #rows { width: 1fr; }
-    #rows Static { height: 1; }
-    #pane { width: 1fr; height: 1fr; border: round $primary; }
+    .rows { width: 1fr; }
+    .rows Static { height: 1; }
+    .pane { width: 1fr; height: 1fr; border: round $primary; }
+    .panel { width: 1fr; border: round $primary; }
+    .panel Static { height: 1; }
+    .panel .pane { height: 1fr; border: none; }
     """
     BINDINGS = [("ctrl+q", "quit", "Quit")]
 
-    def __init__(self, pane: str, idle: bool) -> None:
+    def __init__(self, pane: str, idle: bool, race: bool = False) -> None:
         super().__init__()
         self.pane_kind = pane
         self.idle = idle
+        self.race = race
+        self.burst_hz = RACE_BURST_HZ if race else BURST_HZ
+        self.burst_words = RACE_WORDS if race else 2
         self.text: list[str] = []
         self.words = itertools.cycle(WORDS)
         self.tick = 0
         self.column = 0
 
     def compose(self) -> ComposeResult:
+        if self.race:
+            # The race's shape: two panels side by side, each its rows above a text pane.
+            with Horizontal():
+                for _ in range(2):
+                    with Vertical(classes="panel"):
+                        for i in range(RACE_ROWS):
+                            yield Static(f"row {i:2d}: {0:8.1f} tok/s", classes="row")
+                        yield LinesPane(scroll=True, classes="pane")
+            return
         with Horizontal():
-            with Vertical(id="rows"):
+            with Vertical(classes="rows"):
                 for i in range(ROWS):
                     yield Static(f"row {i:2d}: {0:8.1f} tok/s", classes="row")
             if self.pane_kind == "log":
-                yield Log(id="pane")
+                yield Log(classes="pane")
             elif self.pane_kind == "lines":
-                yield LinesPane(id="pane")
+                yield LinesPane(classes="pane")
             else:
-                yield Static("", id="pane")
+                yield Static("", classes="pane")
 
     def on_mount(self) -> None:
         self.rows = list(self.query(".row").results(Static))
-        self.pane = self.query_one("#pane")
+        self.panes = list(self.query(".pane"))
         self.set_interval(1 / ROWS_HZ, self.update_rows)
         if not self.idle:
-            self.set_interval(1 / BURST_HZ, self.grow)
+            self.set_interval(1 / self.burst_hz, self.grow)
 
     def update_rows(self) -> None:
         self.tick += 1
@@ -125,28 +153,35 @@ class FloorApp(App[None]):
             row.update(f"row {i:2d}: {self.tick * 1.7 + i:8.1f} tok/s", layout=False)
 
     def grow(self) -> None:
-        burst = " ".join(next(self.words) for _ in range(2 + self.tick % 2)) + " "
-        if isinstance(self.pane, LinesPane):
-            self.pane.write(burst)
+        burst = " ".join(next(self.words) for _ in range(self.burst_words + self.tick % 2)) + " "
+        for pane in self.panes:
+            self.write(pane, burst)
+
+    def write(self, pane: Widget, burst: str) -> None:
+        if isinstance(pane, LinesPane):
+            pane.write(burst)
             return
-        if isinstance(self.pane, Log):
+        if isinstance(pane, Log):
             # Lines end before the pane's edge (an answer pane wraps its lines).
             self.column += len(burst)
-            if self.column > self.pane.content_region.width - 2:
+            if self.column > pane.content_region.width - 2:
                 burst, self.column = "\n" + burst, len(burst)
-            self.pane.write(burst)
+            pane.write(burst)
             return
         self.text.append(burst)
-        assert isinstance(self.pane, Static)
-        width, height = self.pane.content_region.size
+        assert isinstance(pane, Static)
+        width, height = pane.content_region.size
         if len("".join(self.text)) > width * (height - 2):
             self.text = [burst]  # about full: start again at the top (a jump, as a pager does)
-        self.pane.update("".join(self.text), layout=False)
+        pane.update("".join(self.text), layout=False)
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pane", choices=("lines", "static", "log"), default="lines")
     p.add_argument("--idle", action="store_true")
+    p.add_argument("--race", action="store_true", help="the A/B race's shape: two columns, fast panes")
     args = p.parse_args()
-    FloorApp(args.pane, args.idle).run()
+    if args.race and args.pane != "lines":
+        p.error("--race draws its panes with the line API only (--pane lines)")
+    FloorApp(args.pane, args.idle, args.race).run()

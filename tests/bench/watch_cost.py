@@ -16,7 +16,8 @@ for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent
 `race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together), and the
 framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
 rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
-`floor-log` (the pane as a `Static` or a `Log`). `--fps` passes the app's `--fps`. `--trees A,B`
+`floor-log` (the pane as a `Static` or a `Log`), `floor-race` (the race's shape: two panes growing 25
+times a second by ~40 words, beside 40 rows). `--fps` passes the app's `--fps`. `--trees A,B`
 runs every scenario on two source trees (e.g. an exported older commit and this one), alternating
 order round by round, and prints paired ratios.
 
@@ -150,6 +151,7 @@ FLOOR_ARGS = {
     "floor-idle": ["--idle"],
     "floor-log": ["--pane", "log"],
     "floor-static": ["--pane", "static"],
+    "floor-race": ["--race"],
 }
 """floor_app.py's arguments per floor scenario (the framework's floor: no servers)."""
 WARMUP_S = {"idle": 6.0, "idle-steady": 65.0, "one": 6.0, "race": 6.0, **dict.fromkeys(FLOOR_ARGS, 3.0)}
