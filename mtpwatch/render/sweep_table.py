@@ -64,6 +64,14 @@ def format_sweep(report: SweepReport, title: str) -> str:
             "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
             "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
         )
+    lives, spread = report.baseline_lives(), report.life_spread()
+    if lives and spread is not None:
+        parts = " ".join(f"k={k}:{fixed(r, 3)}" for k, r in lives.items())
+        lines.append(
+            f"server lives: the k=0 server's second start over its first in each bench (same config, "
+            f"same prompts) {parts} — up to {percent(spread)} apart; smaller differences between ks, "
+            "and smaller advisor errors, are not resolved"
+        )
     modes = report.engine_modes()
     if modes:
         top = max(modes)

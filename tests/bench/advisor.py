@@ -84,6 +84,9 @@ def table(name: str, doc: dict[str, object], speed: float = 1.0) -> float:
         print("held-out speed-up error: " + ", ".join(parts))
         if advisor["fit"]["kind"] == "table":  # type: ignore[index]
             worst = max(abs(e) for e in errors.values())
+    spread = doc.get("baseline_life_spread")
+    if isinstance(spread, float):
+        print(f"server lives: two starts of the k=0 server differ by up to {100 * spread:.1f}% (A/A)")
     return worst
 
 

@@ -66,6 +66,9 @@ def test_sweep_every_method(
     # held out (k=1 from k=3's fit alone): the figure that is not in-sample
     assert isinstance(rows[1]["held_out_speedup_error"], float) and rows[3]["held_out_speedup_error"] is None
     assert "held out (each k predicted from a fit over the other ks): speed-up error k=1:" in text
+    # each bench started the k=0 server twice: the A/A of its two lives, per k
+    assert set(doc["baseline_lives"]) == {"1", "3"} and doc["baseline_life_spread"] >= 0
+    assert "server lives: the k=0 server's second start over its first in each bench" in text
     # every server had the passthrough flag and a planned share; the key never in argv
     for server in doc["plan"]["servers"]:
         assert "--max-model-len" in server["argv"] and "--gpu-memory-utilization" in server["argv"]

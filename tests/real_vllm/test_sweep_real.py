@@ -66,5 +66,7 @@ def test_sweep_k_012_ngram_real(real_env: RealEnv, tmp_path: Path, monkeypatch: 
         f"\nadvisor on real vLLM 0.32 CPU (ngram, k=0,1,2): k=1 paired speed-up measured "
         f"{rows[1]['speedup']:.3f}, predicted {rows[1]['predicted_speedup']:.3f}, error {100 * err:+.1f}% "
         f"(fit over k=1,2); held out (from k=2 alone) {100 * held:+.1f}%; "
-        f"tok/s error {100 * rows[1]['prediction_error']:+.1f}%"
+        f"tok/s error {100 * rows[1]['prediction_error']:+.1f}%; the k=0 server's two lives "
+        f"{doc['baseline_lives']} (second / first, each bench)"
     )
+    assert set(doc["baseline_lives"]) == {"1", "2"}

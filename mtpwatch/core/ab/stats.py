@@ -222,6 +222,11 @@ def restart_phases(measured_runs: int) -> list[tuple[Arm, int]]:
     return phases
 
 
+def restart_session(pair: int, measured_runs: int) -> int:
+    """Which of A's two sessions (`restart_phases`) ran A's measured run number `pair`: 0 or 1."""
+    return 0 if pair < restart_phases(measured_runs)[0][1] else 1
+
+
 @dataclass(frozen=True, slots=True)
 class BreakEven:
     """Where the speed-up against output length crosses 1.0."""

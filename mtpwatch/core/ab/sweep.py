@@ -8,6 +8,11 @@ fits the step time from every measured k (their paired speed-ups and mean accept
 takes the per-position acceptance of the largest k, and predicts every k from 0 to the largest and
 `EXTRAPOLATE` more above it (marked), so its error can be read against the measured figures on
 paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 row's baseline).
+
+Pairing cancels drift within a bench, not the difference between two lives of one server (a start
+lands its memory and threads differently each time). Each bench starts the k=0 server twice with
+the same config and prompts, so the two lives measure that difference for free (`baseline_lives`,
+an A/A): a speed-up between two ks, or an advisor's error, smaller than it is not resolved.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio
+from mtpwatch.core.ab import reportio, stats
 from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
 from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.ab.http_arm import LaunchedArm
@@ -38,6 +43,7 @@ __all__ = [
     "SettlingArm",
     "SweepReport",
     "SweepRow",
+    "baseline_lives",
     "run_pair",
     "run_sweep",
     "sweep_document",
@@ -134,6 +140,21 @@ class SweepReport:
             return None
         return (pred.speedup - row.speedup) / row.speedup
 
+    def baseline_lives(self) -> dict[int, float]:
+        """Per k > 0, the k=0 server's second life over its first in k's bench (`baseline_lives`)."""
+        out = {}
+        for k, report in sorted(self.reports.items()):
+            ratio = baseline_lives(report)
+            if ratio is not None:
+                out[k] = ratio
+        return out
+
+    def life_spread(self) -> float | None:
+        """The largest |second life / first life − 1| of the k=0 server over the sweep's benches:
+        how much two starts of one server differ here (None without two lives in any bench)."""
+        lives = self.baseline_lives()
+        return max(abs(r - 1.0) for r in lives.values()) if lives else None
+
     def engine_modes(self) -> dict[int, EngineMode]:
         """What each k's server ran (`core.ab.engine`), from its provenance."""
         return {k: engine_mode_of_arm(pair["b"]) for k, pair in sorted(self.arms.items()) if "b" in pair}
@@ -157,6 +178,8 @@ class SweepReport:
             "best_k": self.best_k,
             "rows": rows,
             "advisor": self.advice.to_json() if self.advice else None,
+            "baseline_lives": {str(k): round(r, 4) for k, r in self.baseline_lives().items()},
+            "baseline_life_spread": _r(self.life_spread(), 4),
             "interrupted": self.interrupted,
         }
 
@@ -219,6 +242,28 @@ def _row(k: int, report: Any) -> SweepRow:
         per_position=acc.per_position if acc else None,
         categories=cats,
     )
+
+
+def baseline_lives(report: Any) -> float | None:
+    """The k=0 server's second life over its first in one restart bench (sessions k=0, k, k=0): per
+    prompt and point the ratio of the two sessions' median rates (measured runs only), then the
+    median of those. None when the bench is not on the restart schedule or a session is missing."""
+    config = report.config
+    if config.schedule != "restart":
+        return None
+    measured = config.runs - config.warmup
+    rates: dict[tuple[Any, int], tuple[list[float], list[float]]] = {}
+    for rec in report.records:
+        if rec.arm != "a" or rec.warmup or rec.pair is None or rec.rate is None or rec.errors:
+            continue
+        lives = rates.setdefault((rec.point, rec.prompt_index), ([], []))
+        lives[stats.restart_session(rec.pair, measured)].append(rec.rate)
+    ratios = [
+        statistics.median(second) / statistics.median(first)
+        for first, second in rates.values()
+        if first and second and statistics.median(first) > 0
+    ]
+    return statistics.median(ratios) if ratios else None
 
 
 def sweep_from_reports(
