@@ -64,7 +64,7 @@ ROWS = 20
 RACE_BURST_HZ = 25.0
 RACE_WORDS = 40
 RACE_ROWS = 32
-"""The race at 160×48: each panel's ~32 rows of figures above ~12 rows of text."""
+"""The race at 160×48: each panel's 32 rows of figures above 14 rows of text."""
 
 
 class LinesPane(Widget):
