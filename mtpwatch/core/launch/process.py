@@ -36,6 +36,7 @@ __all__ = [
     "ServerProcess",
     "StartupError",
     "descendants",
+    "describe_exit",
     "group_members",
     "install_signal_handlers",
     "live_groups",
@@ -567,8 +568,28 @@ class ServerProcess:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._drained(), timeout=2.0)
         code = self._proc.returncode
-        raise StartupError(f"server exited with status {code} before answering /health", code, self.tail(40))
+        raise StartupError(f"server {describe_exit(code)} before answering /health", code, self.tail(40))
 
     async def _drained(self) -> None:
         while not self._eof:
             await self._new_line.wait()
+
+
+_SIGNAL_HINTS = {
+    signal.SIGILL: "the binary uses an instruction this CPU does not have: it was built for another CPU",
+    signal.SIGKILL: "often the kernel's out-of-memory killer: see dmesg",
+    signal.SIGSEGV: "a crash in the server itself",
+}
+
+
+def describe_exit(code: int | None) -> str:
+    """How a server process ended, for one line: "exited with status 2", or for a signal (Popen's
+    negative return code) its name and, for the common ones, what usually sends it."""
+    if code is None or code >= 0:
+        return f"exited with status {code}"
+    try:
+        sig = signal.Signals(-code)
+    except ValueError:
+        return f"was killed by signal {-code}"
+    hint = _SIGNAL_HINTS.get(sig)
+    return f"was killed by {sig.name}" + (f" ({hint})" if hint else "")
