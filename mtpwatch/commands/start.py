@@ -46,7 +46,7 @@ from mtpwatch.core.launch.llamacpp_cmd import (
 )
 from mtpwatch.core.launch.logparse import LogEvent
 from mtpwatch.core.launch.ports import port_in_use_message
-from mtpwatch.core.launch.process import ServerProcess, StartupError, install_signal_handlers
+from mtpwatch.core.launch.process import ServerProcess, StartupError, describe_exit, install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv, server_env
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
@@ -171,9 +171,7 @@ async def run_headless(
             if not await _status_until_stopped(
                 client, served_model_name, proc, stop_event, status_interval, say
             ):
-                _report_failure(
-                    say, out, proc, launch, f"error: the server exited with status {proc.returncode}"
-                )
+                _report_failure(say, out, proc, launch, f"error: the server {describe_exit(proc.returncode)}")
                 return 1
         finally:
             await client.aclose()
