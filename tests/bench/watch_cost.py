@@ -17,7 +17,7 @@ for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent
 framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
 rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
 `floor-log` (the pane as a `Static` or a `Log`), `floor-race` (the race's shape: two panes growing 25
-times a second by ~40 words, beside 40 rows). `--fps` passes the app's `--fps`. `--trees A,B`
+times a second by ~40 words, each under 32 rows). `--fps` passes the app's `--fps`. `--trees A,B`
 runs every scenario on two source trees (e.g. an exported older commit and this one), alternating
 order round by round, and prints paired ratios.
 
