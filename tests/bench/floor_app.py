@@ -1,6 +1,6 @@
 """The framework's floor: a minimal Textual app of the monitor's shape, for watch_cost.py to measure.
 
-    python tests/bench/floor_app.py [--pane lines|static|log] [--idle] [--race]
+    python tests/bench/floor_app.py [--pane lines|static|log] [--idle] [--race] [--cell HZ]
 
 A bordered pane whose text grows 15 times a second (~2.5 tokens a burst, ~37 tok/s, as one E4B
 server with MTP streams), beside 20 one-line rows whose numbers change twice a second, on a full
@@ -12,7 +12,10 @@ top when the pane is full. `--idle` keeps the pane still (only the rows change).
 A/B race's shape: two bordered panels side by side, each 32 rows above a text pane (14 rows at
 160×48), each pane growing 25 times a second by ~40 words a burst (two servers at ~1,000 tok/s
 each, painted at the app's default 25 fps, both panes in the same frame), and scrolling as a
-terminal does (every row of both panes repainted every frame). Ctrl+Q quits.
+terminal does (every row of both panes repainted every frame). `--cell HZ` is the least any Textual
+app can show: one `Static` whose number changes HZ times a second, alone on the screen (what a frame
+costs the framework whatever is in it: 15 is one server's bursts, 25 the race's frame rate). Ctrl+Q
+quits.
 """
 
 from __future__ import annotations
@@ -107,8 +110,9 @@ class FloorApp(App[None]):
     """
     BINDINGS = [("ctrl+q", "quit", "Quit")]
 
-    def __init__(self, pane: str, idle: bool, race: bool = False) -> None:
+    def __init__(self, pane: str, idle: bool, race: bool = False, cell_hz: float = 0.0) -> None:
         super().__init__()
+        self.cell_hz = cell_hz
         self.pane_kind = pane
         self.idle = idle
         self.race = race
@@ -120,6 +124,9 @@ class FloorApp(App[None]):
         self.column = 0
 
     def compose(self) -> ComposeResult:
+        if self.cell_hz:
+            yield Static("0", id="cell")
+            return
         if self.race:
             # The race's shape: two panels side by side, each its rows above a text pane.
             with Horizontal():
@@ -141,11 +148,19 @@ class FloorApp(App[None]):
                 yield Static("", classes="pane")
 
     def on_mount(self) -> None:
+        if self.cell_hz:
+            self.cell = self.query_one("#cell", Static)
+            self.set_interval(1 / self.cell_hz, self.count)
+            return
         self.rows = list(self.query(".row").results(Static))
         self.panes = list(self.query(".pane"))
         self.set_interval(1 / ROWS_HZ, self.update_rows)
         if not self.idle:
             self.set_interval(1 / self.burst_hz, self.grow)
+
+    def count(self) -> None:
+        self.tick += 1
+        self.cell.update(str(self.tick), layout=False)
 
     def update_rows(self) -> None:
         self.tick += 1
@@ -181,7 +196,12 @@ if __name__ == "__main__":
     p.add_argument("--pane", choices=("lines", "static", "log"), default="lines")
     p.add_argument("--idle", action="store_true")
     p.add_argument("--race", action="store_true", help="the A/B race's shape: two columns, fast panes")
+    p.add_argument(
+        "--cell", type=float, default=0.0, metavar="HZ", help="one cell, changing HZ times a second"
+    )
     args = p.parse_args()
     if args.race and args.pane != "lines":
         p.error("--race draws its panes with the line API only (--pane lines)")
-    FloorApp(args.pane, args.idle, args.race).run()
+    if args.cell < 0 or (args.cell and (args.race or args.idle)):
+        p.error("--cell HZ takes a positive rate and stands alone (no --race, no --idle)")
+    FloorApp(args.pane, args.idle, args.race, args.cell).run()

@@ -33,6 +33,26 @@ def test_watch_cost_measures_cpu_bytes_tokens_and_latency() -> None:
     assert one["latency_chunks"] > 0 and 0 < one["latency_ms_p50"] <= one["latency_ms_p95"]
 
 
+def test_watch_cost_runs_the_floor_apps() -> None:
+    """The floors the app is compared with: the least a Textual app can show, and the race's shape."""
+    argv = ["--scenarios", "floor-cell,floor-race", "--seconds", "2", "--cols", "80", "--rows", "24"]
+    out = subprocess.run(
+        [sys.executable, str(HERE / "watch_cost.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    for scenario in ("floor-cell", "floor-race"):
+        figures = report[scenario]
+        assert 0 < figures["cpu_percent"] < 200 and figures["bytes_per_s"] > 0, (scenario, figures)
+        assert figures["tok_s"] == 0 and "latency_chunks" not in figures  # no servers, no probe
+    # The race's shape writes more than one changing cell (two panes and 64 rows against one number).
+    assert report["floor-race"]["bytes_per_s"] > report["floor-cell"]["bytes_per_s"]
+
+
 def test_perturbation_pairs_and_server_cost() -> None:
     sim, url = start_sim("--speed", "20")
     try:

@@ -17,9 +17,10 @@ for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent
 framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
 rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
 `floor-log` (the pane as a `Static` or a `Log`), `floor-race` (the race's shape: two panes growing 25
-times a second by ~40 words, each under 32 rows). `--fps` passes the app's `--fps`. `--trees A,B`
-runs every scenario on two source trees (e.g. an exported older commit and this one), alternating
-order round by round, and prints paired ratios.
+times a second by ~40 words, each under 32 rows), `floor-cell` and `floor-cell-25` (the least a
+Textual app can show: one cell changing 15 or 25 times a second, alone). `--fps` passes the app's
+`--fps`. `--trees A,B` runs every scenario on two source trees (e.g. an exported older commit and
+this one), alternating order round by round, and prints paired ratios.
 
     .venv/bin/python tests/bench/watch_cost.py --scenarios idle,one,race --seconds 20 --rounds 2
 """
@@ -152,6 +153,8 @@ FLOOR_ARGS = {
     "floor-log": ["--pane", "log"],
     "floor-static": ["--pane", "static"],
     "floor-race": ["--race"],
+    "floor-cell": ["--cell", "15"],
+    "floor-cell-25": ["--cell", "25"],
 }
 """floor_app.py's arguments per floor scenario (the framework's floor: no servers)."""
 WARMUP_S = {"idle": 6.0, "idle-steady": 65.0, "one": 6.0, "race": 6.0, **dict.fromkeys(FLOOR_ARGS, 3.0)}
