@@ -18,8 +18,10 @@
   latency p95 ≤ 50 ms.
 - tty_fps8: the `one` scenario again with `--fps 8` (what fewer redraws save).
 - tty_floor: the framework's floor on the same pty, measured the same way (floor_app.py: a pane
-  growing 15 times a second beside 20 rows changing twice a second; `floor-idle`: the rows only):
-  what a minimal Textual app of the monitor's shape costs, beside the app's figures.
+  growing 15 times a second beside 20 rows changing twice a second; `floor-idle`: the rows only;
+  `floor-race`: the race's shape; `floor-cell`, `floor-cell-25`: one number changing 15 or 25 times
+  a second, alone): what a minimal Textual app of the monitor's shape costs, and the least any
+  Textual app can show at one server's burst rate and at the race's frame rate, beside the app's.
 - frame: one frame composed headless (frame_cost.py), the app and the floor app: CPU ms, lines and
   widgets rendered, terminal bytes per frame.
 - server_cpu (only with `--vllm-url URL`, a live real vLLM): its API server's CPU per second idle
@@ -71,7 +73,9 @@ def main() -> None:
         tty_parser().parse_args(["--scenarios", "one", "--seconds", "15", "--fps", "8"])
     )
     figures["tty_floor"] = measure_tty(
-        tty_parser().parse_args(["--scenarios", "floor,floor-idle", "--seconds", "15"])
+        tty_parser().parse_args(
+            ["--scenarios", "floor,floor-idle,floor-race,floor-cell,floor-cell-25", "--seconds", "15"]
+        )
     )
     figures["frame"] = {
         "app": asyncio.run(measure_frame_app((160, 48), 300)),
