@@ -10,7 +10,9 @@ fixed-length completion, decodes every chunk with `ChunkDecoder` and adds it to 
 - `client`: `VllmClient.generate` on its default path for http:// (the fast path).
 
 `--race SECONDS` instead measures the core client in the app's race scenario without the UI: two
-simulators at speed 30 (MTP off and on), both generating back to back, each scraped at 4 Hz.
+simulators (MTP off and on) at `--race-speed` (30; watch_cost.py's race runs them at 90), both
+generating back to back, each scraped at 4 Hz, with the tokens they generated a second: what the
+race's data costs before anything is drawn.
 
 Paths alternate within each round; the figure is the median over rounds, and each path's CPU per
 chunk is also given as a paired ratio to `protocol`'s in the same round.
@@ -39,7 +41,7 @@ from mtpwatch.core.http.generation import ChunkDecoder, GenerationRequest, Gener
 from mtpwatch.core.http.sse import DONE, SseDecoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from watch_cost import start_sim
+from watch_cost import counters, start_sim
 
 PRESET = "gemma4-e4b-gb10"
 
@@ -142,8 +144,10 @@ def _start_sim(speed: float, *extra: str) -> tuple[subprocess.Popen[str], str]:
     return start_sim("--preset", PRESET, "--speed", str(speed), *extra)
 
 
-async def race(urls: list[str], seconds: float, fast: bool, read_interval: float | None) -> float:
-    """CPU % of one core for the core client alone in the app's race scenario (no UI).
+async def race(
+    urls: list[str], seconds: float, fast: bool, read_interval: float | None
+) -> tuple[float, float]:
+    """(CPU % of one core, tok/s) for the core client alone in the app's race scenario (no UI).
 
     Both servers generate at once, back to back, while each is scraped (and parsed) at 4 Hz.
     """
@@ -163,24 +167,26 @@ async def race(urls: list[str], seconds: float, fast: bool, read_interval: float
     await asyncio.gather(*(c.scrape() for c in clients))
     tasks = [asyncio.create_task(f(c)) for c in clients for f in (scraper, generator)]
     await asyncio.sleep(1.0)
+    gen0 = (await asyncio.to_thread(counters, urls))[0]
     t_cpu, t_wall = time.process_time(), time.perf_counter()
     await asyncio.sleep(seconds)
     cpu, wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
+    gen1 = (await asyncio.to_thread(counters, urls))[0]
     stop.set()
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     for client in clients:
         await client.aclose()
-    return 100.0 * cpu / wall
+    return 100.0 * cpu / wall, (gen1 - gen0) / wall
 
 
 def main_race(args: argparse.Namespace) -> None:
-    sims = [_start_sim(30.0, "--no-spec"), _start_sim(30.0)]
+    sims = [_start_sim(args.race_speed, "--no-spec"), _start_sim(args.race_speed)]
     try:
         time.sleep(0.5)
         variants = {"httpx": (False, None), "fast": (True, 0.0), "fast_20ms": (True, 0.02)}
-        runs: dict[str, list[float]] = {v: [] for v in variants}
+        runs: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
         for r in range(args.rounds):
             for name in variants if r % 2 == 0 else list(variants)[::-1]:
                 fast, interval = variants[name]
@@ -192,10 +198,14 @@ def main_race(args: argparse.Namespace) -> None:
     print(
         json.dumps(
             {
-                "scenario": "race, 2 simulators at speed 30, scrapes at 4 Hz, no UI",
+                "scenario": f"race, 2 simulators at speed {args.race_speed:g}, scrapes at 4 Hz, no UI",
                 "seconds": args.race,
                 "cpu_percent": {
-                    k: {"median": round(statistics.median(v), 1), "runs": [round(x, 1) for x in v]}
+                    k: {
+                        "median": round(statistics.median(c for c, _ in v), 1),
+                        "runs": [round(c, 1) for c, _ in v],
+                        "tok_s_runs": [round(t) for _, t in v],
+                    }
                     for k, v in runs.items()
                 },
             },
@@ -217,6 +227,7 @@ def main() -> None:
         metavar="SECONDS",
         help="Instead: CPU %% of the core client in the app's race scenario (no UI).",
     )
+    parser.add_argument("--race-speed", type=float, default=30.0, help="The race's simulator speed.")
     args = parser.parse_args()
     if args.race:
         main_race(args)

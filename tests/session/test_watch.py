@@ -9,6 +9,7 @@ import pytest
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import DisplaySettings, ServerSpec
+from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.session import watch as feed_module
 from mtpwatch.session.views import StartupView
 from mtpwatch.session.watch import ServerFeed
@@ -99,3 +100,13 @@ async def test_a_server_that_comes_up_later_is_identified_once_it_answers() -> N
         assert feed.status == "up" and feed.identified
         assert feed.version and feed.model and feed.method == "mtp"  # /sim/info names the method
     await feed.close()
+
+
+def test_the_console_paces_its_stream_reads_and_the_benchmarks_do_not() -> None:
+    """The live console reads its answer at most every LIVE_READ_INTERVAL_S (one wake-up for a run of
+    fast chunks); a benchmark's arm reads every chunk on arrival, since its ITLs are per chunk."""
+    port = free_port()
+    feed = _feed(port)
+    assert feed.client._read_interval == feed_module.LIVE_READ_INTERVAL_S > 0
+    arm = HttpArm(f"http://127.0.0.1:{port}")
+    assert arm.client._read_interval == 0.0

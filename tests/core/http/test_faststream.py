@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -351,3 +352,47 @@ async def test_refused_connection_is_the_same_message() -> None:
         == messages[1]
         == f"cannot connect to http://127.0.0.1:{port}: connection refused — is the server running?"
     )
+
+
+async def test_read_interval_holds_a_fast_run_of_chunks_and_stamps_a_chunk_after_a_gap_on_arrival() -> None:
+    """`read_interval` (the console's 10 ms; 0.4 s here, to stand clear of a busy machine): chunks
+    that follow a read within the interval wait for the next read, one wake-up for all of them, and
+    carry its time; the first chunks and a chunk after a quiet gap are read and stamped on arrival.
+    The text and the counts are those of a stream read chunk by chunk. Stamps can only come later
+    than the writes on a slow machine, so each bound below holds however slow it is, except the two
+    "on arrival" ones, which allow 0.3 s."""
+    written: dict[str, float] = {}
+    burst = [f" w{i}" for i in range(8)]
+
+    async def script(writer: asyncio.StreamWriter, _: int) -> None:
+        async def put(text: str, ct: int, finish: str | None = None) -> None:
+            written[text] = time.monotonic()
+            writer.write(event(text, ct, finish) + (b"data: [DONE]\n\n" if finish else b""))
+            await writer.drain()
+
+        writer.write(HEAD + b"Connection: close\r\n\r\n")
+        await put(" a", 1)
+        await asyncio.sleep(0.05)
+        await put(" b", 2)  # the second chunk: from this read on, reads are paced
+        for i, text in enumerate(burst):
+            await asyncio.sleep(0.01)
+            await put(text, 3 + i)
+        await asyncio.sleep(1.0)  # a quiet gap, longer than the interval
+        await put(" z", 11, "stop")
+        writer.close()
+
+    events: list[StreamEvent] = []
+    async with (
+        raw_server(script) as (url, _),
+        VllmClient(url, fast_stream=True, read_interval=0.4, clock=time.monotonic) as client,
+    ):
+        result = await asyncio.wait_for(client.generate(GenerationRequest("p"), on_event=events.append), 20)
+    assert result.error is None, result.error
+    assert result.text == " a b" + "".join(burst) + " z" and result.completion_tokens == 11
+    stamp = {e.text: e.t for e in events if e.text}
+    assert stamp[" a"] - written[" a"] < 0.3 and stamp[" b"] - written[" b"] < 0.3  # on arrival
+    # The run after the second chunk waited for the paced read: 0.4 s after " b", not on arrival.
+    for text in burst:
+        assert stamp[text] >= stamp[" b"] + 0.4 - 0.01, (text, stamp[text] - stamp[" b"])
+    assert len({stamp[text] for text in burst}) < len(burst)  # fewer reads than chunks
+    assert stamp[" z"] - written[" z"] < 0.3  # after the gap: on arrival again
