@@ -6,7 +6,11 @@ Each streamed chunk carries the client's socket-read time (`StreamEvent.t`, the 
 clock). The probe follows its text into the answer pane: when the pane's flush has taken every
 character up to that chunk's last one, the chunk waits for the next frame; the time of the next
 terminal write (`LinuxDriver.write`, what goes to the pty) minus the read time is its latency. At exit
-the latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT.
+the latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT. The console reads its stream at most
+every 10 ms (`session.watch.LIVE_READ_INTERVAL_S`): a chunk that follows another within 10 ms can
+wait up to that long in the kernel before its read, and that wait is not in the figure (at one MTP
+server's ~15 bursts a second there is none; in the race, at ~1,000 chunks a second a pane, it is
+5 ms on average, 10 ms at most).
 
 MTPWATCH_PROBE_FULL_PAGE=1 makes the app read the whole `/metrics` page at every scrape, as before
 filtered scraping (server_cpu.py's comparison): its servers' clients get no scrape filter.
