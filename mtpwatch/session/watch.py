@@ -52,12 +52,13 @@ CHART_POINTS = 60
 LIVE_READ_INTERVAL_S = 0.01
 """The console's answer stream reads its socket at most every 10 ms (`VllmClient(read_interval=…)`):
 at a hundred chunks a second and more (a fast server, a race) the chunks that arrive meanwhile come
-in one read, one wake-up of the event loop, instead of one each (the race at ~2,000 tok/s: 14.5 %
-of a core against 17.7 %, docs/cost.md). A chunk after a quiet gap of 10 ms or more, the first ones
-(TTFT) among them, is read and stamped on arrival, so at one MTP server's ~15 bursts a second
-nothing changes; a chunk that follows another within 10 ms is stamped up to 10 ms late, the last
-one included: an answer's client tok/s is low by at most 10 ms over its length (0.3 % for 3 s).
-The benchmarks' arms (`core/ab`) keep reading every chunk on arrival: their ITLs are per chunk."""
+in one read, one wake-up of the event loop, instead of one each (the race at ~2,000 tok/s:
+13.9–14.1 % of a core against 17.5–18.2 %, docs/cost.md). A chunk after a quiet gap of 10 ms or
+more, the first ones (TTFT) among them, is read and stamped on arrival, so at one MTP server's ~15
+bursts a second nothing changes; a chunk that follows another within 10 ms is stamped up to 10 ms
+late, the last one included: an answer's client tok/s is low by at most 10 ms over its length (0.3 %
+for 3 s). The benchmarks' arms (`core/ab`) keep reading every chunk on arrival: their ITLs are per
+chunk."""
 
 
 def _clock_time(wall: float) -> str:
