@@ -50,15 +50,9 @@ RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 CHART_POINTS = 60
 """Seconds of history the tok/s chart shows."""
 LIVE_READ_INTERVAL_S = 0.01
-"""The console's answer stream reads its socket at most every 10 ms (`VllmClient(read_interval=…)`):
-at a hundred chunks a second and more (a fast server, a race) the chunks that arrive meanwhile come
-in one read, one wake-up of the event loop, instead of one each (the race at ~2,000 tok/s:
-13.9–14.1 % of a core against 17.5–18.2 %, docs/cost.md). A chunk after a quiet gap of 10 ms or
-more, the first ones (TTFT) among them, is read and stamped on arrival, so at one MTP server's ~15
-bursts a second nothing changes; a chunk that follows another within 10 ms is stamped up to 10 ms
-late, the last one included: an answer's client tok/s is low by at most 10 ms over its length (0.3 %
-for 3 s). The benchmarks' arms (`core/ab`) keep reading every chunk on arrival: their ITLs are per
-chunk."""
+"""The console reads its answer stream at most every 10 ms: a run of fast chunks is one read, one
+wake-up; a chunk after a quiet gap (the first ones too) is stamped on arrival, one that follows
+another within 10 ms up to 10 ms late (docs/cost.md). The benchmarks' arms read every chunk."""
 
 
 def _clock_time(wall: float) -> str:
