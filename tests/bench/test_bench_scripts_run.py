@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -15,17 +16,23 @@ sys.path.insert(0, str(HERE))
 from watch_cost import start_sim  # noqa: E402  (a simulator in its own process, as the benchmarks run it)
 
 
-def test_watch_cost_measures_cpu_bytes_tokens_and_latency() -> None:
-    argv = ["--scenarios", "one", "--seconds", "3", "--cols", "80", "--rows", "24", "--fps", "8"]
-    out = subprocess.run(
-        [sys.executable, str(HERE / "watch_cost.py"), *argv],
+def bench(script: str, argv: list[str], timeout: float = 120) -> dict[str, Any]:
+    """Run one benchmark script as a user would and return the JSON report it prints."""
+    proc = subprocess.run(
+        [sys.executable, str(HERE / script), *argv],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         cwd=ROOT,
-        check=True,
     )
-    report = json.loads(out.stdout)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+def test_watch_cost_measures_cpu_bytes_tokens_and_latency() -> None:
+    argv = ["--scenarios", "one", "--seconds", "3", "--cols", "80", "--rows", "24", "--fps", "8"]
+    report = bench("watch_cost.py", argv)
     one = report["one"]
     assert report["fps"] == 8 and report["size"] == "80x24"
     assert one["tok_s"] > 5 and one["prompts"] >= 0
@@ -36,15 +43,7 @@ def test_watch_cost_measures_cpu_bytes_tokens_and_latency() -> None:
 def test_watch_cost_runs_the_floor_apps() -> None:
     """The floors the app is compared with: the least a Textual app can show, and the race's shape."""
     argv = ["--scenarios", "floor-cell,floor-race", "--seconds", "2", "--cols", "80", "--rows", "24"]
-    out = subprocess.run(
-        [sys.executable, str(HERE / "watch_cost.py"), *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=True,
-    )
-    report = json.loads(out.stdout)
+    report = bench("watch_cost.py", argv)
     for scenario in ("floor-cell", "floor-race"):
         figures = report[scenario]
         assert 0 < figures["cpu_percent"] < 200 and figures["bytes_per_s"] > 0, (scenario, figures)
@@ -57,18 +56,10 @@ def test_perturbation_pairs_and_server_cost() -> None:
     sim, url = start_sim("--speed", "20")
     try:
         argv = ["--url", url, "--pairs", "2", "--max-tokens", "32", "--watcher", "scraper"]
-        proc = subprocess.run(
-            [sys.executable, str(HERE / "perturbation.py"), *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=ROOT,
-        )
+        report = bench("perturbation.py", argv)
     finally:
         sim.terminate()
         sim.wait(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
     assert [p["order"] for p in report["pairs"]] == ["AB", "BA"]
     assert all(p["a_tok_s"] > 0 and p["b_tok_s"] > 0 for p in report["pairs"])
     low, high, _ = report["median_ratio_ci95"]
@@ -81,18 +72,10 @@ def test_perturbation_windowed_pairs_windows_under_one_stream() -> None:
     sim, url = start_sim("--speed", "2")
     try:
         argv = ["--url", url, "--windows", "4", "--window-s", "0.5"]  # one 1,024-token stream
-        proc = subprocess.run(
-            [sys.executable, str(HERE / "perturbation.py"), *argv],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            cwd=ROOT,
-        )
+        report = bench("perturbation.py", argv, timeout=180)
     finally:
         sim.terminate()
         sim.wait(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
     assert report["mode"] == "windowed" and "filtered" in report["watcher"]
     assert report["pairs_used"] + report["pairs_dropped"] == 4 and report["pairs_used"] >= 2
     low, high, _ = report["median_ratio_ci95"]
@@ -101,15 +84,7 @@ def test_perturbation_windowed_pairs_windows_under_one_stream() -> None:
 
 
 def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
-    out = subprocess.run(
-        [sys.executable, str(HERE / "scrape_cost.py"), "--answers", "16", "--rounds", "2", "--gap", "0.01"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        check=True,
-    )
-    report = json.loads(out.stdout)
+    report = bench("scrape_cost.py", ["--answers", "16", "--rounds", "2", "--gap", "0.01"])
     sizes = report["bytes"]
     assert (
         sizes["nothing"] == 0 < sizes["activity"] < sizes["hot"] < sizes["hot_and_slow"] < sizes["full_page"]
@@ -123,18 +98,10 @@ def test_server_cpu_measures_each_state_watched_and_not() -> None:
     sim, url = start_sim("--speed", "20")
     try:
         argv = ["--url", url, "--seconds", "1", "--rounds", "1", "--warmup", "1", "--max-tokens", "32"]
-        proc = subprocess.run(
-            [sys.executable, str(HERE / "server_cpu.py"), *argv, "--full-page"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=ROOT,
-        )
+        report = bench("server_cpu.py", [*argv, "--full-page"], timeout=300)
     finally:
         sim.terminate()
         sim.wait(timeout=30)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
     watched = ("not_watched", "filtered", "full_page")
     assert set(report["states"]) == {f"{a}/{w}" for a in ("idle", "streaming") for w in watched}
     assert report["states"]["streaming/not_watched"]["api_server_ms_per_s"][0] > 0  # tokens cost CPU
