@@ -23,6 +23,10 @@ every `--window-s` seconds in ABBA order, and each pair of adjacent windows give
 rates under the same stream (windows holding a request's start are dropped):
 
     .venv/bin/python tests/bench/perturbation.py --url http://127.0.0.1:8000 --cpus 1 --windows 150
+
+`--watcher none` with `--windows N` is the method's A/A control: the same windows, nobody watching
+either arm. What it reads (a median that is not 1.000, a CI of its own width) is what a watched run
+can be told apart from.
 """
 
 from __future__ import annotations
@@ -303,8 +307,24 @@ WINDOWED_MAX_TOKENS = 1024
 """Each generation of the windowed mode: long, so few windows hold a request's start."""
 
 
+class NoWatcher:
+    """The A/A control of the windowed mode: B windows are watched by nobody either."""
+
+    def command(self, word: str) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
 async def windowed(
-    url: str, model: str | None, pairs: int, window_s: float, interval: float, full_page: bool
+    url: str,
+    model: str | None,
+    pairs: int,
+    window_s: float,
+    interval: float,
+    full_page: bool,
+    control: bool = False,
 ) -> dict[str, object]:
     """Toggle a bare scraper (the app's scrapes, nothing drawn) on and off every `window_s` seconds
     in ABBA order while generations stream back to back, and compare each pair of windows' decode
@@ -312,6 +332,8 @@ async def windowed(
     engine step). Windows that hold a request's start (its queueing and prefill) are dropped with
     their pair. Short alternating windows under one stream cancel the ±10 % that separates one
     completion from the next on one core, so the median ratio resolves a fraction of a percent.
+    `control`: nobody watches either arm (A/A): what the method reads when there is nothing to
+    find, its spread and any bias of its own.
     """
     clock = time.perf_counter
     events: list[tuple[float, int]] = []
@@ -330,7 +352,7 @@ async def windowed(
             if result.error:
                 raise SystemExit(f"perturbation: generation failed: {result.error}")
 
-    scraper = Scraper(url, interval, full_page)
+    scraper: Scraper | NoWatcher = NoWatcher() if control else Scraper(url, interval, full_page)
     loop = asyncio.get_running_loop()
     windows: list[tuple[str, float, float]] = []
     try:
@@ -375,7 +397,9 @@ async def windowed(
     return {
         "url": url,
         "mode": "windowed",
-        "watcher": "scraper, " + ("whole page" if full_page else "filtered tiers as the app"),
+        "watcher": "none (A/A control)"
+        if control
+        else "scraper, " + ("whole page" if full_page else "filtered tiers as the app"),
         "cpus": sorted(os.sched_getaffinity(0)),
         "window_s": window_s,
         "scrape_interval_s": interval,
@@ -399,7 +423,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--interval", type=float, default=0.25, help="scraper's interval (4 Hz = 0.25)")
-    parser.add_argument("--watcher", choices=("app", "scraper"), default="app")
+    parser.add_argument(
+        "--watcher",
+        choices=("app", "scraper", "none"),
+        default="app",
+        help="none: windowed mode's A/A control, nobody watches either arm",
+    )
     parser.add_argument(
         "--cpus", default="", help="pin this benchmark, its watcher and its load client to these CPUs, e.g. 1"
     )
@@ -412,11 +441,21 @@ def main() -> None:
     parser.add_argument("--window-s", type=float, default=2.0, help="windowed mode: seconds a window")
     parser.add_argument("--full-page", action="store_true", help="the bare scraper reads the whole page")
     args = parser.parse_args()
+    if args.watcher == "none" and not args.windows:
+        parser.error("--watcher none is the windowed mode's control: give --windows N")
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     if args.windows:
         report = asyncio.run(
-            windowed(args.url, args.model, args.windows, args.window_s, args.interval, args.full_page)
+            windowed(
+                args.url,
+                args.model,
+                args.windows,
+                args.window_s,
+                args.interval,
+                args.full_page,
+                control=args.watcher == "none",
+            )
         )
         print(json.dumps(report, indent=2))
         return

@@ -83,6 +83,25 @@ def test_perturbation_windowed_pairs_windows_under_one_stream() -> None:
     assert report["median_a_tok_s"] > 0 and report["median_b_tok_s"] > 0
 
 
+def test_perturbation_windowed_control_watches_neither_arm() -> None:
+    sim, url = start_sim("--speed", "2")
+    try:
+        argv = ["--url", url, "--windows", "4", "--window-s", "0.5", "--watcher", "none"]
+        report = bench("perturbation.py", argv, timeout=180)
+        bad = subprocess.run(
+            [sys.executable, str(HERE / "perturbation.py"), "--url", url, "--watcher", "none"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
+    assert report["watcher"] == "none (A/A control)"
+    assert report["pairs_used"] + report["pairs_dropped"] == 4 and report["pairs_used"] >= 2
+    assert bad.returncode == 2 and "--watcher none is the windowed mode's control" in bad.stderr
+
+
 def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
     report = bench("scrape_cost.py", ["--answers", "16", "--rounds", "2", "--gap", "0.01"])
     sizes = report["bytes"]
