@@ -3,11 +3,11 @@
 Runs paired trials against a live vLLM, one streamed completion (`ignore_eos`, fixed length) per
 trial: A with nobody scraping, B with a watcher, in ABBA order (a slow drift adds to A in half the
 pairs and to B in the other half). The watcher is either the real app (`--watcher app`: `mtpwatch
-attach URL` on a pseudo-terminal, drawing, scraping at 4 Hz; started before the B trial and quit
-after it) or a bare scraper (`--watcher scraper`: a separate interpreter that GETs and parses
-/metrics every 0.25 s the way the app does). Prints JSON: per-pair ratios B/A, their median with a
-distribution-free 95 % CI and a bootstrap one, and whether the median meets the target (≥ 0.995:
-watching costs at most 0.5 % of decode speed).
+attach URL` on a pseudo-terminal, drawing, scraping at the app's default interval; started before
+the B trial and quit after it) or a bare scraper (`--watcher scraper`: a separate interpreter that
+GETs and parses /metrics every `--interval` seconds the way the app does). Prints JSON: per-pair
+ratios B/A, their median with a distribution-free 95 % CI and a bootstrap one, and whether the
+median meets the target (≥ 0.995: watching costs at most 0.5 % of decode speed).
 
 On a small machine pin the server and the watcher to different cores, as the issue's measurement
 does: the server with `taskset`, this benchmark (and so the watcher and its load client) with
@@ -26,7 +26,8 @@ rates under the same stream (windows holding a request's start are dropped):
 
 `--watcher none` with `--windows N` is the method's A/A control: the same windows, nobody watching
 either arm. What it reads (a median that is not 1.000, a CI of its own width) is what a watched run
-can be told apart from.
+can be told apart from. The windowed report lists every pair's ratio (`ratios`), so runs pool:
+`perturbation_pool.py` reads several watched runs against several controls.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from mtpwatch.config import DisplaySettings
 from mtpwatch.core.ab.stats import abba_order, bootstrap_median_ci, median_ci
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest, StreamEvent
@@ -412,7 +414,8 @@ async def windowed(
         "median_a_tok_s": round(statistics.median(float(r["a"]) for r in rows), 2),
         "median_b_tok_s": round(statistics.median(float(r["b"]) for r in rows), 2),
         "target": TARGET,
-        "meets_target": median >= TARGET,
+        "meets_target": None if control else median >= TARGET,
+        "ratios": [round(r, 5) for r in ratios],
     }
 
 
@@ -422,7 +425,12 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="served model name (default: the only one)")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--interval", type=float, default=0.25, help="scraper's interval (4 Hz = 0.25)")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=DisplaySettings().scrape_interval_s,
+        help="the watcher's interval (default: the app's, %(default)s s)",
+    )
     parser.add_argument(
         "--watcher",
         choices=("app", "scraper", "none"),

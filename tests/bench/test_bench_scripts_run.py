@@ -97,9 +97,53 @@ def test_perturbation_windowed_control_watches_neither_arm() -> None:
     finally:
         sim.terminate()
         sim.wait(timeout=30)
-    assert report["watcher"] == "none (A/A control)"
+    assert report["watcher"] == "none (A/A control)" and report["meets_target"] is None
     assert report["pairs_used"] + report["pairs_dropped"] == 4 and report["pairs_used"] >= 2
+    assert len(report["ratios"]) == report["pairs_used"]
     assert bad.returncode == 2 and "--watcher none is the windowed mode's control" in bad.stderr
+
+
+def _windowed_report(watcher: str, ratios: list[float], interval: float = 0.25) -> dict[str, Any]:
+    """A windowed report as perturbation.py prints it, the fields the pooling reads."""
+    return {
+        "mode": "windowed",
+        "watcher": watcher,
+        "scrape_interval_s": interval,
+        "median_ratio": sorted(ratios)[len(ratios) // 2],
+        "ratios": ratios,
+    }
+
+
+def test_perturbation_pool_reads_watched_runs_against_their_control(tmp_path: Path) -> None:
+    watched = "scraper, filtered tiers as the app"
+    runs = {
+        "c1.json": _windowed_report("none (A/A control)", [0.99, 1.0, 1.01], interval=0.5),
+        "c2.json": _windowed_report("none (A/A control)", [0.995, 1.0, 1.005]),
+        "w1.json": _windowed_report(watched, [0.97, 0.98, 0.99]),
+        "w2.json": _windowed_report(watched, [0.975, 0.98, 0.985]),
+    }
+    for name, report in runs.items():
+        (tmp_path / name).write_text(json.dumps(report))
+    report = bench("perturbation_pool.py", [str(tmp_path / name) for name in runs])
+    control, pooled = report["groups"]["none (A/A control)"], report["groups"][f"{watched} @ 0.25 s"]
+    assert control["pairs"] == pooled["pairs"] == 6  # the control is one group whatever its interval
+    assert control["median_ratio"] == 1.0 and pooled["median_ratio"] == 0.98
+    assert [run["file"] for run in pooled["runs"]] == ["w1.json", "w2.json"]
+    verdict = report["against_control"][f"{watched} @ 0.25 s"]
+    assert verdict["difference"] == -0.02 and verdict["relative_to_control"] == 0.98
+    low, high = verdict["difference_bootstrap_ci95"]
+    assert low <= -0.02 <= high < 0 and verdict["meets_target"] is False
+
+    old = dict(runs["w1.json"])
+    del old["ratios"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "perturbation_pool.py"), str(tmp_path / "old.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "old.json: lists no pairs' ratios" in proc.stderr
 
 
 def test_scrape_cost_prints_bytes_and_cpu_per_answer() -> None:
