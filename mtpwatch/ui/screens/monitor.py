@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -33,6 +34,7 @@ from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
 from mtpwatch.session.sources import Source, SourceFactory
+from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
@@ -52,9 +54,6 @@ from mtpwatch.ui.markup import (
 )
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-
-VIEW_HZ = 2.0
-"""Views reach the panels at most this often (scrapes run at 4 Hz; repaints cost)."""
 
 NARROW_BELOW = 120
 """Columns under which the app is narrow (its first horizontal breakpoint, `MtpWatchApp`)."""
@@ -111,8 +110,10 @@ class MonitorScreen(Screen[None]):
         self.speedups: list[float] = []
         self.prompt_index = 0
         self.generating = False
-        self._views_due: set[int] = set()
-        """Panels whose feed changed (a scrape, a replayed record) since their last view."""
+        self._pacer = ViewPacer(min(VIEW_HZ, float(config.display.max_fps)))
+        """Panels whose feed changed (a scrape, a replayed record) since their last view, and when
+        each may get its next one."""
+        self._views_timer: Timer | None = None
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -140,7 +141,6 @@ class MonitorScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.update_title()
-        self.set_interval(1 / min(VIEW_HZ, float(self.config.display.max_fps)), self.tick_views, name="views")
         if self.config.mode == "ab":
             self.query_one("#speedup", Static).update(
                 Content.from_markup(render_speedup(None, None, 0, race=self.schedule == "race"))
@@ -228,7 +228,8 @@ class MonitorScreen(Screen[None]):
         await self._poll_forever(feed, panel)
 
     async def _poll_forever(self, feed: Source, panel: ServerPanel) -> None:
-        """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result."""
+        """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result
+        (as it lands, when the panel's last view is a view period old)."""
         index = self.feeds.index(feed)
         while True:
             delay = await feed.poll()
@@ -243,26 +244,37 @@ class MonitorScreen(Screen[None]):
     # -- views ---------------------------------------------------------------------------------
 
     def views_due(self, index: int | None = None, *, now: bool = False) -> None:
-        """Feed `index` (None: every feed) changed: its panel gets a fresh view at the next view tick,
-        or at once with `now`."""
-        self._views_due.update(range(len(self.feeds)) if index is None else (index,))
-        if now:
-            self.tick_views()
+        """Feed `index` (None: every feed) changed: its panel gets a fresh view at once when its last
+        one is at least a view period old (`ViewPacer`: a scrape is drawn as it lands), else when it
+        comes of age; with `now` at once whatever its age."""
+        self._pacer.mark(range(len(self.feeds)) if index is None else (index,))
+        self.tick_views(force=now)
 
-    def tick_views(self) -> None:
-        """The one way into a panel: build the view of each changed feed over the shown window at the
+    def tick_views(self, *, force: bool = False) -> None:
+        """The one way into a panel: build the view of each due feed over the shown window at the
         screen's clock (live: monotonic; replay: the recording's) and show it, all in one update.
 
-        Runs at VIEW_HZ, and at once for a status change, a window change, a seek, an unpause. Not
-        while the display is paused (collection goes on; the first tick after shows the newest)."""
-        if self._is_paused() or not self._views_due:
+        A feed is due after a scrape (a replayed one too), a status change, a window change, a seek,
+        an unpause; it is built when its panel's last view is at least a view period old, or at once
+        with `force`. Not while the display is paused (collection goes on; the first view after
+        shows the newest)."""
+        if self._is_paused():
             return
-        due, self._views_due = self._views_due, set()
-        panels = self.panels
-        with self.app.batch_update():
-            for index in sorted(due):
-                if index < len(self.feeds) and index < len(panels):
-                    panels[index].show(self.feeds[index].view(self.window))
+        wall = time.monotonic()
+        ready = self._pacer.take(wall, force=force)
+        if ready:
+            panels = self.panels
+            with self.app.batch_update():
+                for index in ready:
+                    if index < len(self.feeds) and index < len(panels):
+                        panels[index].show(self.feeds[index].view(self.window))
+        wait = self._pacer.next_in(wall)
+        if wait is not None and self._views_timer is None:
+            self._views_timer = self.set_timer(wait, self._views_timer_fired, name="views")
+
+    def _views_timer_fired(self) -> None:
+        self._views_timer = None
+        self.tick_views()
 
     @property
     def restart_mode(self) -> bool:
