@@ -188,9 +188,9 @@ def _attach_params(
 
 
 def test_theme_interval_url_defaults_reach_attach(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    env = {**_config(tmp_path, 'interval = 0.5\ntheme = "gruvbox"\n'), "MTPWATCH_THEME": "nord"}
+    env = {**_config(tmp_path, 'interval = 1.0\ntheme = "gruvbox"\n'), "MTPWATCH_THEME": "nord"}
     params = _attach_params(env, monkeypatch, [])
-    assert params["theme"] == "nord" and params["interval"] == 0.5
+    assert params["theme"] == "nord" and params["interval"] == 1.0  # not the default (0.5)
     assert params["urls"] == ()  # no URL: attach watches http://127.0.0.1:8000
     assert _attach_params({}, monkeypatch, ["--theme", "dracula"])["theme"] == "dracula"
     assert _attach_params({"MTPWATCH_URL": "http://10.0.0.5:8000"}, monkeypatch, [])["urls"] == (

@@ -180,7 +180,7 @@ async def test_an_idle_real_server_is_scraped_at_the_idle_interval(server_pool: 
     gets the idle cadence and says so; a request from another client brings back the interval at
     the first scrape that sees it, and the idle cadence comes back after it."""
     server = server_pool.get("ngram")
-    display = DisplaySettings()  # the defaults users get: 0.25 s, 0.5 s idle
+    display = DisplaySettings(scrape_interval_s=0.25, idle_interval_s=0.5)  # `--interval 0.25`
     feed = ServerFeed(ServerSpec(label="A", url=server.url, model=server.served_name), display)
 
     async def poll_until(delay: float) -> None:

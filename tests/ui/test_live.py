@@ -217,3 +217,33 @@ async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil)
             during = [t for t, _ in feed.collector.tok_s_series() if t0 < t < t1]
             assert during, "no scrape between the prompt's start and its last token"
             await pilot.press("ctrl+q")
+
+
+async def test_at_the_default_interval_each_scrape_is_drawn_as_it_lands(wait_until: WaitUntil) -> None:
+    """2 Hz scrapes, views at most 2 Hz a panel (`ViewPacer`): by the time the poll loop rests after a
+    scrape, the panel shows a view built from that scrape, not one from the scrape before (a fixed
+    2 Hz view tick drew it up to half a second later)."""
+    async with running_sim(speed=20) as url:
+        app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=DisplaySettings()))
+        async with app.run_test(size=(120, 40)) as pilot:
+            panel = _panel(app)
+            await wait_until(pilot, lambda: bool(app.monitor.feeds))
+            feed = app.monitor.feeds[0]
+            assert feed.display.scrape_interval_s == 0.5
+            drawn_from: list[float | None] = []  # the newest scrape's time at each view shown
+            at_rest: list[tuple[float | None, float | None]] = []  # (newest scrape, what the panel shows)
+            show, rest = panel.show, feed.rest
+
+            def recording_show(view: Any) -> None:
+                drawn_from.append(feed.collector.latest_t)
+                show(view)
+
+            async def checking_rest(delay: float) -> None:
+                at_rest.append((feed.collector.latest_t, drawn_from[-1] if drawn_from else None))
+                await rest(delay)
+
+            panel.show = recording_show  # type: ignore[method-assign]
+            feed.rest = checking_rest  # type: ignore[method-assign]
+            await wait_until(pilot, lambda: len(at_rest) >= 5)
+            assert all(newest is not None and shown == newest for newest, shown in at_rest), at_rest
+            await pilot.press("ctrl+q")

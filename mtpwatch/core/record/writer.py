@@ -18,7 +18,7 @@ from mtpwatch.core.http.generation import StreamEvent
 from mtpwatch.core.record.schema import VERSION, encode_event, filter_page, page_delta
 
 FLUSH_S = 0.75
-"""Flush when the last flush is this old at a write (scrapes write at 4 Hz: the tail is ≤ 1 s)."""
+"""Flush when the last flush is this old at a write (scrapes write at 2 Hz: the tail is ≤ 1 s)."""
 REDACTED = "[redacted]"
 
 

@@ -17,7 +17,7 @@ HELP_TEXT = """\
 Numbers come from two places, and each is labelled with its source and window:
 
 * **server** — deltas of vLLM's Prometheus counters on `/metrics`, scraped every
-  `--interval` seconds (4 Hz by default). They count **every request** the engine ran in
+  `--interval` seconds (2 Hz by default). They count **every request** the engine ran in
   the window ("engine-wide"), unless only the console's prompt ran ("this request":
   `requests_running ≤ 1` at every scrape of the prompt's window).
 * **client** — timestamps of the streamed answer as it arrives at mtpwatch.

@@ -178,8 +178,8 @@ class ServerPanel(Vertical):
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.
 
-        A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes at 4 Hz
-        must not trigger one when only the digits moved. Nor when a block's text gets shorter: a
+        A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes twice a
+        second must not trigger one when only the digits moved. Nor when a block's text gets shorter: a
         block keeps the rows it had at this panel size (blank rows at its end), so a verdict that wraps
         to two lines or three as a prompt starts and ends, or bars that come and go with the
         window, do not move the blocks below them and relayout the screen twice a prompt.
