@@ -296,7 +296,7 @@ def test_config_example_is_valid(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], env=user_env(MTPWATCH_CONFIG=str(path)), capture_output=True, text=True
     )
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["24", "all", "token-abc123", "8", "0.5"]
+    assert res.stdout.split() == ["24", "all", "token-abc123", "8", "1.0"]
 
 
 def test_shell_completion_lines(installed: Path, tmp_path: Path) -> None:

@@ -111,8 +111,7 @@ class MonitorScreen(Screen[None]):
         self.prompt_index = 0
         self.generating = False
         self._pacer = ViewPacer(min(VIEW_HZ, float(config.display.max_fps)))
-        """Panels whose feed changed (a scrape, a replayed record) since their last view, and when
-        each may get its next one."""
+        """Panels whose feed changed since their last view, and when each may get its next one."""
         self._views_timer: Timer | None = None
 
     # -- layout --------------------------------------------------------------------------------
@@ -228,8 +227,7 @@ class MonitorScreen(Screen[None]):
         await self._poll_forever(feed, panel)
 
     async def _poll_forever(self, feed: Source, panel: ServerPanel) -> None:
-        """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result
-        (as it lands, when the panel's last view is a view period old)."""
+        """Scrape, sample the GPU only while the roofline panel shows; the view tick draws the result."""
         index = self.feeds.index(feed)
         while True:
             delay = await feed.poll()
@@ -244,20 +242,16 @@ class MonitorScreen(Screen[None]):
     # -- views ---------------------------------------------------------------------------------
 
     def views_due(self, index: int | None = None, *, now: bool = False) -> None:
-        """Feed `index` (None: every feed) changed: its panel gets a fresh view at once when its last
-        one is at least a view period old (`ViewPacer`: a scrape is drawn as it lands), else when it
-        comes of age; with `now` at once whatever its age."""
+        """Feed `index` (None: every feed) changed: its panel gets a fresh view as soon as `ViewPacer`
+        allows (at once when its last view is a view period old: a scrape is drawn as it lands)."""
         self._pacer.mark(range(len(self.feeds)) if index is None else (index,))
         self.tick_views(force=now)
 
     def tick_views(self, *, force: bool = False) -> None:
-        """The one way into a panel: build the view of each due feed over the shown window at the
-        screen's clock (live: monotonic; replay: the recording's) and show it, all in one update.
-
-        A feed is due after a scrape (a replayed one too), a status change, a window change, a seek,
-        an unpause; it is built when its panel's last view is at least a view period old, or at once
-        with `force`. Not while the display is paused (collection goes on; the first view after
-        shows the newest)."""
+        """The one way into a panel: build the views of the due feeds whose panels' last view is a
+        view period old (all with `force`) over the shown window at the screen's clock (live:
+        monotonic; replay: the recording's), shown in one update; a timer takes the others when they
+        come of age. Not while paused (collection goes on; the first view after shows the newest)."""
         if self._is_paused():
             return
         wall = time.monotonic()
