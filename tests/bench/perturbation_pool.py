@@ -7,9 +7,9 @@ interval about twice. Runs are grouped by watcher and interval; each group gets 
 with the distribution-free and the bootstrap 95 % CI, and each run's median for the spread. With a
 control group (`--watcher none`), every watched group is also read against it: the difference of the
 pooled medians with its bootstrap CI (the two samples drawn again independently), and the watched
-median over the control's, which takes out the method's own bias (the control reads 0.998, not
-1.000). Interleave the runs (control, watched, control, ...) so a slow drift of the server reaches
-both groups alike:
+median over the control's, which takes out any bias of the method's own (one machine's control
+read 0.998, another's 1.001: docs/cost.md). Interleave the runs (control, watched, control, ...)
+so a slow drift of the server reaches both groups alike:
 
     for i in 1 2 3 4; do for w in none scraper; do
       .venv/bin/python tests/bench/perturbation.py --url URL --cpus 1 --windows 80 --watcher $w \
