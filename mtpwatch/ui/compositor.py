@@ -9,7 +9,9 @@ render ~300 lines a frame (the metrics column renders its 39 lines because its c
 overlaps the answer pane): about two thirds of a streaming monitor's CPU.
 
 This partial update renders, for each widget, only the rows of its visible region that a dirty span
-crosses within its columns, in runs of consecutive rows, and skips a widget that no span crosses.
+crosses within its columns, in runs of consecutive rows, and skips a widget that no span crosses,
+and a row whose written cells widgets in front of it already cover (a container behind the answer
+pane renders nothing for the pane's streamed rows).
 Everything else is Textual's: the same widgets in the same order (front to back, the first strip of a
 cut wins), the same cuts and chops. The update writes each span from its first cell
 (`CellChopsUpdate`; Textual writes from the start of the widget's cut), so a widget that refreshes
@@ -21,7 +23,7 @@ are Textual's unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from rich.console import Console
@@ -49,7 +51,7 @@ class CellChopsUpdate(ChopsUpdate):
             line = chops[y]
             ends = chop_ends[y]
             for end, (x, strip) in zip(ends, line.items(), strict=False):
-                if strip is None or x > x2 or end <= x1:
+                if strip is None or x >= x2 or end <= x1:  # x == x2: an empty crop, a bare cursor move
                     continue
                 start = x1 if x < x1 and len(strip.text) == strip.cell_length else x
                 append(move_to(start, y).segment.text)
@@ -76,13 +78,19 @@ class RowCompositor(Compositor):
         chop_ends = [cut_set[1:] for cut_set in self.cuts]
         return CellChopsUpdate(chops, spans, chop_ends)
 
-    def _span_renders(self, spans: list[tuple[int, int, int]]) -> Iterable[tuple[Region, list[Strip]]]:
-        """(visible rows of a widget, its strips for them): each widget that a span crosses, in
-        Textual's order, once per run of consecutive rows that spans cross within its columns."""
+    def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip | None]]:
+        """Textual's `_render_chops` over the rows in `spans` only: each widget that a span crosses,
+        in Textual's order (front to back), renders the rows a span crosses within its columns, in
+        runs of consecutive rows, skipping a row where every chop it would fill that a span writes
+        is already filled by a widget in front (`_row_wanted`): a container behind the answer pane
+        renders nothing for the pane's streamed rows. What each chop holds is what Textual's holds."""
+        cuts = self.cuts
+        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
         by_row: dict[int, list[tuple[int, int]]] = {}
         for y, x1, x2 in spans:
             by_row.setdefault(y, []).append((x1, x2))
         rows = sorted(by_row)
+        ends = {y: dict(zip(cuts[y][:-1], cuts[y][1:], strict=True)) for y in rows}
         intersection = Region.intersection
         for widget, (region, clip) in self.visible_widgets.items():
             visible = intersection(region, clip)
@@ -96,41 +104,59 @@ class RowCompositor(Compositor):
                     continue
                 if y >= vy2:
                     break
-                if not any(x1 < vx2 and x2 > vx for x1, x2 in by_row[y]):
+                if not _row_wanted(chops[y], ends[y], by_row[y], vx, vx2):
                     continue
                 if y == run_end:
                     run_end += 1
                     continue
                 if run_start >= 0:
-                    yield self._render_rows(widget, region, vx, vw, run_start, run_end)
+                    self._fill(chops, widget, region, vx, vw, run_start, run_end)
                 run_start, run_end = y, y + 1
             if run_start >= 0:
-                yield self._render_rows(widget, region, vx, vw, run_start, run_end)
-
-    @staticmethod
-    def _render_rows(
-        widget: Widget, region: Region, vx: int, vw: int, y1: int, y2: int
-    ) -> tuple[Region, list[Strip]]:
-        rows = Region(vx, y1, vw, y2 - y1)
-        crop = Region(vx - region.x, y1 - region.y, vw, y2 - y1)
-        return rows, widget.render_lines(crop)
-
-    def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip | None]]:
-        """Textual's `_render_chops` over the rows in `spans` only (renders from `_span_renders`)."""
-        cuts = self.cuts
-        chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
-        for render_region, strips in self._span_renders(spans):
-            render_x = render_region.x
-            first_cut, last_cut = render_region.column_span
-            for y, strip in zip(render_region.line_range, strips, strict=False):
-                chops_line = chops[y]
-                final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
-                cut_strips = strip.divide([cut - render_x for cut in final_cuts[1:]])
-                get_chops_line = chops_line.get
-                for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
-                    if get_chops_line(cut) is None:
-                        chops_line[cut] = cut_strip
+                self._fill(chops, widget, region, vx, vw, run_start, run_end)
         return chops
+
+    def _fill(
+        self,
+        chops: list[dict[int, Strip | None]],
+        widget: Widget,
+        region: Region,
+        vx: int,
+        vw: int,
+        y1: int,
+        y2: int,
+    ) -> None:
+        """Render rows y1..y2 of `widget` (visible columns vx..vx+vw) and fill the chops they are
+        first to reach, as Textual's `_render_chops` does (front to back: the first strip of a cut wins)."""
+        cuts = self.cuts
+        crop = Region(vx - region.x, y1 - region.y, vw, y2 - y1)
+        first_cut, last_cut = vx, vx + vw
+        for y, strip in zip(range(y1, y2), widget.render_lines(crop), strict=False):
+            chops_line = chops[y]
+            final_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+            cut_strips = strip.divide([cut - vx for cut in final_cuts[1:]])
+            get_chops_line = chops_line.get
+            for cut, cut_strip in zip(final_cuts, cut_strips, strict=False):
+                if get_chops_line(cut) is None:
+                    chops_line[cut] = cut_strip
+
+
+def _row_wanted(
+    chops_line: Mapping[int, Strip | None],
+    ends: Mapping[int, int],
+    row_spans: list[tuple[int, int]],
+    vx: int,
+    vx2: int,
+) -> bool:
+    """Whether a widget spanning columns vx..vx2 has anything to give this row: a chop it would fill
+    (a cut in vx..vx2, up to its next cut) that is still empty and that a span of the row writes
+    (`CellChopsUpdate.render_segments` skips a chop when `x >= x2 or end <= x1`)."""
+    for cut, end in ends.items():
+        if cut < vx or cut >= vx2 or chops_line[cut] is not None:
+            continue
+        if any(cut < x2 and end > x1 for x1, x2 in row_spans):
+            return True
+    return False
 
 
 # The Textual releases whose private `_compositor` internals (`_regions_to_spans`, `cuts`,
