@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual._compositor import ChopsUpdate, Compositor
+from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -214,8 +215,14 @@ async def test_rows_drawn_line_by_line_look_as_the_static_draws_them(
             if not widget.display or widget._row_lines is None:
                 continue
             ours = [widget.render_line(y).render(console) for y in range(widget.size.height)]
-            lines, widget._row_lines = widget._row_lines, None
-            widget._dirty_regions.add(widget.size.region)  # the Static renders its block again
+            lines = widget._row_lines
+            block = Content.from_markup("\n".join(lines))
+            # The block a RowStatic holds is its lines parsed one by one and joined: the same
+            # text and spans as the whole block parsed at once.
+            assert isinstance(widget.visual, Content)
+            assert (widget.visual.plain, widget.visual.spans) == (block.plain, block.spans)
+            widget.update(block, layout=False)  # the Static renders the block parsed at once
+            widget._dirty_regions.add(widget.size.region)
             textuals = [Widget.render_line(widget, y).render(console) for y in range(widget.size.height)]
             widget._row_lines = lines
             assert ours == textuals, sorted(widget.classes)

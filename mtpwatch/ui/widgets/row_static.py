@@ -18,6 +18,8 @@ from typing_extensions import Self
 
 from mtpwatch.ui.widgets.cells import cells, changed_runs
 
+_NEWLINE = Content("\n")
+
 
 class RowStatic(Static):
     """`update_lines(previous, markup)` repaints only the rows whose markup line changed, when every
@@ -37,12 +39,23 @@ class RowStatic(Static):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._line_strips: LRUCache[tuple[str, int, object], Strip | None] = LRUCache(256)
+        self._line_contents: LRUCache[str, Content] = LRUCache(256)
+
+    def _line_content(self, line: str) -> Content:
+        """One line's markup parsed, once per distinct text (a view changes a few lines of a block)."""
+        content = self._line_contents.get(line)
+        if content is None:
+            content = self._line_contents[line] = Content.from_markup(line)
+        return content
 
     def update_lines(self, previous: str | None, markup: str) -> None:
         """Show `markup`; `previous` is the markup shown before (None: unknown)."""
-        content = Content.from_markup(markup)
         old = previous.split("\n") if previous is not None else None
         new = markup.split("\n")
+        # The block is its lines joined, each parsed once per distinct text: the same Content as
+        # `Content.from_markup(markup)` while no markup tag spans lines, which drawing a row from
+        # its own line already needs (tests/ui/test_compositor.py compares both, view by view).
+        content = _NEWLINE.join([self._line_content(line) for line in new])
         width = self.content_region.width
         if old is None or len(old) != len(new) or not width:
             self.update(content, layout=old is None or len(old) != len(new))
@@ -110,7 +123,7 @@ class RowStatic(Static):
         key = (markup, width, style)
         if key in self._line_strips:
             return self._line_strips[key]
-        line = Content.from_markup(markup)
+        line = self._line_content(markup)
         strips = Visual.to_strips(self, line, width, 1, style) if self._one_row_per_line(line, width) else []
         strip = self._line_strips[key] = strips[0] if len(strips) == 1 else None
         return strip
