@@ -9,11 +9,12 @@
 - cpu_percent_streamed_tok_s: the token rate that scenario reached (the simulators' own counters).
 - idle_cpu_percent: the app watching one idle server at 4 Hz (no prompt streaming).
 - first_frame_s: launch to first painted frame; target ≤ 0.5 s.
-- tty: the real command line on a real pty (watch_cost.py), per scenario (`idle`: attach, one idle
-  server at 4 Hz, in its first minute; `idle-steady`: the same after a minute; `one`: attach, one E4B
-  server streaming ~39 tok/s; `race`: ab --schedule race, two servers at 4 Hz streaming ≈2,000 tok/s
-  together): cpu_percent, bytes_per_s written to the terminal, tok_s the servers generated,
-  latency_ms_p50/p95 from a chunk's socket read to the terminal write of the frame holding it.
+- tty: the real command line on a real pty (watch_cost.py) at the default interval (2 Hz), per
+  scenario (`idle`: attach, one idle server, in its first minute; `idle-steady`: the same after a
+  minute; `one`: attach, one E4B server streaming ~39 tok/s; `race`: ab --schedule race, two servers
+  streaming ≈2,000 tok/s together): cpu_percent, bytes_per_s written to the terminal, tok_s the
+  servers generated, latency_ms_p50/p95 from a chunk's socket read to the terminal write of the
+  frame holding it.
   Targets: CPU ≤ 1 % idle, ≤ 1.5 % one, ≤ 3 % race; bytes ≤ 1 KB/s idle, ≤ 10 KB/s streaming;
   latency p95 ≤ 50 ms.
 - tty_fps8: the `one` scenario again with `--fps 8` (what fewer redraws save).

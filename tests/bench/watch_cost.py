@@ -10,17 +10,18 @@ it writes, as a terminal would. Figures over the measured window:
 - latency_ms p50/p95: a chunk's socket read (client clock) → the terminal write of the frame that
   first holds it (see tty_probe.py).
 
-Scenarios: `idle` (attach, one idle server scraped at 4 Hz, measured from 6 s after start, while the
-chart's first minute still fills), `idle-steady` (the same from 65 s on: what an idle monitor costs
-for hours), `one` (attach, one E4B server at real speed, ~39 tok/s, prompts sent back to back),
-`race` (ab --schedule race, two servers scraped at 4 Hz streaming ≈2,000 tok/s together), and the
-framework's floor on the same pty: `floor` (floor_app.py: a pane growing 15 times a second beside 20
-rows changed twice a second; no servers), `floor-idle` (the rows only), `floor-static` and
-`floor-log` (the pane as a `Static` or a `Log`), `floor-race` (the race's shape: two panes growing 25
-times a second by ~40 words, each under 32 rows), `floor-cell` and `floor-cell-25` (the least a
-Textual app can show: one cell changing 15 or 25 times a second, alone). `--fps` passes the app's
-`--fps`. `--trees A,B` runs every scenario on two source trees (e.g. an exported older commit and
-this one), alternating order round by round, and prints paired ratios.
+The app runs at its default interval (2 Hz, the idle cadence on an idle server). Scenarios: `idle`
+(attach, one idle server, measured from 6 s after start, while the chart's first minute still
+fills), `idle-steady` (the same from 65 s on: what an idle monitor costs for hours), `one` (attach,
+one E4B server at real speed, ~39 tok/s, prompts sent back to back), `race` (ab --schedule race,
+two servers streaming ≈2,000 tok/s together), and the framework's floor on the same pty: `floor`
+(floor_app.py: a pane growing 15 times a second beside 20 rows changed twice a second; no servers),
+`floor-idle` (the rows only), `floor-static` and `floor-log` (the pane as a `Static` or a `Log`),
+`floor-race` (the race's shape: two panes growing 25 times a second by ~40 words, each under 32
+rows), `floor-cell` and `floor-cell-25` (the least a Textual app can show: one cell changing 15 or
+25 times a second, alone). `--fps` passes the app's `--fps`. `--trees A,B` runs every scenario on
+two source trees (e.g. an exported older commit and this one), alternating order round by round,
+and prints paired ratios.
 
     .venv/bin/python tests/bench/watch_cost.py --scenarios idle,one,race --seconds 20 --rounds 2
 """
