@@ -54,7 +54,7 @@ class RowStatic(Static):
         new = markup.split("\n")
         # The block is its lines joined, each parsed once per distinct text: the same Content as
         # `Content.from_markup(markup)` while no markup tag spans lines, which drawing a row from
-        # its own line already needs (tests/ui/test_compositor.py compares both, view by view).
+        # its own line already needs (tests/ui/test_compositor.py compares both, block by block).
         content = _NEWLINE.join([self._line_content(line) for line in new])
         width = self.content_region.width
         if old is None or len(old) != len(new) or not width:
