@@ -37,12 +37,12 @@ from mtpwatch.session.views import (
 )
 
 
-def _pct(fraction: float | None) -> str:
+def spaced_percent(fraction: float | None) -> str:
     """The panels' percentages: whole and spaced (`62 %`), through the one formatter."""
     return percent(fraction, 0, style="spaced")
 
 
-def _ms(x: float | None, per: str = "") -> str:
+def ms_per(x: float | None, per: str = "") -> str:
     """Milliseconds with their unit and what they are per (`12.3 ms/step`); `—` when missing."""
     return MISSING if missing(x) else ms(x, unit=True) + per
 
@@ -105,34 +105,22 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     return f"{line1}\n{line2}"
 
 
-def render_numbers(view: ServerView, *, compact: bool = False) -> str:
-    """The key numbers, each with its source and window; what the engine does not export says why."""
+def render_numbers(view: ServerView) -> str:
+    """The key numbers, each with its source and window; what the engine does not export says why.
+
+    80 columns: `ui.compact.compact_numbers`.
+    """
     w = window_words(view.window)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
     if notes:
-        return _render_numbers_missing(view, w, src, compact=compact)
-    if compact:  # 80×24: the three headline numbers, each in one line
-        if view.speculative is False:
-            acc = "acceptance — [dim](speculation off)[/]"
-        else:
-            acc = (
-                f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-                f"len [b]{fixed(view.mean_acceptance_length, 2)}[/] · "
-                f"{render_positions(view.per_position)} {src}"
-            )
-        line2 = (
-            f"[b]{fixed(view.server_tok_s, 1)}[/] tok/s [dim](server, {w})[/] · "
-            f"{render_bandwidth_short(view.bandwidth)} · ITL {_ms(view.mean_step_s, '/step')} · "
-            f"KV {_pct(view.kv_cache_usage)} · run {fixed(view.running, 0)}"
-        )
-        return f"{acc}\n{line2}"
+        return _render_numbers_missing(view, w, src)
     if view.speculative is False:
         acc = "acceptance [dim]— (no spec-decode counters: speculation off)[/]"
     else:
         drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
         acc = (
-            f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
+            f"acceptance [b]{spaced_percent(view.acceptance_rate)}[/] · "
             f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts} {src}"
         )
     srv = (
@@ -140,11 +128,11 @@ def render_numbers(view: ServerView, *, compact: bool = False) -> str:
         f"[dim](server, {w}, engine-wide)[/]"
     )
     lat = (
-        f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s, '/token')} · "
-        f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+        f"TTFT {ms_per(view.mean_ttft_s)} · TPOT {ms_per(view.mean_tpot_s, '/token')} · "
+        f"ITL {ms_per(view.mean_step_s, '/step')} [dim](server, {w})[/]"
     )
     kv = (
-        f"KV cache {_pct(view.kv_cache_usage)} · running {fixed(view.running, 0)} · "
+        f"KV cache {spaced_percent(view.kv_cache_usage)} · running {fixed(view.running, 0)} · "
         f"waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
     )
     return "\n".join([acc, srv, lat, kv])
@@ -158,12 +146,12 @@ def render_positions(marginal: Sequence[float]) -> str:
 
 
 def render_bandwidth_short(bw: BandwidthView) -> str:
-    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s` (analytic, while decoding)."""
+    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s (analytic)` (while decoding)."""
     if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
         return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
     if bw.percent_of_peak is None:
         return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
-    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s [dim](analytic)[/]"
     if bw.clock_speed != 1.0:  # F1 and the roofline panel say why in full
         text += f" [$text-warning](sim ×{bw.clock_speed:g} clock)[/]"
     elif bw.past_peak:
@@ -171,29 +159,17 @@ def render_bandwidth_short(bw: BandwidthView) -> str:
     return text
 
 
-def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool) -> str:
+def _render_numbers_missing(view: ServerView, w: str, src: str) -> str:
     """`render_numbers` for an engine without latency histograms or a KV gauge (llama.cpp)."""
     notes = view.notes
     draft = f" [dim]({escape(view.draft_note)})[/]" if view.draft_note else ""
     if view.speculative is False:
         acc = "acceptance — [dim](speculation off)[/]"
-    elif compact:
-        acc = (
-            f"accept [b]{_pct(view.acceptance_rate)}[/] · "
-            f"len [b]{fixed(view.mean_acceptance_length, 2)}[/] {src}"
-        )
     else:
         drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
         acc = (
-            f"acceptance [b]{_pct(view.acceptance_rate)}[/] · "
+            f"acceptance [b]{spaced_percent(view.acceptance_rate)}[/] · "
             f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts}{draft} {src}"
-        )
-    kv = "KV n/a" if "kv" in notes else f"KV {_pct(view.kv_cache_usage)}"
-    run = f"run {fixed(view.running, 0)} · wait {fixed(view.waiting, 0)} [dim](now)[/]"
-    if compact:
-        lat = "ITL n/a" if "latency" in notes else f"ITL {_ms(view.mean_step_s, '/step')}"
-        return (
-            f"{acc}\n[b]{fixed(view.server_tok_s, 1)}[/] tok/s · {lat} [dim](server, {w})[/] · {kv} · {run}"
         )
     counts = notes.get("counts")
     srv = (
@@ -204,13 +180,13 @@ def _render_numbers_missing(view: ServerView, w: str, src: str, *, compact: bool
         lat = f"TTFT · TPOT · ITL [dim]{escape(notes['latency'])}[/]"
     else:
         lat = (
-            f"TTFT {_ms(view.mean_ttft_s)} · TPOT {_ms(view.mean_tpot_s, '/token')} · "
-            f"ITL {_ms(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+            f"TTFT {ms_per(view.mean_ttft_s)} · TPOT {ms_per(view.mean_tpot_s, '/token')} · "
+            f"ITL {ms_per(view.mean_step_s, '/step')} [dim](server, {w})[/]"
         )
     kv_line = (
         f"KV cache [dim]{escape(notes['kv'])}[/]"
         if "kv" in notes
-        else f"KV cache {_pct(view.kv_cache_usage)}"
+        else f"KV cache {spaced_percent(view.kv_cache_usage)}"
     )
     kv_line += f" · running {fixed(view.running, 0)} · waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
     return "\n".join([acc, srv, lat, kv_line])
@@ -238,7 +214,8 @@ def render_bars(
         full, rem = divmod(round(v * width * 8), 8)
         bar = "█" * full + (eighths[rem] if rem else "")
         cond = conditional[i] if i < len(conditional) else None
-        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {_pct(value):>5} · cond {_pct(cond):>5}")
+        value_pct, cond_pct = spaced_percent(value), spaced_percent(cond)
+        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
     return "\n".join(lines)
 
 
@@ -309,7 +286,7 @@ def render_bandwidth(
 def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
     """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
 
-    Compact (80 columns): the same numbers in under 78 cells (TTFT in whole ms, `acc`, no scope;
+    Compact (80 columns): the numbers in 78 cells (TTFT in whole ms, `acc` and its scope, no length;
     "cancelled" first, where the cut does not reach it).
     """
     if s.error:
@@ -319,11 +296,10 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
         head = f"#{n} [$text-warning]cancelled[/] · " if s.cancelled else f"#{n} "
         ttft = "—" if s.ttft_s is None else f"{1000 * s.ttft_s:.0f} ms"
         acc = ""
-        if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
-            acc = (
-                f" · acc {_pct(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
-                "[dim](server)[/]"
-            )
+        if s.acceptance_rate is not None:  # its scope, not the length, fits: the numbers line has both
+            # "request" or "engine" (engine-wide): the whole label fits 78 cells at 999 tokens, 999 tok/s
+            scope = "request" if s.scope.startswith("this request") else s.scope.removesuffix("-wide")
+            acc = f" · acc {spaced_percent(s.acceptance_rate)} [dim](server, {escape(scope)})[/]"
         return (
             f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{fixed(s.decode_tok_s, 1)}[/] tok/s "
             f"[dim](client)[/]{acc}"
@@ -331,13 +307,13 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
-            f" · accept {_pct(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
+            f" · accept {spaced_percent(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
             f"[dim](server, {s.scope})[/]"
         )
     tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
     return (
-        f"#{n} {approx}{s.tokens} tok · TTFT {_ms(s.ttft_s)} · decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s "
-        f"[dim](client)[/]{acc}{tail}"
+        f"#{n} {approx}{s.tokens} tok · TTFT {ms_per(s.ttft_s)} · "
+        f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
 
 
@@ -349,14 +325,19 @@ def render_speedup(
     race: bool,
     label: str = "B/A",
     slower: bool = False,
+    compact: bool = False,
 ) -> str:
-    """The line between A/B panes: decode tok/s ratio (client), last prompt and median."""
+    """The line between A/B panes: decode tok/s ratio (client), last prompt and median.
+
+    The figures, their count and their source fit 78 cells when `compact` (`median 2.07× of 3`);
+    the warnings after them are what an 80-column screen cuts.
+    """
     if last is None:
         text = f"speed-up {label} [dim](decode tok/s, client)[/]: — send a prompt"
     else:
-        # The figures and their count first, the source after: an 80-column screen cuts the end.
+        count = f"of {n}" if compact else f"over {n} prompt(s)"
         text = (
-            f"speed-up {label}: last [b]{last:.2f}×[/] · median {fixed(median, 2)}× over {n} prompt(s) "
+            f"speed-up {label}: last [b]{last:.2f}×[/] · median {fixed(median, 2)}× {count} "
             "[dim](decode tok/s, client)[/]"
         )
     if slower:

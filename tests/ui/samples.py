@@ -300,7 +300,14 @@ async def load(app: App[int], kind: str) -> None:
         first /= first_summary(False).decode_tok_s or 1.0
         screen.speedups = [first, ratio]
         screen.query_one("#speedup", Static).update(
-            render_speedup(ratio, statistics.median(screen.speedups), 2, race=False, label="MTP/baseline")
+            render_speedup(
+                ratio,
+                statistics.median(screen.speedups),
+                2,
+                race=False,
+                label="MTP/baseline",
+                compact=screen.has_class("-narrow"),  # as `MonitorScreen` draws it
+            )
         )
         screen.query_one("#lossless", Static).update(
             f"[$text-success]lossless: outputs identical[/] ({TOKENS} token ids, temperature 0)"

@@ -20,6 +20,7 @@ from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
+from mtpwatch.ui.compact import compact_numbers
 from mtpwatch.ui.markup import render_header, render_numbers, render_summary
 from tests.datadir import DataDir
 
@@ -128,7 +129,7 @@ async def test_attach_to_llama_server_shows_acceptance_and_exact_tokens(wait_unt
             assert "n/a: llama-server exports no TTFT/ITL/TPOT histograms" in numbers
             assert "n/a: llama-server exports no KV-cache gauge" in numbers
             assert "KV cache —" not in numbers and "TTFT —" not in numbers
-            compact = render_numbers(view, compact=True)
+            compact = compact_numbers(view, 78)
             assert "ITL n/a" in compact and "KV n/a" in compact
             await pilot.press("ctrl+q")
     # mtpwatch asked llama-server for per-chunk counts in its own way

@@ -250,7 +250,7 @@ def test_the_method_is_named_only_when_known() -> None:
 def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
     from mtpwatch.session.views import ServerView
-    from mtpwatch.ui.markup import render_numbers
+    from mtpwatch.ui.compact import compact_numbers
 
     view = ServerView(
         label="B",
@@ -264,9 +264,12 @@ def test_compact_numbers_carry_the_three_headline_numbers() -> None:
         server_tok_s=38.2,
         bandwidth=ROOF,
     )
-    acc, speed = Content.from_markup(render_numbers(view, compact=True)).plain.split("\n")
-    assert acc.startswith("accept 58 % · len 2.16 · pos 72 44 %")
-    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s" in speed
+    acc, speed, gauges = Content.from_markup(compact_numbers(view, 78)).plain.split("\n")
+    assert acc == "accept 58 % · len 2.16 · pos 72 44 % (server, 10 s, engine-wide)"
+    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s (analytic)" in speed
+    assert gauges == "KV — · run — · wait — (server, now)"
+    # 80×24 puts the gauges on the border: two lines, the labels whole
+    assert Content.from_markup(compact_numbers(view, 78, gauges=False)).plain.split("\n") == [acc, speed]
 
 
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)])

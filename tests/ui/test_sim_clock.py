@@ -46,7 +46,7 @@ def test_past_the_peak_on_a_real_clock_says_what_to_check() -> None:
     assert "over the physical peak" in render_bandwidth(PAST, "10 s", 78)
     fine = replace(PAST, percent_of_peak=62.0, pct_of_ceiling=63.0)
     assert not fine.past_peak and clock_note(fine) == ""
-    assert "(" not in render_bandwidth_short(fine).split("GB/s")[-1]
+    assert render_bandwidth_short(fine).split("GB/s")[-1] == " [dim](analytic)[/]"  # a label, no warning
 
 
 async def test_the_app_learns_the_clock_from_sim_info() -> None:

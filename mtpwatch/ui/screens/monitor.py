@@ -538,6 +538,7 @@ class MonitorScreen(Screen[None]):
                     race=self.schedule == "race",
                     label=label,
                     slower=slower,
+                    compact=self.has_class("-narrow"),
                 )
                 + render_advice(self._advice(base, mtp) if label == "MTP/baseline" else None)
             ),

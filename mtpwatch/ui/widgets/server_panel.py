@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.ui.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup import (
     ANSWERS_HINT,
     render_bandwidth,
@@ -141,7 +142,11 @@ class ServerPanel(Vertical):
         verdict = "" if hide_verdict else render_verdict(view, width)
         self._one(".verdict", Static).display = bool(verdict)
         self._set(".verdict", verdict)
-        self._set(".numbers", render_numbers(view, compact=compact))
+        if compact:  # the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
+            self._set(".numbers", compact_numbers(view, width, gauges=not short))
+        else:
+            self._set(".numbers", render_numbers(view))
+        self._set_subtitle(render_gauges(view) if short else "")
         self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
         self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
         chart = self._one(".chart", ThroughputChart)
@@ -174,6 +179,12 @@ class ServerPanel(Vertical):
         if self._shown.get("border-title") != title:
             self._shown["border-title"] = title
             self.border_title = title
+
+    def _set_subtitle(self, markup: str) -> None:
+        """The bottom border's text, set only when it changed (a whole-panel repaint, as a title)."""
+        if self._shown.get("border-subtitle", "") != markup:
+            self._shown["border-subtitle"] = markup
+            self.border_subtitle = markup
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.

@@ -1,0 +1,85 @@
+"""Labelled phrases packed into lines of a width: an 80-column panel's numbers, none cut from its label.
+
+A `Group` is a few numbers that share one label (`accept 58 % · len 2.16 (server, 10 s, engine-wide)`).
+`pack` fills lines greedily, a group at a time. A group that does not fit on what is left of a line
+starts the next one; one wider than a whole line is split between two items, and each part ends
+with the group's label. So a line cut at the
+screen's edge never loses the label of a number it shows. Only an item longer than the whole width
+is cut, by the widget's ellipsis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from textual.content import Content
+
+SEP = " · "
+"""Between two items, and between two groups on one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Numbers (markup) that share a label; the label follows the group's last item on each line."""
+
+    items: tuple[str, ...]
+    label: str = ""
+    new_line: bool = False
+    """Start a line (the headline groups keep their rows from one view to the next)."""
+
+
+@lru_cache(maxsize=1024)
+def cells(markup: str) -> int:
+    """Cells `markup` takes on screen (its tags and style variables take none)."""
+    return Content.from_markup(markup).cell_length
+
+
+def _segment(items: Sequence[str], label: str) -> str:
+    return SEP.join(items) + (f" {label}" if label else "")
+
+
+def pack(groups: Sequence[Group], width: int | None) -> str:
+    """The groups as lines of at most `width` cells (markup, `\\n` between lines).
+
+    With no width (before the first layout) each `new_line` group starts a line and nothing wraps.
+    """
+    sep = cells(SEP)
+    lines: list[str] = []
+    line: list[str] = []  # the current line's finished segments
+    used = 0  # cells of those segments and the separators between them
+
+    def flush() -> None:
+        nonlocal line, used
+        if line:
+            lines.append(SEP.join(line))
+        line, used = [], 0
+
+    for group in groups:
+        if group.new_line:
+            flush()
+        label = cells(group.label) + 1 if group.label else 0
+        whole = sum(map(cells, group.items)) + sep * (len(group.items) - 1) + label
+        if line and width is not None and used + sep + whole > width and whole <= width:
+            flush()  # a group that fits on a line of its own is not split
+        part: list[str] = []
+        part_cells = 0  # the part's items and the separators between them
+        for item in group.items:
+            size = cells(item)
+            grown = part_cells + (sep if part else 0) + size
+            if width is None or (used + (sep if line else 0) + grown + label) <= width:
+                part.append(item)
+                part_cells = grown
+                continue
+            if part:  # close the part here, with its label, and go on on a new line
+                line.append(_segment(part, group.label))
+                flush()
+            elif line:  # nothing of this group fits after what is on the line
+                flush()
+            part, part_cells = [item], size
+        if part:
+            used += (sep if line else 0) + part_cells + label
+            line.append(_segment(part, group.label))
+    flush()
+    return "\n".join(lines)
