@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from textual.content import Content
@@ -10,6 +11,7 @@ from textual.content import Content
 from mtpwatch.session.views import BandwidthView, ServerView
 from mtpwatch.ui.compact import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
+from tests.ui.conftest import WaitUntil
 
 LABELS = ("(server, 10 s, engine-wide)", "(server, 10 s)", "(analytic)", "(server, now)")
 
@@ -128,3 +130,44 @@ def test_a_prompts_compact_line_says_what_its_acceptance_covers(scope: str, labe
     line = Content.from_markup(render_summary(12, summary, compact=True)).plain
     assert line == f"#12 512 tok · TTFT 75 ms · 125.4 tok/s (client) · acc 58 % {label}"
     assert len(line) <= 78
+
+
+async def test_a_gauge_that_changes_repaints_the_bottom_border_alone(wait_until: WaitUntil) -> None:
+    """80×24: the gauges' border row is what the next frame writes; the panel is not repainted whole
+    (a border title's assignment repaints all of it: ~2 KB for a digit at 80×24)."""
+    from rich.console import Console
+    from textual.geometry import Region
+
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.compositor import RowCompositor
+    from mtpwatch.ui.widgets.server_panel import ServerPanel
+    from tests.ui import samples
+    from tests.ui.refreshes import record_refreshes
+
+    written: list[str] = []
+    partial = RowCompositor.render_partial_update
+    console = Console(width=80, color_system="truecolor")
+
+    def recorded(self: RowCompositor) -> Any:
+        update = partial(self)
+        written.append(update.render_segments(console) if update is not None else "")
+        return update
+
+    app = make_app(samples.config("single"), autostart=False)
+    RowCompositor.render_partial_update = recorded  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await samples.load(app, "single")
+            await pilot.pause()
+            panel = app.screen.query_one(ServerPanel)
+            refreshes = record_refreshes(panel)
+            written.clear()
+            panel.show(replace(samples.view_mtp(), kv_cache_usage=0.57))
+            await wait_until(pilot, lambda: any("KV 57 %" in out for out in written))
+            offset = panel.content_offset
+            border_row = Region(-offset.x, panel.region.height - 1 - offset.y, panel.region.width, 1)
+            assert refreshes == [(border_row,)]
+    finally:
+        RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
+    out = next(out for out in written if "KV 57 %" in out)
+    assert "running" in out and "accept" not in out  # the border's row, not the numbers above it

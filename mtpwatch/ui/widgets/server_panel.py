@@ -8,9 +8,11 @@ from typing import TypeVar
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
+from textual.geometry import Region
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
+from typing_extensions import Self
 
 from mtpwatch.session.views import PromptSummary, ServerView
 from mtpwatch.ui.compact import compact_numbers, render_gauges
@@ -46,6 +48,9 @@ class ServerPanel(Vertical):
     (`MonitorScreen.tick_views`) builds the views from the feeds with the screen's clock (a replay's
     is the recording's) and shows them; the panel never fetches or builds anything itself.
     """
+
+    _rows: tuple[Region, ...] | None = None
+    """The regions a `refresh()` with none repaints, while `_set_subtitle` assigns the subtitle."""
 
     view: var[ServerView | None] = var(None, always_update=True)
     """The newest view shown; `watch_view` pushes it into the children (a `var`: no panel repaint)."""
@@ -181,10 +186,26 @@ class ServerPanel(Vertical):
             self.border_title = title
 
     def _set_subtitle(self, markup: str) -> None:
-        """The bottom border's text, set only when it changed (a whole-panel repaint, as a title)."""
-        if self._shown.get("border-subtitle", "") != markup:
-            self._shown["border-subtitle"] = markup
-            self.border_subtitle = markup
+        """The bottom border's text (80×24: the gauges), set only when it changed; it repaints the
+        bottom border's row alone, where a title's assignment repaints the whole panel."""
+        if self._shown.get("border-subtitle", "") == markup:
+            return
+        self._shown["border-subtitle"] = markup
+        offset, outer = self.content_offset, self.outer_size
+        # `refresh` takes regions in content coordinates: the border's row is below the content.
+        self._rows = (Region(-offset.x, outer.height - 1 - offset.y, outer.width, 1),) if outer.area else None
+        try:
+            self.border_subtitle = markup  # Textual calls `refresh()` with no regions
+        finally:
+            self._rows = None
+
+    def refresh(
+        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
+    ) -> Self:
+        rows = self._rows
+        if rows is not None and not regions and not layout and not recompose:
+            regions = rows
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.
