@@ -1,10 +1,10 @@
 """A panel's numbers at 80 columns: the headline figures as labelled groups, packed into the width.
 
 The wide layout gives every number its own labelled line (`markup.render_numbers`). At 80 columns
-the same figures share two or three lines. They are packed by `ui.pack`, so that the screen's edge
-cuts no label off: `(server, 10 s, engine-wide)`, `(server, 10 s)`, `(analytic)`, `(server, now)`.
-At 80×24 an A/B pane has no row to spare. There the gauges (KV, running, waiting) go to the
-panel's bottom border (`render_gauges`).
+the same figures share two to four lines (four: k = 8 and a three-digit tok/s). They are packed
+by `ui.pack`, so that the screen's edge cuts no label off: `(server, 10 s, engine-wide)`,
+`(server, 10 s)`, `(analytic)`, `(server, now)`. At 80×24 an A/B pane has no row to spare: there
+the gauges (KV, running, waiting) go to the panel's bottom border (`render_gauges`).
 """
 
 from __future__ import annotations

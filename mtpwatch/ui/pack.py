@@ -3,9 +3,8 @@
 A `Group` is a few numbers that share one label (`accept 58 % · len 2.16 (server, 10 s, engine-wide)`).
 `pack` fills lines greedily, a group at a time. A group that does not fit on what is left of a line
 starts the next one; one wider than a whole line is split between two items, and each part ends
-with the group's label. So a line cut at the
-screen's edge never loses the label of a number it shows. Only an item longer than the whole width
-is cut, by the widget's ellipsis.
+with the group's label. So a line cut at the screen's edge never loses the label of a number it
+shows. Only an item longer than the whole width is cut, by the widget's ellipsis.
 """
 
 from __future__ import annotations
