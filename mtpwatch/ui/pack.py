@@ -30,7 +30,7 @@ class Group:
 
 
 @lru_cache(maxsize=1024)
-def cells(markup: str) -> int:
+def cell_width(markup: str) -> int:
     """Cells `markup` takes on screen (its tags and style variables take none)."""
     return Content.from_markup(markup).cell_length
 
@@ -44,7 +44,7 @@ def pack(groups: Sequence[Group], width: int | None) -> str:
 
     With no width (before the first layout) each `new_line` group starts a line and nothing wraps.
     """
-    sep = cells(SEP)
+    sep = cell_width(SEP)
     lines: list[str] = []
     line: list[str] = []  # the current line's finished segments
     used = 0  # cells of those segments and the separators between them
@@ -58,14 +58,14 @@ def pack(groups: Sequence[Group], width: int | None) -> str:
     for group in groups:
         if group.new_line:
             flush()
-        label = cells(group.label) + 1 if group.label else 0
-        whole = sum(map(cells, group.items)) + sep * (len(group.items) - 1) + label
+        label = cell_width(group.label) + 1 if group.label else 0
+        whole = sum(map(cell_width, group.items)) + sep * (len(group.items) - 1) + label
         if line and width is not None and used + sep + whole > width and whole <= width:
             flush()  # a group that fits on a line of its own is not split
         part: list[str] = []
         part_cells = 0  # the part's items and the separators between them
         for item in group.items:
-            size = cells(item)
+            size = cell_width(item)
             grown = part_cells + (sep if part else 0) + size
             if width is None or (used + (sep if line else 0) + grown + label) <= width:
                 part.append(item)

@@ -14,14 +14,14 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
-from typing_extensions import Self
 
 from mtpwatch.ui.widgets.cells import cells, changed_runs
+from mtpwatch.ui.widgets.row_refresh import RowRefresh
 
 _NEWLINE = Content("\n")
 
 
-class RowStatic(Static):
+class RowStatic(RowRefresh, Static):
     """`update_lines(previous, markup)` repaints only the rows whose markup line changed, when every
     line is one row (it fits, or the widget does not wrap); otherwise, and when the line count
     changes, it is a plain `update`.
@@ -32,7 +32,6 @@ class RowStatic(Static):
     than top left, a plain `update`) draws as a Static does.
     """
 
-    _rows: tuple[Region, ...] | None = None
     _row_lines: list[str] | None = None
     """The markup of each row, while the rows are drawn line by line (None: as a Static)."""
 
@@ -101,16 +100,6 @@ class RowStatic(Static):
     def update(self, content: VisualType = "", *, layout: bool = True) -> None:
         self._row_lines = None  # `update_lines` sets it again after this
         super().update(content, layout=layout)
-
-    def refresh(
-        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
-    ) -> Self:
-        rows = self._rows
-        if rows is not None and not regions and not layout and not recompose:
-            regions = tuple(row for row in rows if row.area)
-            if not regions:
-                return self
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

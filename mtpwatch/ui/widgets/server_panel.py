@@ -12,7 +12,6 @@ from textual.geometry import Region
 from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
-from typing_extensions import Self
 
 from mtpwatch.session.views import PromptSummary, ServerView
 from mtpwatch.ui.compact import compact_numbers, render_gauges
@@ -25,6 +24,7 @@ from mtpwatch.ui.markup import (
     render_summary,
     render_verdict,
 )
+from mtpwatch.ui.widgets.row_refresh import RowRefresh
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
@@ -41,16 +41,13 @@ ROWS = {
 """The panel's text rows (name: selector), as `ServerPanel.rows` returns them."""
 
 
-class ServerPanel(Vertical):
+class ServerPanel(RowRefresh, Vertical):
     """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
 
     Data comes in one way: `show(view)` with a complete `ServerView`. The screen's view tick
     (`MonitorScreen.tick_views`) builds the views from the feeds with the screen's clock (a replay's
     is the recording's) and shows them; the panel never fetches or builds anything itself.
     """
-
-    _rows: tuple[Region, ...] | None = None
-    """The regions a `refresh()` with none repaints, while `_set_subtitle` assigns the subtitle."""
 
     view: var[ServerView | None] = var(None, always_update=True)
     """The newest view shown; `watch_view` pushes it into the children (a `var`: no panel repaint)."""
@@ -198,14 +195,6 @@ class ServerPanel(Vertical):
             self.border_subtitle = markup  # Textual calls `refresh()` with no regions
         finally:
             self._rows = None
-
-    def refresh(
-        self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False
-    ) -> Self:
-        rows = self._rows
-        if rows is not None and not regions and not layout and not recompose:
-            regions = rows
-        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.
