@@ -35,6 +35,7 @@ from mtpwatch.session.views import (
     spec_label,
     window_words,
 )
+from mtpwatch.ui.pack import Group, pack
 
 
 def spaced_percent(fraction: float | None) -> str:
@@ -317,6 +318,35 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
     )
 
 
+def speedup_groups(
+    last: float | None,
+    median: float | None,
+    n: int,
+    *,
+    race: bool,
+    label: str = "B/A",
+    slower: bool = False,
+    compact: bool = False,
+) -> tuple[Group, ...]:
+    """The line between A/B panes: decode tok/s ratio (client), last prompt and median, then its
+    warnings, as groups for `ui.pack` (a `PackedLine` gives what does not fit a row of its own).
+
+    The figures, their count and their source fit 78 cells when `compact` (`median 2.07× of 3`).
+    """
+    source = "[dim](decode tok/s, client)[/]"
+    if last is None:
+        groups = [Group((f"speed-up {label} {source}: — send a prompt",))]
+    else:
+        count = f"of {n}" if compact else f"over {n} prompt(s)"
+        figures = (f"speed-up {label}: last [b]{last:.2f}×[/]", f"median {fixed(median, 2)}× {count}")
+        groups = [Group(figures, source)]
+    if slower:
+        groups.append(Group((f"[$text-warning]{MTP_SLOWER}[/]",)))
+    if race:
+        groups.append(Group(("[$text-warning]race: contended, not a measurement[/]",)))
+    return tuple(groups)
+
+
 def render_speedup(
     last: float | None,
     median: float | None,
@@ -327,24 +357,8 @@ def render_speedup(
     slower: bool = False,
     compact: bool = False,
 ) -> str:
-    """The line between A/B panes: decode tok/s ratio (client), last prompt and median.
-
-    The figures, their count and their source fit 78 cells when `compact` (`median 2.07× of 3`);
-    the warnings after them are what an 80-column screen cuts.
-    """
-    if last is None:
-        text = f"speed-up {label} [dim](decode tok/s, client)[/]: — send a prompt"
-    else:
-        count = f"of {n}" if compact else f"over {n} prompt(s)"
-        text = (
-            f"speed-up {label}: last [b]{last:.2f}×[/] · median {fixed(median, 2)}× {count} "
-            "[dim](decode tok/s, client)[/]"
-        )
-    if slower:
-        text += f" · [$text-warning]{MTP_SLOWER}[/]"
-    if race:
-        text += " · [$text-warning]race: contended, not a measurement[/]"
-    return text
+    """`speedup_groups` on one line."""
+    return pack(speedup_groups(last, median, n, race=race, label=label, slower=slower, compact=compact), None)
 
 
 def render_startup(view: StartupView) -> str:
@@ -394,25 +408,27 @@ def _lossless_line(a: Answer, b: Answer) -> str:
     )
 
 
-def render_advice(advice: Advice | None) -> str:
-    """' · k advisor: best k=K (predicted S×; k=R now T×)' or '' when there is nothing to say."""
+def advice_groups(advice: Advice | None) -> tuple[Group, ...]:
+    """The k advisor's groups for the speed-up line, `k advisor: best k=K predicted S× (k=R now T×;
+    1 request at a time)`, then its caveat; none when there is nothing to say."""
     if advice is None:
-        return ""
+        return ()
     best, now = advice.at(advice.best_k), advice.at(advice.from_k)
     if best is None or now is None:
-        return ""
-    caveat = f" [dim]· {advice.caveat}[/]" if advice.caveat else ""
+        return ()
+    caveat = (Group((f"[dim]{advice.caveat}[/]",)),) if advice.caveat else ()
     if advice.withheld:
-        return f" · k advisor: none{caveat}"
+        return (Group(("k advisor: none",)), *caveat)
     if advice.best_k == advice.from_k:
-        return (
-            f" · k advisor: keep k={advice.from_k} [dim](predicted best of 0…{advice.from_k}, "
-            f"1 request at a time)[/]{caveat}"
-        )
-    return (
-        f" · k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}× "
-        f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]{caveat}"
-    )
+        scope = f"[dim](predicted best of 0…{advice.from_k}, 1 request at a time)[/]"
+        return (Group((f"k advisor: keep k={advice.from_k}",), scope), *caveat)
+    scope = f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]"
+    return (Group((f"k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}×",), scope), *caveat)
+
+
+def render_advice(advice: Advice | None) -> str:
+    """`advice_groups` on one line ('' when there is nothing to say)."""
+    return pack(advice_groups(advice), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -290,8 +290,9 @@ async def load(app: App[int], kind: str) -> None:
     if kind == "ab":
         from textual.widgets import Static
 
-        from mtpwatch.ui.markup import render_speedup
+        from mtpwatch.ui.markup import speedup_groups
         from mtpwatch.ui.screens.monitor import MonitorScreen
+        from mtpwatch.ui.widgets.packed_line import PackedLine
 
         screen = app.screen
         assert isinstance(screen, MonitorScreen)
@@ -299,8 +300,8 @@ async def load(app: App[int], kind: str) -> None:
         first = first_summary(True).decode_tok_s or 0.0
         first /= first_summary(False).decode_tok_s or 1.0
         screen.speedups = [first, ratio]
-        screen.query_one("#speedup", Static).update(
-            render_speedup(
+        screen.query_one("#speedup", PackedLine).show(
+            speedup_groups(
                 ratio,
                 statistics.median(screen.speedups),
                 2,

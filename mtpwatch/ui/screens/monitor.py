@@ -43,15 +43,16 @@ from mtpwatch.ui.markup import (
     LOSSLESS_WAITING,
     PAIRS_WAITING,
     RESTART_WAITING,
-    render_advice,
+    advice_groups,
     render_lossless,
     render_measure,
     render_measure_hint,
-    render_speedup,
     render_startup,
     render_stopped,
     render_title,
+    speedup_groups,
 )
+from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -129,7 +130,7 @@ class MonitorScreen(Screen[None]):
                     max_fps=self.config.display.max_fps,
                 )
         if self.config.mode == "ab":
-            yield Static(id="speedup")
+            yield PackedLine(id="speedup")
             yield Static(id="lossless")
             yield Static(id="measure")
         # The console in one docked container: Textual composes a widget on every frame whose
@@ -141,9 +142,8 @@ class MonitorScreen(Screen[None]):
     def on_mount(self) -> None:
         self.update_title()
         if self.config.mode == "ab":
-            self.query_one("#speedup", Static).update(
-                Content.from_markup(render_speedup(None, None, 0, race=self.schedule == "race"))
-            )
+            waiting = speedup_groups(None, None, 0, race=self.schedule == "race")
+            self.query_one("#speedup", PackedLine).show(waiting)
             self.query_one("#lossless", Static).update(Content.from_markup(LOSSLESS_WAITING))
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
@@ -416,7 +416,7 @@ class MonitorScreen(Screen[None]):
                 f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}"
             )
         self.set_measure_line(f"measuring: run 0/{session.total}")
-        self.query_one("#speedup", Static).update(
+        self.query_one("#speedup", PackedLine).update(
             Content.from_markup(PAIRS_WAITING),
             layout=False,
         )
@@ -454,7 +454,7 @@ class MonitorScreen(Screen[None]):
         """Apply one measurement update to the lines and panels."""
         lines = render_measure(update)
         if lines.line:
-            self.query_one("#speedup", Static).update(Content.from_markup(lines.line), layout=False)
+            self.query_one("#speedup", PackedLine).update(Content.from_markup(lines.line), layout=False)
         if lines.progress:
             self.set_measure_line(lines.progress)
         if update.arm is not None and lines.run_line:
@@ -529,20 +529,17 @@ class MonitorScreen(Screen[None]):
             and bool(recent)
             and statistics.median(recent) < 1.0
         )
-        self.query_one("#speedup", Static).update(
-            Content.from_markup(
-                render_speedup(
-                    last,
-                    median,
-                    len(self.speedups),
-                    race=self.schedule == "race",
-                    label=label,
-                    slower=slower,
-                    compact=self.has_class("-narrow"),
-                )
-                + render_advice(self._advice(base, mtp) if label == "MTP/baseline" else None)
-            ),
-            layout=False,  # one fixed line: no relayout
+        self.query_one("#speedup", PackedLine).show(
+            speedup_groups(
+                last,
+                median,
+                len(self.speedups),
+                race=self.schedule == "race",
+                label=label,
+                slower=slower,
+                compact=self.has_class("-narrow"),
+            )
+            + advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
         )
         lossy = lossy_reason(self.feeds[mtp]) if label == "MTP/baseline" and len(self.feeds) > mtp else None
         verdict = (

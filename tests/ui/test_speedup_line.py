@@ -1,0 +1,90 @@
+"""The A/B speed-up line at any width: the k advisor and the warnings take a row of their own rather
+than be cut at the screen's edge (`ui.widgets.packed_line`, `markup.speedup_groups`)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.cells import cell_len
+
+from mtpwatch.core.ab.advisor import advise
+from mtpwatch.session.views import MTP_SLOWER
+from mtpwatch.ui.markup import advice_groups, speedup_groups
+from mtpwatch.ui.pack import Group
+
+KEEP = advise([0.9, 0.85], step_s=0.022, baseline_step_s=0.020)
+LOWER = advise([0.6, 0.2, 0.05, 0.01], step_s=0.060, baseline_step_s=0.020)
+
+
+def _line(*, compact: bool, slower: bool = False) -> tuple[Group, ...]:
+    return speedup_groups(2.07, 2.07, 12, race=False, label="MTP/baseline", slower=slower, compact=compact)
+
+
+@pytest.mark.parametrize(
+    ("size", "advice", "slower", "rows"),
+    [
+        ((80, 24), KEEP, False, 2),  # the advice on the second row, whole
+        ((80, 24), LOWER, True, 3),  # the warning and the advice each on a row
+        ((80, 24), None, False, 1),
+        ((160, 48), KEEP, False, 1),  # wide: one row, as before
+    ],
+)
+async def test_the_speedup_line_takes_the_rows_it_needs_and_cuts_no_label(
+    size: tuple[int, int], advice: object, slower: bool, rows: int
+) -> None:
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.widgets.packed_line import PackedLine
+    from tests.ui import samples
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await samples.load(app, "ab")
+        screen = app.screen
+        compact = screen.has_class("-narrow")
+        assert compact is (size[0] == 80)
+        groups = _line(compact=compact, slower=slower) + advice_groups(advice)  # type: ignore[arg-type]
+        await pilot.pause()
+        answer_rows = screen.query_one("#panels").size.height
+        screen.query_one("#speedup", PackedLine).show(groups)
+        await pilot.pause()
+        line = screen.query_one("#speedup", PackedLine)
+        shown = str(line.render()).split("\n")
+        assert len(shown) == rows == line.size.height, shown
+        assert all(cell_len(row) <= line.content_region.width for row in shown)  # nothing cut
+        joined = " ".join(shown)
+        assert "(decode tok/s, client)" in shown[0]
+        if advice is KEEP:
+            assert "k advisor: keep k=2 (predicted best of 0…2, 1 request at a time)" in joined
+        if advice is LOWER:
+            assert f"k advisor: k={LOWER.best_k} predicted" in joined and "1 request at a time)" in joined
+        assert (MTP_SLOWER in joined) is slower
+        # The rows it took came from the panels above (a relayout), not from the console below.
+        assert screen.query_one("#panels").size.height == answer_rows - (rows - 1)
+
+
+async def test_a_resize_packs_the_line_again() -> None:
+    from textual.app import App, ComposeResult
+
+    from mtpwatch.ui.widgets.packed_line import PackedLine
+
+    class Host(App[None]):
+        CSS = "PackedLine { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }"
+
+        def compose(self) -> ComposeResult:
+            yield PackedLine()
+
+    app = Host()
+    async with app.run_test(size=(200, 10)) as pilot:
+        line = app.query_one(PackedLine)
+        line.show(_line(compact=True) + advice_groups(KEEP))
+        await pilot.pause()
+        assert line.size.height == 1
+        await pilot.resize_terminal(80, 10)
+        await pilot.pause()
+        assert line.size.height == 2
+        assert str(line.render()).split("\n")[1].startswith("k advisor: keep k=2")
+        line.update("speed-up B/A (paired runs) — waiting for the first pair")  # a plain update: one row
+        await pilot.pause()
+        assert line.size.height == 1
+        await pilot.resize_terminal(200, 10)
+        await pilot.pause()
+        assert "waiting for the first pair" in str(line.render())  # a resize keeps a plain update
