@@ -35,7 +35,7 @@ from mtpwatch.session.views import (
     spec_label,
     window_words,
 )
-from mtpwatch.ui.pack import Group, pack
+from mtpwatch.ui.pack import Group
 
 
 def spaced_percent(fraction: float | None) -> str:
@@ -347,20 +347,6 @@ def speedup_groups(
     return tuple(groups)
 
 
-def render_speedup(
-    last: float | None,
-    median: float | None,
-    n: int,
-    *,
-    race: bool,
-    label: str = "B/A",
-    slower: bool = False,
-    compact: bool = False,
-) -> str:
-    """`speedup_groups` on one line."""
-    return pack(speedup_groups(last, median, n, race=race, label=label, slower=slower, compact=compact), None)
-
-
 def render_startup(view: StartupView) -> str:
     """The start-up pane's phase line (and facts), or the failure with its hint."""
     if view.error is not None:
@@ -424,11 +410,6 @@ def advice_groups(advice: Advice | None) -> tuple[Group, ...]:
         return (Group((f"k advisor: keep k={advice.from_k}",), scope), *caveat)
     scope = f"[dim](k={advice.from_k} now {now.speedup:.2f}×; 1 request at a time)[/]"
     return (Group((f"k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}×",), scope), *caveat)
-
-
-def render_advice(advice: Advice | None) -> str:
-    """`advice_groups` on one line ('' when there is nothing to say)."""
-    return pack(advice_groups(advice), None)
 
 
 @dataclass(frozen=True, slots=True)

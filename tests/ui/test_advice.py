@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.core.ab.advisor import advise
+from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import engine_mode
 from mtpwatch.session.advice import advice_for
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup import render_advice
+from mtpwatch.ui.markup import advice_groups
+from mtpwatch.ui.pack import pack
 
 if TYPE_CHECKING:
     from conftest import WaitUntil
@@ -42,6 +43,11 @@ async def test_ab_view_names_the_k_it_would_choose(wait_until: WaitUntil) -> Non
             line = str(app.screen.query_one("#speedup", Static).render())
             assert "k advisor" in line
             await pilot.press("ctrl+q")
+
+
+def render_advice(advice: Advice | None) -> str:
+    """The advisor's groups on one line, as a wide speed-up line shows them."""
+    return pack(advice_groups(advice), None)
 
 
 def test_render_advice() -> None:

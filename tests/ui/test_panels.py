@@ -17,7 +17,8 @@ from mtpwatch.session.views import (
     describe_hardware,
     make_verdict,
 )
-from mtpwatch.ui.markup import render_bandwidth, render_speedup
+from mtpwatch.ui.markup import render_bandwidth, speedup_groups
+from mtpwatch.ui.pack import pack
 from tests.ui.refreshes import record_refreshes, record_relayouts
 
 ROOF = BandwidthView(
@@ -125,8 +126,9 @@ def test_kv_context_prefers_engine_occupancy() -> None:
 
 
 def test_speedup_line_flags_mtp_slower() -> None:
-    assert MTP_SLOWER in render_speedup(0.8, 0.85, 3, race=False, label="MTP/baseline", slower=True)
-    assert MTP_SLOWER not in render_speedup(2.1, 2.0, 3, race=False, label="MTP/baseline")
+    slower = speedup_groups(0.8, 0.85, 3, race=False, label="MTP/baseline", slower=True)
+    assert MTP_SLOWER in pack(slower, None)
+    assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, label="MTP/baseline"), None)
 
 
 @pytest.mark.parametrize("slow", [True, False])
