@@ -2,7 +2,7 @@
 
 `Measurement` runs `core.ab.runner.BenchRunner` over the two servers (ABBA, race, or restart with
 `FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: plain data
-(the report so far, the finished run, progress in words) that `ui.markup.render_measure` draws.
+(the report so far, the finished run, progress in words) that `ui.markup.ab.render_measure` draws.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from mtpwatch.session.sources import Source
 
 @dataclass(frozen=True, slots=True)
 class MeasureUpdate:
-    """What the screen should show after one bench event, as plain data (`ui.markup.render_measure`)."""
+    """What the screen should show after one bench event, as plain data (`ui.markup.ab.render_measure`)."""
 
     report: BenchReport | None = None
     """The speed-up line's report (partial after a pair, final at the end); None = unchanged."""

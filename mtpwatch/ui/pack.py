@@ -9,6 +9,7 @@ shows. Only an item longer than the whole width is cut, by the widget's ellipsis
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -82,3 +83,10 @@ def pack(groups: Sequence[Group], width: int | None) -> str:
             line.append(_segment(part, group.label))
     flush()
     return "\n".join(lines)
+
+
+def wrap(text: str, width: int | None) -> list[str]:
+    """Plain `text` wrapped to `width` cells (one line when no width is known)."""
+    if not width or width < 20:
+        return [text]
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]

@@ -30,7 +30,7 @@ from mtpwatch.core.launch.llamacpp_cmd import build_llamacpp_argv, llamacpp_env
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup import render_header, render_numbers
+from mtpwatch.ui.markup.panel import render_header, render_numbers
 from tests.waits import wait_for
 
 from .conftest import LLAMA_ARGS, N_MAX, ROOT, LlamaEnv, LlamaPool, RunningLlama

@@ -28,7 +28,7 @@ from mtpwatch.core.record.reader import read_recording
 from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup import render_header
+from mtpwatch.ui.markup.panel import render_header
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 

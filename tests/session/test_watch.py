@@ -13,7 +13,7 @@ from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.session import watch as feed_module
 from mtpwatch.session.views import StartupView
 from mtpwatch.session.watch import ServerFeed
-from mtpwatch.ui.markup import render_startup
+from mtpwatch.ui.markup.panel import render_startup
 
 
 class SpySampler:

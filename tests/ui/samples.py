@@ -290,7 +290,7 @@ async def load(app: App[int], kind: str) -> None:
     if kind == "ab":
         from textual.widgets import Static
 
-        from mtpwatch.ui.markup import speedup_groups
+        from mtpwatch.ui.markup.ab import speedup_groups
         from mtpwatch.ui.screens.monitor import MonitorScreen
         from mtpwatch.ui.widgets.packed_line import PackedLine
 

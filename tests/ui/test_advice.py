@@ -13,7 +13,7 @@ from mtpwatch.core.ab.engine import engine_mode
 from mtpwatch.session.advice import advice_for
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup import advice_groups
+from mtpwatch.ui.markup.ab import advice_groups
 from mtpwatch.ui.pack import pack
 
 if TYPE_CHECKING:

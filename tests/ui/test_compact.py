@@ -1,4 +1,4 @@
-"""80 columns: numbers packed into the width, none cut from its label (`ui.pack`, `ui.compact`)."""
+"""80 columns: numbers packed into the width, none cut from its label (`ui.pack`, `ui.markup.compact`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.session.views import BandwidthView, ServerView
-from mtpwatch.ui.compact import compact_numbers, render_gauges
+from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
 from tests.ui.conftest import WaitUntil
 
@@ -117,7 +117,7 @@ async def test_80x24_puts_the_gauges_on_the_bottom_border(size: tuple[int, int])
 def test_a_prompts_compact_line_says_what_its_acceptance_covers(scope: str, label: str) -> None:
     """80 columns: "(server)" alone did not say whether other requests were in the window."""
     from mtpwatch.session.views import PromptSummary
-    from mtpwatch.ui.markup import render_summary
+    from mtpwatch.ui.markup.panel import render_summary
 
     summary = PromptSummary(
         tokens=512,

@@ -1,4 +1,4 @@
-"""ui/markup.py is the one place plain text becomes markup: text from a user, a recording or a server
+"""ui/markup/ is the one place plain text becomes markup: text from a user, a recording or a server
 shows as it was written, brackets included."""
 
 from __future__ import annotations
@@ -7,12 +7,8 @@ from textual.content import Content
 
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.views import PromptSummary
-from mtpwatch.ui.markup import (
-    render_fleet_status,
-    render_lossless,
-    render_replay_title,
-    render_title,
-)
+from mtpwatch.ui.markup.ab import render_lossless
+from mtpwatch.ui.markup.titles import render_fleet_status, render_replay_title, render_title
 
 
 def _plain(markup: str) -> str:

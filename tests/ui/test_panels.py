@@ -17,7 +17,8 @@ from mtpwatch.session.views import (
     describe_hardware,
     make_verdict,
 )
-from mtpwatch.ui.markup import render_bandwidth, speedup_groups
+from mtpwatch.ui.markup.ab import speedup_groups
+from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import pack
 from tests.ui.refreshes import record_refreshes, record_relayouts
 
@@ -234,7 +235,7 @@ async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
 def test_the_method_is_named_only_when_known() -> None:
     """An ngram server is not "MTP"; an unknown method is "speculative"/"speculation"."""
     from mtpwatch.session.views import ServerView, spec_label
-    from mtpwatch.ui.markup import render_header
+    from mtpwatch.ui.markup.panel import render_header
 
     assert spec_label("ngram", 4) == "ngram k=4"
     assert spec_label("mtp", 2) == "MTP k=2" and spec_label("qwen3_next_mtp", 2) == "MTP k=2"
@@ -252,7 +253,7 @@ def test_the_method_is_named_only_when_known() -> None:
 def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
     from mtpwatch.session.views import ServerView
-    from mtpwatch.ui.compact import compact_numbers
+    from mtpwatch.ui.markup.compact import compact_numbers
 
     view = ServerView(
         label="B",

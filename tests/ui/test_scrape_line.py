@@ -8,7 +8,7 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.session.views import ServerView
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import running_sim
-from mtpwatch.ui.markup import render_header
+from mtpwatch.ui.markup.panel import render_header
 
 
 def test_header_shows_the_scrape_source_when_known() -> None:

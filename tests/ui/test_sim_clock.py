@@ -13,7 +13,7 @@ from mtpwatch.session.bandwidth_inputs import BandwidthModel
 from mtpwatch.session.views import BandwidthView, clock_note
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup import render_bandwidth, render_bandwidth_short
+from mtpwatch.ui.markup.roofline import render_bandwidth, render_bandwidth_short
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from rich.cells import cell_len
 
 from mtpwatch.core.ab.advisor import advise
 from mtpwatch.session.views import MTP_SLOWER
-from mtpwatch.ui.markup import advice_groups, speedup_groups
+from mtpwatch.ui.markup.ab import advice_groups, speedup_groups
 from mtpwatch.ui.pack import Group
 
 KEEP = advise([0.9, 0.85], step_s=0.022, baseline_step_s=0.020)

@@ -28,7 +28,7 @@ from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
 from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.markup import render_fleet_status, render_fleet_title
+from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
 

@@ -38,7 +38,7 @@ from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import make_compositor
-from mtpwatch.ui.markup import (
+from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
     LOSSLESS_WAITING,
     PAIRS_WAITING,
@@ -47,11 +47,11 @@ from mtpwatch.ui.markup import (
     render_lossless,
     render_measure,
     render_measure_hint,
-    render_startup,
     render_stopped,
-    render_title,
     speedup_groups,
 )
+from mtpwatch.ui.markup.panel import render_startup
+from mtpwatch.ui.markup.titles import render_title
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel

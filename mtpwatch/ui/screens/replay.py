@@ -19,7 +19,7 @@ from textual.widgets import Static
 from mtpwatch.config import AppConfig
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
-from mtpwatch.ui.markup import render_replay_title
+from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 

@@ -14,16 +14,16 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView
-from mtpwatch.ui.compact import compact_numbers, render_gauges
-from mtpwatch.ui.markup import (
+from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
+from mtpwatch.ui.markup.panel import (
     ANSWERS_HINT,
-    render_bandwidth,
     render_bars,
     render_header,
     render_numbers,
     render_summary,
     render_verdict,
 )
+from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.widgets.row_refresh import RowRefresh
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart

@@ -1,6 +1,6 @@
 """A panel's numbers at 80 columns: the headline figures as labelled groups, packed into the width.
 
-The wide layout gives every number its own labelled line (`markup.render_numbers`). At 80 columns
+The wide layout gives every number its own labelled line (`markup.panel.render_numbers`). At 80 columns
 the same figures share two to four lines (four: k = 8 and a three-digit tok/s). They are packed
 by `ui.pack`, so that the screen's edge cuts no label off: `(server, 10 s, engine-wide)`,
 `(server, 10 s)`, `(analytic)`, `(server, now)`. At 80×24 an A/B pane has no row to spare: there
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.views import ServerView, window_words
-from mtpwatch.ui.markup import ms_per, render_bandwidth_short, render_positions, spaced_percent
+from mtpwatch.ui.markup.panel import ms_per, render_positions, spaced_percent
+from mtpwatch.ui.markup.roofline import render_bandwidth_short
 from mtpwatch.ui.pack import Group, pack
 
 NOW = "[dim](server, now)[/]"
