@@ -221,6 +221,7 @@ class BandwidthModel:
             compute_term=roof.compute_term if k else None,
             binding=roof.binding if k else "",
             summary=roof.summary,
+            regime=roof.regime,
             context_tokens=context,
             context_source=source,
             hardware=hardware,

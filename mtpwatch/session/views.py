@@ -60,6 +60,8 @@ class BandwidthView:
     """'acceptance', 'bandwidth' or 'compute': the smallest term."""
     summary: str = ""
     """`Roofline.summary`: the state in one sentence."""
+    regime: str = ""
+    """`Roofline.regime`: the summary's head in a few words ('bandwidth-bound'; '' when idle)."""
     context_tokens: int | None = None
     """Tokens of context the KV-cache reads were priced at."""
     context_source: str = ""

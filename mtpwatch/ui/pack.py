@@ -10,10 +10,11 @@ shows. Only an item longer than the whole width is cut, by the widget's ellipsis
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rich.cells import cell_len
 from textual.content import Content
 
 SEP = " · "
@@ -83,6 +84,24 @@ def pack(groups: Sequence[Group], width: int | None) -> str:
             line.append(_segment(part, group.label))
     flush()
     return "\n".join(lines)
+
+
+def fit(full: str, width: int | None, *shorter: Callable[[], Sequence[Group]]) -> str:
+    """`full` where it fits one line of `width` (or no width is known), else a shorter wording.
+
+    Each of `shorter` gives the groups of a shorter wording: the first that fits whole (its groups
+    on their own `new_line` rows, nothing wrapped) is taken, else the last is packed into the width,
+    wrapped between groups, each part with its label (`pack`). So a wide panel keeps its wording and
+    a narrower one loses words before it loses rows. The markup's own length is checked first: tags
+    only add cells, so a line whose markup fits needs no parse.
+    """
+    if width is None or cell_len(full) <= width or cell_width(full) <= width:
+        return full
+    for wording in shorter[:-1]:
+        text = pack(wording(), None)
+        if all(cell_width(line) <= width for line in text.split("\n")):
+            return text
+    return pack(shorter[-1](), width) if shorter else full
 
 
 def wrap(text: str, width: int | None) -> list[str]:

@@ -350,7 +350,8 @@ async def test_fps_caps_the_paints_of_a_streaming_answer(fps: int) -> None:
 async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_laid_out_again() -> None:
     """The roofline's verdict wraps to three lines or two as a prompt starts and ends: each change
     of a block's height was a relayout of the whole screen. A block keeps its rows (blank at its
-    end) while the panel's size holds; a resize lets it shrink."""
+    end) while the panel's size holds; a resize lets it shrink. (260 and 250 columns: no
+    roofline line is wider than the block, so only the summary's wrapping changes its rows.)"""
     from mtpwatch.ui.app import make_app
     from mtpwatch.ui.widgets.row_static import RowStatic
     from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -358,7 +359,7 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
     from tests.waits import wait_for
 
     app = make_app(samples.config("single"), autostart=False)
-    async with app.run_test(size=(160, 48)) as pilot:
+    async with app.run_test(size=(260, 60)) as pilot:
         await samples.load(app, "single")
         await pilot.pause()
         panel = app.screen.query_one(ServerPanel)
@@ -379,7 +380,7 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         shown = panel.rows()["bandwidth"]
         assert "bandwidth-bound" in shown and not shown.endswith("\n")  # what was asked, unpadded
         assert Content.from_markup(shown).plain.count("\n") + 1 < tall
-        await pilot.resize_terminal(150, 48)  # the panel draws the same view again at its new size
+        await pilot.resize_terminal(250, 60)  # the panel draws the same view again at its new size
         rows = shown.count("\n") + 1
         await wait_for(pilot, lambda: block.size.height == rows, f"the block at its own {rows} rows")
 

@@ -50,6 +50,11 @@ reaches ~93 % on H200 (GEMV) and ~66-70 % on GB10; below 60 % per-step overhead 
 _ACCEPTANCE_TOLERANCE = 0.98
 
 
+def bandwidth_bound(pct_of_peak: float) -> bool:
+    """Effective bandwidth reads as bandwidth-bound (`BANDWIDTH_BOUND_PCT` of the peak or more)."""
+    return pct_of_peak >= BANDWIDTH_BOUND_PCT
+
+
 @dataclass(frozen=True, slots=True)
 class Roofline:
     """Analytic bandwidth ceilings for one model/drafter/GPU/k, and today's figures against them."""
@@ -89,6 +94,14 @@ class Roofline:
     pct_of_peak: float | None = None
     pct_of_ceiling: float | None = None
     peak_tflops: float | None = None
+
+    @property
+    def regime(self) -> str:
+        """Where today's figures sit, in a few words (the summary's head without its numbers):
+        'bandwidth-bound' or 'overhead-bound (below the roof)'; '' with no figures (idle)."""
+        if self.pct_of_peak is None:
+            return ""
+        return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
 
     @property
     def bytes_per_step(self) -> float:
@@ -318,7 +331,7 @@ def _summary(
     """The roofline in one sentence: measured state first when there is one, else the binding term."""
     if effective is not None and pct_peak is not None:
         where = f"{pct_peak:.0f} % of {gpu}'s peak ({effective:.0f} of {peak_gbps:.0f} GB/s, analytic)"
-        if pct_peak >= BANDWIDTH_BOUND_PCT:
+        if bandwidth_bound(pct_peak):
             head = f"bandwidth-bound at {where}"
         else:
             head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"

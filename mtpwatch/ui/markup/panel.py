@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from textual.markup import escape
 
 from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
@@ -14,7 +15,7 @@ from mtpwatch.session.views import (
     spec_label,
     window_words,
 )
-from mtpwatch.ui.pack import wrap
+from mtpwatch.ui.pack import SEP, Group, cell_width, fit, pack, wrap
 
 
 def spaced_percent(fraction: float | None) -> str:
@@ -45,8 +46,12 @@ VERDICT_STYLE: dict[str, str] = {
 }
 
 
-def render_header(view: ServerView, *, compact: bool = False) -> str:
-    """Server, model, version, k and connection status: two lines (one when compact)."""
+def render_header(view: ServerView, *, compact: bool = False, width: int | None = None) -> str:
+    """Server, model, version, k and connection status: two lines (one when compact).
+
+    Narrower than the lines (an A/B pane at 160 columns): the first wraps before the scrape, and
+    the second keeps the server log's facts that fit, then says how many it leaves out.
+    """
     style = STATUS_STYLE[view.status]
     status = f"[{style}]● {view.status}[/]"
     detail = f"[{style}]{escape(view.status_detail)}[/]" if view.status_detail else ""
@@ -70,78 +75,91 @@ def render_header(view: ServerView, *, compact: bool = False) -> str:
     if compact:  # the detail (why, since when, next retry) gets its own line
         # The status first: a narrow border title cuts its end, and the model name can be long.
         return f"{status}{restarts} · {spec} · {model}" + (f"\n{detail}" if detail else "")
-    scrape = f" · [dim]scrape: {escape(view.scrape)}[/]" if view.scrape else ""
-    line1 = f"{escape(view.url)} · {status}{restarts}{scrape}"
+    scrape = f"[dim]scrape: {escape(view.scrape)}[/]" if view.scrape else ""
+    head = f"{escape(view.url)} · {status}{restarts}"
+    line1 = fit(head + (f" · {scrape}" if scrape else ""), width, lambda: [Group((head,)), Group((scrape,))])
     line2 = f"{model} · {version} · {spec}"
-    if view.facts:
-        line2 += " · [dim]" + escape(" · ".join(view.facts)) + " (server log)[/]"
-    return f"{line1}\n{line2}"
+    full = line2 + (" · [dim]" + escape(" · ".join(view.facts)) + " (server log)[/]" if view.facts else "")
+    return f"{line1}\n{fit(full, width, lambda: _facts_that_fit(line2, view.facts, width))}"
 
 
-def render_numbers(view: ServerView) -> str:
+def _facts_that_fit(line: str, facts: Sequence[str], width: int | None) -> list[Group]:
+    """The header's second line with the server log's facts that fit after `line`, and a count of the rest."""
+    for shown in range(len(facts) - 1, -1, -1):
+        items = [f"[dim]{escape(fact)}[/]" for fact in facts[:shown]] + [
+            f"[dim]+{len(facts) - shown} more[/]"
+        ]
+        groups = [Group((line,)), Group(tuple(items), "[dim](server log)[/]")]
+        if width is None or cell_width(pack(groups, None)) <= width:
+            return groups
+    return [Group((line,))]
+
+
+def render_numbers(view: ServerView, width: int | None = None) -> str:
     """The key numbers, each with its source and window; what the engine does not export says why.
 
-    80 columns: `ui.markup.compact.compact_numbers`.
+    A line wider than `width` takes shorter words (`accept`, `len`) and wraps between numbers, each
+    part with its label. 80 columns: `ui.markup.compact.compact_numbers`.
     """
     w = window_words(view.window)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
-    if notes:
-        return _render_numbers_missing(view, w, src)
+    draft = f" [dim]({escape(view.draft_note)})[/]" if notes and view.draft_note else ""
     if view.speculative is False:
-        acc = "acceptance [dim]— (no spec-decode counters: speculation off)[/]"
-    else:
-        drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
-        acc = (
-            f"acceptance [b]{spaced_percent(view.acceptance_rate)}[/] · "
-            f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts} {src}"
+        off = (
+            "— [dim](speculation off)[/]" if notes else "[dim]— (no spec-decode counters: speculation off)[/]"
         )
-    srv = (
-        f"server tok/s [b]{fixed(view.server_tok_s, 1)}[/] · steps/s {fixed(view.steps_per_s, 1)} "
-        f"[dim](server, {w}, engine-wide)[/]"
-    )
-    lat = (
-        f"TTFT {ms_per(view.mean_ttft_s)} · TPOT {ms_per(view.mean_tpot_s, '/token')} · "
-        f"ITL {ms_per(view.mean_step_s, '/step')} [dim](server, {w})[/]"
-    )
-    kv = (
-        f"KV cache {spaced_percent(view.kv_cache_usage)} · running {fixed(view.running, 0)} · "
-        f"waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
-    )
-    return "\n".join([acc, srv, lat, kv])
-
-
-def _render_numbers_missing(view: ServerView, w: str, src: str) -> str:
-    """`render_numbers` for an engine without latency histograms or a KV gauge (llama.cpp)."""
-    notes = view.notes
-    draft = f" [dim]({escape(view.draft_note)})[/]" if view.draft_note else ""
-    if view.speculative is False:
-        acc = "acceptance — [dim](speculation off)[/]"
+        acc = _line(("acceptance " + off,), "", width, ("acceptance —",), "[dim](speculation off)[/]")
     else:
-        drafts = "" if view.drafts is None else f" · {view.drafts:,.0f} drafts"
-        acc = (
-            f"acceptance [b]{spaced_percent(view.acceptance_rate)}[/] · "
-            f"mean length [b]{fixed(view.mean_acceptance_length, 2)}[/] tokens/step{drafts}{draft} {src}"
-        )
+        drafts = () if view.drafts is None else (f"{view.drafts:,.0f} drafts",)
+        rate, length = spaced_percent(view.acceptance_rate), fixed(view.mean_acceptance_length, 2)
+        items = (f"acceptance [b]{rate}[/]", f"mean length [b]{length}[/] tokens/step", *drafts)
+        short = (f"accept [b]{rate}[/]", f"len [b]{length}[/]", *drafts)
+        acc = _line(_append(items, draft), src, width, _append(short, draft))
     counts = notes.get("counts")
-    srv = (
-        f"server tok/s [b]{fixed(view.server_tok_s, 1)}[/] · steps/s {fixed(view.steps_per_s, 1)} "
-        f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
+    label = f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
+    tok, steps = fixed(view.server_tok_s, 1), fixed(view.steps_per_s, 1)
+    srv = _line(
+        (f"server tok/s [b]{tok}[/]", f"steps/s {steps}"),
+        label,
+        width,
+        (f"[b]{tok}[/] tok/s", f"{steps} steps/s"),
     )
     if "latency" in notes:
-        lat = f"TTFT · TPOT · ITL [dim]{escape(notes['latency'])}[/]"
+        lat = _line(("TTFT · TPOT · ITL",), f"[dim]{escape(notes['latency'])}[/]", width)
     else:
-        lat = (
-            f"TTFT {ms_per(view.mean_ttft_s)} · TPOT {ms_per(view.mean_tpot_s, '/token')} · "
-            f"ITL {ms_per(view.mean_step_s, '/step')} [dim](server, {w})[/]"
+        ttft, tpot, itl = (
+            ms_per(view.mean_ttft_s),
+            ms_per(view.mean_tpot_s, "/token"),
+            ms_per(view.mean_step_s, "/step"),
         )
-    kv_line = (
+        lat = _line((f"TTFT {ttft}", f"TPOT {tpot}", f"ITL {itl}"), f"[dim](server, {w})[/]", width)
+    kv = (
         f"KV cache [dim]{escape(notes['kv'])}[/]"
         if "kv" in notes
         else f"KV cache {spaced_percent(view.kv_cache_usage)}"
     )
-    kv_line += f" · running {fixed(view.running, 0)} · waiting {fixed(view.waiting, 0)} [dim](server, now)[/]"
-    return "\n".join([acc, srv, lat, kv_line])
+    gauges = (kv, f"running {fixed(view.running, 0)}", f"waiting {fixed(view.waiting, 0)}")
+    return "\n".join([acc, srv, lat, _line(gauges, "[dim](server, now)[/]", width)])
+
+
+def _append(items: tuple[str, ...], tail: str) -> tuple[str, ...]:
+    """`items` with `tail` added to the last one."""
+    return (*items[:-1], items[-1] + tail) if tail else items
+
+
+def _line(
+    items: Sequence[str],
+    label: str,
+    width: int | None,
+    short: Sequence[str] = (),
+    short_label: str | None = None,
+) -> str:
+    """`items · … label` on one line where it fits `width`; else the `short` items (or the same ones)
+    with `short_label` (or the same label), packed: wrapped between items, each part labelled."""
+    full = SEP.join(items) + (f" {label}" if label else "")
+    label2 = label if short_label is None else short_label
+    return fit(full, width, lambda: [Group(tuple(short or items), label2)])
 
 
 def render_positions(marginal: Sequence[float]) -> str:
@@ -160,29 +178,45 @@ def render_verdict(view: ServerView, width: int | None = None) -> str:
 
 
 def render_bars(
-    marginal: Sequence[float], conditional: Sequence[float | None], *, width: int = 20, window: str = ""
+    marginal: Sequence[float],
+    conditional: Sequence[float | None],
+    *,
+    width: int = 20,
+    window: str = "",
+    columns: int | None = None,
 ) -> str:
-    """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside)."""
-    where = f"server, {window_words(window)}" if window else "server"
+    """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside).
+
+    `width` is the bars' (cells at 100 %); a heading wider than `columns` takes shorter words.
+    """
+    scope = f"(server, {window_words(window)})" if window else "(server)"
+    where = f"[dim]{scope}[/]"
     if not marginal:
-        return f"per-position acceptance [dim]— no drafts in the window ({where})[/]"
+        full = f"per-position acceptance [dim]— no drafts in the window {scope}[/]"
+        return fit(
+            full,
+            columns,
+            lambda: [Group(("per-position acceptance —", "[dim]no drafts in the window[/]"), where)],
+        )
     eighths = " ▏▎▍▌▋▊▉█"
-    lines = [f"per-position acceptance [dim]bar: marginal · cond: given the previous ({where})[/]"]
+    heading = f"per-position acceptance [dim]bar: marginal · cond: given the previous {scope}[/]"
+    legend = ("[dim]marginal[/]", "[dim]cond: given previous[/]")
+    lines = [fit(heading, columns, lambda: [Group(("per-position acceptance",), where), Group(legend)])]
     for i, value in enumerate(marginal):
         v = min(max(value, 0.0), 1.0)
-        full, rem = divmod(round(v * width * 8), 8)
-        bar = "█" * full + (eighths[rem] if rem else "")
+        whole, rem = divmod(round(v * width * 8), 8)
+        bar = "█" * whole + (eighths[rem] if rem else "")
         cond = conditional[i] if i < len(conditional) else None
         value_pct, cond_pct = spaced_percent(value), spaced_percent(cond)
         lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
     return "\n".join(lines)
 
 
-def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
+def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: int | None = None) -> str:
     """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
 
-    Compact (80 columns): the numbers in 78 cells (TTFT in whole ms, `acc` and its scope, no length;
-    "cancelled" first, where the cut does not reach it).
+    Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
+    whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
@@ -206,10 +240,13 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False) -> str:
             f"[dim](server, {s.scope})[/]"
         )
     tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
-    return (
+    full = (
         f"#{n} {approx}{s.tokens} tok · TTFT {ms_per(s.ttft_s)} · "
         f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
+    if width is not None and cell_len(full) > width and cell_width(full) > width:
+        return render_summary(n, s, compact=True)
+    return full
 
 
 def render_startup(view: StartupView) -> str:

@@ -135,9 +135,10 @@ class ServerPanel(RowRefresh, Vertical):
             self._one(".panel-header", Static).display = bool(detail)
         else:
             self._set_title(self._initial.label)
-            self._one(".panel-header", Static).display = True
-            self._set(".panel-header", render_header(view, compact=compact))
-        width = self._one(".numbers", Static).content_region.width or None
+            header = self._one(".panel-header", Static)
+            header.display = True
+            self._set(".panel-header", render_header(view, compact=compact, width=_width(header)))
+        width = _width(self._one(".numbers", Static))
         # Compact: the baseline's "no speculation" line is not worth a row; in the short A/B view
         # the verdict gives its row to the answer (the numbers stay).
         hide_verdict = compact and (view.speculative is False or (short and ab))
@@ -147,9 +148,12 @@ class ServerPanel(RowRefresh, Vertical):
         if compact:  # the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
             self._set(".numbers", compact_numbers(view, width, gauges=not short))
         else:
-            self._set(".numbers", render_numbers(view))
+            self._set(".numbers", render_numbers(view, width))
         self._set_subtitle(render_gauges(view) if short else "")
-        self._set(".bars", render_bars(view.per_position, view.per_position_conditional, window=view.window))
+        bars = render_bars(
+            view.per_position, view.per_position_conditional, window=view.window, columns=width
+        )
+        self._set(".bars", bars)
         self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
         chart = self._one(".chart", ThroughputChart)
         chart.server_series = view.server_series
@@ -265,9 +269,11 @@ class ServerPanel(RowRefresh, Vertical):
         the bottom: a Static shows its first lines, so lines that do not fit are not sent at all."""
         if not self._summaries:
             return
-        rows = self._one(".summary", Static).content_region.height or len(self._summaries)
+        summary = self._one(".summary", Static)
+        rows = summary.content_region.height or len(self._summaries)
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
-        lines = [render_summary(n, s, compact=compact) for n, s in self._summaries[-rows:]]
+        width = _width(summary)
+        lines = [render_summary(n, s, compact=compact, width=width) for n, s in self._summaries[-rows:]]
         # Fixed height, no wrapping (CSS): no relayout.
         self._set_summary("\n".join(lines))
 
@@ -281,3 +287,8 @@ class ServerPanel(RowRefresh, Vertical):
         self.stream.flush()
         self._one(".chart", ThroughputChart).replot()
         await asyncio.sleep(0)
+
+
+def _width(widget: Widget) -> int | None:
+    """The cells a row of `widget` has (None before its first layout: nothing is fitted then)."""
+    return widget.content_region.width or None

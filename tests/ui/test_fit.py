@@ -1,0 +1,131 @@
+"""Wide-layout lines in a narrower panel (an A/B pane at 160 columns is 76 cells): shorter words,
+then wraps between labelled parts, never a label cut at the panel's edge (`ui.pack.fit`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from textual.content import Content
+
+from mtpwatch.ui.app import make_app
+from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summary
+from mtpwatch.ui.markup.roofline import render_bandwidth
+from mtpwatch.ui.pack import Group, fit
+from mtpwatch.ui.widgets.server_panel import ROWS, ServerPanel
+from tests.ui import samples
+
+A_B_PANE = 76
+"""Cells of a row in an A/B pane at 160 columns (80 a panel, less its border and padding)."""
+
+
+def _plain(markup: str) -> list[str]:
+    return Content.from_markup(markup).plain.split("\n")
+
+
+def _widest(markup: str) -> int:
+    return max(Content.from_markup(line).cell_length for line in markup.split("\n"))
+
+
+def test_fit_keeps_the_full_line_takes_the_first_shorter_wording_that_fits_whole_else_packs_the_last() -> (
+    None
+):
+    full = "speed 12.5 tok/s · steps 5.0 (server, 10 s)"
+    shorter = lambda: [Group(("12.5 tok/s", "5.0 steps"), "(server, 10 s)")]  # noqa: E731
+    shortest = lambda: [Group(("12.5", "5.0"), "(server, 10 s)")]  # noqa: E731
+    assert fit(full, None, shorter) == full  # before the first layout: nothing is fitted
+    assert fit(full, len(full), shorter) == full
+    assert fit(full, 40, shorter, shortest) == "12.5 tok/s · 5.0 steps (server, 10 s)"
+    assert fit(full, 30, shorter, shortest) == "12.5 · 5.0 (server, 10 s)"
+    # nothing fits whole: the last wording is packed, each part with its label
+    assert fit(full, 20, shorter, shortest).split("\n") == ["12.5 (server, 10 s)", "5.0 (server, 10 s)"]
+
+
+@pytest.mark.parametrize("size", [(160, 48), (200, 50)], ids=["160x48", "200x50"])
+@pytest.mark.parametrize("mode", ["ab", "single"])
+async def test_no_panel_line_is_wider_than_its_row(mode: str, size: tuple[int, int]) -> None:
+    """At 160×48 an A/B pane cut 9 of its lines (labels, scopes, the GPU's peak), at 200×50 four;
+    a single server's metrics column at 160×48 cut six."""
+    app = make_app(samples.config(mode), autostart=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await samples.load(app, mode)
+        await pilot.pause(0.2)
+        for panel in app.screen.query(ServerPanel):
+            shown = panel.rows() | {"summary": panel._shown.get(".summary", "")}
+            for name, selector in [*ROWS.items(), ("summary", ".summary")]:
+                widget = panel.query_one(selector)
+                if not widget.display or not shown[name]:
+                    continue
+                width = widget.content_region.width
+                assert _widest(shown[name]) <= width, (name, width, _plain(shown[name]))
+            if mode == "ab" and size == (160, 48):
+                assert panel.stream.region.height >= 8  # and the answer keeps its rows
+
+
+def test_a_narrow_roofline_names_the_gpu_and_its_peak_and_says_its_regime_instead_of_the_summary() -> None:
+    view = samples.view_mtp()
+    assert view.bandwidth is not None
+    wide = render_bandwidth(view.bandwidth, "10 s", None, method="mtp")
+    assert "of GB10 (simulated)'s 273 GB/s peak (analytic, while decoding, 10 s)" in "\n".join(_plain(wide))
+    assert view.bandwidth.summary.split()[0] in wide  # the sentence, wrapped under the terms
+    narrow = render_bandwidth(view.bandwidth, "10 s", A_B_PANE, method="mtp")
+    lines = _plain(narrow)
+    assert _widest(narrow) <= A_B_PANE
+    assert lines[0] == "roofline · GB10 (simulated) 273 GB/s peak (analytic, 10 s)"
+    assert any(
+        line.startswith("bandwidth ") and line.endswith("of peak (analytic, while decoding)")
+        for line in lines
+    )
+    assert view.bandwidth.regime and any(line.endswith(view.bandwidth.regime) for line in lines)
+    assert any(line.startswith("→ acceptance binds") for line in lines)  # what binds, and why
+    assert not any(view.bandwidth.summary[:30] in line for line in lines)
+
+
+def test_an_idle_narrow_roofline_keeps_the_assumed_tau_on_one_row() -> None:
+    """Before the first prompt τ is assumed (k + 1): its note wrapped the ceiling to a second row,
+    a row the block then held while the answer streamed (`ServerPanel._set`)."""
+    view = samples.view_mtp()
+    assert view.bandwidth is not None
+    idle = replace(view.bandwidth, tau_source="assumed: every draft accepted (upper bound)", tok_s=None)
+    lines = _plain(render_bandwidth(idle, "10 s", A_B_PANE, method="mtp"))
+    ceiling = [line for line in lines if line.startswith("ceiling")]
+    assert ceiling == [f"ceiling tok/s: baseline 29.3 · MTP at τ {idle.tau:.2f} (assumed: τ = k + 1): 67.3"]
+
+
+def test_a_narrow_header_shows_the_facts_that_fit_whole_and_counts_the_rest() -> None:
+    view = samples.view_mtp()
+    assert len(view.facts) == 4
+    wide = _plain(render_header(view))[1]
+    assert wide.endswith(" · ".join(view.facts) + " (server log)")
+    line = _plain(render_header(view, width=96))[1]  # an A/B pane at 200 columns
+    assert len(line) <= 96
+    assert line.startswith("google/gemma-4-E4B-it · vLLM 0.32.0 · MTP k=2 · ")
+    shown = line.split(" · ")[3:-1]
+    assert shown and all(fact in view.facts for fact in shown)  # whole facts only
+    assert line.endswith(f" · +{len(view.facts) - len(shown)} more (server log)")
+    narrow = _plain(render_header(view, width=A_B_PANE))[1]
+    assert narrow == "google/gemma-4-E4B-it · vLLM 0.32.0 · MTP k=2 · +4 more (server log)"
+
+
+def test_narrow_numbers_take_shorter_words_and_keep_every_label() -> None:
+    view = samples.view_mtp()
+    lines = _plain(render_numbers(view, A_B_PANE))
+    assert all(len(line) <= A_B_PANE for line in lines)
+    assert lines[0] == "accept 66 % · len 2.31 · 169 drafts (server, 10 s, this request)"
+    assert [line.rsplit(" (", 1)[1] for line in lines] == [
+        "server, 10 s, this request)",
+        "server, 10 s, engine-wide)",
+        "server, 10 s)",
+        "server, now)",
+    ]
+    assert render_numbers(view, None) == render_numbers(view, 200)  # wide: the wording is unchanged
+
+
+def test_a_summary_line_wider_than_its_row_takes_the_compact_form() -> None:
+    summary = samples.summary(True)
+    wide = render_summary(2, summary)
+    assert _widest(wide) > A_B_PANE
+    assert render_summary(2, summary, width=A_B_PANE) == render_summary(2, summary, compact=True)
+    assert _widest(render_summary(2, summary, width=A_B_PANE)) <= A_B_PANE
+    assert render_summary(2, summary, width=200) == wide
