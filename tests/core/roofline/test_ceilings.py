@@ -81,6 +81,13 @@ def test_measured_rates_give_effective_bandwidth_and_words(data: DataDir) -> Non
     assert r.summary.startswith("bandwidth-bound at 84 % of GB10's peak")
     slow = compute_roofline(spec, peak_gbps=273, gpu="GB10", context=100, steps_per_s=steps / 4)
     assert "overhead" in slow.summary
+    # the summary's head in a few words, by the same threshold (BANDWIDTH_BOUND_PCT), for narrow panels
+    assert (r.regime, slow.regime) == ("bandwidth-bound", "overhead-bound (below the roof)")
+    idle = compute_roofline(spec, peak_gbps=273, gpu="GB10", context=100)
+    assert idle.regime == "" and idle.pct_of_peak is None
+    edge = compute_roofline(spec, peak_gbps=273, gpu="GB10", context=100, steps_per_s=steps * 61 / 84)
+    assert edge.pct_of_peak == pytest.approx(61.0) and edge.summary.startswith("bandwidth-bound")
+    assert edge.regime == "bandwidth-bound"
 
 
 def test_steps_from_tok_s_and_acceptance_when_steps_unknown(data: DataDir) -> None:
