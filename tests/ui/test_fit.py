@@ -129,3 +129,27 @@ def test_a_summary_line_wider_than_its_row_takes_the_compact_form() -> None:
     assert render_summary(2, summary, width=A_B_PANE) == render_summary(2, summary, compact=True)
     assert _widest(render_summary(2, summary, width=A_B_PANE)) <= A_B_PANE
     assert render_summary(2, summary, width=200) == wide
+
+
+async def test_a_short_ab_pane_gives_the_roofline_rows_to_the_answer_and_takes_them_back() -> None:
+    """At 160×40 the A/B view's B pane showed 2 rows of its answer under the metrics: the roofline
+    block gives its rows to the answer there (its one phrase stays in the numbers, and says so),
+    and comes back when the terminal grows."""
+    from mtpwatch.ui.widgets.server_panel import MIN_ANSWER_ROWS
+    from tests.waits import wait_for
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        await samples.load(app, "ab")
+        b = app.screen.query(ServerPanel).last()
+        await wait_for(pilot, lambda: b.has_class("-roomless"), "the roofline to give way")
+        await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
+        assert not b.bandwidth_visible  # and the GPU sampler stops with it (`_poll_forever`)
+        numbers = _plain(b.rows()["numbers"])
+        assert numbers[-1] == "BW 58 % of 273 GB/s (analytic) · roofline hidden: too few rows"
+        await pilot.resize_terminal(160, 48)
+        await wait_for(pilot, lambda: not b.has_class("-roomless"), "the roofline back at 160×48")
+        await wait_for(pilot, lambda: b.bandwidth_visible, "the roofline block shown")
+        assert "roofline hidden" not in b.rows()["numbers"]
+        assert b.stream.region.height >= 8

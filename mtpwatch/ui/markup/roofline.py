@@ -28,6 +28,14 @@ def render_bandwidth_short(bw: BandwidthView) -> str:
     return text
 
 
+def render_roofline_hidden(bw: BandwidthView, width: int | None = None) -> str:
+    """The numbers' last line when an A/B pane's roofline block gave its rows to the answer."""
+    short, why = render_bandwidth_short(bw), "[dim]roofline hidden: too few rows[/]"
+    return fit(
+        f"{short} · {why}", width, lambda: [Group((short,)), Group(("[dim]roofline: too few rows[/]",))]
+    )
+
+
 def render_bandwidth(
     bw: BandwidthView, window: str = "", width: int | None = None, *, method: str | None = None
 ) -> str:

@@ -66,6 +66,12 @@ and % of the ceiling are N times what the hardware allows — `BW 601 % of 273 G
 across prompts. `race` sends both at once: contended — not a measurement. At temperature
 0 the lossless line says whether both outputs are identical, or where they first diverge.
 
+Panes narrower than a line take shorter words (`accept`, `len`; the roofline names the GPU and
+its peak first, and "bandwidth-bound" or "overhead-bound" stands for its summary), then wrap
+between labelled parts: no label is cut. When a pane's answer would keep fewer than 6 rows
+(160×40, 120×40), its roofline block gives its rows to the answer; `BW … % of … GB/s` stays in the
+numbers, marked "roofline hidden: too few rows".
+
 ## Keys
 
 | key | action |

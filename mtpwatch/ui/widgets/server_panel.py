@@ -23,13 +23,16 @@ from mtpwatch.ui.markup.panel import (
     render_summary,
     render_verdict,
 )
-from mtpwatch.ui.markup.roofline import render_bandwidth
+from mtpwatch.ui.markup.roofline import render_bandwidth, render_roofline_hidden
 from mtpwatch.ui.widgets.row_refresh import RowRefresh
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
 W = TypeVar("W", bound=Widget)
+
+MIN_ANSWER_ROWS = 6
+"""Rows an A/B pane's answer keeps before the roofline block gives it its own (`_roomless`)."""
 
 ROWS = {
     "header": ".panel-header",
@@ -145,21 +148,41 @@ class ServerPanel(RowRefresh, Vertical):
         verdict = "" if hide_verdict else render_verdict(view, width)
         self._one(".verdict", Static).display = bool(verdict)
         self._set(".verdict", verdict)
-        if compact:  # the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
-            self._set(".numbers", compact_numbers(view, width, gauges=not short))
-        else:
-            self._set(".numbers", render_numbers(view, width))
-        self._set_subtitle(render_gauges(view) if short else "")
+        bandwidth = render_bandwidth(view.bandwidth, view.window, width, method=view.method)
         bars = render_bars(
             view.per_position, view.per_position_conditional, window=view.window, columns=width
         )
+        # compact: the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
+        numbers = compact_numbers(view, width, gauges=not short) if compact else render_numbers(view, width)
+        head = self._shown.get(".panel-header", "")
+        roomless = ab and not compact and self._roomless(head, verdict, numbers, bars, bandwidth)
+        self.set_class(roomless, "-roomless")
+        if roomless:  # the roofline's rows went to the answer: its one phrase stays, and says so
+            numbers += "\n" + render_roofline_hidden(view.bandwidth, width)
+        self._set(".numbers", numbers)
+        self._set_subtitle(render_gauges(view) if short else "")
         self._set(".bars", bars)
-        self._set(".bandwidth", render_bandwidth(view.bandwidth, view.window, width, method=view.method))
+        self._set(".bandwidth", bandwidth)
         chart = self._one(".chart", ThroughputChart)
         chart.server_series = view.server_series
         chart.client_series = view.client_series
         for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
             self.set_class(view.status == status, f"-{status}")
+
+    def _roomless(self, *blocks: str) -> bool:
+        """A/B, wide layout: whether the roofline block gives its rows to the answer, which would
+        keep fewer than `MIN_ANSWER_ROWS` beside `blocks` (the rows' texts; 160×40, 120×40).
+
+        A function of the view and the panel's size alone, not of what was shown before: a replay
+        that seeks shows what the live panel showed at that instant.
+        """
+        answer = self._one(".answer", Vertical)
+        chart = self._one(".chart", ThroughputChart).outer_size.height
+        height, chrome = self.content_region.height, answer.outer_size.height - self.stream.outer_size.height
+        if not (height and chart and answer.outer_size.height):  # before the first layout
+            return False
+        rows = sum(block.count("\n") + 1 for block in blocks if block)
+        return height - rows - chart - chrome < MIN_ANSWER_ROWS
 
     def on_resize(self) -> None:
         # Wrapped lines (verdict, roofline summary) follow the new width, and the summary lines the
