@@ -88,3 +88,33 @@ async def test_a_resize_packs_the_line_again() -> None:
         await pilot.resize_terminal(200, 10)
         await pilot.pause()
         assert "waiting for the first pair" in str(line.render())  # a resize keeps a plain update
+
+
+async def test_a_resize_chooses_the_wording_again() -> None:
+    """After a resize from 80 columns to 200 the line said `of 12` (its 80-column wording) until the
+    next prompt; it takes `over 12 prompt(s)` where that fits, and `of 12` where it saves a row."""
+    from textual.app import App, ComposeResult
+
+    from mtpwatch.ui.widgets.packed_line import PackedLine
+
+    class Host(App[None]):
+        CSS = "PackedLine { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }"
+
+        def compose(self) -> ComposeResult:
+            yield PackedLine()
+
+    app = Host()
+    async with app.run_test(size=(80, 10)) as pilot:
+        line = app.query_one(PackedLine)
+        advice = advice_groups(KEEP)
+        line.show(_line(compact=False) + advice, _line(compact=True) + advice)
+        await pilot.pause()
+        rows = str(line.render()).split("\n")
+        assert "median 2.07× of 12 (decode tok/s, client)" in rows[0] and len(rows) == line.size.height == 2
+        await pilot.resize_terminal(200, 10)
+        await pilot.pause()
+        assert "median 2.07× over 12 prompt(s) (decode tok/s, client)" in str(line.render())
+        assert line.size.height == 1
+        await pilot.resize_terminal(80, 10)
+        await pilot.pause()
+        assert "of 12 (decode tok/s, client)" in str(line.render()).split("\n")[0]

@@ -529,18 +529,13 @@ class MonitorScreen(Screen[None]):
             and bool(recent)
             and statistics.median(recent) < 1.0
         )
-        self.query_one("#speedup", PackedLine).show(
-            speedup_groups(
-                last,
-                median,
-                len(self.speedups),
-                race=self.schedule == "race",
-                label=label,
-                slower=slower,
-                compact=self.has_class("-narrow"),
-            )
-            + advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
+        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
+        race = self.schedule == "race"
+        wide, narrow = (
+            speedup_groups(last, median, len(self.speedups), race=race, label=label, slower=slower, compact=c)
+            for c in (False, True)
         )
+        self.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
         lossy = lossy_reason(self.feeds[mtp]) if label == "MTP/baseline" and len(self.feeds) > mtp else None
         verdict = (
             render_lossless(a, b, lossy=lossy) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0

@@ -4,7 +4,8 @@ The A/B speed-up line holds the speed-up, its source, then what it warns of and 
 says. At 160 columns that is one row; at 80 the advisor was cut at the screen's edge. `show(groups)`
 packs them into the widget's width (`ui.pack`): a group that does not fit on what is left of a row
 starts the next one, and the widget grows to the rows it needs (CSS caps them). It packs again
-when its width changes.
+when its width changes, and then also chooses again between the wordings it was given (the
+speed-up's `over 3 prompt(s)` or, at 80 columns, `of 3`).
 """
 
 from __future__ import annotations
@@ -22,28 +23,31 @@ from mtpwatch.ui.pack import Group, pack
 class PackedLine(Static):
     """A `Static` (height: auto) whose `show(groups)` packs labelled groups into its width."""
 
-    _groups: tuple[Group, ...] | None = None
+    _wordings: tuple[tuple[Group, ...], ...] | None = None
     """What `show` was given, packed again on a resize (None: a plain `update` is shown)."""
     _rows = 1
     """Rows of what is shown: a change of them is a relayout, a change of text alone is not."""
 
-    def show(self, groups: Sequence[Group]) -> None:
-        """Show `groups`, packed into the content width (one row before the first layout)."""
-        self._groups = tuple(groups)
+    def show(self, groups: Sequence[Group], *shorter: Sequence[Group]) -> None:
+        """Show `groups`, packed into the content width (one row before the first layout), or the
+        first of the `shorter` wordings that takes fewer rows there."""
+        self._wordings = (tuple(groups), *(tuple(wording) for wording in shorter))
         self._draw()
 
     def update(self, content: VisualType = "", *, layout: bool = True) -> None:
         """A plain update (one row per line of `content`); it forgets the groups."""
-        self._groups = None
+        self._wordings = None
         rows = None  # a renderable: its rows are unknown, so it relayouts
         if isinstance(content, (str, Content)):
             rows = (content if isinstance(content, str) else content.plain).count("\n") + 1
         self._set(content, rows, layout=layout)
 
     def _draw(self) -> None:
-        if self._groups is None:
+        if self._wordings is None:
             return
-        text = pack(self._groups, self.content_region.width or None)
+        width = self.content_region.width or None
+        texts = [pack(wording, width) for wording in self._wordings]
+        text = min(texts, key=lambda packed: packed.count("\n"))  # the first of the fewest rows
         self._set(Content.from_markup(text), text.count("\n") + 1, layout=False)
 
     def _set(self, content: VisualType, rows: int | None, *, layout: bool) -> None:
