@@ -173,8 +173,9 @@ class ServerPanel(RowRefresh, Vertical):
         """A/B, wide layout: whether the roofline block gives its rows to the answer, which would
         keep fewer than `MIN_ANSWER_ROWS` beside `blocks` (the rows' texts; 160×40, 120×40).
 
-        A function of the view and the panel's size alone, not of what was shown before: a replay
-        that seeks shows what the live panel showed at that instant.
+        A function of the view and the panel's size alone, not of what was shown before: views
+        that take the same rows draw the same, and a replay that seeks draws what a panel of its
+        size drew live (the replay screen, without a console, has taller panels).
         """
         answer = self._one(".answer", Vertical)
         chart = self._one(".chart", ThroughputChart).outer_size.height
