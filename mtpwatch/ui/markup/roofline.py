@@ -43,9 +43,9 @@ def render_bandwidth(
 
     Where the bandwidth line does not fit `width` (an A/B pane at 160 columns), every line takes
     shorter words and wraps between its labelled parts (`ui.pack.fit`), the GPU and its peak move
-    to the first line, and the summary gives way to its few-word head (`BandwidthView.regime`) beside the terms:
-    its figures are the bandwidth line's, and what binds (and why) is the terms line's. Only plain
-    decoding (k = 0) when idle keeps it: there it says the bytes a step reads.
+    to the first line, and the summary gives way to its few-word head (`BandwidthView.regime`)
+    beside the terms: its figures are the bandwidth line's, and what binds (and why) is the terms
+    line's. Only plain decoding (k = 0) when idle keeps it: there it says the bytes a step reads.
     """
     if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
         head = "roofline [dim]— " + escape(bw.note or "no model config known") + "[/]"
