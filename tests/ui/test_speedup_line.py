@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import pytest
 from rich.cells import cell_len
+from textual.app import App, ComposeResult
 
 from mtpwatch.core.ab.advisor import advise
 from mtpwatch.session.views import MTP_SLOWER
 from mtpwatch.ui.markup.ab import advice_groups, speedup_groups
 from mtpwatch.ui.pack import Group
+from mtpwatch.ui.widgets.packed_line import PackedLine
 
 KEEP = advise([0.9, 0.85], step_s=0.022, baseline_step_s=0.020)
 LOWER = advise([0.6, 0.2, 0.05, 0.01], step_s=0.060, baseline_step_s=0.020)
+
+
+class _Host(App[None]):
+    """A `PackedLine` alone, to resize."""
+
+    CSS = "PackedLine { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }"
+
+    def compose(self) -> ComposeResult:
+        yield PackedLine()
 
 
 def _line(*, compact: bool, slower: bool = False) -> tuple[Group, ...]:
@@ -62,17 +73,7 @@ async def test_the_speedup_line_takes_the_rows_it_needs_and_cuts_no_label(
 
 
 async def test_a_resize_packs_the_line_again() -> None:
-    from textual.app import App, ComposeResult
-
-    from mtpwatch.ui.widgets.packed_line import PackedLine
-
-    class Host(App[None]):
-        CSS = "PackedLine { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }"
-
-        def compose(self) -> ComposeResult:
-            yield PackedLine()
-
-    app = Host()
+    app = _Host()
     async with app.run_test(size=(200, 10)) as pilot:
         line = app.query_one(PackedLine)
         line.show(_line(compact=True) + advice_groups(KEEP))
@@ -93,17 +94,7 @@ async def test_a_resize_packs_the_line_again() -> None:
 async def test_a_resize_chooses_the_wording_again() -> None:
     """After a resize from 80 columns to 200 the line said `of 12` (its 80-column wording) until the
     next prompt; it takes `over 12 prompt(s)` where that fits, and `of 12` where it saves a row."""
-    from textual.app import App, ComposeResult
-
-    from mtpwatch.ui.widgets.packed_line import PackedLine
-
-    class Host(App[None]):
-        CSS = "PackedLine { height: auto; max-height: 3; text-wrap: nowrap; text-overflow: ellipsis; }"
-
-        def compose(self) -> ComposeResult:
-            yield PackedLine()
-
-    app = Host()
+    app = _Host()
     async with app.run_test(size=(80, 10)) as pilot:
         line = app.query_one(PackedLine)
         advice = advice_groups(KEEP)
