@@ -43,7 +43,6 @@ async def test_the_speedup_line_takes_the_rows_it_needs_and_cuts_no_label(
     size: tuple[int, int], advice: object, slower: bool, rows: int
 ) -> None:
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.widgets.packed_line import PackedLine
     from tests.ui import samples
 
     app = make_app(samples.config("ab"), autostart=False)
