@@ -12,11 +12,14 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summary
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import Group, fit
-from mtpwatch.ui.widgets.server_panel import ROWS, ServerPanel
+from mtpwatch.ui.widgets.server_panel import CHART_ROWS_AB, MIN_ANSWER_ROWS, ROWS, ServerPanel
+from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from tests.ui import samples
 
 A_B_PANE = 76
 """Cells of a row in an A/B pane at 160 columns (80 a panel, less its border and padding)."""
+NARROW_A_B_PANE = 56
+"""The same at 120 columns."""
 
 
 def _plain(markup: str) -> list[str]:
@@ -41,11 +44,12 @@ def test_fit_keeps_the_full_line_takes_the_first_shorter_wording_that_fits_whole
     assert fit(full, 20, shorter, shortest).split("\n") == ["12.5 (server, 10 s)", "5.0 (server, 10 s)"]
 
 
-@pytest.mark.parametrize("size", [(160, 48), (200, 50)], ids=["160x48", "200x50"])
+@pytest.mark.parametrize("size", [(120, 40), (160, 48), (200, 50)], ids=["120x40", "160x48", "200x50"])
 @pytest.mark.parametrize("mode", ["ab", "single"])
 async def test_no_panel_line_is_wider_than_its_row(mode: str, size: tuple[int, int]) -> None:
     """At 160×48 an A/B pane cut 9 of its lines (labels, scopes, the GPU's peak), at 200×50 four;
-    a single server's metrics column at 160×48 cut six."""
+    a single server's metrics column at 160×48 cut six. At 120×40 (56-cell A/B panes) the compact
+    summary line and the chart's legend were cut."""
     app = make_app(samples.config(mode), autostart=False)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
@@ -59,6 +63,10 @@ async def test_no_panel_line_is_wider_than_its_row(mode: str, size: tuple[int, i
                     continue
                 width = widget.content_region.width
                 assert _widest(shown[name]) <= width, (name, width, _plain(shown[name]))
+            chart = panel.query_one(ThroughputChart)
+            if chart.display:  # the legend's last scope ends inside the chart, not at its edge
+                legend = chart._build()[0].text.rstrip()
+                assert legend.endswith(")") and len(legend) < chart.content_region.width, legend
             if mode == "ab" and size == (160, 48):
                 assert panel.stream.region.height >= 8  # and the answer keeps its rows
 
@@ -131,11 +139,22 @@ def test_a_summary_line_wider_than_its_row_takes_the_compact_form() -> None:
     assert render_summary(2, summary, width=200) == wide
 
 
+def test_a_summary_wider_than_its_row_even_compact_wraps_between_its_labelled_parts() -> None:
+    summary = samples.summary(True)
+    compact = render_summary(2, summary, compact=True)
+    assert _widest(compact) > NARROW_A_B_PANE  # 74 cells
+    lines = _plain(render_summary(2, summary, width=NARROW_A_B_PANE))
+    assert lines == [
+        "#2 256 tok · TTFT 43 ms · 39.0 tok/s (client)",
+        "acc 66 % (server, request)",
+    ]
+    assert render_summary(2, summary, compact=True, width=A_B_PANE) == compact  # fits: one line
+
+
 async def test_a_short_ab_pane_gives_the_roofline_rows_to_the_answer_and_takes_them_back() -> None:
     """At 160×40 the A/B view's B pane showed 2 rows of its answer under the metrics: the roofline
     block gives its rows to the answer there (its one phrase stays in the numbers, and says so),
     and comes back when the terminal grows."""
-    from mtpwatch.ui.widgets.server_panel import MIN_ANSWER_ROWS
     from tests.waits import wait_for
 
     app = make_app(samples.config("ab"), autostart=False)
@@ -153,3 +172,47 @@ async def test_a_short_ab_pane_gives_the_roofline_rows_to_the_answer_and_takes_t
         await wait_for(pilot, lambda: b.bandwidth_visible, "the roofline block shown")
         assert "roofline hidden" not in b.rows()["numbers"]
         assert b.stream.region.height >= 8
+
+
+async def test_shorter_ab_panes_give_the_chart_then_the_bars_then_the_verdict_to_the_answer() -> None:
+    """At 120×40 B's answer kept 4 rows beside its metrics even without the roofline, at 120×36 one,
+    and stacked at 110×36 two: the chart gives way next (its tok/s are in the numbers), then the bars
+    with the wide numbers (k = 8), and stacked the verdict. Each comes back on a larger terminal."""
+    from tests.waits import wait_for
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await samples.load(app, "ab")
+        a, b = app.screen.query(ServerPanel)
+        chart = b.query_one(ThroughputChart)
+        await wait_for(
+            pilot, lambda: b.has_class("-chartless") and not chart.display, "the chart to give way"
+        )
+        assert not b.has_class("-cramped") and b.query_one(".bars").display
+        await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
+        # the newest prompt's summary, wrapped in the 2 rows the summary has at this size
+        assert _plain(b._shown[".summary"]) == [
+            "#2 256 tok · TTFT 43 ms · 39.0 tok/s (client)",
+            "acc 66 % (server, request)",
+        ]
+        assert a.query_one(ThroughputChart).display  # A's metrics leave it the rows: it keeps its chart
+
+        eight = replace(
+            samples.view_mtp(),
+            per_position=(0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.15),
+            per_position_conditional=(0.8, 0.87, 0.86, 0.83, 0.8, 0.75, 0.67, 0.75),
+        )
+        b.show(eight)
+        await wait_for(pilot, lambda: b.has_class("-cramped"), "the bars to give way at k = 8")
+        await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
+        assert not b.query_one(".bars").display
+        assert "pos 80 70 60 50 40 30 20 15 %" in "\n".join(_plain(b.rows()["numbers"]))  # compact
+        await pilot.resize_terminal(110, 36)  # stacked
+        await wait_for(pilot, lambda: not b.query_one(".verdict").display, "the verdict to give way")
+        assert b.stream.region.height > 2
+        b.show(samples.view_mtp())  # k = 2 again
+        await pilot.resize_terminal(200, 50)
+        await wait_for(pilot, lambda: not b.has_class("-roomless") and chart.display, "the chart back")
+        assert b.query_one(".bars").display and b.query_one(".verdict").display
+        assert chart.outer_size.height == CHART_ROWS_AB  # the rows `_roomless` counts for it

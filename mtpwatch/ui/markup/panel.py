@@ -217,6 +217,8 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
 
     Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
     whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
+    Where even that is wider than `width` (a 56-cell A/B pane at 120 columns), it wraps between its
+    client and server parts, each with its label: two lines (`_draw_summaries` counts them).
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
@@ -224,15 +226,22 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
     if compact:
         head = f"#{n} [$text-warning]cancelled[/] · " if s.cancelled else f"#{n} "
         ttft = "—" if s.ttft_s is None else f"{1000 * s.ttft_s:.0f} ms"
-        acc = ""
+        groups = [
+            Group(
+                (f"{head}{approx}{s.tokens} tok", f"TTFT {ttft}", f"[b]{fixed(s.decode_tok_s, 1)}[/] tok/s"),
+                "[dim](client)[/]",
+            )
+        ]
         if s.acceptance_rate is not None:  # its scope, not the length, fits: the numbers line has both
             # "request" or "engine" (engine-wide): the whole label fits 78 cells at 999 tokens, 999 tok/s
             scope = "request" if s.scope.startswith("this request") else s.scope.removesuffix("-wide")
-            acc = f" · acc {spaced_percent(s.acceptance_rate)} [dim](server, {escape(scope)})[/]"
-        return (
-            f"{head}{approx}{s.tokens} tok · TTFT {ttft} · [b]{fixed(s.decode_tok_s, 1)}[/] tok/s "
-            f"[dim](client)[/]{acc}"
-        )
+            groups.append(
+                Group((f"acc {spaced_percent(s.acceptance_rate)}",), f"[dim](server, {escape(scope)})[/]")
+            )
+        line = pack(groups, None)
+        if width is not None and cell_len(line) > width and cell_width(line) > width:
+            return pack(groups, width)
+        return line
     acc = ""
     if s.acceptance_rate is not None or s.mean_acceptance_length is not None:
         acc = (
@@ -245,7 +254,7 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
     if width is not None and cell_len(full) > width and cell_width(full) > width:
-        return render_summary(n, s, compact=True)
+        return render_summary(n, s, compact=True, width=width)
     return full
 
 

@@ -68,9 +68,11 @@ across prompts. `race` sends both at once: contended — not a measurement. At t
 
 Panes narrower than a line take shorter words (`accept`, `len`; the roofline names the GPU and
 its peak first, and "bandwidth-bound" or "overhead-bound" stands for its summary), then wrap
-between labelled parts: no label is cut. When a pane's answer would keep fewer than 6 rows
-(160×40, 120×40), its roofline block gives its rows to the answer; `BW … % of … GB/s` stays in the
-numbers, marked "roofline hidden: too few rows".
+between labelled parts: no label is cut. When a pane's answer would keep fewer than 6 rows,
+its blocks give their rows to the answer, one at a time while it still would: the roofline
+(160×40; `BW … % of … GB/s` stays in the numbers, marked "roofline hidden: too few rows"), the
+tok/s chart (120×40; the tok/s stay in the numbers), then the bars, with the compact numbers (`pos`
+keeps every position). Stacked panes (below 120 columns) give up the verdict.
 
 ## Keys
 

@@ -34,6 +34,10 @@ W = TypeVar("W", bound=Widget)
 MIN_ANSWER_ROWS = 6
 """Rows an A/B pane's answer keeps before the roofline block gives it its own (`_roomless`)."""
 
+CHART_ROWS_AB = 6
+"""The chart's rows in an A/B pane (`#panels.-ab ServerPanel .chart` in the CSS): counted, not read,
+since a hidden chart has none."""
+
 ROWS = {
     "header": ".panel-header",
     "verdict": ".verdict",
@@ -146,8 +150,6 @@ class ServerPanel(RowRefresh, Vertical):
         # the verdict gives its row to the answer (the numbers stay).
         hide_verdict = compact and (view.speculative is False or (short and ab))
         verdict = "" if hide_verdict else render_verdict(view, width)
-        self._one(".verdict", Static).display = bool(verdict)
-        self._set(".verdict", verdict)
         bandwidth = render_bandwidth(view.bandwidth, view.window, width, method=view.method)
         bars = render_bars(
             view.per_position, view.per_position_conditional, window=view.window, columns=width
@@ -155,10 +157,26 @@ class ServerPanel(RowRefresh, Vertical):
         # compact: the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
         numbers = compact_numbers(view, width, gauges=not short) if compact else render_numbers(view, width)
         head = self._shown.get(".panel-header", "")
+        # An A/B pane whose answer would keep fewer than MIN_ANSWER_ROWS gives rows to it, block by
+        # block, each tier asked only when the one before was not enough (`_roomless`):
+        # the roofline (160×40; its one phrase stays in the numbers, and says so), the chart (120×40;
+        # the tok/s stay in the numbers), then the bars with the wide numbers, for the compact ones
+        # (as at 80 columns: they keep the positions and BW). Stacked (110×36): the verdict.
         roomless = ab and not compact and self._roomless(head, verdict, numbers, bars, bandwidth)
-        self.set_class(roomless, "-roomless")
-        if roomless:  # the roofline's rows went to the answer: its one phrase stays, and says so
+        if roomless:
             numbers += "\n" + render_roofline_hidden(view.bandwidth, width)
+        chartless = roomless and self._roomless(head, verdict, numbers, bars)
+        cramped = chartless and self._roomless(head, verdict, numbers, bars, chart=False)
+        if cramped:
+            numbers = compact_numbers(view, width)
+            verdict = "" if view.speculative is False else verdict
+        if ab and compact and not short and verdict and self._roomless(head, verdict, numbers, chart=False):
+            verdict = ""
+        self.set_class(roomless, "-roomless")
+        self.set_class(chartless, "-chartless")
+        self.set_class(cramped, "-cramped")
+        self._one(".verdict", Static).display = bool(verdict)
+        self._set(".verdict", verdict)
         self._set(".numbers", numbers)
         self._set_subtitle(render_gauges(view) if short else "")
         self._set(".bars", bars)
@@ -169,30 +187,44 @@ class ServerPanel(RowRefresh, Vertical):
         for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
             self.set_class(view.status == status, f"-{status}")
 
-    def _roomless(self, *blocks: str) -> bool:
-        """A/B, wide layout: whether the roofline block gives its rows to the answer, which would
-        keep fewer than `MIN_ANSWER_ROWS` beside `blocks` (the rows' texts; 160×40, 120×40).
+    def _roomless(self, *blocks: str, chart: bool = True) -> bool:
+        """A/B: whether the answer would keep fewer than `MIN_ANSWER_ROWS` beside `blocks` (the
+        rows' texts) and the chart (unless `chart=False`): the tiers in `watch_view` ask again
+        without the blocks they gave up.
 
         A function of the view and the panel's size alone, not of what was shown before: views
         that take the same rows draw the same, and a replay that seeks draws what a panel of its
         size drew live (the replay screen, without a console, has taller panels).
         """
-        answer = self._one(".answer", Vertical)
-        chart = self._one(".chart", ThroughputChart).outer_size.height
-        height, chrome = self.content_region.height, answer.outer_size.height - self.stream.outer_size.height
-        if not (height and chart and answer.outer_size.height):  # before the first layout
+        chart_rows = CHART_ROWS_AB if chart else 0
+        height, chrome = self._room()
+        if not (height and chrome):  # before the first layout
             return False
         rows = sum(block.count("\n") + 1 for block in blocks if block)
-        return height - rows - chart - chrome < MIN_ANSWER_ROWS
+        return height - rows - chart_rows - chrome < MIN_ANSWER_ROWS
 
     def on_resize(self) -> None:
         # Wrapped lines (verdict, roofline summary) follow the new width, and the summary lines the
         # new height. The view drawn is the newest at that time, not the one when the resize arrived.
         self.call_after_refresh(self._redraw)
 
+    def _room(self) -> tuple[int, int]:
+        """The panel's rows, and the answer's rows that are not its stream (summary, borders)."""
+        answer = self._one(".answer", Vertical)
+        return self.content_region.height, answer.outer_size.height - self.stream.outer_size.height
+
     def _redraw(self) -> None:
+        room = self._room()
         self.watch_view(self.view)
         self._draw_summaries()
+        # A resize that also switches the layout (120 → 110 columns stacks the panes) can arrive
+        # before the answer's new rows are laid out: the tiers are chosen again once they are.
+        self.call_after_refresh(self._redraw_if_moved, room)
+
+    def _redraw_if_moved(self, room: tuple[int, int]) -> None:
+        if self._room() != room:
+            self.watch_view(self.view)
+            self._draw_summaries()
 
     def _one(self, selector: str, kind: type[W]) -> W:
         """`query_one`, remembered: the panel's widgets live as long as the panel, and a DOM query
@@ -297,9 +329,18 @@ class ServerPanel(RowRefresh, Vertical):
         rows = summary.content_region.height or len(self._summaries)
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
         width = _width(summary)
-        lines = [render_summary(n, s, compact=compact, width=width) for n, s in self._summaries[-rows:]]
+        # Newest first, while their lines fit the rows: a summary wrapped in a narrow pane takes two.
+        # The newest is shown even where its lines do not fit, on one line (cut at the edge, as before).
+        shown: list[str] = []
+        for n, s in reversed(self._summaries):
+            text = render_summary(n, s, compact=compact, width=width)
+            if sum(line.count("\n") + 1 for line in shown) + text.count("\n") + 1 > rows:
+                if not shown:
+                    shown.append(render_summary(n, s, compact=True))
+                break
+            shown.append(text)
         # Fixed height, no wrapping (CSS): no relayout.
-        self._set_summary("\n".join(lines))
+        self._set_summary("\n".join(reversed(shown)))
 
     def _set_summary(self, markup: str) -> None:
         if self._shown.get(".summary") != markup:

@@ -92,6 +92,11 @@ def rasterise(
     return grid
 
 
+LEGEND_SCOPES = (("engine, all requests", "this prompt, decode"), ("engine-wide", "this prompt"))
+"""The legend's scopes, in full and where the full legend (`LEGEND_CELLS`) is wider than the chart."""
+LEGEND_CELLS = len("tok/s  ⣿ server (engine, all requests)  ⣿ client (this prompt, decode)")
+
+
 class ThroughputChart(Widget):
     """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
 
@@ -174,12 +179,14 @@ class ThroughputChart(Widget):
         series = (self.server_series, self.client_series)
         span = span_points(series)
         grid = rasterise(series, plot_w, plot_h, y_max, span)
+        # A 56-cell A/B pane (120 columns) takes the shorter words: the scopes stay, the detail goes.
+        engine, prompt = LEGEND_SCOPES[0] if width >= LEGEND_CELLS else LEGEND_SCOPES[1]
         legend = [
             Segment("tok/s  ", axis),
             Segment("⣿ server", styles[0]),
-            Segment(" (engine, all requests)  ", axis),
+            Segment(f" ({engine})  ", axis),
             Segment("⣿ client", styles[1]),
-            Segment(" (this prompt, decode)", axis),
+            Segment(f" ({prompt})", axis),
         ]
         strips = [Strip(legend).crop_extend(0, width, base)]
         for row in range(plot_h):
