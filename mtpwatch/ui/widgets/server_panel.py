@@ -32,7 +32,7 @@ from mtpwatch.ui.widgets.token_stream import TokenStream
 W = TypeVar("W", bound=Widget)
 
 MIN_ANSWER_ROWS = 6
-"""Rows an A/B pane's answer keeps before the roofline block gives it its own (`_roomless`)."""
+"""Rows an A/B pane's answer keeps before its blocks give it theirs, one tier at a time (`_roomless`)."""
 
 CHART_ROWS_AB = 6
 """The chart's rows in an A/B pane (`#panels.-ab ServerPanel .chart` in the CSS): counted, not read,
