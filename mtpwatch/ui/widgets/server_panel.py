@@ -213,18 +213,17 @@ class ServerPanel(RowRefresh, Vertical):
         answer = self._one(".answer", Vertical)
         return self.content_region.height, answer.outer_size.height - self.stream.outer_size.height
 
-    def _redraw(self) -> None:
-        room = self._room()
+    def _redraw(self, room: tuple[int, int] | None = None) -> None:
+        """Draw the view and the summaries again; a resize that also switches the layout (120 → 110
+        columns stacks the panes) can arrive before the answer's new rows are laid out, so the
+        tiers are chosen again, once, if the rows they counted (`room`) moved by then."""
+        if room is not None and self._room() == room:
+            return
+        drawn_at = self._room()
         self.watch_view(self.view)
         self._draw_summaries()
-        # A resize that also switches the layout (120 → 110 columns stacks the panes) can arrive
-        # before the answer's new rows are laid out: the tiers are chosen again once they are.
-        self.call_after_refresh(self._redraw_if_moved, room)
-
-    def _redraw_if_moved(self, room: tuple[int, int]) -> None:
-        if self._room() != room:
-            self.watch_view(self.view)
-            self._draw_summaries()
+        if room is None:
+            self.call_after_refresh(self._redraw, drawn_at)
 
     def _one(self, selector: str, kind: type[W]) -> W:
         """`query_one`, remembered: the panel's widgets live as long as the panel, and a DOM query
