@@ -23,6 +23,7 @@ are Textual's unchanged.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
@@ -166,11 +167,20 @@ def _row_wanted(
 VERIFIED_TEXTUAL = frozenset({"8.2.8"})
 
 
+@functools.cache
+def _installed_textual() -> str:
+    try:
+        return version("textual")
+    except PackageNotFoundError:
+        return ""
+
+
+def textual_verified(textual_version: str | None = None) -> bool:
+    """Whether the installed Textual (or `textual_version`) is one the private internals used here
+    were checked against (`VERIFIED_TEXTUAL`)."""
+    return (_installed_textual() if textual_version is None else textual_version) in VERIFIED_TEXTUAL
+
+
 def make_compositor(textual_version: str | None = None) -> Compositor:
     """RowCompositor on a verified Textual release, else Textual's own `Compositor`."""
-    if textual_version is None:
-        try:
-            textual_version = version("textual")
-        except PackageNotFoundError:
-            textual_version = ""
-    return RowCompositor() if textual_version in VERIFIED_TEXTUAL else Compositor()
+    return RowCompositor() if textual_verified(textual_version) else Compositor()

@@ -66,26 +66,28 @@ async def _settle(pilot: Any) -> None:
 
 @contextmanager
 def _frames() -> Iterator[list[collections.Counter[Widget]]]:
-    """Per partial update of the RowCompositor: the lines each widget rendered (`render_lines`)."""
+    """Per partial update of the RowCompositor: the lines each widget rendered (`_fill` asks a
+    widget's `render_lines` for a run of its rows)."""
     frames: list[collections.Counter[Widget]] = []
-    partial, render_lines = RowCompositor.render_partial_update, Widget.render_lines
+    partial, fill = RowCompositor.render_partial_update, RowCompositor._fill
 
     def counted_partial(self: RowCompositor) -> ChopsUpdate | None:
         frames.append(collections.Counter())
         return partial(self)
 
-    def counted_lines(self: Widget, crop: Any) -> Any:
+    def counted_fill(self: RowCompositor, chops: Any, widget: Widget, *args: int) -> None:
         if frames:
-            frames[-1][self] += crop.height
-        return render_lines(self, crop)
+            *_, y1, y2 = args
+            frames[-1][widget] += y2 - y1
+        fill(self, chops, widget, *args)
 
     RowCompositor.render_partial_update = counted_partial  # type: ignore[method-assign]
-    Widget.render_lines = counted_lines  # type: ignore[method-assign]
+    RowCompositor._fill = counted_fill  # type: ignore[method-assign,assignment]
     try:
         yield frames
     finally:
         RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
-        Widget.render_lines = render_lines  # type: ignore[method-assign]
+        RowCompositor._fill = fill  # type: ignore[method-assign]
 
 
 async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:

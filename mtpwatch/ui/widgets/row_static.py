@@ -16,12 +16,13 @@ from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
 from mtpwatch.ui.widgets.cells import cells, changed_runs
+from mtpwatch.ui.widgets.plain_lines import PlainLines
 from mtpwatch.ui.widgets.row_refresh import RowRefresh
 
 _NEWLINE = Content("\n")
 
 
-class RowStatic(RowRefresh, Static):
+class RowStatic(RowRefresh, PlainLines, Static):
     """`update_lines(previous, markup)` repaints only the rows whose markup line changed, when every
     line is one row (it fits, or the widget does not wrap); otherwise, and when the line count
     changes, it is a plain `update`.

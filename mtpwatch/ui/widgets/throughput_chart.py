@@ -18,10 +18,10 @@ from rich.style import Style
 from textual import events
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 from mtpwatch.render.numbers import fixed
 from mtpwatch.ui.widgets.cells import cells, changed_runs
+from mtpwatch.ui.widgets.plain_lines import PlainLines
 
 POINTS = 60
 """Seconds of history (one point per second)."""
@@ -97,7 +97,7 @@ LEGEND_SCOPES = (("engine, all requests", "this prompt, decode"), ("engine-wide"
 LEGEND_CELLS = len("tok/s  ⣿ server (engine, all requests)  ⣿ client (this prompt, decode)")
 
 
-class ThroughputChart(Widget):
+class ThroughputChart(PlainLines):
     """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
 
     Set `server_series` / `client_series` (one point per second, oldest first); the chart redraws

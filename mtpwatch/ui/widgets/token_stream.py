@@ -28,7 +28,8 @@ from textual import events
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
+
+from mtpwatch.ui.widgets.plain_lines import PlainLines
 
 PROMPT_MARK = "▶ "
 """Lines starting with this are the prompt of a block (drawn bold, accent colour)."""
@@ -36,7 +37,7 @@ CANCEL_MARK = "■ cancelled"
 """Line appended when the user cancels an answer (warning colour)."""
 
 
-class TokenStream(Widget, can_focus=False):
+class TokenStream(PlainLines, can_focus=False):
     """Generated text. `feed` is one list append per token; the first text after a paint schedules the
     next paint (`_Painter`: `FLUSH_DELAY_S` later, `MIN_PAINT_INTERVAL_S` after the previous one; no
     timer runs while nothing arrives).
