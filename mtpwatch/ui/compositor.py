@@ -30,6 +30,9 @@ from importlib.metadata import PackageNotFoundError, version
 from rich.console import Console
 from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor
+from textual._context import NoActiveAppError
+from textual.app import ScreenStackError
+from textual.dom import NoScreen
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -184,3 +187,54 @@ def textual_verified(textual_version: str | None = None) -> bool:
 def make_compositor(textual_version: str | None = None) -> Compositor:
     """RowCompositor on a verified Textual release, else Textual's own `Compositor`."""
     return RowCompositor() if textual_verified(textual_version) else Compositor()
+
+
+def frame_now(repaints: Mapping[Widget, Sequence[Region]]) -> bool:
+    """Repaint each widget's regions (its whole area when none) in one frame composed and written now.
+
+    `Widget.refresh` reaches the terminal through four hops of Textual's message loop: a prompt
+    to the widget, its idle handler posting an update to the screen, the screen's idle handler
+    resuming its update timer, and the timer's next tick (up to 1/60 s later), which composes the
+    screen's dirty widgets (`Screen._on_timer_update`). For the answer panes, which repaint ~16
+    times a second each, those hops cost about as much as the frame itself. This does what the
+    timer's tick does, at once: the same compositor renders the widgets' regions, with any widget
+    already waiting for the tick (so none is dropped), and draws overlays (a toast, a selection) in
+    front as in any frame. It declines (False: the caller refreshes as usual) unless every widget is
+    mounted on the screen shown, on the RowCompositor (a verified Textual), with no layout, scroll,
+    recompose or whole-screen repaint pending and no batch update open: those are the timer's to do
+    in order. tests/ui/test_compositor.py holds these frames to what Textual's own show.
+    """
+    if not repaints:
+        return True
+    try:
+        app = next(iter(repaints)).app
+        screen = app.screen
+    except (NoActiveAppError, ScreenStackError):
+        return False
+    if (
+        not isinstance(screen._compositor, RowCompositor)
+        or app._batch_count
+        or app.is_inline
+        or screen._layout_required
+        or screen._scroll_required
+        or screen._recompose_required
+        or screen._repaint_required
+    ):
+        return False
+    for widget in repaints:
+        if not widget.is_mounted or widget._layout_required:
+            return False
+        try:
+            if widget.screen is not screen:
+                return False
+        except NoScreen:  # being removed
+            return False
+    for widget, regions in repaints.items():
+        # What `Widget.refresh` does to the widget for a repaint, without queueing the hops.
+        widget._layout_cache.clear()
+        widget._set_dirty(*regions)
+        widget.clear_cached_dimensions()
+        widget._rich_style_cache.clear()
+    screen._compositor.update_widgets({*repaints, *screen._dirty_widgets})
+    screen._compositor_refresh()  # clears the screen's dirty widgets: all were composed above
+    return True

@@ -3,10 +3,11 @@
     python tests/bench/tty_probe.py attach http://127.0.0.1:8000   (MTPWATCH_PROBE_OUT=latency.json)
 
 Each streamed chunk carries the client's socket-read time (`StreamEvent.t`, the app's monotonic
-clock). The probe follows its text into the answer pane: when the pane's flush has taken every
-character up to that chunk's last one, the chunk waits for the next frame; the time of the next
-terminal write (`LinuxDriver.write`, what goes to the pty) minus the read time is its latency. At exit
-the latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT. The console reads its stream at most
+clock). The probe follows its text into the answer pane: when the pane's flush takes every
+character up to that chunk's last one (a flush takes all that was fed), the chunk waits for the next
+frame, which the flush itself may write (`frame_now`); the time of the next terminal write
+(`LinuxDriver.write`, what goes to the pty) minus the read time is its latency. At exit the
+latencies (s) are written as JSON to $MTPWATCH_PROBE_OUT. The console reads its stream at most
 every 10 ms (`session.watch.LIVE_READ_INTERVAL_S`): a chunk that follows another within 10 ms can
 wait up to that long in the kernel before its read, and that wait is not in the figure (at one MTP
 server's ~15 bursts a second there is none; in the race, at ~1,000 chunks a second a pane, it is
@@ -61,12 +62,14 @@ def feed(self: TokenStream, text: str) -> None:
 
 
 def flush(self: TokenStream, *, final: bool = True) -> None:
-    _flush(self, final=final)
+    # A flush takes every character fed so far, and its frame may be written before it returns
+    # (`frame_now`): its chunks wait for the next write from now on.
     key = id(self)
-    done = _fed.get(key, 0) - len(self.pending_text)
+    done = _fed.get(key, 0)
     queue = _arrivals.get(key)
     while queue and queue[0][1] <= done:
         _waiting.append(queue.popleft()[0])
+    _flush(self, final=final)
 
 
 def write(self: LinuxDriver, data: str) -> None:

@@ -10,18 +10,35 @@ from textual.widget import Widget
 
 
 def record_refreshes(widget: Widget) -> list[tuple[Region, ...]]:
-    """From now on, each `widget.refresh(*regions)` call appends its regions to the returned list.
+    """From now on, each repaint the widget asks for appends its regions to the returned list: a
+    `widget.refresh(*regions)` call, or a `TokenStream._repaint(*regions)` (a frame composed at
+    once, `frame_now`, or a `refresh` when it declines: recorded once).
 
     A call with no regions appends the widget's `_rows` when it has them (a `RowStatic`'s
     `update` refreshes the rows `update_lines` chose), else ()."""
     calls: list[tuple[Region, ...]] = []
     refresh = widget.refresh
+    repaint = getattr(widget, "_repaint", None)
+    in_repaint = False
 
     def spy(*regions: Region, **kwargs: Any) -> Any:
-        calls.append(regions or getattr(widget, "_rows", None) or ())
+        if not in_repaint:
+            calls.append(regions or getattr(widget, "_rows", None) or ())
         return refresh(*regions, **kwargs)
 
+    def repaint_spy(*regions: Region) -> None:
+        nonlocal in_repaint
+        calls.append(regions)
+        in_repaint = True
+        try:
+            assert repaint is not None
+            repaint(*regions)
+        finally:
+            in_repaint = False
+
     widget.refresh = spy  # type: ignore[method-assign]
+    if repaint is not None:
+        widget._repaint = repaint_spy  # type: ignore[attr-defined]
     return calls
 
 

@@ -13,11 +13,12 @@ import pytest
 from rich.console import Console
 from textual._compositor import ChopsUpdate, Compositor
 from textual.content import Content
+from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.compositor import RowCompositor
+from mtpwatch.ui.compositor import RowCompositor, frame_now
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
@@ -88,6 +89,17 @@ def _frames() -> Iterator[list[collections.Counter[Widget]]]:
     finally:
         RowCompositor.render_partial_update = partial  # type: ignore[method-assign]
         RowCompositor._fill = fill  # type: ignore[method-assign]
+
+
+def _pending(app: Any) -> bool:
+    """Whether a repaint is still on its way to a frame: a widget refreshed and not yet handed to
+    its screen, a widget handed and not yet composed, or regions composed and not yet written."""
+    screen = app.screen
+    return bool(
+        screen._dirty_widgets
+        or screen._compositor._dirty_regions
+        or any(widget._repaint_required for widget in screen.walk_children())
+    )
 
 
 async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:
@@ -182,13 +194,13 @@ async def test_partial_updates_show_what_textuals_show(size: tuple[int, int], wa
             panel = await _start(pilot)
             base = samples.view_mtp()
             for i in range(120):  # ~25 wrapped lines: new lines, jumps, the position bar moving
+                count = len(frames)
                 panel.stream.feed(" ".join(WORDS[i % len(WORDS) : i % len(WORDS) + 3]) + " ")
-                panel.stream.flush(final=False)
-                if i % 7 == 0:  # the numbers change too
+                panel.stream.flush(final=False)  # its frame is composed now (`frame_now`)
+                if i % 7 == 0:  # the numbers change too, in a frame of Textual's update timer
                     tok_s = (base.server_tok_s or 40.0) + i / 10
                     panel.show(dataclasses.replace(base, server_tok_s=tok_s, kv_cache_usage=i / 200))
-                count = len(frames)
-                await wait_until(pilot, lambda count=count: len(frames) > count)  # type: ignore[misc]
+                await wait_until(pilot, lambda count=count: len(frames) > count and not _pending(app))  # type: ignore[misc]
             panel.stream.finish()
             await pilot.pause(0.1)
     finally:
@@ -256,6 +268,64 @@ async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
             assert bar_cells and sum(r.height for r in bar_cells) <= 2, bar_cells
             moved += 1
         assert moved >= 2
+
+
+async def test_a_burst_is_composed_at_once_with_what_waits_for_the_timer() -> None:
+    """`frame_now`: a streamed burst is composed in the call that fed it (no pause, no message
+    loop), together with a widget already waiting for the screen's update timer, which is then not
+    waiting any more (composed, not dropped). It declines while anything is the timer's to do in
+    order (here a relayout), and while another screen (the help) is shown; then the pane's repaint
+    goes through Textual's `refresh`, done when the help is closed."""
+    app = make_app(samples.config("single"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await _start(pilot)
+        stream, numbers = panel.stream, panel.query_one(".numbers", RowStatic)
+        screen = app.screen
+        # The numbers' first row, refreshed and handed to the screen: what Textual's timer would
+        # compose at its next tick.
+        numbers._set_dirty(Region(0, 0, numbers.size.width, 1))
+        screen._dirty_widgets.add(numbers)
+        with _frames() as frames:
+            stream.feed("memory ")
+            stream.flush(final=False)
+            composed = list(frames)  # before any await: the call itself composed the frame
+        assert len(composed) == 1 and composed[0][stream] == 1 and composed[0][numbers] == 1, composed
+        assert not screen._dirty_widgets and not screen._compositor._dirty_regions
+
+        screen._layout_required = True
+        assert not frame_now({stream: ()})
+        screen._layout_required = False
+        await _settle(pilot)
+
+        await pilot.press("f1")
+        assert app.screen is not screen
+        assert not frame_now({stream: ()})
+        with _frames() as frames:
+            stream.feed("bandwidth ")
+            stream.flush(final=False)
+            assert not frames  # not composed behind the help
+            assert stream._repaint_required  # left to Textual's refresh
+            await pilot.press("escape")
+            await _settle(pilot)
+        assert app.screen is screen
+        # Back on the monitor, Textual repaints it whole (a full update, not counted above).
+        assert not stream._repaint_required and "bandwidth" in stream.lines[-1]
+        assert frame_now({stream: ()})
+
+
+async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: WaitUntil) -> None:
+    """The painter paints every pane with new text at once, and their rows go out in one frame."""
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await samples.load(pilot.app, "ab")
+        a, b = (panel.stream for panel in app.screen.query(ServerPanel))
+        await _settle(pilot)
+        with _frames() as frames:
+            a.feed("memory ")
+            b.feed("bandwidth ")
+            await wait_until(pilot, lambda: any(frame[a] or frame[b] for frame in frames))
+        first = next(frame for frame in frames if frame[a] or frame[b])
+        assert first[a] and first[b], first
 
 
 def test_row_compositor_only_on_a_verified_textual() -> None:

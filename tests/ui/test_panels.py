@@ -329,10 +329,10 @@ async def test_fps_caps_the_paints_of_a_streaming_answer(fps: int) -> None:
         paints = 0
         tick = stream._tick
 
-        def counted() -> None:
+        def counted(frame: dict[Any, Any]) -> None:
             nonlocal paints
             paints += 1
-            tick()
+            tick(frame)
 
         stream._tick = counted  # type: ignore[method-assign]
         loop = asyncio.get_running_loop()

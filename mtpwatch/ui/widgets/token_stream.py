@@ -28,7 +28,9 @@ from textual import events
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
 
+from mtpwatch.ui.compositor import frame_now
 from mtpwatch.ui.widgets.plain_lines import PlainLines
 
 PROMPT_MARK = "▶ "
@@ -89,6 +91,8 @@ class TokenStream(PlainLines, can_focus=False):
         self._styles: dict[str, Style] = {}
         self._frame_top = 0
         self.min_paint_interval_s = self.MIN_PAINT_INTERVAL_S
+        self._frame: dict[Widget, list[Region]] | None = None
+        """While the painter paints: the frame this pane's repaints join (`_repaint`)."""
         """Seconds between two paints at least (1 / `--fps`)."""
 
     def on_unmount(self) -> None:
@@ -173,7 +177,7 @@ class TokenStream(PlainLines, can_focus=False):
             return  # a scrolled-back view only changes when lines were dropped
         top = self.top
         if excess > 0 or top != top_before or height <= 0:
-            self.refresh()
+            self._repaint()
             return
         # Only the rows from the old last line down changed (and the bar, if it moved); on the old
         # last line, only from where it changed (over SSH every repainted cell is bytes).
@@ -188,7 +192,21 @@ class TokenStream(PlainLines, can_focus=False):
                 regions.append(Region(0, y0 + 1, width - 1, y1 - y0 - 1))
         regions.extend(self._bar_changes(bar_before, self._bar()))
         if regions:
-            self.refresh(*regions)
+            self._repaint(*regions)
+
+    def _repaint(self, *regions: Region) -> None:
+        """Repaint `regions` (the pane when none) in a frame composed now (`frame_now`: a streamed
+        burst reaches the terminal without Textual's four message hops): the painter's frame, which
+        every pane with new text shares, while it paints; else a frame of its own. `refresh` (the
+        screen's next update) when `frame_now` declines."""
+        frame = self._frame
+        if frame is None:
+            if not frame_now({self: regions}):
+                self.refresh(*regions)
+        elif not regions or (self in frame and not frame[self]):
+            frame[self] = []  # the whole pane
+        else:
+            frame.setdefault(self, []).extend(regions)
 
     def _bar_changes(self, before: tuple[int, int], after: tuple[int, int]) -> list[Region]:
         """The bar's cells that differ between two thumbs: the rows that joined or left the thumb
@@ -203,10 +221,15 @@ class TokenStream(PlainLines, can_focus=False):
         new = set(range(after[0], after[0] + after[1]))
         return [Region(x, y, 1, 1) for y in sorted(old ^ new)]
 
-    def _tick(self) -> None:
+    def _tick(self, frame: dict[Widget, list[Region]]) -> None:
+        """The painter's paint: wrap what is queued; the regions to repaint go into `frame`."""
         self._queued = False
         if self._pending and self.is_mounted:
-            self.flush(final=False)
+            self._frame = frame
+            try:
+                self.flush(final=False)
+            finally:
+                self._frame = None
 
     def start_block(self, header: str) -> None:
         """Flush, leave a blank line, write `header` on its own line and follow the new text."""
@@ -389,7 +412,8 @@ def _changed_from(old: str, new: str) -> int:
 
 
 class _Painter:
-    """Paints every pane with queued text at once: two answers streaming side by side share frames."""
+    """Paints every pane with queued text at once: two answers streaming side by side share one
+    frame, composed as the paint ends (`frame_now`)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -407,8 +431,12 @@ class _Painter:
         self.handle = None
         self.painted_at = self.loop.time()
         due, self.due = self.due, {}
+        frame: dict[Widget, list[Region]] = {}
         for stream in due:
-            stream._tick()
+            stream._tick(frame)
+        if frame and not frame_now(frame):
+            for widget, regions in frame.items():
+                widget.refresh(*regions)
 
 
 _PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weakref.WeakKeyDictionary()
