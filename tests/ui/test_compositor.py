@@ -338,3 +338,23 @@ def test_row_compositor_only_on_a_verified_textual() -> None:
     stock = make_compositor("8.3.0")
     assert type(stock) is Compositor
     assert isinstance(make_compositor(), RowCompositor)  # the suite runs on the pinned, verified one
+
+
+async def test_an_error_while_painting_ends_the_app_as_textuals_own_frames_do() -> None:
+    """A failure inside a paint (its frame is composed outside Textual's timer) goes to the app's
+    exception handler, as one in Textual's own frames does: the app ends and shows it."""
+    app = make_app(samples.config("single"), autostart=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        async with app.run_test(size=(160, 48)) as pilot:
+            panel = await _start(pilot)
+
+            def fail(text: str) -> None:
+                raise RuntimeError("boom")
+
+            panel.stream._append = fail  # type: ignore[method-assign]
+            panel.stream.feed("memory ")
+            for _ in range(200):  # until the app ends (a slow machine takes more pauses)
+                if app.return_code is not None:
+                    break
+                await pilot.pause(0.05)
+    assert app.return_code == 1

@@ -432,11 +432,16 @@ class _Painter:
         self.painted_at = self.loop.time()
         due, self.due = self.due, {}
         frame: dict[Widget, list[Region]] = {}
-        for stream in due:
-            stream._tick(frame)
-        if frame and not frame_now(frame):
-            for widget, regions in frame.items():
-                widget.refresh(*regions)
+        try:
+            for stream in due:
+                stream._tick(frame)
+            if frame and not frame_now(frame):
+                for widget, regions in frame.items():
+                    widget.refresh(*regions)
+        except Exception as error:  # as in Textual's own frames: the app ends and shows it
+            if not due:
+                raise
+            next(iter(due)).app._handle_exception(error)
 
 
 _PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weakref.WeakKeyDictionary()
