@@ -91,9 +91,9 @@ class TokenStream(PlainLines, can_focus=False):
         self._styles: dict[str, Style] = {}
         self._frame_top = 0
         self.min_paint_interval_s = self.MIN_PAINT_INTERVAL_S
+        """Seconds between two paints at least (1 / `--fps`)."""
         self._frame: dict[Widget, list[Region]] | None = None
         """While the painter paints: the frame this pane's repaints join (`_repaint`)."""
-        """Seconds between two paints at least (1 / `--fps`)."""
 
     def on_unmount(self) -> None:
         if self._queued:
