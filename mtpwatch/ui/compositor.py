@@ -34,6 +34,7 @@ from textual._context import NoActiveAppError
 from textual.app import ScreenStackError
 from textual.dom import NoScreen
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -189,7 +190,56 @@ def make_compositor(textual_version: str | None = None) -> Compositor:
     return RowCompositor() if textual_verified(textual_version) else Compositor()
 
 
-def frame_now(repaints: Mapping[Widget, Sequence[Region]]) -> bool:
+class FramedWidget(Widget):
+    """A widget that may be repainted in a frame composed at once (`frame_now`)."""
+
+    def _frame_ready(self) -> bool:
+        """Mounted, and no layout of its own pending (that is the update timer's to do)."""
+        return self.is_mounted and not self._layout_required
+
+    def _frame_mark(self, regions: Sequence[Region]) -> None:
+        """What `Widget.refresh` does to the widget for a repaint, without queueing the hops."""
+        self._layout_cache.clear()
+        self._set_dirty(*regions)
+        self.clear_cached_dimensions()
+        self._rich_style_cache.clear()
+
+
+class FrameScreen(Screen[None]):
+    """A screen whose widgets' repaints can be composed at once (`frame_now`), on the RowCompositor
+    (`make_compositor`) that the screen sets up."""
+
+    def frame_now(self, repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
+        """`frame_now` on this screen: False unless it is the screen shown, on the RowCompositor,
+        with nothing pending that the update timer must do first and every widget ready on it."""
+        app = self.app
+        if (
+            self is not app.screen
+            or not isinstance(self._compositor, RowCompositor)
+            or getattr(app, "batching", True)  # MtpWatchApp.batching: frames held for a batch
+            or app.is_inline
+            or self._layout_required
+            or self._scroll_required
+            or self._recompose_required
+            or self._repaint_required
+        ):
+            return False
+        for widget in repaints:
+            if not widget._frame_ready():
+                return False
+            try:
+                if widget.screen is not self:
+                    return False
+            except NoScreen:  # being removed
+                return False
+        for widget, regions in repaints.items():
+            widget._frame_mark(regions)
+        self._compositor.update_widgets({*repaints, *self._dirty_widgets})
+        self._compositor_refresh()  # clears the dirty widgets: all were composed above
+        return True
+
+
+def frame_now(repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
     """Repaint each widget's regions (its whole area when none) in one frame composed and written now.
 
     `Widget.refresh` reaches the terminal through four hops of Textual's message loop: a prompt
@@ -200,41 +250,15 @@ def frame_now(repaints: Mapping[Widget, Sequence[Region]]) -> bool:
     timer's tick does, at once: the same compositor renders the widgets' regions, with any widget
     already waiting for the tick (so none is dropped), and draws overlays (a toast, a selection) in
     front as in any frame. It declines (False: the caller refreshes as usual) unless every widget is
-    mounted on the screen shown, on the RowCompositor (a verified Textual), with no layout, scroll,
-    recompose or whole-screen repaint pending and no batch update open: those are the timer's to do
-    in order. tests/ui/test_compositor.py holds these frames to what Textual's own show.
+    mounted on the screen shown, a `FrameScreen` on the RowCompositor (a verified Textual), with no
+    layout, scroll, recompose or whole-screen repaint pending and no batch update open: those are
+    the timer's to do in order. tests/ui/test_compositor.py holds these frames to what Textual's
+    own show.
     """
     if not repaints:
         return True
     try:
-        app = next(iter(repaints)).app
-        screen = app.screen
+        screen = next(iter(repaints)).app.screen
     except (NoActiveAppError, ScreenStackError):
         return False
-    if (
-        not isinstance(screen._compositor, RowCompositor)
-        or app._batch_count
-        or app.is_inline
-        or screen._layout_required
-        or screen._scroll_required
-        or screen._recompose_required
-        or screen._repaint_required
-    ):
-        return False
-    for widget in repaints:
-        if not widget.is_mounted or widget._layout_required:
-            return False
-        try:
-            if widget.screen is not screen:
-                return False
-        except NoScreen:  # being removed
-            return False
-    for widget, regions in repaints.items():
-        # What `Widget.refresh` does to the widget for a repaint, without queueing the hops.
-        widget._layout_cache.clear()
-        widget._set_dirty(*regions)
-        widget.clear_cached_dimensions()
-        widget._rich_style_cache.clear()
-    screen._compositor.update_widgets({*repaints, *screen._dirty_widgets})
-    screen._compositor_refresh()  # clears the screen's dirty widgets: all were composed above
-    return True
+    return isinstance(screen, FrameScreen) and screen.frame_now(repaints)

@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.widgets.plain_lines import PlainLines, is_plain, render_plain
+from mtpwatch.ui.widgets.plain_lines import PlainLines
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui import samples
 
@@ -38,7 +38,7 @@ async def _compare_all(app: Any, rng: random.Random) -> int:
     widgets = [w for w in app.screen.walk_children() if isinstance(w, PlainLines) and w.region.area]
     assert widgets
     for widget in widgets:
-        assert is_plain(widget), widget
+        assert widget.is_plain(), widget
         width, height = widget.region.size
         crops = [Region(0, 0, width, height)]
         for _ in range(6):
@@ -47,7 +47,7 @@ async def _compare_all(app: Any, rng: random.Random) -> int:
             crops.append(Region(x, y, rng.randint(1, width - x), rng.randint(1, height - y)))
         for crop in crops:
             theirs = _textuals(widget, crop)
-            ours = render_plain(widget, crop)
+            ours = widget.render_plain(crop)
             assert _same(ours, theirs), (widget, crop)
             rows += crop.height
     return rows
@@ -80,15 +80,15 @@ async def test_a_styled_widget_renders_as_textual_does() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await samples.load(pilot.app, "single")
         stream = pilot.app.screen.query_one(ServerPanel).stream
-        assert is_plain(stream)
+        assert stream.is_plain()
         for style in ("padding: 0 1;", "border: round red;", "opacity: 0.5;", "tint: red 20%;"):
             stream.set_styles(style)
             await pilot.pause(0.05)
-            assert not is_plain(stream), style
+            assert not stream.is_plain(), style
             crop = Region(0, 0, stream.region.width, stream.region.height)
             assert _same(stream.render_lines(crop), _textuals(stream, crop))
             stream.set_styles("padding: 0; border: none; opacity: 1; tint: transparent;")
             await pilot.pause(0.05)
-            assert is_plain(stream), style
+            assert stream.is_plain(), style
         stream.border_title = "answer"
-        assert not is_plain(stream)
+        assert not stream.is_plain()

@@ -16,7 +16,6 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
@@ -37,7 +36,7 @@ from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
 from mtpwatch.session.watch import ServerFeed
-from mtpwatch.ui.compositor import make_compositor
+from mtpwatch.ui.compositor import FrameScreen, make_compositor
 from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
     LOSSLESS_WAITING,
@@ -65,7 +64,7 @@ SAMPLE_PROMPT = (
 )
 
 
-class MonitorScreen(Screen[None]):
+class MonitorScreen(FrameScreen):
     """The main view: panels side by side (stacked when narrow), one console."""
 
     def __init__(

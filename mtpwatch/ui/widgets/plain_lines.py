@@ -25,58 +25,54 @@ from mtpwatch.ui.compositor import textual_verified
 _NO_SPACING = Spacing(0, 0, 0, 0)
 
 
-def is_plain(widget: Widget) -> bool:
-    """Nothing for `StylesCache` to draw around or over the widget's rows: no border (or border
-    label), padding, outline, hatch, tint, text opacity or opacity (its own or an ancestor's), no
-    scrollbar, no link under the mouse to restyle; on a verified Textual."""
-    styles = widget.styles
-    if (
-        widget.BLANK
-        or widget._border_title is not None
-        or widget._border_subtitle is not None
-        or styles.padding != _NO_SPACING
-        or any(edge for edge, _ in styles.border)
-        or any(edge for edge, _ in styles.outline)
-        or styles.tint.a
-        or styles.text_opacity != 1.0
-        or (styles.has_rule("hatch") and styles.hatch != "none")
-        or widget.opacity != 1.0
-    ):
-        return False
-    if widget.content_region.size != widget.region.size:  # a scrollbar's gutter
-        return False
-    if widget.auto_links:
-        hover = widget.hover_style
-        if hover._link_id and hover._meta and "@click" in hover.meta:
-            return False
-    return textual_verified()
-
-
-def render_plain(widget: Widget, crop: Region) -> list[Strip]:
-    """The rows of `crop` as `StylesCache.render_widget` renders them for a plain widget
-    (`is_plain`): each row's strip fitted to the widget's width in its background, through the
-    app's line filters, cut to the crop's columns."""
-    width = widget.region.width
-    base_background, background = widget.background_colors
-    fill = Style(background=base_background + background).rich_style
-    filters = widget.get_line_filters()
-    render_line = widget.render_line
-    strips = []
-    for y in crop.line_range:
-        strip = render_line(y).adjust_cell_length(width, fill)
-        for line_filter in filters:
-            strip = strip.apply_filter(line_filter, background)
-        strips.append(strip)
-    x1, x2 = crop.column_span
-    if (x1, x2) != (0, width):
-        strips = [strip.crop(x1, x2) for strip in strips]
-    return strips
-
-
 class PlainLines(Widget):
     """Renders its rows with `render_plain` while it `is_plain`, else as any widget does."""
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        if is_plain(self):
-            return render_plain(self, crop)
+        if self.is_plain():
+            return self.render_plain(crop)
         return super().render_lines(crop)
+
+    def is_plain(self) -> bool:
+        """Nothing for `StylesCache` to draw around or over the rows: no border (or border label),
+        padding, outline, hatch, tint, text opacity or opacity (its own or an ancestor's), no
+        scrollbar, no link under the mouse to restyle; on a verified Textual."""
+        styles = self.styles
+        if (
+            self.BLANK
+            or self._border_title is not None
+            or self._border_subtitle is not None
+            or styles.padding != _NO_SPACING
+            or any(edge for edge, _ in styles.border)
+            or any(edge for edge, _ in styles.outline)
+            or styles.tint.a
+            or styles.text_opacity != 1.0
+            or (styles.has_rule("hatch") and styles.hatch != "none")
+            or self.opacity != 1.0
+        ):
+            return False
+        if self.content_region.size != self.region.size:  # a scrollbar's gutter
+            return False
+        if self.auto_links and self.hover_style.link_id and "@click" in self.hover_style.meta:
+            return False
+        return textual_verified()
+
+    def render_plain(self, crop: Region) -> list[Strip]:
+        """The rows of `crop` as `StylesCache.render_widget` renders them for a plain widget
+        (`is_plain`): each row's strip fitted to the widget's width in its background, through the
+        app's line filters, cut to the crop's columns."""
+        width = self.region.width
+        base_background, background = self.background_colors
+        fill = Style(background=base_background + background).rich_style
+        filters = self.get_line_filters()
+        render_line = self.render_line
+        strips = []
+        for y in crop.line_range:
+            strip = render_line(y).adjust_cell_length(width, fill)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips

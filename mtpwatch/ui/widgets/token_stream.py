@@ -28,9 +28,8 @@ from textual import events
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
-from mtpwatch.ui.compositor import frame_now
+from mtpwatch.ui.compositor import FramedWidget, frame_now
 from mtpwatch.ui.widgets.plain_lines import PlainLines
 
 PROMPT_MARK = "▶ "
@@ -39,7 +38,7 @@ CANCEL_MARK = "■ cancelled"
 """Line appended when the user cancels an answer (warning colour)."""
 
 
-class TokenStream(PlainLines, can_focus=False):
+class TokenStream(FramedWidget, PlainLines, can_focus=False):
     """Generated text. `feed` is one list append per token; the first text after a paint schedules the
     next paint (`_Painter`: `FLUSH_DELAY_S` later, `MIN_PAINT_INTERVAL_S` after the previous one; no
     timer runs while nothing arrives).
@@ -92,7 +91,7 @@ class TokenStream(PlainLines, can_focus=False):
         self._frame_top = 0
         self.min_paint_interval_s = self.MIN_PAINT_INTERVAL_S
         """Seconds between two paints at least (1 / `--fps`)."""
-        self._frame: dict[Widget, list[Region]] | None = None
+        self._frame: dict[FramedWidget, list[Region]] | None = None
         """While the painter paints: the frame this pane's repaints join (`_repaint`)."""
 
     def on_unmount(self) -> None:
@@ -221,7 +220,7 @@ class TokenStream(PlainLines, can_focus=False):
         new = set(range(after[0], after[0] + after[1]))
         return [Region(x, y, 1, 1) for y in sorted(old ^ new)]
 
-    def _tick(self, frame: dict[Widget, list[Region]]) -> None:
+    def _tick(self, frame: dict[FramedWidget, list[Region]]) -> None:
         """The painter's paint: wrap what is queued; the regions to repaint go into `frame`."""
         self._queued = False
         if self._pending and self.is_mounted:
@@ -431,17 +430,21 @@ class _Painter:
         self.handle = None
         self.painted_at = self.loop.time()
         due, self.due = self.due, {}
-        frame: dict[Widget, list[Region]] = {}
+        frame: dict[FramedWidget, list[Region]] = {}
         try:
             for stream in due:
                 stream._tick(frame)
             if frame and not frame_now(frame):
                 for widget, regions in frame.items():
                     widget.refresh(*regions)
-        except Exception as error:  # as in Textual's own frames: the app ends and shows it
-            if not due:
+        except Exception as error:  # raised again in a pane's message loop: the app ends and
+            if not due:  # shows it, as for an error in Textual's own frames
                 raise
-            next(iter(due)).app._handle_exception(error)
+            next(iter(due)).call_next(_raise, error)
+
+
+def _raise(error: Exception) -> None:
+    raise error
 
 
 _PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weakref.WeakKeyDictionary()
