@@ -41,7 +41,7 @@ def cell_width(markup: str) -> int:
     """Cells `markup` takes on screen (its tags and style variables take none).
 
     A narrow panel's view measures a few dozen lines and parts whose numbers change every time;
-    parsing each with `Content.from_markup` was most of its cost (`docs/cost.md`, "Lines fitted to
+    parsing each with `Content.from_markup` was most of its cost (`docs/measurements/`, "Lines fitted to
     narrower panes"). Markup made only of the panels' own tags around
     text without brackets or backslashes (no escaped server text) is measured by removing the
     tags; anything else is parsed (`tests/ui/test_pack.py` holds the two to the same answer).

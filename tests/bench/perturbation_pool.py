@@ -1,14 +1,14 @@
 """Pool several windowed perturbation runs, and read the watched ones against their A/A control.
 
-One `perturbation.py --windows 80` run resolves a median ratio to about ±0.8 % (docs/cost.md), too
-wide to tell 0.995 from 0.990. Each of its pairs is a ratio of two adjacent windows under one stream,
+One `perturbation.py --windows 80` run resolves a median ratio to about ±0.8 % (docs/measurements/),
+too wide to tell 0.995 from 0.990. Each of its pairs is a ratio of two adjacent windows under one stream,
 so pairs from runs made one after another on the same server can be pooled: four runs narrow the
 interval about twice. Runs are grouped by watcher and interval; each group gets its pooled median
 with the distribution-free and the bootstrap 95 % CI, and each run's median for the spread. With a
 control group (`--watcher none`), every watched group is also read against it: the difference of the
 pooled medians with its bootstrap CI (the two samples drawn again independently), and the watched
 median over the control's, which takes out any bias of the method's own (one machine's control
-read 0.998, another's 1.001: docs/cost.md). Interleave the runs (control, watched, control, ...)
+read 0.998, another's 1.001: docs/measurements/). Interleave the runs (control, watched, control, ...)
 so a slow drift of the server reaches both groups alike:
 
     for i in 1 2 3 4; do for w in none scraper; do
