@@ -97,11 +97,6 @@ def token_id(piece: str) -> int:
     return 100 + zlib.crc32(piece.encode("utf-8")) % (VOCAB_SIZE - 100)
 
 
-def count_tokens(text: str) -> int:
-    """Number of pieces `split_pieces` makes of ``text``."""
-    return len(split_pieces(text))
-
-
 def prompt_token_ids(text: str) -> list[int]:
     """Token ids of a prompt (BOS = 2 first, as Gemma)."""
     return [2, *(token_id(p) for p in split_pieces(text))]

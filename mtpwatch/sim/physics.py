@@ -66,11 +66,6 @@ class Physics:
         p = self.preset
         return context * p.kv_bytes_per_token + min(context, p.kv_window) * p.kv_swa_bytes_per_token
 
-    def verify_bytes(self, context: int = 0) -> float:
-        """Bytes of one batch-1 decode step (verify of k+1 tokens with speculation) incl. drafter."""
-        drafter = self.k * self.preset.drafter_bytes
-        return self.target_bytes(self.k + 1) + self.kv_bytes(context) + drafter
-
     # -- time --------------------------------------------------------------------------------
     def step_cost(self, *, prefill: Sequence[int] = (), decode: Sequence[int] = ()) -> StepCost:
         """Cost of one engine step.

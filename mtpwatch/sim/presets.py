@@ -17,7 +17,7 @@ How each preset reproduces its public numbers is in its docstring-like ``derivat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 GB = 1e9
 
@@ -115,10 +115,6 @@ class Preset:
     """Public figures this preset reproduces: decode tok/s 'baseline', 'mtp', 'short_ratio'..."""
     derivation: str = ""
     """How the constants reproduce the public numbers."""
-
-    def with_k(self, k: int) -> Preset:
-        """The same preset with another num_speculative_tokens."""
-        return replace(self, k=k)
 
     def conditional_acceptance(self, k: int | None = None) -> tuple[float, ...]:
         """Conditional acceptance for positions 0..k-1; extends the profile geometrically if k is longer."""

@@ -69,11 +69,6 @@ def summarize(values: Sequence[float]) -> Summary:
     )
 
 
-def coefficient_of_variation(values: Sequence[float]) -> float:
-    """Sample standard deviation over mean (0.0 for fewer than two values)."""
-    return summarize(values).cv
-
-
 def paired_ratios(baseline: Sequence[float], treatment: Sequence[float]) -> list[float]:
     """Per-pair speed-up ``treatment[i] / baseline[i]``; pairs with a non-positive baseline are skipped."""
     if len(baseline) != len(treatment):

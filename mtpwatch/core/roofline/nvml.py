@@ -24,7 +24,7 @@ import contextlib
 import importlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -338,15 +338,5 @@ def local_gpu_reading(nvml: Any | None = None) -> HardwareReading:
     sampler = Sampler(nvml=nvml)
     try:
         return sampler.sample()
-    finally:
-        sampler.stop()
-
-
-@contextlib.contextmanager
-def sampling(**kwargs: Any) -> Iterator[Sampler]:
-    """`with sampling(period_s=0.5) as s:` runs a started Sampler and stops it on exit."""
-    sampler = Sampler(**kwargs).start()
-    try:
-        yield sampler
     finally:
         sampler.stop()

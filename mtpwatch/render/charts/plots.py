@@ -25,7 +25,7 @@ from typing import Any
 from mtpwatch.core.ab import figures, reportfile
 from mtpwatch.core.ab.compare import Comparison
 from mtpwatch.core.ab.reportfile import Interval, SavedReport
-from mtpwatch.render.numbers import fixed, interval, percent, ratio, tok_s
+from mtpwatch.render.numbers import fixed, percent, ratio, tok_s
 
 #: figure name -> one line for --help
 FIGURES: dict[str, str] = {
@@ -59,10 +59,6 @@ def load_plotext() -> ModuleType | None:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-def _fmt_ci(sp: Any) -> str:
-    return f"{interval(sp.median, sp.low, sp.high)} n={sp.n}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:

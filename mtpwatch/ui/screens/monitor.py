@@ -558,10 +558,6 @@ class MonitorScreen(FrameScreen):
         self.update_title()
         self.views_due(now=True)
 
-    def now(self) -> float:
-        """The injected clock."""
-        return self.clock()
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A generation that failed with an unexpected error says so in one line (and in a recording)."""
         if event.state != WorkerState.ERROR or event.worker.group != "generate":
@@ -584,8 +580,3 @@ def _startup_to(panel: ServerPanel) -> Callable[[StartupView, list[str]], None]:
 
 def _label(screen: MonitorScreen, index: int) -> str:
     return screen.config.servers[index].label
-
-
-def wall_clock() -> float:
-    """Wall time, for 'disconnected since HH:MM:SS'."""
-    return time.time()
