@@ -33,7 +33,7 @@ from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import run_sweep, sweep_document
+from mtpwatch.core.ab.sweep import K_MAX, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
@@ -168,8 +168,11 @@ class Provenance:
 def _checked_ks(ks: Sequence[int]) -> list[int]:
     """--sweep-k, sorted, with k=0 (the baseline) added; one line when it compares nothing."""
     out = sorted(set(ks))
-    if not out or any(k < 0 or k > 64 for k in out):
-        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
+    if not out or any(k < 0 or k > K_MAX for k in out):
+        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`core.ab.sweep.K_MAX`)
+        raise click.BadParameter(
+            f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8", param_hint="--sweep-k"
+        )
     if 0 not in out:
         out = [0, *out]
     if len(out) < 2:

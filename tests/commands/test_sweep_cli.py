@@ -215,13 +215,25 @@ def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
         top = max(cells, key=lambda x: x["speedup"])
         assert conc["best_k"][str(c)] == (top["k"] if top["speedup"] > 1 else 0)
     schedule = [tuple(r) for r in conc["num_speculative_tokens_per_batch_size"]]
-    assert schedule == list(batch_schedule({int(c): k for c, k in conc["best_k"].items()}))
+    # a schedule of the choices where the intervals need one, else the medians' (to verify only)
+    chosen = {int(c): ch["k"] for c, ch in conc["choices"].items()}
+    medians = {int(c): k for c, k in conc["best_k"].items()}
+    assert schedule == list(batch_schedule(medians if conc["fixed_k"] is not None else chosen))
     assert schedule[0][0] == 1 and schedule[-1][1] == 4
     check_schedule(schedule, 3)  # vLLM's rules
-    config = conc["speculative_config"]
+    config = conc["schedule_config"]
     assert config["method"] == "mtp" and config["model"] == E4B_D
     assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
-    assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
+    ready = conc["speculative_config"]  # the advice: a fixed k within the noise, or the schedule
+    if conc["fixed_k"] is None:
+        assert ready == config
+    else:
+        assert conc["fixed_k"] in set.intersection(
+            *(set(ch["within_noise"]) for ch in conc["choices"].values())
+        )
+        assert ready is None if conc["fixed_k"] == 0 else "num_speculative_tokens_per_batch_size" not in ready
+    if ready is not None:
+        assert f"--speculative-config '{json.dumps(ready, separators=(',', ':'))}'" in text  # ready to paste
     # the schedule ran on its own server, head to head against the best fixed k at the
     # concurrencies where that k is best, in two benches (fixed k as A, then the schedule as A),
     # their pairs pooled

