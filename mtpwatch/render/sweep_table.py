@@ -83,6 +83,8 @@ def format_sweep(report: SweepReport, title: str) -> str:
     if report.advice is not None:
         lines.append(report.advice.line())
         lines.append(f"  {report.advice.fit.describe()}")
+        if report.advice.serving_fit is not None:
+            lines.append(f"  beside it, the serving runs' {report.advice.serving_fit.describe()} (not used)")
         held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
         if held:
             parts = " ".join(f"k={k}:{percent(e, signed=True)}" for k, e in held.items() if e is not None)

@@ -267,3 +267,24 @@ def test_verify_schedule_needs_two_concurrencies(tmp_path: Path, monkeypatch: py
     assert result.exit_code == 0, result.output
     assert "--verify-schedule needs two or more --concurrency values" in result.output
     assert "per concurrency" not in result.stdout
+
+
+def test_step_times_from_vllm_bench_forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--step-times FILE.json`: the advisor's t(k) from `vllm bench forward`, the serving runs' fit
+    printed beside it, and the output says which was used."""
+    fixture = Path(__file__).resolve().parents[1] / "data" / "vllm-bench-forward.json"
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,2", "--vllm", SIM, "--gpu", "GB10"]
+    args += [*QUICK, "--step-times", str(fixture), "--json", str(out), "--", "--max-model-len", "8192"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "step model from vllm bench forward vllm-bench-forward.json, batch 1" in result.stdout
+    assert "beside it, the serving runs' step model (two points, k=0 and k=2)" in result.stdout
+    advisor = json.loads(out.read_text(encoding="utf-8"))["advisor"]
+    assert advisor["step_times_from"] == "vllm bench forward vllm-bench-forward.json, batch 1"
+    assert advisor["fit"]["measured_step_ratio"]["3"] == pytest.approx(7517.3 / 6120.5, abs=1e-4)
+    assert advisor["serving_fit"]["source"] == "serving runs"
+    # without a sweep it has nothing to feed
+    bad = CliRunner().invoke(cli, ["bench", "--step-times", str(fixture), *QUICK])
+    assert bad.exit_code != 0 and "--step-times feeds the k sweep's advisor" in bad.output

@@ -25,8 +25,9 @@ from typing import Any
 
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, stats
-from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
+from mtpwatch.core.ab.advisor import KMeasure, StepFit, SweepAdvice, advise_sweep, fit_ratios
 from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
+from mtpwatch.core.ab.forward import ForwardTable, steps_at
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.reportfile import SWEEP_KIND
@@ -296,12 +297,26 @@ def baseline_lives(report: Any) -> float | None:
     return statistics.median(ratios) if ratios else None
 
 
+def _forward_fit(
+    table: ForwardTable | None, reports: Mapping[int, Any], baseline_tok_s: float
+) -> StepFit | None:
+    """The step model from `vllm bench forward`'s table at the sweep's smallest concurrency (or
+    the nearest batch it timed); None without a table. ValueError (`ForwardError`) when unusable."""
+    if table is None:
+        return None
+    levels = sorted({c for r in reports.values() for c in r.config.concurrency}) or [1]
+    batch, ratios = steps_at(table, levels)
+    return fit_ratios(ratios, baseline_tok_s, f"vllm bench forward {table.source}, batch {batch}")
+
+
 def sweep_from_reports(
     reports: Mapping[int, Any],
     interrupted: str | None = None,
     arms: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+    step_times: ForwardTable | None = None,
 ) -> SweepReport:
-    """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
+    """Rows, best k and the advisor's predictions from the bench report of each k > 0; with
+    `step_times` (`vllm bench forward`) the step model comes from it, the serving runs' beside."""
     rows = [_row(k, reports[k]) for k in sorted(reports)]
     base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
     baseline_tok_s = statistics.median(base) if base else None
@@ -321,7 +336,8 @@ def sweep_from_reports(
         ]
         ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
         try:
-            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
+            step_fit = _forward_fit(step_times, reports, baseline_tok_s)
+            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks, step_fit)
         except ValueError:
             advice = None
     estimates = {r.k: Estimate(r.speedup, *r.ci) for r in measured if r.speedup is not None and r.ci}
@@ -388,6 +404,7 @@ async def run_sweep(
     treatments: Sequence[tuple[int, str, Sequence[str]]],
     *,
     on_k: Callable[[int], None] | None = None,
+    step_times: ForwardTable | None = None,
     **options: Any,
 ) -> SweepReport:
     """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
@@ -412,4 +429,4 @@ async def run_sweep(
         if pair.interrupted:
             interrupted = pair.interrupted
             break
-    return sweep_from_reports(reports, interrupted, infos)
+    return sweep_from_reports(reports, interrupted, infos, step_times)
