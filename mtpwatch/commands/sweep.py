@@ -252,10 +252,9 @@ def sweep_command(
         "env": dict(base.env), "api_key": api_key, "model": served_model, "chat": chat,
         "startup_timeout_s": startup_timeout, "on_event": progress,
     }  # fmt: skip
+    sweep = run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, step_times=step_times, **options)
     try:
-        report = asyncio.run(
-            run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, step_times=step_times, **options)
-        )
+        report = asyncio.run(sweep)
         conc, checked = (None, []) if report.interrupted else concurrency_advice(
             report, config, (base.url, base.argv), (treatments[-1][1], treatments[-1][2]),
             verify_schedule=verify_schedule, options=options,
