@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any
 
 from mtpwatch.core.ab.advisor import Advice, advise
-from mtpwatch.core.ab.engine import EngineMode, engine_mode
+from mtpwatch.core.ab.engine import EngineMode, engine_mode, llamacpp_synthetic
 from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.session.sources import Source
@@ -23,7 +23,10 @@ from mtpwatch.session.sources import Source
 def engine_of(feed: Source) -> EngineMode:
     """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
     launch = feed.spec.launch
-    config = spec_config_from_argv(launch.argv) if launch is not None else None
+    argv = launch.argv if launch is not None else None
+    config = spec_config_from_argv(argv) if argv is not None else None
+    info = getattr(feed, "engine_info", None)  # llama-server's /props (ServerFeed), else None
+    config = config or llamacpp_synthetic(argv, getattr(info, "synthetic", None))
     return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
 
 
