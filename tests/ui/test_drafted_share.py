@@ -61,3 +61,12 @@ def test_the_panel_says_how_many_steps_drafted_under_a_schedule() -> None:
     # llama.cpp has no ITL histogram; speculation off has no drafts
     assert not dynamic_k(_view(drafted_share=0.5, engine="llama.cpp"))
     assert not dynamic_k(_view(drafted_share=0.5, speculative=False))
+
+
+def test_the_compact_panel_says_it_too() -> None:
+    from mtpwatch.ui.markup.compact import compact_numbers
+
+    view = _view(drafted_share=0.86, k_schedule=((1, 1, 4), (2, 8, 0)), mean_draft_len=4.0)
+    assert "drafted [b]86 %[/]" in compact_numbers(view, 80)
+    assert "k by batch size 1: k=4, 2–8: k=0" in render_numbers(view, 160)
+    assert "drafted" not in compact_numbers(_view(drafted_share=1.0), 80)

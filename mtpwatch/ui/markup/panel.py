@@ -172,7 +172,7 @@ def render_drafted(view: ServerView, width: int | None = None) -> str:
     pct = "—" if share is None else f"{100 * min(max(share, 0.0), 1.0):.0f} %"
     items: tuple[str, ...] = (f"drafted on [b]{pct}[/] of steps",)
     if view.k_schedule:
-        ranges = ", ".join(f"{lo}–{hi}: k={k}" for lo, hi, k in view.k_schedule)
+        ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
         items = (*items, f"k by batch size {escape(ranges)}")
     return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
 
