@@ -39,7 +39,11 @@ def _choice(conc: ConcurrencyAdvice, c: int) -> str:
     ch = conc.choices.get(c)
     if ch is None or ch.resolved:
         return str(conc.best[c])
-    return f"{ch.best} (≈{','.join(map(str, ch.within))})"
+    return (
+        f"{ch.best} (≈{','.join(map(str, ch.within))})"
+        if not ch.weak or len(ch.within) > 1
+        else f"{ch.best}?"
+    )
 
 
 def _advice(conc: ConcurrencyAdvice) -> list[str]:
@@ -47,17 +51,26 @@ def _advice(conc: ConcurrencyAdvice) -> list[str]:
     ranges = ", ".join(f"{lo}–{hi}: k={k}" for lo, hi, k in conc.schedule)
     config = json.dumps(dict(conc.config), separators=(",", ":")) if conc.config is not None else None
     if conc.fixed_k is not None:
+        weak = (
+            "; intervals under 95 % (†): more --runs may resolve more"
+            if any(ch.weak for ch in conc.choices.values())
+            else ""
+        )
         lines = (
             [f"a fixed k={conc.fixed_k} does as well within the noise at every measured concurrency "
-             "(the smallest such k):", f"  --speculative-config {shlex.quote(config)}"]
+             f"(the smallest such k){weak}:", f"  --speculative-config {shlex.quote(config)}"]
             if config is not None and conc.fixed_k > 0
             else ["k=0 does as well within the noise at every measured concurrency: run without "
                   "speculation (or measure with more --runs)"]
         )  # fmt: skip
-        lines.append(
-            f"  the medians' schedule ({ranges}) is not resolved by its intervals: no "
-            "num_speculative_tokens_per_batch_size to paste (--verify-schedule measures it head to head)"
-        )
+        if any(
+            len({k for _, _, k in conc.schedule}) > 1 or ch.best != conc.fixed_k
+            for ch in conc.choices.values()
+        ):
+            lines.append(
+                f"  the medians' schedule ({ranges}) is not resolved by its intervals: no "
+                "num_speculative_tokens_per_batch_size to paste (--verify-schedule measures it head to head)"
+            )
         return lines
     lines = [f"schedule (batch size = requests running at once; inclusive ranges): {ranges}"]
     if len(conc.schedule) == 1 and conc.schedule[0][2] > 0:
@@ -86,7 +99,7 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
     for c, cells in conc.table.items():
         row = "".join(f"{_cell(cells[k]) if k in cells else '—':>22}" for k in ks)
         lines.append(f"{c:>5}{row}{_choice(conc, c):>16}")
-    lines.append(f"rule: {RULE} (≈: the ks within the noise)")
+    lines.append(f"rule: {RULE} (≈: the ks within the noise; ?: an interval under 95 %, †)")
     lines.extend(_advice(conc))
     if conc.verification:
         lines.append(

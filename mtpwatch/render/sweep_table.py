@@ -29,6 +29,8 @@ def _resolution(report: SweepReport) -> str:
         return ""
     if ch.resolved:
         return " — resolved (its 95% CI excludes the next-best k)"
+    if ch.weak:
+        return f" — not resolved: too few pairs for a 95% interval (rule: {RULE})"
     ks = ",".join(map(str, ch.within))
     return (
         f" — not resolved: k={ks} lie within its 95% CI; a fixed k={ch.k} does as well within the noise"

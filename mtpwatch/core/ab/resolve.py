@@ -9,6 +9,7 @@ The rule, stated once (every table that names a best k reads it from here):
 - it is **resolved** only where the lower end of its interval lies above the median of every other
   candidate (the next-best k, and 1.0 for k=0): the data then excludes the runner-up. When the best
   is k=0, it is resolved only where every k's interval lies below 1.0;
+- an interval that covers less than 95 % (too few pairs: `median_ci`'s min–max) resolves nothing;
 - otherwise the ks whose median lies inside the best's interval (k=0 when 1.0 does) do as well
   within the noise, and the choice is the **smallest** of them: the cheapest config the data cannot
   tell from the best (fewer drafts verified, less memory, and a smaller k's acceptance is
@@ -37,6 +38,8 @@ class Estimate:
     speedup: float
     low: float
     high: float
+    coverage: float = 0.95
+    """What [low, high] achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +50,13 @@ class Choice:
     """The k with the highest median (0 when none beats 1.0)."""
     within: tuple[int, ...]
     """Every k the best's interval cannot tell from it, the best included, sorted (k=0 as 1.0)."""
+    weak: bool = False
+    """The best's interval covers less than 95 %: it resolves nothing, whatever it excludes."""
 
     @property
     def resolved(self) -> bool:
-        """The best's interval excludes every other k."""
-        return self.within == (self.best,)
+        """The best's 95 % interval excludes every other k."""
+        return self.within == (self.best,) and not self.weak
 
     @property
     def k(self) -> int:
@@ -62,11 +67,19 @@ class Choice:
         """'k=2 (resolved)' or 'k=1 (best median k=2; k=1,2 within the noise)'."""
         if self.resolved:
             return f"k={self.best} (resolved)"
+        if self.weak:
+            return f"k={self.k} (best median k={self.best}; its interval covers < 95 %: not resolved)"
         ks = ",".join(map(str, self.within))
         return f"k={self.k} (best median k={self.best}; k={ks} within the noise)"
 
     def to_json(self) -> dict[str, Any]:
-        return {"best": self.best, "resolved": self.resolved, "within_noise": list(self.within), "k": self.k}
+        return {
+            "best": self.best,
+            "resolved": self.resolved,
+            "within_noise": list(self.within),
+            "k": self.k,
+            "weak_interval": self.weak,
+        }
 
 
 def resolve(estimates: Mapping[int, Estimate]) -> Choice:
@@ -81,11 +94,12 @@ def resolve(estimates: Mapping[int, Estimate]) -> Choice:
     best = estimates[best_k]
     if best.speedup <= 1.0:
         within = [0, *(k for k, e in estimates.items() if e.high >= 1.0)]
-        return Choice(0, tuple(sorted(within)))
+        weak = any(e.coverage < 0.95 for e in estimates.values())
+        return Choice(0, tuple(sorted(within)), weak)
     within = [k for k, e in estimates.items() if e.speedup >= best.low]
     if best.low <= 1.0:
         within.append(0)
-    return Choice(best_k, tuple(sorted(set(within))))
+    return Choice(best_k, tuple(sorted(set(within))), best.coverage < 0.95)
 
 
 def common_choice(choices: Mapping[int, Choice]) -> int | None:

@@ -138,7 +138,9 @@ def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, i
 def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
     """At each concurrency, what the intervals resolve (`core.ab.resolve`)."""
     return {
-        c: resolve({k: Estimate(cell.speedup, cell.low, cell.high) for k, cell in cells.items()})
+        c: resolve(
+            {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
+        )
         for c, cells in sorted(table.items())
         if cells
     }

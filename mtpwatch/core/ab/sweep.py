@@ -98,6 +98,8 @@ class SweepRow:
     mean_acceptance_length: float | None
     per_position: tuple[float, ...] | None
     categories: Mapping[str, Mapping[str, Any]]
+    ci_coverage: float = 0.95
+    """What `ci` achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -272,6 +274,7 @@ def _row(k: int, report: Any) -> SweepRow:
         mean_acceptance_length=acc.mean_acceptance_length if acc else None,
         per_position=acc.per_position if acc else None,
         categories=cats,
+        ci_coverage=sp.ci.coverage if sp else 0.95,
     )
 
 
@@ -340,7 +343,9 @@ def sweep_from_reports(
             advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks, step_fit)
         except ValueError:
             advice = None
-    estimates = {r.k: Estimate(r.speedup, *r.ci) for r in measured if r.speedup is not None and r.ci}
+    estimates = {
+        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in measured if r.speedup is not None and r.ci
+    }
     choice = resolve(estimates) if estimates else None
     return SweepReport(
         (baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}), choice

@@ -34,3 +34,12 @@ def test_one_k_within_the_noise_everywhere() -> None:
     assert common_choice({1: Choice(3, (3,)), 4: Choice(1, (1,))}) is None
     assert common_choice({1: Choice(2, (0, 1, 2)), 4: Choice(0, (0,))}) == 0
     assert common_choice({}) is None
+
+
+def test_an_interval_under_95_percent_resolves_nothing() -> None:
+    """Three pairs give [min, max], a 75 % interval: it may exclude the next-best k and still not
+    resolve it at 95 %."""
+    ch = resolve({1: Estimate(1.51, 1.44, 1.70, 0.75), 2: Estimate(2.20, 1.77, 2.23, 0.75)})
+    assert ch.best == 2 and ch.within == (2,) and ch.weak and not ch.resolved and ch.k == 2
+    assert "covers < 95 %" in ch.describe() and ch.to_json()["weak_interval"] is True
+    assert resolve({1: Estimate(0.9, 0.85, 0.95, 0.5)}).weak

@@ -200,7 +200,13 @@ def test_a_schedule_only_where_the_intervals_resolve_it() -> None:
     assert "1 (≈1,2)" in text and "rule: best k = highest median paired speed-up" in text
     doc = conc.to_json()
     assert doc["fixed_k"] == 1 and doc["schedule_resolved"] is False
-    assert doc["choices"]["4"] == {"best": 2, "resolved": False, "within_noise": [1, 2], "k": 1}
+    assert doc["choices"]["4"] == {
+        "best": 2,
+        "resolved": False,
+        "within_noise": [1, 2],
+        "k": 1,
+        "weak_interval": False,
+    }
 
     # resolved at both, different ks: a ready schedule of the resolved ks
     table = {
@@ -217,3 +223,28 @@ def test_a_schedule_only_where_the_intervals_resolve_it() -> None:
     conc = advise_table(table, base)
     assert conc.fixed_k == 0 and conc.config is None
     assert "k=0 does as well within the noise" in format_concurrency(conc)
+
+
+def test_one_k_best_everywhere_on_thin_intervals() -> None:
+    """The simulator's sweep at 3 pairs: k=2 best at c=1 and c=4, each interval covering 75 %. The
+    advice is the fixed k, flagged as resting on thin intervals, and no 'medians' schedule' line
+    (it is the same k)."""
+    from mtpwatch.core.ab.schedule import advise_table
+    from mtpwatch.render.schedule_table import format_concurrency
+
+    def c(k: int, conc: int, sp: float, lo: float, hi: float) -> Cell:
+        return Cell(k, conc, sp, lo, hi, 3, None, None, coverage=0.75)
+
+    table = {
+        1: {1: c(1, 1, 1.51, 1.44, 1.70), 2: c(2, 1, 2.20, 1.77, 2.23)},
+        4: {1: c(1, 4, 1.30, 1.28, 1.81), 2: c(2, 4, 1.78, 1.73, 2.05)},
+    }
+    conc = advise_table(table, {"method": "mtp"})
+    assert conc.fixed_k == 2 and not any(ch.resolved for ch in conc.choices.values())
+    text = format_concurrency(conc)
+    assert (
+        "a fixed k=2 does as well within the noise at every measured concurrency (the smallest such k); "
+        in text
+    )
+    assert "intervals under 95 % (†)" in text and "the medians' schedule" not in text
+    assert "2?" in text
