@@ -15,6 +15,7 @@ from typing import Any
 
 from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import EngineMode, engine_mode, llamacpp_synthetic
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.session.sources import Source
@@ -40,9 +41,9 @@ def k_schedule_of(feed: Source) -> tuple[tuple[int, int, int], ...] | None:
 def drafted_fields(r: Rates | None) -> dict[str, Any]:
     """`ServerView`'s dynamic-k fields from the window's rates: the drafted share and the mean
     number of drafts a drafting step verified (Δdraft_tokens / Δdrafts, below k when lengths mix)."""
-    if r is None or not r.drafts:
-        return {"drafted_share": r.drafted_share if r else None, "mean_draft_len": None}
-    return {"drafted_share": r.drafted_share, "mean_draft_len": r.draft_tokens / r.drafts}
+    if r is None:
+        return {"drafted_share": None, "mean_draft_len": None}
+    return {"drafted_share": r.drafted_share, "mean_draft_len": F.ratio(r.draft_tokens, r.drafts)}
 
 
 def lossy_reason(speculative: Source) -> str | None:
