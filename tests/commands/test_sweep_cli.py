@@ -51,6 +51,10 @@ def test_sweep_every_method(
         assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
         assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
     assert doc["best_k"] in (0, 1, 3)
+    # whether the intervals resolve it (core.ab.resolve): the same best, and the ks within the noise
+    choice = doc["best_k_choice"]
+    assert choice["best"] == doc["best_k"] and choice["best"] in choice["within_noise"]
+    assert choice["weak_interval"] is True  # 2 pairs: [min, max] covers 50 %, resolves nothing
     advisor = doc["advisor"]
     assert advisor["from_k"] == 3 and [p["k"] for p in advisor["predictions"]] == [0, 1, 2, 3, 4, 5]
     assert [p["extrapolated"] for p in advisor["predictions"]] == [False] * 4 + [True] * 2
