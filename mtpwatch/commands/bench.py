@@ -192,6 +192,8 @@ def command(
     --sweep-k 0,1,2,4: a k sweep, one server at a time (flags after -- go to every vLLM server),
     with the k advisor's predictions beside the measured figures.
     """
+    if sweep.get("step_times") is not None and sweep["start_model"] is None:
+        raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
     if sweep["start_model"] is not None:
         sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)  # the sweep's too
         sweep_from_bench(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature,

@@ -32,8 +32,9 @@ from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
+from mtpwatch.core.ab.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import run_sweep, sweep_document
+from mtpwatch.core.ab.sweep import K_MAX, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
@@ -68,6 +69,14 @@ def sweep_options(func: Any) -> Any:
         gpu_free_option("k sweep: free GPU memory."),
         click.option(
             "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
+        ),
+        click.option(
+            "--step-times",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE.json",
+            help="k sweep: the advisor's step times t(k) from `vllm bench forward --output-json` (vLLM "
+            "0.33+) instead of the serving runs' (printed beside).",
         ),
         click.option(
             "--verify-schedule",
@@ -144,7 +153,20 @@ def sweep_from_bench(
         progress=Progress(sys.stderr, mode),
         provenance_of=Provenance(prompts_spec, sweep.get("label"), metadata),
         verify_schedule=bool(sweep.get("verify_schedule")),
+        step_times=_step_times(sweep.get("step_times"), concurrency),
     )
+
+
+def _step_times(path: Path | None, concurrency: Sequence[int]) -> ForwardTable | None:
+    """`--step-times`, read and checked before any server starts (a batch with a k=0 case)."""
+    if path is None:
+        return None
+    try:
+        table = load_forward(path)
+        steps_at(table, concurrency)
+    except ForwardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--step-times") from None
+    return table
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +190,11 @@ class Provenance:
 def _checked_ks(ks: Sequence[int]) -> list[int]:
     """--sweep-k, sorted, with k=0 (the baseline) added; one line when it compares nothing."""
     out = sorted(set(ks))
-    if not out or any(k < 0 or k > 64 for k in out):
-        raise click.BadParameter("give ks between 0 and 64, e.g. 0,1,2,4,8", param_hint="--sweep-k")
+    if not out or any(k < 0 or k > K_MAX for k in out):
+        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`core.ab.sweep.K_MAX`)
+        raise click.BadParameter(
+            f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8", param_hint="--sweep-k"
+        )
     if 0 not in out:
         out = [0, *out]
     if len(out) < 2:
@@ -198,6 +223,7 @@ def sweep_command(
     progress: Any,
     provenance_of: Provenance | None = None,
     verify_schedule: bool = False,
+    step_times: ForwardTable | None = None,
 ) -> None:
     """Plan, then run the sweep and print it (or print the plan and exit)."""
     ks = _checked_ks(ks)
@@ -226,8 +252,9 @@ def sweep_command(
         "env": dict(base.env), "api_key": api_key, "model": served_model, "chat": chat,
         "startup_timeout_s": startup_timeout, "on_event": progress,
     }  # fmt: skip
+    sweep = run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, step_times=step_times, **options)
     try:
-        report = asyncio.run(run_sweep(config, (base.url, base.argv), treatments, on_k=on_k, **options))
+        report = asyncio.run(sweep)
         conc, checked = (None, []) if report.interrupted else concurrency_advice(
             report, config, (base.url, base.argv), (treatments[-1][1], treatments[-1][2]),
             verify_schedule=verify_schedule, options=options,

@@ -61,14 +61,18 @@ def concurrency_advice(
     note = dynamic_k_missing(version)
     if note is not None:
         return dataclasses.replace(conc, verification_note=note), []
-    if conc.config is None:
+    if conc.schedule_config is None:
         return dataclasses.replace(conc, verification_note="no schedule: speculation pays nowhere"), []
-    schedule_argv = replace_spec_config(top[1], conc.config)
+    schedule_argv = replace_spec_config(top[1], conc.schedule_config)
     pairs: list[PairRun] = []
     heads: dict[int, Cell] = {}
     interrupted: str | None = None
     for k, levels in verify_groups(conc.best).items():
-        fixed = baseline if k == 0 else (top[0], replace_spec_config(top[1], fixed_config(conc.config, k)))
+        fixed = (
+            baseline
+            if k == 0
+            else (top[0], replace_spec_config(top[1], fixed_config(conc.schedule_config, k)))
+        )
         where = ", ".join(map(str, levels))
         reports: list[Any] = []
         # both orders: whatever favours one arm's place in the restart schedule cancels in the pool

@@ -138,6 +138,11 @@ def _acceptance_rows(c: _Ctx) -> list[str]:
     lines = [
         c.row("acceptance rate", [percent(x.acceptance_rate if x else None) for x in accs], src),
         c.row("mean acceptance length", [fixed(x.mean_acceptance_length if x else None) for x in accs], src),
+        c.row(
+            "drafted on (share of steps)",
+            [percent(x.drafted_share if x else None) for x in accs],
+            "server: Δnum_drafts / ΔITL count",
+        ),
     ]
     for a, x in zip(arms, accs, strict=True):
         if x is not None and x.per_position:

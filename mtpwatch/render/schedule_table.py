@@ -8,6 +8,7 @@ import json
 import shlex
 from collections.abc import Sequence
 
+from mtpwatch.core.ab.resolve import RULE
 from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice
 from mtpwatch.render.numbers import interval, percent, ratio
 
@@ -33,33 +34,73 @@ def _weak_note(cells: Sequence[Cell]) -> str | None:
     )
 
 
-def format_concurrency(conc: ConcurrencyAdvice) -> str:
-    """The concurrency × k table, the best k at each, the schedule and its check."""
-    ks = sorted({k for cells in conc.table.values() for k in cells})
-    lines = [
-        "per concurrency: speed-up over k=0 [95% CI] (the same prompt sent c at once; above c=1 the speed "
-        "is aggregate output tok/s)",
-        f"{'c':>5}" + "".join(f"{f'k={k}':>22}" for k in ks) + f"{'best k':>9}",
-    ]
-    for c, cells in conc.table.items():
-        row = "".join(f"{_cell(cells[k]) if k in cells else '—':>22}" for k in ks)
-        lines.append(f"{c:>5}{row}{conc.best[c]:>9}")
+def _choice(conc: ConcurrencyAdvice, c: int) -> str:
+    """'2' where the data resolves the best k, '1 (≈0,1,2)' where ks are within the noise."""
+    ch = conc.choices.get(c)
+    if ch is None or ch.resolved:
+        return str(conc.best[c])
+    return (
+        f"{ch.best} (≈{','.join(map(str, ch.within))})"
+        if not ch.weak or len(ch.within) > 1
+        else f"{ch.best}?"
+    )
+
+
+def _advice(conc: ConcurrencyAdvice) -> list[str]:
+    """The ready config: a fixed k where one does as well everywhere, else the schedule."""
     ranges = ", ".join(f"{lo}–{hi}: k={k}" for lo, hi, k in conc.schedule)
-    lines.append(f"schedule (batch size = requests running at once; inclusive ranges): {ranges}")
+    config = json.dumps(dict(conc.config), separators=(",", ":")) if conc.config is not None else None
+    if conc.fixed_k is not None:
+        weak = (
+            "; intervals under 95 % (†): more --runs may resolve more"
+            if any(ch.weak for ch in conc.choices.values())
+            else ""
+        )
+        lines = (
+            [f"a fixed k={conc.fixed_k} does as well within the noise at every measured concurrency "
+             f"(the smallest such k){weak}:", f"  --speculative-config {shlex.quote(config)}"]
+            if config is not None and conc.fixed_k > 0
+            else ["k=0 does as well within the noise at every measured concurrency: run without "
+                  "speculation (or measure with more --runs)"]
+        )  # fmt: skip
+        if any(
+            len({k for _, _, k in conc.schedule}) > 1 or ch.best != conc.fixed_k
+            for ch in conc.choices.values()
+        ):
+            lines.append(
+                f"  the medians' schedule ({ranges}) is not resolved by its intervals: no "
+                "num_speculative_tokens_per_batch_size to paste (--verify-schedule measures it head to head)"
+            )
+        return lines
+    lines = [f"schedule (batch size = requests running at once; inclusive ranges): {ranges}"]
     if len(conc.schedule) == 1 and conc.schedule[0][2] > 0:
         lines.append(
             f"  one k wins at every measured concurrency: a fixed num_speculative_tokens "
             f"{conc.schedule[0][2]} does the same as this schedule"
         )
-    if conc.config is None:
-        lines.append("no k beats k=0 at any measured concurrency: run without speculation")
-    else:
-        config = json.dumps(dict(conc.config), separators=(",", ":"))
-        lines.append(f"  --speculative-config {shlex.quote(config)}")
-        lines.append(
-            f"  (covers batch sizes 1–{conc.schedule[-1][1]}; vLLM keeps the last range's k above; "
-            "needs a vLLM with dynamic k, 0.32 or later)"
-        )
+    if config is None:
+        return [*lines, "no k beats k=0 at any measured concurrency: run without speculation"]
+    return [
+        *lines,
+        f"  --speculative-config {shlex.quote(config)}",
+        f"  (covers batch sizes 1–{conc.schedule[-1][1]}; vLLM keeps the last range's k above; "
+        "needs a vLLM with dynamic k, 0.32 or later)",
+    ]
+
+
+def format_concurrency(conc: ConcurrencyAdvice) -> str:
+    """The concurrency × k table, the best k at each, the advice and the schedule's check."""
+    ks = sorted({k for cells in conc.table.values() for k in cells})
+    lines = [
+        "per concurrency: speed-up over k=0 [95% CI] (the same prompt sent c at once; above c=1 the speed "
+        "is aggregate output tok/s)",
+        f"{'c':>5}" + "".join(f"{f'k={k}':>22}" for k in ks) + f"{'best k':>16}",
+    ]
+    for c, cells in conc.table.items():
+        row = "".join(f"{_cell(cells[k]) if k in cells else '—':>22}" for k in ks)
+        lines.append(f"{c:>5}{row}{_choice(conc, c):>16}")
+    lines.append(f"rule: {RULE} (≈: the ks within the noise; ?: an interval under 95 %, †)")
+    lines.extend(_advice(conc))
     if conc.verification:
         lines.append(
             "schedule vs the best fixed k, head to head (two benches per best k, both orders, pairs pooled):"

@@ -3,8 +3,39 @@ prediction and its error; then the best k, the fit and what the engine ran."""
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.sweep import SweepReport
+from mtpwatch.core.ab.resolve import RULE
+from mtpwatch.core.ab.sweep import PREDICTED_ROWS, SweepReport, SweepRow
 from mtpwatch.render.numbers import fixed, interval, percent, tok_s, vector
+
+
+def _measured(report: SweepReport, row: SweepRow) -> str:
+    pred = report.advice.at(row.k) if report.advice else None
+    err, sp_err = report.error(row.k), report.speedup_error(row.k)
+    ci = interval(row.speedup, *row.ci) if row.ci and row.speedup is not None else fixed(row.speedup)
+    pos = vector(row.per_position, none="")
+    return (
+        f"{row.k:>3}{tok_s(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
+        f"{percent(row.acceptance_rate):>12}"
+        f"{fixed(row.mean_acceptance_length):>10}{tok_s(pred.decode_tok_s if pred else None):>11}"
+        f"{percent(err, signed=True):>8}{fixed(pred.speedup if pred else None):>9}"
+        f"{percent(sp_err, signed=True):>8}   {pos}"
+    )
+
+
+def _resolution(report: SweepReport) -> str:
+    """' — resolved …' or ' — not resolved: a fixed k=N does as well within the noise'."""
+    ch = report.choice
+    if ch is None:
+        return ""
+    if ch.resolved:
+        return " — resolved (its 95% CI excludes the next-best k)"
+    if ch.weak:
+        return f" — not resolved: too few pairs for a 95% interval (rule: {RULE})"
+    ks = ",".join(map(str, ch.within))
+    return (
+        f" — not resolved: k={ks} lie within its 95% CI; a fixed k={ch.k} does as well within the noise"
+        f" (the smallest such k; rule: {RULE})"
+    )
 
 
 def format_sweep(report: SweepReport, title: str) -> str:
@@ -19,26 +50,25 @@ def format_sweep(report: SweepReport, title: str) -> str:
         f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
     )
     lines.append(head)
-    for row in report.rows:
-        pred = report.advice.at(row.k) if report.advice else None
-        err, sp_err = report.error(row.k), report.speedup_error(row.k)
-        ci = interval(row.speedup, *row.ci) if row.ci and row.speedup is not None else fixed(row.speedup)
-        pos = vector(row.per_position, none="")
+    rows = {r.k: r for r in report.rows}
+    preds = {p.k: p for p in report.advice.predictions} if report.advice else {}
+    ks, left_out = report.table_ks()
+    for k in ks:
+        row = rows.get(k)
+        if row is not None:
+            lines.append(_measured(report, row))
+            continue
+        pred = preds[k]
+        tag = "extrapolated" if pred.extrapolated else "predicted"
         lines.append(
-            f"{row.k:>3}{tok_s(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
-            f"{percent(row.acceptance_rate):>12}"
-            f"{fixed(row.mean_acceptance_length):>10}{tok_s(pred.decode_tok_s if pred else None):>11}"
-            f"{percent(err, signed=True):>8}{fixed(pred.speedup if pred else None):>9}"
-            f"{percent(sp_err, signed=True):>8}   {pos}"
+            f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{fixed(pred.tokens_per_step):>10}"
+            f"{tok_s(pred.decode_tok_s):>11}{'':>8}{fixed(pred.speedup):>9}{'':>8}   ({tag})"
         )
-    measured = {r.k for r in report.rows}
-    for pred in report.advice.predictions if report.advice else ():
-        if pred.k not in measured:
-            tag = "extrapolated" if pred.extrapolated else "predicted"
-            lines.append(
-                f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{fixed(pred.tokens_per_step):>10}"
-                f"{tok_s(pred.decode_tok_s):>11}{'':>8}{fixed(pred.speedup):>9}{'':>8}   ({tag})"
-            )
+    if left_out:
+        lines.append(
+            f"    ({left_out} more predicted ks in --json: the table shows the {PREDICTED_ROWS} "
+            "nearest the predicted best)"
+        )
     cats = sorted({c for row in report.rows for c in row.categories})
     if cats:
         lines.append("")
@@ -50,10 +80,13 @@ def format_sweep(report: SweepReport, title: str) -> str:
                 cells.append(f"k={row.k} {fixed(c.get('speedup'))}x ({tok_s(c.get('decode_tok_s'), 1)})")
             lines.append(f"  {cat:18}" + "   ".join(cells))
     lines.append("")
-    lines.append(f"best k (highest median speed-up): {report.best_k if report.best_k is not None else '—'}")
+    best = report.best_k if report.best_k is not None else "—"
+    lines.append(f"best k (highest median speed-up): {best}" + _resolution(report))
     if report.advice is not None:
         lines.append(report.advice.line())
         lines.append(f"  {report.advice.fit.describe()}")
+        if report.advice.serving_fit is not None:
+            lines.append(f"  beside it, the serving runs' {report.advice.serving_fit.describe()} (not used)")
         held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
         if held:
             parts = " ".join(f"k={k}:{percent(e, signed=True)}" for k, e in held.items() if e is not None)

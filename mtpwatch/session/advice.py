@@ -11,9 +11,12 @@ from its log, its /version) can limit the advice, and the line says that too.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from mtpwatch.core.ab.advisor import Advice, advise
-from mtpwatch.core.ab.engine import EngineMode, engine_mode
+from mtpwatch.core.ab.engine import EngineMode, engine_mode, llamacpp_synthetic
+from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.session.sources import Source
 
@@ -21,8 +24,26 @@ from mtpwatch.session.sources import Source
 def engine_of(feed: Source) -> EngineMode:
     """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
     launch = feed.spec.launch
-    config = spec_config_from_argv(launch.argv) if launch is not None else None
+    argv = launch.argv if launch is not None else None
+    config = spec_config_from_argv(argv) if argv is not None else None
+    info = getattr(feed, "engine_info", None)  # llama-server's /props (ServerFeed), else None
+    config = config or llamacpp_synthetic(argv, getattr(info, "synthetic", None))
     return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
+
+
+def k_schedule_of(feed: Source) -> tuple[tuple[int, int, int], ...] | None:
+    """The batch-size schedule the feed's command line set (servers mtpwatch started), else None.
+    vLLM's start-up init line does not carry it (`SpeculativeConfig.__repr__` prints method, model
+    and num_spec_tokens only: vllm/config/speculative.py:1829-1843 in 0.34.0)."""
+    return engine_of(feed).schedule if feed.spec.launch is not None else None
+
+
+def drafted_fields(r: Rates | None) -> dict[str, Any]:
+    """`ServerView`'s dynamic-k fields from the window's rates: the drafted share and the mean
+    number of drafts a drafting step verified (Δdraft_tokens / Δdrafts, below k when lengths mix)."""
+    if r is None:
+        return {"drafted_share": None, "mean_draft_len": None}
+    return {"drafted_share": r.drafted_share, "mean_draft_len": F.ratio(r.draft_tokens, r.drafts)}
 
 
 def lossy_reason(speculative: Source) -> str | None:

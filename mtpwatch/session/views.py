@@ -188,6 +188,38 @@ class ServerView:
     """llama.cpp: 'drafts ≤ 4, mean 3.85 tokens' (its drafts vary in length up to k)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why numbers the engine does not export are n/a ('latency', 'kv', 'counts')."""
+    drafted_share: float | None = None
+    """Δdrafts / Δ ITL count over `window`: the share of decode steps that drafted
+    (`core.metrics.formulas.drafted_share`)."""
+    k_schedule: tuple[tuple[int, int, int], ...] | None = None
+    """`num_speculative_tokens_per_batch_size` when the command line set one (k follows the batch)."""
+    mean_draft_len: float | None = None
+    """Δdraft_tokens / Δdrafts over `window`: drafts a drafting step verified (k when every one was
+    full length)."""
+
+
+#: A drafted share below this is shown even without a schedule (a fixed-k server drafts on every
+#: decode step, so its share is 1 up to a request still between two scrapes).
+DRAFTED_SHARE_SHOWN_BELOW = 0.99
+
+
+def dynamic_k(view: ServerView) -> bool:
+    """The drafted share and the mixed-lengths note apply: a schedule is configured, or fewer than
+    `DRAFTED_SHARE_SHOWN_BELOW` of the decode steps drafted (ngram without a match drafts nothing)."""
+    if view.speculative is not True or view.engine != "vllm":
+        return False
+    share = view.drafted_share
+    return bool(view.k_schedule) or (share is not None and share < DRAFTED_SHARE_SHOWN_BELOW)
+
+
+def mixed_lengths(view: ServerView) -> bool:
+    """The per-position denominators (Δnum_drafts) mix draft lengths: a schedule with two ks above
+    0, or drafting steps that verified fewer than k drafts on average (ngram's short matches)."""
+    if not dynamic_k(view):
+        return False
+    ks = {k for _, _, k in view.k_schedule or () if k > 0}
+    short = view.mean_draft_len is not None and view.k is not None and view.mean_draft_len < view.k - 0.01
+    return len(ks) > 1 or short
 
 
 @dataclass(frozen=True, slots=True)

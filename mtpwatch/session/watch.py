@@ -36,6 +36,7 @@ from mtpwatch.core.metrics.rates import Collector, Rates, idle_between
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
+from mtpwatch.session.advice import drafted_fields, k_schedule_of
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
 from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
@@ -371,6 +372,7 @@ class ServerFeed:
             bandwidth=bw,
             verdict=verdict,
             verdict_level=level,
+            k_schedule=k_schedule_of(self),
             **self._rate_fields(r),
             **self._snapshot_fields(snap),
             **self._series_fields(now),
@@ -409,6 +411,7 @@ class ServerFeed:
             "mean_step_s": r.mean_step_s if r else None,
             "mean_ttft_s": r.mean_ttft_s if r else None,
             "mean_tpot_s": r.mean_tpot_s if r else None,
+            **drafted_fields(r),
         }
 
     @staticmethod

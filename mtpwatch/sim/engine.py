@@ -145,6 +145,10 @@ class Engine:
         self._task: asyncio.Task[None] | None = None
         self._deadline = 0.0
         self.on_finished: Callable[[SimRequest], None] | None = None
+        self.decode_steps = 0
+        """Decode outputs (one per running request per step, vLLM's ITL observations): ground truth."""
+        self.drafted_steps = 0
+        """Those of them that verified drafts (vLLM's `num_drafts`): ground truth for the drafted share."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -250,7 +254,9 @@ class Engine:
             if req.finish_reason is not None:
                 continue
             want = 1
+            self.decode_steps += 1
             if physics.spec:
+                self.drafted_steps += 1
                 accepted = physics.sample_accepted(req.rng, req.generated, req.source.acceptance_factor)
                 self.metrics.observe_draft(physics.k, accepted)
                 iv = self.interval

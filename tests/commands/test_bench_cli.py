@@ -86,6 +86,7 @@ def test_single_server(ab_urls: tuple[str, str]) -> None:
     assert res.exit_code == 0, res.output
     assert "server: " in res.stdout and "speed-up" not in res.stdout
     assert "acceptance rate" in res.stdout
+    assert "drafted on (share of steps)" in res.stdout  # Δnum_drafts / ΔITL count
 
 
 def test_failed_requests_exit_nonzero() -> None:

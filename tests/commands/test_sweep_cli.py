@@ -51,6 +51,10 @@ def test_sweep_every_method(
         assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
         assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
     assert doc["best_k"] in (0, 1, 3)
+    # whether the intervals resolve it (core.ab.resolve): the same best, and the ks within the noise
+    choice = doc["best_k_choice"]
+    assert choice["best"] == doc["best_k"] and choice["best"] in choice["within_noise"]
+    assert choice["weak_interval"] is True  # 2 pairs: [min, max] covers 50 %, resolves nothing
     advisor = doc["advisor"]
     assert advisor["from_k"] == 3 and [p["k"] for p in advisor["predictions"]] == [0, 1, 2, 3, 4, 5]
     assert [p["extrapolated"] for p in advisor["predictions"]] == [False] * 4 + [True] * 2
@@ -215,13 +219,25 @@ def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
         top = max(cells, key=lambda x: x["speedup"])
         assert conc["best_k"][str(c)] == (top["k"] if top["speedup"] > 1 else 0)
     schedule = [tuple(r) for r in conc["num_speculative_tokens_per_batch_size"]]
-    assert schedule == list(batch_schedule({int(c): k for c, k in conc["best_k"].items()}))
+    # a schedule of the choices where the intervals need one, else the medians' (to verify only)
+    chosen = {int(c): ch["k"] for c, ch in conc["choices"].items()}
+    medians = {int(c): k for c, k in conc["best_k"].items()}
+    assert schedule == list(batch_schedule(medians if conc["fixed_k"] is not None else chosen))
     assert schedule[0][0] == 1 and schedule[-1][1] == 4
     check_schedule(schedule, 3)  # vLLM's rules
-    config = conc["speculative_config"]
+    config = conc["schedule_config"]
     assert config["method"] == "mtp" and config["model"] == E4B_D
     assert config["num_speculative_tokens"] == max(k for _, _, k in schedule)
-    assert f"--speculative-config '{json.dumps(config, separators=(',', ':'))}'" in text  # ready to paste
+    ready = conc["speculative_config"]  # the advice: a fixed k within the noise, or the schedule
+    if conc["fixed_k"] is None:
+        assert ready == config
+    else:
+        assert conc["fixed_k"] in set.intersection(
+            *(set(ch["within_noise"]) for ch in conc["choices"].values())
+        )
+        assert ready is None if conc["fixed_k"] == 0 else "num_speculative_tokens_per_batch_size" not in ready
+    if ready is not None:
+        assert f"--speculative-config '{json.dumps(ready, separators=(',', ':'))}'" in text  # ready to paste
     # the schedule ran on its own server, head to head against the best fixed k at the
     # concurrencies where that k is best, in two benches (fixed k as A, then the schedule as A),
     # their pairs pooled
@@ -255,3 +271,24 @@ def test_verify_schedule_needs_two_concurrencies(tmp_path: Path, monkeypatch: py
     assert result.exit_code == 0, result.output
     assert "--verify-schedule needs two or more --concurrency values" in result.output
     assert "per concurrency" not in result.stdout
+
+
+def test_step_times_from_vllm_bench_forward(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--step-times FILE.json`: the advisor's t(k) from `vllm bench forward`, the serving runs' fit
+    printed beside it, and the output says which was used."""
+    fixture = Path(__file__).resolve().parents[1] / "data" / "vllm-bench-forward.json"
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    out = tmp_path / "sweep.json"
+    args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,2", "--vllm", SIM, "--gpu", "GB10"]
+    args += [*QUICK, "--step-times", str(fixture), "--json", str(out), "--", "--max-model-len", "8192"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "step model from vllm bench forward vllm-bench-forward.json, batch 1" in result.stdout
+    assert "beside it, the serving runs' step model (two points, k=0 and k=2)" in result.stdout
+    advisor = json.loads(out.read_text(encoding="utf-8"))["advisor"]
+    assert advisor["step_times_from"] == "vllm bench forward vllm-bench-forward.json, batch 1"
+    assert advisor["fit"]["measured_step_ratio"]["3"] == pytest.approx(7517.3 / 6120.5, abs=1e-4)
+    assert advisor["serving_fit"]["source"] == "serving runs"
+    # without a sweep it has nothing to feed
+    bad = CliRunner().invoke(cli, ["bench", "--step-times", str(fixture), *QUICK])
+    assert bad.exit_code != 0 and "--step-times feeds the k sweep's advisor" in bad.output

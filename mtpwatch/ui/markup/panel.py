@@ -12,6 +12,7 @@ from mtpwatch.session.views import (
     PromptSummary,
     ServerView,
     StartupView,
+    dynamic_k,
     spec_label,
     window_words,
 )
@@ -116,6 +117,8 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
         items = (f"acceptance [b]{rate}[/]", f"mean length [b]{length}[/] tokens/step", *drafts)
         short = (f"accept [b]{rate}[/]", f"len [b]{length}[/]", *drafts)
         acc = _line(_append(items, draft), src, width, _append(short, draft))
+        if dynamic_k(view):
+            acc += "\n" + render_drafted(view, width)
     counts = notes.get("counts")
     label = f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
     tok, steps = fixed(view.server_tok_s, 1), fixed(view.steps_per_s, 1)
@@ -162,6 +165,18 @@ def _line(
     return fit(full, width, lambda: [Group(tuple(short or items), label2)])
 
 
+def render_drafted(view: ServerView, width: int | None = None) -> str:
+    """'drafted on 23 % of steps (server, 10 s)': Δdrafts / Δ ITL count (F1 has the formula), and
+    the schedule when the command line set one."""
+    share = view.drafted_share
+    pct = "—" if share is None else f"{100 * min(max(share, 0.0), 1.0):.0f} %"
+    items: tuple[str, ...] = (f"drafted on [b]{pct}[/] of steps",)
+    if view.k_schedule:
+        ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
+        items = (*items, f"k by batch size {escape(ranges)}")
+    return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
+
+
 def render_positions(marginal: Sequence[float]) -> str:
     """Per-position acceptance in one line: `pos 76 47 22 %` (marginal, % per draft position)."""
     if not marginal:
@@ -184,10 +199,13 @@ def render_bars(
     width: int = 20,
     window: str = "",
     columns: int | None = None,
+    mixed: bool = False,
 ) -> str:
     """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside).
 
     `width` is the bars' (cells at 100 %); a heading wider than `columns` takes shorter words.
+    `mixed`: steps drafted different lengths (a batch-size schedule, steps without drafts), so
+    every position's denominator (Δnum_drafts) counts drafts too short to reach it: a note says so.
     """
     scope = f"(server, {window_words(window)})" if window else "(server)"
     where = f"[dim]{scope}[/]"
@@ -202,6 +220,9 @@ def render_bars(
     heading = f"per-position acceptance [dim]bar: marginal · cond: given the previous {scope}[/]"
     legend = ("[dim]marginal[/]", "[dim]cond: given previous[/]")
     lines = [fit(heading, columns, lambda: [Group(("per-position acceptance",), where), Group(legend)])]
+    if mixed:
+        note = "[dim]denominator Δnum_drafts mixes draft lengths: later positions read low[/]"
+        lines.append(fit(note, columns, lambda: [Group(("[dim]denominator mixes draft lengths[/]",))]))
     for i, value in enumerate(marginal):
         v = min(max(value, 0.0), 1.0)
         whole, rem = divmod(round(v * width * 8), 8)

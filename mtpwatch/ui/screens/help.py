@@ -31,6 +31,7 @@ last token); `F3` cycles them.
 | mean acceptance length | 1 + Δ`accepted_tokens` / Δ`spec_decode_num_drafts` (includes the bonus token, 1 … k+1) | server |
 | per-position, marginal (bar) | Δ`accepted_tokens_per_pos{position=i}` / Δ`num_drafts` = P(first i+1 drafts accepted) | server |
 | per-position, conditional | Δ`per_pos[i]` / Δ`per_pos[i−1]` = P(position i accepted given i−1 was) | server |
+| drafted on … % of steps | Δ`spec_decode_num_drafts` / Δ`inter_token_latency_seconds_count`: both count once per request per engine step, so this is the share of decode steps that verified drafts (vLLM 0.34 scheduler.py:2396-2417, stats.py:555-560). Shown when the command line set `num_speculative_tokens_per_batch_size` (k follows the batch size, prefills counted) or the share is below 99 % (a k=0 range; ngram without a match). When draft lengths mix (two ks above 0, or Δdraft_tokens / Δdrafts < k) the per-position bars say so: their denominator Δ`num_drafts` counts drafts too short to reach a late position, which reads low | server |
 | server tok/s | Δ`generation_tokens_total` / Δt (all requests) | server |
 | TTFT | Δ`time_to_first_token_seconds` sum / count | server |
 | TPOT (per token) | Δ`request_time_per_output_token_seconds` sum / count (finished requests) | server |

@@ -13,7 +13,7 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
-from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.session.views import PromptSummary, ServerView, mixed_lengths
 from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup.panel import (
     ANSWERS_HINT,
@@ -152,7 +152,11 @@ class ServerPanel(RowRefresh, Vertical):
         verdict = "" if hide_verdict else render_verdict(view, width)
         bandwidth = render_bandwidth(view.bandwidth, view.window, width, method=view.method)
         bars = render_bars(
-            view.per_position, view.per_position_conditional, window=view.window, columns=width
+            view.per_position,
+            view.per_position_conditional,
+            window=view.window,
+            columns=width,
+            mixed=mixed_lengths(view),
         )
         # compact: the gauges take the bottom border at 80×24, where an A/B pane has no row to spare
         numbers = compact_numbers(view, width, gauges=not short) if compact else render_numbers(view, width)

@@ -85,3 +85,50 @@ def test_the_mode_of_a_report_arm_names_its_source() -> None:
     assert logged.source == "start-up log" and logged.method == "mtp"
     unknown = engine_mode_of_arm({"url": "x"})
     assert unknown.source == "unknown" and unknown.lossless is None
+
+
+def test_llamacpp_synthetic_acceptance_withholds_the_advice() -> None:
+    """llama.cpp#27711's benchmark-only synthetic acceptance, from the command line or /props: the
+    same refusal as vLLM's `rejection_sample_method: synthetic`."""
+    from mtpwatch.core.ab.engine import engine_mode_of_arm, llamacpp_synthetic
+    from mtpwatch.core.http.engines import parse_props, props_synthetic
+
+    argv = [
+        "llama-server",
+        "-m",
+        "t.gguf",
+        "--spec-type",
+        "draft-mtp",
+        "--spec-synthetic-acceptance-length",
+        "2.5",
+    ]
+    config = llamacpp_synthetic(argv)
+    assert config == {
+        "rejection_sample_method": "synthetic",
+        "synthetic_source": "llama.cpp's --spec-synthetic-acceptance-length 2.5",
+    }
+    mode = engine_mode(config, method="draft-mtp")
+    assert mode.advice_withheld and mode.lossless is False
+    assert "synthetic acceptance: no k advice" in (mode.caveat() or "")
+    assert "drawn from llama.cpp's --spec-synthetic-acceptance-length 2.5" in mode.flags[0].what
+    rates = llamacpp_synthetic(["llama-server", "--spec-synthetic-acceptance-rates=0.9,0.7"])
+    assert rates is not None and rates["synthetic_source"].endswith(
+        "--spec-synthetic-acceptance-rates 0.9,0.7"
+    )
+    assert llamacpp_synthetic(["llama-server", "--spec-type", "draft-mtp"]) is None
+    # bench/sweep provenance: a launched llama-server's argv
+    assert engine_mode_of_arm({"launch_argv": argv, "method": "draft-mtp"}).advice_withheld
+    assert not engine_mode_of_arm({"launch_argv": argv[:5], "method": "draft-mtp"}).advice_withheld
+    # /props or /slots: any spelling of a key naming synthetic acceptance, with a value set
+    slot = {
+        "id": 0,
+        "params": {"speculative.types": "draft-mtp", "speculative.synthetic_acceptance_length": 2.5},
+    }
+    assert props_synthetic(slot) == "speculative.synthetic_acceptance_length=2.5"
+    assert props_synthetic({"params": {"speculative.synthetic_acceptance_rates": []}}) is None
+    assert props_synthetic({"params": {"speculative.types": "draft-mtp"}}) is None
+    info = parse_props({"default_generation_settings": {"n_ctx": 4096}}, [slot])
+    assert info is not None and info.synthetic == "speculative.synthetic_acceptance_length=2.5"
+    props_mode = engine_mode(llamacpp_synthetic(None, info.synthetic))
+    assert props_mode.advice_withheld
+    assert "llama.cpp's /props speculative.synthetic_acceptance_length=2.5" in props_mode.flags[0].what

@@ -84,6 +84,10 @@ async def test_speedup_matches_preset_physics(preset: str, k: int, speed: float)
     # vLLM's identity AL = 1 + Σ marginal per-position rates holds on the window sums
     assert arm_b["mean_acceptance_length"] == pytest.approx(1 + sum(arm_b["per_position"]), abs=0.01)
     assert doc["arms"]["a"]["acceptance_rate"] is None
+    # a fixed k drafts on every decode step: Δnum_drafts / ΔITL count is 1 (no speculation: none)
+    assert (
+        arm_b["drafted_share"] == pytest.approx(1.0, abs=0.01) and doc["arms"]["a"]["drafted_share"] is None
+    )
     assert all(r["tokens"] == 128 for r in doc["runs"])
 
 

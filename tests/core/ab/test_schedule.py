@@ -166,3 +166,85 @@ def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
     assert "it covers 50% at 2 pairs" in text
     assert "one k wins at every measured concurrency" in text
     assert weak.to_json()["ci_coverage"] == 0.5
+
+
+def test_a_schedule_only_where_the_intervals_resolve_it() -> None:
+    """The issue's simulator sweep: c=1 k=1 1.28× [1.09, 1.48] vs k=2 1.27× [1.09, 1.43] named
+    "best k 1", and c=4 → k=2, a schedule from noise. Now: a fixed k=1 does as well within the
+    noise at both, and its config is the advice; the medians' schedule is kept only to verify."""
+    from mtpwatch.core.ab.schedule import advise_table
+    from mtpwatch.render.schedule_table import format_concurrency
+
+    def c(k: int, conc: int, sp: float, lo: float, hi: float) -> Cell:
+        return Cell(k, conc, sp, lo, hi, 8, None, None)
+
+    base = {"method": "ngram", "prompt_lookup_max": 4}
+    table = {
+        1: {1: c(1, 1, 1.28, 1.09, 1.48), 2: c(2, 1, 1.27, 1.09, 1.43)},
+        4: {1: c(1, 4, 1.30, 1.10, 1.45), 2: c(2, 4, 1.35, 1.20, 1.50)},
+    }
+    conc = advise_table(table, base)
+    assert conc.best == {1: 1, 4: 2}  # the medians
+    assert not conc.choices[1].resolved and conc.choices[1].within == (1, 2)
+    assert conc.fixed_k == 1 and conc.config == {**base, "num_speculative_tokens": 1}
+    assert conc.schedule == ((1, 2, 1), (3, 4, 2))  # the medians' schedule: verify it, never paste it
+    assert (
+        conc.schedule_config is not None and "num_speculative_tokens_per_batch_size" in conc.schedule_config
+    )
+    text = format_concurrency(conc)
+    assert "a fixed k=1 does as well within the noise at every measured concurrency" in text
+    assert (
+        '--speculative-config \'{"method":"ngram","prompt_lookup_max":4,"num_speculative_tokens":1}\'' in text
+    )
+    assert "not resolved by its intervals" in text and 'per_batch_size":' not in text
+    assert "1 (≈1,2)" in text and "rule: best k = highest median paired speed-up" in text
+    doc = conc.to_json()
+    assert doc["fixed_k"] == 1 and doc["schedule_resolved"] is False
+    assert doc["choices"]["4"] == {
+        "best": 2,
+        "resolved": False,
+        "within_noise": [1, 2],
+        "k": 1,
+        "weak_interval": False,
+    }
+
+    # resolved at both, different ks: a ready schedule of the resolved ks
+    table = {
+        1: {1: c(1, 1, 1.5, 1.45, 1.55), 3: c(3, 1, 2.2, 2.1, 2.3)},
+        16: {1: c(1, 16, 1.3, 1.25, 1.35), 3: c(3, 16, 0.9, 0.85, 0.95)},
+    }
+    conc = advise_table(table, base)
+    assert conc.fixed_k is None and all(ch.resolved for ch in conc.choices.values())
+    assert conc.schedule == ((1, 4, 3), (5, 16, 1)) and conc.config == conc.schedule_config
+    assert "num_speculative_tokens_per_batch_size" in format_concurrency(conc)
+
+    # nothing beats k=0 within the noise anywhere: no config at all
+    table = {1: {1: c(1, 1, 1.02, 0.95, 1.1)}, 4: {1: c(1, 4, 0.98, 0.9, 1.05)}}
+    conc = advise_table(table, base)
+    assert conc.fixed_k == 0 and conc.config is None
+    assert "k=0 does as well within the noise" in format_concurrency(conc)
+
+
+def test_one_k_best_everywhere_on_thin_intervals() -> None:
+    """The simulator's sweep at 3 pairs: k=2 best at c=1 and c=4, each interval covering 75 %. The
+    advice is the fixed k, flagged as resting on thin intervals, and no 'medians' schedule' line
+    (it is the same k)."""
+    from mtpwatch.core.ab.schedule import advise_table
+    from mtpwatch.render.schedule_table import format_concurrency
+
+    def c(k: int, conc: int, sp: float, lo: float, hi: float) -> Cell:
+        return Cell(k, conc, sp, lo, hi, 3, None, None, coverage=0.75)
+
+    table = {
+        1: {1: c(1, 1, 1.51, 1.44, 1.70), 2: c(2, 1, 2.20, 1.77, 2.23)},
+        4: {1: c(1, 4, 1.30, 1.28, 1.81), 2: c(2, 4, 1.78, 1.73, 2.05)},
+    }
+    conc = advise_table(table, {"method": "mtp"})
+    assert conc.fixed_k == 2 and not any(ch.resolved for ch in conc.choices.values())
+    text = format_concurrency(conc)
+    assert (
+        "a fixed k=2 does as well within the noise at every measured concurrency (the smallest such k); "
+        in text
+    )
+    assert "intervals under 95 % (†)" in text and "the medians' schedule" not in text
+    assert "2?" in text

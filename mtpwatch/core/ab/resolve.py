@@ -1,0 +1,110 @@
+"""When a sweep's data names a best k, and when it only says which ks do as well within the noise.
+
+The rule, stated once (every table that names a best k reads it from here):
+
+- the statistic is each k's **median paired speed-up** over k=0 with its distribution-free 95 %
+  interval (`core.ab.stats.median_ci`, the bench's own); k=0 is 1.0 exactly (it is the baseline);
+- the best k is the one with the highest median (ties to the smaller k; k=0 when no median beats
+  1.0);
+- it is **resolved** only where the lower end of its interval lies above the median of every other
+  candidate (the next-best k, and 1.0 for k=0): the data then excludes the runner-up. When the best
+  is k=0, it is resolved only where every k's interval lies below 1.0;
+- an interval that covers less than 95 % (too few pairs: `median_ci`'s min–max) resolves nothing;
+- otherwise the ks whose median lies inside the best's interval (k=0 when 1.0 does) do as well
+  within the noise, and the choice is the **smallest** of them: the cheapest config the data cannot
+  tell from the best (fewer drafts verified, less memory, and a smaller k's acceptance is
+  measured, not truncated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RULE", "Choice", "Estimate", "common_choice", "resolve"]
+
+RULE = (
+    "best k = highest median paired speed-up; named only where its 95% CI's lower end lies above the "
+    "next-best k's median (k=0 counts as 1.0); otherwise the smallest k whose median lies inside the "
+    "best's CI does as well within the noise"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One k's median paired speed-up over k=0 and its 95 % interval."""
+
+    speedup: float
+    low: float
+    high: float
+    coverage: float = 0.95
+    """What [low, high] achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the data says at one point (one concurrency, or a sweep's one)."""
+
+    best: int
+    """The k with the highest median (0 when none beats 1.0)."""
+    within: tuple[int, ...]
+    """Every k the best's interval cannot tell from it, the best included, sorted (k=0 as 1.0)."""
+    weak: bool = False
+    """The best's interval covers less than 95 %: it resolves nothing, whatever it excludes."""
+
+    @property
+    def resolved(self) -> bool:
+        """The best's 95 % interval excludes every other k."""
+        return self.within == (self.best,) and not self.weak
+
+    @property
+    def k(self) -> int:
+        """The choice: the best where resolved, else the smallest k within the noise."""
+        return self.within[0]
+
+    def describe(self) -> str:
+        """'k=2 (resolved)' or 'k=1 (best median k=2; k=1,2 within the noise)'."""
+        if self.resolved:
+            return f"k={self.best} (resolved)"
+        if self.weak:
+            return f"k={self.k} (best median k={self.best}; its interval covers < 95 %: not resolved)"
+        ks = ",".join(map(str, self.within))
+        return f"k={self.k} (best median k={self.best}; k={ks} within the noise)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "best": self.best,
+            "resolved": self.resolved,
+            "within_noise": list(self.within),
+            "k": self.k,
+            "weak_interval": self.weak,
+        }
+
+
+def resolve(estimates: Mapping[int, Estimate]) -> Choice:
+    """The choice among measured ks ≥ 1 (k=0 is always a candidate at 1.0).
+
+    Raises:
+        ValueError: no estimate.
+    """
+    if not estimates:
+        raise ValueError("nothing measured")
+    best_k = max(sorted(estimates), key=lambda k: estimates[k].speedup)
+    best = estimates[best_k]
+    if best.speedup <= 1.0:
+        within = [0, *(k for k, e in estimates.items() if e.high >= 1.0)]
+        weak = any(e.coverage < 0.95 for e in estimates.values())
+        return Choice(0, tuple(sorted(within)), weak)
+    within = [k for k, e in estimates.items() if e.speedup >= best.low]
+    if best.low <= 1.0:
+        within.append(0)
+    return Choice(best_k, tuple(sorted(set(within))), best.coverage < 0.95)
+
+
+def common_choice(choices: Mapping[int, Choice]) -> int | None:
+    """The smallest k within the noise of the best at every point (None: no one k is)."""
+    if not choices:
+        return None
+    common = set.intersection(*(set(c.within) for c in choices.values()))
+    return min(common) if common else None
