@@ -188,6 +188,15 @@ class MetricsSnapshot:
     """The page's format: Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's
     Rust frontend: no `_created`, so `created` is None and only counters going down show a restart)."""
 
+    def speculating(self, configured: bool = False) -> bool | None:
+        """Whether the server speculates: `speculative`, but on an OpenMetrics page (vLLM's Rust
+        frontend exports the spec totals with or without a drafter) that shows no draft yet, off only
+        once it generated tokens without one; before, `configured` (its start-up log named a method)
+        or unknown (None)."""
+        if self.speculative or self.exposition != "openmetrics" or self.generation_tokens > 0:
+            return self.speculative
+        return True if configured else None
+
     @property
     def restart_signal(self) -> str:
         """How a restart of this server is seen (what the views say with a restart count)."""

@@ -74,6 +74,22 @@ def test_snapshot_of_the_rust_frontend_pages(data: DataDir) -> None:
     assert not is_restart(idle, busy)
 
 
+def test_speculating_before_the_first_draft(data: DataDir) -> None:
+    """On the Rust frontend's page no draft yet means unknown, unless the start-up log named a method;
+    tokens generated without a draft mean off. A Prometheus page says it from the start."""
+    idle = data.text("openmetrics-rust-baseline.txt")
+    assert parse_snapshot(idle).speculating() is None
+    assert parse_snapshot(idle).speculating(configured=True) is True
+    served = idle.replace(
+        'vllm:generation_tokens_total{model_name="google/gemma-4-E4B-it",engine="0"} 0',
+        ('vllm:generation_tokens_total{model_name="google/gemma-4-E4B-it",engine="0"} 40'),
+    )
+    assert parse_snapshot(served).generation_tokens == 40
+    assert parse_snapshot(served).speculating(configured=True) is False
+    assert parse_snapshot(data.text("openmetrics-rust-mtp-k3.txt")).speculating() is True
+    assert parse_snapshot(data.text("metrics-baseline-before.txt")).speculating() is False
+
+
 def test_a_prometheus_page_still_says_created(data: DataDir) -> None:
     snap = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
     assert snap.exposition == "prometheus" and snap.created is not None
