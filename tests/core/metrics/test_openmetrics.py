@@ -90,6 +90,18 @@ def test_speculating_before_the_first_draft(data: DataDir) -> None:
     assert parse_snapshot(data.text("metrics-baseline-before.txt")).speculating() is False
 
 
+def test_snapshot_json_says_how_a_restart_is_seen(data: DataDir) -> None:
+    from mtpwatch.core.metrics.report import snapshot_report
+
+    busy = parse_snapshot(data.text("openmetrics-rust-mtp-k3.txt"))
+    idle = parse_snapshot(data.text("openmetrics-rust-baseline.txt"))
+    report = snapshot_report(idle, busy)  # counters went down between the two pages
+    assert report["restarted"] is True and report["exposition"] == "openmetrics"
+    assert report["restart_signal"] == "counters going down (no _created on this page)"
+    assert report["speculative"] is None  # no draft, no token yet: the page cannot tell
+    assert snapshot_report(busy)["speculative"] is True
+
+
 def test_a_prometheus_page_still_says_created(data: DataDir) -> None:
     snap = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
     assert snap.exposition == "prometheus" and snap.created is not None
