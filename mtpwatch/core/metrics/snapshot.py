@@ -383,6 +383,7 @@ class _Fold:
         "engines",
         "gauges",
         "hists",
+        "nan_sums",
         "per_pos",
         "spec_seen",
         "success",
@@ -394,6 +395,8 @@ class _Fold:
         self.gauges: dict[str, float] = {}
         self.per_pos: dict[int, float] = {}
         self.hists: dict[str, _HistAcc] = {}
+        self.nan_sums: set[str] = set()
+        """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
         self.success: dict[str, float] = {}
         self.engines: dict[str, None] = {}
         self.cache_config: dict[str, str] = {}
@@ -403,7 +406,8 @@ class _Fold:
     def snapshot(
         self, schema: Schema, chosen: str | None, models: tuple[str, ...], exposition: Exposition
     ) -> MetricsSnapshot:
-        sums, gauges, per_pos, hists, engines = self.sums, self.gauges, self.per_pos, self.hists, self.engines
+        sums, gauges, per_pos, engines = self.sums, self.gauges, self.per_pos, self.engines
+        hists = {k: h for k, h in self.hists.items() if k not in self.nan_sums}
         created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
@@ -468,6 +472,12 @@ def _fold_other(acc: _Fold, short: str, labels: dict[str, str], s: Sample) -> No
         return
     if part not in ("count", "sum"):
         return  # a bucket or `_created` (when the caller kept them): no view reads them
+    if part == "sum" and not math.isfinite(value):
+        # a NaN or infinite observation makes the sum so, as vLLM's Rust frontend documents
+        # (rust/src/metrics/src/histogram.rs:150-165 of the 0.34 sdist): that histogram's mean is
+        # unknown, the rest of the page stands
+        acc.nan_sums.add(hist_key)
+        return
     _check_finite(s)
     h = acc.hists.get(hist_key)
     if h is None:

@@ -102,6 +102,25 @@ def test_snapshot_json_says_how_a_restart_is_seen(data: DataDir) -> None:
     assert snapshot_report(busy)["speculative"] is True
 
 
+def test_a_nan_histogram_sum_makes_that_mean_unknown(data: DataDir) -> None:
+    """The Rust frontend's histogram writes `_sum NaN` after a non-finite observation (its own test,
+    rust/src/metrics/src/histogram.rs:150-165): that histogram is unknown, the page still reads."""
+    labels = '{model_name="google/gemma-4-E4B-it",engine="0"}'
+    page = data.text("openmetrics-rust-mtp-k3.txt")
+    text = page.replace(
+        f"vllm:iteration_tokens_total_sum{labels} 1077.0", f"vllm:iteration_tokens_total_sum{labels} NaN"
+    )
+    assert text != page
+    snap = parse_snapshot(text)
+    assert snap.iteration_tokens is None
+    assert snap.drafts == 323.0 and snap.num_speculative_tokens == 3
+    nan_drafts = page.replace(
+        f"vllm:spec_decode_num_drafts_total{labels} 323", f"vllm:spec_decode_num_drafts_total{labels} NaN"
+    )
+    with pytest.raises(MetricsFormatError, match="finite number"):  # a NaN counter stays an error
+        parse_snapshot(nan_drafts)
+
+
 def test_a_prometheus_page_still_says_created(data: DataDir) -> None:
     snap = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
     assert snap.exposition == "prometheus" and snap.created is not None
