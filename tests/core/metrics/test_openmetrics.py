@@ -121,6 +121,19 @@ def test_a_nan_histogram_sum_makes_that_mean_unknown(data: DataDir) -> None:
         parse_snapshot(nan_drafts)
 
 
+def test_a_recorded_page_stays_openmetrics(data: DataDir) -> None:
+    """Recordings keep only the lines the snapshot reads, and an OpenMetrics page's `# EOF`: replayed,
+    a Rust-frontend baseline is not taken for a speculating server."""
+    from mtpwatch.core.record.schema import filter_page
+
+    text = data.text("openmetrics-rust-baseline.txt")
+    lines = filter_page(text)
+    assert lines[-1] == "# EOF" and not any(line.startswith("# HELP") for line in lines)
+    replayed = parse_snapshot("\n".join(lines) + "\n")  # as session/replay.py rebuilds it
+    assert replayed == parse_snapshot(text) and replayed.exposition == "openmetrics"
+    assert filter_page(data.text("metrics-baseline-after.txt"))[-1] != "# EOF"
+
+
 def test_a_prometheus_page_still_says_created(data: DataDir) -> None:
     snap = parse_snapshot(data.text("metrics-ngram-k4-after.txt"))
     assert snap.exposition == "prometheus" and snap.created is not None
