@@ -61,3 +61,25 @@ async def test_monitor_view_over_each_frontend(frontend: str, spec: bool) -> Non
     assert view.acceptance_rate == pytest.approx(accepted / drafted)
     drafts = after.drafts - before.drafts
     assert view.mean_acceptance_length == pytest.approx(1 + accepted / drafts)
+
+
+@pytest.mark.parametrize("frontend", ["python", "rust"])
+async def test_a_restart_is_seen_on_each_frontend(frontend: str) -> None:
+    """The Rust frontend has no `_created`: its restart shows as the counters going down, and the
+    panel counts it as on the Python server (whose `_created` changes too)."""
+    options = {"frontend": frontend, "vllm_log": "0.34-gpu", "k": 3, "speed": 20.0}
+    async with running_sim(preset="gemma4-e4b-gb10", **options) as url:
+        feed = ServerFeed(ServerSpec(label="A", url=url), DisplaySettings(max_tokens=48))
+        await feed.poll()
+        await feed.generate("Tell me about the printing press.", lambda _: None)
+        async with httpx.AsyncClient() as client:
+            await client.post(url + "/sim/fault", json={"restart": True})
+            for _ in range(600):  # the restart is spawned: wait until the counters are back to 0
+                if parse_snapshot((await client.get(url + "/metrics")).text).generation_tokens == 0:
+                    break
+        await feed.poll()  # sees the restart (and probes the new server at the next scrape)
+        await feed.poll()
+        view = feed.view("10 s")
+        await feed.close()
+    assert view.restarts == 1
+    assert ("restarts: counters going down" in view.scrape) is (frontend == "rust")
