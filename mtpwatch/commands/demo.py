@@ -34,7 +34,10 @@ def demo_config(
     servers = []
     for label, no_spec in arms:
         port = free_port()
-        argv = build_sim_argv(name, no_spec=no_spec, port=port, startup_delay=startup_delay)
+        # a GPU server's start-up log (vLLM 0.34, Model Runner V2): what a Spark or H100 user sees
+        argv = build_sim_argv(
+            name, no_spec=no_spec, port=port, startup_delay=startup_delay, extra=("--vllm-log", "0.34-gpu")
+        )
         servers.append(
             ServerSpec(
                 label=label,

@@ -217,7 +217,7 @@ async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
     from mtpwatch.ui.app import make_app
 
     port = free_port()
-    argv = build_sim_argv(preset, port=port, startup_delay=startup_delay)
+    argv = build_sim_argv(preset, port=port, startup_delay=startup_delay, extra=("--vllm-log", "0.34-gpu"))
     launch = LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0)
     start = AppConfig(servers=[ServerSpec(label="MTP on", url=f"http://127.0.0.1:{port}", launch=launch)])
     app = make_app(start)

@@ -148,6 +148,21 @@ if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator ru
     show_default=True,
     help="Serve this many independent servers from one process (ports PORT, PORT+1, …; 0: free ports).",
 )
+@click.option(
+    "--vllm-log",
+    type=click.Choice(["0.32-cpu", "0.34-gpu"]),
+    default=None,
+    help="Start-up log to print: vLLM 0.32's CPU build (Model Runner V1) or 0.34 on a GPU (Model "
+    "Runner V2). Default 0.32-cpu (0.34-gpu with --frontend rust).",
+)
+@click.option(
+    "--frontend",
+    type=click.Choice(["python", "rust"]),
+    default="python",
+    show_default=True,
+    help="API server: vLLM's Python one, or the Rust frontend of vLLM 0.33/0.34 "
+    "(VLLM_USE_RUST_FRONTEND=1: OpenMetrics /metrics, no /metrics/ filter, its own stats line).",
+)
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
 def command(
     vllm_args: tuple[str, ...],
@@ -175,6 +190,8 @@ def command(
     gpu_ledger: str | None,
     load: int,
     count: int,
+    vllm_log: str | None,
+    frontend: str,
     list_presets: bool,
 ) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
@@ -220,6 +237,8 @@ def command(
         exit_after_s=fault_exit_after,
         restart_after_s=fault_restart_after,
         load=load,
+        frontend=frontend,  # type: ignore[arg-type]
+        vllm_log=vllm_log or ("0.34-gpu" if frontend == "rust" else "0.32-cpu"),  # type: ignore[arg-type]
         faults=_faults(fault_cut_stream, fault_metrics_500, fault_metrics_delay, fault_metrics_filter),
         **serve_options,  # type: ignore[arg-type]
     )

@@ -338,6 +338,8 @@ class ServerFeed:
         k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
         bw = self._bandwidth.view(r, k, snap, self.prompt.request_tokens, hardware=self._hardware_line())
         speculative = None if snap is None else (snap.speculative or self._props_speculating)
+        if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
+            speculative = snap.speculating(bool(self.launch_facts and self.launch_facts.spec_method))
         acc = self.acceptance(window, r)
         verdict, level = make_verdict(
             method=self.method,

@@ -4,11 +4,19 @@ Names, types, HELP texts, label names, bucket bounds and series order follow the
 pages in tests/data/metrics-*-after.txt (a test compares them). Every series is created at start-up
 at 0, as vLLM does; the spec-decode families exist only with speculation on, with `position`
 0..k-1. A restart builds a new `SimMetrics`, so the `_created` series change.
+
+`frontend="rust"` serves the page as vLLM 0.33/0.34's Rust frontend does (`VLLM_USE_RUST_FRONTEND=1`,
+`vllm-rs serve`; read in the 0.34.0 sdist's `rust/src/`): OpenMetrics 1.0 (`prometheus-client` crate,
+`metrics/src/lib.rs` `render`), no `_created` sample and no `process_*`/`python_*` family (the crate's
+registry holds only vLLM's and `http_*` families); the three spec-decode totals exist from start-up
+whether or not the server speculates (`engine-core-client/src/metrics.rs:275`, created per engine),
+and the per-position children appear at the first step that drafted (`:388`, `get_or_create`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from prometheus_client import (
     CollectorRegistry,
@@ -20,6 +28,13 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.openmetrics.exposition import ALLOWUTF8
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
+
+Frontend = Literal["python", "rust"]
+OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+"""The Rust frontend's content type (`rust/src/server/src/routes/metrics.rs:10`)."""
+PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 LATENCY_BUCKETS = (
     0.3,
@@ -110,19 +125,28 @@ class SimMetrics:
     """All vLLM series of one engine, in one registry; methods mirror where vLLM updates them."""
 
     def __init__(
-        self, *, model_name: str, k: int, max_model_len: int, cache_info: dict[str, str], engine: str = "0"
+        self,
+        *,
+        model_name: str,
+        k: int,
+        max_model_len: int,
+        cache_info: dict[str, str],
+        engine: str = "0",
+        frontend: Frontend = "python",
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
-        ProcessCollector(registry=reg)
-        PlatformCollector(registry=reg)
-        GCCollector(registry=reg)
+        self.frontend: Frontend = frontend
+        if frontend == "python":
+            ProcessCollector(registry=reg)
+            PlatformCollector(registry=reg)
+            GCCollector(registry=reg)
         self.k = k
         names = ["model_name", "engine"]
         lv = {"model_name": model_name, "engine": engine}
         self._lv = lv
         self._names = names
-        if k > 0:
+        if k > 0 or frontend == "rust":
             self._spec_series(k)
         self._gpu_and_queue_series()
         cached_by_source, rejections = self._token_and_request_series()
@@ -166,8 +190,9 @@ class SimMetrics:
             "Accepted tokens per draft position.",
             ["position"],
         )
-        for pos in range(k):
-            self.per_pos.labels(**self._lv, position=str(pos))
+        if self.frontend == "python":
+            for pos in range(k):
+                self.per_pos.labels(**self._lv, position=str(pos))
 
     def _gpu_and_queue_series(self) -> None:
         """MFU estimates, the scheduler's gauges, the KV and prefix caches, preemptions."""
@@ -340,6 +365,9 @@ class SimMetrics:
         self.accepted.labels(**lv).inc(num_accepted)
         for pos in range(num_accepted):
             self.per_pos.labels(**lv, position=str(pos)).inc()
+        if self.frontend == "rust":
+            for pos in range(num_accepted, self.k):
+                self.per_pos.labels(**lv, position=str(pos))  # every position from the first draft
 
     def observe_step(
         self,
@@ -404,9 +432,26 @@ class SimMetrics:
         if generation_tokens > 1:
             self.tpot.labels(**lv).observe(decode / (generation_tokens - 1))
 
+    @property
+    def content_type(self) -> str:
+        """The page's Content-Type: Prometheus text 0.0.4, or OpenMetrics for the Rust frontend."""
+        return OPENMETRICS_TYPE if self.frontend == "rust" else PROMETHEUS_TYPE
+
     def render(self, names: Sequence[str] | None = None) -> bytes:
         """The exposition text; with `names`, only those samples (prometheus_client's
         `restricted_registry`, what `/metrics/?name[]=…` serves on vLLM)."""
-        if names is None:
-            return bytes(generate_latest(self.registry))
-        return bytes(generate_latest(self.registry.restricted_registry(names)))
+        registry = self.registry if names is None else self.registry.restricted_registry(names)
+        if self.frontend == "python":
+            return bytes(generate_latest(registry))
+        # names as written (`vllm:…`): prometheus_client's default escapes the colon in sample names
+        return _without_created(bytes(openmetrics_latest(registry, escaping=ALLOWUTF8)))  # type: ignore[no-untyped-call]
+
+
+def _without_created(page: bytes) -> bytes:
+    """An OpenMetrics page as the Rust frontend writes it: no `_created` samples (the crate writes
+    none for these families)."""
+    return b"".join(
+        line
+        for line in page.splitlines(keepends=True)
+        if line.startswith(b"#") or b"_created" not in line.split(b"{", 1)[0].split(b" ", 1)[0]
+    )

@@ -69,6 +69,27 @@ class SimOptions:
     enforce_eager: bool = False
     gpu_ledger_dir: str | None = None
     """Folder of the simulated GPUs' ledgers (default: `sim.gpu.default_ledger_dir`)."""
+    frontend: Literal["python", "rust"] = "python"
+    """The API server: vLLM's Python one (Prometheus text, `Engine 000:` lines) or the Rust frontend of
+    vLLM 0.33/0.34 (`VLLM_USE_RUST_FRONTEND=1`: OpenMetrics, no `/metrics/`, its own stats line)."""
+    vllm_log: Literal["0.32-cpu", "0.34-gpu"] = "0.32-cpu"
+    """Which start-up log to print: vLLM 0.32's CPU build (Model Runner V1) or 0.34 on a GPU (Model
+    Runner V2); docs/vllm-startup-lines.md has the lines of each."""
+
+
+VLLM_VERSIONS: dict[str, str] = {"0.32-cpu": "0.32.0", "0.34-gpu": "0.34.0"}
+"""The vLLM version each start-up log flavour claims (in the log, /version and /sim/info)."""
+
+
+def claimed_version(opts: SimOptions) -> str:
+    """The vLLM version this simulated server claims: its log flavour's."""
+    return VLLM_VERSIONS[opts.vllm_log]
+
+
+def check_frontend(opts: SimOptions) -> None:
+    """Raises ValueError for a frontend its vLLM did not ship (the Rust one is in 0.33 and later)."""
+    if opts.frontend == "rust" and opts.vllm_log == "0.32-cpu":
+        raise ValueError("the Rust frontend ships with vLLM 0.33 and later: use --vllm-log 0.34-gpu")
 
 
 def make_options(**options: Any) -> SimOptions:

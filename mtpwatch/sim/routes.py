@@ -16,10 +16,10 @@ from aiohttp import web
 
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.options import SimOptions
+from mtpwatch.sim.options import SimOptions, claimed_version
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset
-from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, drop_transport, json_response
+from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, json_response
 
 
 class InfoRoutes:
@@ -38,7 +38,8 @@ class InfoRoutes:
         p, ph = self.preset, self.physics
         return {
             "simulator": "mtpwatch-sim",
-            "version": VLLM_VERSION,
+            "version": claimed_version(self.options),
+            "frontend": self.options.frontend,
             "preset": p.name,
             "description": p.description,
             "model": p.model,
@@ -73,7 +74,12 @@ class InfoRoutes:
         return web.Response(status=200)
 
     async def _version(self, request: web.Request) -> web.Response:
-        return json_response({"version": VLLM_VERSION})
+        version = claimed_version(self.options)
+        if self.options.frontend == "rust":
+            # `rust/src/server/src/routes/version.rs`: the engine's version and the frontend's build
+            # (the 0.34.0 wheel's `vllm-rs` holds "rust_frontend_version" next to "0.34.0")
+            return json_response({"version": version, "rust_frontend_version": version})
+        return json_response({"version": version})
 
     async def _models(self, request: web.Request) -> web.Response:
         card = {
@@ -129,7 +135,7 @@ class InfoRoutes:
             body = b"".join(
                 line for line in body.splitlines(keepends=True) if b"vllm:spec_decode_" not in line
             )
-        headers = {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+        headers = {"Content-Type": self.metrics.content_type}
         if self.faults.metrics_truncate:
             # announce the whole page, send half of it (cut mid-line), then drop the connection
             resp = web.StreamResponse(headers={**headers, **SIM_HEADERS})

@@ -6,15 +6,15 @@ check against the simulated GPU (`SimStartupError` when it fails), and the perio
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mtpwatch.sim.engine import Engine
-from mtpwatch.sim.options import SimOptions
+from mtpwatch.sim.options import SimOptions, claimed_version
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset
-from mtpwatch.sim.replies import VLLM_VERSION
 
 
 class SimStartupError(RuntimeError):
@@ -49,6 +49,7 @@ class StartupLog:
     engine: Engine
     log: SimLog
     port: int
+    model_name: str
     _worker: Any
 
     if TYPE_CHECKING:
@@ -98,33 +99,65 @@ class StartupLog:
         raise SimStartupError(error)
 
     async def _startup_log(self, delay_s: float) -> None:
+        """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds."""
+        if self.options.vllm_log == "0.34-gpu":
+            await self._gpu_startup_log(delay_s)
+        else:
+            await self._cpu_startup_log(delay_s)
+
+    def _log_engine_config(self, where: tuple[str, str, str, str]) -> None:
+        """The lines up to the engine's config: non-default args, architecture, model length and
+        `Initializing a V1 LLM engine` (the same text in 0.32, 0.33 and 0.34; `where`: their tags)."""
         p, opts, k = self.preset, self.options, self.physics.k
-        log = self.log
-        log("api_server.py:1880", f"vLLM API server version {VLLM_VERSION}")
         args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
         if opts.served_model_name:
             args["served_model_name"] = [opts.served_model_name]
-        spec_json: dict[str, Any] | None = None
         if opts.spec:
-            spec_json = {"method": p.method, "model": p.drafter, "num_speculative_tokens": k}
+            spec_json: dict[str, Any] = {"method": p.method, "model": p.drafter, "num_speculative_tokens": k}
             if opts.k_schedule:
                 spec_json["num_speculative_tokens_per_batch_size"] = [list(r) for r in opts.k_schedule]
             args["speculative_config"] = spec_json
-        log("utils.py:253", f"non-default args: {args}")
-        log("model.py:637", "Resolved architecture: Gemma4ForConditionalGeneration")
-        log("model.py:1880", f"Using max model len {p.max_model_len}")
+        self.log(where[0], f"non-default args: {args}")
+        self.log(where[1], "Resolved architecture: Gemma4ForConditionalGeneration")
+        self.log(where[2], f"Using max model len {p.max_model_len}")
+        # SpeculativeConfig.__repr__ (vllm/config/speculative.py) is the same in 0.32, 0.33 and 0.34
         spec_repr = (
             f"SpeculativeConfig(method='{p.method}', model='{p.drafter}', num_spec_tokens={k})"
             if opts.spec
             else "None"
         )
         quant = p.quantization if p.quantization != "bf16" else None
-        log(
-            "core.py:133",
-            f"Initializing a V1 LLM engine (v{VLLM_VERSION}) with config: model='{p.model}', "
+        self.log(
+            where[3],
+            f"Initializing a V1 LLM engine (v{claimed_version(opts)}) with config: model='{p.model}', "
             f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
             f"max_seq_len={p.max_model_len}, quantization={quant}",
         )
+
+    def _log_kv_cache(self, where: tuple[str, str]) -> None:
+        p = self.preset
+        kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
+        self.log(where[0], f"Available KV cache memory: {kv_gib:.2f} GiB")
+        self.log(
+            where[1],
+            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
+            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
+        )
+
+    def _log_centroids(self, where: str) -> None:
+        if self.options.spec and self.preset.centroids:
+            self.log(
+                where,
+                "Gemma4 MTP: centroids masking enabled "
+                "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
+            )
+
+    async def _cpu_startup_log(self, delay_s: float) -> None:
+        """vLLM 0.32's CPU build (Model Runner V1): its drafter and MTP lines (tests/data's real log)."""
+        p, opts, k = self.preset, self.options, self.physics.k
+        log = self.log
+        log("api_server.py:1880", f"vLLM API server version {claimed_version(opts)}")
+        self._log_engine_config(("utils.py:253", "model.py:637", "model.py:1880", "core.py:133"))
         if opts.spec and k > 1:
             log(
                 "speculative.py:1381",
@@ -146,31 +179,89 @@ class StartupLog:
                 "llm_base_proposer.py:1469",
                 "Detected MTP model. Sharing target model embedding weights with the draft model.",
             )
-            if p.centroids:
-                log(
-                    "gemma4_mtp.py:536",
-                    "Gemma4 MTP: centroids masking enabled "
-                    "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
-                )
+            self._log_centroids("gemma4_mtp.py:536")
         gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
         log(
             "gpu_model_runner.py:4246",
             f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
         )
         await asyncio.sleep(kv_s)
-        kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
-        log("gpu_worker.py:436", f"Available KV cache memory: {kv_gib:.2f} GiB")
-        log(
-            "kv_cache_utils.py:1308",
-            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
-            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
-        )
+        self._log_kv_cache(("gpu_worker.py:436", "kv_cache_utils.py:1308"))
         await asyncio.sleep(graphs_s)
         log("gpu_model_runner.py:5104", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
         log(
             "core.py:276",
             f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} seconds",
         )
+
+    async def _gpu_startup_log(self, delay_s: float) -> None:
+        """vLLM 0.34 on a GPU (Model Runner V2), tagged with the 0.34.0 wheel's file:line of each
+        logging call (docs/vllm-startup-lines.md): one `Loading model from scratch...`, the drafter
+        loaded inside it without a line of its own, no `Detected MTP model`."""
+        p, opts, k = self.preset, self.options, self.physics.k
+        log = self.log
+        log("startup.py:38", f"vLLM server version {claimed_version(opts)}, serving model {p.model}")
+        self._log_engine_config(("startup.py:96", "model.py:761", "model.py:2214", "core.py:153"))
+        if opts.spec and k > 1 and p.method == "mtp":
+            log(
+                "config.py:94",
+                "Enabling num_speculative_tokens > 1 will run multiple times of "
+                "forward on same MTP layer,which may result in lower acceptance rate",
+                level="WARNING",
+            )
+        if opts.gpu_memory and self._worker is None:
+            self._claim_gpu()
+        weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
+        log("model_runner.py:412", "Loading model from scratch...")
+        log(
+            "weight_utils.py:1154",
+            f"Filesystem type for checkpoints: EXT4. Checkpoint size: {p.weights_gib:.2f} GiB. "
+            "Available RAM: 119.70 GiB.",
+        )
+        await asyncio.sleep(weights_s)
+        log("default_loader.py:543", f"Loading weights took {weights_s:.2f} seconds")
+        if opts.spec:
+            await asyncio.sleep(drafter_s)
+            self._log_centroids("gemma4_mtp.py:510")
+        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        # format_gib (vllm/utils/mem_utils.py:31): round(x, 2)
+        log(
+            "model_runner.py:441",
+            f"Model loading took {round(gib, 2)} GiB memory and {weights_s + drafter_s:.6f} seconds",
+        )
+        await asyncio.sleep(kv_s)
+        self._log_kv_cache(("gpu_worker.py:795", "kv_cache_utils.py:1168"))
+        self.log.raw(
+            f"Capturing CUDA graphs (PIECEWISE): 100%|██████████| 51/51 [00:0{min(9, int(graphs_s))}<00:00]"
+        )
+        await asyncio.sleep(graphs_s)
+        log("model_runner.py:1216", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
+        log(
+            "core.py:458",
+            f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} s",
+        )
+
+    def _log_serving(self, *, restarted: bool = False) -> None:
+        """The lines that say the server is up: vLLM 0.32's launcher and uvicorn, 0.34's
+        `Starting vLLM server on` (vllm/entrypoints/launchers/api_server/entry.py:139) and uvicorn, or
+        the Rust frontend's ready line (rust/src/server/src/lib.rs:352: no uvicorn)."""
+        opts = self.options
+        if opts.frontend == "rust":
+            # tracing writes the fields after the message, strings Debug-quoted
+            self._rust_log(
+                "server/src/lib.rs:352",
+                f'OpenAI server is ready to accept requests bind_address="{opts.host}:{self.port}" '
+                f'scheme="http" model="{self.model_name}"',
+            )
+            return
+        if opts.vllm_log == "0.34-gpu":
+            self.log("entry.py:139", f"Starting vLLM server on {self.url}")
+        else:
+            self.log("launcher.py:48", f"Starting vLLM API server 0 on {self.url}")
+        if not restarted:
+            self.log.raw(f"INFO:     Started server process [{os.getpid()}]")
+            self.log.raw("INFO:     Waiting for application startup.")
+        self.log.raw("INFO:     Application startup complete.")
 
     async def _stats_loop(self) -> None:
         had_activity = False
@@ -183,22 +274,44 @@ class StartupLog:
             if not (active or had_activity):
                 continue
             had_activity = active
-            self.log(
-                "loggers.py:335",
-                f"Engine 000: Avg prompt throughput: {stats.prompt_tokens / elapsed:.1f} tokens/s, "
-                f"Avg generation throughput: {stats.generation_tokens / elapsed:.1f} tokens/s, "
-                f"Running: {running} reqs, Waiting: {waiting} reqs, "
-                f"GPU KV cache usage: {self.engine.kv_usage * 100:.1f}%, Prefix cache hit rate: 0.0%",
-            )
+            rust = self.options.frontend == "rust"
+            prompt, generation = stats.prompt_tokens / elapsed, stats.generation_tokens / elapsed
+            kv = self.engine.kv_usage * 100
+            if rust:
+                # rust/src/llm/src/log_stats.rs:262-300 (vLLM 0.34.0 sdist)
+                self._rust_log(
+                    "log_stats.rs:300",
+                    f"Avg prompt tput: {prompt:.1f} toks/s, Avg generation tput: {generation:.1f} toks/s, "
+                    f"Reqs Running: {running}, Waiting: {waiting}, GPU KV cache used: {kv:.1f}%, "
+                    "Prefix cache hit rate: 0.0%",
+                )
+            else:
+                self.log(
+                    "loggers.py:335",
+                    f"Engine 000: Avg prompt throughput: {prompt:.1f} tokens/s, "
+                    f"Avg generation throughput: {generation:.1f} tokens/s, "
+                    f"Running: {running} reqs, Waiting: {waiting} reqs, "
+                    f"GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%",
+                )
             if stats.drafts:
                 mean_len = 1 + stats.accepted / stats.drafts
                 per_pos = ", ".join(f"{n / stats.drafts:.3f}" for n in stats.per_pos)
                 rate = stats.accepted / stats.draft_tokens * 100 if stats.draft_tokens else float("nan")
-                self.log(
-                    "metrics.py:120",
+                # the same text from vllm/v1/spec_decode/metrics.py:120 and log_stats.rs:302-329
+                line = (
                     f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
                     f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
                     f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
                     f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
-                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
+                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%"
                 )
+                if rust:
+                    self._rust_log("log_stats.rs:329", line)
+                else:
+                    self.log("metrics.py:120", line)
+
+    def _rust_log(self, where: str, message: str) -> None:
+        """A line of the Rust frontend's log (`rust/src/tracing/src/lib.rs`: its process label, level,
+        time and shortened file:line)."""
+        stamp = time.strftime("%m-%d %H:%M:%S")
+        self.log.raw(f"(RustFrontend pid={os.getpid()}) INFO {stamp} [{where}] {message}")

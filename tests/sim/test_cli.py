@@ -90,3 +90,44 @@ def test_sim_thread_for_sync_callers() -> None:
         pass
     else:
         raise AssertionError("server still up after the with block")
+
+
+def test_rust_frontend_flags() -> None:
+    """`--frontend rust` implies vLLM 0.34's GPU log; with the 0.32 CPU log it is a usage error (the
+    Rust frontend ships from 0.33)."""
+    runner = CliRunner()
+    bad = runner.invoke(command, ["--frontend", "rust", "--vllm-log", "0.32-cpu", "--port", "0"])
+    assert bad.exit_code == 2 and "0.33 and later" in bad.output and "Traceback" not in bad.output
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mtpwatch", "sim", "--port", "0", "--speed", "20", "--frontend", "rust"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        url, lines = None, []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if url is None and (m := re.search(r"serving .* on (http://127\.0\.0\.1:\d+)", line)):
+                url = m.group(1)
+            if "OpenAI server is ready to accept requests" in line:
+                break
+        assert url is not None, lines
+        assert any("vLLM server version 0.34.0" in x for x in lines)
+        assert httpx.get(url + "/version", timeout=10).json() == {
+            "version": "0.34.0",
+            "rust_frontend_version": "0.34.0",
+        }
+        metrics = httpx.get(url + "/metrics", timeout=10)
+        assert metrics.headers["content-type"].startswith("application/openmetrics-text")
+        assert httpx.get(url + "/metrics/?name%5B%5D=x", timeout=10).status_code == 404
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+    assert rc == 0

@@ -2,8 +2,11 @@
 
 `LogWatcher.feed(line)` returns the news in that line as `LogEvent`s (a phase change, a fact, a
 hint, a ``SpecDecoding metrics`` line) and keeps the state: `phase`, `phase_started`, `facts`,
-`hints`, `spec_lines`. Patterns follow vLLM 0.32's own messages (see tests/data/*.log/txt); a line
-that matches nothing costs one cheap substring check per family.
+`hints`, `spec_lines`, `stats_lines`. Patterns follow the messages of vLLM 0.32's CPU build (Model
+Runner V1) and of 0.33/0.34 on a GPU (Model Runner V2), and the Rust frontend's lines;
+docs/vllm-startup-lines.md says which line gives which phase and fact in each, and
+tests/data/vllm-startup-*.log hold one log of each. A line that matches nothing costs one cheap
+substring check per family.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+
+from mtpwatch.core.launch.logstats import StatsLine, parse_stats_line
 
 __all__ = [
     "Hint",
@@ -86,6 +91,8 @@ class LogFacts:
     weights_s: float | None = None
     mtp_detected: bool = False
     centroids_masking: str | None = None
+    frontend: str | None = None
+    """'rust' once a line only vLLM's Rust frontend writes was seen (its ready or stats line)."""
     kv_cache_tokens: int | None = None
     kv_cache_gib: float | None = None
     max_concurrency: float | None = None
@@ -112,7 +119,13 @@ _SPEC_CONFIG = re.compile(
     r"num_spec_tokens=(\d+)\)"
 )
 _ENGINE_INIT = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: model='([^']*)'")
-_BANNER_VERSION = re.compile(r"(?:version|vLLM API server version) v?(\d+\.\d+\.\d+\S*)")
+# 0.32: the logo's "version 0.32.0"; 0.33/0.34 without the logo: "vLLM server version 0.34.0, serving
+# model M" (vllm/entrypoints/common/startup.py:18), hence no comma in the version
+_BANNER_VERSION = re.compile(r"(?:version|vLLM API server version) v?(\d+\.\d+\.\d+[^\s,]*)")
+_SERVING_MODEL = re.compile(r"(?:, serving model |█  model   )(\S+)")
+# the Rust frontend's ready line (rust/src/server/src/lib.rs:352): tracing's fields after the message
+_RUST_READY = "OpenAI server is ready to accept requests"
+_RUST_ADDRESS = re.compile(r'bind_address="?([^"\s]+)"?(?:.*?scheme="?(\w+)"?)?')
 _LOAD_WEIGHTS = re.compile(r"Loading weights took " + _NUM + " seconds")
 _MODEL_LOADING = re.compile(r"Model loading took " + _NUM + r" GiB(?: memory)? and " + _NUM + " seconds")
 _KV_TOKENS = re.compile(
@@ -142,7 +155,7 @@ _COMPILING_MARKS = (
     "KV cache size:",
     "Dynamo bytecode transform",
 )
-_READY_MARKS = ("Application startup complete",)
+_READY_MARKS = ("Application startup complete", _RUST_READY)
 
 _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
     (
@@ -295,6 +308,9 @@ class LogWatcher:
     facts: LogFacts = field(default_factory=LogFacts)
     hints: list[Hint] = field(default_factory=list)
     spec_lines: list[SpecDecodingLine] = field(default_factory=list)
+    stats_lines: list[StatsLine] = field(default_factory=list)
+    """The periodic stats lines (Python's `Engine 000: Avg prompt throughput…` or the Rust
+    frontend's `Avg prompt tput…`), oldest first."""
     errors: list[str] = field(default_factory=list)
     """ERROR lines and the last lines of tracebacks, for a failure report."""
 
@@ -346,11 +362,12 @@ class LogWatcher:
                     )
                 )
             return events
-        if message.startswith("Engine ") and "Avg prompt throughput" in message:
+        if "Avg prompt t" in message and self._stats_from(message, now, events):
             return events  # the periodic stats line: nothing new for start-up
 
         self._phase_from(message, now, events)
         self._facts_from(message, now, events)
+        self._serving_from(message, now, events)
         self._hints_from(message, now, events)
         if _LEVEL_ERROR.search(line) or _EXCEPTION.match(message):
             self.errors.append(message)
@@ -439,6 +456,35 @@ class LogWatcher:
             match = _LISTEN.search(message)
             if match and facts.listening is None:
                 facts.listening = match.group(1)
+
+    def _stats_from(self, message: str, now: float, events: list[LogEvent]) -> bool:
+        """A periodic stats line of either frontend (`logstats`): kept; True when it was one."""
+        stats = parse_stats_line(message)
+        if stats is None:
+            return False
+        self.stats_lines.append(stats)
+        if stats.frontend == "rust":
+            self._rust_frontend(now, events)
+        return True
+
+    def _rust_frontend(self, now: float, events: list[LogEvent]) -> None:
+        if self.facts.frontend is None:
+            self.facts.frontend = "rust"
+            self._fact(events, now, "API server: vLLM's Rust frontend (OpenMetrics /metrics)")
+
+    def _serving_from(self, message: str, now: float, events: list[LogEvent]) -> None:
+        """The model from the banner (0.33/0.34 `vLLM server version V, serving model M`, or the logo's
+        `model` line), and the Rust frontend's ready line (its address)."""
+        facts = self.facts
+        if facts.model is None and ("serving model " in message or "  model   " in message):
+            match = _SERVING_MODEL.search(message)
+            if match:
+                facts.model = match.group(1)
+        elif message.startswith(_RUST_READY) or f"] {_RUST_READY}" in message:
+            self._rust_frontend(now, events)
+            match = _RUST_ADDRESS.search(message)
+            if match and facts.listening is None:
+                facts.listening = f"{match.group(2) or 'http'}://{match.group(1)}"
 
     def _hints_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         if not any(word in message for word in _HINT_PREFILTER):

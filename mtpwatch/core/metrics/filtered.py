@@ -42,6 +42,12 @@ Whether the filter is honoured (`ScrapeState`), decided per server:
   once and from then on, until a restart or a failed scrape probes again (a balancer in front of
   two different servers costs no probe per scrape).
 - Not vLLM (llama-server) or a page without vLLM families: the full page, as before.
+- vLLM's Rust frontend (0.33/0.34, an OpenMetrics page): it serves `/metrics` only, ignoring the
+  query (`rust/src/server/src/routes.rs:140`, `routes/metrics.rs` `scrape()` takes no query; the
+  0.34.0 `vllm-rs` binary holds no `name[]` string), so `/metrics/?name[]=…` is axum's 404 and the
+  probe gives the full page, its reason saying so and that a restart shows only as counters going
+  down (no `_created`). The probe is still made: a later release that honours the filter is used
+  filtered, its answers joined under one `# EOF` (`_terminated`).
 - **Once** (`ScrapeFilter(once=True)`, `mtpwatch snapshot`): one filtered request for both tiers,
   judged by the per-answer rule; an answer that is a whole page (filter ignored) is used as it is,
   anything else falls back to `GET /metrics`.
@@ -64,7 +70,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from mtpwatch.core.metrics.parse import parse_samples
+from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
 from mtpwatch.core.metrics.snapshot import detect_schema
 
 __all__ = [
@@ -351,6 +357,8 @@ class TieredScraper:
         self._activity_path = filter_path(ACTIVITY_NAMES)
         self._hot_text = ""
         self._hot_t = 0.0
+        self._eof = ""
+        """`# EOF` when the filtered answers are OpenMetrics: the page they make ends with one."""
         self._quiet: Marks | None = None
         """The activity samples of the last hot answer when it showed an idle server, else None."""
         self.probes = 0
@@ -409,6 +417,8 @@ class TieredScraper:
         page = await self._fetch(FULL_PATH)
         if detect_schema(page) == "llamacpp":
             why = "not vLLM"
+        elif is_openmetrics(page):
+            why = f"OpenMetrics, {why}; restarts: counters going down"
         self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
         return page
 
@@ -452,8 +462,11 @@ class TieredScraper:
                 # a server without any slow family (none of them exported) answers empty: fine
                 why = _judge(slow, self._slow_names, expected) if expected or slow.strip() else ""
         if why:
+            if is_openmetrics(page):
+                why = f"OpenMetrics, {why}; restarts: counters going down"
             self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
             return page
+        self._eof = _EOF if is_openmetrics(hot) else ""
         self._slow_text, self._slow_t = _terminated(slow), self._clock()
         self._slow_marks = _restart_marks(hot)
         self._took_hot(hot, self._slow_t)
@@ -487,7 +500,7 @@ class TieredScraper:
             return ""
         st, size = self.state, len(act)
         self.state = ScrapeState("filtered", "", size, st.hot_bytes, st.slow_bytes, st.full_bytes, size)
-        return self._hot_text + self._slow_text
+        return self._hot_text + self._slow_text + self._eof
 
     async def _filtered(self, fresh: bool) -> str | None:
         """The newest hot answer + the slow tier (fetched when due); None: a restart (probe now) or
@@ -534,7 +547,7 @@ class TieredScraper:
         self.state = ScrapeState(
             "filtered", "", size, len(hot), slow_bytes, self.state.full_bytes, idle_bytes
         )
-        return _terminated(hot) + self._slow_text
+        return _terminated(hot) + self._slow_text + self._eof
 
     def _slow_due(self, now: float) -> bool:
         """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
@@ -569,5 +582,12 @@ def _split(text: str, slow: frozenset[str]) -> tuple[str, str]:
     return "".join(hot_parts), "".join(slow_parts)
 
 
+_EOF = "# EOF\n"
+
+
 def _terminated(text: str) -> str:
+    """`text` ending with a newline, without an OpenMetrics `# EOF`: answers are joined into one page,
+    which gets one `# EOF` at its end (`TieredScraper._eof`)."""
+    if is_openmetrics(text):
+        text = text[: text.rfind("# EOF")]
     return text if not text or text.endswith("\n") else text + "\n"

@@ -1,4 +1,5 @@
-"""Prometheus text exposition → samples: the fast filtered parser (hot path) and the reference parser.
+"""Prometheus text exposition (or OpenMetrics 1.0) → samples: the fast filtered parser (hot path) and
+the reference parser.
 
 The app scrapes `/metrics` several times a second. prometheus_client's full parser spends 11–15 ms on
 vLLM's 54 KB page, most of it on families mtpwatch never reads (python_*, process_*, http_*). The fast
@@ -6,6 +7,14 @@ path keeps only the lines whose name starts with one of a few prefixes (`vllm:`,
 parses those with `str` methods; label blocks repeat scrape after scrape, so their parsed form is
 cached. `parse_samples_reference` gives the same result through prometheus_client; the tests assert
 equality on every fixture and the overhead benchmark times both.
+
+OpenMetrics 1.0 (`application/openmetrics-text`, what vLLM's Rust frontend serves:
+`rust/src/server/src/routes/metrics.rs` of the vLLM 0.33/0.34 sdist, through the `prometheus-client`
+crate's encoder) is the same sample syntax with three differences the fast path handles: the page ends
+with `# EOF` (how it is recognised, `is_openmetrics`), a timestamp is in seconds (not milliseconds),
+and a sample may carry an exemplar (` # {…} value`, dropped). Counter families are typed without
+`_total` but their samples keep it, so the sample names are the same as on a Prometheus page; the
+reference parser is then prometheus_client's OpenMetrics parser.
 """
 
 from __future__ import annotations
@@ -19,12 +28,30 @@ __all__ = [
     "DEFAULT_PREFIXES",
     "MetricsFormatError",
     "Sample",
+    "is_openmetrics",
     "parse_samples",
     "parse_samples_reference",
 ]
 
 #: Metric-name prefixes mtpwatch reads (vLLM and llama.cpp's server).
 DEFAULT_PREFIXES: tuple[str, ...] = ("vllm:", "llamacpp:")
+
+
+_EOF_ENDINGS = ("# EOF\n", "# EOF")
+
+
+def is_openmetrics(text: str) -> bool:
+    """True for an OpenMetrics page: it ends with `# EOF` (a Prometheus page never does)."""
+    return text.endswith(_EOF_ENDINGS)
+
+
+def _exemplar_start(line: str) -> int:
+    """Where an OpenMetrics exemplar (` # {…} value`) starts in a sample line, or -1: the first ` # `
+    outside a quoted label value."""
+    at = line.find(" # ")
+    while at >= 0 and (line.count('"', 0, at) - line.count('\\"', 0, at)) % 2:
+        at = line.find(" # ", at + 1)
+    return at
 
 
 class MetricsFormatError(ValueError):
@@ -123,6 +150,7 @@ def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> li
         # Rare: indented sample lines (prometheus_client strips every line).
         lines = [line.strip() for line in lines]
     kept = [line for line in lines if line.startswith(prefixes)]
+    om = text.endswith(_EOF_ENDINGS)
     out: list[Sample] = []
     append = out.append
     label_cache = _LABEL_CACHE
@@ -135,6 +163,11 @@ def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> li
         if known is not None:
             append(known)
             continue
+        key = line
+        if om and " # " in line:
+            cut = _exemplar_start(line)
+            if cut >= 0:
+                line, key = line[:cut], ""  # an exemplar: not kept in the line cache
         brace = line.find("{")
         if brace >= 0:
             name = line[:brace].rstrip()
@@ -162,28 +195,40 @@ def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> li
             if len(name_cache) >= _CACHE_MAX:
                 name_cache.clear()
             name_cache.add(name)
-        n = len(rest)
-        try:
-            if n == 1 and "_" not in rest[0]:
+        if len(rest) == 1 and "_" not in rest[0]:
+            try:
                 sample = Sample(name, labels, float(rest[0]))
-            elif n == 2 and "_" not in rest[0] and "_" not in rest[1]:
-                sample = Sample(name, labels, float(rest[0]), float(rest[1]) / 1000.0)
-            elif n == 0:
-                raise _bad_line(text, line, "no value")
-            elif n > 2:
-                raise _bad_line(text, line, "unexpected text after the value")
-            else:
-                # float() accepts '1_000'; the exposition format (and prometheus_client) does not.
-                raise ValueError
-        except ValueError as exc:
-            if isinstance(exc, MetricsFormatError):
-                raise
-            raise _bad_line(text, line, "invalid value or timestamp") from None
-        if len(line_cache) >= _LINE_CACHE_MAX:
-            line_cache.clear()
-        line_cache[line] = sample
+            except ValueError:
+                raise _bad_line(text, line, "invalid value or timestamp") from None
+        else:
+            sample = _timestamped(text, line, name, labels, rest, om)
+            key = ""  # not cached: the same line means another time in the other format
+        if key:
+            if len(line_cache) >= _LINE_CACHE_MAX:
+                line_cache.clear()
+            line_cache[key] = sample
         append(sample)
     return out
+
+
+def _timestamped(
+    text: str, line: str, name: str, labels: tuple[tuple[str, str], ...], rest: list[str], om: bool
+) -> Sample:
+    """A sample line with a timestamp (or a malformed one): OpenMetrics writes seconds, the
+    Prometheus text format milliseconds."""
+    n = len(rest)
+    if n == 0:
+        raise _bad_line(text, line, "no value")
+    if n > 2:
+        raise _bad_line(text, line, "unexpected text after the value")
+    # float() accepts '1_000'; the exposition format (and prometheus_client) does not.
+    try:
+        if n == 2 and "_" not in rest[0] and "_" not in rest[1]:
+            stamp = float(rest[1])
+            return Sample(name, labels, float(rest[0]), stamp if om else stamp / 1000.0)
+    except ValueError:
+        pass
+    raise _bad_line(text, line, "invalid value or timestamp")
 
 
 def _reference_samples(families: Iterable[object], prefixes: tuple[str, ...]) -> list[Sample]:
@@ -191,21 +236,26 @@ def _reference_samples(families: Iterable[object], prefixes: tuple[str, ...]) ->
     for family in families:
         for s in family.samples:  # type: ignore[attr-defined]
             if s.name.startswith(prefixes):
-                out.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value), s.timestamp))
+                # the OpenMetrics parser gives a `Timestamp` (seconds and nanoseconds)
+                stamp = None if s.timestamp is None else float(s.timestamp)
+                out.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value), stamp))
     return out
 
 
 def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
-    """The same result as `parse_samples`, through prometheus_client's full parser (slow; for tests).
+    """The same result as `parse_samples`, through prometheus_client's full parser (slow; for tests):
+    its OpenMetrics parser for an OpenMetrics page (`is_openmetrics`), else its text-format parser.
 
     Raises:
         MetricsFormatError: prometheus_client rejected the text.
     """
     # Lazy: prometheus_client's parser is the slow reference, used by tests and benchmarks only.
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
     from prometheus_client.parser import text_string_to_metric_families
 
+    parser = openmetrics if is_openmetrics(text) else text_string_to_metric_families
     try:
-        return _reference_samples(text_string_to_metric_families(text), prefixes)
+        return _reference_samples(parser(text), prefixes)
     except (ValueError, IndexError) as exc:
         raise MetricsFormatError(f"invalid exposition text: {exc}") from None
 

@@ -24,7 +24,9 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
     accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
     self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
     requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
-    restarted, window ("since server start" or "between pages"), engine ("vllm", "llama.cpp"),
+    restarted, restart_signal (how a restart is seen: `_created` or only counters going down, as on
+    vLLM's Rust frontend), exposition ("prometheus" or "openmetrics"), window ("since server start"
+    or "between pages"), engine ("vllm", "llama.cpp"),
     mean_draft_length (draft_tokens / drafts: k on vLLM, up to k on llama.cpp) and missing (why the
     engine's n/a numbers are n/a). Counts and rates cover the window; gauges (requests_running,
     requests_waiting, kv_cache_usage) are read from `after`.
@@ -38,7 +40,9 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
         "engines": list(after.engines),
         "window": r.window_label,
         "restarted": r.restarted,
-        "speculative": after.speculative,
+        "restart_signal": after.restart_signal,
+        "exposition": after.exposition,
+        "speculative": after.speculating(),
         "num_speculative_tokens": after.num_speculative_tokens,
         "drafts": r.drafts,
         "draft_tokens": r.draft_tokens,

@@ -4,6 +4,12 @@ Owns the knowledge of which exported names mean what: the four `spec_decode_*` c
 through the `position` label), generation/prompt token counters, the latency histograms, the request
 gauges, `_created` for restart detection and the `cache_config_info` labels. A page with no `vllm:` or
 `llamacpp:` family has schema "none" (vLLM started with `--disable-log-stats` exports none of them).
+
+vLLM 0.33/0.34's Rust frontend serves OpenMetrics (`exposition="openmetrics"`): the same sample names,
+but no `_created` (a restart shows only as counters going down, `rates.is_restart`; it exports no
+`process_start_time_seconds` either) and the three spec-decode totals from start-up whether or not the
+server speculates (`rust/src/engine-core-client/src/metrics.rs:275` of the 0.34.0 sdist), so there
+speculation is on when a per-position count exists or a draft token was counted, as on llama.cpp.
 """
 
 from __future__ import annotations
@@ -14,10 +20,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, parse_samples
+from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, is_openmetrics, parse_samples
 
 __all__ = [
     "SNAPSHOT_PREFIXES",
+    "Exposition",
     "Histogram",
     "MetricsSnapshot",
     "Schema",
@@ -28,6 +35,7 @@ __all__ = [
 ]
 
 Schema = Literal["vllm", "llamacpp", "none"]
+Exposition = Literal["prometheus", "openmetrics"]
 
 _HISTOGRAM_FAMILIES = (
     "vllm:iteration_tokens_total",
@@ -176,6 +184,25 @@ class MetricsSnapshot:
     """`estimated_read_bytes_per_gpu_total` (only with `--enable-mfu-metrics`), summed over engines."""
     cache_config: Mapping[str, str] = field(default_factory=_empty_mapping)
     """Labels of `cache_config_info` (block_size, num_gpu_blocks, gpu_memory_utilization, …) but `engine`."""
+    exposition: Exposition = "prometheus"
+    """The page's format: Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's
+    Rust frontend: no `_created`, so `created` is None and only counters going down show a restart)."""
+
+    def speculating(self, configured: bool = False) -> bool | None:
+        """Whether the server speculates: `speculative`, but on an OpenMetrics page (vLLM's Rust
+        frontend exports the spec totals with or without a drafter) that shows no draft yet, off only
+        once it generated tokens without one; before, `configured` (its start-up log named a method)
+        or unknown (None)."""
+        if self.speculative or self.exposition != "openmetrics" or self.generation_tokens > 0:
+            return self.speculative
+        return True if configured else None
+
+    @property
+    def restart_signal(self) -> str:
+        """How a restart of this server is seen (what the views say with a restart count)."""
+        if self.created is not None:
+            return "a new _created or counters going down"
+        return "counters going down (no _created on this page)"
 
     def counters(self) -> dict[str, float]:
         """The monotonic counters by name (for restart detection and deltas)."""
@@ -267,9 +294,13 @@ def _check_finite(s: Sample) -> None:
 
 
 def snapshot_from_samples(
-    samples: list[Sample], model: str | None = None, schema: Schema | None = None
+    samples: list[Sample],
+    model: str | None = None,
+    schema: Schema | None = None,
+    exposition: Exposition = "prometheus",
 ) -> MetricsSnapshot:
-    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works).
+    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works); `exposition`:
+    the page's format (`parse.is_openmetrics`).
 
     Raises:
         UnknownModelError: `model` is given but no series carries that `model_name`.
@@ -329,7 +360,7 @@ def snapshot_from_samples(
             per_pos[pos] = per_pos.get(pos, 0.0) + s.value
             continue
         _fold_other(acc, short, labels, s)
-    return acc.snapshot(schema, chosen, models)
+    return acc.snapshot(schema, chosen, models, exposition)
 
 
 def _schema_of(samples: list[Sample]) -> Schema:
@@ -352,6 +383,7 @@ class _Fold:
         "engines",
         "gauges",
         "hists",
+        "nan_sums",
         "per_pos",
         "spec_seen",
         "success",
@@ -363,21 +395,25 @@ class _Fold:
         self.gauges: dict[str, float] = {}
         self.per_pos: dict[int, float] = {}
         self.hists: dict[str, _HistAcc] = {}
+        self.nan_sums: set[str] = set()
+        """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
         self.success: dict[str, float] = {}
         self.engines: dict[str, None] = {}
         self.cache_config: dict[str, str] = {}
         self.created_by: dict[str, float] = {}
         self.spec_seen = False
 
-    def snapshot(self, schema: Schema, chosen: str | None, models: tuple[str, ...]) -> MetricsSnapshot:
-        sums, gauges, per_pos, hists, engines = self.sums, self.gauges, self.per_pos, self.hists, self.engines
+    def snapshot(
+        self, schema: Schema, chosen: str | None, models: tuple[str, ...], exposition: Exposition
+    ) -> MetricsSnapshot:
+        sums, gauges, per_pos, engines = self.sums, self.gauges, self.per_pos, self.engines
+        hists = {k: h for k, h in self.hists.items() if k not in self.nan_sums}
         created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
-        # llama.cpp exports the spec counters whether or not a draft model is loaded.
-        speculative = (
-            (bool(per_pos) or sums.get("draft_tokens", 0.0) > 0) if schema == "llamacpp" else self.spec_seen
-        )
+        # llama.cpp and vLLM's Rust frontend export the spec counters whether or not they speculate
+        drafted = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
+        speculative = drafted if schema == "llamacpp" or exposition == "openmetrics" else self.spec_seen
         kv = _finite_or_none(gauges.get("kv_cache_usage"))
         running = _finite_or_none(gauges.get("requests_running"))
         waiting = _finite_or_none(gauges.get("requests_waiting"))
@@ -408,6 +444,7 @@ class _Fold:
             created=created,
             estimated_read_bytes=sums.get("estimated_read_bytes"),
             cache_config=MappingProxyType(self.cache_config),
+            exposition=exposition,
         )
 
 
@@ -435,6 +472,12 @@ def _fold_other(acc: _Fold, short: str, labels: dict[str, str], s: Sample) -> No
         return
     if part not in ("count", "sum"):
         return  # a bucket or `_created` (when the caller kept them): no view reads them
+    if part == "sum" and not math.isfinite(value):
+        # a NaN or infinite observation makes the sum so, as vLLM's Rust frontend documents
+        # (rust/src/metrics/src/histogram.rs:150-165 of the 0.34 sdist): that histogram's mean is
+        # unknown, the rest of the page stands
+        acc.nan_sums.add(hist_key)
+        return
     _check_finite(s)
     h = acc.hists.get(hist_key)
     if h is None:
@@ -454,6 +497,7 @@ def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:
         UnknownModelError: `model` is not on the page (the message lists the models that are).
     """
     schema = detect_schema(text)
+    exposition: Exposition = "openmetrics" if is_openmetrics(text) else "prometheus"
     if schema == "none":
-        return snapshot_from_samples([], model, "none")
-    return snapshot_from_samples(parse_samples(text, SNAPSHOT_PREFIXES), model, schema)
+        return snapshot_from_samples([], model, "none", exposition)
+    return snapshot_from_samples(parse_samples(text, SNAPSHOT_PREFIXES), model, schema, exposition)

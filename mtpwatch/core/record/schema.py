@@ -37,9 +37,10 @@ def filter_page(text: str) -> list[str]:
     """The lines of a /metrics page that `core.metrics.snapshot` reads (its SNAPSHOT_PREFIXES).
 
     The rest of a vLLM page (HELP/TYPE comments, request-size histograms, Python process gauges) is
-    three quarters of its bytes and never reaches a number the app shows.
+    three quarters of its bytes and never reaches a number the app shows. An OpenMetrics page (vLLM's
+    Rust frontend) keeps its `# EOF`: the replayed page reads as OpenMetrics too (`snapshot.speculating`).
     """
-    return [line for line in text.splitlines() if line.startswith(SNAPSHOT_PREFIXES)]
+    return [line for line in text.splitlines() if line.startswith(SNAPSHOT_PREFIXES) or line == "# EOF"]
 
 
 def page_delta(before: Sequence[str] | None, after: Sequence[str]) -> dict[str, Any]:
