@@ -179,7 +179,7 @@ class ServerView:
     bandwidth: BandwidthView = field(default_factory=BandwidthView)
     """The roofline panel."""
     verdict: str = ""
-    """One sentence on whether MTP pays off, from the numbers above (`make_verdict`)."""
+    """One sentence on whether MTP pays off, from the numbers above (`session.diagnosis.make_verdict`)."""
     verdict_level: VerdictLevel = "info"
     """How to colour the verdict."""
     engine: str = "vllm"
@@ -219,22 +219,6 @@ def window_words(window: str) -> str:
     return "this prompt" if window == "prompt" else window
 
 
-MIN_DRAFTS = 50
-"""Drafts needed before a near-zero acceptance is called a failure (fewer is noise or warm-up)."""
-
-
-LOW_ACCEPTANCE = 0.05
-
-
-LOW_MEAN_LENGTH = 1.2
-
-
-DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target with its -it assistant"
-
-
-MTP_SLOWER = "MTP is slower here: short answers or MoE expert union?"
-
-
 def method_name(method: str | None) -> str:
     """What to call a speculation method on screen: 'MTP', 'ngram', 'EAGLE-3', …; None → 'speculation'.
 
@@ -259,71 +243,6 @@ def spec_label(method: str | None, k: int | None) -> str:
     """The header's speculation label: 'MTP k=4', 'ngram k=4', or 'speculative k=4' when unknown."""
     name = method_name(method) if method else "speculative"
     return f"{name} k={k}" if k is not None else f"{name} k ?"
-
-
-def make_verdict(
-    *,
-    method: str | None = None,
-    speculative: bool | None,
-    acceptance_rate: float | None,
-    mean_acceptance_length: float | None,
-    drafts: float | None,
-    bandwidth: BandwidthView,
-    window: str,
-) -> tuple[str, VerdictLevel]:
-    """Whether MTP pays off on this server, in one sentence, from the numbers shown beside it.
-
-    The caller passes the acceptance the panel shows (`core.metrics.attribution.prompt_acceptance`),
-    so the sentence never reads another source than the figures next to it.
-
-    Known failure signatures first: acceptance near 0 over enough drafts (a mismatched drafter),
-    then a mean acceptance length under 1.2; otherwise the analytic ceiling with speculation
-    against the baseline ceiling (the bandwidth term), when the roofline is known.
-    """
-    where = f"(server, {window_words(window)})"
-    name = method_name(method)
-    if speculative is False:
-        return "no speculation: this server is the baseline", "info"
-    if speculative is None:
-        return "", "info"
-    if not drafts and acceptance_rate is None:
-        return f"{name}: no drafts yet {where} — send a prompt", "info"
-    # drafts is None when only the acceptance rate is known (llama.cpp timings beside other traffic)
-    enough = drafts is not None and drafts >= MIN_DRAFTS
-    if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and enough:
-        return (
-            f"{name} is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
-            f"{DRAFTER_MISMATCH}",
-            "bad",
-        )
-    tau = mean_acceptance_length
-    if tau is not None and tau < LOW_MEAN_LENGTH:
-        return (
-            f"{name} barely helps: {tau:.2f} tokens per verify step (< {LOW_MEAN_LENGTH}) {where}; "
-            "drafting costs more than it saves",
-            "warn",
-        )
-    bw = bandwidth
-    if bw.bandwidth_term is not None and bw.ceiling_baseline_tok_s and bw.ceiling_spec_tok_s:
-        ratio = bw.bandwidth_term
-        ceilings = f"{bw.ceiling_spec_tok_s:.0f} vs {bw.ceiling_baseline_tok_s:.0f} tok/s"
-        if ratio >= 1.1:
-            return (
-                f"{name} is paying off: τ {_tau(tau)} tokens/step lifts the bandwidth ceiling "
-                f"{ratio:.2f}× over the baseline's ({ceilings}, analytic) {where}",
-                "good",
-            )
-        if ratio >= 1.0:
-            return (
-                f"{name} is break-even: its ceiling is only {ratio:.2f}× the baseline's ({ceilings}) {where}",
-                "warn",
-            )
-        return (
-            f"{name} costs more than it brings: its ceiling is {ratio:.2f}× the baseline's ({ceilings}); "
-            f"the step's extra bytes outweigh {_tau(tau)} tokens per step {where}",
-            "bad",
-        )
-    return f"{name}: {_tau(tau)} tokens per verify step {where}; no roofline to compare with", "info"
 
 
 def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
@@ -368,8 +287,3 @@ class StartupView:
     """Set when the start failed: the one-line reason."""
     hint: str = ""
     """A fix the log suggests, for a failed start."""
-
-
-def _tau(x: float | None) -> str:
-    """τ in the verdict sentence: two decimals, or a dash when unknown."""
-    return "—" if x is None else f"{x:.2f}"

@@ -38,11 +38,12 @@ from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
+from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.recording import FeedTap
-from mtpwatch.session.views import ServerView, Status, describe_hardware, make_verdict
+from mtpwatch.session.views import ServerView, Status, describe_hardware
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
@@ -346,6 +347,8 @@ class ServerFeed:
             drafts=acc.drafts,
             bandwidth=bw,
             window=window,
+            k=k,
+            per_position=acc.per_position,
         )
         return ServerView(
             label=self.spec.label,

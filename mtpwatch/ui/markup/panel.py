@@ -202,13 +202,14 @@ def render_bars(
     heading = f"per-position acceptance [dim]bar: marginal · cond: given the previous {scope}[/]"
     legend = ("[dim]marginal[/]", "[dim]cond: given previous[/]")
     lines = [fit(heading, columns, lambda: [Group(("per-position acceptance",), where), Group(legend)])]
+    digits = len(str(len(marginal)))  # `pos  9` over `pos 10`: the bars start in one column
     for i, value in enumerate(marginal):
         v = min(max(value, 0.0), 1.0)
         whole, rem = divmod(round(v * width * 8), 8)
         bar = "█" * whole + (eighths[rem] if rem else "")
         cond = conditional[i] if i < len(conditional) else None
         value_pct, cond_pct = spaced_percent(value), spaced_percent(cond)
-        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
+        lines.append(f"pos {i + 1:>{digits}} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
     return "\n".join(lines)
 
 
