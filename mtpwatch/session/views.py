@@ -188,6 +188,23 @@ class ServerView:
     """llama.cpp: 'drafts ≤ 4, mean 3.85 tokens' (its drafts vary in length up to k)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why numbers the engine does not export are n/a ('latency', 'kv', 'counts')."""
+    as_of_s: float | None = None
+    """Seconds since the last good scrape, when the numbers are not current (the server is not up,
+    or its last scrape is older than `STALE_AFTER_S`); None while they are: the labels then say
+    "as of 15 s ago", never "now" (issue 40, item 7)."""
+
+
+STALE_AFTER_S = 10.0
+"""A scrape older than this (the shortest window) no longer shows the server as it is now."""
+
+
+def stale_age(status: Status, last_scrape_t: float | None, now: float) -> float | None:
+    """`ServerView.as_of_s` from the status and when the last good scrape was taken (None: current,
+    or nothing scraped yet)."""
+    if last_scrape_t is None:
+        return None
+    age = max(0.0, now - last_scrape_t)
+    return age if status != "up" or age > STALE_AFTER_S else None
 
 
 @dataclass(frozen=True, slots=True)

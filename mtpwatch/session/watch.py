@@ -43,7 +43,7 @@ from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.recording import FeedTap
-from mtpwatch.session.views import ServerView, Status, describe_hardware
+from mtpwatch.session.views import ServerView, Status, describe_hardware, stale_age
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
@@ -374,6 +374,7 @@ class ServerFeed:
             bandwidth=bw,
             verdict=verdict,
             verdict_level=level,
+            as_of_s=stale_age(self.status, self.collector.latest_t, now),
             **self._rate_fields(r),
             **self._snapshot_fields(snap),
             **self._series_fields(now),

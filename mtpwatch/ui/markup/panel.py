@@ -95,13 +95,26 @@ def _facts_that_fit(line: str, facts: Sequence[str], width: int | None) -> list[
     return [Group((line,))]
 
 
+def as_of(view: ServerView) -> str:
+    """', as of 15 s ago' after a label's window when the numbers are not current (the server is
+    down, or its last scrape is old: `ServerView.as_of_s`); '' while they are."""
+    return "" if view.as_of_s is None else f", as of {view.as_of_s:.0f} s ago"
+
+
+def gauges_label(view: ServerView) -> str:
+    """The gauges' label: `(server, now)`, or `(server, as of 15 s ago)` when not current."""
+    if view.as_of_s is None:
+        return "[dim](server, now)[/]"
+    return f"[$text-warning](server, as of {view.as_of_s:.0f} s ago)[/]"
+
+
 def render_numbers(view: ServerView, width: int | None = None) -> str:
     """The key numbers, each with its source and window; what the engine does not export says why.
 
     A line wider than `width` takes shorter words (`accept`, `len`) and wraps between numbers, each
     part with its label. 80 columns: `ui.markup.compact.compact_numbers`.
     """
-    w = window_words(view.window)
+    w = window_words(view.window) + as_of(view)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
     draft = f" [dim]({escape(view.draft_note)})[/]" if notes and view.draft_note else ""
@@ -140,7 +153,7 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
         else f"KV cache {spaced_percent(view.kv_cache_usage)}"
     )
     gauges = (kv, f"running {fixed(view.running, 0)}", f"waiting {fixed(view.waiting, 0)}")
-    return "\n".join([acc, srv, lat, _line(gauges, "[dim](server, now)[/]", width)])
+    return "\n".join([acc, srv, lat, _line(gauges, gauges_label(view), width)])
 
 
 def _append(items: tuple[str, ...], tail: str) -> tuple[str, ...]:
