@@ -229,6 +229,12 @@ class PromptSummary:
     """Stopped by the user."""
     error: str | None = None
     """One line when the request failed."""
+    client_tokens_per_step: float | None = None
+    """(tokens − 1) / (chunks − 1): tokens per decode step the client received
+    (`core.metrics.formulas.client_tokens_per_step`); None when the token count is not exact."""
+    eos_overcount: float | None = None
+    """How far this request's server mean length exceeds `client_tokens_per_step`: vLLM counted
+    drafts accepted past the answer's end (`core.metrics.formulas.eos_overcount`, vllm#56101)."""
 
 
 def window_words(window: str) -> str:

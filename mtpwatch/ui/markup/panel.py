@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.cells import cell_len
 from textual.markup import escape
 
+from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
 from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
 from mtpwatch.session.views import (
     PromptSummary,
@@ -16,6 +17,9 @@ from mtpwatch.session.views import (
     window_words,
 )
 from mtpwatch.ui.pack import SEP, Group, cell_width, fit, pack, wrap
+
+EOS_ISSUE = "vllm#56101"
+"""The upstream issue a summary's over-counted mean length points to (`formulas.EOS_OVERCOUNT`)."""
 
 
 def spaced_percent(fraction: float | None) -> str:
@@ -246,6 +250,8 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
                 "[dim](client)[/]",
             )
         ]
+        if s.eos_overcount is not None:
+            groups.append(Group((f"[$text-warning]len over-counted: {EOS_ISSUE}[/]",)))
         if s.acceptance_rate is not None:  # its scope, not the length, fits: the numbers line has both
             # "request" or "engine" (engine-wide): the whole label fits 78 cells at 999 tokens, 999 tok/s
             scope = "request" if s.scope.startswith("this request") else s.scope.removesuffix("-wide")
@@ -261,6 +267,10 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         acc = (
             f" · accept {spaced_percent(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
             f"[dim](server, {s.scope})[/]"
+        )
+    if s.eos_overcount is not None and s.client_tokens_per_step is not None:
+        acc += (
+            f" · [$text-warning]len > {s.client_tokens_per_step:.2f} tokens/step received: {EOS_OVERCOUNT}[/]"
         )
     tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
     full = (
