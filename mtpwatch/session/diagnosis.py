@@ -173,6 +173,13 @@ def _roofline_verdict(
     return f"{name}: {_tau(tau)} tokens per verify step {where}; no roofline to compare with", "info"
 
 
+def model_warnings(models: tuple[str | None, str | None]) -> list[str]:
+    """`core.provenance.arm_warnings`' line when the two arms serve different models (bench's rule);
+    [] when they serve one, or either is unknown. The k advisor is withheld then: it prices k for
+    one model's drafter against the same model without one."""
+    return arm_warnings({"a": {"model": models[0]}, "b": {"model": models[1]}})
+
+
 def ab_warnings(
     speedups: Sequence[float],
     *,
@@ -190,7 +197,7 @@ def ab_warnings(
     `mtpwatch bench` gives (`core.provenance.arm_warnings`), and no guess at why speculation is
     slower. In a race the arms contend: no diagnosis.
     """
-    differ = arm_warnings({"a": {"model": models[0]}, "b": {"model": models[1]}})
+    differ = model_warnings(models)
     if differ:
         return tuple(w.replace(": ", PART, 1) for w in differ)
     recent = list(speedups[-MIN_PROMPTS:])

@@ -406,3 +406,36 @@ async def test_typing_a_prompt_relayouts_nothing_and_a_long_one_scrolls_to_its_e
         await pilot.press("home")
         await pilot.pause()
         assert box.render_line(0).text.startswith("the quick brown fox")
+
+
+async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor() -> None:
+    from mtpwatch.commands.options import free_port
+    from mtpwatch.config import DisplaySettings, ServerSpec
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.views import PromptSummary
+    from mtpwatch.session.watch import ServerFeed
+    from mtpwatch.ui.app import make_app
+    from tests.ui import samples
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await samples.load(app, "ab")
+        screen = app.monitor
+        screen.speedups = []
+        models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
+        feeds = [
+            ServerFeed(
+                ServerSpec(label=name, url=f"http://127.0.0.1:{free_port()}", model=model), DisplaySettings()
+            )
+            for name, model in zip("AB", models, strict=True)
+        ]
+        screen.feeds[:] = feeds  # not started: only their models are read
+        a = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=40.0))
+        b = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=4.0))
+        screen.show_comparison(a, b)
+        await pilot.pause()
+        line = " ".join(str(screen.query_one("#speedup").render()).split())
+        assert "A serves google/gemma-4-26B-A4B-it and B serves google/gemma-4-E4B-it" in line
+        assert "compares two models" in line and MTP_SLOWER not in line and "k advisor" not in line
+        for feed in feeds:
+            await feed.close()

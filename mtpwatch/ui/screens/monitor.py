@@ -30,7 +30,7 @@ from mtpwatch.session import results
 from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.session.diagnosis import ab_warnings
+from mtpwatch.session.diagnosis import ab_warnings, model_warnings
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
 from mtpwatch.session.sources import Source, SourceFactory
@@ -525,7 +525,8 @@ class MonitorScreen(FrameScreen):
         warnings = ab_warnings(
             self.speedups, label=label, race=race, models=models, tokens=(a.summary.tokens, b.summary.tokens)
         )
-        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
+        one_model = not model_warnings(models)
+        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" and one_model else None)
         wide, narrow = (
             speedup_groups(
                 last, median, len(self.speedups), race=race, label=label, warnings=warnings, compact=c
