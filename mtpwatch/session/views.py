@@ -198,13 +198,16 @@ STALE_AFTER_S = 10.0
 """A scrape older than this (the shortest window) no longer shows the server as it is now."""
 
 
-def stale_age(status: Status, last_scrape_t: float | None, now: float) -> float | None:
+def stale_age(
+    status: Status, last_scrape_t: float | None, now: float, after_s: float = STALE_AFTER_S
+) -> float | None:
     """`ServerView.as_of_s` from the status and when the last good scrape was taken (None: current,
-    or nothing scraped yet)."""
+    or nothing scraped yet). `after_s`: the age past which an up server's numbers are old (at least
+    `STALE_AFTER_S`; more where the scrapes are further apart)."""
     if last_scrape_t is None:
         return None
     age = max(0.0, now - last_scrape_t)
-    return age if status != "up" or age > STALE_AFTER_S else None
+    return age if status != "up" or age > max(after_s, STALE_AFTER_S) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -374,7 +374,7 @@ class ServerFeed:
             bandwidth=bw,
             verdict=verdict,
             verdict_level=level,
-            as_of_s=stale_age(self.status, self.collector.latest_t, now),
+            as_of_s=stale_age(self.status, self.collector.latest_t, now, 2 * self.display.idle_interval_s),
             **self._rate_fields(r),
             **self._snapshot_fields(snap),
             **self._series_fields(now),

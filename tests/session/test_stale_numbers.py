@@ -25,6 +25,7 @@ def test_stale_age_is_none_only_while_up_and_recent() -> None:
     assert stale_age("up", 100.0, 100.0 + STALE_AFTER_S + 5) == STALE_AFTER_S + 5
     assert stale_age("down", 100.0, 103.0) == 3.0
     assert stale_age("down", None, 103.0) is None  # nothing scraped: nothing to date
+    assert stale_age("up", 100.0, 125.0, after_s=30.0) is None  # scrapes 15 s apart (--interval 15)
 
 
 async def test_a_killed_servers_gauges_and_rates_say_their_age() -> None:
