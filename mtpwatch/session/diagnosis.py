@@ -5,11 +5,14 @@ warnings under the A/B speed-up line (`ab_warnings`). Each is decided from all t
 screen shows beside it, never from one number alone (issue 40, item 3):
 
 - **Acceptance rate, mean length and per-position together.** The rate Δaccepted / Δdraft_tokens
-  falls as k grows even with a healthy drafter: at k=64 a drafter whose position 1 accepts 69 % and
-  whose mean length is 2.55 has a rate of 2.4 %. A drafter that disagrees with its target shows it
-  at position 1 (and in a mean length near 1), so "drafter and target disagree" is said only when
-  position 1 (or, without per-position counters, the mean length) says so; a low rate with a good
-  position 1 is blamed on k, with the position where acceptance falls under `LOW_ACCEPTANCE`.
+  falls as k grows even with a healthy drafter: vLLM drafts k tokens per verify step, so the rate
+  is (mean length − 1) / k, the mean of the k marginal per-position rates (`core.metrics.formulas`,
+  after vLLM's `SpecDecodingLogging.log()` in vllm/v1/spec_decode/metrics.py). At k=64 a drafter
+  whose position 1 accepts 69 % and whose mean length is 2.55 has a rate of 2.4 %. A drafter that
+  disagrees with its target shows it at position 1 (and in a mean length near 1), so "drafter and
+  target disagree" is said only when position 1 (or, without per-position counters, the mean
+  length) says so; a low rate with a good position 1 is blamed on k, with the position where
+  acceptance falls under `LOW_ACCEPTANCE`.
 - **The models of both arms.** Two arms serving different models compare the models, not
   speculation on and off: the A/B line says so with `core.provenance.arm_warnings`, the rule
   `mtpwatch bench` prints its warning with (one rule, not two), and then makes no guess about why
