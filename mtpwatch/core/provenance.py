@@ -178,6 +178,9 @@ class ArmInfo:
     """The (masked) command line mtpwatch started the server with; None when it was running already."""
     spec_config: dict[str, Any] | None = None
     """The speculative config from the command line and start-up log (servers mtpwatch started)."""
+    server_gpu: dict[str, Any] | None = None
+    """The GPU the server itself reports, `{"name", "peak_gbps"}`: only the simulator does (its
+    /sim/info models one); None for a real vLLM, which serves no such page."""
     errors: list[str] = field(default_factory=list)
 
     def apply_spec_config(self, config: Mapping[str, Any] | None) -> None:
@@ -241,6 +244,10 @@ async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None 
     except Exception as exc:
         info.errors.append(f"/version: {_first_line(exc)}")
     try:
+        info.server_gpu = _sim_gpu(await client.get_json("/sim/info"))
+    except Exception as exc:
+        info.errors.append(f"/sim/info: {_first_line(exc)}")
+    try:
         snap = await client.scrape(model or info.served_name)
         info.speculative = snap.speculative
         if snap.speculative and info.k is None:
@@ -249,6 +256,15 @@ async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None 
     except Exception as exc:
         info.errors.append(f"/metrics: {_first_line(exc)}")
     return info
+
+
+def _sim_gpu(doc: Any) -> dict[str, Any] | None:
+    """The GPU a simulator's /sim/info models, named as simulated; None for anything else (a real
+    vLLM answers 404, which `get_json` gives as None)."""
+    if not isinstance(doc, Mapping) or doc.get("simulator") != "mtpwatch-sim" or not doc.get("gpu"):
+        return None
+    peak = doc.get("peak_gbps")
+    return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
 def facts_from_log(lines: Iterable[str]) -> Any:
@@ -280,7 +296,9 @@ def launched_arm_info(arm: Any) -> ArmInfo:
     info = launched_info(arm.url, arm.argv, facts=getattr(arm, "log_facts", None))
     probed: ArmInfo | None = getattr(arm, "probed", None)
     if probed is not None:
-        for name in ("served_name", "model", "vllm_version", "engine", "max_model_len", "speculative"):
+        for name in (
+            "served_name", "model", "vllm_version", "engine", "max_model_len", "speculative", "server_gpu",
+        ):  # fmt: skip
             value = getattr(probed, name)
             if value not in (None, {}):
                 setattr(info, name, value)
@@ -317,6 +335,33 @@ def gpu_from_name(name: str) -> GpuInfo:
     except UnknownGpuError:
         return GpuInfo(name, None, "--gpu")
     return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
+
+
+SERVER_GPU_SOURCE = "the server's /sim/info (a simulator: the GPU it models, not a GPU it runs on)"
+
+
+def server_gpu(arms: Iterable[ArmInfo]) -> GpuInfo | None:
+    """The GPU the arms' servers report (simulators: their /sim/info), when they all name one GPU."""
+    gpus = [arm.server_gpu for arm in arms]
+    names = {g.get("name") for g in gpus if g}
+    if len(names) != 1 or not all(gpus):
+        return None
+    first = gpus[0] or {}
+    return GpuInfo(first.get("name"), first.get("peak_gbps"), SERVER_GPU_SOURCE)
+
+
+def report_gpu(named: str | None, arms: Sequence[ArmInfo], *, local: bool) -> GpuInfo:
+    """The report's GPU: the user's --gpu; else NVML on this host (servers on loopback); else the
+    one the servers report (a simulator's, marked simulated); else unknown, saying why."""
+    if named:
+        return gpu_from_name(named)
+    found = local_gpu() if local else None
+    if found is not None and found.name is not None:
+        return found
+    from_server = server_gpu(arms)
+    if from_server is not None:
+        return from_server
+    return found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
 def local_gpu() -> GpuInfo:
@@ -379,7 +424,8 @@ def with_meta(
 def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The provenance that must agree for two reports to be compared (None = not recorded).
 
-    GPU name, vLLM version per arm, prompt set hash and temperature (from `meta`, else the report).
+    GPU name, vLLM version and model per arm, prompt set hash and temperature (from `meta`, else
+    the report).
     """
     gpu = meta.get("gpu") or {}
     arms = meta.get("arms") or {}
@@ -395,7 +441,13 @@ def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None 
         info = arms.get(arm) if isinstance(arms, Mapping) else None
         if isinstance(info, Mapping):
             out[f"vLLM version (arm {arm.upper()})"] = info.get("vllm_version")
+            out[f"model (arm {arm.upper()})"] = arm_model(info)
     return out
+
+
+MUST_BE_KNOWN = ("GPU", "model (arm A)", "model (arm B)")
+"""The `comparable_fields` a comparison cannot do without: one report that does not know its GPU
+or its model may be another GPU or model than the rest, so `compare` says it cannot check them."""
 
 
 def arm_model(info: Mapping[str, Any]) -> str | None:

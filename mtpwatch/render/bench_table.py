@@ -17,6 +17,7 @@ from mtpwatch.core.ab.latency import PERCENTILES, Distribution
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.report import BenchReport, GroupReport
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
+from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
 from mtpwatch.render.numbers import MISSING, fixed, interval, ms, percent, ratio, tok_s
 
 LABEL_W = 34
@@ -265,6 +266,15 @@ def _warnings(c: _Ctx, require_identical: bool) -> list[str]:
         warnings.append(
             "arm A (baseline) has speculative decoding on: is the order of --ab URL_A URL_B right?"
         )
+    for a in c.arms:
+        eos = report.eos_overcount(a)
+        if eos is not None:
+            over, checked, worst = eos
+            warnings.append(
+                f"arm {a.upper()}: the server's mean acceptance length exceeds the client's tokens per step "
+                f"in {over} of {checked} runs (by up to {worst:.2f}): {EOS_OVERCOUNT}, so on short "
+                "answers the server's length and acceptance over-state"
+            )
     sp = overall.speedup
     if sp is not None and sp.ci.coverage < 0.95:
         warnings.append(

@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.generation import GenerationResult, GenerationStats, RequestSpecMetrics
-from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
+from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.metrics.attribution import PER_REQUEST_SCOPE, PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.rates import Collector, Rates
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.views import PromptSummary
@@ -113,7 +114,13 @@ class PromptWindow:
 
     def answer(self, result: GenerationResult, acc: PromptAcceptance) -> Answer:
         """The answer of `result`, its summary line with the prompt's acceptance `acc`."""
+        client = (
+            F.client_tokens_per_step(result.completion_tokens, result.chunks) if result.tokens_exact else None
+        )
+        alone = acc.scope in ("this request", PER_REQUEST_SCOPE)  # vLLM's counts of this request only
         summary = PromptSummary(
+            client_tokens_per_step=client,
+            eos_overcount=F.eos_overcount(acc.mean_acceptance_length, client) if alone else None,
             tokens=result.completion_tokens,
             ttft_s=result.ttft_s,
             decode_tok_s=result.decode_tok_s,

@@ -179,7 +179,7 @@ class ServerView:
     bandwidth: BandwidthView = field(default_factory=BandwidthView)
     """The roofline panel."""
     verdict: str = ""
-    """One sentence on whether MTP pays off, from the numbers above (`make_verdict`)."""
+    """One sentence on whether MTP pays off, from the numbers above (`session.diagnosis.make_verdict`)."""
     verdict_level: VerdictLevel = "info"
     """How to colour the verdict."""
     engine: str = "vllm"
@@ -196,6 +196,10 @@ class ServerView:
     mean_draft_len: float | None = None
     """Δdraft_tokens / Δdrafts over `window`: drafts a drafting step verified (k when every one was
     full length)."""
+    as_of_s: float | None = None
+    """Seconds since the last good scrape, when the numbers are not current (the server is not up,
+    or its last scrape is older than `STALE_AFTER_S`); None while they are: the labels then say
+    "as of 15 s ago", never "now" (issue 40, item 7)."""
 
 
 #: A drafted share below this is shown even without a schedule (a fixed-k server drafts on every
@@ -222,6 +226,22 @@ def mixed_lengths(view: ServerView) -> bool:
     return len(ks) > 1 or short
 
 
+STALE_AFTER_S = 10.0
+"""A scrape older than this (the shortest window) no longer shows the server as it is now."""
+
+
+def stale_age(
+    status: Status, last_scrape_t: float | None, now: float, after_s: float = STALE_AFTER_S
+) -> float | None:
+    """`ServerView.as_of_s` from the status and when the last good scrape was taken (None: current,
+    or nothing scraped yet). `after_s`: the age past which an up server's numbers are old (at least
+    `STALE_AFTER_S`; more where the scrapes are further apart)."""
+    if last_scrape_t is None:
+        return None
+    age = max(0.0, now - last_scrape_t)
+    return age if status != "up" or age > max(after_s, STALE_AFTER_S) else None
+
+
 @dataclass(frozen=True, slots=True)
 class PromptSummary:
     """One line per finished prompt per server."""
@@ -244,27 +264,17 @@ class PromptSummary:
     """Stopped by the user."""
     error: str | None = None
     """One line when the request failed."""
+    client_tokens_per_step: float | None = None
+    """(tokens − 1) / (chunks − 1): tokens per decode step the client received
+    (`core.metrics.formulas.client_tokens_per_step`); None when the token count is not exact."""
+    eos_overcount: float | None = None
+    """How far this request's server mean length exceeds `client_tokens_per_step`: vLLM counted
+    drafts accepted past the answer's end (`core.metrics.formulas.eos_overcount`, vllm#56101)."""
 
 
 def window_words(window: str) -> str:
     """'10 s', '60 s' or 'this prompt' (the 'prompt' window in words)."""
     return "this prompt" if window == "prompt" else window
-
-
-MIN_DRAFTS = 50
-"""Drafts needed before a near-zero acceptance is called a failure (fewer is noise or warm-up)."""
-
-
-LOW_ACCEPTANCE = 0.05
-
-
-LOW_MEAN_LENGTH = 1.2
-
-
-DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target with its -it assistant"
-
-
-MTP_SLOWER = "MTP is slower here: short answers or MoE expert union?"
 
 
 def method_name(method: str | None) -> str:
@@ -291,71 +301,6 @@ def spec_label(method: str | None, k: int | None) -> str:
     """The header's speculation label: 'MTP k=4', 'ngram k=4', or 'speculative k=4' when unknown."""
     name = method_name(method) if method else "speculative"
     return f"{name} k={k}" if k is not None else f"{name} k ?"
-
-
-def make_verdict(
-    *,
-    method: str | None = None,
-    speculative: bool | None,
-    acceptance_rate: float | None,
-    mean_acceptance_length: float | None,
-    drafts: float | None,
-    bandwidth: BandwidthView,
-    window: str,
-) -> tuple[str, VerdictLevel]:
-    """Whether MTP pays off on this server, in one sentence, from the numbers shown beside it.
-
-    The caller passes the acceptance the panel shows (`core.metrics.attribution.prompt_acceptance`),
-    so the sentence never reads another source than the figures next to it.
-
-    Known failure signatures first: acceptance near 0 over enough drafts (a mismatched drafter),
-    then a mean acceptance length under 1.2; otherwise the analytic ceiling with speculation
-    against the baseline ceiling (the bandwidth term), when the roofline is known.
-    """
-    where = f"(server, {window_words(window)})"
-    name = method_name(method)
-    if speculative is False:
-        return "no speculation: this server is the baseline", "info"
-    if speculative is None:
-        return "", "info"
-    if not drafts and acceptance_rate is None:
-        return f"{name}: no drafts yet {where} — send a prompt", "info"
-    # drafts is None when only the acceptance rate is known (llama.cpp timings beside other traffic)
-    enough = drafts is not None and drafts >= MIN_DRAFTS
-    if acceptance_rate is not None and acceptance_rate < LOW_ACCEPTANCE and enough:
-        return (
-            f"{name} is failing: {100 * acceptance_rate:.1f} % of drafts accepted over {drafts:.0f} drafts: "
-            f"{DRAFTER_MISMATCH}",
-            "bad",
-        )
-    tau = mean_acceptance_length
-    if tau is not None and tau < LOW_MEAN_LENGTH:
-        return (
-            f"{name} barely helps: {tau:.2f} tokens per verify step (< {LOW_MEAN_LENGTH}) {where}; "
-            "drafting costs more than it saves",
-            "warn",
-        )
-    bw = bandwidth
-    if bw.bandwidth_term is not None and bw.ceiling_baseline_tok_s and bw.ceiling_spec_tok_s:
-        ratio = bw.bandwidth_term
-        ceilings = f"{bw.ceiling_spec_tok_s:.0f} vs {bw.ceiling_baseline_tok_s:.0f} tok/s"
-        if ratio >= 1.1:
-            return (
-                f"{name} is paying off: τ {_tau(tau)} tokens/step lifts the bandwidth ceiling "
-                f"{ratio:.2f}× over the baseline's ({ceilings}, analytic) {where}",
-                "good",
-            )
-        if ratio >= 1.0:
-            return (
-                f"{name} is break-even: its ceiling is only {ratio:.2f}× the baseline's ({ceilings}) {where}",
-                "warn",
-            )
-        return (
-            f"{name} costs more than it brings: its ceiling is {ratio:.2f}× the baseline's ({ceilings}); "
-            f"the step's extra bytes outweigh {_tau(tau)} tokens per step {where}",
-            "bad",
-        )
-    return f"{name}: {_tau(tau)} tokens per verify step {where}; no roofline to compare with", "info"
 
 
 def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
@@ -400,8 +345,3 @@ class StartupView:
     """Set when the start failed: the one-line reason."""
     hint: str = ""
     """A fix the log suggests, for a failed start."""
-
-
-def _tau(x: float | None) -> str:
-    """τ in the verdict sentence: two decimals, or a dash when unknown."""
-    return "—" if x is None else f"{x:.2f}"

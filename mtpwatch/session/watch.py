@@ -39,11 +39,12 @@ from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
 from mtpwatch.session.advice import drafted_fields, k_schedule_of
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
+from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.recording import FeedTap
-from mtpwatch.session.views import ServerView, Status, describe_hardware, make_verdict
+from mtpwatch.session.views import ServerView, Status, describe_hardware, stale_age
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
@@ -349,6 +350,8 @@ class ServerFeed:
             drafts=acc.drafts,
             bandwidth=bw,
             window=window,
+            k=k,
+            per_position=acc.per_position,
         )
         return ServerView(
             label=self.spec.label,
@@ -375,6 +378,7 @@ class ServerFeed:
             verdict=verdict,
             verdict_level=level,
             k_schedule=k_schedule_of(self),
+            as_of_s=stale_age(self.status, self.collector.latest_t, now, 2 * self.display.idle_interval_s),
             **self._rate_fields(r),
             **self._snapshot_fields(snap),
             **self._series_fields(now),

@@ -258,6 +258,9 @@ class Engine:
             if physics.spec:
                 self.drafted_steps += 1
                 accepted = physics.sample_accepted(req.rng, req.generated, req.source.acceptance_factor)
+                # Counted before `take` stops at the answer's end, as vLLM 0.34 counts them before
+                # its stop check trims (vllm/v1/core/sched/scheduler.py:2400, 2892–2898): drafts
+                # accepted past the end are counted too (vllm#56101), on the page and per request.
                 self.metrics.observe_draft(physics.k, accepted)
                 iv = self.interval
                 iv.drafts += 1

@@ -198,3 +198,47 @@ def test_compare_plot(reports: dict[str, Path]) -> None:
     res = CliRunner().invoke(cli, ["compare", str(reports["k2"]), str(reports["k4"]), "--plot"])
     assert res.exit_code == 0, res.output
     assert "speed-up per report" in res.stdout and "k2.json┤" in res.stdout
+
+
+def test_bench_against_simulators_records_the_gpu_they_model(reports: dict[str, Path]) -> None:
+    meta = json.loads(reports["k2"].read_text(encoding="utf-8"))["meta"]
+    # no NVML here: the GPU is the one the simulators' /sim/info models, and says so (issue 40, item 8)
+    assert meta["gpu"]["name"] == "GB10 (simulated)" and meta["gpu"]["peak_gbps"] > 0
+    assert "/sim/info" in meta["gpu"]["source"] and "simulator" in meta["gpu"]["source"]
+    assert all(arm["server_gpu"]["name"] == "GB10 (simulated)" for arm in meta["arms"].values())
+
+
+def test_compare_warns_across_models_and_gpus_and_cuts_no_name(
+    reports: dict[str, Path], tmp_path: Path
+) -> None:
+    docs = []
+    cases = (
+        ("k=1 ksweep.json on the Spark", {"name": "GB10"}, "google/gemma-4-E4B-it", "google/gemma-4-E4B-it"),
+        (
+            "k=1 other.json",
+            {"name": None, "source": "unknown (NVML unavailable)"},
+            *["google/gemma-4-26B-A4B-it"] * 2,
+        ),
+        ("mixed", {"name": "GB10"}, "google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it"),
+    )
+    for name, gpu, model_a, model_b in cases:
+        doc = json.loads(reports["k2"].read_text(encoding="utf-8"))
+        doc["meta"]["label"], doc["meta"]["gpu"] = name, gpu
+        for arm, model in (("a", model_a), ("b", model_b)):
+            doc["meta"]["arms"][arm].update(model=model, served_name=model)
+        path = tmp_path / f"{len(docs)}.json"
+        path.write_text(json.dumps(doc), encoding="utf-8")
+        docs.append(path)
+    res = CliRunner().invoke(cli, ["compare", *map(str, docs)])
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in _lines(res.stdout)) <= 80
+    flat = " ".join(res.stdout.split())
+    assert "warning: GPU not recorded in k=1 other.json: cannot check it is the same" in flat
+    assert "warning: model (arm B) differs between reports (k=1 ksweep.json on the Spark:" in flat
+    assert (
+        "warning: mixed: A serves google/gemma-4-26B-A4B-it and B serves google/gemma-4-E4B-it: "
+        "the speed-up compares two models" in flat
+    )
+    # whole names: the rows are numbered and a legend names each report
+    assert re.search(r"^#1\s+2\s+12 .* reference", res.stdout, re.M)
+    assert "#1 = k=1 ksweep.json on the Spark" in flat and "#2 = k=1 other.json" in flat

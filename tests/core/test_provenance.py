@@ -58,7 +58,7 @@ def test_comparable_fields() -> None:
         "gpu": {"name": "GB10"},
         "prompt_set": {"hash": "sha256:x"},
         "temperature": 0.0,
-        "arms": {"a": {"vllm_version": "0.32.0"}, "b": {"vllm_version": "0.32.0"}},
+        "arms": {"a": {"vllm_version": "0.32.0", "served_name": "m"}, "b": {"vllm_version": "0.32.0"}},
     }
     assert provenance.comparable_fields(meta) == {
         "GPU": "GB10",
@@ -66,5 +66,7 @@ def test_comparable_fields() -> None:
         "temperature": 0.0,
         "vLLM version (arm A)": "0.32.0",
         "vLLM version (arm B)": "0.32.0",
+        "model (arm A)": "m",
+        "model (arm B)": None,
     }
     assert provenance.comparable_fields({}, {"temperature": 0.7})["temperature"] == 0.7

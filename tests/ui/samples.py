@@ -18,7 +18,8 @@ from textual.app import App
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.session.views import BandwidthView, PromptSummary, ServerView, make_verdict
+from mtpwatch.session.diagnosis import make_verdict
+from mtpwatch.session.views import BandwidthView, PromptSummary, ServerView
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
@@ -128,6 +129,8 @@ def view_mtp() -> ServerView:
         drafts=drafts,
         bandwidth=bandwidth,
         window="10 s",
+        k=p.k,
+        per_position=marginal,
     )
     return ServerView(
         label="B · MTP on",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.session.diagnosis import MIN_DRAFTS
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -171,7 +172,9 @@ async def test_roofline_and_verdict_from_the_simulator(wait_until: WaitUntil) ->
             assert bw.ceiling_spec_tok_s is not None and bw.ceiling_baseline_tok_s is not None
             assert bw.context_tokens and bw.context_source
             assert bw.hardware.startswith("hardware: analytic only (simulated")
-            assert panel.view.verdict.startswith("MTP is paying off")
+            verdict = panel.view.verdict
+            assert verdict.removeprefix("hint: ").startswith("MTP is paying off")
+            assert verdict.startswith("hint: ") is (final.drafts < MIN_DRAFTS)  # few drafts: a hint
             text = str(panel.query_one(".bandwidth").render())
             assert "speed-up ≤ min(" in text and "binds" in text
             await pilot.press("ctrl+q")

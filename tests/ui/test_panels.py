@@ -10,13 +10,8 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.session.views import (
-    DRAFTER_MISMATCH,
-    MTP_SLOWER,
-    BandwidthView,
-    describe_hardware,
-    make_verdict,
-)
+from mtpwatch.session.diagnosis import DRAFTER_MISMATCH, MTP_SLOWER, ab_warnings, make_verdict
+from mtpwatch.session.views import BandwidthView, describe_hardware
 from mtpwatch.ui.markup.ab import speedup_groups
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import pack
@@ -61,7 +56,7 @@ def test_verdict_flags_a_mismatched_drafter_only_with_enough_drafts() -> None:
     text, level = _verdict(acceptance_rate=0.01, mean_acceptance_length=1.02, drafts=60.0)
     assert level == "bad" and DRAFTER_MISMATCH in text
     text, level = _verdict(acceptance_rate=0.01, mean_acceptance_length=1.02, drafts=10.0)
-    assert DRAFTER_MISMATCH not in text and level == "warn"  # too few drafts: only the low length
+    assert text.startswith("hint: ") and level == "warn"  # too few drafts: a hint, not a failure
 
 
 def test_verdict_low_mean_length_and_paying_off() -> None:
@@ -127,8 +122,9 @@ def test_kv_context_prefers_engine_occupancy() -> None:
 
 
 def test_speedup_line_flags_mtp_slower() -> None:
-    slower = speedup_groups(0.8, 0.85, 3, race=False, label="MTP/baseline", slower=True)
-    assert MTP_SLOWER in pack(slower, None)
+    warnings = ab_warnings([0.8, 0.9, 0.85], label="MTP/baseline", race=False, models=("m", "m"))
+    slower = speedup_groups(0.8, 0.85, 3, race=False, label="MTP/baseline", warnings=warnings)
+    assert "MTP " + MTP_SLOWER in pack(slower, None)
     assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, label="MTP/baseline"), None)
 
 
@@ -410,3 +406,36 @@ async def test_typing_a_prompt_relayouts_nothing_and_a_long_one_scrolls_to_its_e
         await pilot.press("home")
         await pilot.pause()
         assert box.render_line(0).text.startswith("the quick brown fox")
+
+
+async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor() -> None:
+    from mtpwatch.commands.options import free_port
+    from mtpwatch.config import DisplaySettings, ServerSpec
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.views import PromptSummary
+    from mtpwatch.session.watch import ServerFeed
+    from mtpwatch.ui.app import make_app
+    from tests.ui import samples
+
+    app = make_app(samples.config("ab"), autostart=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await samples.load(app, "ab")
+        screen = app.monitor
+        screen.speedups = []
+        models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
+        feeds = [
+            ServerFeed(
+                ServerSpec(label=name, url=f"http://127.0.0.1:{free_port()}", model=model), DisplaySettings()
+            )
+            for name, model in zip("AB", models, strict=True)
+        ]
+        screen.feeds[:] = feeds  # not started: only their models are read
+        a = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=40.0))
+        b = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=4.0))
+        screen.show_comparison(a, b)
+        await pilot.pause()
+        line = " ".join(str(screen.query_one("#speedup").render()).split())
+        assert "A serves google/gemma-4-26B-A4B-it and B serves google/gemma-4-E4B-it" in line
+        assert "compares two models" in line and MTP_SLOWER not in line and "k advisor" not in line
+        for feed in feeds:
+            await feed.close()

@@ -8,7 +8,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
 from mtpwatch.core.ab.advisor import advise
-from mtpwatch.session.views import MTP_SLOWER
+from mtpwatch.session.diagnosis import MTP_SLOWER, ab_warnings
 from mtpwatch.ui.markup.ab import advice_groups, speedup_groups
 from mtpwatch.ui.pack import Group
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -27,7 +27,11 @@ class _Host(App[None]):
 
 
 def _line(*, compact: bool, slower: bool = False) -> tuple[Group, ...]:
-    return speedup_groups(2.07, 2.07, 12, race=False, label="MTP/baseline", slower=slower, compact=compact)
+    speedups = [0.8, 0.9, 0.85] if slower else [2.07]
+    warnings = ab_warnings(speedups, label="MTP/baseline", race=False, models=("m", "m"), tokens=(300, 300))
+    return speedup_groups(
+        2.07, 2.07, 12, race=False, label="MTP/baseline", warnings=warnings, compact=compact
+    )
 
 
 @pytest.mark.parametrize(

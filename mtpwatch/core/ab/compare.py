@@ -6,8 +6,9 @@ not win or lose by its workload. The difference of each report to the first (the
 median(B/A of this report) − median(B/A of the reference), with a seeded two-sample bootstrap CI:
 two reports' runs are separate sessions, so they are not paired run by run.
 
-Provenance that makes a comparison doubtful (GPU, vLLM version, prompt set hash, temperature) is
-compared too, and each difference is one warning line.
+Provenance that makes a comparison doubtful (GPU, vLLM version and model per arm, prompt set hash,
+temperature) is compared too, and each difference is one warning line; so is a GPU or a model one
+report does not record (it cannot be checked), and a report whose arms serve two models.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.reportfile import SavedReport
-from mtpwatch.core.provenance import comparable_fields
+from mtpwatch.core.provenance import MUST_BE_KNOWN, arm_warnings, comparable_fields
 
 Key = tuple[str, int, int | None]
 
@@ -64,7 +65,8 @@ def _num(x: Any) -> float | None:
 
 
 def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
-    """One line per field that matters and differs between reports (or cannot be checked)."""
+    """One line per field that matters and differs between reports (or cannot be checked), and per
+    report whose two arms do not measure speculation on and off of one model (`arm_warnings`)."""
     out: list[str] = []
     missing = [r.name for r in reports if not r.meta]
     if missing:
@@ -77,9 +79,19 @@ def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
     for key in keys:
         values = {n: fields[n].get(key) for n in names}
         known = {v for v in values.values() if v is not None}
+        shown = "; ".join(f"{n}: {v if v is not None else '?'}" for n, v in values.items())
         if len(known) > 1:
-            shown = "; ".join(f"{n}: {v if v is not None else '?'}" for n, v in values.items())
             out.append(f"{key} differs between reports ({shown})")
+        unknown = [n for n, v in values.items() if v is None and n not in missing]
+        if len(known) <= 1 and key in MUST_BE_KNOWN and unknown:  # said once above without `meta`
+            out.append(
+                f"{key} not recorded in {', '.join(unknown)}: cannot check it is the same in every "
+                f"report ({shown})"
+            )
+    for r in reports:
+        arms = r.meta.get("arms")
+        if isinstance(arms, Mapping):
+            out.extend(f"{r.name}: {w}" for w in arm_warnings(arms))
     return out
 
 

@@ -263,6 +263,30 @@ class BenchReport:
         """Requests that failed (warm-ups included)."""
         return sum(r.errors for r in self.records)
 
+    def eos_overcount(self, arm: str = "b") -> tuple[int, int, float] | None:
+        """(runs of `arm` whose server mean acceptance length exceeds the tokens per decode step the
+        client received, runs that could be checked, the largest excess); None where none does.
+
+        Checked: measured single-request runs at concurrency 1 (the counters then cover that one
+        request). The excess is vLLM counting drafts accepted past the answer's end (vllm#56101;
+        `core.metrics.formulas.eos_overcount`).
+        """
+        over = checked = 0
+        worst = 0.0
+        for r in self.records:
+            if r.arm != arm or r.warmup or r.error or r.point.concurrency != 1 or len(r.requests) != 1:
+                continue
+            request = r.requests[0]
+            client = F.client_tokens_per_step(request.tokens, len(request.itl_s) + 1)
+            server = F.mean_acceptance_length(r.accepted or 0.0, r.drafts or 0.0)
+            if client is None or server is None:
+                continue
+            checked += 1
+            excess = F.eos_overcount(server, client)
+            if excess is not None:
+                over, worst = over + 1, max(worst, excess)
+        return (over, checked, worst) if over else None
+
     def gate_failures(self, require_identical: bool = False) -> list[str]:
         """Sanity gates; each failure is one line. Empty means the numbers can be trusted."""
         out: list[str] = []

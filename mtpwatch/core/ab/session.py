@@ -62,11 +62,8 @@ class BenchSession:
         self.writer: runlog.RunLogWriter | None = None
 
     def _gpu(self) -> provenance.GpuInfo:
-        if self.gpu:
-            return provenance.gpu_from_name(self.gpu)
-        if all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms):
-            return provenance.local_gpu()
-        return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+        local = all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms)
+        return provenance.report_gpu(self.gpu, list(self.infos.values()), local=local)
 
     async def start(self) -> None:
         """Collect the provenance (asking the servers) and open the run log."""
@@ -129,10 +126,16 @@ class BenchSession:
             return None
         meta = dict(self.meta)
         arms = dict(meta.get("arms") or {})
+        launched: list[provenance.ArmInfo] = []
         for name, arm in zip(self.names, self.arms, strict=True):
             if isinstance(arm, LaunchedArm):
-                arms[name] = provenance.launched_arm_info(arm).to_json()
+                launched.append(provenance.launched_arm_info(arm))
+                arms[name] = launched[-1].to_json()
         meta["arms"] = arms
+        gpu = meta.get("gpu")
+        found = provenance.server_gpu(launched) if len(launched) == len(self.arms) else None
+        if found is not None and not (isinstance(gpu, dict) and gpu.get("name")):
+            meta["gpu"] = found.to_json()  # simulators started by the bench answer only once up
         return meta
 
 

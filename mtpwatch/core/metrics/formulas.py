@@ -18,6 +18,10 @@ Sources (vLLM 0.32; the same in 0.20 … 0.33):
 - `vllm/v1/metrics/loggers.py`: `inter_token_latency_seconds` is observed once per request per engine
   step (several tokens under speculation); `request_time_per_output_token_seconds` once per finished
   request. A histogram's mean over a window is Δsum / Δcount.
+- vLLM 0.34 `vllm/v1/core/sched/scheduler.py`, `update_from_output`: `num_accepted =
+  len(generated_token_ids) - num_sampled` (line 2400) feeds the spec-decode stats (2411) before
+  `_update_request_with_output` trims the tokens past a stop (2892–2898): drafts accepted after the
+  answer's end are counted (vllm#56101, open; fixes #56137/#56195 not in 0.34). `eos_overcount`.
 """
 
 from __future__ import annotations
@@ -25,11 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "EOS_OVERCOUNT",
     "acceptance_rate",
+    "client_tokens_per_step",
     "conditional_from_marginal",
     "decode_tok_s",
     "drafted_share",
     "e2e_tok_s",
+    "eos_overcount",
     "histogram_mean",
     "mean_acceptance_length",
     "per_position_conditional",
@@ -159,3 +166,32 @@ def drafted_share(drafts: float, itl_count: float) -> float | None:
     range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts.
     """
     return ratio(drafts, itl_count)
+
+
+def client_tokens_per_step(tokens: int, chunks: int) -> float | None:
+    """(tokens − 1) / (chunks − 1): tokens per decode step as the client received them.
+
+    vLLM streams one chunk per engine step that produced output (its default `stream_interval` 1);
+    the first chunk is the prefill step's one token. Chunks merged on the way (a slow reader, a held
+    back stop string) only raise this figure, never lower it. None with fewer than two chunks.
+    """
+    return ratio(tokens - 1, chunks - 1) if tokens >= 1 and chunks >= 2 else None
+
+
+EOS_OVERCOUNT = "vLLM counts drafts accepted past the answer's end (vllm#56101)"
+"""Why a request's server mean acceptance length exceeds the client's tokens per step."""
+
+
+def eos_overcount(server_mean_length: float | None, client_per_step: float | None) -> float | None:
+    """How far the server's mean acceptance length over one request exceeds the tokens per decode
+    step the client received; None when it does not (or either is unknown).
+
+    The server's 1 + Δaccepted / Δdrafts counts the drafts accepted after the stop that ended the
+    answer (vLLM 0.34 `vllm/v1/core/sched/scheduler.py:2400`, trimmed only at 2892–2898), the client
+    only the tokens it was sent: on a short answer whose end falls inside an accepted prefix the
+    server's figure is the larger. The margin (0.005) is above the rounding of either figure.
+    """
+    if server_mean_length is None or client_per_step is None:
+        return None
+    excess = server_mean_length - client_per_step
+    return excess if excess > 0.005 else None

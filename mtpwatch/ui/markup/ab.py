@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from textual.markup import escape
@@ -14,10 +15,8 @@ from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.answers import Answer
+from mtpwatch.session.diagnosis import PART
 from mtpwatch.session.measure import MeasureUpdate
-from mtpwatch.session.views import (
-    MTP_SLOWER,
-)
 from mtpwatch.ui.pack import Group
 
 
@@ -28,11 +27,12 @@ def speedup_groups(
     *,
     race: bool,
     label: str = "B/A",
-    slower: bool = False,
+    warnings: Sequence[str] = (),
     compact: bool = False,
 ) -> tuple[Group, ...]:
     """The line between A/B panes: decode tok/s ratio (client), last prompt and median, then its
-    warnings, as groups for `ui.pack` (a `PackedLine` gives what does not fit a row of its own).
+    warnings (`session.diagnosis.ab_warnings`), as groups for `ui.pack` (a `PackedLine` gives what
+    does not fit a row of its own).
 
     The figures, their count and their source fit 78 cells when `compact` (`median 2.07× of 3`).
     """
@@ -43,8 +43,8 @@ def speedup_groups(
         count = f"of {n}" if compact else f"over {n} prompt(s)"
         figures = (f"speed-up {label}: last [b]{last:.2f}×[/]", f"median {fixed(median, 2)}× {count}")
         groups = [Group(figures, source)]
-    if slower:
-        groups.append(Group((f"[$text-warning]{MTP_SLOWER}[/]",)))
+    for warning in warnings:  # its parts (`session.diagnosis.PART`) each whole on a row
+        groups.append(Group(tuple(f"[$text-warning]{escape(p)}[/]" for p in warning.split(PART))))
     if race:
         groups.append(Group(("[$text-warning]race: contended, not a measurement[/]",)))
     return tuple(groups)

@@ -3,25 +3,24 @@
 The wide layout gives every number its own labelled line (`markup.panel.render_numbers`). At 80 columns
 the same figures share two to four lines (four: k = 8 and a three-digit tok/s). They are packed
 by `ui.pack`, so that the screen's edge cuts no label off: `(server, 10 s, engine-wide)`,
-`(server, 10 s)`, `(analytic)`, `(server, now)`. At 80×24 an A/B pane has no row to spare: there
-the gauges (KV, running, waiting) go to the panel's bottom border (`render_gauges`).
+`(server, 10 s)`, `(analytic)`, `(server, now)` (`as of 15 s ago` when not current). At 80×24 an
+A/B pane has no row to spare: there the gauges (KV, running, waiting) go to the panel's bottom
+border (`render_gauges`).
 """
 
 from __future__ import annotations
 
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.views import ServerView, dynamic_k, window_words
-from mtpwatch.ui.markup.panel import ms_per, render_positions, spaced_percent
+from mtpwatch.ui.markup.panel import as_of, gauges_label, ms_per, render_positions, spaced_percent
 from mtpwatch.ui.markup.roofline import render_bandwidth_short
 from mtpwatch.ui.pack import Group, pack
-
-NOW = "[dim](server, now)[/]"
 
 
 def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True) -> str:
     """Acceptance (with per-position), server tok/s and ITL, bandwidth, and the gauges unless
     `gauges=False`; each group ends with its source and window on every line it reaches."""
-    w = window_words(view.window)
+    w = window_words(view.window) + as_of(view)
     notes = view.notes
     if view.speculative is False:
         acc = Group(("acceptance —",), "[dim](speculation off)[/]", new_line=True)
@@ -45,7 +44,7 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
         # Without speculation the acceptance line is short: the bandwidth goes there, not to a third line.
         groups.insert(1 if view.speculative is False else 2, Group((render_bandwidth_short(view.bandwidth),)))
     if gauges:
-        groups.append(Group(_gauges(view, short=True), NOW))
+        groups.append(Group(_gauges(view, short=True), gauges_label(view)))
     return pack(groups, width)
 
 
@@ -54,7 +53,7 @@ def render_gauges(view: ServerView) -> str:
     empty while the server has shown none (starting, down: the panel says so)."""
     if view.kv_cache_usage is None and view.running is None and view.waiting is None:
         return ""
-    return pack([Group(_gauges(view, short=False), NOW)], None)
+    return pack([Group(_gauges(view, short=False), gauges_label(view))], None)
 
 
 def _gauges(view: ServerView, *, short: bool) -> tuple[str, ...]:

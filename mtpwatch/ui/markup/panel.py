@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from rich.cells import cell_len
 from textual.markup import escape
 
+from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
 from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
 from mtpwatch.session.views import (
     PromptSummary,
@@ -17,6 +18,9 @@ from mtpwatch.session.views import (
     window_words,
 )
 from mtpwatch.ui.pack import SEP, Group, cell_width, fit, pack, wrap
+
+EOS_ISSUE = "vllm#56101"
+"""The upstream issue a summary's over-counted mean length points to (`formulas.EOS_OVERCOUNT`)."""
 
 
 def spaced_percent(fraction: float | None) -> str:
@@ -96,13 +100,26 @@ def _facts_that_fit(line: str, facts: Sequence[str], width: int | None) -> list[
     return [Group((line,))]
 
 
+def as_of(view: ServerView) -> str:
+    """', as of 15 s ago' after a label's window when the numbers are not current (the server is
+    down, or its last scrape is old: `ServerView.as_of_s`); '' while they are."""
+    return "" if view.as_of_s is None else f", as of {view.as_of_s:.0f} s ago"
+
+
+def gauges_label(view: ServerView) -> str:
+    """The gauges' label: `(server, now)`, or `(server, as of 15 s ago)` when not current."""
+    if view.as_of_s is None:
+        return "[dim](server, now)[/]"
+    return f"[$text-warning](server, as of {view.as_of_s:.0f} s ago)[/]"
+
+
 def render_numbers(view: ServerView, width: int | None = None) -> str:
     """The key numbers, each with its source and window; what the engine does not export says why.
 
     A line wider than `width` takes shorter words (`accept`, `len`) and wraps between numbers, each
     part with its label. 80 columns: `ui.markup.compact.compact_numbers`.
     """
-    w = window_words(view.window)
+    w = window_words(view.window) + as_of(view)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
     draft = f" [dim]({escape(view.draft_note)})[/]" if notes and view.draft_note else ""
@@ -143,7 +160,7 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
         else f"KV cache {spaced_percent(view.kv_cache_usage)}"
     )
     gauges = (kv, f"running {fixed(view.running, 0)}", f"waiting {fixed(view.waiting, 0)}")
-    return "\n".join([acc, srv, lat, _line(gauges, "[dim](server, now)[/]", width)])
+    return "\n".join([acc, srv, lat, _line(gauges, gauges_label(view), width)])
 
 
 def _append(items: tuple[str, ...], tail: str) -> tuple[str, ...]:
@@ -223,13 +240,14 @@ def render_bars(
     if mixed:
         note = "[dim]denominator Δnum_drafts mixes draft lengths: later positions read low[/]"
         lines.append(fit(note, columns, lambda: [Group(("[dim]denominator mixes draft lengths[/]",))]))
+    digits = len(str(len(marginal)))  # `pos  9` over `pos 10`: the bars start in one column
     for i, value in enumerate(marginal):
         v = min(max(value, 0.0), 1.0)
         whole, rem = divmod(round(v * width * 8), 8)
         bar = "█" * whole + (eighths[rem] if rem else "")
         cond = conditional[i] if i < len(conditional) else None
         value_pct, cond_pct = spaced_percent(value), spaced_percent(cond)
-        lines.append(f"pos {i + 1} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
+        lines.append(f"pos {i + 1:>{digits}} [$accent]{bar:<{width}}[/] {value_pct:>5} · cond {cond_pct:>5}")
     return "\n".join(lines)
 
 
@@ -253,6 +271,8 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
                 "[dim](client)[/]",
             )
         ]
+        if s.eos_overcount is not None:
+            groups.append(Group((f"[$text-warning]len over-counted: {EOS_ISSUE}[/]",)))
         if s.acceptance_rate is not None:  # its scope, not the length, fits: the numbers line has both
             # "request" or "engine" (engine-wide): the whole label fits 78 cells at 999 tokens, 999 tok/s
             scope = "request" if s.scope.startswith("this request") else s.scope.removesuffix("-wide")
@@ -268,6 +288,10 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         acc = (
             f" · accept {spaced_percent(s.acceptance_rate)} · len {fixed(s.mean_acceptance_length, 2)} "
             f"[dim](server, {s.scope})[/]"
+        )
+    if s.eos_overcount is not None and s.client_tokens_per_step is not None:
+        acc += (
+            f" · [$text-warning]len > {s.client_tokens_per_step:.2f} tokens/step received: {EOS_OVERCOUNT}[/]"
         )
     tail = " · [$text-warning]cancelled[/]" if s.cancelled else ""
     full = (

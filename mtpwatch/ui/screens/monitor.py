@@ -30,6 +30,7 @@ from mtpwatch.session import results
 from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
+from mtpwatch.session.diagnosis import ab_warnings, model_warnings
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
 from mtpwatch.session.sources import Source, SourceFactory
@@ -519,19 +520,17 @@ class MonitorScreen(FrameScreen):
         if last is not None:
             self.speedups.append(last)
         median = statistics.median(self.speedups) if self.speedups else None
-        recent = self.speedups[-3:]
-        # Known failure signature: MTP below the baseline on the last prompts (not in race mode,
-        # where contention decides).
-        slower = (
-            label.endswith("/baseline")
-            and self.schedule != "race"
-            and bool(recent)
-            and statistics.median(recent) < 1.0
-        )
-        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
         race = self.schedule == "race"
+        models = (self.feeds[0].model, self.feeds[1].model) if len(self.feeds) >= 2 else (None, None)
+        warnings = ab_warnings(
+            self.speedups, label=label, race=race, models=models, tokens=(a.summary.tokens, b.summary.tokens)
+        )
+        one_model = not model_warnings(models)
+        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" and one_model else None)
         wide, narrow = (
-            speedup_groups(last, median, len(self.speedups), race=race, label=label, slower=slower, compact=c)
+            speedup_groups(
+                last, median, len(self.speedups), race=race, label=label, warnings=warnings, compact=c
+            )
             for c in (False, True)
         )
         self.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
