@@ -11,12 +11,9 @@ from its log, its /version) can limit the advice, and the line says that too.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from mtpwatch.core.ab.advisor import Advice, advise
 from mtpwatch.core.ab.engine import EngineMode, engine_mode, llamacpp_synthetic
-from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.session.sources import Source
 
@@ -36,14 +33,6 @@ def k_schedule_of(feed: Source) -> tuple[tuple[int, int, int], ...] | None:
     vLLM's start-up init line does not carry it (`SpeculativeConfig.__repr__` prints method, model
     and num_spec_tokens only: vllm/config/speculative.py:1829-1843 in 0.34.0)."""
     return engine_of(feed).schedule if feed.spec.launch is not None else None
-
-
-def drafted_fields(r: Rates | None) -> dict[str, Any]:
-    """`ServerView`'s dynamic-k fields from the window's rates: the drafted share and the mean
-    number of drafts a drafting step verified (Δdraft_tokens / Δdrafts, below k when lengths mix)."""
-    if r is None:
-        return {"drafted_share": None, "mean_draft_len": None}
-    return {"drafted_share": r.drafted_share, "mean_draft_len": F.ratio(r.draft_tokens, r.drafts)}
 
 
 def lossy_reason(speculative: Source) -> str | None:

@@ -36,7 +36,7 @@ from mtpwatch.core.metrics.rates import Collector, Rates, idle_between
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.record.writer import Recorder
 from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
-from mtpwatch.session.advice import drafted_fields, k_schedule_of
+from mtpwatch.session.advice import k_schedule_of
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
 from mtpwatch.session.diagnosis import make_verdict
@@ -44,6 +44,7 @@ from mtpwatch.session.launching import StartupProgress, launch_server, log_facts
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.recording import FeedTap
+from mtpwatch.session.view_fields import rate_fields, snapshot_fields
 from mtpwatch.session.views import ServerView, Status, describe_hardware, stale_age
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
@@ -379,8 +380,8 @@ class ServerFeed:
             verdict_level=level,
             k_schedule=k_schedule_of(self),
             as_of_s=stale_age(self.status, self.collector.latest_t, now, 2 * self.display.idle_interval_s),
-            **self._rate_fields(r),
-            **self._snapshot_fields(snap),
+            **rate_fields(r),
+            **snapshot_fields(snap),
             **self._series_fields(now),
             **self._engine_fields(snap, r),
         )
@@ -407,27 +408,6 @@ class ServerFeed:
             verb = "disconnected" if self.status == "down" else "not reachable"
             return f"{verb} since {since} ({self.reason}){retry}"
         return self.reason if self.status == "failed" else ""
-
-    @staticmethod
-    def _rate_fields(r: Rates | None) -> dict[str, Any]:
-        """ServerView fields read from the window's rates (None: all unknown)."""
-        return {
-            "server_tok_s": r.server_tok_s if r else None,
-            "steps_per_s": r.steps_per_s if r else None,
-            "mean_step_s": r.mean_step_s if r else None,
-            "mean_ttft_s": r.mean_ttft_s if r else None,
-            "mean_tpot_s": r.mean_tpot_s if r else None,
-            **drafted_fields(r),
-        }
-
-    @staticmethod
-    def _snapshot_fields(snap: MetricsSnapshot | None) -> dict[str, Any]:
-        """ServerView fields read from the newest page's gauges (what the server has now)."""
-        return {
-            "kv_cache_usage": snap.kv_cache_usage if snap else None,
-            "running": snap.requests_running if snap else None,
-            "waiting": snap.requests_waiting if snap else None,
-        }
 
     def _series_fields(self, now: float) -> dict[str, Any]:
         """The chart's series: server tok/s and the running prompt's client decode tok/s, per second."""
