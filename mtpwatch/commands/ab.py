@@ -34,6 +34,7 @@ from mtpwatch.commands.planning import (
     plan_options,
     print_plan,
     split_args,
+    vllm_version,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
@@ -53,7 +54,11 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
 )
-@method_option(METHODS, "With --start: B's speculation method (default mtp; ngram needs no drafter).")
+@method_option(
+    METHODS,
+    "With --start: B's speculation method (default: mtp without a drafter; with one, what its config.json "
+    "says, else left for vLLM to detect; ngram needs no drafter).",
+)
 @drafter_option("With --start: the drafter model (MTP assistant / EAGLE head).")
 @k_option("With --start: speculative tokens per step.")
 @vllm_option("With --start: the command running vLLM.")
@@ -189,6 +194,7 @@ def _twins(
             b_args=split_args(b_args, "--b-args"),
             gpu=gpu,
             restart=True if restart else None,
+            version=vllm_version(vllm_cmd),
         )
     except NoGpuMemoryError as exc:
         raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake

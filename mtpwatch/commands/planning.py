@@ -80,6 +80,13 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
         raise click.UsageError(str(exc)) from None
 
 
+def vllm_version(vllm_cmd: str) -> Any:
+    """The installed vLLM's `VllmVersion`, read before anything is planned (`VLLM --version`)."""
+    from mtpwatch.core.launch.specrule import read_vllm_version
+
+    return read_vllm_version(vllm_cmd)
+
+
 def print_plan(plan: Any, as_json: bool) -> None:
     """Print a `LaunchPlan` as text or JSON."""
     if as_json:

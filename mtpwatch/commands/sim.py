@@ -20,6 +20,15 @@ if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator ru
     from mtpwatch.sim.server import SimServer
 
 
+def _print_version(ctx: click.Context) -> None:
+    """`vllm --version` prints the bare version (argparse's `version` action, `vllm/entrypoints/cli/
+    main.py` 0.34 :94-96): the simulator answers with the one it imitates (its /version)."""
+    from mtpwatch.sim.replies import VLLM_VERSION
+
+    click.echo(VLLM_VERSION)
+    ctx.exit(0)
+
+
 @click.command(name="sim", context_settings={"ignore_unknown_options": True})
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -28,6 +37,14 @@ if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator ru
     show_default=True,
     type=click.Choice(list(PRESETS)),
     help="Model + GPU to simulate.",
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: _print_version(ctx) if value else None,
+    help="Print the vLLM version the simulator imitates and exit, as `vllm --version` does.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(

@@ -28,7 +28,7 @@ from mtpwatch.commands.options import (
     method_option,
     vllm_option,
 )
-from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
+from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan, vllm_version
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
@@ -205,6 +205,7 @@ def sweep_command(
         plan = plan_sweep(
             model, ks, ports=[free_port()] * len(ks), method=method, drafter=drafter, vllm=vllm_cmd,
             api_key=api_key, extra=extra, gpu=gpu_for_plan(gpu, gpu_memory, gpu_free),
+            version=vllm_version(vllm_cmd),
         )  # fmt: skip
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None
