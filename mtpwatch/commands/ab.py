@@ -111,6 +111,7 @@ def command(
     plan_json: bool,
     gpu_memory: float | None,
     gpu_free: float | None,
+    drafter_gib: float | None,
     keep: bool,
     schedule: Schedule,
     restart: bool,
@@ -141,7 +142,7 @@ def command(
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
         twins = _twins(
             start_model, method, drafter, k, vllm_cmd, api_key, extra, a_args, b_args, restart,
-            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep,
+            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep, drafter_gib,
         )  # fmt: skip
         if twins is None:
             return
@@ -176,7 +177,7 @@ def command(
 def _twins(
     start_model: str, method: str | None, drafter: str | None, k: int | None, vllm_cmd: str,
     api_key: str | None, extra: tuple[str, ...], a_args: str | None, b_args: str | None, restart: bool,
-    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool,
+    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool, drafter_gib: float | None,
 ) -> tuple[list[ServerSpec], bool] | None:  # fmt: skip
     """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
     (the memory plan's restart schedule); None after printing the plan (--plan)."""
@@ -195,6 +196,7 @@ def _twins(
             gpu=gpu,
             restart=True if restart else None,
             version=vllm_version(vllm_cmd),
+            drafter_gib=drafter_gib,
         )
     except NoGpuMemoryError as exc:
         raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake

@@ -131,6 +131,36 @@ def test_the_readme_command_plans_and_prints_json(monkeypatch: pytest.MonkeyPatc
     assert text.exit_code == 0 and "schedule: restart — both at once need" in text.output
 
 
+@pytest.mark.parametrize(
+    "drafter",
+    ["z-lab/gemma-4-E4B-it-DFlash", "z-lab/Qwen3-8B-DFlash-b16", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+)
+def test_a_dflash_or_eagle3_drafter_is_never_forced_to_mtp(
+    drafter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.34 refuses method "mtp" for a DFlash checkpoint: without --method, the method is left to
+    vLLM's detection (the checkpoint is not here offline), and the plan line says so and why."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    args = ["ab", "--start", E4B, "--drafter", drafter, "-k", "4", "--gpu", "GB10", "--vllm", SIM, "--plan"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    b_argv = doc["servers"][1]["argv"]
+    assert json.loads(b_argv[b_argv.index("--speculative-config") + 1]) == {
+        "model": drafter,
+        "num_speculative_tokens": 4,
+    }
+    assert doc["vllm"] == {"version": "0.32.0", "source": f"{SIM} --version"}
+    assert doc["method"].startswith("left out, vLLM detects it")
+    text = CliRunner().invoke(cli, args).output
+    assert "B · k=4 · method: vLLM detects:" in text
+    assert "drafter not counted: give --drafter-gib or a local path" in text
+    # an explicit --method wins
+    forced = CliRunner().invoke(cli, [*args, "--json", "--method", "dflash"])
+    b_argv = json.loads(forced.output)["servers"][1]["argv"]
+    assert json.loads(b_argv[b_argv.index("--speculative-config") + 1])["method"] == "dflash"
+
+
 def test_twins_without_a_plan_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU memory known (no NVML, no nvidia-smi) and none named: nothing starts, one line says why."""
     started: list[Any] = []

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mtpwatch.core.launch.memneeds import estimate_need
-from mtpwatch.core.launch.memplan import GpuMemory, MemoryFlags, MemoryPlan, ServerNeed, plan_memory
+from mtpwatch.core.launch.memplan import (
+    GpuMemory,
+    MemoryFlags,
+    MemoryPlan,
+    ServerNeed,
+    memory_rule,
+    plan_memory,
+)
 from mtpwatch.core.launch.specrule import MethodChoice, VllmVersion, choose_method
 from mtpwatch.core.launch.vllm_cmd import (
     UNKNOWN_VERSION,
@@ -87,10 +94,10 @@ class LaunchPlan:
         }
 
     def lines(self) -> list[str]:
-        out = list(self.memory.lines())
-        out.append(self.version.words())
+        out = [self.version.words()]
         if self.method:
             out.append(f"speculative method: {self.method}")
+        out.extend(self.memory.lines())
         out.append("")
         for s in self.servers:
             out.append(f"{s.label}:")
@@ -149,12 +156,15 @@ def plan_twins(
     restart: bool | None = None,
     need: NeedFn = estimate_need,
     version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     """A (baseline) and B (treatment) for `model`, and their memory plan.
 
     `restart`: True forces one server at a time, False forbids it (a plan that cannot fit both
     is then refused), None lets the plan decide. `version`: the installed vLLM's, whose rule
-    names B's method (`specrule`). Raises `VllmArgsError` or `PlanError` (one line).
+    names B's method (`specrule`) and sets the memory rule (`memplan.memory_rule`); `drafter_gib`:
+    the drafter's weights when its size is unknown offline (``--drafter-gib``). Raises
+    `VllmArgsError` or `PlanError` (one line).
     """
     config = build_speculative_config(
         drafter=drafter, k=k, method=method, speculative_config=speculative_config, version=version
@@ -167,7 +177,8 @@ def plan_twins(
     ]
     plan = _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=restart is not True,
-        restart_allowed=restart is not False, need=need, choice=choice,
+        restart_allowed=restart is not False, need=need, choice=choice, version=version,
+        drafter_gib=drafter_gib,
     )  # fmt: skip
     return replace(plan, version=version, method=choice.why)
 
@@ -186,6 +197,7 @@ def plan_sweep(
     gpu: GpuMemory | None = None,
     need: NeedFn = estimate_need,
     version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     """One server per k of `ks` (0 = no speculation), run one at a time."""
     specs: list[tuple[str, str, Mapping[str, Any] | None, list[str], int]] = []
@@ -202,7 +214,7 @@ def plan_sweep(
         )
     plan = _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=False, restart_allowed=True,
-        need=need, choice=choice,
+        need=need, choice=choice, version=version, drafter_gib=drafter_gib,
     )  # fmt: skip
     return replace(plan, version=version, method=choice.why if choice else "")
 
@@ -249,6 +261,8 @@ def _plan(
     restart_allowed: bool,
     need: NeedFn,
     choice: MethodChoice | None = None,
+    version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     env = server_env(api_key)
     argvs: list[list[str]] = []
@@ -262,6 +276,7 @@ def _plan(
         flags = MemoryFlags.from_argv(args)
         drafter = config.get("model") if config else None
         method = (choice.expected if choice else None) or (config.get("method") if config else None)
+        sized = {"drafter_gib": drafter_gib} if drafter_gib is not None and drafter else {}
         server_need = (
             need(
                 model,
@@ -269,12 +284,14 @@ def _plan(
                 drafter=drafter,
                 max_model_len=flags.max_model_len,
                 enforce_eager=flags.enforce_eager,
+                **sized,
             )
             if gpu is not None
             else None
         )
         rows.append((label, server_need, flags))
-    memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed)
+    rule = memory_rule(version.release)
+    memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed, rule=rule)
     servers = []
     for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
         url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

