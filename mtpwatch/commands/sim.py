@@ -269,7 +269,7 @@ def _from_serve_args(
 ) -> tuple[str, bool, int | None, dict[str, object]]:
     """(preset, no_spec, k, SimOptions fields) from `sim serve MODEL …`, vLLM's command line; the
     flags as given when there is none."""
-    from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
+    from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
     try:
         serve = parse_serve_args(vllm_args)
@@ -304,7 +304,7 @@ def _from_serve_args(
         serve_options = {
             "k_schedule": schedule,
             "model": serve.model,
-            "method": spec_cfg.get("method") if spec_cfg else None,
+            "method": served_method(spec_cfg),
             "drafter": spec_cfg.get("model") if spec_cfg else None,
             "gpu_memory": True,
             "gpu_memory_utilization": serve.gpu_memory_utilization or 0.9,

@@ -254,3 +254,37 @@ async def test_clients_read_openai_api_key_where_vllm_api_key_is_absent(
     client = VllmClient("http://127.0.0.1:9")
     assert client.api_key == "vllm-first"
     await client.aclose()
+
+
+def test_the_b_label_says_the_method_the_server_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DFlash drafter, method left to detection: B is labelled "k=4 · method: vLLM detects" until its
+    engine init line says which method ran (the simulator detects it as vLLM does), then "DFlash k=4"."""
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    seen: dict[str, Any] = {}
+
+    def run_app(config: Any, **kwargs: Any) -> int:
+        from mtpwatch.ui.app import make_app
+
+        seen["labels"] = [s.label for s in config.servers]
+
+        async def main() -> None:
+            app = make_app(config, **kwargs)
+            async with app.run_test(size=(160, 48)) as pilot:
+                b = app.monitor.panels[1]
+                deadline = asyncio.get_running_loop().time() + 90
+                while str(b.border_title) != "B · DFlash k=4":
+                    assert asyncio.get_running_loop().time() < deadline, str(b.border_title)
+                    await pilot.pause(0.1)
+                seen["titles"] = [str(p.border_title) for p in app.monitor.panels]
+                await pilot.press("ctrl+q")
+
+        asyncio.run(main())
+        return 0
+
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", run_app)
+    args = ["ab", "--start", E4B, "--drafter", "z-lab/gemma-4-E4B-it-DFlash", "-k", "4", "--vllm", SIM]
+    result = CliRunner().invoke(cli, [*args, "--gpu", "GB10"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert seen["labels"] == ["A · MTP off", "B · k=4 · method: vLLM detects"]
+    assert seen["titles"] == ["A · MTP off", "B · DFlash k=4"]
