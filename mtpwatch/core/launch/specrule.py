@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtpwatch.core.roofline.modelconfig import ConfigError, resolve_config
+from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
 
 __all__ = [
     "CHECKS_METHOD_FROM",
@@ -160,6 +160,10 @@ def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVer
         done = subprocess.run(
             [*tokens, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
         )
+    except FileNotFoundError:
+        return f"{label}: command not found"
+    except subprocess.TimeoutExpired:
+        return f"{label}: no answer in {timeout_s:g} s"
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{label}: {type(exc).__name__}"
     if done.returncode == 0:
@@ -290,11 +294,19 @@ def choose_method(
     if method is not None:
         return _explicit(method, drafter, version, ckpt, declared, hint)
     if declared is not None:
-        return MethodChoice(declared, declared, f"{declared} (the drafter's config.json: {ckpt.config_path})")
+        return MethodChoice(declared, declared, f"{declared} (the drafter's config.json: {_where(ckpt)})")
     guess = hint or ("draft_model" if ckpt.config_path else None)
     found = "its config.json declares none" if ckpt.config_path else "its config.json is not here offline"
     said = f"expected {guess}, by the drafter's name" if hint else f"expected {guess}" if guess else "unknown"
     return MethodChoice(None, guess, f"left out, vLLM detects it ({said}; {found})")
+
+
+def _where(ckpt: DrafterCheckpoint) -> str:
+    """Where the config.json was read: its path, or the bundled reconstruction's name."""
+    path = Path(ckpt.config_path or "")
+    if path.parent == PRESET_DIR:
+        return f"mtpwatch's bundled {path.name}"
+    return str(path)
 
 
 def _explicit(
