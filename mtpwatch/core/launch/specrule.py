@@ -328,6 +328,11 @@ def _explicit(
             return MethodChoice(method, method, why)
         note = f"; the drafter's config.json says {declared}" if declared and declared != method else ""
         return MethodChoice(method, method, f"{method} (--method{note})")
+    if method == "mtp" and hint is None and ckpt.config_path and declared != "mtp":
+        # 0.33 :1469-1500 (0.32 :1360-1390): "mtp" on a drafter that is no MTP model ends in
+        # NotImplementedError("Unsupported speculative method: 'mtp'")
+        why = f"mtp (--method; vLLM {version.text} refuses it: the drafter's config.json is no MTP model)"
+        return MethodChoice(method, method, why)
     if method in _KEPT_BEFORE_034 or hint is None:
         return MethodChoice(method, method, f"{method} (--method)")
     why = f"{method} (--method); vLLM {version.text} switches it to {hint} by the drafter's name"

