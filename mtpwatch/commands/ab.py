@@ -205,6 +205,7 @@ def _twins(
     if show_plan:
         print_plan(plan, plan_json)
         return None
+    _check_free_now(plan.memory)
     if plan.schedule == "restart" and not restart:
         click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
         restart = True
@@ -219,6 +220,16 @@ def _twins(
         for s in plan.servers
     ]
     return specs, restart
+
+
+def _check_free_now(memory: Any) -> None:
+    """Refuse, in one line, twins whose shares the GPU cannot hold now, where vLLM would not (0.34)."""
+    from mtpwatch.core.launch import gpumem
+    from mtpwatch.core.launch.memplan import free_now_refusal
+
+    refusal = free_now_refusal(memory, gpumem.local_gpu_memory())
+    if refusal is not None:
+        raise click.ClickException(refusal)
 
 
 def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:

@@ -288,3 +288,30 @@ def test_the_b_label_says_the_method_the_server_ran(tmp_path: Path, monkeypatch:
     assert result.exit_code == 0, result.output
     assert seen["labels"] == ["A · MTP off", "B · k=4 · method: vLLM detects"]
     assert seen["titles"] == ["A · MTP off", "B · DFlash k=4"]
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.34.0", True), ("0.33.0", False)])
+def test_twins_the_gpu_cannot_hold_now_are_refused_where_vllm_would_not(
+    version: str, refused: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.34 no longer refuses a share that is not free: mtpwatch reads the GPU just before the
+    twins start and refuses in one line; 0.33 refuses by itself, so mtpwatch starts them."""
+    from mtpwatch.core.launch.memplan import GIB, GpuMemory
+
+    vllm = tmp_path / "vllm"
+    vllm.write_text(f"#!/bin/sh\necho {version}\n")
+    vllm.chmod(0o755)
+    monkeypatch.setattr(
+        "mtpwatch.core.launch.gpumem.local_gpu_memory",
+        lambda *a, **k: GpuMemory("H100", 80 * GIB, 20 * GIB, "nvml"),
+    )
+    started: list[Any] = []
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", lambda *a, **k: started.append(a) or 0)
+    args = ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--gpu", "H100 SXM", "--vllm", str(vllm)]
+    result = CliRunner().invoke(cli, args)
+    if refused:
+        assert result.exit_code == 1 and not started
+        (line,) = result.output.strip().splitlines()
+        assert "GiB free now (nvml); vLLM 0.34 would start both and run short of memory" in line
+    else:
+        assert result.exit_code == 0 and len(started) == 1, result.output

@@ -11,9 +11,9 @@ the driver has VMM): the default share is then 1.0, else 0.92 (``cache.py`` :186
 only a cap" (``utils.py`` :783-797). Twins that do not fit are then not refused at start; they fail
 later or run short of KV cache. `MemoryRule` holds the version's default and check: the plan always
 gives twins explicit shares, and where vLLM no longer checks, mtpwatch checks free memory itself
-before it starts the second (`check_free_before_start`). With ``--kv-cache-memory-bytes`` the KV
-cache is sized directly and the server holds weights + overheads + that KV, but the start-up check
-on ``gpu_memory_utilization`` still applies (0.32/0.33).
+just before the twins, which start together, start (`free_now_refusal`). With
+``--kv-cache-memory-bytes`` the KV cache is sized directly and the server holds weights + overheads
++ that KV, but the start-up check on ``gpu_memory_utilization`` still applies (0.32/0.33).
 
 What a server needs is estimated, not measured: the weights (the checkpoint's safetensors size
 when the model is a local folder, else the stored parameters of the config × the weight dtype),
@@ -44,6 +44,7 @@ __all__ = [
     "ServerNeed",
     "ServerPlan",
     "fmt_gib",
+    "free_now_refusal",
     "is_gb10",
     "memory_rule",
     "plan_memory",
@@ -93,7 +94,8 @@ class MemoryRule:
         return (
             f"{self.name}: default share 1.0 with the extensible KV cache (else 0.92), and no start-up "
             "check that the share is free (vllm/v1/worker/utils.py): every server gets an explicit "
-            "share, and the plan itself checks that the shares fit the free memory"
+            "share, and mtpwatch checks that the shares fit the free memory (when planning, and "
+            "again as read just before twins start together)"
         )
 
 
@@ -534,6 +536,26 @@ def _together(
             return None, wanted, bool(fixed)
         held += p.takes(total)
     return plans, wanted, bool(fixed)
+
+
+def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
+    """mtpwatch's own start-up check where vLLM no longer makes one (0.34 with the extensible KV
+    cache): twins about to start together whose shares of the GPU as read now (`live`) are more
+    than it has free. One line, or None: they fit, vLLM checks itself, nothing was read, or the
+    servers take turns."""
+    if plan.rule.checks_free or live is None or plan.schedule != "alternate" or len(plan.servers) < 2:
+        return None
+    asked = sum(
+        math.ceil(live.total_bytes * (s.utilization or plan.rule.default_utilization)) for s in plan.servers
+    )
+    if asked <= live.free_bytes:
+        return None
+    shares = " + ".join(f"{s.utilization or plan.rule.default_utilization:g}" for s in plan.servers)
+    return (
+        f"the twins' shares ({shares} of {fmt_gib(live.total_bytes)} GiB) ask {fmt_gib(asked)} GiB but "
+        f"the GPU has {fmt_gib(live.free_bytes)} GiB free now ({live.source}); {plan.rule.name} would start "
+        "both and run short of memory instead of refusing: free memory, give smaller shares, or use --restart"
+    )
 
 
 def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:

@@ -125,3 +125,22 @@ def test_a_drafter_found_offline_is_counted_with_its_kv(empty_hf_cache: Path) ->
     assert spec["method"] == "dflash"
     need = plan.memory.servers[1].need
     assert need is not None and need.drafter == 3 * GIB
+
+
+def test_twins_that_the_gpu_cannot_hold_now_are_refused_where_vllm_would_not() -> None:
+    from mtpwatch.core.launch.memplan import free_now_refusal
+
+    gpu = gpu_from_table("H100 SXM")
+    new = plan_twins(E4B, ports=PORTS, drafter=E4B_D, k=2, gpu=gpu, version=VllmVersion("0.34.0", "t"))
+    old = plan_twins(E4B, ports=PORTS, drafter=E4B_D, k=2, gpu=gpu, version=VllmVersion("0.33.0", "t"))
+    busy = GpuMemory("H100", gpu.total_bytes, 20 * GIB, "nvml")
+    line = free_now_refusal(new.memory, busy)
+    assert line is not None and "\n" not in line
+    assert (
+        "GiB free now (nvml); vLLM 0.34 would start both and run short of memory instead of refusing" in line
+    )
+    assert free_now_refusal(old.memory, busy) is None  # 0.33 refuses by itself
+    assert free_now_refusal(new.memory, None) is None  # nothing read here
+    assert free_now_refusal(new.memory, GpuMemory("H100", gpu.total_bytes, gpu.total_bytes, "nvml")) is None
+    turns = plan_twins(E4B, ports=PORTS, drafter=E4B_D, k=2, gpu=gpu, restart=True)
+    assert free_now_refusal(turns.memory, busy) is None  # one at a time
