@@ -34,6 +34,7 @@ from mtpwatch.commands.planning import (
     plan_options,
     print_plan,
     split_args,
+    vllm_version,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
@@ -53,7 +54,11 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
 )
-@method_option(METHODS, "With --start: B's speculation method (default mtp; ngram needs no drafter).")
+@method_option(
+    METHODS,
+    "With --start: B's speculation method (default: mtp without a drafter; with one, what its config.json "
+    "says, else left for vLLM to detect; ngram needs no drafter).",
+)
 @drafter_option("With --start: the drafter model (MTP assistant / EAGLE head).")
 @k_option("With --start: speculative tokens per step.")
 @vllm_option("With --start: the command running vLLM.")
@@ -106,6 +111,7 @@ def command(
     plan_json: bool,
     gpu_memory: float | None,
     gpu_free: float | None,
+    drafter_gib: float | None,
     keep: bool,
     schedule: Schedule,
     restart: bool,
@@ -136,7 +142,7 @@ def command(
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
         twins = _twins(
             start_model, method, drafter, k, vllm_cmd, api_key, extra, a_args, b_args, restart,
-            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep,
+            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep, drafter_gib,
         )  # fmt: skip
         if twins is None:
             return
@@ -171,7 +177,7 @@ def command(
 def _twins(
     start_model: str, method: str | None, drafter: str | None, k: int | None, vllm_cmd: str,
     api_key: str | None, extra: tuple[str, ...], a_args: str | None, b_args: str | None, restart: bool,
-    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool,
+    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool, drafter_gib: float | None,
 ) -> tuple[list[ServerSpec], bool] | None:  # fmt: skip
     """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
     (the memory plan's restart schedule); None after printing the plan (--plan)."""
@@ -189,6 +195,8 @@ def _twins(
             b_args=split_args(b_args, "--b-args"),
             gpu=gpu,
             restart=True if restart else None,
+            version=vllm_version(vllm_cmd),
+            drafter_gib=drafter_gib,
         )
     except NoGpuMemoryError as exc:
         raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
@@ -197,6 +205,7 @@ def _twins(
     if show_plan:
         print_plan(plan, plan_json)
         return None
+    _check_free_now(plan.memory)
     if plan.schedule == "restart" and not restart:
         click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
         restart = True
@@ -211,6 +220,16 @@ def _twins(
         for s in plan.servers
     ]
     return specs, restart
+
+
+def _check_free_now(memory: Any) -> None:
+    """Refuse, in one line, twins whose shares the GPU cannot hold now, where vLLM would not (0.34)."""
+    from mtpwatch.core.launch import gpumem
+    from mtpwatch.core.launch.memplan import free_now_refusal
+
+    refusal = free_now_refusal(memory, gpumem.local_gpu_memory())
+    if refusal is not None:
+        raise click.ClickException(refusal)
 
 
 def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:

@@ -2,7 +2,7 @@
 
 `PassthroughCommand` keeps everything after ``--`` for vLLM (``ctx.meta["extra"]``) before click
 parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument.
-`plan_options` adds ``--plan``, ``--json``, ``--gpu-memory``, ``--gpu-free``; `print_plan`
+`plan_options` adds ``--plan``, ``--json``, ``--gpu-memory``, ``--gpu-free``, ``--drafter-gib``; `print_plan`
 prints a `LaunchPlan` (secrets masked) as text or JSON.
 """
 
@@ -49,8 +49,20 @@ def split_args(value: str | None, option: str) -> tuple[str, ...]:
         raise click.BadParameter(str(exc), param_hint=option) from None
 
 
+def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
+    """--drafter-gib GIB: the drafter's weights where its size is unknown offline (counted in the plan)."""
+    return click.option(
+        "--drafter-gib",
+        type=click.FloatRange(min=0.0, min_open=True),
+        default=None,
+        metavar="GIB",
+        help=help_prefix + "The drafter's weights in GiB, for the memory plan when its config.json or "
+        "checkpoint is not found offline (a local folder or the Hugging Face cache).",
+    )
+
+
 def plan_options(func: F) -> F:
-    """Add --plan, --json, --gpu-memory, --gpu-free (the memory plan of launched servers)."""
+    """Add --plan, --json, --gpu-memory, --gpu-free, --drafter-gib (the memory plan of launched servers)."""
     options = [
         click.option(
             "--plan",
@@ -63,6 +75,7 @@ def plan_options(func: F) -> F:
             "Plan for this much GPU memory (GiB) instead of what the GPU or the --gpu table says."
         ),
         gpu_free_option("Plan with this much free GPU memory (GiB)."),
+        drafter_gib_option("With --start: "),
     ]
     for option in reversed(options):
         func = option(func)
@@ -78,6 +91,13 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
         return resolve_gpu_memory(gpu, total_gib=gpu_memory, free_gib=gpu_free)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def vllm_version(vllm_cmd: str) -> Any:
+    """The installed vLLM's `VllmVersion`, read before anything is planned (`VLLM --version`)."""
+    from mtpwatch.core.launch.specrule import read_vllm_version
+
+    return read_vllm_version(vllm_cmd)
 
 
 def print_plan(plan: Any, as_json: bool) -> None:

@@ -20,6 +20,15 @@ if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator ru
     from mtpwatch.sim.server import SimServer
 
 
+def _print_version(ctx: click.Context) -> None:
+    """`vllm --version` prints the bare version (argparse's `version` action, `vllm/entrypoints/cli/
+    main.py` 0.34 :94-96): the simulator answers with the one it imitates (its /version)."""
+    from mtpwatch.sim.replies import VLLM_VERSION
+
+    click.echo(VLLM_VERSION)
+    ctx.exit(0)
+
+
 @click.command(name="sim", context_settings={"ignore_unknown_options": True})
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
@@ -28,6 +37,14 @@ if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator ru
     show_default=True,
     type=click.Choice(list(PRESETS)),
     help="Model + GPU to simulate.",
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _param, value: _print_version(ctx) if value else None,
+    help="Print the vLLM version the simulator imitates and exit, as `vllm --version` does.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
@@ -271,7 +288,7 @@ def _from_serve_args(
 ) -> tuple[str, bool, int | None, dict[str, object]]:
     """(preset, no_spec, k, SimOptions fields) from `sim serve MODEL …`, vLLM's command line; the
     flags as given when there is none."""
-    from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
+    from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
     try:
         serve = parse_serve_args(vllm_args)
@@ -306,7 +323,7 @@ def _from_serve_args(
         serve_options = {
             "k_schedule": schedule,
             "model": serve.model,
-            "method": spec_cfg.get("method") if spec_cfg else None,
+            "method": served_method(spec_cfg),
             "drafter": spec_cfg.get("model") if spec_cfg else None,
             "gpu_memory": True,
             "gpu_memory_utilization": serve.gpu_memory_utilization or 0.9,

@@ -433,17 +433,27 @@ def _run_ui(
     api_key: str | None, keep: bool, startup_timeout: float, record: str | None,
 ) -> None:  # fmt: skip
     """The app watching the server it starts, with a panel named for what it runs."""
+    from mtpwatch.core.provenance import spec_config_from_argv
     from mtpwatch.session.views import method_name
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
-    # Named for what it runs: '--method ngram' is not "MTP"; -k/--drafter alone default to mtp.
-    spec_method = None if no_spec else method or ("mtp" if (drafter or k) else None)
+    # Named for what it is told to run until the log says what vLLM ran: '--method ngram' is not
+    # "MTP", and a drafter whose method vLLM detects (core.launch.specrule) is not named at all.
+    configured = spec_config_from_argv(argv) if engine != "llama.cpp" else None
+    named = configured.get("method") if configured else None
+    spec_method = None if no_spec else method or (named if isinstance(named, str) else None)
+    if engine == "llama.cpp" and not no_spec and spec_method is None and (drafter or k):
+        spec_method = "mtp"
     if no_spec:
         label = "no speculation"
     elif spec_method:
         label = f"{method_name(spec_method)} on"
     else:
-        label = "speculation on" if speculative_config else ("llama.cpp" if engine == "llama.cpp" else "vLLM")
+        label = (
+            "speculation on (method: vLLM detects)"
+            if speculative_config or drafter
+            else ("llama.cpp" if engine == "llama.cpp" else "vLLM")
+        )
     spec = ServerSpec(
         label=label,
         url=url,

@@ -28,7 +28,7 @@ from mtpwatch.commands.options import (
     method_option,
     vllm_option,
 )
-from mtpwatch.commands.planning import extra_args, gpu_for_plan, print_plan
+from mtpwatch.commands.planning import drafter_gib_option, extra_args, gpu_for_plan, print_plan, vllm_version
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
@@ -43,8 +43,8 @@ from mtpwatch.render.sweep_table import format_sweep
 
 
 def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --plan,
-    --verify-schedule.
+    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --drafter-gib,
+    --plan, --verify-schedule.
 
     (--gpu, --concurrency, --label and --metadata are the bench's own options, which the sweep
     shares.)
@@ -67,6 +67,7 @@ def sweep_options(func: Any) -> Any:
         vllm_option("k sweep: command running vLLM."),
         gpu_memory_option("k sweep: GPU memory to plan for."),
         gpu_free_option("k sweep: free GPU memory."),
+        drafter_gib_option("k sweep: "),
         click.option(
             "--plan", "show_plan", is_flag=True, help="k sweep: print the plan and command lines, exit."
         ),
@@ -143,6 +144,7 @@ def sweep_from_bench(
         gpu=sweep["gpu"],
         gpu_memory=sweep["gpu_memory"],
         gpu_free=sweep["gpu_free"],
+        drafter_gib=sweep.get("drafter_gib"),
         show_plan=sweep["show_plan"],
         config=config,
         api_key=api_key,
@@ -214,6 +216,7 @@ def sweep_command(
     gpu_memory: float | None,
     gpu_free: float | None,
     show_plan: bool,
+    drafter_gib: float | None = None,
     config: BenchConfig,
     api_key: str | None,
     served_model: str | None,
@@ -231,6 +234,7 @@ def sweep_command(
         plan = plan_sweep(
             model, ks, ports=[free_port()] * len(ks), method=method, drafter=drafter, vllm=vllm_cmd,
             api_key=api_key, extra=extra, gpu=gpu_for_plan(gpu, gpu_memory, gpu_free),
+            version=vllm_version(vllm_cmd), drafter_gib=drafter_gib,
         )  # fmt: skip
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None

@@ -294,7 +294,7 @@ def method_name(method: str | None) -> str:
         return "EAGLE"
     if m in ("draft_model", "draft"):
         return "draft model"
-    return method
+    return {"dflash": "DFlash", "dspark": "DSpark"}.get(m, method)
 
 
 def spec_label(method: str | None, k: int | None) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
-__all__ = ["ServeArgs", "ServeArgsError", "parse_serve_args", "preset_for_model"]
+__all__ = ["ServeArgs", "ServeArgsError", "parse_serve_args", "preset_for_model", "served_method"]
 
 #: vLLM flags that take no value (so the next word is not theirs).
 _BOOL_FLAGS = frozenset(
@@ -161,3 +161,17 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
     )
     mml = _int(values["--max-model-len"], "--max-model-len") if "--max-model-len" in values else None
     return ServeArgs(model, spec, util, kv, mml, eager, tuple(ignored))
+
+
+def served_method(spec: dict[str, Any] | None) -> str | None:
+    """The method a ``--speculative-config`` runs, as vLLM picks it when it names none: the drafter's
+    config.json found offline, else its name (``core.launch.specrule``, read in vLLM's
+    `SpeculativeConfig`); None: the preset's. A named method is kept, as 0.34 keeps it."""
+    if not spec:
+        return None
+    method, drafter = spec.get("method"), spec.get("model")
+    if isinstance(method, str) or not isinstance(drafter, str):
+        return method if isinstance(method, str) else None
+    from mtpwatch.core.launch.specrule import name_method, read_drafter
+
+    return read_drafter(drafter).declared or name_method(drafter)

@@ -131,6 +131,36 @@ def test_the_readme_command_plans_and_prints_json(monkeypatch: pytest.MonkeyPatc
     assert text.exit_code == 0 and "schedule: restart — both at once need" in text.output
 
 
+@pytest.mark.parametrize(
+    "drafter",
+    ["z-lab/gemma-4-E4B-it-DFlash", "z-lab/Qwen3-8B-DFlash-b16", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+)
+def test_a_dflash_or_eagle3_drafter_is_never_forced_to_mtp(
+    drafter: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.34 refuses method "mtp" for a DFlash checkpoint: without --method, the method is left to
+    vLLM's detection (the checkpoint is not here offline), and the plan line says so and why."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    args = ["ab", "--start", E4B, "--drafter", drafter, "-k", "4", "--gpu", "GB10", "--vllm", SIM, "--plan"]
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    b_argv = doc["servers"][1]["argv"]
+    assert json.loads(b_argv[b_argv.index("--speculative-config") + 1]) == {
+        "model": drafter,
+        "num_speculative_tokens": 4,
+    }
+    assert doc["vllm"] == {"version": "0.32.0", "source": f"{SIM} --version"}
+    assert doc["method"].startswith("left out, vLLM detects it")
+    text = CliRunner().invoke(cli, args).output
+    assert "B · k=4 · method: vLLM detects:" in text
+    assert "drafter not counted: give --drafter-gib or a local path" in text
+    # an explicit --method wins
+    forced = CliRunner().invoke(cli, [*args, "--json", "--method", "dflash"])
+    b_argv = json.loads(forced.output)["servers"][1]["argv"]
+    assert json.loads(b_argv[b_argv.index("--speculative-config") + 1])["method"] == "dflash"
+
+
 def test_twins_without_a_plan_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU memory known (no NVML, no nvidia-smi) and none named: nothing starts, one line says why."""
     started: list[Any] = []
@@ -224,3 +254,64 @@ async def test_clients_read_openai_api_key_where_vllm_api_key_is_absent(
     client = VllmClient("http://127.0.0.1:9")
     assert client.api_key == "vllm-first"
     await client.aclose()
+
+
+def test_the_b_label_says_the_method_the_server_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DFlash drafter, method left to detection: B is labelled "k=4 · method: vLLM detects" until its
+    engine init line says which method ran (the simulator detects it as vLLM does), then "DFlash k=4"."""
+    monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    seen: dict[str, Any] = {}
+
+    def run_app(config: Any, **kwargs: Any) -> int:
+        from mtpwatch.ui.app import make_app
+
+        seen["labels"] = [s.label for s in config.servers]
+
+        async def main() -> None:
+            app = make_app(config, **kwargs)
+            async with app.run_test(size=(160, 48)) as pilot:
+                b = app.monitor.panels[1]
+                deadline = asyncio.get_running_loop().time() + 90
+                while str(b.border_title) != "B · DFlash k=4":
+                    assert asyncio.get_running_loop().time() < deadline, str(b.border_title)
+                    await pilot.pause(0.1)
+                seen["titles"] = [str(p.border_title) for p in app.monitor.panels]
+                await pilot.press("ctrl+q")
+
+        asyncio.run(main())
+        return 0
+
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", run_app)
+    args = ["ab", "--start", E4B, "--drafter", "z-lab/gemma-4-E4B-it-DFlash", "-k", "4", "--vllm", SIM]
+    result = CliRunner().invoke(cli, [*args, "--gpu", "GB10"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert seen["labels"] == ["A · MTP off", "B · k=4 · method: vLLM detects"]
+    assert seen["titles"] == ["A · MTP off", "B · DFlash k=4"]
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.34.0", True), ("0.33.0", False)])
+def test_twins_the_gpu_cannot_hold_now_are_refused_where_vllm_would_not(
+    version: str, refused: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.34 no longer refuses a share that is not free: mtpwatch reads the GPU just before the
+    twins start and refuses in one line; 0.33 refuses by itself, so mtpwatch starts them."""
+    from mtpwatch.core.launch.memplan import GIB, GpuMemory
+
+    vllm = tmp_path / "vllm"
+    vllm.write_text(f"#!/bin/sh\necho {version}\n")
+    vllm.chmod(0o755)
+    monkeypatch.setattr(
+        "mtpwatch.core.launch.gpumem.local_gpu_memory",
+        lambda *a, **k: GpuMemory("H100", 80 * GIB, 20 * GIB, "nvml"),
+    )
+    started: list[Any] = []
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", lambda *a, **k: started.append(a) or 0)
+    args = ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--gpu", "H100 SXM", "--vllm", str(vllm)]
+    result = CliRunner().invoke(cli, args)
+    if refused:
+        assert result.exit_code == 1 and not started
+        (line,) = result.output.strip().splitlines()
+        assert "GiB free now (nvml); vLLM 0.34 would start both and run short of memory" in line
+    else:
+        assert result.exit_code == 0 and len(started) == 1, result.output

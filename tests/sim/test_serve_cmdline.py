@@ -16,7 +16,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch.process import ServerProcess, StartupError, group_members
 from mtpwatch.core.launch.servers import plan_twins
 from mtpwatch.sim.gpu import SimGpu
-from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model
+from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 20"
@@ -200,3 +200,28 @@ def test_start_headless_with_the_simulator_as_vllm(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
     assert SimGpu.for_gpu("GB10", tmp_path).held() == 0.0
+
+
+def test_the_simulator_detects_the_method_as_vllm_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``--speculative-config`` without a method: the drafter's config.json (offline), else its name."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    assert served_method({"model": "z-lab/gemma-4-E4B-it-DFlash", "num_speculative_tokens": 4}) == "dflash"
+    assert served_method({"model": E4B_D}) == "mtp"  # the bundled assistant config declares Gemma 4 MTP
+    assert served_method({"model": "acme/plain"}) is None  # the preset's method
+    assert served_method({"method": "eagle3", "model": "z-lab/x-DFlash"}) == "eagle3"  # a named one is kept
+    assert served_method(None) is None
+
+
+def test_the_simulator_answers_version_like_vllm() -> None:
+    """`vllm --version` prints the bare version (argparse); the simulator the one it imitates."""
+    import subprocess
+
+    from mtpwatch.sim.replies import VLLM_VERSION
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mtpwatch", "sim", "--speed", "10", "--version"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, VLLM_VERSION + "\n")

@@ -315,15 +315,23 @@ def engine_mode(
     Args:
         spec_config: the command line's speculative config (a `provenance.ArmInfo.spec_config`);
             its "from_log" entry, when present, is what the start-up log said.
-        method, k: from the start-up log or /metrics when there is no command line.
+        method: the method the server ran (its start-up log): it wins over the command line's,
+            which may be absent (vLLM detects it) or, before vLLM 0.34, rewritten by the drafter's
+            name (`core.launch.specrule`).
+        k: from the start-up log or /metrics when there is no command line.
         vllm_version: `/version` or the start-up log.
         source: where `spec_config` came from (default: 'command line' when given, else
             'start-up log' when method/k are, else 'unknown').
     """
-    config = {key: v for key, v in dict(spec_config or {}).items() if key != "from_log"}
+    raw = dict(spec_config or {})
+    logged = raw.get("from_log")
+    config = {key: v for key, v in raw.items() if key != "from_log"}
     cfg_method = config.get("method")
     cfg_k = config.get("num_speculative_tokens")
-    method = cfg_method if isinstance(cfg_method, str) else method
+    ran = logged.get("method") if isinstance(logged, Mapping) else None
+    method = ran if isinstance(ran, str) else method
+    if method is None and isinstance(cfg_method, str):
+        method = cfg_method
     if isinstance(cfg_k, int) and not isinstance(cfg_k, bool):
         k = cfg_k
     schedule = parse_schedule(config.get("num_speculative_tokens_per_batch_size"))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mtpwatch.core.launch.memplan import (
     ACTIVATION_TOKENS,
+    GIB,
     OVERHEAD_FIXED,
     OVERHEAD_GRAPHS,
     ServerNeed,
@@ -22,10 +23,13 @@ from mtpwatch.core.launch.memplan import (
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
 from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, resolve_config
 
-__all__ = ["config_max_len", "estimate_need", "model_weight_bytes"]
+__all__ = ["UNCOUNTED", "config_max_len", "estimate_need", "model_weight_bytes"]
 
-#: Methods whose drafter is a separate model that keeps its own KV cache.
-_OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3"})
+#: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
+#: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
+_OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
+UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"
+"""Said on the plan line when the drafter's size is unknown offline."""
 
 
 def _spec(ref: str) -> ModelSpec:
@@ -66,8 +70,14 @@ def estimate_need(
     drafter: str | None = None,
     max_model_len: int | None = None,
     enforce_eager: bool = False,
+    drafter_gib: float | None = None,
 ) -> ServerNeed | None:
-    """The memory a server of `model` (with `method`/`drafter` speculation) needs; None if unknown."""
+    """The memory a server of `model` (with `method`/`drafter` speculation) needs; None if unknown.
+
+    `method` is the one vLLM is expected to run (`specrule.MethodChoice.expected`; None when it will
+    detect one offline knowledge cannot name). `drafter_gib`: the drafter's weights as the user
+    gives them (``--drafter-gib``), which win over what is found offline.
+    """
     try:
         target = _spec(model)
     except ConfigError:
@@ -75,16 +85,22 @@ def estimate_need(
     weights, source = model_weight_bytes(target)
     length = max_model_len or config_max_len(model) or 8192
     kv = kv_cache_bytes(target, length)
-    drafter_bytes = 0.0
+    drafter_bytes, uncounted = 0.0, ""
     if drafter and method != "ngram":
         try:
-            dspec = _spec(drafter)
+            dspec: ModelSpec | None = _spec(drafter)
         except ConfigError:
-            source += f"; drafter {drafter}: size unknown offline, not counted"
-        else:
-            drafter_bytes, _ = model_weight_bytes(dspec)
+            dspec = None
+        if dspec is not None:
+            drafter_bytes, how = model_weight_bytes(dspec)
+            source += f"; drafter {drafter}: {how}"
             if method in _OWN_KV_METHODS and not dspec.kv_from_target:
                 kv += kv_cache_bytes(dspec, length)
+        if drafter_gib is not None:
+            drafter_bytes = drafter_gib * GIB
+            source += f"; drafter {drafter}: {drafter_gib:g} GiB (--drafter-gib)"
+        elif dspec is None:
+            uncounted = UNCOUNTED
     overhead = OVERHEAD_FIXED + (0.0 if enforce_eager else OVERHEAD_GRAPHS) + _activation_bytes(target)
     return ServerNeed(
         weights=weights,
@@ -93,4 +109,5 @@ def estimate_need(
         overhead=overhead,
         max_model_len=length,
         source=source,
+        drafter_uncounted=uncounted,
     )

@@ -1,12 +1,19 @@
 """Memory plan for the vLLM servers mtpwatch launches on one GPU: do they fit, and with which flags.
 
-vLLM 0.32 checks at start-up that the device's free memory is at least
-``gpu_memory_utilization × total`` (`request_memory` in ``vllm/v1/worker/utils.py``; default
-utilisation 0.9) and then fills that share with weights, activations, CUDA graphs and KV cache.
-So two servers on one GPU both start only when each is given a share that the other leaves free:
-``u_A × total + u_B × total ≤ free``. With ``--kv-cache-memory-bytes`` the KV cache is sized
-directly and the server holds weights + overheads + that KV, but the start-up check on
-``gpu_memory_utilization`` still applies.
+vLLM 0.32 and 0.33 check at start-up that the device's free memory is at least
+``gpu_memory_utilization × total`` (``vllm/v1/worker/utils.py``, 0.33 :761-770; default
+utilisation 0.92, ``vllm/config/cache.py`` 0.32 :102, 0.33 :215) and then fill that share with
+weights, activations, CUDA graphs and KV cache. So two servers on one GPU both start only when each
+is given a share that the other leaves free: ``u_A × total + u_B × total ≤ free``. vLLM 0.34 sizes
+the KV cache from measured memory with its extensible KV cache (the default on CUDA and ROCm where
+the driver has VMM): the default share is then 1.0, else 0.92 (``cache.py`` :186, :216-233,
+``resolved_gpu_memory_utilization`` :495-501), and the free-memory check is skipped, "the budget is
+only a cap" (``utils.py`` :783-797). Twins that do not fit are then not refused at start; they fail
+later or run short of KV cache. `MemoryRule` holds the version's default and check: the plan always
+gives twins explicit shares, and where vLLM no longer checks, mtpwatch checks free memory itself
+just before the twins, which start together, start (`free_now_refusal`). With
+``--kv-cache-memory-bytes`` the KV cache is sized directly and the server holds weights + overheads
++ that KV, but the start-up check on ``gpu_memory_utilization`` still applies (0.32/0.33).
 
 What a server needs is estimated, not measured: the weights (the checkpoint's safetensors size
 when the model is a local folder, else the stored parameters of the config × the weight dtype),
@@ -23,22 +30,37 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 __all__ = [
+    "GB10_TOTAL_SHARE",
     "GIB",
     "NO_GPU_MEMORY",
+    "RULE_034",
+    "RULE_PRE_034",
     "GpuMemory",
     "MemoryFlags",
     "MemoryPlan",
+    "MemoryRule",
     "NoGpuMemoryError",
     "PlanError",
     "ServerNeed",
     "ServerPlan",
     "fmt_gib",
+    "free_now_refusal",
+    "is_gb10",
+    "memory_rule",
     "plan_memory",
 ]
 
 GIB = float(2**30)
-DEFAULT_UTILIZATION = 0.9
-"""vLLM's default ``--gpu-memory-utilization``."""
+DEFAULT_UTILIZATION = 0.92
+"""vLLM's default ``--gpu-memory-utilization`` without the extensible KV cache (0.32/0.33 always:
+``vllm/config/cache.py`` 0.32 :102, 0.33 :215; 0.34 ``CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION``
+:186); the most the plan gives one server."""
+GB10_TOTAL_SHARE = 0.85
+"""The most a plan gives all servers together on a GB10 (DGX Spark). vllm-project/recipes#632
+(merged 2026-07-13, the Nemotron-3-Super NVFP4 recipe on one DGX Spark): "--gpu-memory-utilization
+0.85 is required — GB10's unified memory can't satisfy vLLM's default 0.92 and OOMs at startup".
+Read in the pull request's description and diff as a code-search index stores them (one model's
+recipe, not a measured bound for every model); the plan stays at or below it."""
 OVERHEAD_FIXED = 1.5 * GIB
 """CUDA context, NCCL/cuBLAS workspaces, sampler buffers: memory vLLM uses outside its weights/KV."""
 OVERHEAD_GRAPHS = 1.0 * GIB
@@ -50,6 +72,42 @@ MARGIN_FRACTION = 0.03
 MARGIN_MIN = 1.0 * GIB
 
 Schedule = Literal["alternate", "restart"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRule:
+    """How the installed vLLM sizes a server's share and whether it refuses one that is not free."""
+
+    name: str
+    default_utilization: float
+    """The share a server takes without ``--gpu-memory-utilization``."""
+    checks_free: bool
+    """vLLM refuses to start when ``utilization × total`` is not free (0.32/0.33; 0.34 without the
+    extensible KV cache)."""
+
+    def note(self) -> str:
+        if self.checks_free:
+            return (
+                f"{self.name}: default share {self.default_utilization:g}; refuses to start when its "
+                "share is not free"
+            )
+        return (
+            f"{self.name}: default share 1.0 with the extensible KV cache (else 0.92), and no start-up "
+            "check that the share is free (vllm/v1/worker/utils.py): every server gets an explicit "
+            "share, and mtpwatch checks that the shares fit the free memory (when planning, and "
+            "again as read just before twins start together)"
+        )
+
+
+RULE_PRE_034 = MemoryRule("vLLM 0.32/0.33", DEFAULT_UTILIZATION, checks_free=True)
+RULE_034 = MemoryRule("vLLM 0.34", 1.0, checks_free=False)
+
+
+def memory_rule(release: tuple[int, int] | None) -> MemoryRule:
+    """The rule of a vLLM (major, minor); unknown: 0.34's, under which nothing refuses a share."""
+    if release is not None and release < (0, 34):
+        return RULE_PRE_034
+    return RULE_034
 
 
 class PlanError(ValueError):
@@ -110,6 +168,8 @@ class ServerNeed:
     max_model_len: int | None = None
     source: str = ""
     """How the weights were found ('checkpoint', 'config × dtype', …)."""
+    drafter_uncounted: str = ""
+    """Why the drafter is not in the sum (its size unknown offline): said on the plan line."""
 
     @property
     def total(self) -> float:
@@ -124,6 +184,7 @@ class ServerNeed:
             "total_gib": round(self.total / GIB, 2),
             "max_model_len": self.max_model_len,
             "source": self.source,
+            "drafter_uncounted": self.drafter_uncounted or None,
         }
 
 
@@ -241,6 +302,8 @@ class MemoryPlan:
     schedule: Schedule
     why: str
     notes: tuple[str, ...] = field(default=())
+    rule: MemoryRule = RULE_034
+    """The installed vLLM's default share and start-up check the plan followed."""
 
     def to_json(self) -> dict[str, Any]:
         total = self.gpu.total_bytes if self.gpu else None
@@ -249,7 +312,7 @@ class MemoryPlan:
             "schedule": self.schedule,
             "why": self.why,
             "servers": [s.to_json(total) for s in self.servers],
-            "notes": list(self.notes),
+            "notes": [*self.notes, self.rule.note()],
         }
 
     def lines(self) -> list[str]:
@@ -272,6 +335,7 @@ class MemoryPlan:
                     f"needs {fmt_gib(n.total)} GiB = weights {fmt_gib(n.weights)}"
                     + (f" + drafter {fmt_gib(n.drafter)}" if n.drafter else "")
                     + f" + KV {fmt_gib(n.kv)} ({n.max_model_len} tokens) + overheads {fmt_gib(n.overhead)}"
+                    + (f"; {n.drafter_uncounted}" if n.drafter_uncounted else "")
                 )
             else:
                 parts.append("size unknown")
@@ -284,7 +348,7 @@ class MemoryPlan:
                 )
             out.append(" ".join(parts))
         out.append(f"schedule: {self.schedule} — {self.why}")
-        out.extend(f"note: {n}" for n in self.notes)
+        out.extend(f"note: {n}" for n in (*self.notes, self.rule.note()))
         return out
 
 
@@ -320,6 +384,7 @@ def plan_memory(
     *,
     together: bool = True,
     restart_allowed: bool = True,
+    rule: MemoryRule = RULE_034,
 ) -> MemoryPlan:
     """Give each server a share of `gpu`, or choose the restart schedule, or refuse.
 
@@ -328,6 +393,7 @@ def plan_memory(
         servers: (label, need, the user's memory flags) per server, in start order.
         together: the servers must run at the same time (A/B twins); False plans one at a time.
         restart_allowed: when twins cannot fit together, one at a time is acceptable.
+        rule: the installed vLLM's default share and start-up check (`memory_rule`).
 
     Raises:
         PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
@@ -335,21 +401,19 @@ def plan_memory(
             own ``--gpu-memory-utilization`` (vLLM's default 0.9 each cannot both start).
     """
     if gpu is None:
-        return _unplanned(servers, together)
-    total, usable = gpu.total_bytes, gpu.free_bytes - _margin(gpu)
+        return replace(_unplanned(servers, together), rule=rule)
+    total, usable = gpu.total_bytes, _usable(gpu)
     free_s = f"{fmt_gib(gpu.free_bytes)} GiB free of {fmt_gib(gpu.total_bytes)}"
-    _check_each_fits(gpu, servers, usable, free_s)
+    _check_each_fits(gpu, servers, usable, free_s, rule)
     if not together or len(servers) < 2:
         why = "one server at a time" if len(servers) > 1 else "one server"
-        return MemoryPlan(
-            gpu, _alone(servers, total, usable), "restart" if len(servers) > 1 else "alternate", why
-        )
+        schedule: Schedule = "restart" if len(servers) > 1 else "alternate"
+        return MemoryPlan(gpu, _alone(servers, total, usable), schedule, why, rule=rule)
     plans, wanted, user_fixed = _together(gpu, servers, total, usable)
     if plans is not None:
         shares = " + ".join(f"{p.utilization:g}" for p in plans)
-        return MemoryPlan(
-            gpu, tuple(plans), "alternate", f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s})"
-        )
+        why = f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s}{_gb10_words(gpu)})"
+        return MemoryPlan(gpu, tuple(plans), "alternate", why, rule=rule)
     reason = (
         f"both at once need {fmt_gib(wanted)} GiB"
         + (" (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if user_fixed else "")
@@ -357,7 +421,24 @@ def plan_memory(
     )
     if not restart_allowed:
         raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
-    return MemoryPlan(gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time")
+    return MemoryPlan(
+        gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time", rule=rule
+    )
+
+
+def is_gb10(gpu: GpuMemory) -> bool:
+    """A DGX Spark's GB10 (unified memory): its plans keep to `GB10_TOTAL_SHARE`."""
+    return gpu.unified and "GB10" in gpu.name.upper()
+
+
+def _usable(gpu: GpuMemory) -> float:
+    """What the plan may hand out: free memory less the margin, and on a GB10 at most 0.85 of it all."""
+    usable = gpu.free_bytes - _margin(gpu)
+    return min(usable, GB10_TOTAL_SHARE * gpu.total_bytes) if is_gb10(gpu) else usable
+
+
+def _gb10_words(gpu: GpuMemory) -> str:
+    return f"; GB10: {GB10_TOTAL_SHARE:g} in all at most, vllm-project/recipes#632" if is_gb10(gpu) else ""
 
 
 _Servers = Sequence[tuple[str, ServerNeed | None, MemoryFlags]]
@@ -375,8 +456,14 @@ def _unplanned(servers: _Servers, together: bool) -> MemoryPlan:
     return MemoryPlan(None, bare, "alternate" if together else "restart", why)
 
 
-def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: str) -> None:
-    """Alone: every server must fit the free memory by itself, and the user's share too."""
+def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: str, rule: MemoryRule) -> None:
+    """Alone: every server must fit the free memory by itself, and the user's share too (vLLM 0.34,
+    which no longer refuses a share that is not free, gets mtpwatch's refusal instead)."""
+    outcome = (
+        "vLLM would refuse to start"
+        if rule.checks_free
+        else f"{rule.name} would not check it and run short of memory, so mtpwatch refuses"
+    )
     total = gpu.total_bytes
     for label, need, flags in servers:
         if need is not None and need.total > usable:
@@ -389,8 +476,7 @@ def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: s
         if flags.gpu_memory_utilization is not None and flags.gpu_memory_utilization * total > gpu.free_bytes:
             raise PlanError(
                 f"{label}: --gpu-memory-utilization {flags.gpu_memory_utilization:g} asks for "
-                f"{fmt_gib(flags.gpu_memory_utilization * total)} GiB but the GPU has {free_s}; vLLM would "
-                "refuse to start"
+                f"{fmt_gib(flags.gpu_memory_utilization * total)} GiB but the GPU has {free_s}; {outcome}"
             )
         if need is None and flags.gpu_memory_utilization is None and flags.kv_cache_memory_bytes is None:
             raise PlanError(
@@ -450,6 +536,26 @@ def _together(
             return None, wanted, bool(fixed)
         held += p.takes(total)
     return plans, wanted, bool(fixed)
+
+
+def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
+    """mtpwatch's own start-up check where vLLM no longer makes one (0.34 with the extensible KV
+    cache): twins about to start together whose shares of the GPU as read now (`live`) are more
+    than it has free. One line, or None: they fit, vLLM checks itself, nothing was read, or the
+    servers take turns."""
+    if plan.rule.checks_free or live is None or plan.schedule != "alternate" or len(plan.servers) < 2:
+        return None
+    asked = sum(
+        math.ceil(live.total_bytes * (s.utilization or plan.rule.default_utilization)) for s in plan.servers
+    )
+    if asked <= live.free_bytes:
+        return None
+    shares = " + ".join(f"{s.utilization or plan.rule.default_utilization:g}" for s in plan.servers)
+    return (
+        f"the twins' shares ({shares} of {fmt_gib(live.total_bytes)} GiB) ask {fmt_gib(asked)} GiB but "
+        f"the GPU has {fmt_gib(live.free_bytes)} GiB free now ({live.source}); {plan.rule.name} would start "
+        "both and run short of memory instead of refusing: free memory, give smaller shares, or use --restart"
+    )
 
 
 def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:

@@ -9,14 +9,28 @@ loopback port, and — when a GPU is planned for — its own memory share from `
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mtpwatch.core.launch.memneeds import estimate_need
-from mtpwatch.core.launch.memplan import GpuMemory, MemoryFlags, MemoryPlan, ServerNeed, plan_memory
-from mtpwatch.core.launch.vllm_cmd import build_speculative_config, build_vllm_argv, server_env
+from mtpwatch.core.launch.memplan import (
+    GpuMemory,
+    MemoryFlags,
+    MemoryPlan,
+    ServerNeed,
+    memory_rule,
+    plan_memory,
+)
+from mtpwatch.core.launch.specrule import MethodChoice, VllmVersion, choose_method
+from mtpwatch.core.launch.vllm_cmd import (
+    UNKNOWN_VERSION,
+    build_speculative_config,
+    build_vllm_argv,
+    server_env,
+)
 
 __all__ = ["LaunchPlan", "PlannedServer", "mask_argv", "plan_sweep", "plan_twins", "shell_line"]
 
@@ -54,6 +68,11 @@ class LaunchPlan:
 
     servers: tuple[PlannedServer, ...]
     memory: MemoryPlan
+    version: VllmVersion = UNKNOWN_VERSION
+    """The installed vLLM's version, read before planning (`specrule.read_vllm_version`)."""
+    method: str = ""
+    """How the treatment's method was chosen: '--method', 'dflash: the drafter's config.json (…)',
+    'method: vLLM detects; expected …'."""
 
     @property
     def schedule(self) -> str:
@@ -70,10 +89,15 @@ class LaunchPlan:
             "why": mem["why"],
             "gpu": mem["gpu"],
             "notes": mem["notes"],
+            "vllm": self.version.to_json(),
+            "method": self.method,
         }
 
     def lines(self) -> list[str]:
-        out = list(self.memory.lines())
+        out = [self.version.words()]
+        if self.method:
+            out.append(f"speculative method: {self.method}")
+        out.extend(self.memory.lines())
         out.append("")
         for s in self.servers:
             out.append(f"{s.label}:")
@@ -131,24 +155,32 @@ def plan_twins(
     gpu: GpuMemory | None = None,
     restart: bool | None = None,
     need: NeedFn = estimate_need,
+    version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     """A (baseline) and B (treatment) for `model`, and their memory plan.
 
     `restart`: True forces one server at a time, False forbids it (a plan that cannot fit both
-    is then refused), None lets the plan decide. Raises `VllmArgsError` or `PlanError` (one line).
+    is then refused), None lets the plan decide. `version`: the installed vLLM's, whose rule
+    names B's method (`specrule`) and sets the memory rule (`memplan.memory_rule`); `drafter_gib`:
+    the drafter's weights when its size is unknown offline (``--drafter-gib``). Raises
+    `VllmArgsError` or `PlanError` (one line).
     """
     config = build_speculative_config(
-        drafter=drafter, k=k, method=method, speculative_config=speculative_config
+        drafter=drafter, k=k, method=method, speculative_config=speculative_config, version=version
     ) or build_speculative_config(method="mtp")
     assert config is not None
+    choice = _choice(config, _given_method(method, speculative_config), version)
     specs = [
         ("A · MTP off", "baseline", None, [*extra, *a_args], ports[0]),
         ("B · " + _name(config), "treatment", config, [*extra, *b_args], ports[1]),
     ]
-    return _plan(
+    plan = _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=restart is not True,
-        restart_allowed=restart is not False, need=need,
+        restart_allowed=restart is not False, need=need, choice=choice, version=version,
+        drafter_gib=drafter_gib,
     )  # fmt: skip
+    return replace(plan, version=version, method=choice.why)
 
 
 def plan_sweep(
@@ -164,25 +196,57 @@ def plan_sweep(
     extra: Sequence[str] = (),
     gpu: GpuMemory | None = None,
     need: NeedFn = estimate_need,
+    version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     """One server per k of `ks` (0 = no speculation), run one at a time."""
     specs: list[tuple[str, str, Mapping[str, Any] | None, list[str], int]] = []
+    choice: MethodChoice | None = None
     for kk, port in zip(ks, ports, strict=True):
         if kk == 0:
             specs.append(("k=0 · no speculation", "baseline", None, list(extra), port))
             continue
-        config = build_speculative_config(drafter=drafter, k=kk, method=method)
+        config = build_speculative_config(drafter=drafter, k=kk, method=method, version=version)
         assert config is not None
-        specs.append((f"k={kk} · {config['method']}", "treatment", config, list(extra), port))
-    return _plan(
+        choice = _choice(config, method, version)
+        specs.append(
+            (f"k={kk} · {config.get('method') or 'vLLM detects'}", "treatment", config, list(extra), port)
+        )
+    plan = _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=False, restart_allowed=True,
-        need=need,
+        need=need, choice=choice, version=version, drafter_gib=drafter_gib,
     )  # fmt: skip
+    return replace(plan, version=version, method=choice.why if choice else "")
+
+
+def _choice(config: Mapping[str, Any], given: str | None, version: VllmVersion) -> MethodChoice:
+    """How the built config's method was chosen, `given` being the user's own (--method or JSON)."""
+    drafter = config.get("model")
+    if config.get("method") == "ngram" or not isinstance(drafter, str):
+        return choose_method(method=given, drafter=None, version=version)
+    return choose_method(method=given, drafter=drafter, version=version)
+
+
+def _given_method(method: str | None, speculative_config: str | None) -> str | None:
+    """The method the user named: --method, else the --speculative-config JSON's (already validated)."""
+    if method is not None or speculative_config is None:
+        return method
+    value = json.loads(speculative_config).get("method")
+    return value if isinstance(value, str) else None
+
+
+#: What the launch label calls a method (the panel's `session.views.method_name` once vLLM says).
+_METHOD_WORDS = {"mtp": "MTP", "eagle3": "EAGLE-3", "eagle": "EAGLE", "dflash": "DFlash", "dspark": "DSpark"}
 
 
 def _name(config: Mapping[str, Any]) -> str:
-    method = str(config["method"])
-    return f"{method.upper() if method == 'mtp' else method} on (k={_spec_k(config)})"
+    """B's label until the server log says which method vLLM ran: 'DFlash k=4', 'k=4 · method: vLLM
+    detects'."""
+    k = _spec_k(config)
+    method = config.get("method")
+    if not isinstance(method, str):
+        return f"k={k} · method: vLLM detects"
+    return f"{_METHOD_WORDS.get(method, method.replace('_', ' '))} k={k}"
 
 
 def _plan(
@@ -196,6 +260,9 @@ def _plan(
     together: bool,
     restart_allowed: bool,
     need: NeedFn,
+    choice: MethodChoice | None = None,
+    version: VllmVersion = UNKNOWN_VERSION,
+    drafter_gib: float | None = None,
 ) -> LaunchPlan:
     env = server_env(api_key)
     argvs: list[list[str]] = []
@@ -208,7 +275,8 @@ def _plan(
         argvs.append(argv)
         flags = MemoryFlags.from_argv(args)
         drafter = config.get("model") if config else None
-        method = config.get("method") if config else None
+        method = (choice.expected if choice else None) or (config.get("method") if config else None)
+        sized = {"drafter_gib": drafter_gib} if drafter_gib is not None and drafter else {}
         server_need = (
             need(
                 model,
@@ -216,12 +284,14 @@ def _plan(
                 drafter=drafter,
                 max_model_len=flags.max_model_len,
                 enforce_eager=flags.enforce_eager,
+                **sized,
             )
             if gpu is not None
             else None
         )
         rows.append((label, server_need, flags))
-    memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed)
+    rule = memory_rule(version.release)
+    memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed, rule=rule)
     servers = []
     for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
         url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

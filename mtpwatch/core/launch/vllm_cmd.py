@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mtpwatch.core.launch.specrule import MethodRuleError, VllmVersion, choose_method
+
 __all__ = [
     "DRAFTER_METHODS",
     "METHODS",
@@ -27,9 +29,9 @@ __all__ = [
     "server_env",
 ]
 
-METHODS = ("mtp", "ngram", "draft_model", "eagle3", "dflash")
+METHODS = ("mtp", "ngram", "draft_model", "eagle", "eagle3", "dflash", "dspark")
 """Methods the short flags know; a ``--speculative-config`` may name any other vLLM method."""
-DRAFTER_METHODS = frozenset({"draft_model", "eagle3", "dflash"})
+DRAFTER_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash"})
 """Methods that need a separate drafter model (``--drafter`` / ``"model"``)."""
 NGRAM_DEFAULTS: Mapping[str, Any] = {
     "num_speculative_tokens": 4,
@@ -38,6 +40,8 @@ NGRAM_DEFAULTS: Mapping[str, Any] = {
 }
 """Prompt-lookup settings used when ``--method ngram`` gives no others (measured: 94-98 % on a
 copy task with Gemma 3 270M)."""
+UNKNOWN_VERSION = VllmVersion(None, "not read")
+"""Planning without the installed version: 0.34's rule, the strictest."""
 _API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 _OWNED_FLAGS = ("--host", "--port", "--api-key", "--served-model-name", "--speculative-config")
 
@@ -97,11 +101,14 @@ def build_speculative_config(
     k: int | None = None,
     method: str | None = None,
     speculative_config: str | Mapping[str, Any] | None = None,
+    version: VllmVersion | None = None,
 ) -> dict[str, Any] | None:
     """The ``--speculative-config`` object from short flags and/or JSON; None means no speculation.
 
     Short flags fill the JSON's keys; a key given both ways with different values is an error.
-    Without ``--method``, a drafter or ``-k`` means MTP (the target's own heads when no drafter).
+    The method follows `specrule.choose_method` under `version` (None: unknown, 0.34's rule): named
+    when given, without a drafter (``mtp``, the target's own heads), or when the drafter's
+    config.json found offline says it; else left out for vLLM to detect from the checkpoint.
     """
     config = _parse_config(speculative_config) if speculative_config is not None else {}
     if "method" in config and not isinstance(config["method"], str):
@@ -129,8 +136,8 @@ def build_speculative_config(
         config[key] = value
     if not config:
         return None
-    config.setdefault("method", "mtp")
-    chosen = config["method"]
+    _choose_method(config, version)
+    chosen = config.get("method")
     if chosen == "ngram":
         if "model" in config:
             raise VllmArgsError('ngram drafts from the prompt itself: drop --drafter (or "model")')
@@ -143,6 +150,20 @@ def build_speculative_config(
     return {key: config[key] for key in order if key in config} | {
         key: value for key, value in config.items() if key not in order
     }
+
+
+def _choose_method(config: dict[str, Any], version: VllmVersion | None) -> None:
+    """Name the method in `config` where `specrule` says to (never over one given)."""
+    drafter = config.get("model")
+    given = config.get("method")
+    if given == "ngram" or drafter in ("ngram", "[ngram]"):
+        return
+    try:
+        choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
+    except MethodRuleError as exc:
+        raise VllmArgsError(str(exc)) from None
+    if choice.sent is not None:
+        config["method"] = choice.sent
 
 
 def _serve_prefix(vllm: str, model: str) -> list[str]:

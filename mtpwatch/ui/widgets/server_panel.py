@@ -24,6 +24,7 @@ from mtpwatch.ui.markup.panel import (
     render_verdict,
 )
 from mtpwatch.ui.markup.roofline import render_bandwidth, render_roofline_hidden
+from mtpwatch.ui.markup.titles import render_pane_title
 from mtpwatch.ui.widgets.row_refresh import RowRefresh
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
@@ -137,11 +138,11 @@ class ServerPanel(RowRefresh, Vertical):
         ab = self.parent is not None and self.parent.has_class("-ab")
         if short:  # 80×24: model, method and status go in the border; the detail keeps a row
             head, _, detail = render_header(view, compact=True).partition("\n")
-            self._set_title(f"{self._initial.label} · {head}")
+            self._set_title(f"{self._title(view)} · {head}")
             self._set(".panel-header", detail)
             self._one(".panel-header", Static).display = bool(detail)
         else:
-            self._set_title(self._initial.label)
+            self._set_title(self._title(view))
             header = self._one(".panel-header", Static)
             header.display = True
             self._set(".panel-header", render_header(view, compact=compact, width=_width(header)))
@@ -237,6 +238,10 @@ class ServerPanel(RowRefresh, Vertical):
             found = self._found[selector] = self.query_one(selector, kind)
         assert isinstance(found, kind)
         return found
+
+    def _title(self, view: ServerView) -> str:
+        """The label, its method part following what a started server ran (`render_pane_title`)."""
+        return render_pane_title(self._initial.label, view, starts_server=self._starts_server)
 
     def _set_title(self, title: str) -> None:
         """Set the border title only when it changed: Textual repaints the whole panel on every

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,12 +29,21 @@ def spec_of(argv: list[str]) -> dict[str, object] | None:
 
 
 def test_mtp_with_drafter_and_k() -> None:
-    argv = build_vllm_argv("google/gemma-4-E4B-it", drafter="org/gemma-4-E4B-it-mtp", k=4, port=8123)
+    # the assistant's config.json (bundled) declares Gemma 4 MTP, so the method is named
+    drafter = "google/gemma-4-E4B-it-assistant"
+    argv = build_vllm_argv("google/gemma-4-E4B-it", drafter=drafter, k=4, port=8123)
     assert argv[:3] == ["vllm", "serve", "google/gemma-4-E4B-it"]
     assert argv[3:7] == ["--host", "127.0.0.1", "--port", "8123"]
-    assert spec_of(argv) == {"method": "mtp", "model": "org/gemma-4-E4B-it-mtp", "num_speculative_tokens": 4}
+    assert spec_of(argv) == {"method": "mtp", "model": drafter, "num_speculative_tokens": 4}
     # compact JSON, keys in the familiar order
     assert argv[argv.index("--speculative-config") + 1].startswith('{"method":"mtp","model":')
+
+
+def test_a_drafter_of_unknown_kind_gets_no_method(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.34 refuses "mtp" for a DFlash checkpoint: unknown offline, the method is left to vLLM."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    argv = build_vllm_argv("google/gemma-4-E4B-it", drafter="z-lab/gemma-4-E4B-it-DFlash", k=4)
+    assert spec_of(argv) == {"model": "z-lab/gemma-4-E4B-it-DFlash", "num_speculative_tokens": 4}
 
 
 def test_mtp_without_drafter_uses_own_heads() -> None:
