@@ -36,7 +36,7 @@ from mtpwatch.core.ab.forward import ForwardError, ForwardTable, load_forward, s
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.sweep import K_MAX, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
-from mtpwatch.core.launch.servers import plan_sweep
+from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
@@ -204,6 +204,16 @@ def _checked_ks(ks: Sequence[int]) -> list[int]:
     return out
 
 
+def _plan_only(plan: LaunchPlan, json_path: Path | None) -> None:
+    """`--plan`: print the sweep's plan (and write it to `json_path`), start nothing."""
+    print_plan(plan, False)
+    if json_path is not None:
+        from mtpwatch.core.provenance import with_meta
+
+        doc = with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
+        reportio.write_document(json_path, doc)
+
+
 def sweep_command(
     *,
     model: str,
@@ -239,12 +249,7 @@ def sweep_command(
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None
     if show_plan:
-        print_plan(plan, False)
-        if json_path is not None:
-            from mtpwatch.core.provenance import with_meta
-
-            doc = with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
-            reportio.write_document(json_path, doc)
+        _plan_only(plan, json_path)
         return
     base = plan.servers[0]
     treatments = [(s.k, s.url, s.argv) for s in plan.servers[1:]]
