@@ -40,6 +40,7 @@ def row_dict(row: FleetRow) -> dict[str, Any]:
         "requests_waiting": row.waiting,
         "outlier": bool(row.outliers),
         "outliers": list(row.outliers),
+        "why": list(row.why),
     }
 
 

@@ -81,15 +81,15 @@ def test_mark_outliers_compares_only_same_model_and_k() -> None:
         row("a", 0.70, 50.0),
         row("b", 0.72, 52.0),
         row("c", 0.02, 30.0),
-        row("d", 0.02, 30.0, k=4),  # another k: no peers
+        row("d", 0.02, 30.0, k=4),  # another k: no peers for its numbers; its k is the odd one
         row("e", 0.71, 51.0, model="other"),
         row("f", None, None),  # no drafts in the window: judged on nothing, not a peer
     ]
     marked = {r.source.split("//")[1]: r.outliers for r in mark_outliers(rows)}
-    assert marked == {"a": (), "b": (), "c": ("acceptance", "tok/s"), "d": (), "e": (), "f": ()}
+    assert marked == {"a": (), "b": (), "c": ("acceptance", "tok/s"), "d": ("k",), "e": (), "f": ()}
     doc = fleet_report(mark_outliers(rows), window_s=10, source="test")
-    assert doc["outliers"] == ["c"]
-    assert [r["outlier"] for r in doc["rows"]] == [False, False, True, False, False, False]
+    assert doc["outliers"] == ["c", "d"]
+    assert [r["outlier"] for r in doc["rows"]] == [False, False, True, True, False, False]
 
 
 async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
