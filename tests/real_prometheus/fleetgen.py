@@ -21,7 +21,7 @@ Faults (one instance each, `Instance.fault`):
 - "down": `up == 0` for the last 4 minutes (no counter samples then, as when a scrape fails).
 - "stale": every sample stops 2 minutes before the end (`up` too: the target left service discovery).
 - "missing": every sample stops 12 minutes before the end (seen in the last hour, silent now).
-- "restart": counters back to 0 3 minutes before the end (healthy otherwise).
+- "restart": counters back to 0 a minute before the end (healthy otherwise).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ PROFILES: tuple[tuple[str, str, int, float, float, float], ...] = (
 DOWN_FOR_S = 240
 STALE_FOR_S = 120
 MISSING_FOR_S = 720
-RESTART_BEFORE_S = 180
+RESTART_BEFORE_S = 60
 
 
 @dataclass
@@ -89,11 +89,13 @@ class Fleet:
     """fault → instance label."""
 
 
-def make_fleet(n: int, span_s: int, end: float | None = None, seed: int = 0) -> Fleet:
-    """N instances over `span_s` seconds ending at `end` (default now); one of each fault."""
+def make_fleet(n: int, span_s: int, end: float | None = None, seed: int = 0, lead_s: float = 0.0) -> Fleet:
+    """N instances over `span_s` seconds ending at `end` (default now + `lead_s`: samples a store
+    holds before their time are invisible until then, so a fleet loaded in under `lead_s` seconds
+    reads as live when queried near its end); one of each fault."""
     assert n >= 4 * len(PROFILES), "at least 4 instances per profile so every group has peers"
     rng = random.Random(seed)
-    t_end = int(time.time() if end is None else end) // STEP_S * STEP_S
+    t_end = int((time.time() + lead_s) if end is None else end) // STEP_S * STEP_S
     instances: list[Instance] = []
     for i in range(n):
         model, method, k, a0, decay, tok_s = PROFILES[i % len(PROFILES)]
@@ -143,8 +145,10 @@ def history(fleet: Fleet, inst: Instance) -> Iterator[Point]:
         tokens = inst.tok_s * STEP_S * rng.uniform(0.9, 1.1)
         per_draft = 1 + sum(inst.accept)
         drafts = round(tokens / per_draft)
-        got = [sum(rng.random() < a for _ in range(8)) / 8 * drafts for a in inst.accept]
-        got = [min(float(drafts), round(g)) for g in got]
+        # the prompt mix moves acceptance a few % from one scrape to the next (hundreds of drafts a
+        # scrape: the binomial noise itself is smaller)
+        mix = rng.uniform(0.96, 1.04)
+        got = [min(float(drafts), float(round(drafts * a * mix))) for a in inst.accept]
         c["drafts"] += drafts
         c["draft_tokens"] += drafts * inst.k
         c["accepted"] += sum(got)

@@ -130,14 +130,13 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     q["running"] = f"sum by ({by}) ({_vector('running', matchers)})"
     q["waiting"] = f"sum by ({by}) ({_vector('waiting', matchers)})"
     q["kv_usage"] = f"avg by ({by}) ({_vector('kv_usage', matchers)})"
-    names = "|".join(
-        re.escape(n).replace("\\:", ":") for key in ("drafts", "generation_tokens") for n in NAMES[key]
-    )
     extra = f", {matchers}" if matchers else ""
-    # timestamp() drops the metric name; copy it to a label first so the vLLM and llama.cpp series
-    # (and drafts vs tokens) stay apart.
-    named = f'label_replace({{__name__=~"{names}"{extra}}}, "name", "$1", "__name__", "(.+)")'
-    q["last_sample"] = f"max by ({by}, name) (timestamp({named}))"
+    # One query per name: timestamp() drops the name, so one query over all four would mix them, and
+    # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
+    # evaluation time in Prometheus, not the sample's: every series would look fresh.
+    for key in ("generation_tokens", "drafts"):
+        for name in NAMES[key]:
+            q[f"{LAST_SAMPLE}{name}"] = f'max by ({by}) (timestamp({{__name__="{name}"{extra}}}))'
     q["up"] = f"up{{{matchers}}}" if matchers else "up"
     gen = f"{_vector('generation_tokens', matchers)}{w}"
     q["resets"] = f"sum by ({by}) (resets({gen}))"
@@ -196,6 +195,19 @@ def value_of(item: Mapping[str, Any]) -> float | None:
     return v if math.isfinite(v) else None
 
 
+LAST_SAMPLE = "last_sample "
+"""Prefix of the freshness queries' names (one per metric name)."""
+
+
+def _last_samples(by_name: Mapping[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], str]]:
+    return [
+        (item, key.removeprefix(LAST_SAMPLE))
+        for key, result in by_name.items()
+        if key.startswith(LAST_SAMPLE)
+        for item in result
+    ]
+
+
 def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
     """The instant queries' results gathered per (instance, model, engine)."""
     groups: dict[_Key, _Group] = {}
@@ -208,10 +220,11 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
         g.method = g.method or metric.get("spec_method")
         return g
 
-    for item in by_name["last_sample"]:
+    for item, name in _last_samples(by_name):
         metric = item.get("metric", {})
+        if not metric.get("instance"):
+            continue
         g = group(metric)
-        name = str(metric.get("name", ""))
         g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
         if name.endswith("spec_decode_num_drafts_total"):
             g.has_drafts_series = True

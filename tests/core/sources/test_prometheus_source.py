@@ -35,7 +35,7 @@ A, B, C = "10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"
 
 
 def answers(query: str) -> dict[str, Any]:
-    if query.startswith("max by") and "timestamp" in query:
+    if query.startswith("max by") and 'timestamp({__name__="vllm:spec_decode_num_drafts_total"' in query:
         name = {"name": "vllm:spec_decode_num_drafts_total"}
         return vec(
             (lbl(A, "0", **name), NOW - 1), (lbl(A, "1", **name), NOW - 1),
@@ -147,7 +147,7 @@ def store_answers(lag: float, interval: float, samples: float) -> httpx.MockTran
             return httpx.Response(200, json=vec((lbl(A), 1), (lbl(B), 1), (lbl(C), 1)))
         if query.startswith("sum by") and "resets(" in query:
             return httpx.Response(200, json=vec((lbl(A), 0), (lbl(B), 1)))
-        if query.startswith("max by") and "timestamp" in query:
+        if query.startswith("max by") and 'timestamp({__name__="vllm:spec_decode_num_drafts_total"' in query:
             name = {"name": "vllm:spec_decode_num_drafts_total"}
             return httpx.Response(
                 200, json=vec((lbl(A, **name), store_t - 10), (lbl(B, **name), store_t - 10))
