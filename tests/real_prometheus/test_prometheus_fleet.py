@@ -335,4 +335,4 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     finally:
         await source.aclose()
     assert later[collapsed].state == "down" and "up == 0" in later[collapsed].reason
-    assert later[hosts[0]].state in ("up", "idle")
+    assert later[hosts[0]].state in ("up", "idle", "restarted")  # restarted: the reset is in the window

@@ -29,8 +29,10 @@ estimated as Δdraft_tokens / Δdrafts, which vLLM keeps equal to k; llama.cpp d
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import re
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -44,6 +46,7 @@ from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
+    INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
     SEEN_S,
     StoreFit,
@@ -146,18 +149,37 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
 
 
 def probe_queries(selector: str = "") -> dict[str, str]:
-    """The slower queries run once a minute: the scrape interval (median over series of 600 s / samples
-    in 600 s) and what was seen in the last hour (k from the per-position series)."""
+    """The slower queries run once a minute: what was seen in the last hour (k from the per-position
+    series), and (`interval_query`) the raw samples of a few of those instances."""
     matchers = check_selector(selector)
     by = ", ".join(GROUP_BY)
-    span = f"[{_duration(INTERVAL_SPAN_S)}]"
     seen = f"[{_duration(SEEN_S)}]"
     gen = _vector("generation_tokens", matchers)
     return {
-        "interval": f"quantile(0.5, {INTERVAL_SPAN_S:g} / count_over_time({gen}{span}))",
         "seen": f"count by ({by}) (last_over_time({gen}{seen}))",
         "seen_k": f"count by ({by}) (last_over_time({_vector('per_position', matchers)}{seen}))",
     }
+
+
+def interval_query(instance: str, selector: str = "") -> str:
+    """The raw generated-tokens samples of one instance over the last 10 minutes (a range selector in
+    an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
+    matchers = check_selector(selector)
+    one = f'instance="{_label(instance)}"' + (f", {matchers}" if matchers else "")
+    return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _median_gap(matrix: list[dict[str, Any]]) -> float | None:
+    """The median gap between consecutive raw samples of the series in `matrix`."""
+    gaps: list[float] = []
+    for item in matrix:
+        ts = sorted(float(t) for t, _ in item.get("values", []))
+        gaps += [b - a for a, b in itertools.pairwise(ts) if b > a]
+    return round(statistics.median(gaps), 3) if gaps else None
 
 
 def _duration(seconds: float) -> str:
@@ -439,9 +461,6 @@ class PrometheusSource:
     async def _probe(self, t: float) -> tuple[float | None, dict[_Key, tuple[str | None, int | None]]]:
         """The scrape interval (asked every 5 minutes) and the rows seen in the last hour (every minute)."""
         p = probe_queries(self.selector)
-        if self._interval is None or t - self._interval[0] > 300:
-            value = _first(await self.query(p["interval"], t))
-            self._interval = (t, round(value, 3) if value is not None and value > 0 else None)
         if self._seen is None or t - self._seen[0] > 60:
             gen, ks = await asyncio.gather(self.query(p["seen"], t), self.query(p["seen_k"], t))
             seen: dict[_Key, tuple[str | None, int | None]] = {}
@@ -453,6 +472,12 @@ class PrometheusSource:
                 v = value_of(item)
                 seen[_key(metric)] = (metric.get("spec_method"), int(v) if v else None)
             self._seen = (t, seen)
+        if self._interval is None or t - self._interval[0] > 300 or self._interval[1] is None:
+            # the scrape interval: median gap between raw samples of a few instances (not samples per
+            # span, which reads young series as slowly scraped)
+            few = sorted({k[0] for k in self._seen[1]})[:INTERVAL_INSTANCES]
+            matrices = await asyncio.gather(*(self.query(interval_query(i, self.selector), t) for i in few))
+            self._interval = (t, _median_gap([item for m in matrices for item in m]))
         return self._interval[1], self._seen[1]
 
     async def _history(

@@ -1,8 +1,8 @@
 """How a window and a freshness rule fit the store behind `--prometheus` (Prometheus or VictoriaMetrics).
 
-- **Scrape interval, from the data.** `interval_query` asks the median over series of
-  600 s / (samples in the last 600 s): the store's real scrape interval, whatever its configuration
-  says (Grafana's `$__rate_interval` uses the configured one for the same purpose).
+- **Scrape interval, from the data.** The median gap between the raw samples of the last 10 minutes
+  of a few instances (`prometheus.interval_query`): the store's real scrape interval, whatever its
+  configuration says (Grafana's `$__rate_interval` uses the configured one for the same purpose).
 - **Window.** A window shorter than `MIN_SAMPLES` scrape intervals holds fewer than two samples of
   some series, and `increase()` then answers nothing (every row reads idle). `fit_window` widens it to
   4 intervals — Grafana's `$__rate_interval` floor (max($__interval + scrape interval,
@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "INTERVAL_INSTANCES",
+    "INTERVAL_SPAN_S",
     "MIN_SAMPLES",
     "SEEN_S",
     "SLOW_FACTOR",
@@ -47,7 +49,9 @@ SEEN_S = 3600.0
 SLOW_FACTOR = 4.0
 """The refresh period is at least this many times one round of queries."""
 INTERVAL_SPAN_S = 600.0
-"""The scrape interval is measured over this many seconds of data."""
+"""The scrape interval is measured over this many seconds of data …"""
+INTERVAL_INSTANCES = 5
+"""… of this many instances."""
 
 
 @dataclass(frozen=True, slots=True)

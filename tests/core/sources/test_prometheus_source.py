@@ -137,8 +137,13 @@ def store_answers(lag: float, interval: float, samples: float) -> httpx.MockTran
         query = request.url.params["query"]
         if query == "vector(time())":
             return httpx.Response(200, json=vec(({}, store_t)))
-        if query.startswith("quantile(0.5"):
-            return httpx.Response(200, json=vec(({}, interval)))
+        if query.endswith("[600s]"):  # raw samples of one instance: a gap of `interval`, one late
+            ts = [NOW - 600 + i * interval for i in range(int(600 // interval))]
+            ts[5] += 3
+            values = [[t, str(i)] for i, t in enumerate(ts)]
+            return httpx.Response(
+                200, json={"status": "success", "data": {"result": [{"metric": lbl(A), "values": values}]}}
+            )
         if query.startswith("max(count_over_time"):
             return httpx.Response(200, json=vec(({}, samples)))
         if query.startswith("count by") and "per_pos" in query:
