@@ -77,6 +77,55 @@ def check_faults(rows: list[FleetRow], fleet: fleetgen.Fleet, store: str) -> Non
         assert (r.model, r.method, r.k) == (inst.model, inst.method, inst.k), (store, r)
 
 
+async def check_view(url: str, fleet: fleetgen.Fleet) -> None:
+    """The fleet screen at 160×48: by group (200 rows > 40), the groups needing attention first; Enter
+    lists a group's instances (outliers first); cells built only for the lines in view; `/` filters;
+    Escape goes back; the help says what a refresh asked."""
+    from mtpwatch.config import AppConfig, FleetSettings
+    from mtpwatch.ui.app import make_app
+    from mtpwatch.ui.screens.fleet import FleetScreen
+    from mtpwatch.ui.screens.help import HelpScreen
+    from mtpwatch.ui.widgets.fleet_table import FleetTable, GroupTable
+
+    app = make_app(AppConfig(servers=[], fleet=FleetSettings(prometheus=url, window_s=10.0)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        groups = screen.query_one(GroupTable)
+        deadline = time.monotonic() + 60
+        while not groups.rows_shown:
+            assert time.monotonic() < deadline, "no groups within 60 s"
+            await pilot.pause(0.2)
+        assert screen.by_group and len(groups.rows_shown) == len(fleetgen.PROFILES) + 1
+        first = groups.rows_shown[0]
+        assert first.attention > 0 and all(g.attention <= first.attention for g in groups.rows_shown)
+        status = str(screen.query_one("#fleet-status").render())
+        assert "queries" in status and "not 10 s" in status, status
+        # Enter on the group of the collapsed instance: its rows, outliers first (the sort key)
+        collapsed = fleet.faults["collapsed"]
+        index = next(i for i, g in enumerate(groups.rows_shown) if any(r.source == collapsed for r in g.rows))
+        groups.move_cursor(row=index)
+        await pilot.press("enter")
+        table = screen.query_one(FleetTable)
+        assert not screen.by_group and len(table.rows_shown) == len(groups.rows_shown[index].rows)
+        while screen.sort_index != 4:  # outliers first
+            await pilot.press("s")
+        assert table.rows_shown[0].source == collapsed
+        assert 0 < table.drawn <= 48, "cells built only for the lines in view"
+        await pilot.press("escape")
+        assert screen.by_group
+        await pilot.press("g")  # every row: still only a screenful built
+        assert len(table.rows_shown) == N and table.drawn <= 48
+        await pilot.press("slash")
+        for ch in collapsed:
+            await pilot.press(ch)
+        await pilot.press("enter")
+        assert [r.source for r in table.rows_shown] == [collapsed]
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen) and "queries" in app.screen.text
+        await pilot.press("ctrl+q")
+
+
 async def test_generated_fleet_on_prometheus_and_victoria_metrics(procs: Procs, tmp_path: Path) -> None:
     fleet = fleetgen.make_fleet(N, SPAN_S, lead_s=LEAD_S, seed=41)
     t0 = time.monotonic()
@@ -112,6 +161,7 @@ async def test_generated_fleet_on_prometheus_and_victoria_metrics(procs: Procs, 
         assert all(o["why"] for g in doc["groups"] for o in g["outliers"]), "each outlier says why"
         assert doc["store"]["scrape_interval_s"] == pytest.approx(15.0, abs=0.5)
         assert doc["cost"]["queries"] >= 15 and doc["cost"]["bytes"] > 0
+    await check_view(vm, fleet)
     # VictoriaMetrics answers 30 s behind; Prometheus at the time asked
     assert reads["VictoriaMetrics"].fit.lag_s == pytest.approx(30, abs=2)
     assert abs(reads["Prometheus"].fit.lag_s) < 1

@@ -29,13 +29,11 @@ estimated as Δdraft_tokens / Δdrafts, which vLLM keeps equal to k; llama.cpp d
 from __future__ import annotations
 
 import asyncio
-import itertools
 import math
 import re
-import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -50,8 +48,11 @@ from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_SPAN_S,
     SEEN_S,
     StoreFit,
+    finish_row,
     fit_window,
     history_note,
+    median_gap,
+    missing_rows,
     stale_limit,
 )
 
@@ -171,15 +172,6 @@ def interval_query(instance: str, selector: str = "") -> str:
 
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _median_gap(matrix: list[dict[str, Any]]) -> float | None:
-    """The median gap between consecutive raw samples of the series in `matrix`."""
-    gaps: list[float] = []
-    for item in matrix:
-        ts = sorted(float(t) for t, _ in item.get("values", []))
-        gaps += [b - a for a, b in itertools.pairwise(ts) if b > a]
-    return round(statistics.median(gaps), 3) if gaps else None
 
 
 def _duration(seconds: float) -> str:
@@ -440,8 +432,8 @@ class PrometheusSource:
             g = groups[gkey]
             known = seen.get(gkey, (None, None))
             row = self._row(g, window, store_t, limit, per_instance[gkey[0]], down, history.get(gkey, ()))
-            rows.append(_finish(row, g, known[1], gkey in resets))
-        rows += _missing_rows(seen, groups, store_t)
+            rows.append(finish_row(row, g.method, known[1], gkey in resets))
+        rows += missing_rows(seen, groups)
         notes = [n for n in (note, history_note(window, interval, _first(by_name["samples"]))) if n]
         lag = t - store_t
         if lag > 1:
@@ -477,7 +469,7 @@ class PrometheusSource:
             # span, which reads young series as slowly scraped)
             few = sorted({k[0] for k in self._seen[1]})[:INTERVAL_INSTANCES]
             matrices = await asyncio.gather(*(self.query(interval_query(i, self.selector), t) for i in few))
-            self._interval = (t, _median_gap([item for m in matrices for item in m]))
+            self._interval = (t, median_gap([item for m in matrices for item in m]))
         return self._interval[1], self._seen[1]
 
     async def _history(
@@ -567,39 +559,3 @@ def _first(result: list[Any]) -> float | None:
     if len(result) == 2 and not isinstance(result[0], dict):
         return value_of({"value": result})
     return None
-
-
-def _finish(row: FleetRow, g: _Group, seen_k: int | None, reset: bool) -> FleetRow:
-    """The row with the scrape config's method label, the k seen in the last hour where the window has
-    no per-position counts (a down target), and a restart inside the window said so."""
-    changes: dict[str, Any] = {}
-    if g.method:
-        changes["method"] = g.method
-    if row.k in (None, 0) and seen_k:
-        changes["k"] = seen_k
-    if reset and row.state in ("up", "idle"):
-        changes["state"] = "restarted"
-        changes["reason"] = "counters reset inside the window (a restart); increase() counts across it"
-    return replace(row, **changes) if changes else row
-
-
-def _missing_rows(
-    seen: Mapping[_Key, tuple[str | None, int | None]], groups: Mapping[_Key, _Group], t: float
-) -> list[FleetRow]:
-    """Rows seen in the last hour with no series now: listed as missing, never dropped."""
-    out = []
-    for key in sorted(k for k in seen if k not in groups):
-        method, k = seen[key]
-        out.append(
-            FleetRow(
-                source=key[0],
-                model=key[1],
-                engine=key[2],
-                schema="vllm",
-                method=method or "spec",
-                k=k,
-                state="missing",
-                reason=f"seen in the last {SEEN_S / 60:.0f} min, no sample in the store's lookback now",
-            )
-        )
-    return out

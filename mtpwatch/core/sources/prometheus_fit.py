@@ -24,7 +24,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import statistics
+from collections.abc import Container, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mtpwatch.core.fleet.rows import FleetRow
 
 __all__ = [
     "INTERVAL_INSTANCES",
@@ -33,9 +39,13 @@ __all__ = [
     "SEEN_S",
     "SLOW_FACTOR",
     "STALE_INTERVALS",
+    "Key",
     "StoreFit",
+    "finish_row",
     "fit_window",
     "history_note",
+    "median_gap",
+    "missing_rows",
     "refresh_period",
     "stale_limit",
 ]
@@ -52,6 +62,10 @@ INTERVAL_SPAN_S = 600.0
 """The scrape interval is measured over this many seconds of data …"""
 INTERVAL_INSTANCES = 5
 """… of this many instances."""
+
+
+Key = tuple[str, str | None, str | None]
+"""A row: (instance, model_name, engine)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +125,46 @@ def refresh_period(base_s: float, query_s: float) -> tuple[float, str]:
     if slow <= base_s:
         return base_s, ""
     return slow, f"store slow: a refresh's queries took {query_s:.1f} s, so it refreshes every {slow:.0f} s"
+
+
+def median_gap(matrix: list[dict[str, Any]]) -> float | None:
+    """The median gap between consecutive raw samples of the series in `matrix`."""
+    gaps: list[float] = []
+    for item in matrix:
+        ts = sorted(float(t) for t, _ in item.get("values", []))
+        gaps += [b - a for a, b in itertools.pairwise(ts) if b > a]
+    return round(statistics.median(gaps), 3) if gaps else None
+
+
+def finish_row(row: FleetRow, method: str | None, seen_k: int | None, reset: bool) -> FleetRow:
+    """The row with the scrape config's method label, the k seen in the last hour where the window has
+    no per-position counts (a down target), and a restart inside the window said so."""
+    changes: dict[str, Any] = {}
+    if method:
+        changes["method"] = method
+    if row.k in (None, 0) and seen_k:
+        changes["k"] = seen_k
+    if reset and row.state in ("up", "idle"):
+        changes["state"] = "restarted"
+        changes["reason"] = "counters reset inside the window (a restart); increase() counts across it"
+    return replace(row, **changes) if changes else row
+
+
+def missing_rows(seen: Mapping[Key, tuple[str | None, int | None]], live: Container[Key]) -> list[FleetRow]:
+    """Rows seen in the last hour with no series now: listed as missing, never dropped."""
+    out = []
+    for key in sorted((k for k in seen if k not in live), key=lambda k: (k[0], k[1] or "", k[2] or "")):
+        method, k = seen[key]
+        out.append(
+            FleetRow(
+                source=key[0],
+                model=key[1],
+                engine=key[2],
+                schema="vllm",
+                method=method or "spec",
+                k=k,
+                state="missing",
+                reason=f"seen in the last {SEEN_S / 60:.0f} min, no sample in the store's lookback now",
+            )
+        )
+    return out
