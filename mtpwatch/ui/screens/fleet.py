@@ -185,7 +185,8 @@ class FleetScreen(Screen[None]):
             while True:
                 period = PROMETHEUS_REFRESH_S
                 try:
-                    history = 60.0 if len(self.rows) <= HISTORY_AT else 0.0
+                    small = self.by_group is False and len(self.rows) <= HISTORY_AT
+                    history = 60.0 if small else 0.0  # (a large fleet: no per-row range query)
                     read = await self.source.read(self.window_s, history_s=history)
                     self.last_read, rows, self.error = read, read.rows, ""
                     period, self.slow_note = refresh_period(PROMETHEUS_REFRESH_S, read.stats.seconds)
