@@ -119,6 +119,12 @@ class LineTable(Static, can_focus=True):
         Binding("end", "cursor(100000)", "Last", show=False),
     ]
 
+    DEFAULT_CSS = """
+    LineTable {
+        width: auto;
+        height: auto;
+    }
+    """
     COLUMNS: tuple[tuple[str, str], ...] = COLUMNS
     EMPTY = "waiting for the first answers…"
 
@@ -223,15 +229,16 @@ GROUP_COLUMNS: tuple[tuple[str, str], ...] = (
     ("flag", " "),
     ("group", "group (model · method k)"),
     ("n", "n"),
-    ("live", "up/idle/rst"),
+    ("outliers", "out"),
     ("stale", "stale"),
     ("down", "down"),
-    ("missing", "missing"),
-    ("outliers", "outliers"),
+    ("missing", "miss"),
     ("acceptance", "accept % p10 p50 p90"),
-    ("mean_length", "mean len p50"),
+    ("mean_length", "mean len"),
     ("tok_s", "tok/s p10 p50 p90"),
+    ("live", "up/idle/rst"),
 )
+"""The group table's columns, what needs attention leftmost (an 80-column terminal shows those)."""
 
 
 def group_cells(g: FleetGroup) -> list[Text]:
@@ -245,14 +252,14 @@ def group_cells(g: FleetGroup) -> list[Text]:
         Text("⚠", style="bold red") if g.attention else Text(" "),
         Text(g.name, style="bold", overflow="ellipsis"),
         Text(str(len(g.rows)), justify="right"),
-        Text(f"{c['up']}/{c['idle']}/{c['restarted']}", justify="right"),
+        alarm(len(g.outliers)),
         alarm(c["stale"]),
         alarm(c["down"]),
         alarm(c["missing"]),
-        alarm(len(g.outliers)),
         Text(_spread(g.acceptance, "4.1f", 100), justify="right"),
         Text("—" if g.mean_length is None else f"{g.mean_length[1]:.2f}", justify="right"),
         Text(_spread(g.tok_s, "5.0f"), justify="right"),
+        Text(f"{c['up']}/{c['idle']}/{c['restarted']}", justify="right"),
     ]
 
 
