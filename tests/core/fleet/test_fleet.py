@@ -90,6 +90,16 @@ def test_mark_outliers_compares_only_same_model_and_k() -> None:
     doc = fleet_report(mark_outliers(rows), window_s=10, source="test")
     assert doc["outliers"] == ["c", "d"]
     assert [r["outlier"] for r in doc["rows"]] == [False, False, True, True, False, False]
+    # by group: (m, k=2) holds a, b, c, f; c is its outlier, with why; d is a group of its own
+    groups = {(g["model"], g["k"]): g for g in doc["groups"]}
+    assert groups[("m", 2)]["instances"] == 4 and groups[("m", 2)]["acceptance_rate"]["p50"] == 0.7
+    assert [o["source"] for o in groups[("m", 2)]["outliers"]] == ["c"]
+    assert "acceptance 0.020 vs its group's median 0.710" in groups[("m", 2)]["outliers"][0]["why"][0]
+    assert doc["groups"][0]["outliers"], "groups with outliers first"
+    from mtpwatch.render.fleet_table import render_fleet
+
+    text = render_fleet(doc)
+    assert "⚠ c: acceptance 0.020" in text and "k=4 where 4 of 5 of m run k=2" in text
 
 
 async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
