@@ -59,6 +59,7 @@ from mtpwatch.core.sources.prometheus_fit import (
 __all__ = [
     "COUNTERS",
     "GROUP_BY",
+    "HISTORY_ONLY",
     "NAMES",
     "FleetRead",
     "PrometheusError",
@@ -141,9 +142,10 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     for key in ("generation_tokens", "drafts"):
         for name in NAMES[key]:
             q[f"{LAST_SAMPLE}{name}"] = f'max by ({by}) (timestamp({{__name__="{name}"{extra}}}))'
-    q["up"] = f"up{{{matchers}}}" if matchers else "up"
+    # only the answers that change a row: targets down, series that reset (not one series per target)
+    q["up"] = (f"up{{{matchers}}}" if matchers else "up") + " == 0"
     gen = f"{_vector('generation_tokens', matchers)}{w}"
-    q["resets"] = f"sum by ({by}) (resets({gen}))"
+    q["resets"] = f"sum by ({by}) (resets({gen})) > 0"
     q["samples"] = f"max(count_over_time({gen}))"
     q["store_time"] = "vector(time())"
     return q
@@ -209,6 +211,8 @@ def value_of(item: Mapping[str, Any]) -> float | None:
     return v if math.isfinite(v) else None
 
 
+HISTORY_ONLY = ("tok_s",)
+"""Queries `read` runs only as range queries (tok/s is the generated tokens' increase / window)."""
 LAST_SAMPLE = "last_sample "
 """Prefix of the freshness queries' names (one per metric name)."""
 
@@ -415,7 +419,7 @@ class PrometheusSource:
         interval, seen = await self._probe(t)
         window, note = fit_window(window_s, interval)
         q = self.queries(window)
-        names = list(q)
+        names = [n for n in q if n not in HISTORY_ONLY]
         results = await asyncio.gather(*(self.query(q[n], t) for n in names))
         by_name = dict(zip(names, results, strict=True))
         store_t = _first(by_name["store_time"]) or t

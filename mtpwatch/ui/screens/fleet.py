@@ -29,6 +29,7 @@ from mtpwatch.core.fleet.outliers import OUTLIER_RULE, GroupKey, group_key
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
 from mtpwatch.core.sources.prometheus import (
+    HISTORY_ONLY,
     FleetRead,
     PrometheusError,
     PrometheusSource,
@@ -358,7 +359,7 @@ def fleet_help(fleet: FleetSettings, cost: str = "") -> str:
     query_rows = "\n".join(f"| {name} | `{q}` |" for name, q in queries.items())
     probes = "\n".join(f"| {name} | `{q}` |" for name, q in probe_queries(fleet.selector).items())
     asked = (
-        f"{len(queries)} instant queries a refresh (every {PROMETHEUS_REFRESH_S:g} s, longer when the "
+        f"{sum(1 for n in queries if n not in HISTORY_ONLY)} instant queries a refresh (every {PROMETHEUS_REFRESH_S:g} s, longer when the "
         f"store is slow: 4 × the time a refresh took); {cost or 'no refresh yet'}."
     )
     where = (
