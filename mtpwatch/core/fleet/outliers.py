@@ -107,6 +107,39 @@ def _k_flags(rows: Sequence[FleetRow], flags: dict[int, list[tuple[str, str]]]) 
                 flags.setdefault(i, []).append(("k", why))
 
 
+def _loo_medians(values: Sequence[float]) -> list[float]:
+    """For every i, the median of all values but the i-th (exact, one sort: a group of 200 costs
+    what one median of it costs, not 200)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranked = [values[i] for i in order]
+    rank = [0] * len(values)
+    for r, i in enumerate(order):
+        rank[i] = r
+    n = len(values) - 1  # values left
+    out = []
+    for i in range(len(values)):
+        r = rank[i]
+
+        def at(k: int, r: int = r) -> float:
+            return ranked[k] if k < r else ranked[k + 1]
+
+        out.append(at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2)
+    return out
+
+
+def _leave_one_out(values: Sequence[float]) -> list[tuple[float, float]]:
+    """For every value, (median, MAD) of the others: what `_judge` computes, for a whole group at once
+    (the leave-one-out median takes at most three values, so the deviations are sorted at most thrice)."""
+    medians = _loo_medians(values)
+    mads = [0.0] * len(values)
+    for m in set(medians):
+        loo = _loo_medians([abs(x - m) for x in values])
+        for j, mj in enumerate(medians):
+            if mj == m:
+                mads[j] = loo[j]
+    return list(zip(medians, mads, strict=True))
+
+
 def mark_outliers(rows: Sequence[FleetRow]) -> list[FleetRow]:
     """The rows in the same order with `outliers` and `why` set by the rule (rows down, stale,
     missing or without a model: none)."""
@@ -117,15 +150,14 @@ def mark_outliers(rows: Sequence[FleetRow]) -> list[FleetRow]:
     flags: dict[int, list[tuple[str, str]]] = {}
     for members in groups.values():
         for name, get, fmt in _METRICS:
-            values = {i: get(rows[i]) for i in members}
-            known = {i: v for i, v in values.items() if v is not None}
-            for i, v in known.items():
-                peers = [p for j, p in known.items() if j != i]
-                judged = _judge(v, peers)
-                if judged is not None:
-                    m, mad = judged
+            known = [(i, v) for i in members if (v := get(rows[i])) is not None]
+            if len(known) - 1 < MIN_PEERS:
+                continue
+            values = [v for _, v in known]
+            for (i, v), (m, mad) in zip(known, _leave_one_out(values), strict=True):
+                if abs(v - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m)):
                     why = f"{name} {v:{fmt}} vs its group's median {m:{fmt}}"
-                    why += f" (MAD {mad:{fmt}}, {len(peers)} peers)"
+                    why += f" (MAD {mad:{fmt}}, {len(values) - 1} peers)"
                     flags.setdefault(i, []).append((name, why))
     _k_flags(rows, flags)
     return [

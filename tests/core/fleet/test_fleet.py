@@ -202,3 +202,18 @@ async def test_an_idle_server_is_scraped_at_the_idle_interval_and_traffic_restor
     await ticks(4)  # t = 2.5 … 3.25
     assert asked == [2.75, 3.0, 3.25]  # seen at the next due scrape, then every tick
     assert scraper.stats.failures == 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mark_outliers_equals_the_rule_row_by_row(seed: int) -> None:
+    """The whole-group computation gives what `is_outlier` gives each row against the others."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 30)
+    accs = [round(rng.choice([rng.gauss(0.7, 0.02), rng.uniform(0, 1)]), 3) for _ in range(n)]
+    rows = [row(f"r{i}", a, rng.choice([50.0, 51.0, 20.0])) for i, a in enumerate(accs)]
+    marked = mark_outliers(rows)
+    for i, r in enumerate(marked):
+        peers = [a for j, a in enumerate(accs) if j != i]
+        assert ("acceptance" in r.outliers) == is_outlier(accs[i], peers), (seed, i)
