@@ -35,8 +35,9 @@ if [ "$checks" != "0" ]; then
 fi
 mkdir -p .cache
 rm -f .cache/junit-*.xml
-echo "== Prometheus for the fleet tests (Debian's package via apt-get download + dpkg -x, cached)"
+echo "== Prometheus and VictoriaMetrics for the fleet tests (Debian's packages via apt-get download + dpkg -x, cached)"
 eval "$(bash tests/real_prometheus/setup_prometheus.sh | grep '^export ')"
+eval "$(bash tests/real_prometheus/setup_victoria.sh | grep '^export ')"
 echo "== fast suite (core, commands, simulator, UI, snapshots, fleet with a real Prometheus)"
 .venv/bin/python -m pytest -q -p no:randomly --junitxml=.cache/junit-fast.xml || status=$?
 

@@ -110,16 +110,22 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
             raise click.UsageError(str(exc)) from None
         try:
             t = source.clock()
-            rows = await source.rows(window_s, at=t)
+            read = await source.read(window_s, at=t)
         except PrometheusError as exc:
             raise click.ClickException(str(exc)) from None
         finally:
             await source.aclose()
         return fleet_report(
-            rows,
-            window_s=window_s,
+            read.rows,
+            window_s=read.fit.window_s,
             source=f"Prometheus {source.url}",
-            extra={"at": round(t, 3), "selector": selector or None, "queries": source.queries(window_s)},
+            extra={
+                "at": round(t, 3),
+                "selector": selector or None,
+                "store": read.fit.as_dict(),
+                "cost": read.stats.as_dict(),
+                "queries": source.queries(read.fit.window_s),
+            },
         )
 
     return asyncio.run(run())

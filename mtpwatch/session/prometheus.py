@@ -1,7 +1,7 @@
 """A monitor fed from Prometheus: the single-server view of a fleet row read through `--prometheus`.
 
 The feed is the monitor's own `ServerFeed`; only its client's `scrape` changes: it returns the target's
-cumulative counters as Prometheus last saw them (`core.sources.prometheus.target_snapshot`), so the
+cumulative counters as Prometheus last saw them (`core.sources.prometheus_target.target_snapshot`), so the
 same `Collector` takes the same windows, restarts and charts from them. On the first scrape the
 collector is filled with the last minutes from a range query, so the history chart and the 60 s
 window start full, with data from before mtpwatch started. Prompts still go to the server itself
@@ -18,12 +18,8 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
-from mtpwatch.core.sources.prometheus import (
-    PrometheusError,
-    PrometheusSource,
-    target_history,
-    target_snapshot,
-)
+from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource
+from mtpwatch.core.sources.prometheus_target import target_history, target_snapshot
 from mtpwatch.session.watch import ServerFeed
 
 BACKFILL_S = 170.0

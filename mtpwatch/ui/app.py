@@ -179,9 +179,10 @@ class MtpWatchApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             if self.config.fleet is not None:
-                from mtpwatch.ui.screens.fleet import fleet_help
+                from mtpwatch.ui.screens.fleet import FleetScreen, fleet_help
 
-                self.push_screen(HelpScreen(fleet_help(self.config.fleet)))
+                cost = self.screen.cost_words() if isinstance(self.screen, FleetScreen) else ""
+                self.push_screen(HelpScreen(fleet_help(self.config.fleet, cost)))
             else:
                 self.push_screen(HelpScreen())
 

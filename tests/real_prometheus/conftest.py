@@ -1,5 +1,6 @@
 """Fleet tests' helpers: simulator processes, a real Prometheus (Debian's package, fetched and unpacked by
-setup_prometheus.sh, cached), and `mtpwatch` run in a pseudo-terminal as a user runs it."""
+setup_prometheus.sh, cached) and VictoriaMetrics (setup_victoria.sh), and `mtpwatch` run in a
+pseudo-terminal as a user runs it."""
 
 from __future__ import annotations
 
@@ -34,6 +35,19 @@ def prometheus_binary() -> str:
     )
     assert out.returncode == 0, f"tests/real_prometheus/setup_prometheus.sh failed:\n{out.stderr[-2000:]}"
     line = next(x for x in out.stdout.splitlines() if x.startswith("export MTPWATCH_PROMETHEUS="))
+    return line.split("=", 1)[1]
+
+
+def victoria_binary() -> str:
+    """Debian's victoria-metrics, cached; runs setup_victoria.sh (apt-get download + dpkg -x) when absent."""
+    path = os.environ.get("MTPWATCH_VICTORIA")
+    if path and os.access(path, os.X_OK):
+        return path
+    out = subprocess.run(
+        ["bash", str(HERE / "setup_victoria.sh")], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert out.returncode == 0, f"tests/real_prometheus/setup_victoria.sh failed:\n{out.stderr[-2000:]}"
+    line = next(x for x in out.stdout.splitlines() if x.startswith("export MTPWATCH_VICTORIA="))
     return line.split("=", 1)[1]
 
 

@@ -1,11 +1,14 @@
-"""The outlier rule of the fleet view: a row whose acceptance or tok/s is far from its peers'.
+"""The outlier rule of the fleet view: a row whose acceptance, tok/s or k is far from its group's.
 
-Peers are the other rows with the same model and k that have the number (acceptance needs drafts in
-the window; tok/s needs tokens in it). With m and MAD the median and the median absolute deviation of
-the peers' values, a row is an outlier when |x − m| > max(3 × MAD, 25 % of m). At least two peers are
-needed: with one, nothing says which of the two is the odd one. Robust statistics (median, MAD)
-keep one collapsed server from hiding itself by dragging the mean down, and leaving the row out of
-its own reference keeps it from diluting the evidence against it.
+A row's group is the rows with the same engine schema (vLLM / llama.cpp), model, method and k
+(`group_key`); its peers are the other rows of that group that have the number (acceptance needs
+drafts in the window; tok/s needs tokens in it). With m and MAD the median and the median absolute
+deviation of the peers' values, a row is an outlier when |x − m| > max(3 × MAD, 25 % of m). At least
+two peers are needed: with one, nothing says which of the two is the odd one. Robust statistics
+(median, MAD) keep one collapsed server from hiding itself by dragging the mean down, and leaving the
+row out of its own reference keeps it from diluting the evidence against it. A row whose k differs
+from the k most rows of its schema, model and method run (more than half of them, at least 2 others)
+is an outlier too ("k"): its own group is then too small to judge its numbers.
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from dataclasses import replace
 
 from mtpwatch.core.fleet.rows import FleetRow
 
-__all__ = ["MAD_FACTOR", "MIN_PEERS", "OUTLIER_RULE", "REL_FLOOR", "is_outlier", "mark_outliers"]
+__all__ = [
+    "MAD_FACTOR",
+    "MIN_PEERS",
+    "OUTLIER_RULE",
+    "REL_FLOOR",
+    "GroupKey",
+    "group_key",
+    "is_outlier",
+    "mark_outliers",
+]
 
 MAD_FACTOR = 3.0
 """x is far when |x − median| exceeds this many MADs of the peers …"""
@@ -27,20 +39,36 @@ MIN_PEERS = 2
 
 OUTLIER_RULE = (
     "A row is marked ⚠ (outlier) when its acceptance or its tok/s differs from the median m of the "
-    "other rows with the same model and k by more than max(3 × MAD, 25 % of m) (MAD: their median "
-    "absolute deviation). It needs at least 2 such other rows with the number in the window "
-    "(acceptance: drafts in the window; tok/s: tokens in the window)."
+    "other rows of its group (same engine schema, model, method and k) by more than "
+    "max(3 × MAD, 25 % of m) (MAD: their median absolute deviation). It needs at least 2 such other "
+    "rows with the number in the window (acceptance: drafts in the window; tok/s: tokens in the "
+    "window). A row whose k differs from the k that most rows of its model and method run (more "
+    "than half, at least 2 others) is marked too."
 )
 """The rule in words, for the help screen and the JSON documents."""
 
 
-def is_outlier(value: float, peers: Sequence[float]) -> bool:
-    """The rule for one value against its peers' values (False with fewer than `MIN_PEERS` peers)."""
+GroupKey = tuple[str, str, str, int | None]
+"""(schema, model, method, k) of a row's group."""
+
+
+def group_key(row: FleetRow) -> GroupKey:
+    """The group a row is judged in and summarised with."""
+    return row.schema, row.model or "?", row.method, row.k
+
+
+def _judge(value: float, peers: Sequence[float]) -> tuple[float, float] | None:
+    """(median, MAD) of `peers` when `value` is an outlier against them, else None."""
     if len(peers) < MIN_PEERS:
-        return False
+        return None
     m = statistics.median(peers)
     mad = statistics.median(abs(p - m) for p in peers)
-    return abs(value - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m))
+    return (m, mad) if abs(value - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m)) else None
+
+
+def is_outlier(value: float, peers: Sequence[float]) -> bool:
+    """The rule for one value against its peers' values (False with fewer than `MIN_PEERS` peers)."""
+    return _judge(value, peers) is not None
 
 
 def _acceptance(row: FleetRow) -> float | None:
@@ -51,25 +79,92 @@ def _tok_s(row: FleetRow) -> float | None:
     return row.decode_tok_s if row.generation_tokens > 0 else None
 
 
-_METRICS: tuple[tuple[str, Callable[[FleetRow], float | None]], ...] = (
-    ("acceptance", _acceptance),
-    ("tok/s", _tok_s),
+_METRICS: tuple[tuple[str, Callable[[FleetRow], float | None], str], ...] = (
+    ("acceptance", _acceptance, ".3f"),
+    ("tok/s", _tok_s, ".0f"),
 )
+
+_JUDGED_OUT = ("down", "connecting", "stale", "missing")
+
+
+def _k_flags(rows: Sequence[FleetRow], flags: dict[int, list[tuple[str, str]]]) -> None:
+    """Rows whose k is not the k most of their (schema, model, method) run."""
+    families: dict[tuple[str, str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        if row.model is not None and row.k is not None and row.state not in _JUDGED_OUT:
+            families.setdefault(group_key(row)[:3], []).append(i)
+    for members in families.values():
+        ks = statistics.multimode(rows[i].k for i in members)
+        if len(ks) != 1:
+            continue
+        common = ks[0]
+        n_common = sum(1 for i in members if rows[i].k == common)
+        if n_common * 2 <= len(members) or n_common < MIN_PEERS:
+            continue
+        for i in members:
+            if rows[i].k != common:
+                why = f"k={rows[i].k} where {n_common} of {len(members)} of {rows[i].model} run k={common}"
+                flags.setdefault(i, []).append(("k", why))
+
+
+def _loo_medians(values: Sequence[float]) -> list[float]:
+    """For every i, the median of all values but the i-th (exact, one sort: a group of 200 costs
+    what one median of it costs, not 200)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranked = [values[i] for i in order]
+    rank = [0] * len(values)
+    for r, i in enumerate(order):
+        rank[i] = r
+    n = len(values) - 1  # values left
+    out = []
+    for i in range(len(values)):
+        r = rank[i]
+
+        def at(k: int, r: int = r) -> float:
+            return ranked[k] if k < r else ranked[k + 1]
+
+        out.append(at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2)
+    return out
+
+
+def _leave_one_out(values: Sequence[float]) -> list[tuple[float, float]]:
+    """For every value, (median, MAD) of the others: what `_judge` computes, for a whole group at once
+    (the leave-one-out median takes at most three values, so the deviations are sorted at most thrice)."""
+    medians = _loo_medians(values)
+    mads = [0.0] * len(values)
+    for m in set(medians):
+        loo = _loo_medians([abs(x - m) for x in values])
+        for j, mj in enumerate(medians):
+            if mj == m:
+                mads[j] = loo[j]
+    return list(zip(medians, mads, strict=True))
 
 
 def mark_outliers(rows: Sequence[FleetRow]) -> list[FleetRow]:
-    """The rows in the same order with `outliers` set by the rule (rows down or without a model: none)."""
-    groups: dict[tuple[str | None, int | None], list[int]] = {}
+    """The rows in the same order with `outliers` and `why` set by the rule (rows down, stale,
+    missing or without a model: none)."""
+    groups: dict[GroupKey, list[int]] = {}
     for i, row in enumerate(rows):
-        if row.model is not None and row.state not in ("down", "connecting", "stale"):
-            groups.setdefault((row.model, row.k), []).append(i)
-    flags: dict[int, list[str]] = {}
+        if row.model is not None and row.state not in _JUDGED_OUT:
+            groups.setdefault(group_key(row), []).append(i)
+    flags: dict[int, list[tuple[str, str]]] = {}
     for members in groups.values():
-        for name, get in _METRICS:
-            values = {i: get(rows[i]) for i in members}
-            known = {i: v for i, v in values.items() if v is not None}
-            for i, v in known.items():
-                peers = [p for j, p in known.items() if j != i]
-                if is_outlier(v, peers):
-                    flags.setdefault(i, []).append(name)
-    return [replace(row, outliers=tuple(flags.get(i, ()))) for i, row in enumerate(rows)]
+        for name, get, fmt in _METRICS:
+            known = [(i, v) for i in members if (v := get(rows[i])) is not None]
+            if len(known) - 1 < MIN_PEERS:
+                continue
+            values = [v for _, v in known]
+            for (i, v), (m, mad) in zip(known, _leave_one_out(values), strict=True):
+                if abs(v - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m)):
+                    why = f"{name} {v:{fmt}} vs its group's median {m:{fmt}}"
+                    why += f" (MAD {mad:{fmt}}, {len(values) - 1} peers)"
+                    flags.setdefault(i, []).append((name, why))
+    _k_flags(rows, flags)
+    return [
+        replace(
+            row,
+            outliers=tuple(n for n, _ in flags.get(i, ())),
+            why=tuple(w for _, w in flags.get(i, ())),
+        )
+        for i, row in enumerate(rows)
+    ]

@@ -1,10 +1,12 @@
-"""The JSON document of a fleet: every row with its outlier marks, the rule, the window and the source."""
+"""The JSON document of a fleet: its groups (`groups`), every row with its outlier marks, the rule, the
+window and the source."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mtpwatch.core.fleet.groups import group_dict, summarise
 from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
 
@@ -40,6 +42,7 @@ def row_dict(row: FleetRow) -> dict[str, Any]:
         "requests_waiting": row.waiting,
         "outlier": bool(row.outliers),
         "outliers": list(row.outliers),
+        "why": list(row.why),
     }
 
 
@@ -50,12 +53,13 @@ def fleet_report(
     source: str,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """{"source", "window_s", "outlier_rule", "rows": [...], "outliers": [names], ...extra}."""
+    """{"source", "window_s", "outlier_rule", "groups", "rows", "outliers": [names], ...extra}."""
     doc: dict[str, Any] = {
         "source": source,
         "window_s": window_s,
         "scope": "engine-wide (all requests on each engine)",
         "outlier_rule": OUTLIER_RULE,
+        "groups": [group_dict(g) for g in summarise(rows)],
         "rows": [row_dict(r) for r in rows],
         "outliers": [r.name for r in rows if r.outliers],
     }

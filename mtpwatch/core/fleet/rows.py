@@ -46,7 +46,7 @@ FLEET_PREFIXES: tuple[str, ...] = (
 """The families a fleet row needs: a sixth of the single-server monitor's lines (no latency
 histograms), which makes a scrape's parse ~0.3 ms instead of ~1 ms (tests/bench/fleet_scale.py)."""
 
-RowState = Literal["up", "idle", "down", "connecting", "stale", "restarted"]
+RowState = Literal["up", "idle", "down", "connecting", "stale", "restarted", "missing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,8 @@ class FleetRow:
     """num_speculative_tokens (number of `position` series); None when unknown."""
     state: RowState = "connecting"
     """up (tokens in the window), idle (up, no tokens), down, connecting, stale (Prometheus: no fresh
-    sample), restarted (counters reset inside the window)."""
+    sample), restarted (counters reset inside the window), missing (Prometheus: seen in the last hour,
+    no sample now)."""
     reason: str = ""
     """Why down/stale, one line."""
     window_s: float | None = None
@@ -94,7 +95,10 @@ class FleetRow:
     waiting: float | None = None
     """Requests waiting (latest scrape)."""
     outliers: tuple[str, ...] = ()
-    """Which numbers are outliers against the rows with the same model and k: "acceptance", "tok/s"."""
+    """Which numbers are outliers against the row's group (`core.fleet.outliers`): "acceptance",
+    "tok/s", "k"."""
+    why: tuple[str, ...] = ()
+    """One line per entry of `outliers`: the row's value against its group's (median, MAD, peers)."""
     history: tuple[tuple[float, float], ...] = field(default=(), compare=False)
     """(t, tok/s) points for a sparkline; t in the source's clock (direct: monotonic, Prometheus: Unix)."""
 

@@ -11,8 +11,14 @@ Every number is one PromQL query over the chosen window W, grouped by `instance`
   direct deltas. Extrapolation multiplies every counter of one target by the same factor (their
   samples share timestamps), so it cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
-- freshness: `timestamp()` of the newest generated-tokens sample, and `up` per instance: a series
-  whose newest sample is older than `stale_after_s` is "stale"; an instance with `up == 0` is "down".
+- freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
+  evaluated at (`vector(time())`: VictoriaMetrics answers 30 s behind), and `up` per instance: a
+  series whose newest sample is older than `prometheus_fit.stale_limit` is "stale"; an instance with
+  `up == 0` is "down"; one seen in the last hour but silent now is "missing" (`probe_queries`).
+- the window: never shorter than 4 scrape intervals measured from the data, flagged when longer than
+  the store's history (`core.sources.prometheus_fit`); `resets()` marks a restarted server.
+- the method: vLLM does not export it, so the rows take a `spec_method` target label where the
+  scrape config sets one.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
   which reaches back before mtpwatch started.
 
@@ -36,14 +42,40 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
+from mtpwatch.core.sources.prometheus_fit import (
+    INTERVAL_INSTANCES,
+    INTERVAL_SPAN_S,
+    SEEN_S,
+    StoreFit,
+    finish_row,
+    fit_window,
+    history_note,
+    median_gap,
+    missing_rows,
+    stale_limit,
+)
 
-__all__ = ["GROUP_BY", "PrometheusError", "PrometheusSource", "check_selector", "promql_queries"]
+__all__ = [
+    "COUNTERS",
+    "GROUP_BY",
+    "HISTORY_ONLY",
+    "NAMES",
+    "FleetRead",
+    "PrometheusError",
+    "PrometheusSource",
+    "QueryStats",
+    "check_selector",
+    "probe_queries",
+    "promql_queries",
+    "value_of",
+]
 
-GROUP_BY = ("instance", "model_name", "engine")
-"""Labels every query keeps: one row per target, model and engine (data-parallel rank)."""
+GROUP_BY = ("instance", "model_name", "engine", "spec_method")
+"""Labels every query keeps: one row per target, model and engine (data-parallel rank); `spec_method`
+is a target label a scrape config may set (vLLM does not export the method)."""
 
-_NAMES: dict[str, tuple[str, str]] = {
+NAMES: dict[str, tuple[str, str]] = {
     # field -> (vLLM name, llama.cpp name)
     "drafts": ("vllm:spec_decode_num_drafts_total", "llamacpp:spec_decode_num_drafts_total"),
     "draft_tokens": (
@@ -63,7 +95,7 @@ _NAMES: dict[str, tuple[str, str]] = {
     "waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
     "kv_usage": ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
 }
-_COUNTERS = ("drafts", "draft_tokens", "accepted", "generation_tokens")
+COUNTERS = ("drafts", "draft_tokens", "accepted", "generation_tokens")
 _SELECTOR = re.compile(r'^\{\s*(?:[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}$')
 
 
@@ -85,7 +117,7 @@ def check_selector(selector: str) -> str:
 
 
 def _vector(key: str, matchers: str) -> str:
-    vllm, llamacpp = _NAMES[key]
+    vllm, llamacpp = NAMES[key]
     extra = f", {matchers}" if matchers else ""
     return f'{{__name__=~"{re.escape(vllm)}|{re.escape(llamacpp)}"{extra}}}'.replace("\\:", ":")
 
@@ -96,23 +128,52 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     w = f"[{_duration(window_s)}]"
     by = ", ".join(GROUP_BY)
     q: dict[str, str] = {}
-    for key in _COUNTERS:
+    for key in COUNTERS:
         q[key] = f"sum by ({by}) (increase({_vector(key, matchers)}{w}))"
     q["per_position"] = f"sum by ({by}, position) (increase({_vector('per_position', matchers)}{w}))"
     q["tok_s"] = f"sum by ({by}) (rate({_vector('generation_tokens', matchers)}{w}))"
     q["running"] = f"sum by ({by}) ({_vector('running', matchers)})"
     q["waiting"] = f"sum by ({by}) ({_vector('waiting', matchers)})"
     q["kv_usage"] = f"avg by ({by}) ({_vector('kv_usage', matchers)})"
-    names = "|".join(
-        re.escape(n).replace("\\:", ":") for key in ("drafts", "generation_tokens") for n in _NAMES[key]
-    )
     extra = f", {matchers}" if matchers else ""
-    # timestamp() drops the metric name; copy it to a label first so the vLLM and llama.cpp series
-    # (and drafts vs tokens) stay apart.
-    named = f'label_replace({{__name__=~"{names}"{extra}}}, "name", "$1", "__name__", "(.+)")'
-    q["last_sample"] = f"max by ({by}, name) (timestamp({named}))"
-    q["up"] = f"up{{{matchers}}}" if matchers else "up"
+    # One query per name: timestamp() drops the name, so one query over all four would mix them, and
+    # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
+    # evaluation time in Prometheus, not the sample's: every series would look fresh.
+    for key in ("generation_tokens", "drafts"):
+        for name in NAMES[key]:
+            q[f"{LAST_SAMPLE}{name}"] = f'max by ({by}) (timestamp({{__name__="{name}"{extra}}}))'
+    # only the answers that change a row: targets down, series that reset (not one series per target)
+    q["up"] = (f"up{{{matchers}}}" if matchers else "up") + " == 0"
+    gen = f"{_vector('generation_tokens', matchers)}{w}"
+    q["resets"] = f"sum by ({by}) (resets({gen})) > 0"
+    q["samples"] = f"max(count_over_time({gen}))"
+    q["store_time"] = "vector(time())"
     return q
+
+
+def probe_queries(selector: str = "") -> dict[str, str]:
+    """The slower queries run once a minute: what was seen in the last hour (k from the per-position
+    series), and (`interval_query`) the raw samples of a few of those instances."""
+    matchers = check_selector(selector)
+    by = ", ".join(GROUP_BY)
+    seen = f"[{_duration(SEEN_S)}]"
+    gen = _vector("generation_tokens", matchers)
+    return {
+        "seen": f"count by ({by}) (last_over_time({gen}{seen}))",
+        "seen_k": f"count by ({by}) (last_over_time({_vector('per_position', matchers)}{seen}))",
+    }
+
+
+def interval_query(instance: str, selector: str = "") -> str:
+    """The raw generated-tokens samples of one instance over the last 10 minutes (a range selector in
+    an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
+    matchers = check_selector(selector)
+    one = f'instance="{_label(instance)}"' + (f", {matchers}" if matchers else "")
+    return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _duration(seconds: float) -> str:
@@ -131,6 +192,7 @@ class _Group:
     gauges: dict[str, float] | None = None
     last_sample: float | None = None
     has_drafts_series: bool = False
+    method: str | None = None
 
 
 _Key = tuple[str, str | None, str | None]
@@ -141,12 +203,27 @@ def _key(metric: Mapping[str, str]) -> _Key:
     return metric.get("instance", "?"), metric.get("model_name"), metric.get("engine")
 
 
-def _value(item: Mapping[str, Any]) -> float | None:
+def value_of(item: Mapping[str, Any]) -> float | None:
     try:
         v = float(item["value"][1])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+HISTORY_ONLY = ("tok_s",)
+"""Queries `read` runs only as range queries (tok/s is the generated tokens' increase / window)."""
+LAST_SAMPLE = "last_sample "
+"""Prefix of the freshness queries' names (one per metric name)."""
+
+
+def _last_samples(by_name: Mapping[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], str]]:
+    return [
+        (item, key.removeprefix(LAST_SAMPLE))
+        for key, result in by_name.items()
+        if key.startswith(LAST_SAMPLE)
+        for item in result
+    ]
 
 
 def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
@@ -158,29 +235,31 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
         g = groups.get(key)
         if g is None:
             g = groups[key] = _Group(*key)
+        g.method = g.method or metric.get("spec_method")
         return g
 
-    for item in by_name["last_sample"]:
+    for item, name in _last_samples(by_name):
         metric = item.get("metric", {})
+        if not metric.get("instance"):
+            continue
         g = group(metric)
-        name = str(metric.get("name", ""))
         g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
         if name.endswith("spec_decode_num_drafts_total"):
             g.has_drafts_series = True
-        v = _value(item)
+        v = value_of(item)
         if v is not None:
             g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
-    for key in _COUNTERS:
+    for key in COUNTERS:
         for item in by_name[key]:
             g = group(item.get("metric", {}))
-            v = _value(item)
+            v = value_of(item)
             if v is not None:
                 g.counters = g.counters or {}
                 g.counters[key] = v
     for item in by_name["per_position"]:
         metric = item.get("metric", {})
         g = group(metric)
-        v = _value(item)
+        v = value_of(item)
         try:
             pos = int(metric.get("position", ""))
         except ValueError:
@@ -191,7 +270,7 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
     for key in ("running", "waiting", "kv_usage"):
         for item in by_name[key]:
             g = group(item.get("metric", {}))
-            v = _value(item)
+            v = value_of(item)
             if v is not None:
                 g.gauges = g.gauges or {}
                 g.gauges[key] = v
@@ -203,10 +282,39 @@ def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
     down: dict[str, bool] = {}
     for item in by_name["up"]:
         inst = item.get("metric", {}).get("instance")
-        v = _value(item)
+        v = value_of(item)
         if inst is not None and v is not None:
             down[inst] = v < 1
     return down
+
+
+@dataclass
+class QueryStats:
+    """What the store was asked and answered: queries, series returned, response bytes, seconds."""
+
+    queries: int = 0
+    series: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "queries": self.queries,
+            "series": self.series,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class FleetRead:
+    """One refresh: the rows (outliers marked), how the window fit the store, what it cost."""
+
+    rows: list[FleetRow]
+    fit: StoreFit
+    stats: QueryStats
+    at: float
+    """The time asked (Unix s); the store evaluated at `at − fit.lag_s`."""
 
 
 class PrometheusSource:
@@ -236,6 +344,10 @@ class PrometheusSource:
         self.stale_after_s = stale_after_s
         self.clock = clock
         self._timeout = timeout
+        self.stats = QueryStats()
+        """Running totals; `read()` reports each refresh's own."""
+        self._interval: tuple[float, float | None] | None = None  # (when asked, seconds)
+        self._seen: tuple[float, dict[_Key, tuple[str | None, int | None]]] | None = None
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
@@ -271,7 +383,12 @@ class PrometheusSource:
             )
         data = body.get("data") or {}
         result = data.get("result") if isinstance(data, dict) else None
-        return result if isinstance(result, list) else []
+        self.stats.queries += 1
+        self.stats.bytes += len(response.content)
+        if not isinstance(result, list):
+            return []
+        self.stats.series += len(result)
+        return result
 
     async def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant query at `at` (Unix seconds; default now); the result vector."""
@@ -286,29 +403,78 @@ class PrometheusSource:
     async def rows(
         self, window_s: float, at: float | None = None, *, history_s: float = 0.0
     ) -> list[FleetRow]:
-        """Fleet rows over the window ending at `at` (default now), outliers marked.
+        """Fleet rows over the window ending at `at` (default now), outliers marked (see `read`)."""
+        return (await self.read(window_s, at, history_s=history_s)).rows
 
-        `history_s` > 0 adds a tok/s history per row from a range query over that many seconds.
+    async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
+        """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
+        missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
 
         Raises:
             PrometheusError: Prometheus unreachable or a query refused.
         """
         t = self.clock() if at is None else at
-        q = self.queries(window_s)
-        names = list(q)
+        before = QueryStats(**vars(self.stats))
+        t0 = time.perf_counter()
+        interval, seen = await self._probe(t)
+        window, note = fit_window(window_s, interval)
+        q = self.queries(window)
+        names = [n for n in q if n not in HISTORY_ONLY]
         results = await asyncio.gather(*(self.query(q[n], t) for n in names))
         by_name = dict(zip(names, results, strict=True))
+        store_t = _first(by_name["store_time"]) or t
         groups = _groups(by_name)
         down = _down(by_name)
+        resets = {_key(i.get("metric", {})) for i in by_name["resets"] if (value_of(i) or 0) > 0}
         history = await self._history(q["tok_s"], t, history_s) if history_s > 0 else {}
         per_instance: dict[str, int] = {}
         for inst, _, _ in groups:
             per_instance[inst] = per_instance.get(inst, 0) + 1
+        limit = stale_limit(self.stale_after_s, interval)
         rows: list[FleetRow] = []
         for gkey in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2] or "")):
             g = groups[gkey]
-            rows.append(self._row(g, window_s, t, per_instance[gkey[0]], down, history.get(gkey, ())))
-        return mark_outliers(rows)
+            known = seen.get(gkey, (None, None))
+            row = self._row(g, window, store_t, limit, per_instance[gkey[0]], down, history.get(gkey, ()))
+            rows.append(finish_row(row, g.method, known[1], gkey in resets))
+        rows += missing_rows(seen, groups)
+        notes = [n for n in (note, history_note(window, interval, _first(by_name["samples"]))) if n]
+        lag = t - store_t
+        if lag > 1:
+            notes.append(
+                f"the store answers {lag:.0f} s behind (its latency offset): ages are taken at its time"
+            )
+        fit = StoreFit(window_s, window, interval, lag, tuple(notes))
+        spent = QueryStats(
+            self.stats.queries - before.queries,
+            self.stats.series - before.series,
+            self.stats.bytes - before.bytes,
+            time.perf_counter() - t0,
+        )
+        self.stats.seconds += spent.seconds
+        return FleetRead(mark_outliers(rows), fit, spent, t)
+
+    async def _probe(self, t: float) -> tuple[float | None, dict[_Key, tuple[str | None, int | None]]]:
+        """The scrape interval (asked every 5 minutes) and the rows seen in the last hour (every minute)."""
+        p = probe_queries(self.selector)
+        if self._seen is None or t - self._seen[0] > 60:
+            gen, ks = await asyncio.gather(self.query(p["seen"], t), self.query(p["seen_k"], t))
+            seen: dict[_Key, tuple[str | None, int | None]] = {}
+            for item in gen:
+                metric = item.get("metric", {})
+                seen[_key(metric)] = (metric.get("spec_method"), None)
+            for item in ks:
+                metric = item.get("metric", {})
+                v = value_of(item)
+                seen[_key(metric)] = (metric.get("spec_method"), int(v) if v else None)
+            self._seen = (t, seen)
+        if self._interval is None or t - self._interval[0] > 300 or self._interval[1] is None:
+            # the scrape interval: median gap between raw samples of a few instances (not samples per
+            # span, which reads young series as slowly scraped)
+            few = sorted({k[0] for k in self._seen[1]})[:INTERVAL_INSTANCES]
+            matrices = await asyncio.gather(*(self.query(interval_query(i, self.selector), t) for i in few))
+            self._interval = (t, median_gap([item for m in matrices for item in m]))
+        return self._interval[1], self._seen[1]
 
     async def _history(
         self, promql: str, t: float, history_s: float
@@ -333,6 +499,7 @@ class PrometheusSource:
         g: _Group,
         window_s: float,
         t: float,
+        limit_s: float,
         engines: int,
         down: Mapping[str, bool],
         history: tuple[tuple[float, float], ...],
@@ -370,7 +537,7 @@ class PrometheusSource:
                 est_k = round(draft_tokens / after.drafts)
         if down.get(g.instance):
             state, reason = "down", "Prometheus: up == 0 (its scrapes of this target fail)"
-        elif g.last_sample is None or t - g.last_sample > self.stale_after_s:
+        elif g.last_sample is None or t - g.last_sample > limit_s:
             age = "no sample" if g.last_sample is None else f"newest sample {t - g.last_sample:.0f} s old"
             state, reason = "stale", f"Prometheus: {age} (target gone or not scraped)"
         elif not counters:
@@ -389,170 +556,10 @@ class PrometheusSource:
         return row
 
 
-# -- one target's cumulative counters (the single-server monitor fed from Prometheus) -----------------
-
-_EXTRA_NAMES: dict[str, tuple[str, ...]] = {
-    "prompt_tokens": ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
-    "itl_count": ("vllm:inter_token_latency_seconds_count",),
-    "itl_sum": ("vllm:inter_token_latency_seconds_sum",),
-    "ttft_count": ("vllm:time_to_first_token_seconds_count",),
-    "ttft_sum": ("vllm:time_to_first_token_seconds_sum",),
-}
-
-
-def _label_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def target_queries(
-    instance: str, model: str | None, engine: str | None, selector: str = ""
-) -> dict[str, str]:
-    """PromQL for one target's cumulative counters and gauges (the raw series, not increases):
-    what a direct scrape of that server would read, so a `Collector` can take windows of it."""
-    matchers = [f'instance="{_label_value(instance)}"']
-    matchers.append(f'model_name="{_label_value(model or "")}"')  # "" also matches no label (llama.cpp)
-    matchers.append(f'engine="{_label_value(engine or "")}"')
-    extra = check_selector(selector)
-    if extra:
-        matchers.append(extra)
-    m = ", ".join(matchers)
-
-    def names(key: str) -> str:
-        found = _NAMES.get(key) or _EXTRA_NAMES[key]
-        return "|".join(found)
-
-    q: dict[str, str] = {}
-    for key in (
-        *_COUNTERS,
-        "prompt_tokens",
-        "itl_count",
-        "itl_sum",
-        "ttft_count",
-        "ttft_sum",
-        "running",
-        "waiting",
-    ):
-        q[key] = f'sum({{__name__=~"{names(key)}", {m}}})'
-    q["kv_usage"] = f'avg({{__name__=~"{names("kv_usage")}", {m}}})'
-    q["per_position"] = f'sum by (position) ({{__name__=~"{names("per_position")}", {m}}})'
-    q["schema"] = f'count by (__name__) ({{__name__=~"{names("drafts")}|{names("generation_tokens")}", {m}}})'
-    return q
-
-
-def _snapshot(
-    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
-) -> MetricsSnapshot:
-    k = (max(per_pos) + 1) if per_pos else 0
-
-    def hist(name: str) -> Histogram | None:
-        if f"{name}_count" not in values:
-            return None
-        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
-
-    return MetricsSnapshot(
-        schema=schema,
-        model=model,
-        speculative=spec,
-        num_speculative_tokens=k,
-        drafts=values.get("drafts", 0.0),
-        draft_tokens=values.get("draft_tokens", 0.0),
-        accepted=values.get("accepted", 0.0),
-        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        generation_tokens=values.get("generation_tokens", 0.0),
-        prompt_tokens=values.get("prompt_tokens", 0.0),
-        itl=hist("itl"),
-        ttft=hist("ttft"),
-        requests_running=values.get("running"),
-        requests_waiting=values.get("waiting"),
-        kv_cache_usage=values.get("kv_usage"),
-    )
-
-
-async def target_snapshot(
-    source: PrometheusSource, instance: str, model: str | None, engine: str | None, at: float | None = None
-) -> MetricsSnapshot:
-    """One target's counters as Prometheus last saw them (raises PrometheusError; a target Prometheus
-    has no series of gives a snapshot with schema "none")."""
-    q = target_queries(instance, model, engine, source.selector)
-    names = list(q)
-    results = await asyncio.gather(*(source.query(q[n], at) for n in names))
-    by = dict(zip(names, results, strict=True))
-    values: dict[str, float] = {}
-    for key in names:
-        if key in ("per_position", "schema"):
-            continue
-        for item in by[key]:
-            v = _value(item)
-            if v is not None:
-                values[key] = v
-    per_pos: dict[int, float] = {}
-    for item in by["per_position"]:
-        v = _value(item)
-        try:
-            pos = int(item.get("metric", {}).get("position", ""))
-        except ValueError:
-            continue
-        if v is not None:
-            per_pos[pos] = v
-    present = {str(item.get("metric", {}).get("__name__", "")) for item in by["schema"]}
-    if not present:
-        return MetricsSnapshot()
-    schema: Schema = "llamacpp" if any(n.startswith("llamacpp:") for n in present) else "vllm"
-    if schema == "vllm":
-        spec = any(n.endswith("spec_decode_num_drafts_total") for n in present)
-    else:
-        spec = bool(per_pos) or values.get("draft_tokens", 0.0) > 0
-    return _snapshot(model, values, per_pos, schema, spec)
-
-
-async def target_history(
-    source: PrometheusSource,
-    instance: str,
-    model: str | None,
-    engine: str | None,
-    *,
-    span_s: float,
-    step_s: float,
-    end: float | None = None,
-) -> list[tuple[float, MetricsSnapshot]]:
-    """(Unix time, snapshot) every `step_s` over the last `span_s` seconds: history from before the
-    monitor started, for its windows and charts (range queries of the raw counters)."""
-    t1 = source.clock() if end is None else end
-    t0 = t1 - span_s
-    q = target_queries(instance, model, engine, source.selector)
-    names = [n for n in q if n != "schema"]
-    results = await asyncio.gather(*(source.query_range(q[n], t0, t1, step_s) for n in names))
-    present = await source.query(q["schema"], t1)
-    names_seen = {str(item.get("metric", {}).get("__name__", "")) for item in present}
-    if not names_seen:
-        return []
-    schema: Schema = "llamacpp" if any(n.startswith("llamacpp:") for n in names_seen) else "vllm"
-    at: dict[float, dict[str, float]] = {}
-    pos_at: dict[float, dict[int, float]] = {}
-    for name, matrix in zip(names, results, strict=True):
-        for item in matrix:
-            metric = item.get("metric", {})
-            for ts, raw in item.get("values", []):
-                try:
-                    t, v = float(ts), float(raw)
-                except (TypeError, ValueError):
-                    continue
-                if not math.isfinite(v):
-                    continue
-                if name == "per_position":
-                    try:
-                        pos_at.setdefault(t, {})[int(metric.get("position", ""))] = v
-                    except ValueError:
-                        continue
-                else:
-                    at.setdefault(t, {})[name] = v
-    out: list[tuple[float, MetricsSnapshot]] = []
-    for t in sorted(at):
-        values, per_pos = at[t], pos_at.get(t, {})
-        spec = (
-            any(n.endswith("spec_decode_num_drafts_total") for n in names_seen)
-            if schema == "vllm"
-            else bool(per_pos)
-        )
-        out.append((t, _snapshot(model, values, per_pos, schema, spec)))
-    return out
+def _first(result: list[Any]) -> float | None:
+    """The value of a one-element vector (or a scalar's [t, "v"]), None when empty."""
+    if result and isinstance(result[0], dict):
+        return value_of(result[0])
+    if len(result) == 2 and not isinstance(result[0], dict):
+        return value_of({"value": result})
+    return None

@@ -74,8 +74,17 @@ def render_fleet_title(window_s: float, sort: str, *, reverse: bool, source: str
     return "  ·  ".join(parts)
 
 
-def render_fleet_status(error: str, marked: Sequence[str], cycle_ms: float | None, up: int, rows: int) -> str:
-    """The fleet's status line: an error, the outliers, how scraping keeps up, rows answering."""
+def render_fleet_status(
+    error: str,
+    marked: Sequence[str],
+    cycle_ms: float | None,
+    up: int,
+    rows: int,
+    *,
+    notes: Sequence[str] = (),
+) -> str:
+    """The fleet's status line: an error, the outliers, how scraping keeps up, rows answering, and
+    notes (a widened window, a short history, a slow store, what a refresh asked)."""
     parts = []
     if error:
         parts.append(f"[$error]{escape(error)}[/]")
@@ -86,4 +95,5 @@ def render_fleet_status(error: str, marked: Sequence[str], cycle_ms: float | Non
     if cycle_ms is not None:
         parts.append(f"[dim]scrape cycle {cycle_ms:.0f} ms (median of the last 40)[/]")
     parts.append(f"[dim]{up}/{rows} rows answering · rule: F1[/]")
+    parts += [f"[$warning]{escape(n)}[/]" for n in notes]
     return "  ·  ".join(parts)

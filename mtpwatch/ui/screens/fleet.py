@@ -3,7 +3,9 @@
 
 The rows come from `core.fleet.FleetScraper` (direct scrapes of every URL, concurrent, bounded, with
 per-server backoff) or from `core.sources.prometheus.PrometheusSource` (queries over the window).
-The screen only sorts and draws; every number and the outlier marks are computed in the core.
+The screen only sorts, filters and draws; every number, group and outlier mark is computed in the
+core. A fleet of more than `GROUP_AT` rows opens by group (`core.fleet.groups`): Enter lists a
+group's instances, Escape goes back, `g` switches between groups and rows, `/` filters.
 """
 
 from __future__ import annotations
@@ -19,26 +21,40 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
-from mtpwatch.core.fleet.outliers import OUTLIER_RULE
+from mtpwatch.core.fleet.groups import FleetGroup, summarise
+from mtpwatch.core.fleet.outliers import OUTLIER_RULE, GroupKey, group_key
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
-from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
+from mtpwatch.core.sources.prometheus import (
+    HISTORY_ONLY,
+    FleetRead,
+    PrometheusError,
+    PrometheusSource,
+    probe_queries,
+    promql_queries,
+)
+from mtpwatch.core.sources.prometheus_fit import refresh_period
 from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.compositor import make_compositor
 from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
-from mtpwatch.ui.widgets.fleet_table import SORTS, FleetTable
+from mtpwatch.ui.widgets.fleet_table import GROUP_SORTS, SORTS, FleetTable, GroupTable, LineTable
 
 WINDOWS_S = (10.0, 60.0)
 """Windows F3 cycles through (the --window given first when it is another value)."""
 REFRESH_S = 1.0
 """Seconds between two table updates of a directly scraped fleet (the numbers span a 10 s or 60 s
 window; a faster redraw costs CPU, tests/bench/fleet_scale.py)."""
-PROMETHEUS_REFRESH_S = 2.0
-"""Seconds between two rounds of Prometheus queries."""
+PROMETHEUS_REFRESH_S = 5.0
+"""Seconds between two rounds of Prometheus queries (longer when the store is slow:
+`prometheus_fit.refresh_period`)."""
+GROUP_AT = 40
+"""A fleet of more rows than this opens by group."""
+HISTORY_AT = 100
+"""Rows up to which a Prometheus refresh also reads each row's tok/s history (a range query)."""
 
 
 class FleetScreen(Screen[None]):
@@ -51,6 +67,9 @@ class FleetScreen(Screen[None]):
         Binding(
             "enter", "open_row", "Open", tooltip="Open this server's monitor (Escape returns).", show=True
         ),
+        Binding("g", "toggle_groups", "Groups", tooltip="Show the fleet by group or by instance."),
+        Binding("slash", "filter", "Filter", tooltip="Show only rows whose text contains a word."),
+        Binding("escape", "back", "Back", show=False),
     ]
 
     def __init__(
@@ -76,6 +95,14 @@ class FleetScreen(Screen[None]):
         """Seconds each of the newest table updates took (the benchmark reads them; bounded)."""
         self.refreshes = 0
         """Table updates since the start."""
+        self.by_group: bool | None = None
+        """Groups (True) or rows (False); None until the first rows decide (more than `GROUP_AT`)."""
+        self.group_open: GroupKey | None = None
+        """The group whose instances the rows show (Enter on a group)."""
+        self.filter_text = ""
+        self.last_read: FleetRead | None = None
+        """The newest Prometheus refresh (its window fit and what it cost)."""
+        self.slow_note = ""
 
     @property
     def window_s(self) -> float:
@@ -84,13 +111,22 @@ class FleetScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="title-bar")
         with VerticalScroll(id="fleet-scroll"):
+            yield GroupTable(id="group-table")
             yield FleetTable(id="fleet-table")
+        yield Input(
+            placeholder="filter: model, method, server, state… (Enter applies, empty clears)",
+            id="fleet-filter",
+        )
         yield Static(id="fleet-status")
         yield Footer()
 
     def on_mount(self) -> None:
         self.update_title()
-        self.query_one(FleetTable).focus()
+        self.query_one("#group-table").display = False
+        self.query_one("#fleet-filter").display = False
+        self.query_one("#fleet-table", FleetTable).focus()
+        scroll = self.query_one("#fleet-scroll", VerticalScroll)
+        self.watch(scroll, "scroll_y", lambda _: self._table().redraw(), init=False)
         if not self.autostart:
             return
         if self.fleet.prometheus is not None:
@@ -114,9 +150,18 @@ class FleetScreen(Screen[None]):
         return f"{len(self.fleet.urls)} servers, direct /metrics"
 
     def update_title(self) -> None:
-        title = render_fleet_title(
-            self.window_s, SORTS[self.sort_index][0], reverse=self.reverse, source=self.source_words()
-        )
+        sorts = self._sorts()
+        sort = str(sorts[self.sort_index % len(sorts)][0])
+        if self.by_group:
+            sort += " · by group (g: rows)"
+        elif self.group_open is not None:
+            sort += (
+                f" · group {self.group_open[1]} {self.group_open[2]} k={self.group_open[3]} (Escape: groups)"
+            )
+        window = self.window_s
+        if self.last_read is not None and self.last_read.fit.window_s != window:
+            window = self.last_read.fit.window_s
+        title = render_fleet_title(window, sort, reverse=self.reverse, source=self.source_words())
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- data ----------------------------------------------------------------------------------
@@ -139,23 +184,51 @@ class FleetScreen(Screen[None]):
         assert self.source is not None
         try:
             while True:
+                period = PROMETHEUS_REFRESH_S
                 try:
-                    rows = await self.source.rows(self.window_s, history_s=60.0)
-                    self.error = ""
+                    small = self.by_group is False and len(self.rows) <= HISTORY_AT
+                    history = 60.0 if small else 0.0  # (a large fleet: no per-row range query)
+                    read = await self.source.read(self.window_s, history_s=history)
+                    self.last_read, rows, self.error = read, read.rows, ""
+                    period, self.slow_note = refresh_period(PROMETHEUS_REFRESH_S, read.stats.seconds)
                 except PrometheusError as exc:
                     rows, self.error = self.rows, str(exc)
                 self.show_rows(rows)
-                await asyncio.sleep(PROMETHEUS_REFRESH_S)
+                await asyncio.sleep(period)
         finally:
             await self.source.aclose()
 
+    def _table(self) -> LineTable:
+        return self.query_one("#group-table" if self.by_group else "#fleet-table", LineTable)
+
+    def _sorts(self) -> tuple[tuple[str, object], ...]:
+        return GROUP_SORTS if self.by_group else SORTS
+
+    def visible_rows(self) -> list[FleetRow]:
+        """The rows the filter and an opened group let through."""
+        rows = self.rows
+        if self.group_open is not None:
+            rows = [r for r in rows if group_key(r) == self.group_open]
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            rows = [r for r in rows if needle in _row_text(r)]
+        return rows
+
     def show_rows(self, rows: list[FleetRow]) -> None:
-        """Sort and draw `rows`; the status line says how scraping keeps up and what is marked."""
+        """Sort and draw `rows` (by group for a large fleet); the status line says how scraping keeps
+        up, what the store was asked and what is marked."""
         t0 = time.perf_counter()
         self.rows = rows
-        key = SORTS[self.sort_index][1]
-        ordered = sorted(rows, key=key, reverse=self.reverse)
-        self.query_one(FleetTable).show(ordered)
+        if self.by_group is None and rows:
+            self._set_mode(len(rows) > GROUP_AT)
+        shown = self.visible_rows()
+        if self.by_group:
+            groups = summarise(shown)
+            groups.sort(key=GROUP_SORTS[self.sort_index % len(GROUP_SORTS)][1], reverse=self.reverse)
+            self.query_one("#group-table", GroupTable).show(groups)
+        else:
+            key = SORTS[self.sort_index % len(SORTS)][1]
+            self.query_one("#fleet-table", FleetTable).show(sorted(shown, key=key, reverse=self.reverse))
         self.query_one("#fleet-status", Static).update(Content.from_markup(self.status_line(rows)))
         self.refresh_times.append(time.perf_counter() - t0)
         self.refreshes += 1
@@ -169,18 +242,72 @@ class FleetScreen(Screen[None]):
             recent = sorted(self.scraper.stats.cycles[-40:])
             cycle_ms = recent[len(recent) // 2] * 1000
         up = sum(1 for r in rows if r.state in ("up", "idle", "restarted"))
-        return render_fleet_status(self.error, marked, cycle_ms, up, len(rows))
+        notes = list(self.last_read.fit.notes) if self.last_read is not None else []
+        if self.slow_note:
+            notes.append(self.slow_note)
+        if self.last_read is not None:
+            notes.append(self.cost_words())
+        if self.filter_text:
+            notes.append(f"filter {self.filter_text!r}: {len(self.visible_rows())} rows")
+        if len(marked) > 8:
+            marked = [*marked[:8], f"… {len(marked) - 8} more"]
+        return render_fleet_status(self.error, marked, cycle_ms, up, len(rows), notes=notes)
+
+    def cost_words(self) -> str:
+        """What the newest Prometheus refresh asked: queries, series returned, bytes, seconds."""
+        if self.last_read is None:
+            return ""
+        st = self.last_read.stats
+        return (
+            f"last refresh: {st.queries} queries, {st.series} series, {st.bytes / 1024:.0f} KiB "
+            f"in {st.seconds:.2f} s"
+        )
+
+    def _set_mode(self, by_group: bool) -> None:
+        self.by_group = by_group
+        self.sort_index = 0
+        self.query_one("#group-table").display = by_group
+        self.query_one("#fleet-table").display = not by_group
+        self._table().focus()
+        self.query_one("#fleet-scroll", VerticalScroll).scroll_home(animate=False)
+        self.update_title()
 
     # -- actions -------------------------------------------------------------------------------
 
     def _redraw(self) -> None:
         self.update_title()
-        if self.rows:
-            self.show_rows(self.rows)
+        self.show_rows(self.rows)
 
     def action_cycle_sort(self) -> None:
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.sort_index = (self.sort_index + 1) % len(self._sorts())
         self._redraw()
+
+    def action_toggle_groups(self) -> None:
+        self.group_open = None
+        self._set_mode(not self.by_group)
+        self._redraw()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#fleet-filter", Input)
+        box.display = True
+        box.value = self.filter_text
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.filter_text = event.value.strip()
+        event.input.display = False
+        self._table().focus()
+        self._redraw()
+
+    def action_back(self) -> None:
+        box = self.query_one("#fleet-filter", Input)
+        if box.display:
+            box.display = False
+            self._table().focus()
+        elif self.group_open is not None:
+            self.group_open = None
+            self._set_mode(True)
+            self._redraw()
 
     def action_reverse_sort(self) -> None:
         self.reverse = not self.reverse
@@ -193,8 +320,13 @@ class FleetScreen(Screen[None]):
             self.refresh_direct()
 
     def action_open_row(self) -> None:
-        row = self.query_one(FleetTable).selected()
+        row = self._table().selected()
         if row is None:
+            return
+        if isinstance(row, FleetGroup):
+            self.group_open = row.key
+            self._set_mode(False)
+            self._redraw()
             return
         self.open_monitor(row)
 
@@ -220,10 +352,16 @@ class FleetScreen(Screen[None]):
             self.workers.cancel_group(self, "fleet")
 
 
-def fleet_help(fleet: FleetSettings) -> str:
-    """The help screen of the fleet view: columns, the outlier rule, and the PromQL it runs."""
+def fleet_help(fleet: FleetSettings, cost: str = "") -> str:
+    """The help screen of the fleet view: columns, the outlier rule, the PromQL it runs and (`cost`)
+    what the newest refresh asked."""
     queries = promql_queries(fleet.window_s, fleet.selector)
     query_rows = "\n".join(f"| {name} | `{q}` |" for name, q in queries.items())
+    probes = "\n".join(f"| {name} | `{q}` |" for name, q in probe_queries(fleet.selector).items())
+    asked = (
+        f"{sum(1 for n in queries if n not in HISTORY_ONLY)} instant queries a refresh (every {PROMETHEUS_REFRESH_S:g} s, longer when the "
+        f"store is slow: 4 × the time a refresh took); {cost or 'no refresh yet'}."
+    )
     where = (
         f"Prometheus at {fleet.prometheus} (instant queries over the window; history by a range query)"
         if fleet.prometheus
@@ -244,7 +382,7 @@ Source: {where}. Numbers are **engine-wide** (every request on that engine) over
 | per pos | one bar per draft position: Δper_pos[i] / Δdrafts (marginal), full block = 100 % |
 | KV, run/wait | gauges at the newest sample |
 | method | `spec` when spec-decode counters exist (vLLM does not export the method), `off` when not |
-| state | up (tokens in the window), idle, down (with since when and why), stale (Prometheus: no fresh sample) |
+| state | up (tokens in the window), idle, restarted (counters reset in the window), down (with since when and why), stale (Prometheus: no sample for 3 scrape intervals), missing (seen in the last hour, silent now) |
 
 ## Outliers (⚠, cell in red)
 
@@ -252,9 +390,22 @@ Source: {where}. Numbers are **engine-wide** (every request on that engine) over
 
 ## PromQL (paste into Grafana; `--prometheus` runs exactly these)
 
+{asked}
+
 | number | query |
 |---|---|
 {query_rows}
+
+Once a minute (what was seen in the last hour: rows silent now are listed as **missing**), and the
+raw samples of 5 instances every 5 minutes (the scrape interval: the window is never shorter than 4
+of them, and a window longer than the store's history is flagged):
+
+| number | query |
+|---|---|
+{probes}
+
+Ages (stale) are taken at the instant the store evaluated (`vector(time())`): VictoriaMetrics answers
+instant queries 30 s in the past (its `-search.latencyOffset`).
 
 `increase()` handles counter resets (a restarted server) and extrapolates to the window's edges,
 so counts read through Prometheus are a few % larger than exact deltas over the same window; the
@@ -268,8 +419,17 @@ scraped together.
 | ↑ / ↓ | move between rows |
 | Enter | open the row's single-server monitor (prompt console, charts); Escape returns |
 | s / r | cycle the sort order / reverse it |
+| g | the fleet by group (model, method, k: p10/p50/p90, counts) or by instance; more than {GROUP_AT} rows open by group |
+| Enter (group) / Escape | list that group's instances / back to the groups |
+| / | filter rows by a word (server, model, method, state, reason); empty clears |
 | F3 | window 10 s / 60 s |
 | F2 | pause the display |
 | F1 / ? | this help |
 | Ctrl+Q / Ctrl+C | quit |
 """
+
+
+def _row_text(row: FleetRow) -> str:
+    """What `/` searches in a row, lower case."""
+    k = "" if row.k is None else f"k={row.k}"
+    return " ".join((row.name, row.model or "", row.method, k, row.state, row.reason, *row.why)).lower()

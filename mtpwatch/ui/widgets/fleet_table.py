@@ -1,4 +1,6 @@
-"""FleetTable: one row per server (and engine), sortable, outliers marked; cells drawn from `FleetRow`s."""
+"""FleetTable: one row per server (and engine), sortable, outliers marked; cells drawn from `FleetRow`s.
+GroupTable: one row per group of a large fleet (`core.fleet.groups`). Both build cells only for the
+lines in view (a fleet of 1,000 rows costs what a screenful costs)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from textual.containers import ScrollableContainer
 from textual.geometry import Region
 from textual.widgets import Static
 
+from mtpwatch.core.fleet.groups import FleetGroup, Spread
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.render.numbers import fixed
 
@@ -63,19 +66,27 @@ def sparkline(points: Sequence[tuple[float, float]], width: int = 12) -> str:
 def cells(row: FleetRow) -> list[Text]:
     """The table cells of one row; outlier cells reversed in the error colour."""
     bad = "bold reverse red"
-    state_style = {"up": "green", "idle": "dim", "down": "bold red", "stale": "yellow", "restarted": "yellow"}
+    state_style = {
+        "up": "green",
+        "idle": "dim",
+        "down": "bold red",
+        "stale": "yellow",
+        "restarted": "yellow",
+        "missing": "bold red",
+    }
     flag = Text("⚠", style="bold red") if row.outliers else Text(" ")
     run_wait = "—"
     if row.running is not None or row.waiting is not None:
         run_wait = f"{fixed(row.running, 0)}/{fixed(row.waiting, 0)}"
-    state = row.state + (f" ({row.reason})" if row.state in ("down", "stale") and row.reason else "")
+    why = row.reason if row.state in ("down", "stale", "missing") else "; ".join(row.why)
+    state = row.state + (f" ({why})" if why else "")
     return [
         flag,
         Text(row.name, style="bold"),
         Text(row.model or "?", overflow="ellipsis"),
         Text(row.method),
         Text("—" if row.k is None else str(row.k), justify="right"),
-        Text(state[:48], style=state_style.get(row.state, "")),
+        Text(state[:64], style=state_style.get(row.state, "")),
         Text(fixed(row.decode_tok_s, 1), justify="right", style=bad if "tok/s" in row.outliers else ""),
         Text(
             "—" if row.acceptance is None else f"{row.acceptance * 100:.1f} %",
@@ -90,8 +101,9 @@ def cells(row: FleetRow) -> list[Text]:
     ]
 
 
-class FleetTable(Static, can_focus=True):
-    """The fleet's rows as one text block (one line per row, a highlighted cursor line).
+class LineTable(Static, can_focus=True):
+    """Rows as one text block (one line per row, a highlighted cursor line), cells built for the
+    lines in view only.
 
     Drawn as a single `Static` rather than a `DataTable`: a refresh re-renders one text block instead
     of updating hundreds of cells, which kept a 32-row refresh well under the CPU budget of the fleet
@@ -107,31 +119,59 @@ class FleetTable(Static, can_focus=True):
         Binding("end", "cursor(100000)", "Last", show=False),
     ]
 
+    DEFAULT_CSS = """
+    LineTable {
+        width: auto;
+        height: auto;
+    }
+    """
+    COLUMNS: tuple[tuple[str, str], ...] = COLUMNS
+    EMPTY = "waiting for the first answers…"
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
-        self.rows_shown: list[FleetRow] = []
+        self.rows_shown: list[Any] = []
         self.cursor_row = 0
-        self._lines: list[list[Text]] = []
+        self.drawn = 0
+        """Lines whose cells the last draw built (the lines in view)."""
 
-    def show(self, rows: Sequence[FleetRow]) -> None:
+    def cells_of(self, row: Any) -> list[Text]:
+        return cells(row)
+
+    def show(self, rows: Sequence[Any]) -> None:
         """Replace the rows (already sorted), keeping the cursor on the row with the same key."""
         current = self.selected()
         self.rows_shown = list(rows)
-        self._lines = [cells(row) for row in rows]
         if current is not None:
             for i, row in enumerate(rows):
                 if row.key == current.key:
                     self.cursor_row = i
                     break
         self.cursor_row = max(0, min(self.cursor_row, len(rows) - 1))
-        self._draw()
+        self.redraw()
 
-    def _draw(self) -> None:
-        header = [Text(label, style="bold") for _, label in COLUMNS]
-        table = [header, *self._lines]
-        widths = [max(cell.cell_len for cell in col) for col in zip(*table, strict=True)]
+    def in_view(self) -> range:
+        """The rows on screen (the scroll container's window, a line of slack either side)."""
+        parent = self.parent
+        n = len(self.rows_shown)
+        if isinstance(parent, ScrollableContainer) and parent.size.height > 0:
+            top = max(0, int(parent.scroll_y) - 2)
+            return range(top, min(n, top + parent.size.height + 3))
+        return range(min(n, 60))
+
+    def redraw(self) -> None:
+        """Draw the rows in view (the screen calls it when the view scrolls)."""
+        header = [Text(label, style="bold") for _, label in self.COLUMNS]
+        view = self.in_view()
+        lines = {i: self.cells_of(self.rows_shown[i]) for i in view}
+        self.drawn = len(lines)
+        widths = [max(cell.cell_len for cell in col) for col in zip(header, *lines.values(), strict=True)]
         out = Text(no_wrap=True, overflow="ellipsis")
-        for i, line in enumerate(table):
+        for i in range(-1, len(self.rows_shown)):
+            line = header if i < 0 else lines.get(i)
+            if line is None:
+                out.append("\n")  # out of view: a blank line keeps the scroll height
+                continue
             row = Text(no_wrap=True)
             for j, (cell, width) in enumerate(zip(line, widths, strict=True)):
                 pad = width - cell.cell_len
@@ -143,21 +183,24 @@ class FleetTable(Static, can_focus=True):
                 else:
                     row.append_text(cell)
                     row.append(" " * pad)
-            if i - 1 == self.cursor_row and self.has_focus:
+            if i == self.cursor_row and self.has_focus:
                 row.stylize("reverse")
-            elif i - 1 == self.cursor_row:
+            elif i == self.cursor_row:
                 row.stylize("underline")
             out.append_text(row)
             out.append("\n")
-        if not self._lines:
-            out.append_text(Text("waiting for the first answers…", style="dim"))
+        if not self.rows_shown:
+            out.append_text(Text(self.EMPTY, style="dim"))
         self.update(out)
 
     def on_focus(self) -> None:
-        self._draw()
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self.redraw()
 
     def on_blur(self) -> None:
-        self._draw()
+        self.redraw()
 
     def action_cursor(self, step: int) -> None:
         self.move_cursor(row=self.cursor_row + step)
@@ -165,12 +208,79 @@ class FleetTable(Static, can_focus=True):
     def move_cursor(self, *, row: int) -> None:
         """Put the cursor on `row` (clamped)."""
         self.cursor_row = max(0, min(row, len(self.rows_shown) - 1))
-        self._draw()
+        self.redraw()
         if isinstance(self.parent, ScrollableContainer):  # keep the cursor line (and the header) in view
             self.parent.scroll_to_region(Region(0, self.cursor_row, 1, 2), animate=False)
 
-    def selected(self) -> FleetRow | None:
-        """The row under the cursor."""
+    def selected(self) -> Any:
+        """The row under the cursor (None when there is none)."""
         if 0 <= self.cursor_row < len(self.rows_shown):
             return self.rows_shown[self.cursor_row]
         return None
+
+
+def _spread(s: Spread | None, fmt: str, scale: float = 1.0) -> str:
+    if s is None:
+        return "—"
+    return " ".join(f"{v * scale:{fmt}}" for v in s)
+
+
+GROUP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("flag", " "),
+    ("group", "group (model · method k)"),
+    ("n", "n"),
+    ("outliers", "out"),
+    ("stale", "stale"),
+    ("down", "down"),
+    ("missing", "miss"),
+    ("acceptance", "accept % p10 p50 p90"),
+    ("mean_length", "mean len"),
+    ("tok_s", "tok/s p10 p50 p90"),
+    ("live", "up/idle/rst"),
+)
+"""The group table's columns, what needs attention leftmost (an 80-column terminal shows those)."""
+
+
+def group_cells(g: FleetGroup) -> list[Text]:
+    """The cells of one group; counts that need attention in the error colour."""
+    c = g.counts
+
+    def alarm(n: int) -> Text:
+        return Text(str(n), justify="right", style="bold red" if n else "dim")
+
+    return [
+        Text("⚠", style="bold red") if g.attention else Text(" "),
+        Text(g.name, style="bold", overflow="ellipsis"),
+        Text(str(len(g.rows)), justify="right"),
+        alarm(len(g.outliers)),
+        alarm(c["stale"]),
+        alarm(c["down"]),
+        alarm(c["missing"]),
+        Text(_spread(g.acceptance, "4.1f", 100), justify="right"),
+        Text("—" if g.mean_length is None else f"{g.mean_length[1]:.2f}", justify="right"),
+        Text(_spread(g.tok_s, "5.0f"), justify="right"),
+        Text(f"{c['up']}/{c['idle']}/{c['restarted']}", justify="right"),
+    ]
+
+
+class FleetTable(LineTable):
+    """The fleet's rows, one per server (and engine)."""
+
+
+class GroupTable(LineTable):
+    """A large fleet by group: Enter lists a group's instances."""
+
+    COLUMNS = GROUP_COLUMNS
+    EMPTY = "waiting for the first answers…"
+
+    def cells_of(self, row: Any) -> list[Text]:
+        return group_cells(row)
+
+
+GROUP_SORTS: tuple[tuple[str, Callable[[FleetGroup], tuple[float, ...]]], ...] = (
+    ("attention", lambda g: (-g.attention, -len(g.rows))),
+    ("instances", lambda g: (-len(g.rows), -g.attention)),
+    ("acceptance p50", lambda g: (g.acceptance is None, g.acceptance[1] if g.acceptance else 0.0)),
+    ("tok/s p50", lambda g: (g.tok_s is None, -(g.tok_s[1] if g.tok_s else 0.0))),
+)
+"""Sort orders of the group table."""

@@ -81,15 +81,25 @@ def test_mark_outliers_compares_only_same_model_and_k() -> None:
         row("a", 0.70, 50.0),
         row("b", 0.72, 52.0),
         row("c", 0.02, 30.0),
-        row("d", 0.02, 30.0, k=4),  # another k: no peers
+        row("d", 0.02, 30.0, k=4),  # another k: no peers for its numbers; its k is the odd one
         row("e", 0.71, 51.0, model="other"),
         row("f", None, None),  # no drafts in the window: judged on nothing, not a peer
     ]
     marked = {r.source.split("//")[1]: r.outliers for r in mark_outliers(rows)}
-    assert marked == {"a": (), "b": (), "c": ("acceptance", "tok/s"), "d": (), "e": (), "f": ()}
+    assert marked == {"a": (), "b": (), "c": ("acceptance", "tok/s"), "d": ("k",), "e": (), "f": ()}
     doc = fleet_report(mark_outliers(rows), window_s=10, source="test")
-    assert doc["outliers"] == ["c"]
-    assert [r["outlier"] for r in doc["rows"]] == [False, False, True, False, False, False]
+    assert doc["outliers"] == ["c", "d"]
+    assert [r["outlier"] for r in doc["rows"]] == [False, False, True, True, False, False]
+    # by group: (m, k=2) holds a, b, c, f; c is its outlier, with why; d is a group of its own
+    groups = {(g["model"], g["k"]): g for g in doc["groups"]}
+    assert groups[("m", 2)]["instances"] == 4 and groups[("m", 2)]["acceptance_rate"]["p50"] == 0.7
+    assert [o["source"] for o in groups[("m", 2)]["outliers"]] == ["c"]
+    assert "acceptance 0.020 vs its group's median 0.710" in groups[("m", 2)]["outliers"][0]["why"][0]
+    assert doc["groups"][0]["outliers"], "groups with outliers first"
+    from mtpwatch.render.fleet_table import render_fleet
+
+    text = render_fleet(doc)
+    assert "⚠ c: acceptance 0.020" in text and "k=4 where 4 of 5 of m run k=2" in text
 
 
 async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
@@ -192,3 +202,18 @@ async def test_an_idle_server_is_scraped_at_the_idle_interval_and_traffic_restor
     await ticks(4)  # t = 2.5 … 3.25
     assert asked == [2.75, 3.0, 3.25]  # seen at the next due scrape, then every tick
     assert scraper.stats.failures == 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mark_outliers_equals_the_rule_row_by_row(seed: int) -> None:
+    """The whole-group computation gives what `is_outlier` gives each row against the others."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 30)
+    accs = [round(rng.choice([rng.gauss(0.7, 0.02), rng.uniform(0, 1)]), 3) for _ in range(n)]
+    rows = [row(f"r{i}", a, rng.choice([50.0, 51.0, 20.0])) for i, a in enumerate(accs)]
+    marked = mark_outliers(rows)
+    for i, r in enumerate(marked):
+        peers = [a for j, a in enumerate(accs) if j != i]
+        assert ("acceptance" in r.outliers) == is_outlier(accs[i], peers), (seed, i)

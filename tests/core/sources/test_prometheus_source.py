@@ -35,7 +35,7 @@ A, B, C = "10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"
 
 
 def answers(query: str) -> dict[str, Any]:
-    if query.startswith("max by") and "timestamp" in query:
+    if query.startswith("max by") and 'timestamp({__name__="vllm:spec_decode_num_drafts_total"' in query:
         name = {"name": "vllm:spec_decode_num_drafts_total"}
         return vec(
             (lbl(A, "0", **name), NOW - 1), (lbl(A, "1", **name), NOW - 1),
@@ -91,7 +91,7 @@ async def test_engines_missing_positions_and_stale_series() -> None:
     assert "no per-position series" in b.reason
     # a series whose newest sample is 400 s old
     assert c.state == "stale" and "400 s old" in c.reason
-    assert all('job="vllm"' in q for q in seen if not q.startswith("up"))
+    assert all('job="vllm"' in q for q in seen if not q.startswith(("up", "vector(time())")))
 
 
 def test_selector_checks_and_queries() -> None:
@@ -103,7 +103,8 @@ def test_selector_checks_and_queries() -> None:
             check_selector(bad)
     q = promql_queries(90.0, '{job="vllm"}')
     assert q["drafts"] == (
-        'sum by (instance, model_name, engine) (increase({__name__=~"vllm:spec_decode_num_drafts_total|'
+        "sum by (instance, model_name, engine, spec_method) "
+        '(increase({__name__=~"vllm:spec_decode_num_drafts_total|'
         'llamacpp:spec_decode_num_drafts_total", job="vllm"}[90s]))'
     )
     assert "[1500ms]" in promql_queries(1.5)["tok_s"]
@@ -125,3 +126,62 @@ async def test_prometheus_errors_are_one_line() -> None:
     with pytest.raises(PrometheusError, match="without JSON"):
         await source.rows(10.0)
     await source.aclose()
+
+
+def store_answers(lag: float, interval: float, samples: float) -> httpx.MockTransport:
+    """A store with a 15 s scrape interval, `lag` s behind (VictoriaMetrics: 30), whose newest samples
+    are 10 s old at its own instant: A live, B restarted in the window, C seen an hour ago and gone."""
+    store_t = NOW - lag
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        query = request.url.params["query"]
+        if query == "vector(time())":
+            return httpx.Response(200, json=vec(({}, store_t)))
+        if query.endswith("[600s]"):  # raw samples of one instance: a gap of `interval`, one late
+            ts = [NOW - 600 + i * interval for i in range(int(600 // interval))]
+            ts[5] += 3
+            values = [[t, str(i)] for i, t in enumerate(ts)]
+            return httpx.Response(
+                200, json={"status": "success", "data": {"result": [{"metric": lbl(A), "values": values}]}}
+            )
+        if query.startswith("max(count_over_time"):
+            return httpx.Response(200, json=vec(({}, samples)))
+        if query.startswith("count by") and "per_pos" in query:
+            return httpx.Response(200, json=vec((lbl(A), 3), (lbl(B), 3), (lbl(C), 2)))
+        if query.startswith("count by"):
+            return httpx.Response(200, json=vec((lbl(A), 1), (lbl(B), 1), (lbl(C), 1)))
+        if query.startswith("sum by") and "resets(" in query:
+            return httpx.Response(200, json=vec((lbl(A), 0), (lbl(B), 1)))
+        if query.startswith("max by") and 'timestamp({__name__="vllm:spec_decode_num_drafts_total"' in query:
+            name = {"name": "vllm:spec_decode_num_drafts_total"}
+            return httpx.Response(
+                200, json=vec((lbl(A, **name), store_t - 10), (lbl(B, **name), store_t - 10))
+            )
+        if query.startswith("up"):
+            return httpx.Response(200, json=vec(({"instance": A}, 1), ({"instance": B}, 1)))
+        if "increase" in query and "[60s]" in query:
+            return httpx.Response(200, json=vec((lbl(A), 100), (lbl(B), 100)))
+        return httpx.Response(200, json=vec())
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize("lag", [0.0, 30.0])
+async def test_window_fits_the_store_and_ages_use_its_time(lag: float) -> None:
+    source = PrometheusSource("http://store", transport=store_answers(lag, 15.0, 3))
+    try:
+        read = await source.read(10.0, at=NOW)
+    finally:
+        await source.aclose()
+    by = {r.source: r for r in read.rows}
+    # 10 s asked, 15 s scrape interval: the window is 4 intervals, and the view says so
+    assert read.fit.window_s == 60.0 and read.fit.interval_s == 15.0
+    assert any("window 60 s, not 10 s" in n for n in read.fit.notes)
+    # 3 samples a series: 30 s of history for a 60 s window, flagged
+    assert any("only 30 s of history for a 60 s window" in n for n in read.fit.notes)
+    # a store 30 s behind (VictoriaMetrics's latency offset): live rows are not stale
+    assert by[A].state == "up" and read.fit.lag_s == pytest.approx(lag)
+    assert by[B].state == "restarted" and "reset" in by[B].reason
+    # seen in the last hour, silent now: listed, not dropped, with its k
+    assert by[C].state == "missing" and by[C].k == 2
+    assert read.stats.queries >= 15 and read.stats.bytes > 0 and read.stats.series > 0
