@@ -261,6 +261,15 @@ class MtpWatchApp(App[int]):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(screen.stop_servers(), timeout=20)
 
+    async def on_exit_app(self) -> None:
+        """Every exit (Ctrl+Q, a signal, textual-serve's "quit" when the page closes) stops the
+        servers here, while the screens and the event loop still exist: Textual closes the screens
+        before the app's Unmount, so a stop left to that point found none, and the simulators were
+        killed by `process.stop_all` at interpreter exit, their transports collected after the
+        loop closed (`RuntimeError: Event loop is closed` under textual-serve). Textual's own
+        `App._on_exit_app` runs after this one (both are dispatched, subclass first)."""
+        await self.shutdown_servers()
+
     async def on_unmount(self) -> None:
         with contextlib.suppress(Exception):  # the screen may already be gone
             self.save_on_exit()
