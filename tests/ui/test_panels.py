@@ -141,6 +141,8 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
 
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        assert str(app.monitor.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
         await samples.load(app, "ab")  # A: no speculation, B: MTP
         screen = app.monitor
         screen.speedups = []
@@ -151,7 +153,8 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
             screen.show_comparison(a, b)
         await pilot.pause()
         line = str(screen.query_one("#speedup").render())
-        assert "MTP/baseline" in line
+        # one wording before and after the first prompt (it said "MTP/baseline" after)
+        assert line.startswith("speed-up B/A: last ") and "baseline" not in line.split("·")[0]
         assert (MTP_SLOWER in line) is slow
 
 

@@ -498,21 +498,24 @@ class MonitorScreen(FrameScreen):
         if self.config.mode == "ab" and len(answers) == 2:
             self.show_comparison(answers[0], answers[1])
 
-    def _arms(self) -> tuple[int, int, str]:
-        """(baseline index, MTP index, label) of the ratio: MTP/baseline when exactly one arm
-        speculates (its counters say so), else B/A."""
+    def _arms(self) -> tuple[int, int, str | None]:
+        """(baseline index, speculating index, its method's name) of the ratio when exactly one arm
+        speculates (its counters say so), else (0, 1, None): B over A."""
         views = [p.view for p in self.panels]
         spec = [v.speculative if v is not None else None for v in views]
         names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
         if len(spec) == 2 and spec[0] is False and spec[1] is True:
-            return 0, 1, f"{names[1]}/baseline"
+            return 0, 1, names[1]
         if len(spec) == 2 and spec[0] is True and spec[1] is False:
-            return 1, 0, f"{names[0]}/baseline"
-        return 0, 1, "B/A"
+            return 1, 0, names[0]
+        return 0, 1, None
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
-        base, mtp, label = self._arms()
+        base, mtp, method = self._arms()
+        # One wording with the waiting line, F6's paired runs and the help: the arms' letters,
+        # speculating over baseline (A/B only where A is the one that speculates).
+        label = "B/A" if mtp == 1 else "A/B"
         answers = (a, b)
         t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
         last = t_mtp / t_base if t_base and t_mtp else None
@@ -523,19 +526,19 @@ class MonitorScreen(FrameScreen):
         # Known failure signature: MTP below the baseline on the last prompts (not in race mode,
         # where contention decides).
         slower = (
-            label.endswith("/baseline")
+            method is not None
             and self.schedule != "race"
             and bool(recent)
             and statistics.median(recent) < 1.0
         )
-        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" else None)
+        advice = advice_groups(self._advice(base, mtp) if method == "MTP" else None)
         race = self.schedule == "race"
         wide, narrow = (
             speedup_groups(last, median, len(self.speedups), race=race, label=label, slower=slower, compact=c)
             for c in (False, True)
         )
         self.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
-        lossy = lossy_reason(self.feeds[mtp]) if label == "MTP/baseline" and len(self.feeds) > mtp else None
+        lossy = lossy_reason(self.feeds[mtp]) if method == "MTP" and len(self.feeds) > mtp else None
         verdict = (
             render_lossless(a, b, lossy=lossy) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
         )
