@@ -272,7 +272,7 @@ def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     )
     acc, speed, gauges = Content.from_markup(compact_numbers(view, 78)).plain.split("\n")
     assert acc == "accept 58 % · len 2.16 · pos 72 44 % (server, 10 s, engine-wide)"
-    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s (analytic)" in speed
+    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s (analytic, 10 s)" in speed
     assert gauges == "KV — · run — · wait — (server, now)"
     # 80×24 puts the gauges on the border: two lines, the labels whole
     assert Content.from_markup(compact_numbers(view, 78, gauges=False)).plain.split("\n") == [acc, speed]

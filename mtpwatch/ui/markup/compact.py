@@ -12,7 +12,7 @@ from __future__ import annotations
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.views import ServerView, window_words
 from mtpwatch.ui.markup.panel import ms_per, render_positions, spaced_percent
-from mtpwatch.ui.markup.roofline import render_bandwidth_short
+from mtpwatch.ui.markup.roofline import bandwidth_figure, render_bandwidth_short
 from mtpwatch.ui.pack import Group, pack
 
 NOW = "[dim](server, now)[/]"
@@ -38,10 +38,21 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
     groups = [acc, Group(speed, f"[dim](server, {w})[/]", new_line=True)]
     if not notes:  # the roofline needs the engine's step counts
         # Without speculation the acceptance line is short: the bandwidth goes there, not to a third line.
-        groups.insert(1 if view.speculative is False else 2, Group((render_bandwidth_short(view.bandwidth),)))
+        bw = Group((render_bandwidth_short(view.bandwidth, view.window),))
+        groups.insert(1 if view.speculative is False else 2, bw)
+        figure = bandwidth_figure(view.bandwidth)
+        if view.speculative is not False and figure is not None and width is not None:
+            # 80 columns: the speed line and the bandwidth share one label where that saves a row
+            shared = [groups[0], Group((*speed, figure), f"[dim](server + analytic, {w})[/]", new_line=True)]
+            if _rows(shared, width) < _rows(groups, width):
+                groups = shared
     if gauges:
         groups.append(Group(_gauges(view, short=True), NOW))
     return pack(groups, width)
+
+
+def _rows(groups: list[Group], width: int) -> int:
+    return pack(groups, width).count("\n") + 1
 
 
 def render_gauges(view: ServerView) -> str:

@@ -51,6 +51,7 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
+from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -117,6 +118,7 @@ class MonitorScreen(FrameScreen):
     # -- layout --------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        size_classes(self, self.app.size.width, self.app.size.height)  # before the first paint
         yield Static(id="title-bar")
         with Horizontal(id="panels", classes=f"-{self.config.mode} -n{len(self.config.servers)}"):
             for i, spec in enumerate(self.config.servers):
@@ -136,7 +138,8 @@ class MonitorScreen(FrameScreen):
         # container overlaps what changed, so a streaming answer no longer composes these two.
         with Vertical(id="console"):
             yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
-            yield Footer()
+            narrow = self.app.size.width < NARROW_BELOW
+            yield Footer(compact=narrow, show_command_palette=not narrow)
 
     def on_mount(self) -> None:
         self.update_title()
@@ -173,6 +176,8 @@ class MonitorScreen(FrameScreen):
         narrow = event.size.width < NARROW_BELOW
         for footer in self.query(Footer):
             footer.compact = narrow
+            footer.show_command_palette = not narrow  # Ctrl+P stays; its hint cut F6's label
+        self.update_title()
 
     def _loop_tick(self) -> None:
         """`--loop`: send the next built-in prompt once every server is up and idle long enough."""
@@ -206,6 +211,7 @@ class MonitorScreen(FrameScreen):
             paused=self._is_paused(),
             demo_sent=self.loop.sent if self.loop is not None else None,
             suggest=bool(self.prefill) and not self.sent_any,
+            width=title_width(self),
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -412,7 +418,8 @@ class MonitorScreen(FrameScreen):
         names = ", ".join(p.id for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
         for panel in panels:
             panel.begin_answer(
-                f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}"
+                f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}",
+                summary_follows=False,
             )
         self.set_measure_line(f"measuring: run 0/{session.total}")
         self.query_one("#speedup", PackedLine).update(
@@ -513,9 +520,7 @@ class MonitorScreen(FrameScreen):
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
         base, mtp, method = self._arms()
-        # One wording with the waiting line, F6's paired runs and the help: the arms' letters,
-        # speculating over baseline (A/B only where A is the one that speculates).
-        label = "B/A" if mtp == 1 else "A/B"
+        label = "B/A" if mtp == 1 else "A/B"  # the waiting line's, F6's and the help's word
         answers = (a, b)
         t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
         last = t_mtp / t_base if t_base and t_mtp else None

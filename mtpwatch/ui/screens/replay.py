@@ -21,6 +21,7 @@ from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
+from mtpwatch.ui.screens.sizing import title_width
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -94,7 +95,9 @@ class ReplayScreen(MonitorScreen):
         speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
         total = _clock_text(source.t_end - source.t_start)
         player = (state, _clock_text(source.elapsed_s), total, speed)
-        title = render_replay_title(player, self.window, title=self.config.title, paused=self._is_paused())
+        title = render_replay_title(
+            player, self.window, title=self.config.title, paused=self._is_paused(), width=title_width(self)
+        )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- playing ----------------------------------------------------------------------------------
