@@ -141,3 +141,17 @@ async def test_the_help_has_no_scrollbar_glyphs_and_says_where_the_reader_is() -
         assert not any(re.search("[▁▂▃▄▅▆▇]", line) for line in inside), inside
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: not str(body.border_subtitle).startswith("lines 1–"), "scrolled")
+
+
+def test_a_simulated_clock_is_noted_on_the_border_and_takes_no_row_at_80x24() -> None:
+    """`sim ×10 clock` beside BW took a third row of numbers in each A/B pane (their answers had 3)."""
+    from mtpwatch.ui.markup.compact import render_gauges
+
+    for view in (samples.view_baseline(), samples.view_mtp()):
+        sped = dataclasses.replace(view, bandwidth=dataclasses.replace(view.bandwidth, clock_speed=10.0))
+        lines = Content.from_markup(compact_numbers(sped, 78, gauges=False)).plain.split("\n")
+        assert len(lines) == 2 and all(len(line) <= 78 for line in lines), lines
+        assert "sim ×10" not in "\n".join(lines) and "BW" in "\n".join(lines)
+        assert Content.from_markup(render_gauges(sped)).plain.endswith("(server, now) · sim ×10 clock")
+        # where the gauges stay in the numbers (wider panes), the phrase keeps its note
+        assert "(sim ×10 clock)" in compact_numbers(sped, 200)

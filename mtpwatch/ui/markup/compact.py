@@ -38,9 +38,10 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
     groups = [acc, Group(speed, f"[dim](server, {w})[/]", new_line=True)]
     if not notes:  # the roofline needs the engine's step counts
         # Without speculation the acceptance line is short: the bandwidth goes there, not to a third line.
-        bw = Group((render_bandwidth_short(view.bandwidth, view.window),))
+        # gauges on the border (80×24): a simulated clock is noted there too, not beside BW
+        bw = Group((render_bandwidth_short(view.bandwidth, view.window, clock_noted=not gauges),))
         groups.insert(1 if view.speculative is False else 2, bw)
-        figure = bandwidth_figure(view.bandwidth)
+        figure = bandwidth_figure(view.bandwidth, clock_noted=not gauges)
         if view.speculative is not False and figure is not None and width is not None:
             # 80 columns: the speed line and the bandwidth share one label where that saves a row
             shared = [groups[0], Group((*speed, figure), f"[dim](server + analytic, {w})[/]", new_line=True)]
@@ -60,7 +61,11 @@ def render_gauges(view: ServerView) -> str:
     empty while the server has shown none (starting, down: the panel says so)."""
     if view.kv_cache_usage is None and view.running is None and view.waiting is None:
         return ""
-    return pack([Group(_gauges(view, short=False), NOW)], None)
+    clock = view.bandwidth.clock_speed
+    note = (
+        f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
+    )  # `compact_numbers` left it out
+    return pack([Group(_gauges(view, short=False), NOW)], None) + note
 
 
 def _gauges(view: ServerView, *, short: bool) -> tuple[str, ...]:
