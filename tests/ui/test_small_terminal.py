@@ -155,3 +155,25 @@ def test_a_simulated_clock_is_noted_on_the_border_and_takes_no_row_at_80x24() ->
         assert Content.from_markup(render_gauges(sped)).plain.endswith("(server, now) · sim ×10 clock")
         # where the gauges stay in the numbers (wider panes), the phrase keeps its note
         assert "(sim ×10 clock)" in compact_numbers(sped, 200)
+
+
+async def test_the_replay_footer_is_whole_at_80_columns() -> None:
+    """Replay's footer ended `^p paletten` at 80 columns: its player keys are on the console's row."""
+    from pathlib import Path
+
+    from mtpwatch.session.replay import ReplaySource
+
+    source = ReplaySource.open(
+        Path(__file__).parents[1] / "data" / "recordings" / "vllm-0.32-cpu-ngram-k4.mtpw.gz"
+    )
+    app = make_app(source.config, replay=source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await wait_for(pilot, lambda: _screen_text(app, 80)[-1].strip(), "the footer drawn")
+        footer = _screen_text(app, 80)[-1].rstrip()
+        assert footer.endswith("esc Cancel") or footer.endswith(("Clear", "Measure", "Window", "Help")), (
+            footer
+        )
+        assert "palette" not in footer and "Play/pause" not in footer, footer
+        console = _screen_text(app, 80)[-2]
+        assert "Space play/pause" in console and "←/→ 10 s" in console, console

@@ -38,12 +38,13 @@ def _clock_text(seconds: float) -> str:
 class ReplayScreen(MonitorScreen):
     """The monitor screen with a player instead of servers."""
 
-    # priority: no widget (an answer pane that scrolls) may take the player's keys
+    # priority: no widget (an answer pane that scrolls) may take the player's keys. None in the
+    # footer: the console's row lists them at every width (four here cut the footer at 80 columns).
     BINDINGS = [
-        Binding("space", "play_pause", "Play/pause", id="replay-play", priority=True),
-        Binding("left", "seek(-10)", "−10 s", id="replay-back", priority=True),
-        Binding("right", "seek(10)", "+10 s", id="replay-forward", priority=True),
-        Binding("n", "jump(1)", "Next prompt", id="replay-next", priority=True),
+        Binding("space", "play_pause", "Play/pause", show=False, id="replay-play", priority=True),
+        Binding("left", "seek(-10)", "−10 s", show=False, id="replay-back", priority=True),
+        Binding("right", "seek(10)", "+10 s", show=False, id="replay-forward", priority=True),
+        Binding("n", "jump(1)", "Next prompt", show=False, id="replay-next", priority=True),
         Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
         Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
         Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
