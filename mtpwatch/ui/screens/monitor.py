@@ -142,6 +142,7 @@ class MonitorScreen(FrameScreen):
             yield Footer(compact=narrow, show_command_palette=not narrow)
 
     def on_mount(self) -> None:
+        getattr(self.app, "monitors_opened", []).append(self)  # its servers stop at the app's exit
         self.update_title()
         if self.config.mode == "ab":
             waiting = speedup_groups(None, None, 0, race=self.schedule == "race")
