@@ -118,13 +118,21 @@ def _speed_rows(c: _Ctx) -> list[str]:
         ("ITL", "itl", "client, every gap between streamed chunks"),
     ):
         for pc in PERCENTILES:
-            lines.append(
-                c.row(f"{name} p{pc} (ms)", [_pct_at(getattr(x, attr) if x else None, pc) for x in lat], src)
-            )
+            # vLLM's words: "Median TTFT (ms):", "P99 TTFT (ms):" (vllm/benchmarks/serve.py:1425, :1431)
+            label = f"Median {name} (ms)" if pc == 50 else f"P{pc} {name} (ms)"
+            lines.append(c.row(label, [_pct_at(getattr(x, attr) if x else None, pc) for x in lat], src))
     # three decimals: a request rate of a few per second
     throughput = [fixed(x.request_throughput if x else None, 3) for x in lat]
     lines.append(
         c.row("request throughput (req/s)", throughput, "client: completed requests / the arm's run time")
+    )
+    output = [tok_s(x.output_throughput if x else None) for x in lat]
+    lines.append(
+        c.row(
+            "output token throughput (tok/s)",
+            output,
+            "output tokens / the arm's run time, as vllm bench serve",
+        )
     )
     tokens = [fixed(s.median if s else None, 0) for s in summ("tokens")]
     lines.append(c.row("output tokens median", tokens, "server usage"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mtpwatch.core.ab.resolve import RULE
 from mtpwatch.core.ab.sweep import PREDICTED_ROWS, SweepReport, SweepRow
-from mtpwatch.render.numbers import fixed, interval, percent, tok_s, vector
+from mtpwatch.render.numbers import fixed, interval, ms, percent, tok_s, vector
 
 
 def _measured(report: SweepReport, row: SweepRow) -> str:
@@ -105,6 +105,7 @@ def format_sweep(report: SweepReport, title: str) -> str:
             f"same prompts) {parts} — up to {percent(spread)} apart; smaller differences between ks, "
             "and smaller advisor errors, are not resolved"
         )
+    lines.extend(_latency_rows(report))
     modes = report.engine_modes()
     if modes:
         top = max(modes)
@@ -114,3 +115,35 @@ def format_sweep(report: SweepReport, title: str) -> str:
         if report.advice is not None and not mode.truncation_holds:
             lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
     return "\n".join(lines)
+
+
+_LATENCY = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"))
+
+
+def _latency_rows(report: SweepReport) -> list[str]:
+    """Per k, the per-request percentiles and output token throughput of its bench's two arms (the
+    JSON's `bench.<k>` holds them), in `vllm bench serve`'s words (Median, P99: serve.py:1425/1431)."""
+    benches = {
+        k: getattr(getattr(r, "primary", None), "overall", None) for k, r in sorted(report.reports.items())
+    }
+    if not any(o is not None for o in benches.values()):
+        return []
+    heads = "".join(f"{f'{w} {name}':>13}" for _, name in _LATENCY for w in ("Median", "P99"))
+    lines = [
+        "",
+        "per request (ms), client, as vllm bench serve: each k's bench, A = its k=0 server, B = k",
+        f"{'k':>3}{'arm':>9}{heads}{'output tok/s':>14}",
+    ]
+    for k, overall in benches.items():
+        for arm, tag in (("a", "A (k=0)"), ("b", f"B (k={k})")):
+            summary = overall.arms.get(arm) if overall is not None else None
+            lat = getattr(summary, "latency", None)
+            if lat is None:
+                continue
+            cells = "".join(
+                f"{ms(d.at(p) if (d := getattr(lat, attr)) else None):>13}"
+                for attr, _ in _LATENCY
+                for p in (50, 99)
+            )
+            lines.append(f"{k:>3}{tag:>9}{cells}{tok_s(lat.output_throughput):>14}")
+    return lines

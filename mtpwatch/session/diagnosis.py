@@ -186,15 +186,16 @@ def model_warnings(models: tuple[str | None, str | None]) -> list[str]:
 def ab_warnings(
     speedups: Sequence[float],
     *,
-    label: str,
+    method: str | None,
     race: bool,
     models: tuple[str | None, str | None],
     tokens: tuple[int, int] = (0, 0),
 ) -> tuple[str, ...]:
     """The warnings under the A/B speed-up line, from all of its evidence.
 
-    `speedups` are the prompts' B/A decode ratios so far (the last `MIN_PROMPTS` decide), `label`
-    the line's ('MTP/baseline' when one arm speculates and the other does not), `models` the model
+    `speedups` are the prompts' speculating/baseline decode ratios so far (the last `MIN_PROMPTS`
+    decide), `method` the speculating arm's method ('MTP') when exactly one arm speculates (else
+    None: no diagnosis of who is slower), `models` the model
     each arm serves and `tokens` the last answers' lengths; `PART` separates a warning's parts.
     Two different models: the warning
     `mtpwatch bench` gives (`core.provenance.arm_warnings`), and no guess at why speculation is
@@ -204,9 +205,9 @@ def ab_warnings(
     if differ:
         return tuple(w.replace(": ", PART, 1) for w in differ)
     recent = list(speedups[-MIN_PROMPTS:])
-    if race or not label.endswith("/baseline") or not recent or statistics.median(recent) >= 1.0:
+    if race or method is None or not recent or statistics.median(recent) >= 1.0:
         return ()
-    name = label.removesuffix("/baseline")
+    name = method
     thin = len(recent) < MIN_PROMPTS
     count = f" ({len(recent)} prompt{'s' if len(recent) != 1 else ''})" if thin else ""
     shortest = min(tokens)

@@ -1,8 +1,9 @@
 """Deterministic output text for the simulator: a small built-in corpus cut into word pieces.
 
 A prompt picks a category by what it asks for — its language (Japanese, Chinese, French, German,
-Spanish: written in it, or named as in 'in French'), then its form (code, math, a haiku or poem, a
-list, a story), else an explanation in English — and, within it, the answer whose topic its words
+Spanish: named as in 'in French', or written in it: most of its letters in that script, or its
+words), then its form (code, math, a haiku or poem, a list, a story; in another language a poem,
+'french-poem', or prose), else an explanation in English — and, within it, the answer whose topic its words
 match (a haiku about GPUs gets the GPU haiku), ties broken by a stable hash. So at temperature 0 the
 same prompt always yields the same tokens, with speculation on or off (the A/B lossless check relies
 on it: the text depends on the prompt alone, never on the arm). Token ids are a stable hash of the
@@ -42,6 +43,7 @@ CATEGORY_ACCEPTANCE: dict[str, float] = {
     "french": 0.95,
     "german": 0.95,
     "spanish": 0.95,
+    **{f"{language}-poem": 0.8 for language in ("french", "german", "spanish", "japanese", "chinese")},
     "code": 1.12,
     "math": 1.08,
     "list": 1.05,
@@ -50,7 +52,7 @@ CATEGORY_ACCEPTANCE: dict[str, float] = {
 }
 """Acceptance multiplier per prompt category (code/math are more predictable than fiction)."""
 
-SHORT_FORMS = frozenset({"poem", "list"})
+SHORT_FORMS = frozenset({"poem", "list", *(name for name in CATEGORIES if name.endswith("-poem"))})
 """Categories whose answer is one entry: it ends where the poem or the list ends."""
 
 LANGUAGES: dict[str, tuple[str, ...]] = {
@@ -108,6 +110,7 @@ def stable_hash(text: str) -> int:
 
 
 _KANA = re.compile(r"[\u3040-\u30ff]")
+_WORD_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
@@ -116,24 +119,45 @@ def _words(lowered: str) -> list[str]:
     return _WORD.findall(lowered)
 
 
-def categorize(prompt: str) -> str:
-    """Pick the corpus category a prompt asks for: its script or the language it names, then the
-    form (code, math, a poem, a list, a story), else an explanation."""
-    lowered = prompt.lower()
-    if _KANA.search(prompt):
-        return "japanese"
-    if len(_HAN.findall(prompt)) >= 2:
-        return "chinese"
+_POEM_WORDS = (
+    *("haiku", "haïku", "poem", "poèm", "poés", "poes", "verse", "sonnet", "limerick", "rhyme"),
+    *("gedicht", "reim", "poema", "poesía", "rima"),
+)
+"""Stems of the words that ask for a poem, in the corpus's Latin-script languages."""
+_CJK_POEM = ("俳句", "詩", "诗")
+
+
+def _language(prompt: str, lowered: str) -> str | None:
+    """The language an answer should be in: the one the prompt names ('in French', 'en 日本語'),
+    else its script where most of its letters are in it, else two of its words; None: English."""
     for language, names in LANGUAGES.items():  # 'in French', 'translate … into German'
         if any(re.search(rf"\b(in|into|to|en|auf|al)\s+{re.escape(n)}\b", lowered) for n in names):
             return language
+    # A few CJK characters in a prompt written in French (a word it quotes) do not make it Japanese.
+    letters = len(_WORD_LETTERS.findall(prompt))
+    kana, han = len(_KANA.findall(prompt)), len(_HAN.findall(prompt))
+    if kana and 2 * (kana + han) > letters:
+        return "japanese"
+    if han >= 2 and 2 * han > letters:
+        return "chinese"
     words = [w.strip(",.!?;:¿¡") for w in lowered.split()]
     scores = {language: sum(w in common for w in words) for language, common in _FUNCTION_WORDS.items()}
     if "¿" in prompt or "¡" in prompt:
         scores["spanish"] += 2
     language, score = max(scores.items(), key=lambda item: item[1])
-    if score >= 2:  # a prompt written in that language (the first of a tie)
-        return language
+    return language if score >= 2 else None  # a prompt written in that language (the first of a tie)
+
+
+def categorize(prompt: str) -> str:
+    """Pick the corpus category a prompt asks for: its language (a poem in it: '<language>-poem'),
+    then the form (code, math, a poem, a list, a story), else an explanation."""
+    lowered = prompt.lower()
+    language = _language(prompt, lowered)
+    if language is not None:
+        asks_poem = any(c in prompt for c in _CJK_POEM) or any(
+            w.startswith(_POEM_WORDS) for w in _words(lowered)
+        )
+        return f"{language}-poem" if asks_poem else language
     if "translat" in lowered:  # no language named: one of the corpus's, by the prompt
         return ("french", "german", "spanish")[stable_hash(prompt) % 3]
     if any(

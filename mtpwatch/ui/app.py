@@ -115,6 +115,8 @@ class MtpWatchApp(App[int]):
         self.clock = clock
         self.schedule = config.schedule
         self.prefill = config.prefill
+        self.monitors_opened: list[MonitorScreen] = []
+        """Every monitor screen mounted (`MonitorScreen.on_mount`), for `shutdown_servers`."""
         self.title = config.title
         if config.display.theme:
             self.theme = config.display.theme
@@ -256,8 +258,14 @@ class MtpWatchApp(App[int]):
         self.exit(0)
 
     async def shutdown_servers(self) -> None:
-        """Stop servers mtpwatch started (unless keep); safe to call twice."""
-        for screen in self.screen_stack:
+        """Stop servers mtpwatch started (unless keep); safe to call twice.
+
+        Also those of monitor screens already closed: Textual closes the screens before the app's
+        Unmount, where a stop that looked at the screen stack alone found none (textual-serve's
+        "quit" when the page closes), and the simulators were killed by `process.stop_all` at
+        interpreter exit, their transports collected after the loop closed (`RuntimeError: Event
+        loop is closed`)."""
+        for screen in dict.fromkeys([*self.screen_stack, *self.monitors_opened]):
             if isinstance(screen, MonitorScreen):
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(screen.stop_servers(), timeout=20)

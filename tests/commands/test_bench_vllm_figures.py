@@ -38,10 +38,12 @@ def test_percentiles_and_request_throughput_match_the_runs(
 ) -> None:
     out = tmp_path / "ab.json"
     text, _ = _bench("--ab", sims[0], sims[1], *QUICK, "--json", str(out))
-    for name in ("TTFT", "TPOT", "ITL"):
-        for p in (50, 90, 99):
-            assert f"{name} p{p} (ms)" in text
+    for name in ("TTFT", "TPOT", "ITL"):  # vLLM's words (vllm/benchmarks/serve.py:1425, :1431)
+        assert f"Median {name} (ms)" in text and f"{name} p50" not in text
+        for p in (90, 99):
+            assert f"P{p} {name} (ms)" in text
     assert "request throughput (req/s)" in text
+    assert "output token throughput (tok/s)" in text
     doc = json.loads(out.read_text(encoding="utf-8"))
     for arm in ("a", "b"):
         lat = doc["arms"][arm]["latency"]
@@ -60,6 +62,12 @@ def test_percentiles_and_request_throughput_match_the_runs(
         assert lat["completed"] == len(runs)
         walls = sum(r["wall_s"] for r in runs)
         assert lat["request_throughput"] == pytest.approx(len(runs) / walls, rel=2e-3)
+        # vLLM's output token throughput: output tokens / duration (serve.py:780), here the arm's
+        tokens = sum(r["tokens"] for r in runs)
+        assert tokens > 0 and lat["output_throughput"] == pytest.approx(tokens / walls, rel=2e-3)
+    row = next(x for x in text.splitlines() if x.startswith("output token throughput (tok/s)"))
+    shown = [float(x) for x in row.split()[4:6]]
+    assert shown == [pytest.approx(doc["arms"][a]["latency"]["output_throughput"], abs=0.06) for a in "ab"]
     # Speculation puts several tokens in a chunk: B's chunks are fewer for the same tokens.
     assert doc["arms"]["b"]["latency"]["itl_ms"]["n"] < doc["arms"]["a"]["latency"]["itl_ms"]["n"]
 

@@ -12,13 +12,19 @@ that reports the GPU the simulator simulates. Benches run with fewer runs throug
 ``MTPWATCH_BENCH_*`` (the README's own way to set an option's default). TUIs run in a
 pseudo-terminal, are quit with Ctrl+Q and must leave no process behind.
 
+The browser lines of "Try it" (``textual serve -c ...``) run in a fresh clone of their own, with
+a browser-like client (tests/readme/browser.py) on the page.
+
 Not run here: ``bash tests/run.sh`` (it runs this file) and ``mtpwatch start --engine llama.cpp ...``
 (needs llama.cpp's llama-server and a GGUF: tests/real_llamacpp starts that command).
+`test_every_readme_block_is_run_or_listed` fails when a README block is neither run by a test here
+nor listed in NOT_RUN.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import re
 import shutil
@@ -31,6 +37,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.readme.browser import browse_demo, clean_exit
 from tests.readme.shell import (
     TEST_BIN,
     Tty,
@@ -48,6 +55,17 @@ CACHE = Path.home() / ".cache" / "mtpwatch"
 SIM_VLLM = ' --vllm "mtpwatch sim --speed 40"'
 QUICK = {"MTPWATCH_BENCH_RUNS": "3", "MTPWATCH_BENCH_WARMUP": "1", "MTPWATCH_BENCH_LIMIT": "1",
          "MTPWATCH_BENCH_MAX_TOKENS": "48", "MTPWATCH_BENCH_PROGRESS": "false"}  # fmt: skip
+TRY_IT = "Try it (no GPU, no vLLM needed)"
+RUN_BY = {
+    TRY_IT: ("test_try_it", "test_try_it_in_a_browser"),
+    "Install": ("installed", "test_install_with_uv_and_pipx"),
+    "Use it": ("test_use_it",),
+    "Plots and comparisons": ("test_plots_and_comparisons",),
+    "Reports that stand on their own": ("reports_that_stand",),
+    "Defaults, https and shell completion": ("test_config_example_is_valid", "test_shell_completion_lines"),
+}
+"""Each section with blocks: the functions of this file that read its lines (`commands(...)` or
+`blocks(...)` with its title) and run them; each asserts the exact lines or their number."""
 NOT_RUN = {
     "bash tests/run.sh": "the whole suite, which runs this file",
     "mtpwatch start --engine llama.cpp": "needs llama.cpp's llama-server and a GGUF (tests/real_llamacpp)",
@@ -90,7 +108,11 @@ def spec_arg(line: str) -> str:
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The working tree as a fresh clone has it (tracked and new files, no build output, no .venv)."""
-    dest = tmp_path_factory.mktemp("clone")
+    return copy_tree(tmp_path_factory.mktemp("clone"))
+
+
+def copy_tree(dest: Path) -> Path:
+    """The working tree's tracked and new files (no build output, no .venv) copied into `dest`."""
     listed = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     files = subprocess.run(listed, cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
     for raw in files:
@@ -139,19 +161,74 @@ def env(installed: Path, **extra: str) -> dict[str, str]:
     return user_env(installed, **extra)
 
 
-def test_every_command_line_of_the_readme_is_covered() -> None:
-    """Each section with commands is run by a test below; a new section needs one."""
-    tested = {"Try it (no GPU, no vLLM needed)", "Install", "Use it", "Plots and comparisons",
-              "Reports that stand on their own", "Defaults, https and shell completion"}  # fmt: skip
-    assert set(sections_with_commands()) == tested | {"Run the tests"}
+def fenced_blocks() -> list[tuple[str, str, str]]:
+    """Every fenced block of the README: (its section's title, "" before the first; language; text)."""
+    out: list[tuple[str, str, str]] = []
+    title = ""
+    for part in re.split(r"^(## .+)$", README, flags=re.M):
+        if part.startswith("## ") and "\n" not in part:
+            title = part[3:]
+            continue
+        out += [(title, lang, text) for lang, text in re.findall(r"^```(\w*)\n(.*?)^```", part, re.S | re.M)]
+    return out
+
+
+def test_every_readme_block_is_run_or_listed() -> None:
+    """A README block that no test here runs and NOT_RUN does not list fails this test: each line of
+    a bash block is in a section RUN_BY names (functions that exist here and read that section) or
+    starts with a NOT_RUN entry; every NOT_RUN entry names one README line; a command written in
+    prose (an inline `.venv/bin/... args`) stands in a block, where it is run."""
+    found = fenced_blocks()
+    assert found and all(lang in ("bash", "toml") for _, lang, _ in found), [x[:2] for x in found]
+    lines = [
+        (title, line.strip())
+        for title, lang, text in found
+        if lang == "bash"
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    for title, line in lines:
+        if any(line.startswith(excuse) for excuse in NOT_RUN):
+            continue
+        assert title in RUN_BY, (
+            f"README line {line!r} (section {title!r}) is run by no test and not in NOT_RUN"
+        )
+        for name in RUN_BY[title]:
+            func = globals().get(name)
+            assert callable(func), name
+            source = inspect.getsource(getattr(func, "__wrapped__", func))
+            assert ("TRY_IT" if title == TRY_IT else f'"{title}"') in source, (name, title)
+    for excuse in NOT_RUN:
+        assert sum(line.startswith(excuse) for _, line in lines) == 1, excuse
+    assert [t for t, lang, _ in found if lang == "toml"] == ["Defaults, https and shell completion"]
+    block_lines = {line for _, line in lines}
+    for span in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", README):
+        if span.startswith(".venv/bin/") and " " in span:
+            assert span in block_lines, f"a command in prose, run by no test: {span!r}"
+
+
+def test_the_guard_catches_a_block_no_test_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard above fails on a README with a block no test runs, and on a command in prose."""
+    extra = {
+        "a new section": "\n## Extra\n\n```bash\nmtpwatch demo --new\n```\n",
+        "a new language": "\n## Install\n\n```sh\nmtpwatch demo\n```\n",
+        "prose": "\n## Notes\n\nRun `.venv/bin/textual serve x` to see it.\n",
+    }
+    readme = README
+    for text in extra.values():
+        monkeypatch.setitem(globals(), "README", readme + text)
+        with pytest.raises(AssertionError):
+            test_every_readme_block_is_run_or_listed()
+    monkeypatch.setitem(globals(), "README", readme)
+    test_every_readme_block_is_run_or_listed()
+    assert set(sections_with_commands()) == set(RUN_BY) | {"Run the tests"}
     assert commands("Run the tests") == ["bash tests/run.sh"]
-    assert any(line.startswith("mtpwatch start --engine llama.cpp") for line in commands("Use it"))
 
 
 @pytest.mark.timeout(1200)
 def test_try_it(clone: Path) -> None:
     """ "Try it" as written, in a fresh clone, with nothing of mtpwatch on PATH."""
-    lines = commands("Try it (no GPU, no vLLM needed)")
+    *lines, _pip, _serve = commands(TRY_IT)  # the browser's two: test_try_it_in_a_browser
     assert len(lines) == 6, lines
     first, loop, record, replay, replay_json, ab = lines
     assert first == "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/mtpwatch demo"
@@ -193,6 +270,36 @@ def test_try_it(clone: Path) -> None:
         assert tty.quit() == 0
     finally:
         tty.close()
+
+
+@pytest.mark.timeout(1200)
+def test_try_it_in_a_browser(tmp_path: Path) -> None:
+    """The browser lines of "Try it", exactly as written but for the port (a free one for 8765), in
+    a fresh clone after the first line's install; a browser-like client opens the page, sees the
+    self-running demo, closes the page; the demo stops, and nothing printed is a traceback."""
+    first, *_, pip_line, serve_line = commands(TRY_IT)
+    assert pip_line == ".venv/bin/pip install textual-dev"
+    assert (
+        serve_line
+        == '.venv/bin/textual serve -c --host 127.0.0.1 --port 8765 ".venv/bin/mtpwatch demo --loop"'
+    )
+    clone = copy_tree(tmp_path / "clone")
+    user = user_env()
+    setup, demo = first.rsplit(" && ", 1)  # the first line's install; its TUI runs in test_try_it
+    assert demo == ".venv/bin/mtpwatch demo"
+    for line in (setup, pip_line):
+        res = run(line, clone, user, timeout=900)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(["bash", "-c", ported(serve_line, {"8765": port})], cwd=clone, env=user,
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        browse_demo(port, server.pid)
+    finally:
+        kill_group(server)
+    clean_exit(log.read_text(encoding="utf-8", errors="replace"))
 
 
 @pytest.mark.timeout(900)

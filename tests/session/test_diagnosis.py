@@ -67,24 +67,22 @@ def test_thin_evidence_gives_a_hint_not_a_verdict() -> None:
 
 def test_ab_between_two_models_says_so_with_benchs_rule_and_guesses_nothing() -> None:
     models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
-    warnings = ab_warnings(
-        [0.1, 0.1, 0.1], label="MTP/baseline", race=False, models=models, tokens=(300, 300)
-    )
+    warnings = ab_warnings([0.1, 0.1, 0.1], method="MTP", race=False, models=models, tokens=(300, 300))
     bench = arm_warnings({"a": {"model": models[0]}, "b": {"model": models[1]}})
     assert len(warnings) == 1 and warnings[0].replace(" · ", ": ", 1) == bench[0]
     assert "compares two models" in warnings[0] and MTP_SLOWER not in warnings[0]
     # even while speculation looks faster: the ratio compares models either way
-    assert ab_warnings([3.0], label="B/A", race=False, models=models)
+    assert ab_warnings([3.0], method=None, race=False, models=models)
 
 
 def test_ab_slower_names_its_evidence_and_is_a_hint_on_few_prompts() -> None:
     same = ("m", "m")
-    (one,) = ab_warnings([0.8], label="MTP/baseline", race=False, models=same, tokens=(300, 310))
+    (one,) = ab_warnings([0.8], method="MTP", race=False, models=same, tokens=(300, 310))
     assert one.startswith("hint: MTP is slower here (1 prompt)") and "roofline" in one
-    (short,) = ab_warnings([0.8, 0.7, 0.9], label="MTP/baseline", race=False, models=same, tokens=(9, 8))
+    (short,) = ab_warnings([0.8, 0.7, 0.9], method="MTP", race=False, models=same, tokens=(9, 8))
     assert short.startswith("MTP is slower here") and "short answers (8 tokens)" in short
-    assert ab_warnings([1.5, 1.6, 1.4], label="MTP/baseline", race=False, models=same) == ()
-    assert ab_warnings([0.5, 0.5, 0.5], label="MTP/baseline", race=True, models=same) == ()
+    assert ab_warnings([1.5, 1.6, 1.4], method="MTP", race=False, models=same) == ()
+    assert ab_warnings([0.5, 0.5, 0.5], method="MTP", race=True, models=same) == ()
 
 
 def test_the_per_position_bars_keep_one_column_past_position_9() -> None:

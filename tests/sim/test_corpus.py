@@ -31,6 +31,14 @@ def _answer(prompt: str) -> str:
         ("¿Cómo funciona la decodificación especulativa?", "spanish"),
         ("用中文解释推测解码", "chinese"),
         ("日本語で説明して", "japanese"),
+        # a poem in the language asked for (French prose before), a few CJK characters in a French
+        # prompt leave it French (Chinese before)
+        ("Écris un haïku sur les GPU", "french-poem"),
+        ("Write a haiku about GPUs in French", "french-poem"),
+        ("Schreibe ein Gedicht über die GPU, bitte", "german-poem"),
+        ("GPUについての俳句を書いて", "japanese-poem"),
+        ("Explique le mot 日本語 et ce que veut dire la langue", "french"),
+        ("Réponds en 日本語, s'il te plaît", "japanese"),
     ],
 )
 def test_the_prompt_picks_its_category(prompt: str, category: str) -> None:
@@ -45,6 +53,12 @@ def test_a_haiku_about_gpus_is_one_gpu_haiku() -> None:
     assert "cores" in text
     assert "speculative" not in text.lower()
     assert _answer("Write a haiku about the ocean") != text  # the topic picks the haiku
+
+
+def test_a_french_haiku_request_gets_a_french_haiku() -> None:
+    text = _answer("Écris un haïku sur les GPU")
+    assert len(text.strip("\n").split("\n")) == 3 and "cœurs" in text  # the GPU haiku, in French
+    assert "Le décodage" not in text and "bande passante" not in text  # not the French prose
 
 
 def test_topic_words_pick_the_answer_within_a_category() -> None:

@@ -309,7 +309,7 @@ async def load(app: App[int], kind: str) -> None:
                 statistics.median(screen.speedups),
                 2,
                 race=False,
-                label="MTP/baseline",
+                label="B/A",
                 compact=screen.has_class("-narrow"),  # as `MonitorScreen` draws it
             )
         )

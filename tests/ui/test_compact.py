@@ -13,7 +13,13 @@ from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
 from tests.ui.conftest import WaitUntil
 
-LABELS = ("(server, 10 s, engine-wide)", "(server, 10 s)", "(analytic)", "(server, now)")
+LABELS = (
+    "(server, 10 s, engine-wide)",
+    "(server, 10 s)",
+    "(analytic, 10 s)",
+    "(server + analytic, 10 s)",
+    "(server, now)",
+)
 
 H100_K8 = ServerView(
     label="B",
@@ -66,7 +72,7 @@ def test_the_widest_numbers_fit_and_every_number_keeps_its_label(width: int) -> 
     text = "\n".join(lines)
     figures = ("accept 42 %", "len 4.33", "pos 81 71 43 38 33 29 19 19 %", "125.4 tok/s", "ITL 157.1 ms/step")
     assert all(figure in text for figure in figures), text
-    assert "BW 100 % of 3350 GB/s (analytic)" in text
+    assert "BW 100 % of 3350 GB/s (analytic, 10 s)" in text
     for line in lines:  # every line ends with a label, and a label follows each group's part
         assert line.endswith(LABELS), line
     accept_lines = [line for line in lines if "accept" in line or "pos" in line]

@@ -9,7 +9,7 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summary
+from mtpwatch.ui.markup.panel import SUMMARY_FULL_CELLS, render_header, render_numbers, render_summary
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import Group, fit
 from mtpwatch.ui.widgets.server_panel import CHART_ROWS_AB, MIN_ANSWER_ROWS, ROWS, ServerPanel
@@ -216,3 +216,18 @@ async def test_shorter_ab_panes_give_the_chart_then_the_bars_then_the_verdict_to
         await wait_for(pilot, lambda: not b.has_class("-roomless") and chart.display, "the chart back")
         assert b.query_one(".bars").display and b.query_one(".verdict").display
         assert chart.outer_size.height == CHART_ROWS_AB  # the rows `_roomless` counts for it
+
+
+def test_summaries_in_rows_of_one_width_take_one_form() -> None:
+    """A's line (no acceptance) fitted its row whole and said "decode 18.1 tok/s" where B's took the
+    compact "38.2 tok/s": the form follows the row's width, so both panes read alike."""
+    from mtpwatch.session.views import PromptSummary
+
+    widest = PromptSummary(999, 9.999, 999.9, 1.0, 9.99, scope="this request")
+    assert _widest(render_summary(12, widest)) <= SUMMARY_FULL_CELLS  # the full form fits its threshold
+    baseline = PromptSummary(tokens=128, ttft_s=0.05, decode_tok_s=18.1)
+    for width in (A_B_PANE, NARROW_A_B_PANE, SUMMARY_FULL_CELLS - 1):
+        a = _plain(render_summary(1, baseline, width=width))[0]
+        b = _plain(render_summary(1, samples.summary(True), width=width))[0]
+        assert "decode" not in a and "decode" not in b, (a, b)  # one form: compact, both
+    assert "decode 18.1 tok/s" in _plain(render_summary(1, baseline, width=SUMMARY_FULL_CELLS))[0]

@@ -122,10 +122,10 @@ def test_kv_context_prefers_engine_occupancy() -> None:
 
 
 def test_speedup_line_flags_mtp_slower() -> None:
-    warnings = ab_warnings([0.8, 0.9, 0.85], label="MTP/baseline", race=False, models=("m", "m"))
-    slower = speedup_groups(0.8, 0.85, 3, race=False, label="MTP/baseline", warnings=warnings)
+    warnings = ab_warnings([0.8, 0.9, 0.85], method="MTP", race=False, models=("m", "m"))
+    slower = speedup_groups(0.8, 0.85, 3, race=False, method="MTP", warnings=warnings)
     assert "MTP " + MTP_SLOWER in pack(slower, None)
-    assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, label="MTP/baseline"), None)
+    assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, method="MTP"), None)
 
 
 @pytest.mark.parametrize("slow", [True, False])
@@ -137,6 +137,8 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
 
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        assert str(app.monitor.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
         await samples.load(app, "ab")  # A: no speculation, B: MTP
         screen = app.monitor
         screen.speedups = []
@@ -147,7 +149,8 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
             screen.show_comparison(a, b)
         await pilot.pause()
         line = str(screen.query_one("#speedup").render())
-        assert "MTP/baseline" in line
+        # one wording before and after the first prompt (it said "MTP/baseline" after)
+        assert line.startswith("speed-up B/A: last ") and "baseline" not in line.split("·")[0]
         assert (MTP_SLOWER in line) is slow
 
 
@@ -265,7 +268,7 @@ def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     )
     acc, speed, gauges = Content.from_markup(compact_numbers(view, 78)).plain.split("\n")
     assert acc == "accept 58 % · len 2.16 · pos 72 44 % (server, 10 s, engine-wide)"
-    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s (analytic)" in speed
+    assert speed.startswith("38.2 tok/s") and "BW 84 % of 273 GB/s (analytic, 10 s)" in speed
     assert gauges == "KV — · run — · wait — (server, now)"
     # 80×24 puts the gauges on the border: two lines, the labels whole
     assert Content.from_markup(compact_numbers(view, 78, gauges=False)).plain.split("\n") == [acc, speed]

@@ -35,7 +35,7 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
         await wait_until(pilot, lambda: all(p.prompt_count >= 1 for p in screen.panels), limit_s=30)
         assert screen.panels[1].last_summary is not None and screen.panels[1].last_summary.tokens > 0
         # The speed-up line is the live one: the arms' views say which one speculates.
-        assert "speed-up MTP/baseline" in str(screen.query_one("#speedup").render())
+        assert "speed-up B/A: last" in str(screen.query_one("#speedup").render())  # as before the first
         await pilot.press("space")  # pause
         # A loaded machine may have played it all at 16× (the end stops it): Space then played it again.
         while screen.playing:

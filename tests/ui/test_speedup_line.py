@@ -28,10 +28,8 @@ class _Host(App[None]):
 
 def _line(*, compact: bool, slower: bool = False) -> tuple[Group, ...]:
     speedups = [0.8, 0.9, 0.85] if slower else [2.07]
-    warnings = ab_warnings(speedups, label="MTP/baseline", race=False, models=("m", "m"), tokens=(300, 300))
-    return speedup_groups(
-        2.07, 2.07, 12, race=False, label="MTP/baseline", warnings=warnings, compact=compact
-    )
+    warnings = ab_warnings(speedups, method="MTP", race=False, models=("m", "m"), tokens=(300, 300))
+    return speedup_groups(2.07, 2.07, 12, race=False, method="MTP", warnings=warnings, compact=compact)
 
 
 @pytest.mark.parametrize(

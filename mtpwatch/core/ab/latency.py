@@ -9,7 +9,8 @@ From vllm/benchmarks/serve.py (`calculate_metrics`), over the completed requests
 - E2EL: request sent → last chunk with output;
 - percentiles: `numpy.percentile`'s default (linear interpolation between closest ranks);
 - request throughput: completed requests / benchmark duration. mtpwatch's arms take turns, so an
-  arm's duration is the wall time of its own measured runs (Σ `wall_s`), not the whole bench's.
+  arm's duration is the wall time of its own measured runs (Σ `wall_s`), not the whole bench's;
+- output token throughput: output tokens / that duration (`formulas.output_throughput`).
 
 Warm-up runs are left out, as everywhere in the report.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.core.ab.records import RunRecord
+from mtpwatch.core.metrics import formulas as F
 
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
 """The percentiles shown (`vllm bench serve --metric-percentiles 50,90,99`)."""
@@ -83,11 +85,18 @@ class LatencySummary:
     tpot: Distribution | None
     itl: Distribution | None
     e2el: Distribution | None
+    output_tokens: int = 0
+    """Σ completion tokens of the arm's measured runs (server usage)."""
 
     @property
     def request_throughput(self) -> float | None:
         """Completed requests per second of the arm's own running time."""
         return self.completed / self.duration_s if self.duration_s > 0 else None
+
+    @property
+    def output_throughput(self) -> float | None:
+        """Output tokens per second of the arm's own running time (`vllm bench serve`'s)."""
+        return F.output_throughput(self.output_tokens, self.duration_s)
 
     def to_json(self) -> dict[str, Any]:
         """The `arms.<a|b>.latency` object (milliseconds; request throughput in requests/s)."""
@@ -102,6 +111,7 @@ class LatencySummary:
             "completed": self.completed,
             "duration_s": round(self.duration_s, 4),
             "request_throughput": round(rt, 4) if rt is not None else None,
+            "output_throughput": round(ot, 4) if (ot := self.output_throughput) is not None else None,
             "ttft_ms": js(self.ttft),
             "tpot_ms": js(self.tpot),
             "itl_ms": js(self.itl),
@@ -126,4 +136,5 @@ def summarize_latency(records: Sequence[RunRecord]) -> LatencySummary | None:
         tpot=distribution(t for t in (q.tpot_s for q in requests) if t is not None),
         itl=distribution(gap for q in requests for gap in q.itl_s),
         e2el=distribution(q.e2el_s for q in requests if q.e2el_s is not None),
+        output_tokens=sum(r.tokens for r in measured),
     )

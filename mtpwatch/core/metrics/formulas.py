@@ -145,6 +145,13 @@ def e2e_tok_s(tokens: int, t_start: float | None, t_last: float | None) -> float
     return tokens / (t_last - t_start)
 
 
+def output_throughput(output_tokens: float, duration_s: float) -> float | None:
+    """Output tokens / the benchmark's duration: `vllm bench serve`'s "Output token throughput
+    (tok/s)" (vLLM 0.34.0 vllm/benchmarks/serve.py:780 ``output_throughput=sum(actual_output_lens) /
+    dur_s``, printed at :1252; a failed request counts 0 tokens, :667)."""
+    return output_tokens / duration_s if duration_s > 0 else None
+
+
 def histogram_mean(sum_delta: float, count_delta: float) -> float | None:
     """A Prometheus histogram's mean over a window: Δsum / Δcount (ITL, TPOT, TTFT, e2e)."""
     return ratio(sum_delta, count_delta)

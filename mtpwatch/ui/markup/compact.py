@@ -13,7 +13,7 @@ from __future__ import annotations
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.views import ServerView, dynamic_k, window_words
 from mtpwatch.ui.markup.panel import as_of, gauges_label, ms_per, render_positions, spaced_percent
-from mtpwatch.ui.markup.roofline import render_bandwidth_short
+from mtpwatch.ui.markup.roofline import bandwidth_figure, render_bandwidth_short
 from mtpwatch.ui.pack import Group, pack
 
 
@@ -42,10 +42,22 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
     groups = [acc, Group(speed, f"[dim](server, {w})[/]", new_line=True)]
     if not notes:  # the roofline needs the engine's step counts
         # Without speculation the acceptance line is short: the bandwidth goes there, not to a third line.
-        groups.insert(1 if view.speculative is False else 2, Group((render_bandwidth_short(view.bandwidth),)))
+        # gauges on the border (80×24): a simulated clock is noted there too, not beside BW
+        bw = Group((render_bandwidth_short(view.bandwidth, view.window, clock_noted=not gauges),))
+        groups.insert(1 if view.speculative is False else 2, bw)
+        figure = bandwidth_figure(view.bandwidth, clock_noted=not gauges)
+        if view.speculative is not False and figure is not None and width is not None:
+            # 80 columns: the speed line and the bandwidth share one label where that saves a row
+            shared = [groups[0], Group((*speed, figure), f"[dim](server + analytic, {w})[/]", new_line=True)]
+            if _rows(shared, width) < _rows(groups, width):
+                groups = shared
     if gauges:
         groups.append(Group(_gauges(view, short=True), gauges_label(view)))
     return pack(groups, width)
+
+
+def _rows(groups: list[Group], width: int) -> int:
+    return pack(groups, width).count("\n") + 1
 
 
 def render_gauges(view: ServerView) -> str:
@@ -53,7 +65,11 @@ def render_gauges(view: ServerView) -> str:
     empty while the server has shown none (starting, down: the panel says so)."""
     if view.kv_cache_usage is None and view.running is None and view.waiting is None:
         return ""
-    return pack([Group(_gauges(view, short=False), gauges_label(view))], None)
+    clock = view.bandwidth.clock_speed
+    note = (
+        f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
+    )  # `compact_numbers` left it out
+    return pack([Group(_gauges(view, short=False), gauges_label(view))], None) + note
 
 
 def _gauges(view: ServerView, *, short: bool) -> tuple[str, ...]:

@@ -298,9 +298,18 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         f"#{n} {approx}{s.tokens} tok · TTFT {ms_per(s.ttft_s)} · "
         f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
-    if width is not None and cell_len(full) > width and cell_width(full) > width:
+    # The form follows the row's width, not this line's length: A's line (no acceptance) and B's
+    # in panes of one width read alike ("decode 18.1 tok/s" beside "38.2 tok/s" before).
+    if width is not None and (
+        width < SUMMARY_FULL_CELLS or (cell_len(full) > width and cell_width(full) > width)
+    ):
         return render_summary(n, s, compact=True, width=width)
     return full
+
+
+SUMMARY_FULL_CELLS = 108
+"""A row narrower than this takes the compact summary: the full one with every part at its widest
+(999 tokens, TTFT 9999.0 ms, 999.9 tok/s, accept 100 %, len 9.99, "(server, this request)")."""
 
 
 def render_startup(view: StartupView) -> str:

@@ -14,18 +14,32 @@ from mtpwatch.session.views import (
 from mtpwatch.ui.pack import Group, cell_width, fit, pack, wrap
 
 
-def render_bandwidth_short(bw: BandwidthView) -> str:
-    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s (analytic)` (while decoding)."""
+def render_bandwidth_short(bw: BandwidthView, window: str = "", *, clock_noted: bool = False) -> str:
+    """Bandwidth against the peak in one phrase: `BW 58 % of 273 GB/s (analytic, 10 s)` (while
+    decoding, over the `window`, as the roofline's head line says it; no window given: none said).
+    `clock_noted`: the pane says `sim ×N clock` elsewhere (80×24: its bottom border), not here."""
     if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
         return "BW — [dim](no model config)[/]" if bw.peak_gbps is not None else "BW — [dim](peak ?)[/]"
     if bw.percent_of_peak is None:
         return f"BW — [dim]of {bw.peak_gbps:.0f} GB/s (idle)[/]"
-    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s [dim](analytic)[/]"
+    label = f"analytic, {window_words(window)}" if window else "analytic"
+    text = f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s [dim]({label})[/]"
     if bw.clock_speed != 1.0:  # F1 and the roofline panel say why in full
-        text += f" [$text-warning](sim ×{bw.clock_speed:g} clock)[/]"
+        text += "" if clock_noted else f" [$text-warning](sim ×{bw.clock_speed:g} clock)[/]"
     elif bw.past_peak:
         text += " [$text-warning](> peak: check --model-config/--gpu)[/]"
     return text
+
+
+def bandwidth_figure(bw: BandwidthView, *, clock_noted: bool = False) -> str | None:
+    """`BW 58 % of 273 GB/s` without its label, where the phrase has no note (a known share of the
+    peak at the real clock, or a simulated one the pane notes elsewhere, not past the peak
+    otherwise); None otherwise."""
+    if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None or bw.percent_of_peak is None:
+        return None
+    if (bw.clock_speed != 1.0 and not clock_noted) or (bw.clock_speed == 1.0 and bw.past_peak):
+        return None
+    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
 
 
 def render_roofline_hidden(bw: BandwidthView, width: int | None = None) -> str:

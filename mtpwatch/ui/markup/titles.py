@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from textual.markup import escape
 
@@ -12,6 +12,7 @@ from mtpwatch.session.views import (
     spec_label,
     window_words,
 )
+from mtpwatch.ui.pack import cell_width
 
 
 def render_pane_title(label: str, view: ServerView | None, *, starts_server: bool) -> str:
@@ -33,34 +34,68 @@ def render_pane_title(label: str, view: ServerView | None, *, starts_server: boo
 
 
 def render_title(
-    window: str, *, title: str, schedule: str | None, paused: bool, demo_sent: int | None, suggest: bool
+    window: str,
+    *,
+    title: str,
+    schedule: str | None,
+    paused: bool,
+    demo_sent: int | None,
+    suggest: bool,
+    width: int | None = None,
 ) -> str:
-    """The monitor's title bar: the window first (it qualifies every number; narrow terminals cut the
-    end), A/B schedule, paused, the self-running demo or the suggested prompt, the app title, keys."""
+    """The monitor's title bar: the window first (it qualifies every number), A/B schedule, paused,
+    the self-running demo or the suggested prompt, the app title, keys; `fit_title` to `width`."""
     parts = [f"window [b]{window_words(window)}[/]"]
+    short: dict[str, str] = {}
     if schedule is not None:
         parts.append(f"A/B {schedule}")
+        short[parts[-1]] = ""
     if paused:
         parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
+        short[parts[-1]] = "[$warning reverse] PAUSED [/]"
     if demo_sent is not None:
         parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {demo_sent})[/]")
+        short[parts[0]] = f"[b $accent]self-running[/] [dim]#{demo_sent}[/]"
     elif suggest:
         parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
+        short[parts[0]] = "[b $accent]Enter[/] sends it"
     parts.append(f"[b]{escape(title)}[/]")
     parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
-    return "  ·  ".join(parts)
+    return fit_title(parts, width, short)
 
 
-def render_replay_title(player: tuple[str, str, str, str], window: str, *, title: str, paused: bool) -> str:
+def fit_title(parts: list[str], width: int | None, short: Mapping[str, str]) -> str:
+    """`parts` joined, in `width` cells where it can: closer separators, then without the keys (the
+    footer shows them), then each part in `short` in its short form ("" drops it), in order; what is
+    still wider is cut at the end by the bar. Without a width (tests, wide bars): all of it."""
+    line = "  ·  ".join(parts)
+    if width is None or cell_width(line) <= width:
+        return line
+    current = [p for p in parts if not p.startswith(("[dim]? or F1 help", "[dim]? help"))]
+    steps = [current]
+    for part, shorter in short.items():
+        current = [shorter if p == part else p for p in current]
+        steps.append(current)
+    for candidate in steps:
+        line = " · ".join(p for p in candidate if p)
+        if cell_width(line) <= width:
+            break
+    return line
+
+
+def render_replay_title(
+    player: tuple[str, str, str, str], window: str, *, title: str, paused: bool, width: int | None = None
+) -> str:
     """The replay's title bar: the player (state, position, length, speed: '▶ replay 00:12.0 /
-    01:30.0 · 1×'), window, title, keys."""
+    01:30.0 · 1×'), window, title, keys; `fit_title` to `width` (the player without its word)."""
     state, elapsed, total, speed = player
     parts = [f"[b]{state} replay {elapsed}[/] / {total} · {speed}", f"window [b]{window_words(window)}[/]"]
+    short = {parts[0]: f"[b]{state} {elapsed}[/]/{total} {speed}"}
     if paused:
         parts.append("[$warning reverse] PAUSED display [/]")
     parts.append(f"[b]{escape(title)}[/]")
     parts.append("[dim]? help · Ctrl+Q quit[/]")
-    return "  ·  ".join(parts)
+    return fit_title(parts, width, short)
 
 
 def render_fleet_title(window_s: float, sort: str, *, reverse: bool, source: str) -> str:

@@ -125,5 +125,21 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-body"):
             yield Markdown(self.text)
 
+    def on_mount(self) -> None:
+        # No scrollbar (its thumb's ends are drawn in block glyphs, ▂▂ and ▅▅, read as stray marks
+        # in the margin): the bottom border says where the reader is and how to move.
+        body = self.query_one("#help-body", VerticalScroll)
+        self.watch(body, "scroll_y", lambda _: self._show_position(body))
+        self.watch(body, "virtual_size", lambda _: self._show_position(body))
+
+    def _show_position(self, body: VerticalScroll) -> None:
+        rows, height = body.virtual_size.height, body.scrollable_content_region.height
+        if not rows or not height or rows <= height:
+            body.border_subtitle = ""
+            return
+        first = round(body.scroll_y) + 1
+        last = min(first + height - 1, rows)
+        body.border_subtitle = f"lines {first}–{last} of {rows} · ↑/↓ PgUp/PgDn scroll"
+
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)

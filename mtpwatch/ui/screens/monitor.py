@@ -52,6 +52,7 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
+from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -118,6 +119,7 @@ class MonitorScreen(FrameScreen):
     # -- layout --------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        size_classes(self, self.app.size.width, self.app.size.height)  # before the first paint
         yield Static(id="title-bar")
         with Horizontal(id="panels", classes=f"-{self.config.mode} -n{len(self.config.servers)}"):
             for i, spec in enumerate(self.config.servers):
@@ -137,9 +139,11 @@ class MonitorScreen(FrameScreen):
         # container overlaps what changed, so a streaming answer no longer composes these two.
         with Vertical(id="console"):
             yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
-            yield Footer()
+            narrow = self.app.size.width < NARROW_BELOW
+            yield Footer(compact=narrow, show_command_palette=not narrow)
 
     def on_mount(self) -> None:
+        getattr(self.app, "monitors_opened", []).append(self)  # its servers stop at the app's exit
         self.update_title()
         if self.config.mode == "ab":
             waiting = speedup_groups(None, None, 0, race=self.schedule == "race")
@@ -174,6 +178,8 @@ class MonitorScreen(FrameScreen):
         narrow = event.size.width < NARROW_BELOW
         for footer in self.query(Footer):
             footer.compact = narrow
+            footer.show_command_palette = not narrow  # Ctrl+P stays; its hint cut F6's label
+        self.update_title()
 
     def _loop_tick(self) -> None:
         """`--loop`: send the next built-in prompt once every server is up and idle long enough."""
@@ -207,6 +213,7 @@ class MonitorScreen(FrameScreen):
             paused=self._is_paused(),
             demo_sent=self.loop.sent if self.loop is not None else None,
             suggest=bool(self.prefill) and not self.sent_any,
+            width=title_width(self),
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -413,7 +420,8 @@ class MonitorScreen(FrameScreen):
         names = ", ".join(p.id for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
         for panel in panels:
             panel.begin_answer(
-                f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}"
+                f"measure {len(prompts)} prompt(s) × {self.measure_settings.runs} runs: {names}",
+                summary_follows=False,
             )
         self.set_measure_line(f"measuring: run 0/{session.total}")
         self.query_one("#speedup", PackedLine).update(
@@ -499,21 +507,22 @@ class MonitorScreen(FrameScreen):
         if self.config.mode == "ab" and len(answers) == 2:
             self.show_comparison(answers[0], answers[1])
 
-    def _arms(self) -> tuple[int, int, str]:
-        """(baseline index, MTP index, label) of the ratio: MTP/baseline when exactly one arm
-        speculates (its counters say so), else B/A."""
+    def _arms(self) -> tuple[int, int, str | None]:
+        """(baseline index, speculating index, its method's name) of the ratio when exactly one arm
+        speculates (its counters say so), else (0, 1, None): B over A."""
         views = [p.view for p in self.panels]
         spec = [v.speculative if v is not None else None for v in views]
         names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
         if len(spec) == 2 and spec[0] is False and spec[1] is True:
-            return 0, 1, f"{names[1]}/baseline"
+            return 0, 1, names[1]
         if len(spec) == 2 and spec[0] is True and spec[1] is False:
-            return 1, 0, f"{names[0]}/baseline"
-        return 0, 1, "B/A"
+            return 1, 0, names[0]
+        return 0, 1, None
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
-        base, mtp, label = self._arms()
+        base, mtp, method = self._arms()
+        label = "B/A" if mtp == 1 else "A/B"  # the waiting line's, F6's and the help's word
         answers = (a, b)
         t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
         last = t_mtp / t_base if t_base and t_mtp else None
@@ -523,10 +532,14 @@ class MonitorScreen(FrameScreen):
         race = self.schedule == "race"
         models = (self.feeds[0].model, self.feeds[1].model) if len(self.feeds) >= 2 else (None, None)
         warnings = ab_warnings(
-            self.speedups, label=label, race=race, models=models, tokens=(a.summary.tokens, b.summary.tokens)
+            self.speedups,
+            method=method,
+            race=race,
+            models=models,
+            tokens=(a.summary.tokens, b.summary.tokens),
         )
         one_model = not model_warnings(models)
-        advice = advice_groups(self._advice(base, mtp) if label == "MTP/baseline" and one_model else None)
+        advice = advice_groups(self._advice(base, mtp) if method == "MTP" and one_model else None)
         wide, narrow = (
             speedup_groups(
                 last, median, len(self.speedups), race=race, label=label, warnings=warnings, compact=c
@@ -534,7 +547,7 @@ class MonitorScreen(FrameScreen):
             for c in (False, True)
         )
         self.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
-        lossy = lossy_reason(self.feeds[mtp]) if label == "MTP/baseline" and len(self.feeds) > mtp else None
+        lossy = lossy_reason(self.feeds[mtp]) if method == "MTP" and len(self.feeds) > mtp else None
         verdict = (
             render_lossless(a, b, lossy=lossy) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
         )

@@ -21,6 +21,7 @@ from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
+from mtpwatch.ui.screens.sizing import title_width
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -37,12 +38,13 @@ def _clock_text(seconds: float) -> str:
 class ReplayScreen(MonitorScreen):
     """The monitor screen with a player instead of servers."""
 
-    # priority: no widget (an answer pane that scrolls) may take the player's keys
+    # priority: no widget (an answer pane that scrolls) may take the player's keys. None in the
+    # footer: the console's row lists them at every width (four here cut the footer at 80 columns).
     BINDINGS = [
-        Binding("space", "play_pause", "Play/pause", id="replay-play", priority=True),
-        Binding("left", "seek(-10)", "−10 s", id="replay-back", priority=True),
-        Binding("right", "seek(10)", "+10 s", id="replay-forward", priority=True),
-        Binding("n", "jump(1)", "Next prompt", id="replay-next", priority=True),
+        Binding("space", "play_pause", "Play/pause", show=False, id="replay-play", priority=True),
+        Binding("left", "seek(-10)", "−10 s", show=False, id="replay-back", priority=True),
+        Binding("right", "seek(10)", "+10 s", show=False, id="replay-forward", priority=True),
+        Binding("n", "jump(1)", "Next prompt", show=False, id="replay-next", priority=True),
         Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
         Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
         Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
@@ -94,7 +96,9 @@ class ReplayScreen(MonitorScreen):
         speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
         total = _clock_text(source.t_end - source.t_start)
         player = (state, _clock_text(source.elapsed_s), total, speed)
-        title = render_replay_title(player, self.window, title=self.config.title, paused=self._is_paused())
+        title = render_replay_title(
+            player, self.window, title=self.config.title, paused=self._is_paused(), width=title_width(self)
+        )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- playing ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import Input
+from textual.widgets.input import Selection
 
 
 class PromptInput(Input):
@@ -49,6 +50,15 @@ class PromptInput(Input):
             await self.app.run_action("help")
             return
         await super()._on_key(event)
+
+    def on_focus(self, event: events.Focus) -> None:
+        """The untouched suggested prompt is selected from its end back to its start: the box shows
+        its start (an 80-column box showed its end, `culative decoding with a…`) and typing replaces
+        it; any other text is selected whole, as Textual's `Input` does (it runs after this)."""
+        untouched = bool(self.value) and self.value == self.suggestion
+        self.select_on_focus = not untouched
+        if untouched:
+            self.selection = Selection(len(self.value), 0)
 
     def remember(self, prompt: str) -> None:
         """Add a submitted prompt to the history (consecutive duplicates once)."""

@@ -316,15 +316,24 @@ class ServerPanel(RowRefresh, Vertical):
         """The answer pane."""
         return self._one(".stream", TokenStream)
 
-    def begin_answer(self, prompt: str) -> None:
-        """Start a new answer: a blank line, the prompt marker, then tokens."""
+    def begin_answer(self, prompt: str, *, summary_follows: bool = True) -> None:
+        """Start a new answer: a blank line, the prompt marker, then tokens.
+
+        The hint that answers appear here goes once one streams. An answer whose summary line
+        follows (`add_summary`) has the summary's row while it streams where the CSS says so (the
+        80×24 A/B view: `-answering`), and the row comes back with its line.
+        """
         self.stream.start_block(f"▶ {prompt}")
+        if not self._summaries:
+            self._set_summary("")
+        self._one(".summary", Static).set_class(summary_follows, "-answering")
 
     def add_summary(self, summary: PromptSummary) -> None:
         """Show the summary line of a finished prompt (the last three stay visible)."""
         self.prompt_count += 1
         self.last_summary = summary
         self.stream.finish(cancelled=summary.cancelled)
+        self._one(".summary", Static).remove_class("-answering")
         self._summaries = [*self._summaries[-2:], (self.prompt_count, summary)]
         self._draw_summaries()
 
