@@ -123,9 +123,9 @@ def test_kv_context_prefers_engine_occupancy() -> None:
 
 def test_speedup_line_flags_mtp_slower() -> None:
     warnings = ab_warnings([0.8, 0.9, 0.85], method="MTP", race=False, models=("m", "m"))
-    slower = speedup_groups(0.8, 0.85, 3, race=False, method="MTP", warnings=warnings)
+    slower = speedup_groups(0.8, 0.85, 3, race=False, label="B/A", warnings=warnings)
     assert "MTP " + MTP_SLOWER in pack(slower, None)
-    assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, method="MTP"), None)
+    assert MTP_SLOWER not in pack(speedup_groups(2.1, 2.0, 3, race=False, label="B/A"), None)
 
 
 @pytest.mark.parametrize("slow", [True, False])

@@ -29,7 +29,7 @@ class _Host(App[None]):
 def _line(*, compact: bool, slower: bool = False) -> tuple[Group, ...]:
     speedups = [0.8, 0.9, 0.85] if slower else [2.07]
     warnings = ab_warnings(speedups, method="MTP", race=False, models=("m", "m"), tokens=(300, 300))
-    return speedup_groups(2.07, 2.07, 12, race=False, method="MTP", warnings=warnings, compact=compact)
+    return speedup_groups(2.07, 2.07, 12, race=False, label="B/A", warnings=warnings, compact=compact)
 
 
 @pytest.mark.parametrize(
@@ -94,9 +94,10 @@ async def test_a_resize_packs_the_line_again() -> None:
 
 async def test_a_resize_chooses_the_wording_again() -> None:
     """After a resize from 80 columns to 200 the line said `of 12` (its 80-column wording) until the
-    next prompt; it takes `over 12 prompt(s)` where that fits, and `of 12` where it saves a row."""
+    next prompt; it takes `over 12 prompt(s)` where that fits, and `of 12` where it saves a row (76
+    columns: with the label `B/A` both wordings take two rows at 80)."""
     app = _Host()
-    async with app.run_test(size=(80, 10)) as pilot:
+    async with app.run_test(size=(76, 10)) as pilot:
         line = app.query_one(PackedLine)
         advice = advice_groups(KEEP)
         line.show(_line(compact=False) + advice, _line(compact=True) + advice)
@@ -107,6 +108,6 @@ async def test_a_resize_chooses_the_wording_again() -> None:
         await pilot.pause()
         assert "median 2.07× over 12 prompt(s) (decode tok/s, client)" in str(line.render())
         assert line.size.height == 1
-        await pilot.resize_terminal(80, 10)
+        await pilot.resize_terminal(76, 10)
         await pilot.pause()
         assert "of 12 (decode tok/s, client)" in str(line.render()).split("\n")[0]
