@@ -7,6 +7,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -15,10 +16,10 @@ from textual.screen import Screen
 
 from mtpwatch.config import AppConfig
 from mtpwatch.core.launch import process
-from mtpwatch.session.replay import ReplaySource
-from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
-from mtpwatch.ui.screens.replay import ReplayScreen
+
+if TYPE_CHECKING:  # the replay and the help load when used: a monitor's first frame waits for neither
+    from mtpwatch.session.replay import ReplaySource
 
 _MONITOR_ACTIONS = frozenset(
     {"sample_prompt", "clear_answers", "measure", "cancel", "scroll_answers", "cycle_window"}
@@ -128,6 +129,8 @@ class MtpWatchApp(App[int]):
             fleet = FleetScreen(self.config, autostart=self.autostart, clock=self.clock)
             return fleet  # type: ignore[return-value]
         if self.replay is not None:
+            from mtpwatch.ui.screens.replay import ReplayScreen
+
             replay = ReplayScreen(self.config, self.replay, loop=self.loop, speed=self.speed)
             return replay  # type: ignore[return-value]
         screen = MonitorScreen(
@@ -179,6 +182,8 @@ class MtpWatchApp(App[int]):
         return bool(self._batch_count)
 
     def action_help(self) -> None:
+        from mtpwatch.ui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             if self.config.fleet is not None:
                 from mtpwatch.ui.screens.fleet import FleetScreen, fleet_help

@@ -1,0 +1,118 @@
+"""Launch → first frame of `mtpwatch demo` on a real pty, the way a user starts it (figures, not a test).
+
+    .venv/bin/python tests/bench/first_frame.py [--runs 10] [--cols 160 --rows 48] [--trees OLD,NEW]
+
+Each run spawns `python -c "…main()" demo` on a pseudo-terminal of the given size and times from the
+spawn to the first frame the app writes: the first write that holds the title bar's text
+(`mtpwatch demo`) after the terminal's alternate screen was entered. The app is then asked to quit
+(Ctrl+Q) and reaped; its simulators stop with it. Python's start-up, the imports, click, the
+simulators' start and Textual's first compose are all inside the figure. With `--trees`, the two
+source trees run in turn (A B A B …) and the paired ratios NEW/OLD are printed too. Prints JSON.
+Target (issue 39): ≤ 0.5 s at 160×48.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ALT_SCREEN = b"\x1b[?1049h"
+TITLE = b"mtpwatch demo"
+
+
+def one_run(tree: Path, cols: int, rows: int, timeout_s: float = 30.0) -> float:
+    """Seconds from spawn to the first frame of `mtpwatch demo` from `tree`'s sources."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    code = f"import sys; sys.path.insert(0, {str(tree)!r}); from mtpwatch.cli import main; sys.exit(main())"
+    env = {**os.environ, "TERM": "xterm-256color", "MTPWATCH_CONFIG": "/dev/null"}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "demo"],
+        stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True, cwd=tree,
+    )  # fmt: skip
+    os.close(slave)
+    seen, elapsed = b"", None
+    try:
+        while time.perf_counter() - t0 < timeout_s:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            seen += chunk
+            at = seen.find(ALT_SCREEN)
+            if at >= 0 and TITLE in seen[at:]:
+                elapsed = time.perf_counter() - t0
+                break
+        os.write(master, b"\x11")  # Ctrl+Q
+        deadline = time.perf_counter() + 15
+        while proc.poll() is None and time.perf_counter() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    os.read(master, 65536)
+                except OSError:
+                    break
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        os.close(master)
+    if elapsed is None:
+        raise RuntimeError(f"no first frame from {tree} within {timeout_s} s")
+    return elapsed
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=10)
+    p.add_argument("--cols", type=int, default=160)
+    p.add_argument("--rows", type=int, default=48)
+    p.add_argument("--trees", help="OLD,NEW: two source trees, run in turn; prints paired NEW/OLD ratios")
+    args = p.parse_args()
+    trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
+    one_run(trees[0], args.cols, args.rows)  # warm-up: the page cache and .pyc files
+    times: dict[str, list[float]] = {str(t): [] for t in trees}
+    for _ in range(args.runs):
+        for tree in trees:
+            times[str(tree)].append(one_run(tree, args.cols, args.rows))
+    out: dict[str, object] = {
+        "size": f"{args.cols}x{args.rows}",
+        "runs": args.runs,
+        "first_frame_s": {
+            t: {"median": statistics.median(v), "min": min(v), "max": max(v)} for t, v in times.items()
+        },
+    }
+    if len(trees) == 2:
+        old, new = (times[str(t)] for t in trees)
+        ratios = sorted(n / o for o, n in zip(old, new, strict=True))
+        out["paired_ratio_new_over_old"] = {
+            "median": statistics.median(ratios),
+            "min": ratios[0],
+            "max": ratios[-1],
+        }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
