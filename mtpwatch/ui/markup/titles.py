@@ -12,10 +12,19 @@ from mtpwatch.session.views import (
 
 
 def render_title(
-    window: str, *, title: str, schedule: str | None, paused: bool, demo_sent: int | None, suggest: bool
+    window: str,
+    *,
+    title: str,
+    schedule: str | None,
+    paused: bool,
+    demo_sent: int | None,
+    suggest: bool,
+    waiting: tuple[str, ...] = (),
+    queued: bool = False,
 ) -> str:
     """The monitor's title bar: the window first (it qualifies every number; narrow terminals cut the
-    end), A/B schedule, paused, the self-running demo or the suggested prompt, the app title, keys."""
+    end), A/B schedule, paused, the self-running demo, a prompt waiting for `waiting` (the arms not
+    up yet) or the suggested prompt, the app title, keys."""
     parts = [f"window [b]{window_words(window)}[/]"]
     if schedule is not None:
         parts.append(f"A/B {schedule}")
@@ -23,11 +32,25 @@ def render_title(
         parts.append("[$warning reverse] PAUSED — display frozen, collection continues [/]")
     if demo_sent is not None:
         parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {demo_sent})[/]")
+    elif queued and waiting:
+        parts.insert(0, f"[b $warning]prompt waiting for {_names(waiting)}[/] [dim](Esc cancels)[/]")
+    elif suggest and waiting:
+        parts.insert(
+            0, f"[b $accent]Enter[/] sends the suggested prompt once {_names(waiting)} {_are(waiting)} up"
+        )
     elif suggest:
         parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
     parts.append(f"[b]{escape(title)}[/]")
     parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
     return "  ·  ".join(parts)
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return escape(names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
+
+
+def _are(names: tuple[str, ...]) -> str:
+    return "is" if len(names) == 1 else "are"
 
 
 def render_replay_title(player: tuple[str, str, str, str], window: str, *, title: str, paused: bool) -> str:

@@ -51,6 +51,7 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
+from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -113,6 +114,7 @@ class MonitorScreen(FrameScreen):
         self._pacer = ViewPacer(min(VIEW_HZ, float(config.display.max_fps)))
         """Panels whose feed changed since their last view, and when each may get its next one."""
         self._views_timer: Timer | None = None
+        self.gate = PromptGate(self)  # holds a console prompt until the arms it goes to are up
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -166,6 +168,7 @@ class MonitorScreen(FrameScreen):
                     self.start_measurement(list(self.measure_settings.prompts))
             if self.loop is not None:
                 self.set_interval(1.0, self._loop_tick, name="demo-loop")
+            self.gate.check()  # the first frame says which arms a prompt would wait for
 
     def on_resize(self, event: events.Resize) -> None:
         # Narrow (the app's -narrow breakpoint): the footer drops the padding around its keys, so
@@ -206,6 +209,8 @@ class MonitorScreen(FrameScreen):
             paused=self._is_paused(),
             demo_sent=self.loop.sent if self.loop is not None else None,
             suggest=bool(self.prefill) and not self.sent_any,
+            waiting=self.gate.waiting(),
+            queued=self.gate.pending is not None,
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -221,6 +226,7 @@ class MonitorScreen(FrameScreen):
             if not ok:
                 self.views_due(index, now=True)
                 panel.show_startup_pane()
+                self.gate.check()
                 return
             panel.show_monitor()
         await self._poll_forever(feed, panel)
@@ -236,6 +242,7 @@ class MonitorScreen(FrameScreen):
                 feed.stop_hardware()
             shown = panel.view
             self.views_due(index, now=shown is None or shown.status != feed.status)  # up → down: at once
+            self.gate.check()
             await feed.rest(delay)
 
     # -- views ---------------------------------------------------------------------------------
@@ -315,13 +322,13 @@ class MonitorScreen(FrameScreen):
         prompt = event.value.strip()
         if not prompt:
             return
-        if self.generating or self.measuring:
-            self.notify("A generation is running; Escape cancels it.", severity="warning")
+        if self.generating or self.measuring or self.gate.pending is not None:
+            self.notify("A generation is running or waiting; Escape cancels it.", severity="warning")
             return
         prompt_input = self.query_one(PromptInput)
         prompt_input.remember(prompt)
         prompt_input.value = ""
-        self.send(prompt)
+        self.gate.offer(prompt)
 
     def send(self, prompt: str) -> None:
         """Send `prompt` to every server (the worker does the rest)."""
@@ -346,6 +353,8 @@ class MonitorScreen(FrameScreen):
 
     def cancel_generation(self) -> bool:
         """Cancel the running generation or measurement; True if one was running."""
+        if self.gate.cancel():
+            return True
         if self.measuring:
             self.workers.cancel_group(self, "measure")
             return True
