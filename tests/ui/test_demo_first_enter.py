@@ -10,6 +10,7 @@ waiting for both answers with a generous deadline (never for a time or a count o
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -55,4 +56,27 @@ async def test_enter_at_the_first_frame_gets_both_answers(attempt: int, wait_unt
             assert summary.tokens > 0, summary
             assert SAMPLE_PROMPT[:40] in panel.stream.text
         assert "sends the suggested prompt" not in str(screen.query_one("#title-bar", Static).render())
+        await pilot.press("ctrl+q")
+
+
+async def test_a_prompt_held_for_an_arm_that_never_comes_up_is_given_back(wait_until: WaitUntil) -> None:
+    config = _demo()
+    a, b = config.servers  # type: ignore[attr-defined]
+    assert a.launch is not None
+    # A's "server" exits at once: it never comes up.
+    dead = dataclasses.replace(a.launch, argv=(sys.executable, "-c", "import sys; sys.exit(3)"))
+    config = dataclasses.replace(config, servers=[dataclasses.replace(a, launch=dead), b])  # type: ignore[type-var]
+    app = make_app(config)  # type: ignore[arg-type]
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.monitor
+        box = screen.query_one(PromptInput)
+        await box.action_submit()
+        await wait_until(pilot, lambda: screen.gate.pending is not None or screen.feeds[0].status == "failed")
+        await wait_until(
+            pilot, lambda: screen.feeds[0].status == "failed" and screen.gate.pending is None, 120
+        )
+        assert box.value == SAMPLE_PROMPT  # nothing lost: back in the box
+        assert not screen.generating and all(p.prompt_count == 0 for p in screen.panels)
+        messages = [str(n.message) for n in app._notifications]
+        assert any(m.startswith("A did not come up (") for m in messages), messages
         await pilot.press("ctrl+q")
