@@ -28,7 +28,7 @@ def _local_gpu_name() -> str | None:
 
 
 POSITIVE = click.FloatRange(0.0, min_open=True)
-"""Rates, sizes and bandwidths: a negative or zero one is a typo (`--tok-s -5` was '-114 % of the ceiling')."""
+"""Rates, sizes, bandwidths: a negative or zero one is a typo (`--tok-s -5` was '-114 % of the ceiling')."""
 
 
 @click.command(name="roofline")
