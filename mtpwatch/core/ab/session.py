@@ -109,7 +109,10 @@ class BenchSession:
             }
             self.writer.header(meta=self.meta, config=self.config, arms=arms, options=self.options)
         else:
-            self.writer.note(f"resumed at {provenance.utc_now()} with {len(self.log.records)} runs done")
+            failed = f", {self.log.failed} failed run(s) to run again" if self.log.failed else ""
+            self.writer.note(
+                f"resumed at {provenance.utc_now()} with {len(self.log.finished)} runs done{failed}"
+            )
 
     def on_event(self, event: BenchEvent) -> None:
         """Append every finished run to the log before the next one starts."""
