@@ -235,6 +235,11 @@ def sweep_command(
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
+    if not any(row.pairs or row.decode_tok_s for row in report.rows):  # vLLM did not start, …
+        why = report.interrupted or "no run finished"
+        written = f"; {json_path} not written" if json_path is not None else ""
+        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
+        sys.exit(1)
     from mtpwatch.core.provenance import spec_config_from_argv
 
     method_name = (treatments and (spec_config_from_argv(treatments[0][2]) or {}).get("method")) or "?"

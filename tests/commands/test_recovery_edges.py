@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -26,3 +28,20 @@ def test_start_without_its_server_program_refuses_before_the_tui(args: list[str]
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot run '"), result.output
     assert "--vllm" in lines[0] or "--llama-server" in lines[0]
+
+
+def test_a_k_sweep_whose_server_cannot_start_writes_no_report(tmp_path: Path) -> None:
+    """`bench --sweep-k` where vLLM could not start wrote an empty sweep.json that `plot` refused."""
+    out = tmp_path / "sweep.json"
+    result = CliRunner().invoke(
+        cli,
+        ["bench", "--start", "google/gemma-4-E4B-it", "--drafter", "google/gemma-4-E4B-it-assistant",
+         "--sweep-k", "0,1", "--gpu", "GB10", "--vllm", "/nonexistent/bin/vllm", "--no-progress",
+         "--json", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert not out.exists()
+    assert "Traceback" not in result.output
+    (line,) = [x for x in result.output.splitlines() if "nothing measured" in x]
+    assert "cannot run '/nonexistent/bin/vllm'" in line and f"{out} not written" in line, line
+    assert "best k" not in result.output  # no empty table either
