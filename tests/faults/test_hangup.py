@@ -12,6 +12,7 @@ to it: its master side is closed (then, in some tests, the signal comes).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.driver import HANGUP_STATUS
 
 from .conftest import ROOT
@@ -88,3 +90,14 @@ def test_floor_app_ends_with_its_pty(args: list[str]) -> None:
         wait(lambda: len(term.output) > 1000, "the floor app's first frame", LIMIT_S)
         close_terminal(term)
         ended(term)  # FloorApp.run's result is not its status: that it ended is the point
+
+
+def test_attach_ends_when_its_terminal_closes_and_its_server_stops() -> None:
+    """Once an `attach` outlived its terminal, its server stopped right after the terminal closed."""
+    with contextlib.ExitStack() as server:
+        url = server.enter_context(SimThread(preset="gemma4-e4b-gb10", spec=True, speed=8))
+        with terminal([sys.executable, "-m", "mtpwatch", "attach", url]) as term:
+            wait(lambda: b"per-position acceptance" in term.output, "the monitor", LIMIT_S)
+            close_terminal(term)
+            server.close()  # the server stops right after the terminal closed
+            assert ended(term) == HANGUP_STATUS
