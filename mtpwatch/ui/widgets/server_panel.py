@@ -320,7 +320,7 @@ class ServerPanel(RowRefresh, Vertical):
 
     def keep_summary(self, summary: PromptSummary, number: int | None = None) -> None:
         """Keep a finished prompt's summary line without touching the answer pane (a replay's seek
-        passes the prompts before the one it shows); drawn with the next summary or `clear_summaries`."""
+        passes the prompts before the one it shows); drawn by the next `add_summary` or `draw_summaries`."""
         self.prompt_count = self.prompt_count + 1 if number is None else number
         self.last_summary = summary
         self._summaries = [*self._summaries[-2:], (self.prompt_count, summary)]
