@@ -301,6 +301,7 @@ EXIT_GRACE_S = 20.0
 def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
     app = make_app(config, replay=replay)
+    timers: list[threading.Timer] = []
 
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()
@@ -313,6 +314,7 @@ def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
             timer = threading.Timer(EXIT_GRACE_S, exit_at_once, args=(128 + signum,))
             timer.daemon = True
             timer.start()
+            timers.append(timer)
 
         # SIGINT too: in the raw terminal Ctrl-C is a key, so a SIGINT comes from `kill -INT` or a
         # supervisor, and Python's KeyboardInterrupt would tear the event loop down mid-flight.
@@ -320,5 +322,7 @@ def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
 
     app.call_later(install_handlers)
     result = app.run()
+    for timer in timers:  # the app has exited: what follows (stopping servers, a report) has its time
+        timer.cancel()
     process.stop_all()
     return 0 if result is None else int(result)
