@@ -64,7 +64,7 @@ def arms_and_runner(
             startup_timeout=t.startup_timeout, common=common,
         )  # fmt: skip
         runner = BenchRunner(
-            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.records if log else ()
+            config, arms[0], arms[1] if len(arms) > 1 else None, done=log.finished if log else ()
         )
     except BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
@@ -176,7 +176,9 @@ def run(
         session.close(f"stopped by {name} after {done} of {runner.total} runs")
         if not done:
             click.echo(
-                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report", err=True
+                f"mtpwatch bench: stopped by {name} before any run finished; nothing to report"
+                f"{resume_hint(session.jsonl_path)}",
+                err=True,
             )
             sys.exit(status)
         report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
@@ -189,6 +191,13 @@ def run(
         report = runner.partial_report(message)  # e.g. a restart-schedule server that did not come back
         status = 1
     return report, status
+
+
+def resume_hint(jsonl_path: Path | None) -> str:
+    """How a stopped bench is finished later: its log's --resume, or --jsonl next time."""
+    if jsonl_path is not None:
+        return f"; finish with: mtpwatch bench --resume {jsonl_path}"
+    return "; with --jsonl FILE a stopped bench keeps its runs and `mtpwatch bench --resume FILE` finishes it"
 
 
 def print_outputs(
@@ -220,6 +229,15 @@ def print_outputs(
         click.echo(f"Error: {line}", err=True)
     if report.interrupted:
         click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
+        if session.jsonl_path is None:
+            click.echo(f"mtpwatch bench: {resume_hint(None).lstrip('; ')}", err=True)
+    failed = sum(1 for r in report.records if r.errors or r.error is not None)
+    if failed and session.jsonl_path is not None:
+        click.echo(
+            f"mtpwatch bench: {failed} run(s) failed; run them again: "
+            f"mtpwatch bench --resume {session.jsonl_path}",
+            err=True,
+        )
     if status:
         sys.exit(status)
     if problems or report.gate_failures(require_identical):

@@ -27,6 +27,10 @@ def _local_gpu_name() -> str | None:
     return reading.device_name
 
 
+POSITIVE = click.FloatRange(0.0, min_open=True)
+"""Rates, sizes, bandwidths: a negative or zero one is a typo (`--tok-s -5` was '-114 % of the ceiling')."""
+
+
 @click.command(name="roofline")
 @click.option(
     "--config",
@@ -68,16 +72,18 @@ def _local_gpu_name() -> str | None:
 )
 @click.option("--kv-dtype", metavar="DTYPE", help="KV-cache dtype (default: the config's dtype).")
 @click.option("--drafter-dtype", metavar="DTYPE", help="Drafter weight dtype (default: from its config).")
-@click.option("--weights-gb", type=float, help="Override: GB of target weights read per pass.")
-@click.option("--active-params", type=float, help="Override: target parameters read per pass (e.g. 3.8e9).")
+@click.option("--weights-gb", type=POSITIVE, help="Override: GB of target weights read per pass.")
+@click.option(
+    "--active-params", type=POSITIVE, help="Override: target parameters read per pass (e.g. 3.8e9)."
+)
 @click.option(
     "--draft-passes", type=click.IntRange(1), help="Drafter passes per step (default k; 1 for DFlash)."
 )
-@click.option("--peak-gbps", type=float, help="Override the peak memory bandwidth, GB/s.")
+@click.option("--peak-gbps", type=POSITIVE, help="Override the peak memory bandwidth, GB/s.")
 @click.option(
-    "--peak-tflops", type=float, help="Dense TFLOP/s for the compute term (default: table, if known)."
+    "--peak-tflops", type=POSITIVE, help="Dense TFLOP/s for the compute term (default: table, if known)."
 )
-@click.option("--tok-s", type=float, help="A measured tok/s to place against the ceiling.")
+@click.option("--tok-s", type=POSITIVE, help="A measured tok/s to place against the ceiling.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
 def command(
     config: str,

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import sys
 import time
@@ -37,7 +38,7 @@ from mtpwatch.commands.options import (
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import ServerError
-from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.launch.launcher import Launch, resolve_self
 from mtpwatch.core.launch.llamacpp_cmd import (
     LLAMACPP_SPEC_TYPES,
     build_llamacpp_argv,
@@ -351,6 +352,9 @@ def command(
     )  # fmt: skip
     if record is not None and headless:
         raise click.UsageError("--record records the UI session; drop --headless")
+    missing = _missing_program(argv, engine)
+    if missing:  # before the UI, as `ab` refuses: not a TUI that says `cannot run 'vllm'` twice
+        raise click.ClickException(missing)
     record = checked_record(record)
     warning = bind_warning(host, api_key)
     if warning:
@@ -379,6 +383,18 @@ def command(
         model, url, argv, env, engine, no_spec, method, drafter, k, speculative_config, served_model_name,
         api_key, keep, startup_timeout, record,
     )  # fmt: skip
+
+
+def _missing_program(argv: list[str], engine: str) -> str | None:
+    """Why the server's program cannot run here (not on PATH, not executable), or None."""
+    program = resolve_self(argv)[0]
+    if shutil.which(program) is not None:
+        return None
+    how = (
+        "--llama-server PATH" if engine == "llama.cpp" else "--vllm COMMAND (e.g. --vllm /opt/vllm/bin/vllm)"
+    )
+    what = "llama.cpp's llama-server" if engine == "llama.cpp" else "vLLM"
+    return f"cannot run {program!r}: not found on PATH or not executable — install {what} here, or give {how}"
 
 
 def _argv_env(

@@ -34,7 +34,7 @@ from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import K_MAX, run_sweep, sweep_document
+from mtpwatch.core.ab.sweep import K_MAX, SweepReport, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
@@ -214,6 +214,15 @@ def _plan_only(plan: LaunchPlan, json_path: Path | None) -> None:
         reportio.write_document(json_path, doc)
 
 
+def _exit_if_nothing_measured(report: SweepReport, json_path: Path | None) -> None:
+    """No k measured (vLLM could not start, …): one line why, no report (`plot` would refuse it)."""
+    if not any(row.pairs or row.decode_tok_s for row in report.rows):
+        why = report.interrupted or "no run finished"
+        written = f"; {json_path} not written" if json_path is not None else ""
+        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
+        sys.exit(1)
+
+
 def sweep_command(
     *,
     model: str,
@@ -271,6 +280,7 @@ def sweep_command(
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
+    _exit_if_nothing_measured(report, json_path)
     from mtpwatch.core.provenance import spec_config_from_argv
 
     method_name = (treatments and (spec_config_from_argv(treatments[0][2]) or {}).get("method")) or "?"

@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Sequence
 
 from mtpwatch.core.provenance import arm_warnings
-from mtpwatch.session.views import BandwidthView, VerdictLevel, method_name, window_words
+from mtpwatch.session.views import BandwidthView, ServerView, VerdictLevel, method_name, window_words
 
 MIN_DRAFTS = 50
 """Drafts needed before a verdict is more than a hint (fewer is noise or warm-up)."""
@@ -181,6 +181,18 @@ def model_warnings(models: tuple[str | None, str | None]) -> list[str]:
     [] when they serve one, or either is unknown. The k advisor is withheld then: it prices k for
     one model's drafter against the same model without one."""
     return arm_warnings({"a": {"model": models[0]}, "b": {"model": models[1]}})
+
+
+def ab_arms(views: Sequence[ServerView | None]) -> tuple[int, int, str | None]:
+    """(baseline index, speculating index, its method's name) of the A/B ratio when exactly one arm
+    speculates (its counters say so), else (0, 1, None): B over A."""
+    spec = [v.speculative if v is not None else None for v in views]
+    names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
+    if len(spec) == 2 and spec[0] is False and spec[1] is True:
+        return 0, 1, names[1]
+    if len(spec) == 2 and spec[0] is True and spec[1] is False:
+        return 1, 0, names[0]
+    return 0, 1, None
 
 
 def ab_warnings(

@@ -35,6 +35,9 @@ class Action:
     text: str = ""
     answer: Answer | None = None
     t: float = 0.0
+    number: int = 0
+    """An answer's prompt number in its pane: the recording's count of that server's prompts done
+    up to it (live's `#N`), never a counter of the panes that a seek would advance."""
 
 
 def config_from_session(session: dict[str, Any]) -> AppConfig:
@@ -74,6 +77,7 @@ class ReplaySource:
         self.scrape_times = sorted({float(r["t"]) for r in recording.records if r["kind"] == "scrape"})
         self._stats: dict[int, GenerationStats] = {}
         self._results: dict[int, GenerationResult] = {}
+        self._done: dict[int, int] = {}
         self.reset()
 
     @classmethod
@@ -107,6 +111,7 @@ class ReplaySource:
         self.pos = 0
         self._stats.clear()
         self._results.clear()
+        self._done.clear()
         self.feeds = []
         for spec, info in zip(self.config.servers, self.session.get("servers") or [], strict=False):
             feed = ServerFeed(spec, self.config.display, clock=self.clock, wall=self.wall)
@@ -182,7 +187,8 @@ class ReplaySource:
             if result is None:
                 result = (self._stats.get(s) or GenerationStats(clock=self.clock)).finish(t=t)
             answer = feed.close_prompt(result, t)
-            actions.append(Action("answer", s, answer=answer, t=t))
+            self._done[s] = self._done.get(s, 0) + 1
+            actions.append(Action("answer", s, answer=answer, t=t, number=self._done[s]))
         elif kind == "nvml":
             reading = record.get("reading")
             if reading is None:  # the sampler stopped (panel hidden, server stopped)

@@ -5,17 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
+from os import _exit as exit_at_once  # os._exit: no cleanup (the servers are stopped already)
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.screen import Screen
 
 from mtpwatch.config import AppConfig
 from mtpwatch.core.launch import process
+from mtpwatch.ui.driver import terminal_driver
 from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
 
 if TYPE_CHECKING:  # the replay and the help load when used: a monitor's first frame waits for neither
@@ -121,6 +125,11 @@ class MtpWatchApp(App[int]):
         self.title = config.title
         if config.display.theme:
             self.theme = config.display.theme
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's choice, with the Linux terminal's driver ending the app when its terminal
+        goes away (`HangupDriver`; the web and headless drivers are left as they are)."""
+        return terminal_driver(super().get_driver_class())
 
     def get_default_screen(self) -> Screen[object]:
         if self.config.fleet is not None:
@@ -299,9 +308,14 @@ def make_app(
     return MtpWatchApp(config, autostart=autostart, clock=clock, replay=replay)
 
 
+EXIT_GRACE_S = 20.0
+"""Seconds a signalled app has to exit by itself before `run_app` ends the process."""
+
+
 def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
     """Run the app in the terminal; returns the exit status. Owned servers stop on any exit path."""
     app = make_app(config, replay=replay)
+    timers: list[threading.Timer] = []
 
     def install_handlers() -> None:
         loop = asyncio.get_running_loop()
@@ -309,6 +323,12 @@ def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
         # core.launch.process stops the servers first; then the app leaves cleanly (terminal restored).
         def on_signal(signum: int) -> None:
             loop.call_soon_threadsafe(app.exit, 128 + signum)
+            # A last resort, should anything ever block the loop (the exit then never runs): the
+            # servers are stopped already (the chained handler), so end the process after a grace.
+            timer = threading.Timer(EXIT_GRACE_S, exit_at_once, args=(128 + signum,))
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
 
         # SIGINT too: in the raw terminal Ctrl-C is a key, so a SIGINT comes from `kill -INT` or a
         # supervisor, and Python's KeyboardInterrupt would tear the event loop down mid-flight.
@@ -316,5 +336,7 @@ def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
 
     app.call_later(install_handlers)
     result = app.run()
+    for timer in timers:  # the app has exited: what follows (stopping servers, a report) has its time
+        timer.cancel()
     process.stop_all()
     return 0 if result is None else int(result)

@@ -26,10 +26,13 @@ import itertools
 from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.driver import Driver
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Log, Static
+
+from mtpwatch.ui.driver import terminal_driver
 
 WORDS = tuple(
     [
@@ -122,6 +125,11 @@ class FloorApp(App[None]):
         self.words = itertools.cycle(WORDS)
         self.tick = 0
         self.column = 0
+
+    def get_driver_class(self) -> type[Driver]:
+        """mtpwatch's terminal driver (as the app it is the floor of): the app ends with its pty,
+        never spins at 100 % of a core on a closed one (an interrupted overhead.py)."""
+        return terminal_driver(super().get_driver_class())
 
     def compose(self) -> ComposeResult:
         if self.cell_hz:

@@ -231,6 +231,7 @@ def test_start_takes_its_key_from_the_environment(monkeypatch: pytest.MonkeyPatc
         return 0
 
     monkeypatch.setattr(start, "run_headless", fake)
+    monkeypatch.setattr(start.shutil, "which", lambda program: program)  # no vLLM here: not run
     monkeypatch.delenv("VLLM_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = CliRunner().invoke(cli, ["start", E4B, "--headless", "--method", "ngram"])

@@ -166,3 +166,58 @@ def test_resumed_restart_plan_skips_finished_sessions() -> None:
     starts = [s.arm for s in rest if isinstance(s, StartArm)]
     assert [s.arm for s in plan if isinstance(s, StartArm)] == ["a", "b", "a"]
     assert starts == ["b", "a"]  # A's first session is done: not started again
+
+
+def test_resume_runs_again_the_runs_that_failed(sims: tuple[str, str], tmp_path: Path) -> None:
+    """Runs that failed because a server died were counted as done: --resume ran nothing and still
+    reported `GATE FAILED: 5 request(s) failed` (issue 40, item 9). They are run again now."""
+    log = tmp_path / "runs.jsonl"
+    res = CliRunner().invoke(
+        command, ["--ab", *sims, *QUICK, "--jsonl", str(log), "--json", str(tmp_path / "a.json")]
+    )
+    assert res.exit_code == 0, res.output
+    total = len(runlog.load(log).records)
+    # The server died under the last five runs: what the bench writes for a run whose request failed.
+    lines = log.read_text(encoding="utf-8").splitlines()
+    runs = [i for i, line in enumerate(lines) if json.loads(line).get("type") == "run"]
+    for i in runs[-5:]:
+        rec = json.loads(lines[i])
+        rec.update(tokens=0, ttft_s=None, decode_tok_s=None, output_tok_s=None, errors=1, text="",
+                   token_ids=None, error=f"cannot connect to {sims[1]}: connection refused")  # fmt: skip
+        lines[i] = json.dumps(rec)
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    failed = runlog.load(log)
+    assert len(failed.finished) == total - 5 and failed.failed == 5
+
+    out = tmp_path / "final.json"
+    res = CliRunner().invoke(command, ["--resume", str(log), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "GATE FAILED" not in res.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["gates"] == [] and len(doc["runs"]) == total
+    final = runlog.load(log)
+    assert len(final.records) == total + 5 and len(final.finished) == total and final.failed == 0
+    assert "5 failed run(s) to run again" in log.read_text(encoding="utf-8")
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("jsonl", [False, True], ids=["no-log", "log"])
+def test_ctrl_c_says_how_to_resume(sims: tuple[str, str], tmp_path: Path, jsonl: bool) -> None:
+    """Ctrl-C's message did not mention --resume (issue 40, item 9)."""
+    log = tmp_path / "runs.jsonl"
+    argv = [sys.executable, "-m", "mtpwatch", "bench", "--ab", *sims, "--prompts", "short", "--limit", "1",
+            "--runs", "12", "--max-tokens", "48", "--progress"]  # fmt: skip
+    argv += ["--jsonl", str(log)] if jsonl else []
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    err: list[bytes] = []
+    assert _stderr_until(proc, b"[2/", err).wait(120), b"".join(err)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    stderr = b"".join(err).decode()
+    assert "stopped by Ctrl-C" in stderr, stderr
+    if jsonl:
+        assert f"finish with: mtpwatch bench --resume {log}" in stderr
+    else:
+        assert "with --jsonl FILE a stopped bench keeps its runs and `mtpwatch bench --resume FILE`" in stderr

@@ -69,3 +69,16 @@ def test_cli_peak_override_for_an_unknown_gpu(data: DataDir) -> None:
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["peak_gbps"] == 500
+
+
+@pytest.mark.parametrize(
+    "option", ["--tok-s", "--weights-gb", "--active-params", "--peak-gbps", "--peak-tflops"]
+)
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_negative_or_zero_inputs_are_refused_in_one_line(option: str, value: str) -> None:
+    """`roofline --tok-s -5` printed '-114 % of the ceiling' (issue 40, item 9)."""
+    result = CliRunner().invoke(command, ["--config", "gemma-4-31B-it", "--gpu", "GB10", option, value])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "% of the ceiling" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and option in errors[0] and "range" in errors[0], result.output

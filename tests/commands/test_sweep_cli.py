@@ -127,9 +127,11 @@ def test_another_commands_simulators_leave_a_sweep_alone_and_a_failure_says_why(
         monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(ledgers[0].parent))
         result = CliRunner().invoke(cli, args, catch_exceptions=False)
         assert result.exit_code == 1
-        (line,) = [x for x in result.output.splitlines() if x.startswith("PARTIAL: ")]
+        # Nothing measured: no report, one line with the reason (issue 40, item 9)
+        (line,) = [x for x in result.output.splitlines() if "nothing measured" in x]
         assert line.startswith(
-            "PARTIAL: k=1: server exited with status 1 before answering /health: ValueError: "
+            "mtpwatch bench: nothing measured (k=1: server exited with status 1 before answering /health:"
+            " ValueError: "
         )
         assert "Free memory on device cuda:0 (" in line
     finally:

@@ -352,7 +352,7 @@ def test_plots_and_comparisons(installed: Path, tmp_path: Path) -> None:
         bench = run(ported(lines[2], ports), tmp_path, user)
         assert bench.returncode == 0, bench.stdout + bench.stderr
         reports_that_stand(tmp_path, lambda x: ported(x, ports), user)
-    doc = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    doc = json.loads((tmp_path / "lengths.json").read_text(encoding="utf-8"))
     assert [p["length"] for p in doc["points"]] == [8, 16, 32, 64, 128, 256]
     plot = run(lines[3], tmp_path, user)
     assert plot.returncode == 0, plot.stdout + plot.stderr

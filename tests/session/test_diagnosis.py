@@ -7,8 +7,8 @@ from typing import Any
 from textual.content import Content
 
 from mtpwatch.core.provenance import arm_warnings
-from mtpwatch.session.diagnosis import DRAFTER_MISMATCH, MTP_SLOWER, ab_warnings, make_verdict
-from mtpwatch.session.views import BandwidthView
+from mtpwatch.session.diagnosis import DRAFTER_MISMATCH, MTP_SLOWER, ab_arms, ab_warnings, make_verdict
+from mtpwatch.session.views import BandwidthView, ServerView
 from mtpwatch.ui.markup.panel import render_bars
 
 # k=64 with a healthy drafter, as issue 40 saw it: position 1 accepts 69 %, mean length 2.55,
@@ -90,3 +90,15 @@ def test_the_per_position_bars_keep_one_column_past_position_9() -> None:
     columns = {row.index("%") for row in rows}
     assert len(rows) == 12 and rows[8].startswith("pos  9 ") and rows[9].startswith("pos 10 ")
     assert len(columns) == 1, rows  # the percentages line up
+
+
+def test_ab_arms_puts_the_speculating_arm_over_the_baseline_whichever_it_is() -> None:
+    def view(label: str, speculative: bool | None, method: str | None = None) -> ServerView:
+        return ServerView(
+            label=label, url="http://127.0.0.1:1", status="up", speculative=speculative, method=method
+        )
+
+    assert ab_arms([view("A", False), view("B", True, "mtp")]) == (0, 1, "MTP")
+    assert ab_arms([view("A", True, "mtp"), view("B", False)]) == (1, 0, "MTP")
+    assert ab_arms([view("A", True, "mtp"), view("B", True, "mtp")]) == (0, 1, None)
+    assert ab_arms([None, view("B", True)]) == (0, 1, None)

@@ -168,6 +168,25 @@ class RunLog:
             raise RunLogError(f"the run log's header has no usable bench configuration ({exc})") from None
 
     @property
+    def finished(self) -> list[RunRecord]:
+        """The runs a `--resume` keeps, in order: those without a failed request. A run that failed
+        (its server died, a request errored) is run again, and its record stays in the log only."""
+        kept: list[RunRecord] = []
+        seen: set[tuple[str, Point, int, int]] = set()
+        for r in self.records:
+            key = unit_key(r.arm, r.point, r.prompt_index, r.run)
+            if r.errors == 0 and r.error is None and key not in seen:
+                seen.add(key)
+                kept.append(r)
+        return kept
+
+    @property
+    def failed(self) -> int:
+        """Runs of the log that failed and were not run again successfully (what `--resume` re-runs)."""
+        done = done_keys(self.finished)
+        return len({unit_key(r.arm, r.point, r.prompt_index, r.run) for r in self.records} - done)
+
+    @property
     def arms(self) -> dict[str, dict[str, Any]]:
         """How each arm was reached: {'a': {'url': ..., 'launch': ...}, ...}."""
         arms = self.header.get("arms")

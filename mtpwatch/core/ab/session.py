@@ -69,6 +69,9 @@ class BenchSession:
         """Collect the provenance (asking the servers) and open the run log."""
         for name, arm in zip(self.names, self.arms, strict=True):
             self.infos[name] = await provenance.describe_arm(arm)
+        overflow = context_overflow(self.config, self.infos)
+        if overflow:  # before any request: each would fail the same way
+            raise BenchConfigError(overflow)
         infos = {name: info.to_json() for name, info in self.infos.items()}
         served = [f"{n.upper()} {i['url']} serves {provenance.arm_model(i)}" for n, i in infos.items()]
         if any(provenance.arm_model(i) for i in infos.values()):  # launched servers are not up yet
@@ -106,7 +109,10 @@ class BenchSession:
             }
             self.writer.header(meta=self.meta, config=self.config, arms=arms, options=self.options)
         else:
-            self.writer.note(f"resumed at {provenance.utc_now()} with {len(self.log.records)} runs done")
+            failed = f", {self.log.failed} failed run(s) to run again" if self.log.failed else ""
+            self.writer.note(
+                f"resumed at {provenance.utc_now()} with {len(self.log.finished)} runs done{failed}"
+            )
 
     def on_event(self, event: BenchEvent) -> None:
         """Append every finished run to the log before the next one starts."""
@@ -137,6 +143,23 @@ class BenchSession:
         if found is not None and not (isinstance(gpu, dict) and gpu.get("name")):
             meta["gpu"] = found.to_json()  # simulators started by the bench answer only once up
         return meta
+
+
+def context_overflow(config: BenchConfig, infos: Mapping[str, provenance.ArmInfo]) -> str | None:
+    """Why no request of `config` can fit an arm's context (one line), or None (or unknown: a server
+    started by the bench is not up yet). A request's prompt and completion share the context
+    (`max_model_len` of /v1/models, vLLM's `ModelCard`), so `max_tokens` must be below it: more is
+    answered 400 "maximum context length", as the simulator does (mtpwatch/sim/completions.py)."""
+    asked = max(config.lengths) if config.lengths else max((p.max_tokens for p in config.prompts), default=0)
+    flag = "--lengths" if config.lengths else "--max-tokens"
+    for name, info in infos.items():
+        limit = info.max_model_len
+        if limit is not None and asked >= limit:
+            return (
+                f"{flag} asks for {asked:,} tokens, but {name.upper()}'s context is {limit:,} tokens"
+                f" (max_model_len, from its /v1/models), the prompt included: give fewer than {limit:,}"
+            )
+    return None
 
 
 @dataclass(frozen=True, slots=True)

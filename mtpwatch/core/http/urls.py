@@ -7,9 +7,14 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 __all__ = ["normalize_url", "same_server"]
 
 _HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
+# A host of digits and dots is an IPv4 address to httpx (httpx/_urlparse.py `IPv4_STYLE_HOSTNAME`),
+# which raises `InvalidURL` at the first request when it is not a valid one (256.1.1.1).
+_IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+\Z")
 _STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1", "/metrics", "/health")
 
 
@@ -44,6 +49,12 @@ def normalize_url(url: str) -> str:
         except ValueError:
             raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv6 address") from None
         netloc = f"[{host}]"
+    elif _IPV4_STYLE.match(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv4 address") from None
+        netloc = host
     elif _HOST.match(host):
         netloc = host
     else:
@@ -61,7 +72,13 @@ def normalize_url(url: str) -> str:
         if path.endswith(suffix):
             path = path[: -len(suffix)].rstrip("/")
             break
-    return f"{scheme}://{netloc}{path}"
+    base = f"{scheme}://{netloc}{path}"
+    try:
+        # httpx parses every request's URL again; what it refuses is refused here, as one line.
+        httpx.URL(base)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"bad server URL {url!r}: {exc}") from None
+    return base
 
 
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "0.0.0.0"})

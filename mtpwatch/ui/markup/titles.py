@@ -42,9 +42,12 @@ def render_title(
     demo_sent: int | None,
     suggest: bool,
     width: int | None = None,
+    waiting: tuple[str, ...] = (),
+    queued: bool = False,
 ) -> str:
     """The monitor's title bar: the window first (it qualifies every number), A/B schedule, paused,
-    the self-running demo or the suggested prompt, the app title, keys; `fit_title` to `width`."""
+    the self-running demo, a prompt waiting for `waiting` (the arms not up yet) or the suggested
+    prompt, the app title, keys; `fit_title` to `width`."""
     parts = [f"window [b]{window_words(window)}[/]"]
     short: dict[str, str] = {}
     if schedule is not None:
@@ -56,12 +59,28 @@ def render_title(
     if demo_sent is not None:
         parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {demo_sent})[/]")
         short[parts[0]] = f"[b $accent]self-running[/] [dim]#{demo_sent}[/]"
+    elif queued and waiting:
+        parts.insert(0, f"[b $warning]prompt waiting for {_names(waiting)}[/] [dim](Esc cancels)[/]")
+        short[parts[0]] = f"[b $warning]waiting for {_names(waiting)}[/]"
+    elif suggest and waiting:
+        parts.insert(
+            0, f"[b $accent]Enter[/] sends the suggested prompt once {_names(waiting)} {_are(waiting)} up"
+        )
+        short[parts[0]] = f"[b $accent]Enter[/] sends it once {_names(waiting)} {_are(waiting)} up"
     elif suggest:
         parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
         short[parts[0]] = "[b $accent]Enter[/] sends it"
     parts.append(f"[b]{escape(title)}[/]")
     parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
     return fit_title(parts, width, short)
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return escape(names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
+
+
+def _are(names: tuple[str, ...]) -> str:
+    return "is" if len(names) == 1 else "are"
 
 
 def fit_title(parts: list[str], width: int | None, short: Mapping[str, str]) -> str:

@@ -30,12 +30,12 @@ from mtpwatch.session import results
 from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.session.diagnosis import ab_warnings, model_warnings
+from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import open_recording
 from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
-from mtpwatch.session.views import WINDOWS, ServerView, StartupView, method_name
+from mtpwatch.session.views import WINDOWS, ServerView, StartupView
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.compositor import FrameScreen, make_compositor
 from mtpwatch.ui.markup.ab import (
@@ -52,6 +52,7 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
+from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
@@ -115,6 +116,7 @@ class MonitorScreen(FrameScreen):
         self._pacer = ViewPacer(min(VIEW_HZ, float(config.display.max_fps)))
         """Panels whose feed changed since their last view, and when each may get its next one."""
         self._views_timer: Timer | None = None
+        self.gate = PromptGate(self)  # holds a console prompt until the arms it goes to are up
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class MonitorScreen(FrameScreen):
                     self.start_measurement(list(self.measure_settings.prompts))
             if self.loop is not None:
                 self.set_interval(1.0, self._loop_tick, name="demo-loop")
+            self.gate.check()  # the first frame says which arms a prompt would wait for
 
     def on_resize(self, event: events.Resize) -> None:
         # Narrow (the app's -narrow breakpoint): the footer drops the padding around its keys, so
@@ -214,6 +217,8 @@ class MonitorScreen(FrameScreen):
             demo_sent=self.loop.sent if self.loop is not None else None,
             suggest=bool(self.prefill) and not self.sent_any,
             width=title_width(self),
+            waiting=self.gate.waiting(),
+            queued=self.gate.pending is not None,
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -229,6 +234,7 @@ class MonitorScreen(FrameScreen):
             if not ok:
                 self.views_due(index, now=True)
                 panel.show_startup_pane()
+                self.gate.check()
                 return
             panel.show_monitor()
         await self._poll_forever(feed, panel)
@@ -244,6 +250,7 @@ class MonitorScreen(FrameScreen):
                 feed.stop_hardware()
             shown = panel.view
             self.views_due(index, now=shown is None or shown.status != feed.status)  # up → down: at once
+            self.gate.check()
             await feed.rest(delay)
 
     # -- views ---------------------------------------------------------------------------------
@@ -323,13 +330,13 @@ class MonitorScreen(FrameScreen):
         prompt = event.value.strip()
         if not prompt:
             return
-        if self.generating or self.measuring:
-            self.notify("A generation is running; Escape cancels it.", severity="warning")
+        if self.generating or self.measuring or self.gate.pending is not None:
+            self.notify("A generation is running or waiting; Escape cancels it.", severity="warning")
             return
         prompt_input = self.query_one(PromptInput)
         prompt_input.remember(prompt)
         prompt_input.value = ""
-        self.send(prompt)
+        self.gate.offer(prompt)
 
     def send(self, prompt: str) -> None:
         """Send `prompt` to every server (the worker does the rest)."""
@@ -354,6 +361,8 @@ class MonitorScreen(FrameScreen):
 
     def cancel_generation(self) -> bool:
         """Cancel the running generation or measurement; True if one was running."""
+        if self.gate.cancel():
+            return True
         if self.measuring:
             self.workers.cancel_group(self, "measure")
             return True
@@ -507,21 +516,9 @@ class MonitorScreen(FrameScreen):
         if self.config.mode == "ab" and len(answers) == 2:
             self.show_comparison(answers[0], answers[1])
 
-    def _arms(self) -> tuple[int, int, str | None]:
-        """(baseline index, speculating index, its method's name) of the ratio when exactly one arm
-        speculates (its counters say so), else (0, 1, None): B over A."""
-        views = [p.view for p in self.panels]
-        spec = [v.speculative if v is not None else None for v in views]
-        names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
-        if len(spec) == 2 and spec[0] is False and spec[1] is True:
-            return 0, 1, names[1]
-        if len(spec) == 2 and spec[0] is True and spec[1] is False:
-            return 1, 0, names[0]
-        return 0, 1, None
-
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
-        base, mtp, method = self._arms()
+        base, mtp, method = ab_arms([p.view for p in self.panels])
         label = "B/A" if mtp == 1 else "A/B"  # the waiting line's, F6's and the help's word
         answers = (a, b)
         t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s

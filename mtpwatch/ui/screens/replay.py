@@ -131,15 +131,21 @@ class ReplayScreen(MonitorScreen):
             quiet = from_index is not None and i < from_index.get(action.server, 0)
             if action.kind == "answer" and action.answer is not None:
                 self._compare(action.server, action.answer)
-            if quiet or action.server >= len(panels):
+            if action.server >= len(panels):
                 continue
             panel = panels[action.server]
-            if action.kind == "begin":
+            if quiet:  # before the prompt shown: its summary line only, numbered by the recording
+                if action.kind == "answer" and action.answer is not None:
+                    panel.keep_summary(action.answer.summary, action.number)
+            elif action.kind == "begin":
                 panel.begin_answer(action.text)
             elif action.kind == "text":
                 panel.stream.feed(action.text)
             elif action.kind == "answer" and action.answer is not None:
-                panel.add_summary(action.answer.summary)
+                panel.add_summary(action.answer.summary, action.number)
+        if from_index is not None:
+            for panel in panels:
+                panel.draw_summaries()
 
     def _compare(self, server: int, answer: Answer) -> None:
         if self.config.mode != "ab":
@@ -157,6 +163,7 @@ class ReplayScreen(MonitorScreen):
         if backwards:
             for panel in self.panels:
                 panel.stream.reset()
+                panel.clear_summaries()
             self.speedups.clear()
             self._answers = {}
         actions = source.seek(t)

@@ -328,13 +328,30 @@ class ServerPanel(RowRefresh, Vertical):
             self._set_summary("")
         self._one(".summary", Static).set_class(summary_follows, "-answering")
 
-    def add_summary(self, summary: PromptSummary) -> None:
-        """Show the summary line of a finished prompt (the last three stay visible)."""
-        self.prompt_count += 1
-        self.last_summary = summary
+    def add_summary(self, summary: PromptSummary, number: int | None = None) -> None:
+        """Show the summary line of a finished prompt (the last three stay visible); `number`: its
+        `#N` where the caller knows it (a replay: from the recording), else the next one."""
+        self.keep_summary(summary, number)
         self.stream.finish(cancelled=summary.cancelled)
         self._one(".summary", Static).remove_class("-answering")
+        self._draw_summaries()
+
+    def keep_summary(self, summary: PromptSummary, number: int | None = None) -> None:
+        """Keep a finished prompt's summary line without touching the answer pane (a replay's seek
+        passes the prompts before the one it shows); drawn by the next `add_summary` or `draw_summaries`."""
+        self.prompt_count = self.prompt_count + 1 if number is None else number
+        self.last_summary = summary
         self._summaries = [*self._summaries[-2:], (self.prompt_count, summary)]
+
+    def clear_summaries(self) -> None:
+        """No prompt finished yet (a replay's seek back starts again from the recording's start)."""
+        self.prompt_count = 0
+        self.last_summary = None
+        self._summaries = []
+        self._set_summary(ANSWERS_HINT)
+
+    def draw_summaries(self) -> None:
+        """Draw the summary lines kept (`keep_summary`)."""
         self._draw_summaries()
 
     def _draw_summaries(self) -> None:
