@@ -561,7 +561,8 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
             start_prometheus(procs, tmp_path, [f"127.0.0.1:{ports[k]}" for k in ("8001", "8002", "8003")])
             .rsplit(":", 1)[1]
         )  # fmt: skip
-        line = ported(take("mtpwatch snapshot --prometheus"), ports)
+        prometheus_snapshot = take("mtpwatch snapshot --prometheus")
+        line = ported(prometheus_snapshot, ports)
         deadline = time.monotonic() + 180
         while True:  # until Prometheus has scraped each target twice (a rate needs two)
             res = run(line, tmp_path, user)
@@ -571,6 +572,23 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, res.stdout + res.stderr
             time.sleep(1)
         tui(ported(take("mtpwatch attach --prometheus"), ports), tmp_path, user, str(ports["8001"]))
+        # The same line over a store of a generated fleet (issue 41): 60 instances, 20 minutes at 15 s,
+        # one of each fault; the store's data ends a little after now, so it reads as live.
+        from tests.real_prometheus import fleetgen
+        from tests.real_prometheus.conftest import prometheus_binary
+
+        fleet = fleetgen.make_fleet(60, 1200, lead_s=45, seed=7)
+        (tmp_path / "fleet").mkdir()
+        store = fleetgen.load_prometheus(
+            procs.start, prometheus_binary(), fleet, tmp_path / "fleet", free_port()
+        )
+        time.sleep(max(0.0, fleet.end - 5 - time.time()))  # until the data's end, a time of day
+        assert time.time() < fleet.end + 10, "loading outlived the data's lead: raise lead_s"
+        fleet_line = ported(prometheus_snapshot, {"9090": int(store.rsplit(":", 1)[1])})
+        doc = json.loads(ok(fleet_line, tmp_path, user))
+        flagged = {o["source"] for g in doc["groups"] for o in g["outliers"]}
+        assert flagged == {fleet.faults[x] for x in ("collapsed", "slow", "k")}, doc["groups"]
+        assert len(doc["rows"]) == 60, "every instance listed, the silent ones too"
         snap = json.loads(
             ok(ported(take("mtpwatch snapshot http://127.0.0.1:8000 --json"), ports), tmp_path, user)
         )
