@@ -33,7 +33,8 @@ def _done_by(source: ReplaySource, server: int) -> int:
 
 def _numbers_shown(screen: ReplayScreen) -> list[list[int]]:
     return [
-        [int(n) for n in re.findall(r"#(\d+)", str(panel.query_one(".summary", Static).render()))]
+        # a line's own number starts it (`#3 …`); `vllm#56101` in a note is not one
+        [int(n) for n in re.findall(r"(?m)^\s*#(\d+)", str(panel.query_one(".summary", Static).render()))]
         for panel in screen.panels
     ]
 

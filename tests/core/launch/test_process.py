@@ -111,7 +111,10 @@ async def test_ring_keeps_the_last_lines_and_slow_readers_skip(tree: Path) -> No
                 break
         assert proc.tail() == [f"line {i}" for i in range(40, 50)]
         assert proc.tail(2) == ["line 48", "line 49"]
-        assert len(seen) <= 50
+        # A reader that fell behind the 10-line ring skipped lines, one that kept up read them all:
+        # either way each line at most once, in order (how many were skipped depends on the machine).
+        numbered = [int(s.split()[1]) for s in seen if s.startswith("line ")]
+        assert numbered == sorted(set(numbered)) and numbered[-1] == 49
     finally:
         await proc.stop(timeout=5)
 
