@@ -11,9 +11,9 @@ its search (0.32 vllm/v1/spec_decode/ngram_proposer.py:138-172), and the server 
 memory. The 0s server is the sweep's largest k's config with
 ``num_speculative_tokens_per_batch_size = [[1, 1, 0]]``: batch size 1 at k = 0, and every larger
 batch size too, because vLLM carries the last range's k forward past its end
-(vllm/v1/spec_decode/dynamic/utils.py:126-140 in 0.32.0; a k ≥ 0 is accepted, :52-55, and the first
-range must start at 1, :66-71). `num_speculative_tokens` stays the largest k, so memory and graphs
-are planned as for that k (vLLM clamps a schedule's k to it, :110-126).
+(vllm/v1/spec_decode/dynamic/utils.py:140-147, 0.32.0 and 0.34.0 alike; a k ≥ 0 is accepted,
+:52-55, and the first range must start at 1, :67-72). `num_speculative_tokens` stays the largest
+k, so memory and graphs are planned as for that k (vLLM clamps a schedule's k to it, :110-126).
 
 vLLM accepts the schedule from 0.32 on (`core.ab.engine.DYNAMIC_K_SINCE`); on an older version the
 arm is refused before anything starts.
