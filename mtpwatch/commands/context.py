@@ -25,11 +25,10 @@ from mtpwatch.core.ab.context import (
     parse_lengths,
 )
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.reportfile import CONTEXT_KIND
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.session import bench_arms
 from mtpwatch.render.numbers import fixed, interval, percent, tok_s, vector
-
-CONTEXT_KIND = "context_sweep"
 
 
 class _Server:
@@ -85,7 +84,7 @@ def context_from_bench(opts: dict[str, Any]) -> None:
     benches: dict[str, Any] = {}
     for n in lengths:
         padded = [pad_prompt(p, n, filler, server.count) for p in prompts]
-        click.echo(f"mtpwatch bench: context length {n} ({len(padded)} prompts)", err=True)
+        click.echo(f"mtpwatch bench: context length {n} ({len(padded)} prompt(s))", err=True)
         report = _bench(padded, opts, ab, urls[0])
         rows.append(_row(n, padded, report))
         benches[str(n)] = reportio.report_document(report, None)
@@ -174,4 +173,4 @@ def context_option(func: Any) -> Any:
     )(func)
 
 
-__all__ = ["CONTEXT_KIND", "context_from_bench", "context_option", "format_context"]
+__all__ = ["context_from_bench", "context_option", "format_context"]

@@ -47,7 +47,7 @@ def test_context_lengths_table_and_json(ab_urls: tuple[str, str], tmp_path: Path
     assert res.exit_code == 0, res.output
     assert "acceptance against context length" in res.stdout and "(server /tokenize)" in res.stdout
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert doc["kind"] == "context_sweep" and doc["token_source"] == "server /tokenize"
+    assert doc["kind"] == "context sweep" and doc["token_source"] == "server /tokenize"
     rows = {r["length"]: r for r in doc["rows"]}
     assert sorted(rows) == [256, 1024] and set(doc["bench"]) == {"256", "1024"}
     for n, row in rows.items():
@@ -79,3 +79,19 @@ def test_padding_without_a_tokenizer_is_an_estimate() -> None:
     assert parse_lengths("4096, 256,256") == [256, 4096]
     with pytest.raises(ContextError, match="max_model_len 1000"):
         check_lengths([512, 999], [Prompt("p", "x", "c", max_tokens=8)], 1000)
+
+
+def test_plot_draws_acceptance_against_context_length(ab_urls: tuple[str, str], tmp_path: Path) -> None:
+    from mtpwatch.cli import cli
+
+    out, svg = tmp_path / "ctx.json", tmp_path / "ctx.svg"
+    args = ["--ab", *ab_urls, "--context-lengths", "128,512", *QUICK, "--json", str(out)]
+    assert CliRunner().invoke(command, args).exit_code == 0
+    table = CliRunner().invoke(cli, ["plot", str(out), "--only", "context", "--table"])
+    assert table.exit_code == 0, table.output
+    assert "acceptance vs prompt length" in table.output and "per position" in table.output
+    lines = [line.split() for line in table.output.splitlines()]
+    assert [cells[0] for cells in lines if cells and cells[0] in ("128", "512")] == ["128", "512"]
+    drawn = CliRunner().invoke(cli, ["plot", str(out), "--only", "context", "--svg", str(svg)])
+    assert drawn.exit_code == 0, drawn.output
+    assert "acceptance vs prompt length" in drawn.output and svg.read_text(encoding="utf-8").startswith("<")
