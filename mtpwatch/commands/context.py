@@ -67,6 +67,8 @@ class _Server:
 
 def context_from_bench(opts: dict[str, Any]) -> None:
     """The bench's --context-lengths branch (`opts`: the bench's options by name)."""
+    if opts.get("start_model") is not None or opts.get("schedule") == "restart":
+        raise click.UsageError("--context-lengths measures running servers: give URL or --ab URL_A URL_B")
     try:
         lengths = parse_lengths(opts["context_lengths"])
         prompts = workloads.resolve(opts["prompts_spec"], limit=opts["limit"], max_tokens=opts["max_tokens"])

@@ -95,3 +95,8 @@ def test_plot_draws_acceptance_against_context_length(ab_urls: tuple[str, str], 
     drawn = CliRunner().invoke(cli, ["plot", str(out), "--only", "context", "--svg", str(svg)])
     assert drawn.exit_code == 0, drawn.output
     assert "acceptance vs prompt length" in drawn.output and svg.read_text(encoding="utf-8").startswith("<")
+
+
+def test_context_lengths_want_running_servers() -> None:
+    res = CliRunner().invoke(command, ["--start", "m", "--context-lengths", "256", "--sweep-k", "0,1"])
+    assert res.exit_code == 2 and "--context-lengths measures running servers" in res.output

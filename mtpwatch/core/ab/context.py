@@ -11,6 +11,8 @@ the padding's characters until the whole prompt counts the target or the nearest
 without /tokenize (404/405, or llama.cpp's different shape) gets an estimate, 4 characters a token,
 and the report says "estimated". Each length, plus the prompts' max_tokens, is checked against the
 server's max_model_len (its /v1/models card, vLLM's `max_model_len`) before anything is sent.
+With --chat the count is the prompt text's (the completion form of /tokenize): the chat template's
+own tokens come on top.
 """
 
 from __future__ import annotations
