@@ -1,7 +1,7 @@
 """Issue 38 items 4 and 5 on real vLLM (CPU build 0.32, Gemma 3 270M, ngram), kept cheap: one extra
 server start (ngram k=4 with `num_speculative_tokens_per_batch_size` [[1, 1, 0]], the `0s` arm's
 config) measured against the pool's baseline on the alternate schedule, then the pool's ngram
-server's acceptance at prompt lengths 64 and 512 (`--context-lengths`, padded in the server's own
+server's acceptance at prompt lengths 128 and 512 (`--context-lengths`, padded in the server's own
 /tokenize tokens). The sweep's `0s` path (restart schedule, six starts) is the fast suite's; here the
 point is that vLLM 0.32 accepts the schedule, drafts nothing under it, and what that costs.
 Asserts what holds on any machine; prints the cost and the acceptance per length.
@@ -34,19 +34,18 @@ def test_spec_on_k0_and_context_lengths_real(
     try:
         base = server_pool.get("baseline").url
         out = tmp_path / "idle.json"
-        res = CliRunner().invoke(
-            cli, ["bench", "--ab", base, idle.url, "--model", "base", *QUICK, "--json", str(out)]
-        )
+        # each arm asks its own server's only model ("base", "spec")
+        res = CliRunner().invoke(cli, ["bench", "--ab", base, idle.url, *QUICK, "--json", str(out)])
         print(res.stdout)
-        assert res.exit_code in (0, 1), res.output[-4000:]  # 1: a gate (the served names differ on purpose)
+        assert res.exit_code in (0, 1), res.output[-4000:]  # 1: a gate (A and B serve other names)
     finally:
         idle.quit(signal.SIGTERM)
     doc = json.loads(out.read_text(encoding="utf-8"))
-    spec = doc["meta"]["arms"]["b"]["spec_config"]
-    assert spec["num_speculative_tokens_per_batch_size"] == [[1, 1, 0]]
     b = doc["arms"]["b"]
     assert b["runs"] == 4 and b["failed"] == 0
-    assert b["drafts"] == 0  # vLLM 0.32 accepted the schedule and drafted nothing under it
+    # speculation configured (its /metrics has the k=4 per-position series), and under the schedule
+    # vLLM 0.32 drafted nothing
+    assert b["num_speculative_tokens"] == 4 and b["drafts"] == 0
     sp = doc["speedup"]
     low, high = sp["ci_low"], sp["ci_high"]
     assert low <= sp["median"] <= high
@@ -58,7 +57,9 @@ def test_spec_on_k0_and_context_lengths_real(
 
     ngram = server_pool.get("ngram").url
     ctx = tmp_path / "ctx.json"
-    res = CliRunner().invoke(cli, ["bench", ngram, "--context-lengths", "64,512", *QUICK, "--json", str(ctx)])
+    res = CliRunner().invoke(
+        cli, ["bench", ngram, "--context-lengths", "128,512", *QUICK, "--json", str(ctx)]
+    )
     print(res.stdout)
     assert res.exit_code == 0, res.output[-4000:]
     doc = json.loads(ctx.read_text(encoding="utf-8"))
