@@ -16,6 +16,7 @@ import click
 
 from mtpwatch.commands import bench_run
 from mtpwatch.commands.connection import tls_options
+from mtpwatch.commands.context import context_from_bench, context_option
 from mtpwatch.commands.options import (
     api_key_option,
     gpu_option,
@@ -121,6 +122,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     "--progress-interval seconds; --progress forces the in-place line.",
 )
 @sweep_options
+@context_option
 @click.option(
     "--progress-interval",
     type=click.FloatRange(min=1.0),
@@ -194,6 +196,9 @@ def command(
     """
     if sweep.get("step_times") is not None and sweep["start_model"] is None:
         raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
+    if sweep.get("context_lengths") is not None:  # acceptance against context length: commands.context
+        context_from_bench({**locals(), **sweep})
+        return
     if sweep["start_model"] is not None:
         sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)  # the sweep's too
         sweep_from_bench(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature,

@@ -29,15 +29,18 @@ from mtpwatch.commands.options import (
     vllm_option,
 )
 from mtpwatch.commands.planning import drafter_gib_option, extra_args, gpu_for_plan, print_plan, vllm_version
+from mtpwatch.commands.sweep_idle import idle_document, run_idle
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import reportio, workloads
 from mtpwatch.core.ab.forward import ForwardError, ForwardTable, load_forward, steps_at
+from mtpwatch.core.ab.idle import IDLE, idle_refusal, parse_sweep_ks
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.sweep import K_MAX, SweepReport, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.render.idle_table import format_idle
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
 
@@ -60,7 +63,8 @@ def sweep_options(func: Any) -> Any:
             default="0,1,2,4",
             show_default=True,
             metavar="LIST",
-            help="k sweep: the ks (0 = off).",
+            help="k sweep: the ks (0 = off; 0s = speculation on at k=0, a batch-size schedule of k=0 "
+            "with the largest k's config, measured against 0: its cost; vLLM 0.32+).",
         ),
         method_option(METHODS, "k sweep: speculation method."),
         drafter_option("k sweep: the drafter model."),
@@ -134,9 +138,14 @@ def sweep_from_bench(
         metadata = provenance.parse_metadata(sweep.get("metadata") or ())
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
+    try:
+        ks, idle = parse_sweep_ks(sweep["sweep_k"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sweep-k") from None
     sweep_command(
         model=sweep["start_model"],
-        ks=int_list(sweep["sweep_k"], "--sweep-k"),
+        ks=ks,
+        idle=idle,
         method=sweep["method"],
         drafter=sweep["drafter"],
         vllm_cmd=sweep["vllm_cmd"],
@@ -223,6 +232,37 @@ def _exit_if_nothing_measured(report: SweepReport, json_path: Path | None) -> No
         sys.exit(1)
 
 
+def _write_json(
+    json_path: Path,
+    report: Any,
+    meta: dict[str, Any],
+    head: dict[str, Any],
+    conc: Any,
+    checked: Sequence[Any],
+    spec_idle: Any,
+) -> None:
+    """The sweep's `--json` file: `head`, the concurrency advice, the schedule's benches, the 0s arm."""
+    head["concurrency"] = conc.to_json() if conc is not None else None
+    head["schedule_benches"] = [
+        reportio.report_document(pair.report, {**meta, "arms": pair.arms})
+        for pair in checked
+        if pair.report is not None
+    ]
+    head["speculation_on_k0"] = idle_document(spec_idle, meta)
+    reportio.write_document(json_path, sweep_document(report, meta, head))
+    click.echo(f"wrote {json_path}", err=True)
+
+
+def _title(
+    model: str, ks: Sequence[int], idle: bool, treatments: Sequence[tuple[int, str, Sequence[str]]]
+) -> tuple[str, str]:
+    """The sweep's method name (its first k's config, "?" without one) and its table's title."""
+    config = provenance.spec_config_from_argv(treatments[0][2]) if treatments else None
+    method_name = (config or {}).get("method") or "?"
+    swept = ",".join([*map(str, ks), *([IDLE] if idle else [])])
+    return method_name, f"mtpwatch bench · k sweep {swept} · {model} · {method_name} · restart schedule"
+
+
 def sweep_command(
     *,
     model: str,
@@ -246,8 +286,10 @@ def sweep_command(
     provenance_of: Provenance | None = None,
     verify_schedule: bool = False,
     step_times: ForwardTable | None = None,
+    idle: bool = False,
 ) -> None:
-    """Plan, then run the sweep and print it (or print the plan and exit)."""
+    """Plan, then run the sweep and print it (or print the plan and exit); with `idle` the 0s arm
+    (`commands.sweep_idle`) after the ks."""
     ks = _checked_ks(ks)
     try:
         plan = plan_sweep(
@@ -257,6 +299,9 @@ def sweep_command(
         )  # fmt: skip
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None
+    refusal = idle_refusal(plan.version.text) if idle else None
+    if refusal is not None:
+        raise click.UsageError(refusal)
     if show_plan:
         _plan_only(plan, json_path)
         return
@@ -277,27 +322,22 @@ def sweep_command(
             report, config, (base.url, base.argv), (treatments[-1][1], treatments[-1][2]),
             verify_schedule=verify_schedule, options=options,
         )  # fmt: skip
+        spec_idle = None if not idle or report.interrupted else run_idle(
+            config, (base.url, base.argv), treatments[-1][1:], options
+        )  # fmt: skip
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
     _exit_if_nothing_measured(report, json_path)
-    from mtpwatch.core.provenance import spec_config_from_argv
-
-    method_name = (treatments and (spec_config_from_argv(treatments[0][2]) or {}).get("method")) or "?"
-    title = f"mtpwatch bench · k sweep {','.join(map(str, ks))} · {model} · {method_name} · restart schedule"
+    method_name, title = _title(model, ks, idle, treatments)
     if json_path is not None:
         meta = (provenance_of or Provenance("", None, {})).meta(config, gpu)
         head: dict[str, Any] = {"model": model, "method": method_name, "plan": plan.to_json()}
-        head["concurrency"] = conc.to_json() if conc is not None else None
-        head["schedule_benches"] = [
-            reportio.report_document(pair.report, {**meta, "arms": pair.arms})
-            for pair in checked
-            if pair.report is not None
-        ]
-        reportio.write_document(json_path, sweep_document(report, meta, head))
-        click.echo(f"wrote {json_path}", err=True)
+        _write_json(json_path, report, meta, head, conc, checked, spec_idle)
     click.echo(format_sweep(report, title))
+    if spec_idle is not None:
+        click.echo("\n" + format_idle(spec_idle[0]))
     if conc is not None:
         click.echo("\n" + format_concurrency(conc))
-    if report.interrupted or any(pair.interrupted for pair in checked):
+    if report.interrupted or any(pair.interrupted for pair in [*checked, *(spec_idle or ())[1:]]):
         sys.exit(1)

