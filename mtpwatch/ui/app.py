@@ -171,11 +171,6 @@ class MtpWatchApp(App[int]):
         )
         yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
 
-    @property
-    def batching(self) -> bool:
-        """A batch update is open: Textual holds every frame until it closes (`batch_update`)."""
-        return bool(self._batch_count)
-
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             if self.config.fleet is not None:

@@ -139,7 +139,7 @@ async def test_a_gauge_that_changes_repaints_the_bottom_border_alone(wait_until:
     from textual.geometry import Region
 
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.compositor import RowCompositor
+    from mtpwatch.ui.fastpaint.compositor import RowCompositor
     from mtpwatch.ui.widgets.server_panel import ServerPanel
     from tests.ui import samples
     from tests.ui.refreshes import record_refreshes

@@ -18,7 +18,8 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.compositor import RowCompositor, frame_now
+from mtpwatch.ui.fastpaint.compositor import RowCompositor
+from mtpwatch.ui.fastpaint.frame import frame_now
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
@@ -330,16 +331,22 @@ async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: Wa
         assert first[a] and first[b], first
 
 
-def test_row_compositor_only_on_a_verified_textual() -> None:
-    """Another Textual release gets Textual's own compositor (RowCompositor uses private internals)."""
-    from textual._compositor import Compositor
+def test_the_fast_paint_only_on_a_verified_textual_and_not_when_switched_off(monkeypatch: Any) -> None:
+    """Another Textual release, or `MTPWATCH_FASTPAINT=0`, gets Textual's own compositor and paint
+    (the fast paint uses private internals); the suite runs on the pinned, verified one."""
+    from mtpwatch.ui.fastpaint.frame import FrameScreen
+    from mtpwatch.ui.fastpaint.gate import ENV, VERIFIED_TEXTUAL, gate
 
-    from mtpwatch.ui.compositor import VERIFIED_TEXTUAL, RowCompositor, make_compositor
-
-    assert isinstance(make_compositor(next(iter(VERIFIED_TEXTUAL))), RowCompositor)
-    stock = make_compositor("8.3.0")
-    assert type(stock) is Compositor
-    assert isinstance(make_compositor(), RowCompositor)  # the suite runs on the pinned, verified one
+    monkeypatch.delenv(ENV, raising=False)
+    assert gate(next(iter(VERIFIED_TEXTUAL))).on
+    assert gate().words() == f"fast paint: on (Textual {next(iter(VERIFIED_TEXTUAL))})"
+    stock = gate("8.3.0")
+    assert not stock.on and stock.words() == "fast paint: off (Textual 8.3.0 is not a checked release)"
+    assert isinstance(FrameScreen()._compositor, RowCompositor)
+    monkeypatch.setenv(ENV, "0")
+    assert gate().words() == "fast paint: off (MTPWATCH_FASTPAINT=0)"
+    screen = FrameScreen()
+    assert not screen.fast_paint and type(screen._compositor) is Compositor
 
 
 async def test_an_error_while_painting_ends_the_app_as_textuals_own_frames_do() -> None:

@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.widgets.plain_lines import PlainLines
+from mtpwatch.ui.fastpaint.plain import PlainLines
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui import samples
 
