@@ -11,7 +11,7 @@ lowest=${LOWEST_TEXTUAL:-8.2.0}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 -m venv "$tmp/venv"
-"$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev]'
 "$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "textual==$lowest"
 "$tmp/venv/bin/python" -c "import textual, importlib.metadata as m; print('textual', m.version('textual'))"
 "$tmp/venv/bin/python" -m pytest -q -p no:randomly tests/ui -k "not snapshot" "$@"

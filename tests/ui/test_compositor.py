@@ -24,7 +24,7 @@ from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from tests.ui import samples
-from tests.ui.conftest import WaitUntil
+from tests.ui.conftest import WaitUntil, needs_fast_paint
 from tests.ui.refreshes import record_refreshes
 
 WORDS = [
@@ -103,6 +103,7 @@ def _pending(app: Any) -> bool:
     )
 
 
+@needs_fast_paint
 async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:
     app = make_app(samples.config("single"), autostart=False)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -164,6 +165,7 @@ def _apply(screen: dict[tuple[int, int], tuple[str, str]], data: str) -> None:
             sgr = "" if params in ("", "0") else params
 
 
+@needs_fast_paint
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
 async def test_partial_updates_show_what_textuals_show(size: tuple[int, int], wait_until: WaitUntil) -> None:
     """Every partial update is rendered both ways on the same state, RowCompositor's and Textual's
@@ -271,6 +273,7 @@ async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
         assert moved >= 2
 
 
+@needs_fast_paint
 async def test_a_burst_is_composed_at_once_with_what_waits_for_the_timer() -> None:
     """`frame_now`: a streamed burst is composed in the call that fed it (no pause, no message
     loop), together with a widget already waiting for the screen's update timer, which is then not
@@ -316,6 +319,7 @@ async def test_a_burst_is_composed_at_once_with_what_waits_for_the_timer() -> No
         assert frame_now({stream: ()})
 
 
+@needs_fast_paint
 async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: WaitUntil) -> None:
     """The painter paints every pane with new text at once, and their rows go out in one frame."""
     app = make_app(samples.config("ab"), autostart=False)
@@ -331,6 +335,7 @@ async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: Wa
         assert first[a] and first[b], first
 
 
+@needs_fast_paint
 def test_the_fast_paint_only_on_a_verified_textual_and_not_when_switched_off(monkeypatch: Any) -> None:
     """Another Textual release, or `MTPWATCH_FASTPAINT=0`, gets Textual's own compositor and paint
     (the fast paint uses private internals); the suite runs on the pinned, verified one."""
