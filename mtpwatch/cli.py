@@ -87,11 +87,29 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`mtpwatch --version`: the version, then whether the fast paint is on and why
+    (`ui/fastpaint/gate.Gate.words`)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from mtpwatch.ui.fastpaint.gate import gate
+
+    click.echo(f"mtpwatch, version {__version__}\n{gate().words()}")
+    ctx.exit()
+
+
 @click.group(
     cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MTPWATCH"},
 )
-@click.version_option(__version__, prog_name="mtpwatch")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version, and whether the fast paint is on, and exit.",
+)
 def cli() -> None:
     """Watch vLLM speculative decoding (Gemma 4 MTP, EAGLE, ngram) live, next to a prompt console."""
 

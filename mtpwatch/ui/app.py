@@ -19,8 +19,15 @@ from textual.screen import Screen
 
 from mtpwatch.config import AppConfig
 from mtpwatch.core.launch import process
-from mtpwatch.ui.driver import terminal_driver
 from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
+
+try:  # Textual's private driver internals (ui/fastpaint/driver.py); without them, Textual's driver
+    from mtpwatch.ui.fastpaint.driver import terminal_driver
+except (ImportError, AttributeError):  # pragma: no cover - a Textual release without those names
+
+    def terminal_driver(chosen: type[Driver]) -> type[Driver]:
+        return chosen
+
 
 if TYPE_CHECKING:  # the replay and the help load when used: a monitor's first frame waits for neither
     from mtpwatch.session.replay import ReplaySource
@@ -184,11 +191,6 @@ class MtpWatchApp(App[int]):
             self.action_measure,
         )
         yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
-
-    @property
-    def batching(self) -> bool:
-        """A batch update is open: Textual holds every frame until it closes (`batch_update`)."""
-        return bool(self._batch_count)
 
     def action_help(self) -> None:
         from mtpwatch.ui.screens.help import HelpScreen

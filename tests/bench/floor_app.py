@@ -32,7 +32,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
-from mtpwatch.ui.driver import terminal_driver
+from mtpwatch.ui.fastpaint.driver import terminal_driver
 
 WORDS = tuple(
     [

@@ -4,7 +4,7 @@ Textual's writer thread died at the first write to a closed terminal (EIO), the 
 its queue and the 31st blocked the event loop in `Queue.put` for good: `mtpwatch replay` then outlived
 tmux kill-session (SIGHUP) and SIGTERM until SIGKILL, and its input thread spun at 100 % of a core on
 the terminal's EOF (as `tests/bench/floor_app.py` did after an interrupted overhead.py closed its pty).
-`mtpwatch.ui.driver.HangupDriver` drops what it cannot write and ends the app at the hangup.
+`mtpwatch.ui.fastpaint.driver.HangupDriver` drops what it cannot write and ends the app at the hangup.
 
 The terminal here is a real pty. "Closed" is what tmux kill-session and a dropped SSH connection do
 to it: its master side is closed (then, in some tests, the signal comes).
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from mtpwatch.sim.harness import SimThread
-from mtpwatch.ui.driver import HANGUP_STATUS
+from mtpwatch.ui.fastpaint.driver import HANGUP_STATUS
 
 from .conftest import ROOT
 from .test_signals import SIGNALS, Terminal, assert_clean_exit, terminal, wait

@@ -8,7 +8,15 @@ from typing import Any, Protocol
 import pytest
 from textual.pilot import Pilot
 
+from mtpwatch.ui.fastpaint.gate import gate
 from tests.waits import DEFAULT_LIMIT_S, wait_for
+
+needs_fast_paint = pytest.mark.skipif(
+    not gate().on, reason=f"holds the fast paint itself, which is off here ({gate().words()})"
+)
+"""For a test of the fast paint itself (rows narrowed, frames composed at once, plain rows): it
+needs the fast paint on, so it skips on a Textual release the fast paint was not checked against
+(tests/lowest_textual.sh runs the UI tests on the lowest release the pin allows)."""
 
 
 class WaitUntil(Protocol):

@@ -14,7 +14,7 @@ def record_refreshes(widget: Widget) -> list[tuple[Region, ...]]:
     `widget.refresh(*regions)` call, or a `TokenStream._repaint(*regions)` (a frame composed at
     once, `frame_now`, or a `refresh` when it declines: recorded once).
 
-    A call with no regions appends the widget's `_rows` when it has them (a `RowStatic`'s
+    A call with no regions appends the widget's `refresh_rows` when it has them (a `RowStatic`'s
     `update` refreshes the rows `update_lines` chose), else ()."""
     calls: list[tuple[Region, ...]] = []
     refresh = widget.refresh
@@ -23,7 +23,7 @@ def record_refreshes(widget: Widget) -> list[tuple[Region, ...]]:
 
     def spy(*regions: Region, **kwargs: Any) -> Any:
         if not in_repaint:
-            calls.append(regions or getattr(widget, "_rows", None) or ())
+            calls.append(regions or getattr(widget, "refresh_rows", None) or ())
         return refresh(*regions, **kwargs)
 
     def repaint_spy(*regions: Region) -> None:

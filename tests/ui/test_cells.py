@@ -11,6 +11,7 @@ from textual.strip import Strip
 from mtpwatch.ui.widgets.cells import MERGE_GAP, cells, changed_runs
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
+from tests.ui.conftest import needs_fast_paint
 from tests.ui.refreshes import record_refreshes
 
 
@@ -56,6 +57,7 @@ async def test_a_new_second_repaints_only_where_the_curve_moved() -> None:
         assert chart._strips == chart._build()  # what is kept is what a fresh build draws
 
 
+@needs_fast_paint
 async def test_a_row_with_two_numbers_apart_repaints_each_number() -> None:
     class Host(App[None]):
         def compose(self) -> ComposeResult:

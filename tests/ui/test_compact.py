@@ -11,7 +11,7 @@ from textual.content import Content
 from mtpwatch.session.views import BandwidthView, ServerView
 from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
-from tests.ui.conftest import WaitUntil
+from tests.ui.conftest import WaitUntil, needs_fast_paint
 
 LABELS = (
     "(server, 10 s, engine-wide)",
@@ -138,6 +138,7 @@ def test_a_prompts_compact_line_says_what_its_acceptance_covers(scope: str, labe
     assert len(line) <= 78
 
 
+@needs_fast_paint
 async def test_a_gauge_that_changes_repaints_the_bottom_border_alone(wait_until: WaitUntil) -> None:
     """80×24: the gauges' border row is what the next frame writes; the panel is not repainted whole
     (a border title's assignment repaints all of it: ~2 KB for a digit at 80×24)."""
@@ -145,7 +146,7 @@ async def test_a_gauge_that_changes_repaints_the_bottom_border_alone(wait_until:
     from textual.geometry import Region
 
     from mtpwatch.ui.app import make_app
-    from mtpwatch.ui.compositor import RowCompositor
+    from mtpwatch.ui.fastpaint.compositor import RowCompositor
     from mtpwatch.ui.widgets.server_panel import ServerPanel
     from tests.ui import samples
     from tests.ui.refreshes import record_refreshes

@@ -18,12 +18,13 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.compositor import RowCompositor, frame_now
+from mtpwatch.ui.fastpaint.compositor import RowCompositor
+from mtpwatch.ui.fastpaint.frame import frame_now
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from tests.ui import samples
-from tests.ui.conftest import WaitUntil
+from tests.ui.conftest import WaitUntil, needs_fast_paint
 from tests.ui.refreshes import record_refreshes
 
 WORDS = [
@@ -102,6 +103,7 @@ def _pending(app: Any) -> bool:
     )
 
 
+@needs_fast_paint
 async def test_a_streamed_token_renders_its_row_only(wait_until: WaitUntil) -> None:
     app = make_app(samples.config("single"), autostart=False)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -163,6 +165,7 @@ def _apply(screen: dict[tuple[int, int], tuple[str, str]], data: str) -> None:
             sgr = "" if params in ("", "0") else params
 
 
+@needs_fast_paint
 @pytest.mark.parametrize("size", [(160, 48), (80, 24)], ids=["wide", "compact"])
 async def test_partial_updates_show_what_textuals_show(size: tuple[int, int], wait_until: WaitUntil) -> None:
     """Every partial update is rendered both ways on the same state, RowCompositor's and Textual's
@@ -270,6 +273,7 @@ async def test_the_position_bar_repaints_the_cells_that_changed() -> None:
         assert moved >= 2
 
 
+@needs_fast_paint
 async def test_a_burst_is_composed_at_once_with_what_waits_for_the_timer() -> None:
     """`frame_now`: a streamed burst is composed in the call that fed it (no pause, no message
     loop), together with a widget already waiting for the screen's update timer, which is then not
@@ -315,6 +319,7 @@ async def test_a_burst_is_composed_at_once_with_what_waits_for_the_timer() -> No
         assert frame_now({stream: ()})
 
 
+@needs_fast_paint
 async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: WaitUntil) -> None:
     """The painter paints every pane with new text at once, and their rows go out in one frame."""
     app = make_app(samples.config("ab"), autostart=False)
@@ -330,16 +335,23 @@ async def test_two_answers_streaming_side_by_side_share_one_frame(wait_until: Wa
         assert first[a] and first[b], first
 
 
-def test_row_compositor_only_on_a_verified_textual() -> None:
-    """Another Textual release gets Textual's own compositor (RowCompositor uses private internals)."""
-    from textual._compositor import Compositor
+@needs_fast_paint
+def test_the_fast_paint_only_on_a_verified_textual_and_not_when_switched_off(monkeypatch: Any) -> None:
+    """Another Textual release, or `MTPWATCH_FASTPAINT=0`, gets Textual's own compositor and paint
+    (the fast paint uses private internals); the suite runs on the pinned, verified one."""
+    from mtpwatch.ui.fastpaint.frame import FrameScreen
+    from mtpwatch.ui.fastpaint.gate import ENV, VERIFIED_TEXTUAL, gate
 
-    from mtpwatch.ui.compositor import VERIFIED_TEXTUAL, RowCompositor, make_compositor
-
-    assert isinstance(make_compositor(next(iter(VERIFIED_TEXTUAL))), RowCompositor)
-    stock = make_compositor("8.3.0")
-    assert type(stock) is Compositor
-    assert isinstance(make_compositor(), RowCompositor)  # the suite runs on the pinned, verified one
+    monkeypatch.delenv(ENV, raising=False)
+    assert gate(next(iter(VERIFIED_TEXTUAL))).on
+    assert gate().words() == f"fast paint: on (Textual {next(iter(VERIFIED_TEXTUAL))})"
+    stock = gate("8.3.0")
+    assert not stock.on and stock.words() == "fast paint: off (Textual 8.3.0 is not a checked release)"
+    assert isinstance(FrameScreen()._compositor, RowCompositor)
+    monkeypatch.setenv(ENV, "0")
+    assert gate().words() == "fast paint: off (MTPWATCH_FASTPAINT=0)"
+    screen = FrameScreen()
+    assert not screen.fast_paint and type(screen._compositor) is Compositor
 
 
 async def test_an_error_while_painting_ends_the_app_as_textuals_own_frames_do() -> None:

@@ -17,9 +17,10 @@ from textual.strip import Strip
 from textual.widgets import Input
 
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.widgets.plain_lines import PlainLines
+from mtpwatch.ui.fastpaint.plain import PlainLines
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui import samples
+from tests.ui.conftest import needs_fast_paint
 
 
 def _textuals(widget: PlainLines, crop: Region) -> list[Strip]:
@@ -53,6 +54,7 @@ async def _compare_all(app: Any, rng: random.Random) -> int:
     return rows
 
 
+@needs_fast_paint
 @pytest.mark.parametrize("kind", ["single", "ab"])
 async def test_plain_rows_are_textuals_rows(kind: str) -> None:
     rng = random.Random(7)
@@ -75,6 +77,7 @@ async def test_plain_rows_are_textuals_rows(kind: str) -> None:
         assert rows > 300
 
 
+@needs_fast_paint
 async def test_a_styled_widget_renders_as_textual_does() -> None:
     app = make_app(samples.config("single"), autostart=False)
     async with app.run_test(size=(160, 48)) as pilot:

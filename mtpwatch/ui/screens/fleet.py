@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
@@ -38,7 +37,7 @@ from mtpwatch.core.sources.prometheus import (
 )
 from mtpwatch.core.sources.prometheus_fit import refresh_period
 from mtpwatch.session.prometheus import prometheus_feed_factory
-from mtpwatch.ui.compositor import make_compositor
+from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import GROUP_SORTS, SORTS, FleetTable, GroupTable, LineTable
@@ -57,7 +56,7 @@ HISTORY_AT = 100
 """Rows up to which a Prometheus refresh also reads each row's tok/s history (a range query)."""
 
 
-class FleetScreen(Screen[None]):
+class FleetScreen(FrameScreen):
     """The fleet table, a status line, the footer."""
 
     BINDINGS = [
@@ -75,8 +74,7 @@ class FleetScreen(Screen[None]):
     def __init__(
         self, config: AppConfig, *, autostart: bool = True, clock: Callable[[], float] = time.monotonic
     ):
-        super().__init__()
-        self._compositor = make_compositor()  # partial updates render only the rows they write
+        super().__init__()  # FrameScreen: partial updates render only the rows they write (fast paint)
         assert config.fleet is not None
         self.config = config
         self.fleet: FleetSettings = config.fleet

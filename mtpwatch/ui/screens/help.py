@@ -9,6 +9,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from mtpwatch.ui.fastpaint.gate import ENV, gate
+
 HELP_TEXT = """\
 # mtpwatch — what every number means
 
@@ -123,7 +125,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Markdown(self.text)
+            yield Markdown(f"{self.text}\n\n## Drawing\n\n{fast_paint_words()}\n")
 
     def on_mount(self) -> None:
         # No scrollbar (its thumb's ends are drawn in block glyphs, ▂▂ and ▅▅, read as stray marks
@@ -143,3 +145,12 @@ class HelpScreen(ModalScreen[None]):
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
+
+
+def fast_paint_words() -> str:
+    """The help's last section: whether the fast paint is on (`ui/fastpaint/gate`), and how to turn it off."""
+    return (
+        f"{gate().words()}\n\nThe fast paint draws a streamed answer's rows without Textual's full repaint."
+        f" It runs on the Textual releases it was checked against; `{ENV}=0` turns it off (the same"
+        " screens, at a higher CPU cost: docs/cost.md)."
+    )

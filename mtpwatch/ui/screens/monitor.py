@@ -37,7 +37,7 @@ from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView
 from mtpwatch.session.watch import ServerFeed
-from mtpwatch.ui.compositor import FrameScreen, make_compositor
+from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
     LOSSLESS_WAITING,
@@ -82,8 +82,7 @@ class MonitorScreen(FrameScreen):
         feed_factory: SourceFactory | None = None,
         loop: bool = False,
     ) -> None:
-        super().__init__()
-        self._compositor = make_compositor()  # a streamed token renders its rows, not the screen's
+        super().__init__()  # FrameScreen: on the RowCompositor while the fast paint is on
         self.feed_factory = feed_factory
         """Builds each server's source (default `ServerFeed`: live HTTP); the fleet passes a
         Prometheus-fed one."""

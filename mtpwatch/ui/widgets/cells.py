@@ -1,6 +1,6 @@
 """Which cells of a row changed between two strips: the runs a repaint writes (bytes over SSH).
 
-The screens' compositor (`ui/compositor.RowCompositor`) writes each dirty span from its first cell,
+The screens' compositor (`ui/fastpaint/compositor.RowCompositor`) writes each dirty span from its first cell,
 so a widget that refreshes only the runs of cells that changed sends only those cells, plus one
 cursor move per run.
 """

@@ -15,9 +15,9 @@ from textual.strip import Strip
 from textual.visual import Visual, VisualType
 from textual.widgets import Static
 
+from mtpwatch.ui.fastpaint.plain import PlainLines
+from mtpwatch.ui.fastpaint.rows import RowRefresh
 from mtpwatch.ui.widgets.cells import cells, changed_runs
-from mtpwatch.ui.widgets.plain_lines import PlainLines
-from mtpwatch.ui.widgets.row_refresh import RowRefresh
 
 _NEWLINE = Content("\n")
 
@@ -64,16 +64,14 @@ class RowStatic(RowRefresh, PlainLines, Static):
         if not self._one_row_per_line(content, width):
             self.update(content, layout=False)  # wrapped lines: rows do not map to lines
             return
-        self._rows = tuple(
+        rows = tuple(
             region
             for y, (a, b) in enumerate(zip(old, new, strict=True))
             if a != b
             for region in self._changed_cells(y, a, b, self.size.width)
         )
-        try:
+        with self.refreshing_rows(rows):
             self.update(content, layout=False)
-        finally:
-            self._rows = None
         self._row_lines = new
 
     def _changed_cells(self, y: int, old: str, new: str, width: int) -> list[Region]:

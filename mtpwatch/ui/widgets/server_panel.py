@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView, mixed_lengths
+from mtpwatch.ui.fastpaint.rows import RowRefresh
 from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup.panel import (
     ANSWERS_HINT,
@@ -25,7 +26,6 @@ from mtpwatch.ui.markup.panel import (
 )
 from mtpwatch.ui.markup.roofline import render_bandwidth, render_roofline_hidden
 from mtpwatch.ui.markup.titles import render_pane_title
-from mtpwatch.ui.widgets.row_refresh import RowRefresh
 from mtpwatch.ui.widgets.row_static import RowStatic
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from mtpwatch.ui.widgets.token_stream import TokenStream
@@ -258,11 +258,9 @@ class ServerPanel(RowRefresh, Vertical):
         self._shown["border-subtitle"] = markup
         offset, outer = self.content_offset, self.outer_size
         # `refresh` takes regions in content coordinates: the border's row is below the content.
-        self._rows = (Region(-offset.x, outer.height - 1 - offset.y, outer.width, 1),) if outer.area else None
-        try:
+        row = (Region(-offset.x, outer.height - 1 - offset.y, outer.width, 1),) if outer.area else None
+        with self.refreshing_rows(row):
             self.border_subtitle = markup  # Textual calls `refresh()` with no regions
-        finally:
-            self._rows = None
 
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.

@@ -20,8 +20,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 
 from mtpwatch.render.numbers import fixed
+from mtpwatch.ui.fastpaint.plain import PlainLines
 from mtpwatch.ui.widgets.cells import cells, changed_runs
-from mtpwatch.ui.widgets.plain_lines import PlainLines
 
 POINTS = 60
 """Seconds of history (one point per second)."""

@@ -29,8 +29,8 @@ from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.strip import Strip
 
-from mtpwatch.ui.compositor import FramedWidget, frame_now
-from mtpwatch.ui.widgets.plain_lines import PlainLines
+from mtpwatch.ui.fastpaint.frame import FramedWidget, frame_now
+from mtpwatch.ui.fastpaint.plain import PlainLines
 
 PROMPT_MARK = "▶ "
 """Lines starting with this are the prompt of a block (drawn bold, accent colour)."""

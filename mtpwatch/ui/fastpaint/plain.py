@@ -10,7 +10,7 @@ widget's row is its own strip, fitted to its width in its background, through th
 filters: the strip `StylesCache` returns for it, cell for cell and style for style
 (tests/ui/test_plain_lines.py compares the two on every row of every such widget of the sample
 screens, in both themes and under a line filter). Anything else, and any Textual release the
-comparison did not run on, renders as Textual does.
+comparison did not run on (the fast paint off: `fastpaint.gate`), renders as Textual does.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
-from mtpwatch.ui.compositor import textual_verified
+from mtpwatch.ui.fastpaint.gate import fast_paint_on
 
 _NO_SPACING = Spacing(0, 0, 0, 0)
 
@@ -36,7 +36,10 @@ class PlainLines(Widget):
     def is_plain(self) -> bool:
         """Nothing for `StylesCache` to draw around or over the rows: no border (or border label),
         padding, outline, hatch, tint, text opacity or opacity (its own or an ancestor's), no
-        scrollbar, no link under the mouse to restyle; on a verified Textual."""
+        scrollbar, no link under the mouse to restyle; while the fast paint is on (`gate`, read
+        first: off, no private name is read)."""
+        if not fast_paint_on():
+            return False
         styles = self.styles
         if (
             self.BLANK
@@ -53,9 +56,7 @@ class PlainLines(Widget):
             return False
         if self.content_region.size != self.region.size:  # a scrollbar's gutter
             return False
-        if self.auto_links and self.hover_style.link_id and "@click" in self.hover_style.meta:
-            return False
-        return textual_verified()
+        return not (self.auto_links and self.hover_style.link_id and "@click" in self.hover_style.meta)
 
     def render_plain(self, crop: Region) -> list[Strip]:
         """The rows of `crop` as `StylesCache.render_widget` renders them for a plain widget

@@ -1,4 +1,4 @@
-"""RowCompositor: Textual's compositor, with a partial update that renders only the rows it writes.
+"""RowCompositor: Textual's (private) compositor, with a partial update rendering only the rows it writes.
 
 For a partial update (some widgets refreshed some regions), Textual 8's `Compositor` takes the box
 around every dirty region as its crop, then asks every widget whose *clip* (its container's region)
@@ -19,22 +19,18 @@ the cells that changed sends those cells. What the terminal shows is the same:
 tests/ui/test_compositor.py applies both updates, frame by frame, to a screen of cells parsed from
 their bytes and compares the screens. Full updates (layout, resize, the first frame, screenshots)
 are Textual's unchanged.
+
+Imported only through the gate (`fastpaint.gate`): `textual._compositor` is a private module.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
-from importlib.metadata import PackageNotFoundError, version
 
 from rich.console import Console
 from rich.control import Control
 from textual._compositor import ChopsUpdate, Compositor
-from textual._context import NoActiveAppError
-from textual.app import ScreenStackError
-from textual.dom import NoScreen
 from textual.geometry import Region
-from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -162,104 +158,3 @@ def _row_wanted(
         if any(cut < x2 and end > x1 for x1, x2 in row_spans):
             return True
     return False
-
-
-# The Textual releases whose private `_compositor` internals (`_regions_to_spans`, `cuts`,
-# `visible_widgets`, `ChopsUpdate`) RowCompositor was checked against: tests/ui/test_compositor.py
-# runs on the exact Textual that [test] pins. Any other release gets Textual's own compositor: slower
-# partial updates, never a broken screen.
-VERIFIED_TEXTUAL = frozenset({"8.2.8"})
-
-
-@functools.cache
-def _installed_textual() -> str:
-    try:
-        return version("textual")
-    except PackageNotFoundError:
-        return ""
-
-
-def textual_verified(textual_version: str | None = None) -> bool:
-    """Whether the installed Textual (or `textual_version`) is one the private internals used here
-    were checked against (`VERIFIED_TEXTUAL`)."""
-    return (_installed_textual() if textual_version is None else textual_version) in VERIFIED_TEXTUAL
-
-
-def make_compositor(textual_version: str | None = None) -> Compositor:
-    """RowCompositor on a verified Textual release, else Textual's own `Compositor`."""
-    return RowCompositor() if textual_verified(textual_version) else Compositor()
-
-
-class FramedWidget(Widget):
-    """A widget that may be repainted in a frame composed at once (`frame_now`)."""
-
-    def _frame_ready(self) -> bool:
-        """Mounted, and no layout of its own pending (that is the update timer's to do)."""
-        return self.is_mounted and not self._layout_required
-
-    def _frame_mark(self, regions: Sequence[Region]) -> None:
-        """What `Widget.refresh` does to the widget for a repaint, without queueing the hops."""
-        self._layout_cache.clear()
-        self._set_dirty(*regions)
-        self.clear_cached_dimensions()
-        self._rich_style_cache.clear()
-
-
-class FrameScreen(Screen[None]):
-    """A screen whose widgets' repaints can be composed at once (`frame_now`), on the RowCompositor
-    (`make_compositor`) that the screen sets up."""
-
-    def frame_now(self, repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
-        """`frame_now` on this screen: False unless it is the screen shown, on the RowCompositor,
-        with nothing pending that the update timer must do first and every widget ready on it."""
-        app = self.app
-        if (
-            self is not app.screen
-            or not isinstance(self._compositor, RowCompositor)
-            or getattr(app, "batching", True)  # MtpWatchApp.batching: frames held for a batch
-            or app.is_inline
-            or self._layout_required
-            or self._scroll_required
-            or self._recompose_required
-            or self._repaint_required
-        ):
-            return False
-        for widget in repaints:
-            if not widget._frame_ready():
-                return False
-            try:
-                if widget.screen is not self:
-                    return False
-            except NoScreen:  # being removed
-                return False
-        for widget, regions in repaints.items():
-            widget._frame_mark(regions)
-        self._compositor.update_widgets({*repaints, *self._dirty_widgets})
-        self._compositor_refresh()  # clears the dirty widgets: all were composed above
-        return True
-
-
-def frame_now(repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
-    """Repaint each widget's regions (its whole area when none) in one frame composed and written now.
-
-    `Widget.refresh` reaches the terminal through four hops of Textual's message loop: a prompt
-    to the widget, its idle handler posting an update to the screen, the screen's idle handler
-    resuming its update timer, and the timer's next tick (up to 1/60 s later), which composes the
-    screen's dirty widgets (`Screen._on_timer_update`). For the answer panes, which repaint ~16
-    times a second each, composing at once took a fifth off one streaming server's CPU
-    (docs/cost.md, paired) and the timer's wait off its latency. This does what the
-    timer's tick does, at once: the same compositor renders the widgets' regions, with any widget
-    already waiting for the tick (so none is dropped), and draws overlays (a toast, a selection) in
-    front as in any frame. It declines (False: the caller refreshes as usual) unless every widget is
-    mounted on the screen shown, a `FrameScreen` on the RowCompositor (a verified Textual), with no
-    layout, scroll, recompose or whole-screen repaint pending and no batch update open: those are
-    the timer's to do in order. tests/ui/test_compositor.py holds these frames to what Textual's
-    own show.
-    """
-    if not repaints:
-        return True
-    try:
-        screen = next(iter(repaints)).app.screen
-    except (NoActiveAppError, ScreenStackError):
-        return False
-    return isinstance(screen, FrameScreen) and screen.frame_now(repaints)
