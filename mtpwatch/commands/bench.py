@@ -35,7 +35,7 @@ from mtpwatch.commands.options import check_writable as _check_writable
 from mtpwatch.commands.planning import PassthroughCommand
 from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import session as benchsession
+from mtpwatch.core.ab import run as benchrun
 from mtpwatch.core.ab import workloads
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
@@ -210,7 +210,7 @@ def command(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metadata") from None
     log = bench_run.resume_log(ctx, resume_path, jsonl_path)
-    given = benchsession.Resumed(
+    given = benchrun.Resumed(
         url, ab, launch_a, launch_b, schedule, chat, model, startup_timeout, prompts_spec, label
     )
     t = bench_run.target(ctx, given, log)  # the flags, or what --resume's log says

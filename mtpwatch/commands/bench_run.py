@@ -14,13 +14,14 @@ import click
 from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL
 from mtpwatch.commands.options import int_list as _int_list
-from mtpwatch.core.ab import reportio, runlog, workloads
-from mtpwatch.core.ab import session as benchsession
+from mtpwatch.core.ab import run as benchrun
+from mtpwatch.core.ab import runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent
 from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.reports import reportio
 from mtpwatch.render.bench_table import format_report
 from mtpwatch.render.charts import plots
 
@@ -31,13 +32,11 @@ RESUME_FIXED = (
 )  # fmt: skip
 
 
-def target(
-    ctx: click.Context, given: benchsession.Resumed, log: runlog.RunLog | None
-) -> benchsession.Resumed:
+def target(ctx: click.Context, given: benchrun.Resumed, log: runlog.RunLog | None) -> benchrun.Resumed:
     """The servers and settings: the flags, or with --resume its log's; one URL, or --ab's two."""
     t = given
     if log is not None:
-        t = benchsession.resumed(
+        t = benchrun.resumed(
             log,
             default_url=DEFAULT_URL,
             startup_timeout=given.startup_timeout,
@@ -55,11 +54,11 @@ def target(
 
 
 def arms_and_runner(
-    config: BenchConfig, log: runlog.RunLog | None, t: benchsession.Resumed, common: dict[str, Any]
+    config: BenchConfig, log: runlog.RunLog | None, t: benchrun.Resumed, common: dict[str, Any]
 ) -> tuple[list[HttpArm], BenchRunner]:
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
     try:
-        arms = benchsession.bench_arms(
+        arms = benchrun.bench_arms(
             url=t.url, ab=t.ab, schedule=t.schedule, launch_a=t.launch_a, launch_b=t.launch_b,
             startup_timeout=t.startup_timeout, common=common,
         )  # fmt: skip
@@ -74,11 +73,11 @@ def arms_and_runner(
 
 
 def session(
-    arms: list[HttpArm], config: BenchConfig, t: benchsession.Resumed, metadata: dict[str, str],
+    arms: list[HttpArm], config: BenchConfig, t: benchrun.Resumed, metadata: dict[str, str],
     gpu: str | None, workload: str, log: runlog.RunLog | None, jsonl_path: Path | None,
-) -> benchsession.BenchSession:  # fmt: skip
+) -> benchrun.BenchRun:  # fmt: skip
     """The run log and provenance of this bench (the settings a --resume needs are kept in it)."""
-    return benchsession.BenchSession(
+    return benchrun.BenchRun(
         arms=arms,
         config=config,
         label=t.label,
@@ -153,7 +152,7 @@ def config(
 def run(
     runner: BenchRunner,
     arms: list[HttpArm],
-    session: benchsession.BenchSession,
+    session: benchrun.BenchRun,
     reporter: Progress,
     check: bool,
 ) -> tuple[BenchReport, int]:
@@ -165,10 +164,8 @@ def run(
 
     status = 0
     try:
-        report = asyncio.run(
-            benchsession.run_bench(runner, arms, on_event, check=check, before=session.start)
-        )
-    except (KeyboardInterrupt, benchsession.Stopped) as exc:
+        report = asyncio.run(benchrun.run_bench(runner, arms, on_event, check=check, before=session.start))
+    except (KeyboardInterrupt, benchrun.Stopped) as exc:
         name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
         reporter.interrupted()
         status = 130 if isinstance(exc, KeyboardInterrupt) else 143
@@ -201,7 +198,7 @@ def resume_hint(jsonl_path: Path | None) -> str:
 
 
 def print_outputs(
-    report: BenchReport, status: int, session: benchsession.BenchSession, workload_name: str,
+    report: BenchReport, status: int, session: benchrun.BenchRun, workload_name: str,
     json_path: Path | None, csv_path: Path | None, require_identical: bool, label: str | None, plot: bool,
 ) -> None:  # fmt: skip
     """The files, the table on stdout, then the exit status (1 for a failed gate or write)."""

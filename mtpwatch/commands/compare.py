@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from mtpwatch.core.ab import compare as cmp
-from mtpwatch.core.ab import reportfile
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.provenance import with_meta
+from mtpwatch.core.reports import compare as cmp
+from mtpwatch.core.reports import reportfile
 from mtpwatch.render.compare_table import format_comparison
 
 

@@ -1,7 +1,7 @@
 """`mtpwatch bench --ab URL_A URL_B --context-lengths 256,1024,4096`: acceptance, per-position
 acceptance and the paired speed-up per prompt length (one URL: acceptance and tok/s only).
 
-Called by the `bench` command; the padding and its checks are `core.ab.context`'s. Each length is
+Called by the `bench` command; the padding and its checks are `core.sweeps.context`'s. Each length is
 one bench on the alternate schedule over the set padded to it; the table prints a row per length,
 `--json FILE` writes the rows and each length's full bench report.
 """
@@ -14,8 +14,13 @@ from typing import Any
 import click
 import httpx
 
-from mtpwatch.core.ab import reportio, workloads
-from mtpwatch.core.ab.context import (
+from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.run import bench_arms
+from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.reports import reportio
+from mtpwatch.core.reports.reportfile import CONTEXT_KIND
+from mtpwatch.core.sweeps.context import (
     CHARS_PER_TOKEN,
     ContextError,
     Padded,
@@ -24,10 +29,6 @@ from mtpwatch.core.ab.context import (
     pad_prompt,
     parse_lengths,
 )
-from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.reportfile import CONTEXT_KIND
-from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.ab.session import bench_arms
 from mtpwatch.render.numbers import fixed, interval, percent, tok_s, vector
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mtpwatch.core.ab import reportfile
+from mtpwatch.core.reports import reportfile
 from mtpwatch.render.charts import plots
 
 FIGURE_HELP = "; ".join(f"{k} = {v}" for k, v in plots.FIGURES.items())

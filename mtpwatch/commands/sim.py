@@ -310,7 +310,7 @@ def _from_serve_args(
                 ) from None
         schedule = None
         if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
-            from mtpwatch.core.ab.engine import parse_schedule
+            from mtpwatch.core.sweeps.engine import parse_schedule
             from mtpwatch.sim.engine import check_schedule
 
             schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])

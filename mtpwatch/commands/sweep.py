@@ -32,14 +32,15 @@ from mtpwatch.commands.planning import drafter_gib_option, extra_args, gpu_for_p
 from mtpwatch.commands.sweep_idle import idle_document, run_idle
 from mtpwatch.commands.sweep_schedule import concurrency_advice
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio, workloads
-from mtpwatch.core.ab.forward import ForwardError, ForwardTable, load_forward, steps_at
-from mtpwatch.core.ab.idle import IDLE, idle_refusal, parse_sweep_ks
+from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.sweep import K_MAX, SweepReport, run_sweep, sweep_document
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.core.reports import reportio
+from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
+from mtpwatch.core.sweeps.idle import IDLE, idle_refusal, parse_sweep_ks
+from mtpwatch.core.sweeps.sweep import K_MAX, SweepReport, run_sweep, sweep_document
 from mtpwatch.render.idle_table import format_idle
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
@@ -202,7 +203,7 @@ def _checked_ks(ks: Sequence[int]) -> list[int]:
     """--sweep-k, sorted, with k=0 (the baseline) added; one line when it compares nothing."""
     out = sorted(set(ks))
     if not out or any(k < 0 or k > K_MAX for k in out):
-        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`core.ab.sweep.K_MAX`)
+        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`core.sweeps.sweep.K_MAX`)
         raise click.BadParameter(
             f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8", param_hint="--sweep-k"
         )

@@ -1,5 +1,5 @@
 """The k sweep's `0s` arm (`bench --sweep-k 0s,0,1,2,4`): the largest k's server with a schedule of
-k=0 at every batch size, measured against the plain k=0 server (`core.ab.idle` says why and how).
+k=0 at every batch size, measured against the plain k=0 server (`core.sweeps.idle` says why and how).
 
 Called by `commands.sweep` after the ks' benches.
 """
@@ -12,12 +12,12 @@ from typing import Any
 
 import click
 
-from mtpwatch.core.ab import reportio
-from mtpwatch.core.ab.idle import IDLE, IdleCost, idle_config, idle_cost
 from mtpwatch.core.ab.plan import BenchConfig
-from mtpwatch.core.ab.schedule import replace_spec_config
-from mtpwatch.core.ab.sweep import PairRun, run_pair
 from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.core.reports import reportio
+from mtpwatch.core.sweeps.idle import IDLE, IdleCost, idle_config, idle_cost
+from mtpwatch.core.sweeps.schedule import replace_spec_config
+from mtpwatch.core.sweeps.sweep import PairRun, run_pair
 
 
 def idle_argv(top_argv: Sequence[str]) -> tuple[list[str], int | None]:

@@ -2,7 +2,7 @@
 `num_speculative_tokens_per_batch_size` covers the measured range, and `--verify-schedule`, which
 starts that config and measures it head to head against the best fixed k at each concurrency.
 
-Called by `commands.sweep`; the arithmetic is `core.ab.schedule`'s.
+Called by `commands.sweep`; the arithmetic is `core.sweeps.schedule`'s.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 
 import click
 
-from mtpwatch.core.ab.engine import dynamic_k_missing
 from mtpwatch.core.ab.plan import BenchConfig
-from mtpwatch.core.ab.schedule import (
+from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.core.sweeps.engine import dynamic_k_missing
+from mtpwatch.core.sweeps.schedule import (
     Cell,
     ConcurrencyAdvice,
     advise_concurrency,
@@ -26,8 +27,7 @@ from mtpwatch.core.ab.schedule import (
     verify,
     verify_groups,
 )
-from mtpwatch.core.ab.sweep import PairRun, SweepReport, run_pair
-from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.core.sweeps.sweep import PairRun, SweepReport, run_pair
 
 
 def concurrency_advice(

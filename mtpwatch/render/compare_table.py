@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from mtpwatch.core.ab import compare as cmp
+from mtpwatch.core.reports import compare as cmp
 from mtpwatch.render.numbers import MISSING, fixed, percent, tok_s
 
 WIDTH = 80

@@ -1,8 +1,8 @@
-"""The k sweep's "speculation on, k=0" row (`core.ab.idle`): the 0s server against plain k=0."""
+"""The k sweep's "speculation on, k=0" row (`core.sweeps.idle`): the 0s server against plain k=0."""
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.idle import IDLE, IdleCost
+from mtpwatch.core.sweeps.idle import IDLE, IdleCost
 from mtpwatch.render.numbers import fixed, interval, percent, tok_s
 
 

@@ -8,8 +8,8 @@ import json
 import shlex
 from collections.abc import Sequence
 
-from mtpwatch.core.ab.resolve import RULE
-from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice
+from mtpwatch.core.sweeps.resolve import RULE
+from mtpwatch.core.sweeps.schedule import Cell, ConcurrencyAdvice
 from mtpwatch.render.numbers import interval, percent, ratio
 
 

@@ -3,8 +3,8 @@ prediction and its error; then the best k, the fit and what the engine ran."""
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.resolve import RULE
-from mtpwatch.core.ab.sweep import PREDICTED_ROWS, SweepReport, SweepRow
+from mtpwatch.core.sweeps.resolve import RULE
+from mtpwatch.core.sweeps.sweep import PREDICTED_ROWS, SweepReport, SweepRow
 from mtpwatch.render.numbers import fixed, interval, ms, percent, tok_s, vector
 
 

@@ -2,9 +2,9 @@
 
 Reads the prompt window of each arm (`ServerFeed.rates("prompt")`): the speculating arm's marginal
 per-position acceptance and mean step time (ITL mean: vLLM observes one ITL per engine step), and
-the baseline's (one token per step). `core.ab.advisor.advise` does the arithmetic. The console
+the baseline's (one token per step). `core.sweeps.advisor.advise` does the arithmetic. The console
 sends one prompt at a time, so the advice is for concurrency 1, and the line says so; what the
-speculating server runs (`core.ab.engine`: its command line when mtpwatch started it, the method
+speculating server runs (`core.sweeps.engine`: its command line when mtpwatch started it, the method
 from its log, its /version) can limit the advice, and the line says that too.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from mtpwatch.core.ab.advisor import Advice, advise
-from mtpwatch.core.ab.engine import EngineMode, engine_mode, llamacpp_synthetic
 from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.core.sweeps.advisor import Advice, advise
+from mtpwatch.core.sweeps.engine import EngineMode, engine_mode, llamacpp_synthetic
 from mtpwatch.session.sources import Source
 
 

@@ -1,6 +1,6 @@
 """Saving the A/B view's measurement (F6) as a report file, in the same format as `mtpwatch bench --json`.
 
-The document is `core.ab.reportio.report_document` of the measurement's `BenchReport`, with a
+The document is `core.reports.reportio.report_document` of the measurement's `BenchReport`, with a
 `meta` provenance block built from what the app knows about each server (URL, served model, vLLM
 version, the command line it was started with and what its start-up log said), so `mtpwatch plot`
 and `mtpwatch compare` read a saved measurement like a bench report.
@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 from mtpwatch.config import DisplaySettings
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.launch.vllm_cmd import is_loopback
+from mtpwatch.core.reports import reportio
 from mtpwatch.session.sources import Source
 
 

@@ -58,7 +58,7 @@ def test_report_carries_provenance(sims: tuple[str, str], tmp_path: Path) -> Non
     assert b["k"] == 3 and b["speculative"] is True
     assert "block_size" in b["engine"] and "gpu_memory_utilization" in b["engine"]
     # the label names the report in plot/compare
-    from mtpwatch.core.ab import reportfile
+    from mtpwatch.core.reports import reportfile
 
     assert reportfile.load(out).name == "k3 trial" and reportfile.load(out).k == 3
 

@@ -1,4 +1,4 @@
-"""`bench --context-lengths`: the set padded to each length in the server's tokens (`core.ab.context`),
+"""`bench --context-lengths`: the set padded to each length in the server's tokens (`core.sweeps.context`),
 acceptance, per position and speed-up per length; the simulator's /tokenize and /v1/models stand
 in for vLLM's. The simulator's acceptance does not depend on context length (no cited figure gives
 its shape), so these tests check the plumbing, not a trend."""
@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core.ab.context import ContextError, check_lengths, filler_text, pad_prompt, parse_lengths
 from mtpwatch.core.ab.workloads import Prompt, resolve
+from mtpwatch.core.sweeps.context import ContextError, check_lengths, filler_text, pad_prompt, parse_lengths
 from mtpwatch.sim.corpus import prompt_token_ids
 from mtpwatch.sim.harness import SimThread
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.cli import cli
-from mtpwatch.core.ab import reportfile
 from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.reports import reportfile
 from mtpwatch.render.charts import plots
 from mtpwatch.sim.harness import SimThread
 
@@ -101,7 +101,7 @@ def test_plot_k_sweep_categories_runs_positions(reports: dict[str, Path]) -> Non
 
 
 def test_k_sweep_points_come_from_the_reports(reports: dict[str, Path]) -> None:
-    from mtpwatch.core.ab import figures
+    from mtpwatch.core.reports import figures
 
     loaded = reportfile.load_all([reports["k4"], reports["k2"]])
     points = figures.k_sweep(loaded)

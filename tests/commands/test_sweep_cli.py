@@ -51,7 +51,7 @@ def test_sweep_every_method(
         assert len(row["per_position"]) == k and 1.0 <= row["mean_acceptance_length"] <= k + 1
         assert row["predicted_decode_tok_s"] > 0 and row["categories"]["long-en"]["speedup"] > 0
     assert doc["best_k"] in (0, 1, 3)
-    # whether the intervals resolve it (core.ab.resolve): the same best, and the ks within the noise
+    # whether the intervals resolve it (core.sweeps.resolve): the same best, and the ks within the noise
     choice = doc["best_k_choice"]
     assert choice["best"] == doc["best_k"] and choice["best"] in choice["within_noise"]
     assert choice["weak_interval"] is True  # 2 pairs: [min, max] covers 50 %, resolves nothing
@@ -189,7 +189,7 @@ def test_the_sweep_file_is_a_report_plot_and_compare_read(
     assert compare.exit_code == 0, compare.output
     assert "k=1 ngram sw" in compare.output and "k=2 ngram sw" in compare.output
     # one report per k: `load` (one report) says so in a line, `load_all` gives both
-    from mtpwatch.core.ab import reportfile
+    from mtpwatch.core.reports import reportfile
 
     with pytest.raises(reportfile.ReportFileError, match="a k sweep"):
         reportfile.load(out)
@@ -199,8 +199,8 @@ def test_the_sweep_file_is_a_report_plot_and_compare_read(
 def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mtpwatch.core.ab.schedule import batch_schedule
     from mtpwatch.core.provenance import spec_config_from_argv
+    from mtpwatch.core.sweeps.schedule import batch_schedule
     from mtpwatch.sim.engine import check_schedule
 
     monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))

@@ -1,5 +1,5 @@
 """`bench --sweep-k 0s,…`: the "speculation on, k=0" arm against plain k=0, with the simulator
-standing in for vLLM (`core.ab.idle`)."""
+standing in for vLLM (`core.sweeps.idle`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from mtpwatch.cli import cli
-from mtpwatch.core.ab.idle import parse_sweep_ks
+from mtpwatch.core.sweeps.idle import parse_sweep_ks
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 40"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from mtpwatch.core.ab import sweep
 from mtpwatch.core.ab.plan import BenchConfig, RunUnits, build_plan
 from mtpwatch.core.ab.records import RequestTiming, RunRecord
 from mtpwatch.core.ab.report import build_report
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.sweeps import sweep
 from mtpwatch.render.sweep_table import format_sweep
 
 PROMPTS = [Prompt("p0", "one", "copy"), Prompt("p1", "two", "copy")]

@@ -3,9 +3,9 @@ named only where the intervals resolve it."""
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.advisor import KMeasure, advise_sweep
-from mtpwatch.core.ab.resolve import Estimate, resolve
-from mtpwatch.core.ab.sweep import EXTRAPOLATE, K_MAX, PREDICTED_ROWS, SweepReport, SweepRow
+from mtpwatch.core.sweeps.advisor import KMeasure, advise_sweep
+from mtpwatch.core.sweeps.resolve import Estimate, resolve
+from mtpwatch.core.sweeps.sweep import EXTRAPOLATE, K_MAX, PREDICTED_ROWS, SweepReport, SweepRow
 from mtpwatch.render.sweep_table import format_sweep
 
 

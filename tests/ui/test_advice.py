@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
-from mtpwatch.core.ab.advisor import Advice, advise
-from mtpwatch.core.ab.engine import engine_mode
+from mtpwatch.core.sweeps.advisor import Advice, advise
+from mtpwatch.core.sweeps.engine import engine_mode
 from mtpwatch.session.advice import advice_for
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.ab.engine import engine_mode
 from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.sweeps.engine import engine_mode
 from mtpwatch.session.views import ServerView
 from mtpwatch.ui.markup.titles import render_pane_title
 

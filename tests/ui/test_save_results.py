@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.config import AppConfig, DisplaySettings, MeasureSettings, ServerSpec
-from mtpwatch.core.ab import reportfile
+from mtpwatch.core.reports import reportfile
 from mtpwatch.session.measure import measurement_prompt
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app

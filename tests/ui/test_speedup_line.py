@@ -7,7 +7,7 @@ import pytest
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
 
-from mtpwatch.core.ab.advisor import advise
+from mtpwatch.core.sweeps.advisor import advise
 from mtpwatch.session.diagnosis import MTP_SLOWER, ab_warnings
 from mtpwatch.ui.markup.ab import advice_groups, speedup_groups
 from mtpwatch.ui.pack import Group

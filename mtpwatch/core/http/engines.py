@@ -169,7 +169,7 @@ def _spec_types(value: Any) -> str | None:
 def props_synthetic(obj: Any) -> str | None:
     """'speculative.synthetic_acceptance_length=2.5' when /props or a slot's params hold a key that
     names synthetic acceptance (llama.cpp#27711) with a value set; None otherwise. The key's exact
-    name is not confirmed (`core.ab.engine.LLAMACPP_SYNTHETIC_FLAGS` says why), so any spelling of
+    name is not confirmed (`core.sweeps.engine.LLAMACPP_SYNTHETIC_FLAGS` says why), so any spelling of
     "synthetic acceptance" (words joined by -, _ or .) counts, and an empty, null, zero or "none"
     value does not."""
     if isinstance(obj, dict):

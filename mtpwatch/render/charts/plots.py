@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from mtpwatch.core.ab import figures, reportfile
-from mtpwatch.core.ab.compare import Comparison
-from mtpwatch.core.ab.reportfile import Interval, SavedReport
+from mtpwatch.core.reports import figures, reportfile
+from mtpwatch.core.reports.compare import Comparison
+from mtpwatch.core.reports.reportfile import Interval, SavedReport
 from mtpwatch.render.numbers import fixed, percent, ratio, tok_s
 
 #: figure name -> one line for --help

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from textual.markup import escape
 
 from mtpwatch.core.ab import stats
-from mtpwatch.core.ab.advisor import Advice
 from mtpwatch.core.ab.lossless import compare_outputs as compare_outputs_core
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
+from mtpwatch.core.sweeps.advisor import Advice
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.diagnosis import PART
@@ -54,7 +54,7 @@ def render_lossless(a: Answer, b: Answer, *, lossy: str | None = None) -> str:
     """The lossless line (markup): 'outputs identical' or where A and B first diverge.
 
     Token ids are compared when both servers sent them, else the texts. `lossy` names a mode of the
-    speculating server whose verification does not keep the target's output (`core.ab.engine`:
+    speculating server whose verification does not keep the target's output (`core.sweeps.engine`:
     vLLM 0.33's `fly`); a difference there is expected, not a bug, and the line says so.
     """
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:

@@ -21,11 +21,11 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
-from mtpwatch.core.ab.advisor import Advice
 from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.record.writer import Recorder, RecordError
+from mtpwatch.core.sweeps.advisor import Advice
 from mtpwatch.session import results
 from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer

@@ -1,15 +1,15 @@
-"""What the engine runs, and which advice and which lossless check hold under it (`core.ab.engine`)."""
+"""What the engine runs, and which advice and which lossless check hold under it (`core.sweeps.engine`)."""
 
 from __future__ import annotations
 
-from mtpwatch.core.ab.engine import (
+from mtpwatch.core.provenance import launched_info
+from mtpwatch.core.sweeps.engine import (
     dynamic_k_missing,
     engine_mode,
     engine_mode_of_arm,
     parse_schedule,
     version_tuple,
 )
-from mtpwatch.core.provenance import launched_info
 
 
 def test_a_plain_chain_drafter_keeps_every_rule() -> None:
@@ -90,8 +90,8 @@ def test_the_mode_of_a_report_arm_names_its_source() -> None:
 def test_llamacpp_synthetic_acceptance_withholds_the_advice() -> None:
     """llama.cpp#27711's benchmark-only synthetic acceptance, from the command line or /props: the
     same refusal as vLLM's `rejection_sample_method: synthetic`."""
-    from mtpwatch.core.ab.engine import engine_mode_of_arm, llamacpp_synthetic
     from mtpwatch.core.http.engines import parse_props, props_synthetic
+    from mtpwatch.core.sweeps.engine import engine_mode_of_arm, llamacpp_synthetic
 
     argv = [
         "llama-server",

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.ab import sweep
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.launch.memplan import GIB, GpuMemory
+from mtpwatch.core.sweeps import sweep
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-"""When the intervals name a best k (`core.ab.resolve`)."""
+"""When the intervals name a best k (`core.sweeps.resolve`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtpwatch.core.ab.resolve import Choice, Estimate, common_choice, resolve
+from mtpwatch.core.sweeps.resolve import Choice, Estimate, common_choice, resolve
 
 
 def test_the_best_k_only_where_its_interval_excludes_the_next_best() -> None:

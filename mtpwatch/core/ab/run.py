@@ -1,4 +1,4 @@
-"""The session of one `mtpwatch bench` run: its provenance and `--jsonl` run log (`BenchSession`), the
+"""One `mtpwatch bench` run: its provenance and `--jsonl` run log (`BenchRun`), the
 settings a `--resume` takes from its log (`resumed`), the arms it measures (`bench_arms`), and the run
 itself, stopped cleanly by SIGTERM/SIGHUP as by Ctrl-C (`run_bench`).
 
@@ -27,7 +27,7 @@ from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 
 
-class BenchSession:
+class BenchRun:
     """The provenance block and the run log of one bench invocation; `echo` gets the lines for stderr."""
 
     def __init__(

@@ -24,16 +24,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import reportio, stats
-from mtpwatch.core.ab.advisor import KMeasure, StepFit, SweepAdvice, advise_sweep, fit_ratios
-from mtpwatch.core.ab.engine import EngineMode, engine_mode_of_arm
-from mtpwatch.core.ab.forward import ForwardTable, steps_at
+from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
-from mtpwatch.core.ab.reportfile import SWEEP_KIND
-from mtpwatch.core.ab.resolve import Choice, Estimate, resolve
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
+from mtpwatch.core.reports import reportio
+from mtpwatch.core.reports.reportfile import SWEEP_KIND
+from mtpwatch.core.sweeps.advisor import KMeasure, StepFit, SweepAdvice, advise_sweep, fit_ratios
+from mtpwatch.core.sweeps.engine import EngineMode, engine_mode_of_arm
+from mtpwatch.core.sweeps.forward import ForwardTable, steps_at
+from mtpwatch.core.sweeps.resolve import Choice, Estimate, resolve
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
@@ -133,7 +134,7 @@ class SweepReport:
     arms: Mapping[int, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
     """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
     choice: Choice | None = None
-    """Whether the intervals resolve the best k (`core.ab.resolve`); None without a measured CI."""
+    """Whether the intervals resolve the best k (`core.sweeps.resolve`); None without a measured CI."""
 
     def table_ks(self) -> tuple[list[int], int]:
         """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
@@ -188,7 +189,7 @@ class SweepReport:
         return max(abs(r - 1.0) for r in lives.values()) if lives else None
 
     def engine_modes(self) -> dict[int, EngineMode]:
-        """What each k's server ran (`core.ab.engine`), from its provenance."""
+        """What each k's server ran (`core.sweeps.engine`), from its provenance."""
         return {k: engine_mode_of_arm(pair["b"]) for k, pair in sorted(self.arms.items()) if "b" in pair}
 
     def to_json(self) -> dict[str, Any]:

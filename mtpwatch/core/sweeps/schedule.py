@@ -7,7 +7,7 @@ From those points:
 
 - the best k at each concurrency is the one with the highest median paired speed-up; k = 0 when
   none beats 1.0 (speculation does not pay there). It is a choice only where the data resolves it
-  (`core.ab.resolve`: its interval excludes the next-best k); elsewhere the smallest k within the
+  (`core.sweeps.resolve`: its interval excludes the next-best k); elsewhere the smallest k within the
   noise of the best is chosen, and where one k is within the noise at every concurrency the advice
   is that fixed k (`ConcurrencyAdvice.fixed_k`), not a schedule the intervals do not resolve;
 - the schedule is vLLM's `num_speculative_tokens_per_batch_size` (`SpeculativeConfig`, 0.32/0.33):
@@ -37,8 +37,8 @@ from typing import Any
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.records import match_pairs, pair_ratio
-from mtpwatch.core.ab.resolve import RULE, Choice, Estimate, common_choice, resolve
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
+from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, common_choice, resolve
 
 __all__ = [
     "Cell",
@@ -136,7 +136,7 @@ def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, i
 
 
 def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
-    """At each concurrency, what the intervals resolve (`core.ab.resolve`)."""
+    """At each concurrency, what the intervals resolve (`core.sweeps.resolve`)."""
     return {
         c: resolve(
             {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
@@ -308,7 +308,7 @@ class ConcurrencyAdvice:
     verification_note: str | None = None
     """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
     choices: Mapping[int, Choice] = field(default_factory=dict)
-    """What the intervals resolve at each concurrency (`core.ab.resolve`)."""
+    """What the intervals resolve at each concurrency (`core.sweeps.resolve`)."""
     fixed_k: int | None = None
     """The smallest k within the noise of the best at every concurrency (None: the data needs a
     schedule; 0: speculation does not pay within the noise)."""

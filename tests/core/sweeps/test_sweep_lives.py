@@ -1,4 +1,4 @@
-"""The k=0 server's two lives in each restart bench of a sweep (`core.ab.sweep.baseline_lives`)."""
+"""The k=0 server's two lives in each restart bench of a sweep (`core.sweeps.sweep.baseline_lives`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from mtpwatch.core.ab import stats, sweep
+from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.plan import BenchConfig, RunUnits, StartArm, build_plan
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.sweeps import sweep
 from mtpwatch.render.sweep_table import format_sweep
 
 PROMPTS = [Prompt("p0", "one", "copy"), Prompt("p1", "two", "copy")]

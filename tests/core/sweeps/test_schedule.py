@@ -1,10 +1,11 @@
-"""The best k per concurrency and the batch-size schedule vLLM reads (`core.ab.schedule`)."""
+"""The best k per concurrency and the batch-size schedule vLLM reads (`core.sweeps.schedule`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mtpwatch.core.ab.schedule import (
+from mtpwatch.core.provenance import spec_config_from_argv
+from mtpwatch.core.sweeps.schedule import (
     Cell,
     batch_schedule,
     best_per_concurrency,
@@ -14,7 +15,6 @@ from mtpwatch.core.ab.schedule import (
     verify,
     verify_groups,
 )
-from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.sim.engine import check_schedule
 
 
@@ -95,7 +95,7 @@ def _report(rates: list[tuple[float, float]], concurrency: int = 1) -> object:
 def test_head_to_head_pools_both_orders_so_a_favoured_arm_cancels() -> None:
     """Schedule and fixed k equally fast, arm B 10 % faster whatever it runs: the forward bench
     alone says the schedule is 10 % faster, the pooled pair of benches says 1.0."""
-    from mtpwatch.core.ab.schedule import head_to_head
+    from mtpwatch.core.sweeps.schedule import head_to_head
 
     forward = _report([(100.0, 110.0 + d) for d in (-1, 0, 1, 2)])  # A fixed, B schedule
     reverse = _report([(100.0, 110.0 + d) for d in (-2, -1, 0, 1)])  # A schedule, B fixed
@@ -143,7 +143,7 @@ def test_replace_spec_config() -> None:
 
 def test_a_cell_and_a_verdict_from_too_few_pairs_say_so() -> None:
     """Two pairs give [min, max] of the pairs, a 50 % interval: the table marks it and its verdict."""
-    from mtpwatch.core.ab.schedule import Cell, ConcurrencyAdvice, VerifyRow
+    from mtpwatch.core.sweeps.schedule import Cell, ConcurrencyAdvice, VerifyRow
     from mtpwatch.render.schedule_table import format_concurrency
 
     weak = Cell(k=2, concurrency=4, speedup=0.93, low=0.92, high=0.95, pairs=2, rate=None,
@@ -172,7 +172,7 @@ def test_a_schedule_only_where_the_intervals_resolve_it() -> None:
     """The issue's simulator sweep: c=1 k=1 1.28× [1.09, 1.48] vs k=2 1.27× [1.09, 1.43] named
     "best k 1", and c=4 → k=2, a schedule from noise. Now: a fixed k=1 does as well within the
     noise at both, and its config is the advice; the medians' schedule is kept only to verify."""
-    from mtpwatch.core.ab.schedule import advise_table
+    from mtpwatch.core.sweeps.schedule import advise_table
     from mtpwatch.render.schedule_table import format_concurrency
 
     def c(k: int, conc: int, sp: float, lo: float, hi: float) -> Cell:
@@ -229,7 +229,7 @@ def test_one_k_best_everywhere_on_thin_intervals() -> None:
     """The simulator's sweep at 3 pairs: k=2 best at c=1 and c=4, each interval covering 75 %. The
     advice is the fixed k, flagged as resting on thin intervals, and no 'medians' schedule' line
     (it is the same k)."""
-    from mtpwatch.core.ab.schedule import advise_table
+    from mtpwatch.core.sweeps.schedule import advise_table
     from mtpwatch.render.schedule_table import format_concurrency
 
     def c(k: int, conc: int, sp: float, lo: float, hi: float) -> Cell:

@@ -15,7 +15,7 @@ batch size too, because vLLM carries the last range's k forward past its end
 :52-55, and the first range must start at 1, :67-72). `num_speculative_tokens` stays the largest
 k, so memory and graphs are planned as for that k (vLLM clamps a schedule's k to it, :110-126).
 
-vLLM accepts the schedule from 0.32 on (`core.ab.engine.DYNAMIC_K_SINCE`); on an older version the
+vLLM accepts the schedule from 0.32 on (`core.sweeps.engine.DYNAMIC_K_SINCE`); on an older version the
 arm is refused before anything starts.
 
 The arm runs as one more paired bench on the restart schedule, plain k = 0 (A) against 0s (B), and
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mtpwatch.core.ab.engine import dynamic_k_missing
+from mtpwatch.core.sweeps.engine import dynamic_k_missing
 
 __all__ = ["IDLE", "IDLE_SCHEDULE", "IdleCost", "idle_config", "idle_cost", "idle_refusal", "parse_sweep_ks"]
 

@@ -115,7 +115,7 @@ class Advice:
     predictions: tuple[KPrediction, ...]
     best_k: int
     caveat: str | None = None
-    """What the engine runs that limits the advice (`core.ab.engine`), one short phrase."""
+    """What the engine runs that limits the advice (`core.sweeps.engine`), one short phrase."""
     withheld: bool = False
     """The engine's mode makes the predictions meaningless (`EngineMode.advice_withheld`)."""
 
@@ -227,7 +227,7 @@ class StepFit:
     residuals: Mapping[int, float] = field(default_factory=dict)
     """(ρ_line − ρ_measured) / ρ_measured at each measured k."""
     source: str = "serving runs"
-    """Where ρ(k) came from: the sweep's serving runs, or `vllm bench forward` (`core.ab.forward`)."""
+    """Where ρ(k) came from: the sweep's serving runs, or `vllm bench forward` (`core.sweeps.forward`)."""
 
     @property
     def fixed_s(self) -> float:

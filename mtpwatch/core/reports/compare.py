@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.core.ab import stats
-from mtpwatch.core.ab.reportfile import SavedReport
 from mtpwatch.core.provenance import MUST_BE_KNOWN, arm_warnings, comparable_fields
+from mtpwatch.core.reports.reportfile import SavedReport
 
 Key = tuple[str, int, int | None]
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mtpwatch.core.ab.reportfile import Interval, SavedReport, speedup_interval
 from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.reports.reportfile import Interval, SavedReport, speedup_interval
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mtpwatch.core.ab.advisor import (
+from mtpwatch.core.sweeps.advisor import (
     KMeasure,
     advise,
     advise_sweep,

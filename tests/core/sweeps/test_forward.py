@@ -1,4 +1,4 @@
-"""`vllm bench forward --output-json` as the advisor's step-time table (`core.ab.forward`)."""
+"""`vllm bench forward --output-json` as the advisor's step-time table (`core.sweeps.forward`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.ab.advisor import KMeasure, advise_sweep, fit_ratios
-from mtpwatch.core.ab.forward import ForwardError, load_forward, parse_forward, steps_at
+from mtpwatch.core.sweeps.advisor import KMeasure, advise_sweep, fit_ratios
+from mtpwatch.core.sweeps.forward import ForwardError, load_forward, parse_forward, steps_at
 
 FIXTURE = Path(__file__).resolve().parents[2] / "data" / "vllm-bench-forward.json"
 
