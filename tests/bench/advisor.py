@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 PRESETS = [
     # (model, drafter, GPU the preset simulates, speed-up of the simulated clock)
@@ -34,7 +35,7 @@ PRESETS = [
 ]
 
 
-def run_sweep(args: list[str], env: dict[str, str], keep: Path | None = None) -> dict[str, object]:
+def run_sweep(args: list[str], env: dict[str, str], keep: Path | None = None) -> dict[str, Any]:
     """One `mtpwatch bench` sweep; its progress goes to stderr as it runs (a real sweep takes an
     hour on two cores), its JSON to `keep` when given (kept whatever happens next)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,11 +46,11 @@ def run_sweep(args: list[str], env: dict[str, str], keep: Path | None = None) ->
             sys.stderr.write(proc.stdout)
             raise SystemExit(f"sweep failed ({proc.returncode}): {' '.join(cmd)}")
         print(proc.stdout)
-        doc: dict[str, object] = json.loads(out.read_text(encoding="utf-8"))
+        doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         return doc
 
 
-def table(name: str, doc: dict[str, object], speed: float = 1.0) -> float:
+def table(name: str, doc: dict[str, Any], speed: float = 1.0) -> float:
     """Print predicted vs measured; return the largest |error| over the ks the advisor predicted."""
     rows = doc["rows"]
     assert isinstance(rows, list)
@@ -61,7 +62,7 @@ def table(name: str, doc: dict[str, object], speed: float = 1.0) -> float:
         measured = r["decode_tok_s"]
         pred = r["predicted_decode_tok_s"]
         err, sp_err = r["prediction_error"], r.get("speedup_prediction_error")
-        if sp_err is not None and r["k"] != doc["advisor"]["from_k"]:  # type: ignore[index]
+        if sp_err is not None and r["k"] != doc["advisor"]["from_k"]:
             worst = max(worst, abs(sp_err))
         print(
             f"{r['k']:>3}{(measured or 0) / speed:>11.2f}{(r['speedup'] or 0):>10.2f}"
@@ -71,18 +72,18 @@ def table(name: str, doc: dict[str, object], speed: float = 1.0) -> float:
     advisor = doc["advisor"]
     print(
         f"best k measured: {doc['best_k']}; advisor's choice from k={advisor['from_k']}: {advisor['best_k']}"
-    )  # type: ignore[index]
-    print(f"step model: {advisor['fit']['kind']}, max residual {100 * advisor['fit']['max_residual']:.1f}%")  # type: ignore[index]
-    print(f"largest |speed-up error| (k < {advisor['from_k']}): {100 * worst:.1f}%")  # type: ignore[index]
+    )
+    print(f"step model: {advisor['fit']['kind']}, max residual {100 * advisor['fit']['max_residual']:.1f}%")
+    print(f"largest |speed-up error| (k < {advisor['from_k']}): {100 * worst:.1f}%")
     # In-sample errors are 0 by construction when the step model is the measured table; the
     # predictive figure is each k predicted from a fit over the other ks (held out).
-    held = advisor.get("held_out_speedup") or {}  # type: ignore[union-attr]
+    held = advisor.get("held_out_speedup") or {}
     measured_speedup = {str(r["k"]): r["speedup"] for r in rows if r.get("speedup")}
     errors = {k: v / measured_speedup[k] - 1 for k, v in held.items() if k in measured_speedup}
     if errors:
         parts = [f"k={k}: {100 * e:+.1f}%" for k, e in sorted(errors.items())]
         print("held-out speed-up error: " + ", ".join(parts))
-        if advisor["fit"]["kind"] == "table":  # type: ignore[index]
+        if advisor["fit"]["kind"] == "table":
             worst = max(abs(e) for e in errors.values())
     spread = doc.get("baseline_life_spread")
     if isinstance(spread, float):

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App
+from textual.geometry import Region
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,10 +63,10 @@ class FrameMeter:
     def __enter__(self) -> FrameMeter:
         render_lines, meter = self._render_lines, self
 
-        def counted(widget: Widget, crop: Any) -> Any:
-            meter.lines[_name(widget)] += crop.height
-            meter.calls[_name(widget)] += 1
-            return render_lines(widget, crop)
+        def counted(self: Widget, crop: Region) -> list[Strip]:  # `self`: it stands in for the method
+            meter.lines[_name(self)] += crop.height
+            meter.calls[_name(self)] += 1
+            return render_lines(self, crop)
 
         def timed(method: Any) -> Any:
             def run(screen: Screen[Any], *args: Any, **kwargs: Any) -> Any:

@@ -44,6 +44,7 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from mtpwatch.config import DisplaySettings
 from mtpwatch.core.ab.stats import abba_order, bootstrap_median_ci, median_ci
@@ -249,7 +250,7 @@ async def run(
 ) -> dict[str, object]:
     watcher: Scraper | AppWatcher
     watcher = AppWatcher(url, interval) if watcher_kind == "app" else Scraper(url, interval)
-    rows = []
+    rows: list[dict[str, Any]] = []  # one JSON row per pair
     try:
         async with VllmClient(url) as client:
             await trial(client, model, 32)  # warm-up: the first request after start is slow

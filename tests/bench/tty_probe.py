@@ -30,6 +30,7 @@ from typing import Any
 from textual.drivers.linux_driver import LinuxDriver
 
 from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
 _batch: deque[float] = deque()
@@ -44,7 +45,7 @@ _flush = TokenStream.flush
 _write = LinuxDriver.write
 
 
-def decode(self: VllmClient, *args: Any, **kwargs: Any) -> Any:
+def decode(self: StreamMethods, *args: Any, **kwargs: Any) -> Any:
     events = _decode(self, *args, **kwargs)
     # The client hands this batch to on_event (→ the pane's feed) before it reads again.
     _batch.clear()

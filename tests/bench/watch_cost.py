@@ -235,7 +235,7 @@ def run(
     return out
 
 
-SIMS = {
+SIMS: dict[str, list[tuple[str, ...]]] = {
     "idle": [("--preset", "gemma4-e4b-gb10")],
     "idle-steady": [("--preset", "gemma4-e4b-gb10")],
     "one": [("--preset", "gemma4-e4b-gb10")],

@@ -23,6 +23,7 @@ from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.sim.harness import SimThread
 
 PROMPTS = [Prompt("p1", "one", "cat", 8)]
@@ -96,7 +97,7 @@ class FlakyArm:
         await asyncio.sleep(0)
         return ArmResult(8, 0.01, 100.0, text="x", token_ids=tuple(range(8)))
 
-    async def counters(self) -> SpecCounters | None:
+    async def counters(self) -> MetricsSnapshot | None:
         self.scrapes += 1
         if self.scrape_error:
             raise RuntimeError("metrics answered 500")

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mtpwatch.commands.bench import command
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import runlog, workloads
-from mtpwatch.core.ab.plan import BenchConfig, StartArm, StopArm, build_plan
+from mtpwatch.core.ab.plan import BenchConfig, RunUnits, StartArm, StopArm, Unit, build_plan
 from mtpwatch.sim.harness import SimThread
 
 QUICK = ["--prompts", "short", "--limit", "1", "--runs", "3", "--max-tokens", "16"]
@@ -152,11 +152,12 @@ def test_resumed_restart_plan_skips_finished_sessions() -> None:
         prompts=workloads.resolve("short", limit=1)[:1], runs=3, warmup=1, schedule="restart"
     )
     plan = build_plan(config)
-    first_session = []
+    first_session: list[Unit] = []
     for step in plan[1:]:
         if isinstance(step, StopArm):
             break
-        first_session.extend(step.units)  # type: ignore[union-attr]
+        assert isinstance(step, RunUnits)
+        first_session.extend(step.units)
     done = [
         RunRecord(u.arm, "p", "c", u.point, u.run, u.warmup, u.pair, 1, None, 1.0, 1.0, 1.0, 0, None, False,
                   prompt_index=u.prompt)

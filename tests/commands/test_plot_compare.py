@@ -211,7 +211,7 @@ def test_bench_against_simulators_records_the_gpu_they_model(reports: dict[str, 
 def test_compare_warns_across_models_and_gpus_and_cuts_no_name(
     reports: dict[str, Path], tmp_path: Path
 ) -> None:
-    docs = []
+    docs: list[Path] = []
     cases = (
         ("k=1 ksweep.json on the Spark", {"name": "GB10"}, "google/gemma-4-E4B-it", "google/gemma-4-E4B-it"),
         (

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 
-_COMMON = {
-    "deadline": None,  # a shared 2-core machine: wall time per example is noise, not a failure
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
-    "database": None,
-    "print_blob": True,
-}
-settings.register_profile("fuzz-fast", max_examples=150, derandomize=True, **_COMMON)
-settings.register_profile("fuzz-long", max_examples=5_000, **_COMMON)
+_COMMON = settings(
+    deadline=None,  # a shared 2-core machine: wall time per example is noise, not a failure
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+    print_blob=True,
+)
+settings.register_profile("fuzz-fast", _COMMON, max_examples=150, derandomize=True)
+settings.register_profile("fuzz-long", _COMMON, max_examples=5_000)
 settings.load_profile("fuzz-fast")

@@ -26,7 +26,7 @@ LABEL_NAMES = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,6}", fullmatch=True).filte
 )
 # Label values as written on the page: any text, with the three escapes the format defines.
 LABEL_VALUES = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=12
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\n\r"), max_size=12
 ).map(lambda s: s.replace("\\", "\\\\").replace('"', '\\"'))
 FLOATS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
@@ -40,10 +40,10 @@ TIMESTAMPS = st.one_of(st.none(), st.integers(0, 2_000_000_000_000).map(str))
 def sample_line(draw: st.DrawFn, name: str) -> str:
     labels = draw(st.dictionaries(LABEL_NAMES, LABEL_VALUES, max_size=4))
     line = name
-    if labels or draw(st.booleans()):
+    if bool(labels) or draw(st.booleans()):
         terms = [f'{k}="{v}"' for k, v in labels.items()]
         sep = draw(st.sampled_from([",", ", "]))
-        trailing = "," if terms and draw(st.booleans()) else ""
+        trailing = "," if bool(terms) and draw(st.booleans()) else ""
         line += "{" + sep.join(terms) + trailing + "}"
     line += draw(st.sampled_from([" ", "  ", "\t"])) + draw(FLOATS)
     ts = draw(TIMESTAMPS)

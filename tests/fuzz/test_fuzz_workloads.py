@@ -17,7 +17,7 @@ from mtpwatch.core.ab.workloads import DEFAULT_MAX_TOKENS, WorkloadError, load_j
 
 # Text a model or a user writes, line separators JSON does not escape (U+2028, U+0085, …) included.
 TEXT = st.text(
-    st.characters(blacklist_categories=("Cs",)) | st.sampled_from("\u2028\u2029\x85\x1c\x0b\x0c"), max_size=12
+    st.characters(blacklist_categories=["Cs"]) | st.sampled_from("\u2028\u2029\x85\x1c\x0b\x0c"), max_size=12
 )
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,

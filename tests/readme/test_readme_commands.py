@@ -333,7 +333,7 @@ def background(lines: list[str], cwd: Path, environ: dict[str, str]) -> Iterator
                 if "http://127.0.0.1:" in out_line:
                     break
             else:
-                raise AssertionError(f"a background line ended before it listened: {proc.args}")
+                raise AssertionError(f"a background line ended before it listened: {proc.args!r}")
         yield procs
     finally:
         for proc in procs:
@@ -531,7 +531,7 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
         sims = [take("mtpwatch sim --preset gemma4-31b-h100"), take("mtpwatch sim --count 3")]
         for line in sims:
             procs.procs.append(
-                subprocess.Popen(["bash", "-c", ported(line, ports)], cwd=tmp_path, env=user,
+                subprocess.Popen(["bash", "-c", ported(line, ports)], cwd=tmp_path, env=user, text=True,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             )  # fmt: skip
         procs.procs.append(
@@ -542,6 +542,7 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                text=True,
             )
         )  # fmt: skip  (the llama.cpp server of "vLLM vs llama.cpp", stood in for)
         wait_healthy(url.values())
@@ -582,17 +583,17 @@ def test_use_it(installed: Path, tmp_path: Path) -> None:
         from tests.real_prometheus import fleetgen
         from tests.real_prometheus.conftest import prometheus_binary
 
-        fleet = fleetgen.make_fleet(60, 1200, lead_s=45, seed=7)
+        generated = fleetgen.make_fleet(60, 1200, lead_s=45, seed=7)
         (tmp_path / "fleet").mkdir()
         store = fleetgen.load_prometheus(
-            procs.start, prometheus_binary(), fleet, tmp_path / "fleet", free_port()
+            procs.start, prometheus_binary(), generated, tmp_path / "fleet", free_port()
         )
-        time.sleep(max(0.0, fleet.end - 5 - time.time()))  # until the data's end, a time of day
-        assert time.time() < fleet.end + 10, "loading outlived the data's lead: raise lead_s"
+        time.sleep(max(0.0, generated.end - 5 - time.time()))  # until the data's end, a time of day
+        assert time.time() < generated.end + 10, "loading outlived the data's lead: raise lead_s"
         fleet_line = ported(prometheus_snapshot, {"9090": int(store.rsplit(":", 1)[1])})
         doc = json.loads(ok(fleet_line, tmp_path, user))
         flagged = {o["source"] for g in doc["groups"] for o in g["outliers"]}
-        assert flagged == {fleet.faults[x] for x in ("collapsed", "slow", "k")}, doc["groups"]
+        assert flagged == {generated.faults[x] for x in ("collapsed", "slow", "k")}, doc["groups"]
         assert len(doc["rows"]) == 60, "every instance listed, the silent ones too"
         snap = json.loads(
             ok(ported(take("mtpwatch snapshot http://127.0.0.1:8000 --json"), ports), tmp_path, user)

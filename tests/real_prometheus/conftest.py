@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -57,8 +58,8 @@ class Procs:
     def __init__(self) -> None:
         self.procs: list[subprocess.Popen[str]] = []
 
-    def start(self, argv: list[str], **kwargs: object) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(argv, start_new_session=True, text=True, **kwargs)  # type: ignore[call-overload]
+    def start(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(argv, start_new_session=True, text=True, **kwargs)
         self.procs.append(proc)
         return proc
 

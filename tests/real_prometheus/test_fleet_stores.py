@@ -152,6 +152,7 @@ async def test_generated_fleet_on_prometheus_and_victoria_metrics(procs: Procs, 
         assert r.fit.interval_s == pytest.approx(15.0, abs=0.5), store
         # 10 s asked of a store scraped every 15 s: 60 s used and said; the live rows are not idle
         s = short[store]
+        assert s.fit.interval_s is not None
         assert s.fit.window_s == pytest.approx(4 * s.fit.interval_s) and "not 10 s" in s.fit.notes[0]
         assert sum(1 for x in s.rows if x.state == "up") >= N - len(fleetgen.FAULTS), store
         doc = docs[store]

@@ -256,6 +256,7 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
             f"Prometheus {pr.acceptance:.4f}; mean length {dr.mean_length:.4f} vs {pr.mean_length:.4f}"
         )
         assert pr.acceptance == pytest.approx(dr.acceptance, rel=spread + 1e-9)
+        assert pr.mean_length is not None and dr.mean_length is not None
         assert pr.mean_length - 1 == pytest.approx(dr.mean_length - 1, rel=spread + 1e-9)
         for a, b in zip(pr.per_position, dr.per_position, strict=True):
             assert a == pytest.approx(b, rel=spread + 1e-9, abs=1e-12)
@@ -267,7 +268,8 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     for rows in (direct, via_prom):
         flagged = {r.name for r in rows if "acceptance" in r.outliers}
         assert flagged == {collapsed}, rows
-    assert d[collapsed].acceptance is not None and d[collapsed].acceptance < 0.2
+    collapsed_acceptance = d[collapsed].acceptance
+    assert collapsed_acceptance is not None and collapsed_acceptance < 0.2
     assert min(d[h].acceptance or 0 for h in hosts[:2]) > 0.4
 
     # The README's commands: the same numbers as the CLI prints them, and the fleet view on screen.
@@ -317,8 +319,8 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     after_restart = parse_snapshot(page)
     t_end2 = round(time.time(), 3)
     w2_ms = max(5000, round((t_end2 - t_before + 2.0) * 1000))  # ≥ 4 scrape intervals: not widened
-    series = await raw_matrix(prom, f'{COUNTERS["drafts"]}{{instance="{hosts[0]}"}}[{w2_ms}ms]', t_end2)
-    pts = [(round(float(t) * 1000), float(v)) for t, v in series[0]["values"]]
+    reset = await raw_matrix(prom, f'{COUNTERS["drafts"]}{{instance="{hosts[0]}"}}[{w2_ms}ms]', t_end2)
+    pts = [(round(float(t) * 1000), float(v)) for t, v in reset[0]["values"]]
     assert any(b[1] < a[1] for a, b in itertools.pairwise(pts)), "the window holds the reset"
     assert reset_corrected(pts) == after_restart.drafts > 0
     factor = extrapolation_factor(pts, round(t_end2 * 1000) - w2_ms, round(t_end2 * 1000))

@@ -33,9 +33,9 @@ def test_only_lossy_verification_makes_a_difference_expected(
     config: dict[str, object] = {"method": "mtp", "num_speculative_tokens": 2}
     if verification is not None:
         config["rejection_sample_method"] = verification
-    assert lossy_reason(_feed(config)) == expected  # type: ignore[arg-type]
+    assert lossy_reason(_feed(config)) == expected
 
 
 def test_a_server_it_did_not_start_is_not_called_lossy() -> None:
     feed = SimpleNamespace(spec=SimpleNamespace(launch=None), spec_method=None, version=None)
-    assert lossy_reason(feed) is None  # type: ignore[arg-type]
+    assert lossy_reason(feed) is None

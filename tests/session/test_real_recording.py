@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from dataclasses import asdict
+from typing import Any
 
 from mtpwatch.session.replay import ReplaySource
 from tests.datadir import DataDir
@@ -19,7 +20,7 @@ RECORDING = FOLDER / "vllm-0.32-cpu-ngram-k4.mtpw.gz"
 VIEWS = FOLDER / "vllm-0.32-cpu-ngram-k4.views.json.gz"
 
 
-def _plain(obj: object) -> object:
+def _plain(obj: object) -> Any:
     """A view as JSON would have it (tuples → lists)."""
     return json.loads(json.dumps(obj))
 

@@ -58,7 +58,8 @@ async def test_startup_and_stats_lines(sse: Any) -> None:
     assert any(re.match(ENGINE, x) for x in lines)
     assert any(re.match(SPEC, x) for x in lines)
     spec_line = next(x for x in lines if "SpecDecoding metrics" in x)
-    assert len(re.search(r"Per-position acceptance rate: ([\d., ]+),", spec_line).group(1).split(", ")) == 2
+    per_position = re.search(r"Per-position acceptance rate: ([\d., ]+),", spec_line)
+    assert per_position is not None and len(per_position.group(1).split(", ")) == 2
 
 
 async def test_baseline_has_no_mtp_lines() -> None:

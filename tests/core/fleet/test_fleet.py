@@ -10,7 +10,7 @@ import pytest
 from mtpwatch.core.fleet.outliers import is_outlier, mark_outliers
 from mtpwatch.core.fleet.report import fleet_report
 from mtpwatch.core.fleet.rows import FleetRow, split_page
-from mtpwatch.core.fleet.scraper import FleetScraper, Target
+from mtpwatch.core.fleet.scraper import Fetch, FleetScraper, Target
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
@@ -113,7 +113,7 @@ async def test_a_slow_and_a_dead_server_do_not_delay_the_others() -> None:
         for track in scraper.tracks:
             inner = track.fetch
 
-            async def counted(inner=inner, url=track.target.url) -> str:  # type: ignore[no-untyped-def]
+            async def counted(inner: Fetch = inner, url: str = track.target.url) -> str:
                 start = time.monotonic()
                 try:
                     return await inner()

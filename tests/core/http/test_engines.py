@@ -129,6 +129,7 @@ def test_model_list_of_llama_server_and_of_vllm() -> None:
     assert engines.parse_model_list(only_models) == [engines.ModelEntry("m.gguf", "/x/m.gguf")]
     vllm = {"object": "list", "data": [{"id": "spec", "root": "/m", "max_model_len": 2048, "parent": None}]}
     assert engines.parse_model_list(vllm) == [engines.ModelEntry("spec", "/m", 2048, None)]
+    bad: object
     for bad in ([], {"data": [{"name": "x"}]}, {"models": [{}]}, {"object": "list"}):
         with pytest.raises(ValueError):
             engines.parse_model_list(bad)

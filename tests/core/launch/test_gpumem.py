@@ -94,7 +94,7 @@ def test_nvml_present_gives_its_own_figures(smi_bin: Path, monkeypatch: pytest.M
     gpu = local_gpu_memory()
     assert gpu is not None and gpu.source == "nvml" and gpu.name == "NVIDIA H200"
     assert gpu.total_bytes == 150754820096 and gpu.free_bytes == 150109880320 and not gpu.unified
-    assert nvml.calls == ["init", "shutdown"]  # type: ignore[attr-defined]
+    assert nvml.calls == ["init", "shutdown"]
 
 
 def test_nvml_absent_reads_nvidia_smi(data: DataDir, smi_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:

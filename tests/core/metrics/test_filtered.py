@@ -22,6 +22,7 @@ from mtpwatch.core.metrics.filtered import (
     FULL_PATH,
     HOT_NAMES,
     SLOW_NAMES,
+    Fetch,
     FilterRefused,
     ScrapeFilter,
     TieredScraper,
@@ -60,7 +61,7 @@ def _restricted(registry: CollectorRegistry, names: Iterable[str]) -> str:
     return generate_latest(registry.restricted_registry(list(names))).decode()
 
 
-def _registry_fetch(registry: CollectorRegistry, calls: list[str]) -> Any:
+def _registry_fetch(registry: CollectorRegistry, calls: list[str]) -> Fetch:
     """A `Fetch` over a registry, answering as vLLM's two routes do."""
 
     async def fetch(path: str) -> str:

@@ -191,12 +191,14 @@ def test_per_request_histogram_form_gives_vllms_per_request_numbers() -> None:
     hist = PER_REQUEST["acceptance_histogram"]
     steps = PER_REQUEST["num_spec_steps"]
     accepted = PER_REQUEST["num_accepted_draft_tokens"]
+    drafted = PER_REQUEST["num_draft_tokens"]
     assert isinstance(hist, list) and isinstance(steps, int) and isinstance(accepted, int)
+    assert isinstance(drafted, int)
     assert sum(hist) == steps and sum(j * h for j, h in enumerate(hist)) == accepted
 
     mal = F.mean_acceptance_length(accepted, steps)
     assert mal == pytest.approx(PER_REQUEST["mean_acceptance_length"], rel=1e-15)
-    rate = F.acceptance_rate(accepted, PER_REQUEST["num_draft_tokens"])
+    rate = F.acceptance_rate(accepted, drafted)
     assert rate == pytest.approx(PER_REQUEST["draft_acceptance_rate"], rel=1e-15)
 
     # Position i is accepted in the steps that accepted more than i drafts: 1+0+3, 0+3, 3 of 43.

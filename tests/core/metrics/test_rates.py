@@ -195,8 +195,12 @@ def test_histogram_means_and_steps_source() -> None:
     r2 = delta_rates(before, replace(after, requests_running=2.0), 2.0, "w")
     assert (r2.steps_source, r2.steps_per_s) == ("iteration_tokens", pytest.approx(10.0 / 2.0))
     # Not speculating, one request: ITL count.
-    off = {"speculative": False, "drafts": 0.0}
-    r3 = delta_rates(replace(before, **off), replace(after, **off), 2.0, "w")
+    r3 = delta_rates(
+        replace(before, speculative=False, drafts=0.0),
+        replace(after, speculative=False, drafts=0.0),
+        2.0,
+        "w",
+    )
     assert (r3.steps_source, r3.steps_per_s) == ("itl", pytest.approx(20.0 / 2.0))
 
 

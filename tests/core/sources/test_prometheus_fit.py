@@ -6,6 +6,7 @@ import pytest
 
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.sources.prometheus_fit import (
+    Key,
     finish_row,
     fit_window,
     history_note,
@@ -44,7 +45,10 @@ def test_median_gap_missing_rows_and_restarts() -> None:
     matrix = [{"values": [[0, "1"], [15, "2"], [30, "3"], [48, "4"]]}, {"values": [[1, "1"], [16, "2"]]}]
     assert median_gap(matrix) == 15.0
     assert median_gap([]) is None
-    seen = {("a:1", "m", "0"): ("mtp", 2), ("b:1", "m", "0"): ("mtp", 2)}
+    seen: dict[Key, tuple[str | None, int | None]] = {
+        ("a:1", "m", "0"): ("mtp", 2),
+        ("b:1", "m", "0"): ("mtp", 2),
+    }
     (row,) = missing_rows(seen, {("a:1", "m", "0")})
     assert (row.source, row.state, row.k, row.method) == ("b:1", "missing", 2, "mtp")
     live = FleetRow(source="a:1", model="m", engine="0", state="up", k=None)

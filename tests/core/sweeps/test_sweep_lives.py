@@ -32,10 +32,13 @@ def _bench(
             rate = life_rates[starts - 1] if u.arm == "a" else k_rate
             rate += 0.5 * u.prompt  # the prompts run at their own speeds
             name = PROMPTS[u.prompt].id
-            timing = {"tokens": 64, "ttft_s": 0.1, "decode_tok_s": rate, "output_tok_s": rate, "wall_s": 1.0}
-            head = (u.arm, name, "copy", u.point, u.run, u.warmup, u.pair)
-            flags = {"errors": 0, "error": None, "contended": False, "prompt_index": u.prompt}
-            records.append(RunRecord(*head, **timing, **flags))  # type: ignore[arg-type]
+            records.append(
+                RunRecord(
+                    u.arm, name, "copy", u.point, u.run, u.warmup, u.pair,
+                    tokens=64, ttft_s=0.1, decode_tok_s=rate, output_tok_s=rate, wall_s=1.0,
+                    errors=0, error=None, contended=False, prompt_index=u.prompt,
+                )
+            )  # fmt: skip
     return SimpleNamespace(config=config, records=records)
 
 

@@ -53,7 +53,10 @@ def test_settling_arm_waits_on_every_device_reading(
 
 def _report(baseline: float, treatment: float) -> Any:
     """The parts of a `BenchReport` a sweep row reads."""
-    rate = lambda x: SimpleNamespace(median=x)  # noqa: E731
+
+    def rate(x: float) -> SimpleNamespace:
+        return SimpleNamespace(median=x)
+
     overall = SimpleNamespace(
         arms={
             "a": SimpleNamespace(rate=rate(baseline)),
