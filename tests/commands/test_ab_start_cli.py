@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.launch.process import group_members
+from tests.feeds import server_feeds, server_process
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 20"
@@ -53,13 +54,13 @@ def _drive(seen: dict[str, Any]) -> Any:
                 while not all(p.view is not None and p.view.status == "up" for p in panels):
                     assert loop.time() < deadline, [p.view.status if p.view else None for p in panels]
                     await pilot.pause(0.1)
-                feeds = app.monitor.feeds
-                pids = [f.process.pid for f in feeds]
+                feeds = server_feeds(app.monitor)
+                pids = [server_process(f).pid for f in feeds]
                 seen["groups"] = [group_members(pid) for pid in pids]
                 seen["argv"] = [_cmdline(pid) for pid in pids]
                 seen["env"] = [_environ(pid) for pid in pids]
                 seen["all_cmdlines"] = [_cmdline(p) for group in seen["groups"] for p in group]
-                seen["speculative"] = [p.view.speculative for p in panels]
+                seen["speculative"] = [p.view.speculative if p.view else None for p in panels]
                 await pilot.press(*"Repeat: the quick brown fox", "enter")
                 while not all(p.prompt_count >= 1 for p in panels):
                     assert loop.time() < deadline, "no answer"
@@ -164,7 +165,12 @@ def test_a_dflash_or_eagle3_drafter_is_never_forced_to_mtp(
 def test_twins_without_a_plan_are_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """No GPU memory known (no NVML, no nvidia-smi) and none named: nothing starts, one line says why."""
     started: list[Any] = []
-    monkeypatch.setattr("mtpwatch.ui.app.run_app", lambda *a, **k: started.append(a) or 0)
+
+    def run_app(*a: Any, **k: Any) -> int:
+        started.append(a)
+        return 0
+
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", run_app)
     monkeypatch.setattr("mtpwatch.core.launch.gpumem.local_gpu_memory", lambda *a, **k: None)
     result = CliRunner().invoke(cli, ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--vllm", SIM])
     assert result.exit_code == 1 and not started
@@ -231,7 +237,8 @@ def test_start_takes_its_key_from_the_environment(monkeypatch: pytest.MonkeyPatc
         return 0
 
     monkeypatch.setattr(start, "run_headless", fake)
-    monkeypatch.setattr(start.shutil, "which", lambda program: program)  # no vLLM here: not run
+    # no vLLM here: not run
+    monkeypatch.setattr("mtpwatch.commands.start.shutil.which", lambda program: program)
     monkeypatch.delenv("VLLM_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = CliRunner().invoke(cli, ["start", E4B, "--headless", "--method", "ngram"])
@@ -307,7 +314,12 @@ def test_twins_the_gpu_cannot_hold_now_are_refused_where_vllm_would_not(
         lambda *a, **k: GpuMemory("H100", 80 * GIB, 20 * GIB, "nvml"),
     )
     started: list[Any] = []
-    monkeypatch.setattr("mtpwatch.ui.app.run_app", lambda *a, **k: started.append(a) or 0)
+
+    def run_app(*a: Any, **k: Any) -> int:
+        started.append(a)
+        return 0
+
+    monkeypatch.setattr("mtpwatch.ui.app.run_app", run_app)
     args = ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--gpu", "H100 SXM", "--vllm", str(vllm)]
     result = CliRunner().invoke(cli, args)
     if refused:

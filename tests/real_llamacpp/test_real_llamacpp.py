@@ -31,6 +31,7 @@ from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header, render_numbers
+from tests.feeds import server_feeds
 from tests.waits import wait_for
 
 from .conftest import LLAMA_ARGS, N_MAX, ROOT, LlamaEnv, LlamaPool, RunningLlama
@@ -230,7 +231,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
         assert summary.tokens == after.predicted - before.predicted  # exact, from the stream
         assert not summary.approximate
         assert summary.acceptance_rate == pytest.approx(d_acc / d_tokens, rel=1e-12)
-        feed = app.monitor.feeds[0]
+        feed = server_feeds(app.monitor)[0]
         await wait_for(
             pilot,
             lambda: panel.view is not None and panel.view.drafts == d_drafts,

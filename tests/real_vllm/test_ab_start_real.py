@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.launch.process import descendants, group_members
+from tests.feeds import server_feeds, server_process
 
 from .conftest import STARTUP_LIMIT_S, VLLM_ENV, RealEnv
 
@@ -50,22 +51,22 @@ def test_ab_start_ngram_twins_real(real_env: RealEnv, monkeypatch: pytest.Monkey
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                panels, feeds = app.monitor.panels, app.monitor.feeds
+                panels, feeds = app.monitor.panels, server_feeds(app.monitor)
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 2 * STARTUP_LIMIT_S
                 while not all(p.view is not None and p.view.status == "up" for p in panels):
                     assert loop.time() < deadline, [f.reason for f in feeds]
                     assert not any(f.status == "failed" for f in feeds), [f.reason for f in feeds]
                     await pilot.pause(0.5)
-                pids = [f.process.pid for f in feeds]
+                pids = [server_process(f).pid for f in feeds]
                 seen["members"] = sorted({m for pid in pids for m in [pid, *descendants(pid)]})
                 seen["cmdlines"] = _all_cmdlines()
-                seen["logs"] = ["\n".join(f.process.tail()) for f in feeds]
+                seen["logs"] = ["\n".join(server_process(f).tail()) for f in feeds]
                 async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http:
                     seen["metrics"] = [(await http.get(f.spec.url + "/metrics")).text for f in feeds]
                     seen["unauthorised"] = (await http.get(feeds[0].spec.url + "/v1/models", headers={
                         "Authorization": "Bearer wrong"})).status_code  # fmt: skip
-                seen["speculative"] = [p.view.speculative for p in panels]
+                seen["speculative"] = [p.view.speculative if p.view else None for p in panels]
                 await pilot.press(*PROMPT, "enter")
                 while not all(p.prompt_count >= 1 for p in panels):
                     assert loop.time() < deadline, "no answer"

@@ -29,6 +29,7 @@ from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header
+from tests.feeds import server_feeds
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 
@@ -70,9 +71,10 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = app.monitor
-        for i, feed in enumerate(screen.feeds):
+        feeds = server_feeds(screen)
+        for i, feed in enumerate(feeds):
             _capture(feed, i, seen)
-        await wait_for(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds), "up", 600)
+        await wait_for(pilot, lambda: all(f.status == "up" and f.identified for f in feeds), "up", 600)
         screen.send(PROMPT)
         await wait_for(pilot, lambda: all(p.prompt_count == 1 for p in screen.panels), "the answers", 240)
         views = [p.view for p in screen.panels]

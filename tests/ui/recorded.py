@@ -5,9 +5,9 @@ test session."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.session.views import ServerView
@@ -16,6 +16,7 @@ from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+from tests.feeds import server_feeds
 from tests.ui.conftest import _wait_until
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"
@@ -56,7 +57,13 @@ def _capture_panels(screen: MonitorScreen, out: Recorded) -> None:
         panel.watch_view = _drawn(index, panel, out)  # type: ignore[method-assign]
 
 
-def _drawn(index: int, panel: ServerPanel, out: Recorded) -> Callable[[ServerView | None], None]:
+class _Draws(Protocol):
+    """`ServerPanel.watch_view`'s shape, named parameter and all, so it can stand in for it."""
+
+    def __call__(self, view: ServerView | None) -> None: ...
+
+
+def _drawn(index: int, panel: ServerPanel, out: Recorded) -> _Draws:
     draw = panel.watch_view
 
     def drawn(view: ServerView | None) -> None:  # one parameter: Textual passes the new value
@@ -90,21 +97,21 @@ async def record_ab(path: Path) -> Recorded:
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.monitor
-            for i, feed in enumerate(screen.feeds):
+            feeds = server_feeds(screen)
+            for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
-            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds))
+            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in feeds))
             for prompt in PROMPTS:
                 done = [p.prompt_count for p in screen.panels]
                 screen.send(prompt)
-                await _wait_until(
-                    pilot,
-                    lambda done=done: (
-                        not screen.generating
-                        and all(p.prompt_count > d for p, d in zip(screen.panels, done, strict=True))
-                    ),
-                    limit_s=60,
-                )
+
+                def answered(done: list[int] = done) -> bool:
+                    return not screen.generating and all(
+                        p.prompt_count > d for p, d in zip(screen.panels, done, strict=True)
+                    )
+
+                await _wait_until(pilot, answered, limit_s=60)
             screen.cycle_window()  # 60 s
             screen.cycle_window()  # this prompt
             n = len(out.seen)
@@ -130,10 +137,11 @@ async def record_mid_stream(path: Path) -> Recorded:
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.monitor
-            for i, feed in enumerate(screen.feeds):
+            feeds = server_feeds(screen)
+            for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
-            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds))
+            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in feeds))
             screen.send(PROMPTS[0])  # alternate: A first, then B
 
             def b_streams() -> bool:

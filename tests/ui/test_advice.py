@@ -17,7 +17,7 @@ from mtpwatch.ui.markup.ab import advice_groups
 from mtpwatch.ui.pack import pack
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 
 async def test_ab_view_names_the_k_it_would_choose(wait_until: WaitUntil) -> None:

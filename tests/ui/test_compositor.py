@@ -14,6 +14,8 @@ from rich.console import Console
 from textual._compositor import ChopsUpdate, Compositor
 from textual.content import Content
 from textual.geometry import Region
+from textual.pilot import Pilot
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -42,7 +44,7 @@ WORDS = [
 ]
 
 
-async def _start(pilot: Any) -> ServerPanel:
+async def _start(pilot: Pilot[Any]) -> ServerPanel:
     for widget in pilot.app.screen.query(Input):
         widget.cursor_blink = False
     await samples.load(pilot.app, "single")
@@ -77,14 +79,22 @@ def _frames() -> Iterator[list[collections.Counter[Widget]]]:
         frames.append(collections.Counter())
         return partial(self)
 
-    def counted_fill(self: RowCompositor, chops: Any, widget: Widget, *args: int) -> None:
+    def counted_fill(
+        self: RowCompositor,
+        chops: list[dict[int, Strip | None]],
+        widget: Widget,
+        region: Region,
+        vx: int,
+        vw: int,
+        y1: int,
+        y2: int,
+    ) -> None:
         if frames:
-            *_, y1, y2 = args
             frames[-1][widget] += y2 - y1
-        fill(self, chops, widget, *args)
+        fill(self, chops, widget, region, vx, vw, y1, y2)
 
     RowCompositor.render_partial_update = counted_partial  # type: ignore[method-assign]
-    RowCompositor._fill = counted_fill  # type: ignore[method-assign,assignment]
+    RowCompositor._fill = counted_fill  # type: ignore[method-assign]
     try:
         yield frames
     finally:

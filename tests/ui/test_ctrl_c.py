@@ -17,12 +17,12 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.fleet import FleetScreen
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.replay import ReplayScreen
+from tests.feeds import server_feeds
 from tests.ui import samples
 from tests.ui.test_demo_and_cli import _alive
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
-
+    from tests.ui.conftest import WaitUntil
     from tests.ui.recorded import Recorded
 
 
@@ -34,7 +34,7 @@ async def test_ctrl_c_quits_the_demo_and_stops_its_servers(wait_until: WaitUntil
             lambda: all(p.view is not None and p.view.status == "up" for p in app.monitor.panels),
             limit_s=60,
         )
-        pids = [feed.process.pid for feed in app.monitor.feeds if feed.process is not None]
+        pids = [feed.process.pid for feed in server_feeds(app.monitor) if feed.process is not None]
         assert len(pids) == 2 and all(_alive(pid) for pid in pids)
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: app.return_code is not None, limit_s=30)

@@ -10,9 +10,10 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
+from tests.feeds import server_feeds, server_process
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 
 def _alive(pid: int) -> bool:
@@ -32,13 +33,13 @@ async def test_demo_starts_and_stops_its_servers(wait_until: WaitUntil) -> None:
     assert [s.launch is not None and s.launch.kind == "sim" for s in config.servers] == [True, True]
     app = make_app(config)
     async with app.run_test(size=(120, 40)) as pilot:
-        feeds = app.monitor.feeds
+        feeds = server_feeds(app.monitor)
         await wait_until(
             pilot,
             lambda: all(p.view is not None and p.view.status == "up" for p in app.monitor.panels),
             limit_s=60,
         )
-        pids = [feed.process.pid for feed in feeds]
+        pids = [server_process(feed).pid for feed in feeds]
         assert all(_alive(pid) for pid in pids)
         views = [p.view for p in app.monitor.panels]
         assert views[0] is not None and views[0].speculative is False

@@ -22,7 +22,7 @@ from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 TRIES = 20
 

@@ -12,7 +12,7 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 
 def test_the_loop_waits_for_idle_servers_then_pauses_between_prompts() -> None:

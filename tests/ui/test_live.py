@@ -9,9 +9,10 @@ from mtpwatch.session.diagnosis import MIN_DRAFTS
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+from tests.feeds import server_feeds
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=48)
 
@@ -208,7 +209,7 @@ async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             await wait_until(pilot, lambda: bool(panel.view and panel.view.scrape.endswith("every 60 s")))
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: feed.prompt.t0 is not None)

@@ -25,7 +25,7 @@ from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summa
 from tests.datadir import DataDir
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 DATA = DataDir().root
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,12 +14,16 @@ from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSetti
 from mtpwatch.core.launch import process
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
 from mtpwatch.core.metrics.attribution import PER_REQUEST_SCOPE
+from mtpwatch.session.launching import StartupProgress
 from mtpwatch.session.measure import FeedArm, measurement_prompt
+from mtpwatch.session.sources import Source
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
+from tests.feeds import server_feeds
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=24)
 
@@ -87,7 +92,7 @@ async def test_per_request_metrics_label_the_summary(wait_until: WaitUntil) -> N
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             summary = panel.last_summary
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             assert summary is not None and feed.prompt.request_spec is not None
             assert summary.scope == PER_REQUEST_SCOPE
             assert summary.acceptance_rate == feed.prompt.request_spec.acceptance_rate
@@ -106,7 +111,7 @@ async def test_without_per_request_metrics_keeps_counter_attribution(wait_until:
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert panel.last_summary is not None and panel.last_summary.scope == "this request"
-            assert app.monitor.feeds[0].prompt.request_spec is None
+            assert server_feeds(app.monitor)[0].prompt.request_spec is None
             await pilot.press("ctrl+q")
 
 
@@ -130,14 +135,18 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
     pids: list[int] = []
     original = FeedArm.__init__
 
-    def spy_init(self: FeedArm, feed: object, progress: object, on_up: object) -> None:
+    def spy_init(
+        self: FeedArm, feed: Source, progress: StartupProgress, on_up: Callable[[bool], None]
+    ) -> None:
+        assert isinstance(feed, ServerFeed)
+
         def on_up_spy(up: bool) -> None:
             events.append((time.monotonic(), self.label, up))
-            if up and self.feed.process is not None:
-                pids.append(self.feed.process.pid)
-            on_up(up)  # type: ignore[operator]
+            if up and feed.process is not None:
+                pids.append(feed.process.pid)
+            on_up(up)
 
-        original(self, feed, progress, on_up_spy)  # type: ignore[arg-type]
+        original(self, feed, progress, on_up_spy)
 
     mp = pytest.MonkeyPatch()
     mp.setattr(FeedArm, "__init__", spy_init)
@@ -162,7 +171,7 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
     assert [(label[0], up) for _, label, up in events] == [
         ("A", True), ("A", False), ("B", True), ("B", False), ("A", True), ("A", False),
     ]  # fmt: skip
-    assert all(f.process is None for f in monitor.feeds)
+    assert all(f.process is None for f in server_feeds(monitor))
     assert len(pids) == 3
     for pid in pids:  # every server and its process group are gone
         assert not process.group_members(pid) and not process.descendants(pid)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from textual.content import Content
 
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.core.roofline.nvml import HardwareReading
 from mtpwatch.session.diagnosis import DRAFTER_MISMATCH, MTP_SLOWER, ab_warnings, make_verdict
 from mtpwatch.session.views import BandwidthView, describe_hardware
@@ -114,9 +114,9 @@ def test_hardware_line_from_fake_readings() -> None:
 def test_kv_context_prefers_engine_occupancy() -> None:
     from mtpwatch.session.bandwidth_inputs import BandwidthModel as _BandwidthModel
 
-    snap = SimpleNamespace(kv_cache_usage=0.25, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
+    snap = MetricsSnapshot(kv_cache_usage=0.25, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
     assert _BandwidthModel.context(snap, 999) == (400, "KV-cache occupancy, engine-wide")
-    idle = SimpleNamespace(kv_cache_usage=0.0, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
+    idle = MetricsSnapshot(kv_cache_usage=0.0, cache_config={"num_gpu_blocks": "100", "block_size": "16"})
     assert _BandwidthModel.context(idle, 300) == (300, "last prompt: prompt + generated")
     assert _BandwidthModel.context(None, None)[0] == 0
 

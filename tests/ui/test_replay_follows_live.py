@@ -13,12 +13,14 @@ from textual.content import Content
 from mtpwatch.core.record.reader import read_recording
 from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS
+from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.replay import ReplayScreen
+from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.ui.recorded import Recorded
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 SIZE = (160, 48)
 """The size the recordings were made at: row texts wrap and shorten with the width."""
@@ -66,12 +68,20 @@ async def _replayed_rows_equal_live(recorded: Recorded, how: str, wait_until: Wa
             screen.window_index = WINDOWS.index(window)
             if how == "play":
                 player[0] += t - source.now  # at 1×: the next tick plays up to t
-                await wait_until(pilot, lambda t=t: source.now >= t - 1e-9, limit_s=30)
+
+                def played(t: float = t) -> bool:
+                    return source.now >= t - 1e-9
+
+                await wait_until(pilot, played, limit_s=30)
             else:
                 screen.seek_to(t)
             assert abs(source.now - t) < 1e-9 and screen.playing == (how == "play")
             panel, feed = screen.panels[index], source.feeds[index]
-            await wait_until(pilot, lambda panel=panel, feed=feed: panel.view == feed.view(screen.window))
+
+            def shown(panel: ServerPanel = panel, feed: ServerFeed = feed) -> bool:
+                return panel.view == feed.view(screen.window)
+
+            await wait_until(pilot, shown)
             replayed = _content(panel.rows())
             live = _content(live)
             diff = {row: (live[row], replayed[row]) for row in live if live[row] != replayed[row]}
@@ -118,7 +128,11 @@ async def test_the_replayed_panel_follows_playback_after_a_seek(
         seen: list[str] = []
         await pilot.press("space")  # play
         for offset in (0.15 * rest, 0.4 * rest, 0.8 * rest):
-            await wait_until(pilot, lambda offset=offset: source.now >= t_seek + offset, limit_s=60)
+
+            def reached(offset: float = offset) -> bool:
+                return source.now >= t_seek + offset
+
+            await wait_until(pilot, reached, limit_s=60)
             await pilot.press("space")  # pause
             assert not screen.playing
             t = source.now

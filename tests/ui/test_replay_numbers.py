@@ -19,7 +19,7 @@ from mtpwatch.ui.screens.replay import ReplayScreen
 from tests.ui.recorded import PROMPTS, Recorded
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 
 def _done_by(source: ReplaySource, server: int) -> int:

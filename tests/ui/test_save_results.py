@@ -18,7 +18,7 @@ from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=24, gpu="GB10")
 

@@ -17,7 +17,7 @@ from mtpwatch.ui.markup.roofline import render_bandwidth, render_bandwidth_short
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 if TYPE_CHECKING:
-    from conftest import WaitUntil
+    from tests.ui.conftest import WaitUntil
 
 PAST = BandwidthView(
     gpu="GB10 (simulated)",

@@ -40,8 +40,8 @@ async def test_the_first_frame_is_laid_out_for_the_terminal_it_opens_in() -> Non
 
     def hook(message: object) -> None:
         screen = app.screen_stack[-1] if app.screen_stack else None
-        mounted = isinstance(message, events.Mount) and isinstance(screen, MonitorScreen)
-        if mounted and not seen and screen.query(ServerPanel):
+        mounted = isinstance(message, events.Mount)
+        if mounted and isinstance(screen, MonitorScreen) and not seen and screen.query(ServerPanel):
             seen.append(frozenset(screen.classes))
 
     async with app.run_test(size=(80, 24), message_hook=hook) as pilot:

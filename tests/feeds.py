@@ -1,0 +1,25 @@
+"""`server_feeds`: a monitor's feeds as the live `ServerFeed`s they are.
+
+The monitor holds its feeds as `session.sources.Source`s; a test that looks behind the protocol (the
+process mtpwatch started, the prompt's own numbers, whether the server was identified) asks for them
+here, and fails plainly if one is not a live feed.
+"""
+
+from __future__ import annotations
+
+from mtpwatch.core.launch.process import ServerProcess
+from mtpwatch.session.watch import ServerFeed
+from mtpwatch.ui.screens.monitor import MonitorScreen
+
+
+def server_feeds(screen: MonitorScreen) -> list[ServerFeed]:
+    """`screen.feeds`, each checked to be a live `ServerFeed`."""
+    feeds = [feed for feed in screen.feeds if isinstance(feed, ServerFeed)]
+    assert len(feeds) == len(screen.feeds), f"not all live feeds: {screen.feeds!r}"
+    return feeds
+
+
+def server_process(feed: ServerFeed) -> ServerProcess:
+    """The server process `feed` started (it must have started one)."""
+    assert feed.process is not None, f"{feed.spec.label}: no process"
+    return feed.process
