@@ -21,8 +21,9 @@ quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 echo "== mtpwatch installed ($(( $(date +%s) - start )) s)"
 
 status=0
-# The shape of the code: lint, format, strict types, import contracts (layers, no Textual in core,
-# the simulator apart, no import cycles). Any failure fails the run, after the tests have run too.
+# The shape of the code: lint, format, strict types (the package and its tests: pyproject.toml's
+# [tool.mypy]), import contracts (layers, no Textual in core, the simulator apart, no import cycles).
+# Any failure fails the run, after the tests have run too.
 echo "== checks (ruff, ruff format, mypy --strict, import contracts)"
 checks=0
 .venv/bin/ruff check mtpwatch tests || checks=1
