@@ -19,6 +19,7 @@ from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.context import context_from_bench, context_option
 from mtpwatch.commands.options import (
     api_key_option,
+    chat_option,
     gpu_option,
     label_option,
     limit_option,
@@ -95,7 +96,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     help="Concurrency sweep: requests in flight per arm (above 1 the speed is aggregate output tok/s).",
 )
 @temperature_option("Sampling temperature (0 makes the lossless check meaningful).")
-@click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
+@chat_option()
 @model_option("Served model name (default: the server's only model).")
 @api_key_option()
 @click.option(

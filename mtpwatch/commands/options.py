@@ -47,6 +47,13 @@ def temperature_option(help: str) -> Callable[[F], F]:
     )
 
 
+def chat_option(
+    help: str = "Send prompts to /v1/chat/completions (default: /v1/completions).",
+) -> Callable[[F], F]:
+    """--chat: the OpenAI chat endpoint instead of /v1/completions (the app's console, `ab`, `bench`)."""
+    return click.option("--chat", is_flag=True, help=help)
+
+
 def runs_option(help: str) -> Callable[[F], F]:
     """--runs: runs per prompt and arm, warm-up included (2 to 10,000; default `MeasureSettings.runs`,
     which `BenchConfig.runs` equals: tests/commands/test_options.py)."""
@@ -168,9 +175,7 @@ def display_options(func: F) -> F:
     """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
     --model-config, --drafter-config, --theme."""
     options = [
-        click.option(
-            "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
-        ),
+        chat_option(),
         click.option(
             "--max-tokens",
             type=click.IntRange(1, 1_000_000),
