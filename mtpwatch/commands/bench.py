@@ -2,7 +2,8 @@
 
 ``mtpwatch bench --ab URL_A URL_B``: A is the baseline (MTP off), B the treatment (MTP on); the
 speed-up is B / A per pair. Prints a table on stdout, a progress line on stderr (TTY only), and
-optionally writes `--json` / `--csv`. Exits 1 when a sanity gate fails (failed requests, a
+optionally writes `--json-file` / `--csv` (`--json` prints the report as JSON instead of the table).
+Exits 1 when a sanity gate fails (failed requests, a
 per-position list whose length is not k, inconsistent counters, or diverging outputs with
 `--require-identical`), so scripts and CI can trust a zero exit.
 """
@@ -21,6 +22,8 @@ from mtpwatch.commands.options import (
     api_key_option,
     chat_option,
     gpu_option,
+    json_file,
+    json_options,
     label_option,
     limit_option,
     metadata_option,
@@ -45,7 +48,8 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     cls=PassthroughCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
-    "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long --json ab.json",
+    "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long "
+    "--json-file ab.json",
 )
 @click.argument("url", required=False)
 @click.option(
@@ -100,13 +104,7 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the full report as JSON.",
-)
+@json_options("the full report")
 @click.option(
     "--csv",
     "csv_path",
@@ -167,7 +165,10 @@ def command(**params: Any) -> None:
     typed = [
         name for name in params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
     ]
+    params["json_path"] = json_file(params["json_path"])
     opts = BenchOptions.from_params(params, given=typed, extra=extra_args())
+    if opts.json_out and opts.plot:
+        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
     if opts.step_times is not None and opts.start_model is None:
         raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
     if opts.context_lengths is not None:  # acceptance against context length: commands.context

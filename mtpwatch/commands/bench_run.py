@@ -23,6 +23,7 @@ from mtpwatch.core.ab.options import RESUME_FIXED, BenchOptions, workload_name
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.reports import reportio
 from mtpwatch.render.bench_table import format_report
 from mtpwatch.render.charts import plots
@@ -37,7 +38,7 @@ def bench(opts: BenchOptions) -> None:
     log = resume_log(opts)
     t = target(opts, log)  # the flags, or what --resume's log says
     jsonl_path = opts.resume_path if log is not None else opts.jsonl_path
-    check_writable(opts.json_path, "--json")
+    check_writable(opts.json_path, "--json-file")
     check_writable(opts.csv_path, "--csv")
     if log is None:
         check_writable(jsonl_path, "--jsonl")
@@ -231,7 +232,10 @@ def print_outputs(
     )
     try:
         arm_infos = (session.final_meta() or {}).get("arms")
-        click.echo(format_report(report, workload, require_identical, arm_infos))
+        if opts.json_out:  # --json: the report's document on stdout instead of the table
+            click.echo(dumps(reportio.report_document(report, session.final_meta()), indent=2))
+        else:
+            click.echo(format_report(report, workload, require_identical, arm_infos))
         if opts.plot:
             document = reportio.report_document(report, session.final_meta())
             click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))

@@ -3,7 +3,7 @@ acceptance and the paired speed-up per prompt length (one URL: acceptance and to
 
 Called by the `bench` command; the padding and its checks are `core.sweeps.context`'s. Each length is
 one bench on the alternate schedule over the set padded to it; the table prints a row per length,
-`--json FILE` writes the rows and each length's full bench report.
+`--json-file FILE` writes the rows and each length's full bench report (`--json` prints them instead).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.run import bench_arms
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import CONTEXT_KIND
 from mtpwatch.core.sweeps.context import (
@@ -97,7 +98,10 @@ def context_from_bench(opts: BenchOptions) -> None:
     if opts.json_path is not None:
         reportio.write_document(opts.json_path, {**doc, "bench": benches})
         click.echo(f"wrote {opts.json_path}", err=True)
-    click.echo(format_context(doc, paired=opts.ab is not None))
+    if opts.json_out:  # --json: the rows and each length's report on stdout instead of the table
+        click.echo(dumps({**doc, "bench": benches}, indent=2))
+    else:
+        click.echo(format_context(doc, paired=opts.ab is not None))
 
 
 def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:

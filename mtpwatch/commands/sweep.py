@@ -3,8 +3,8 @@
 Called by the `bench` command with its `BenchOptions`: checks the sweep's flags, then
 `core.sweeps.kscan` plans and runs it; prints a table per k (decode tok/s, acceptance, mean length,
 speed-up with its 95 % CI, per category), the best k, and the k advisor's predictions from
-every measured k beside the measured figures (on tok/s and on paired speed-ups); `--json FILE`
-writes all of it.
+every measured k beside the measured figures (on tok/s and on paired speed-ups); `--json-file FILE`
+writes all of it, `--json` prints it instead of the tables.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
@@ -98,7 +99,7 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     """The bench's --start MODEL branch: check the bench options, plan, run, print and write."""
     if (opts.url is not None and opts.typed("url")) or opts.ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
-    check_writable(opts.json_path, "--json")
+    check_writable(opts.json_path, "--json-file")
     config = _config(opts)
     try:
         metadata = provenance.parse_metadata(opts.metadata)
@@ -112,7 +113,7 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     step_times = _step_times(opts.step_times, config.concurrency)
     plan = _plan(opts, ks, idle)
     if opts.show_plan:
-        _plan_only(plan, opts.json_path)
+        _plan_only(plan, opts.json_out, opts.json_path)
         return
     mode: Mode = (
         ("tty" if sys.stderr.isatty() else "lines")
@@ -133,10 +134,14 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
     _exit_if_nothing_measured(sweep, opts.json_path)
-    if opts.json_path is not None:
-        reportio.write_document(opts.json_path, sweep.document(opts, config, metadata))
+    document = sweep.document(opts, config, metadata) if opts.json_out or opts.json_path else None
+    if opts.json_path is not None and document is not None:
+        reportio.write_document(opts.json_path, document)
         click.echo(f"wrote {opts.json_path}", err=True)
-    _print(sweep, opts.start_model or "")
+    if opts.json_out and document is not None:  # --json: the document on stdout instead of the tables
+        click.echo(dumps(document, indent=2))
+    else:
+        _print(sweep, opts.start_model or "")
     if sweep.interrupted():
         sys.exit(1)
 
@@ -196,9 +201,9 @@ def _step_times(path: Path | None, concurrency: Sequence[int]) -> ForwardTable |
     return table
 
 
-def _plan_only(plan: LaunchPlan, json_path: Path | None) -> None:
-    """`--plan`: print the sweep's plan (and write it to `json_path`), start nothing."""
-    print_plan(plan, False)
+def _plan_only(plan: LaunchPlan, as_json: bool, json_path: Path | None) -> None:
+    """`--plan`: print the sweep's plan (as JSON with --json; and write it to `json_path`), start nothing."""
+    print_plan(plan, as_json)
     if json_path is not None:
         from mtpwatch.core.provenance import with_meta
 

@@ -59,7 +59,10 @@ class BenchOptions:
     model: str | None
     api_key: str | None
     require_identical: bool
+    json_out: bool
+    """--json: the report as JSON on stdout instead of the table."""
     json_path: Path | None
+    """--json-file PATH (or the deprecated --json PATH): the report written there."""
     csv_path: Path | None
     progress: bool | None
     progress_interval: float
