@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands.bench_progress import Progress, progress_mode, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL
 from mtpwatch.commands.options import check_writable, int_list
 from mtpwatch.core import provenance
@@ -116,10 +116,9 @@ def arms_and_runner(
 
 def progress(flag: bool | None, interval_s: float, runner: BenchRunner, config: BenchConfig) -> Progress:
     """Progress on stderr: in place on a terminal (or --progress), else lines; none with --no-progress."""
-    mode: Mode = ("tty" if sys.stderr.isatty() else "lines") if flag is None else "tty" if flag else "off"
     return Progress(
         sys.stderr,
-        mode,
+        progress_mode(flag),
         interval_s=interval_s,
         upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
         already_done=len(runner.done),

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.bench_progress import Mode, Progress
+from mtpwatch.commands.bench_progress import Progress, progress_mode
 from mtpwatch.commands.options import (
     check_writable,
     drafter_option,
@@ -115,11 +115,6 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     if opts.show_plan:
         _plan_only(plan, opts.json_out, opts.json_path)
         return
-    mode: Mode = (
-        ("tty" if sys.stderr.isatty() else "lines")
-        if opts.progress is None
-        else ("tty" if opts.progress else "off")
-    )
     try:
         sweep = run_k_sweep(
             opts,
@@ -127,7 +122,7 @@ def sweep_from_bench(opts: BenchOptions) -> None:
             config,
             idle=idle,
             step_times=step_times,
-            on_event=Progress(sys.stderr, mode),
+            on_event=Progress(sys.stderr, progress_mode(opts.progress)),
             echo=_echo,
         )
     except KeyboardInterrupt:
