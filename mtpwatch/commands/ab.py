@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, fields
 from typing import Any
 
 import click
@@ -41,6 +42,44 @@ from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.launch.memplan import NoGpuMemoryError, PlanError
 from mtpwatch.core.launch.servers import plan_twins
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
+
+
+@dataclass(frozen=True, slots=True)
+class AbOptions:
+    """The options of `mtpwatch ab` but the display ones (`display_settings` takes those)."""
+
+    url_a: str | None
+    url_b: str | None
+    start_model: str | None
+    method: str | None
+    drafter: str | None
+    k: int | None
+    vllm_cmd: str
+    a_args: str | None
+    b_args: str | None
+    show_plan: bool
+    plan_json: bool
+    gpu_memory: float | None
+    gpu_free: float | None
+    drafter_gib: float | None
+    keep: bool
+    schedule: Schedule
+    restart: bool
+    prompts_spec: str
+    limit: int | None
+    model: str | None
+    api_key: str | None
+    runs: int
+    warmup: int
+    save_path: str | None
+    record: str | None
+
+    @classmethod
+    def split(cls, params: dict[str, Any]) -> tuple[AbOptions, dict[str, Any]]:
+        """These options, and the rest (the display options) by name."""
+        names = {f.name for f in fields(cls)}
+        mine = {name: value for name, value in params.items() if name in names}
+        return cls(**mine), {name: value for name, value in params.items() if name not in names}
 
 
 @click.command("ab", cls=PassthroughCommand)
@@ -97,67 +136,41 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 @tls_options
 @measure_options
 @record_option
-def command(
-    url_a: str | None,
-    url_b: str | None,
-    start_model: str | None,
-    method: str | None,
-    drafter: str | None,
-    k: int | None,
-    vllm_cmd: str,
-    a_args: str | None,
-    b_args: str | None,
-    show_plan: bool,
-    plan_json: bool,
-    gpu_memory: float | None,
-    gpu_free: float | None,
-    drafter_gib: float | None,
-    keep: bool,
-    schedule: Schedule,
-    restart: bool,
-    prompts_spec: str,
-    limit: int | None,
-    model: str | None,
-    api_key: str | None,
-    runs: int,
-    warmup: int,
-    save_path: str | None,
-    record: str | None,
-    **display: object,
-) -> None:
+def command(**params: Any) -> None:
     """Compare A (URL_A, e.g. MTP off) and B (URL_B, e.g. MTP on) on the same prompts, live.
 
     F6 measures the last prompt: --runs runs per arm (ABBA order, the first --warmup dropped),
     speed-up as the median paired ratio with a 95 % CI, CV flagged above 10 %.
     """
-    settings = display_settings(**display)  # type: ignore[arg-type]
-    check_runs(runs, warmup)
+    opts, display = AbOptions.split(params)
+    settings = display_settings(**display)
+    check_runs(opts.runs, opts.warmup)
     extra = extra_args()
-    if restart and start_model is None:
+    restart = opts.restart
+    if restart and opts.start_model is None:
         raise click.UsageError("--restart needs --start MODEL: mtpwatch must start and stop the servers")
-    if start_model is None and (show_plan or extra or a_args or b_args or method):
+    if opts.start_model is None and (opts.show_plan or extra or opts.a_args or opts.b_args or opts.method):
         raise click.UsageError("--plan, --method, -a/-b and flags after -- need --start MODEL")
-    if start_model is not None:
-        if url_a or url_b:
+    if opts.start_model is not None:
+        if opts.url_a or opts.url_b:
             raise click.UsageError("give either URL_A URL_B or --start MODEL, not both")
         twins = _twins(
-            start_model, method, drafter, k, vllm_cmd, api_key, extra, a_args, b_args, restart,
-            gpu_for_plan(settings.gpu, gpu_memory, gpu_free), show_plan, plan_json, model, keep, drafter_gib,
-        )  # fmt: skip
+            opts, opts.start_model, extra, gpu_for_plan(settings.gpu, opts.gpu_memory, opts.gpu_free)
+        )
         if twins is None:
             return
         specs, restart = twins
     else:
-        if not (url_a and url_b):
+        if not (opts.url_a and opts.url_b):
             raise click.UsageError("give two URLs (URL_A URL_B) or --start MODEL")
-        a, b = checked_url(url_a, "URL_A"), checked_url(url_b, "URL_B")
+        a, b = checked_url(opts.url_a, "URL_A"), checked_url(opts.url_b, "URL_B")
         specs = [
-            ServerSpec(label=f"A · {a}", url=a, model=model, api_key=api_key),
-            ServerSpec(label=f"B · {b}", url=b, model=model, api_key=api_key),
+            ServerSpec(label=f"A · {a}", url=a, model=opts.model, api_key=opts.api_key),
+            ServerSpec(label=f"B · {b}", url=b, model=opts.model, api_key=opts.api_key),
         ]
-    prompts = _restart_prompts(prompts_spec, limit, settings.max_tokens) if restart else []
+    prompts = _restart_prompts(opts.prompts_spec, opts.limit, settings.max_tokens) if restart else []
     measure = MeasureSettings(
-        runs=runs, warmup=warmup, restart=restart, prompts=tuple(prompts), save_path=save_path
+        runs=opts.runs, warmup=opts.warmup, restart=restart, prompts=tuple(prompts), save_path=opts.save_path
     )
     title = "mtpwatch A/B (restart: one server at a time)" if restart else "mtpwatch A/B"
     config = AppConfig(
@@ -165,8 +178,8 @@ def command(
         display=settings,
         mode="ab",
         title=title,
-        record=checked_record(record),
-        schedule="restart" if restart else schedule,
+        record=checked_record(opts.record),
+        schedule="restart" if restart else opts.schedule,
         measure=measure,
     )
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
@@ -175,37 +188,36 @@ def command(
 
 
 def _twins(
-    start_model: str, method: str | None, drafter: str | None, k: int | None, vllm_cmd: str,
-    api_key: str | None, extra: tuple[str, ...], a_args: str | None, b_args: str | None, restart: bool,
-    gpu: Any, show_plan: bool, plan_json: bool, model: str | None, keep: bool, drafter_gib: float | None,
-) -> tuple[list[ServerSpec], bool] | None:  # fmt: skip
+    opts: AbOptions, model: str, extra: tuple[str, ...], gpu: Any
+) -> tuple[list[ServerSpec], bool] | None:
     """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
     (the memory plan's restart schedule); None after printing the plan (--plan)."""
     try:
         plan = plan_twins(
-            start_model,
+            model,
             ports=(free_port(), free_port()),
-            method=method,
-            drafter=drafter,
-            k=k,
-            vllm=vllm_cmd,
-            api_key=api_key,
+            method=opts.method,
+            drafter=opts.drafter,
+            k=opts.k,
+            vllm=opts.vllm_cmd,
+            api_key=opts.api_key,
             extra=extra,
-            a_args=split_args(a_args, "--a-args"),
-            b_args=split_args(b_args, "--b-args"),
+            a_args=split_args(opts.a_args, "--a-args"),
+            b_args=split_args(opts.b_args, "--b-args"),
             gpu=gpu,
-            restart=True if restart else None,
-            version=vllm_version(vllm_cmd),
-            drafter_gib=drafter_gib,
+            restart=True if opts.restart else None,
+            version=vllm_version(opts.vllm_cmd),
+            drafter_gib=opts.drafter_gib,
         )
     except NoGpuMemoryError as exc:
         raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None
-    if show_plan:
-        print_plan(plan, plan_json)
+    if opts.show_plan:
+        print_plan(plan, opts.plan_json)
         return None
     _check_free_now(plan.memory)
+    restart = opts.restart
     if plan.schedule == "restart" and not restart:
         click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
         restart = True
@@ -213,9 +225,9 @@ def _twins(
         ServerSpec(
             label=s.label,
             url=s.url,
-            model=model,
-            api_key=api_key,
-            launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=keep),
+            model=opts.model,
+            api_key=opts.api_key,
+            launch=LaunchSpec(argv=s.argv, env=dict(s.env), keep=opts.keep),
         )
         for s in plan.servers
     ]

@@ -2,7 +2,8 @@
 
 ``mtpwatch bench --ab URL_A URL_B``: A is the baseline (MTP off), B the treatment (MTP on); the
 speed-up is B / A per pair. Prints a table on stdout, a progress line on stderr (TTY only), and
-optionally writes `--json` / `--csv`. Exits 1 when a sanity gate fails (failed requests, a
+optionally writes `--json-file` / `--csv` (`--json` prints the report as JSON instead of the table).
+Exits 1 when a sanity gate fails (failed requests, a
 per-position list whose length is not k, inconsistent counters, or diverging outputs with
 `--require-identical`), so scripts and CI can trust a zero exit.
 """
@@ -19,7 +20,10 @@ from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.context import context_from_bench, context_option
 from mtpwatch.commands.options import (
     api_key_option,
+    chat_option,
     gpu_option,
+    json_file,
+    json_options,
     label_option,
     limit_option,
     metadata_option,
@@ -31,12 +35,10 @@ from mtpwatch.commands.options import (
     temperature_option,
     warmup_option,
 )
-from mtpwatch.commands.options import check_writable as _check_writable
-from mtpwatch.commands.planning import PassthroughCommand
+from mtpwatch.commands.planning import PassthroughCommand, extra_args
 from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
-from mtpwatch.core import provenance
-from mtpwatch.core.ab import run as benchrun
 from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.options import BenchOptions
 
 PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
 
@@ -46,7 +48,8 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     cls=PassthroughCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
-    "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long --json ab.json",
+    "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long "
+    "--json-file ab.json",
 )
 @click.argument("url", required=False)
 @click.option(
@@ -95,19 +98,13 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     help="Concurrency sweep: requests in flight per arm (above 1 the speed is aggregate output tok/s).",
 )
 @temperature_option("Sampling temperature (0 makes the lossless check meaningful).")
-@click.option("--chat", is_flag=True, help="Use /v1/chat/completions instead of /v1/completions.")
+@chat_option()
 @model_option("Served model name (default: the server's only model).")
 @api_key_option()
 @click.option(
     "--require-identical", is_flag=True, help="Exit 1 when the two arms' outputs differ at temperature 0."
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the full report as JSON.",
-)
+@json_options("the full report")
 @click.option(
     "--csv",
     "csv_path",
@@ -157,81 +154,26 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     "--plot", is_flag=True, help="Also draw the report's figures (as `mtpwatch plot` does) under the table."
 )
 @tls_options
-def command(
-    url: str | None,
-    ab: tuple[str, str] | None,
-    prompts_spec: str,
-    limit: int | None,
-    runs: int,
-    warmup: int,
-    max_tokens: int | None,
-    lengths: str | None,
-    schedule: str,
-    launch_a: str | None,
-    launch_b: str | None,
-    startup_timeout: float,
-    concurrency: str,
-    temperature: float,
-    chat: bool,
-    model: str | None,
-    api_key: str | None,
-    require_identical: bool,
-    json_path: Path | None,
-    csv_path: Path | None,
-    progress: bool | None,
-    progress_interval: float,
-    label: str | None,
-    metadata: tuple[str, ...],
-    gpu: str | None,
-    jsonl_path: Path | None,
-    resume_path: Path | None,
-    plot: bool,
-    **sweep: Any,
-) -> None:
+def command(**params: Any) -> None:
     """Paired A/B benchmark: speed-up with a 95 % CI, acceptance, lossless check, break-even.
 
     URL defaults to http://127.0.0.1:8000 (or the config file's `url`). With --start MODEL
     --sweep-k 0,1,2,4: a k sweep, one server at a time (flags after -- go to every vLLM server),
     with the k advisor's predictions beside the measured figures.
     """
-    if sweep.get("step_times") is not None and sweep["start_model"] is None:
-        raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
-    if sweep.get("context_lengths") is not None:  # acceptance against context length: commands.context
-        context_from_bench({**locals(), **sweep})
-        return
-    if sweep["start_model"] is not None:
-        sweep.update(gpu=gpu, label=label, metadata=metadata, concurrency=concurrency)  # the sweep's too
-        sweep_from_bench(sweep, url, ab, prompts_spec, limit, runs, warmup, max_tokens, temperature,
-                         api_key, model, chat, startup_timeout, json_path, progress)  # fmt: skip
-        return
     ctx = click.get_current_context()
-    try:
-        extra_meta = provenance.parse_metadata(metadata)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--metadata") from None
-    log = bench_run.resume_log(ctx, resume_path, jsonl_path)
-    given = benchrun.Resumed(
-        url, ab, launch_a, launch_b, schedule, chat, model, startup_timeout, prompts_spec, label
-    )
-    t = bench_run.target(ctx, given, log)  # the flags, or what --resume's log says
-    jsonl_path = resume_path if log is not None else jsonl_path
-    _check_writable(json_path, "--json")
-    _check_writable(csv_path, "--csv")
-    if log is None:
-        _check_writable(jsonl_path, "--jsonl")
-        config = bench_run.config(
-            t.prompts_spec, limit, max_tokens, runs, warmup, t.schedule, lengths, concurrency, temperature
-        )
+    typed = [
+        name for name in params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    params["json_path"] = json_file(params["json_path"])
+    opts = BenchOptions.from_params(params, given=typed, extra=extra_args())
+    if opts.json_out and opts.plot:
+        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
+    if opts.step_times is not None and opts.start_model is None:
+        raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
+    if opts.context_lengths is not None:  # acceptance against context length: commands.context
+        context_from_bench(opts)
+    elif opts.start_model is not None:  # the k sweep: commands.sweep
+        sweep_from_bench(opts)
     else:
-        config = log.config
-    arms, runner = bench_run.arms_and_runner(
-        config, log, t, {"model": t.model, "api_key": api_key, "chat": t.chat}
-    )
-    workload = t.prompts_spec if t.prompts_spec in workloads.BUILTIN_SETS else Path(t.prompts_spec).name
-    reporter = bench_run.progress(progress, progress_interval, runner, config)
-    session = bench_run.session(arms, config, t, extra_meta, gpu, workload, log, jsonl_path)
-    report, status = bench_run.run(runner, arms, session, reporter, check=t.schedule != "restart")
-    session.close()
-    bench_run.print_outputs(
-        report, status, session, workload, json_path, csv_path, require_identical, t.label, plot
-    )
+        bench_run.bench(opts)

@@ -8,6 +8,7 @@ a log shows the bench is alive without a line per run.
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal, TextIO
@@ -17,6 +18,13 @@ from mtpwatch.core.ab.plan import RunUnits, Step
 from mtpwatch.render.numbers import MISSING, percent
 
 Mode = Literal["tty", "lines", "off"]
+
+
+def progress_mode(flag: bool | None) -> Mode:
+    """--progress/--no-progress: in place on a terminal (or --progress), else lines; off: --no-progress."""
+    if flag is None:
+        return "tty" if sys.stderr.isatty() else "lines"
+    return "tty" if flag else "off"
 
 
 def duration(seconds: float) -> str:

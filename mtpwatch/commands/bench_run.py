@@ -11,30 +11,67 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.bench_progress import Mode, Progress, upcoming_runs
+from mtpwatch.commands.bench_progress import Progress, progress_mode, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL
-from mtpwatch.commands.options import int_list as _int_list
+from mtpwatch.commands.options import check_writable, int_list
+from mtpwatch.core import provenance
 from mtpwatch.core.ab import run as benchrun
 from mtpwatch.core.ab import runlog, workloads
 from mtpwatch.core.ab.events import BenchEvent
 from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.core.ab.options import RESUME_FIXED, BenchOptions, workload_name
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.reports import reportio
 from mtpwatch.render.bench_table import format_report
 from mtpwatch.render.charts import plots
 
-#: Options that define the bench; a resumed bench takes them from its log.
-RESUME_FIXED = (
-    "url", "ab", "prompts_spec", "limit", "runs", "warmup", "max_tokens", "lengths", "schedule", "launch_a",
-    "launch_b", "concurrency", "temperature", "chat", "model", "startup_timeout",
-)  # fmt: skip
+
+def bench(opts: BenchOptions) -> None:
+    """One bench (or the rest of a --resume'd one): check, run, print and write, exit with its status."""
+    try:
+        extra_meta = provenance.parse_metadata(opts.metadata)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--metadata") from None
+    log = resume_log(opts)
+    t = target(opts, log)  # the flags, or what --resume's log says
+    jsonl_path = opts.resume_path if log is not None else opts.jsonl_path
+    check_writable(opts.json_path, "--json-file")
+    check_writable(opts.csv_path, "--csv")
+    if log is None:
+        check_writable(jsonl_path, "--jsonl")
+    config = bench_config(opts, t) if log is None else log.config
+    arms, runner = arms_and_runner(config, log, t, {**opts.arm_options(), "model": t.model, "chat": t.chat})
+    workload = workload_name(t.prompts_spec)
+    reporter = progress(opts.progress, opts.progress_interval, runner, config)
+    session = benchrun.BenchRun(
+        arms=arms,
+        config=config,
+        label=t.label,
+        metadata=extra_meta,
+        gpu=opts.gpu,
+        workload=workload,
+        log=log,
+        jsonl_path=jsonl_path,
+        options={
+            "chat": t.chat,
+            "model": t.model,
+            "startup_timeout": t.startup_timeout,
+            "prompts": t.prompts_spec,
+        },
+        launch={"a": t.launch_a, "b": t.launch_b},
+        echo=lambda line: click.echo(line, err=True),
+    )
+    report, status = run(runner, arms, session, reporter, check=t.schedule != "restart")
+    session.close()
+    print_outputs(report, status, session, workload, opts, t.label)
 
 
-def target(ctx: click.Context, given: benchrun.Resumed, log: runlog.RunLog | None) -> benchrun.Resumed:
+def target(opts: BenchOptions, log: runlog.RunLog | None) -> benchrun.Resumed:
     """The servers and settings: the flags, or with --resume its log's; one URL, or --ab's two."""
-    t = given
+    given = t = opts.resumed()
     if log is not None:
         t = benchrun.resumed(
             log,
@@ -44,7 +81,7 @@ def target(ctx: click.Context, given: benchrun.Resumed, log: runlog.RunLog | Non
             label=given.label,
         )
     url = t.url
-    if t.ab is not None and ctx.get_parameter_source("url") != click.core.ParameterSource.COMMANDLINE:
+    if t.ab is not None and not opts.typed("url"):
         url = None  # a configured default URL does not fight an explicit --ab
     if url is None and t.ab is None:
         url = DEFAULT_URL
@@ -59,9 +96,14 @@ def arms_and_runner(
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
     try:
         arms = benchrun.bench_arms(
-            url=t.url, ab=t.ab, schedule=t.schedule, launch_a=t.launch_a, launch_b=t.launch_b,
-            startup_timeout=t.startup_timeout, common=common,
-        )  # fmt: skip
+            url=t.url,
+            ab=t.ab,
+            schedule=t.schedule,
+            launch_a=t.launch_a,
+            launch_b=t.launch_b,
+            startup_timeout=t.startup_timeout,
+            common=common,
+        )
         runner = BenchRunner(
             config, arms[0], arms[1] if len(arms) > 1 else None, done=log.finished if log else ()
         )
@@ -72,80 +114,48 @@ def arms_and_runner(
     return arms, runner
 
 
-def session(
-    arms: list[HttpArm], config: BenchConfig, t: benchrun.Resumed, metadata: dict[str, str],
-    gpu: str | None, workload: str, log: runlog.RunLog | None, jsonl_path: Path | None,
-) -> benchrun.BenchRun:  # fmt: skip
-    """The run log and provenance of this bench (the settings a --resume needs are kept in it)."""
-    return benchrun.BenchRun(
-        arms=arms,
-        config=config,
-        label=t.label,
-        metadata=metadata,
-        gpu=gpu,
-        workload=workload,
-        log=log,
-        jsonl_path=jsonl_path,
-        options={
-            "chat": t.chat,
-            "model": t.model,
-            "startup_timeout": t.startup_timeout,
-            "prompts": t.prompts_spec,
-        },
-        launch={"a": t.launch_a, "b": t.launch_b},
-        echo=lambda line: click.echo(line, err=True),
-    )
-
-
 def progress(flag: bool | None, interval_s: float, runner: BenchRunner, config: BenchConfig) -> Progress:
     """Progress on stderr: in place on a terminal (or --progress), else lines; none with --no-progress."""
-    mode: Mode = ("tty" if sys.stderr.isatty() else "lines") if flag is None else "tty" if flag else "off"
     return Progress(
         sys.stderr,
-        mode,
+        progress_mode(flag),
         interval_s=interval_s,
         upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
         already_done=len(runner.done),
     )
 
 
-def resume_log(ctx: click.Context, resume_path: Path | None, jsonl_path: Path | None) -> runlog.RunLog | None:
+def resume_log(opts: BenchOptions) -> runlog.RunLog | None:
     """The run log of `--resume` (None without it); the flags it fixes must not be given again."""
-    if resume_path is None:
+    if opts.resume_path is None:
         return None
-    given = [
-        "--" + name.replace("_spec", "").replace("_", "-")
-        for name in RESUME_FIXED
-        if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
+    given = ["--" + name.replace("_spec", "").replace("_", "-") for name in RESUME_FIXED if opts.typed(name)]
     if given:
         raise click.UsageError(
             f"--resume takes the servers and settings from its log; drop {', '.join(given)}"
         )
-    if jsonl_path is not None:
+    if opts.jsonl_path is not None:
         raise click.UsageError("--resume appends to its own log; drop --jsonl")
     try:
-        return runlog.load(resume_path)
+        return runlog.load(opts.resume_path)
     except runlog.RunLogError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def config(
-    prompts_spec: str, limit: int | None, max_tokens: int | None, runs: int, warmup: int, schedule: str,
-    lengths: str | None, concurrency: str, temperature: float,
-) -> BenchConfig:  # fmt: skip
+def bench_config(opts: BenchOptions, t: benchrun.Resumed) -> BenchConfig:
+    """The bench's settings from the flags (a --resume'd bench takes its log's)."""
     try:
-        prompts = workloads.resolve(prompts_spec, limit=limit, max_tokens=max_tokens)
+        prompts = workloads.resolve(t.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
     except workloads.WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompts") from None
     return BenchConfig(
         prompts=prompts,
-        runs=runs,
-        warmup=warmup,
-        schedule=schedule,  # type: ignore[arg-type]
-        lengths=_int_list(lengths, "--lengths"),
-        concurrency=_int_list(concurrency, "--concurrency") or (1,),
-        temperature=temperature,
+        runs=opts.runs,
+        warmup=opts.warmup,
+        schedule=t.schedule,  # type: ignore[arg-type]
+        lengths=int_list(opts.lengths, "--lengths"),
+        concurrency=int_list(opts.concurrency, "--concurrency") or (1,),
+        temperature=opts.temperature,
     )
 
 
@@ -198,9 +208,13 @@ def resume_hint(jsonl_path: Path | None) -> str:
 
 
 def print_outputs(
-    report: BenchReport, status: int, session: benchrun.BenchRun, workload_name: str,
-    json_path: Path | None, csv_path: Path | None, require_identical: bool, label: str | None, plot: bool,
-) -> None:  # fmt: skip
+    report: BenchReport,
+    status: int,
+    session: benchrun.BenchRun,
+    workload: str,
+    opts: BenchOptions,
+    label: str | None,
+) -> None:
     """The files, the table on stdout, then the exit status (1 for a failed gate or write)."""
     if session.jsonl_path is not None and not report.interrupted:
         click.echo(f"wrote {session.jsonl_path}", err=True)
@@ -211,13 +225,17 @@ def print_outputs(
             err=True,
         )
 
+    require_identical = opts.require_identical
     problems = reportio.write_outputs(
-        report, json_path, csv_path, require_identical, session.final_meta(), echo=session.echo
+        report, opts.json_path, opts.csv_path, require_identical, session.final_meta(), echo=session.echo
     )
     try:
         arm_infos = (session.final_meta() or {}).get("arms")
-        click.echo(format_report(report, workload_name, require_identical, arm_infos))
-        if plot:
+        if opts.json_out:  # --json: the report's document on stdout instead of the table
+            click.echo(dumps(reportio.report_document(report, session.final_meta()), indent=2))
+        else:
+            click.echo(format_report(report, workload, require_identical, arm_infos))
+        if opts.plot:
             document = reportio.report_document(report, session.final_meta())
             click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mtpwatch.commands.options import json_file, json_options
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.provenance import with_meta
 from mtpwatch.core.reports import compare as cmp
@@ -20,17 +21,23 @@ from mtpwatch.render.compare_table import format_comparison
     epilog="The first report is the reference. Example: mtpwatch compare k2.json k4.json k8.json",
 )
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the comparison as JSON.")  # fmt: skip
+@json_options("the comparison")
 @click.option("--plot", "plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
-def command(reports: tuple[Path, ...], json_path: Path | None, plot: bool) -> None:
+def command(reports: tuple[Path, ...], json_out: bool, json_path: Path | None, plot: bool) -> None:
     """Compare bench reports: matched prompts, speed-up differences with CIs, provenance warnings."""
+    json_path = json_file(json_path)
+    if json_out and plot:
+        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
     try:
         loaded = reportfile.load_all(list(reports))
         comparison = cmp.compare(loaded)
     except (reportfile.ReportFileError, cmp.CompareError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(format_comparison(comparison))
+    doc = with_meta(cmp.to_json(comparison), metadata={"reports": ", ".join(map(str, reports))})
+    if json_out:
+        click.echo(dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_comparison(comparison))
     if plot:
         from mtpwatch.render.charts import plots
 
@@ -40,7 +47,6 @@ def command(reports: tuple[Path, ...], json_path: Path | None, plot: bool) -> No
         click.echo(fig.title + "\n" + fig.text)
     if json_path is not None:
         try:
-            doc = with_meta(cmp.to_json(comparison), metadata={"reports": ", ".join(map(str, reports))})
             json_path.write_text(dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")
         except OSError as exc:
             raise click.ClickException(f"cannot write {json_path}: {exc.strerror or exc}") from None

@@ -3,7 +3,7 @@ acceptance and the paired speed-up per prompt length (one URL: acceptance and to
 
 Called by the `bench` command; the padding and its checks are `core.sweeps.context`'s. Each length is
 one bench on the alternate schedule over the set padded to it; the table prints a row per length,
-`--json FILE` writes the rows and each length's full bench report.
+`--json-file FILE` writes the rows and each length's full bench report (`--json` prints them instead).
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from typing import Any
 import click
 import httpx
 
+from mtpwatch.commands.connection import DEFAULT_URL
 from mtpwatch.core.ab import workloads
+from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.run import bench_arms
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import CONTEXT_KIND
 from mtpwatch.core.sweeps.context import (
@@ -66,18 +69,17 @@ class _Server:
         return value
 
 
-def context_from_bench(opts: dict[str, Any]) -> None:
-    """The bench's --context-lengths branch (`opts`: the bench's options by name)."""
-    if opts.get("start_model") is not None or opts.get("schedule") == "restart":
+def context_from_bench(opts: BenchOptions) -> None:
+    """The bench's --context-lengths branch."""
+    if opts.start_model is not None or opts.schedule == "restart":
         raise click.UsageError("--context-lengths measures running servers: give URL or --ab URL_A URL_B")
     try:
-        lengths = parse_lengths(opts["context_lengths"])
-        prompts = workloads.resolve(opts["prompts_spec"], limit=opts["limit"], max_tokens=opts["max_tokens"])
+        lengths = parse_lengths(opts.context_lengths or "")
+        prompts = workloads.resolve(opts.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
     except (ContextError, workloads.WorkloadError) as exc:
         raise click.BadParameter(str(exc), param_hint="--context-lengths / --prompts") from None
-    ab = opts["ab"]
-    urls = list(ab) if ab else [opts["url"] or "http://127.0.0.1:8000"]
-    server = _Server(urls[0], opts["api_key"], opts["model"])
+    urls = list(opts.ab) if opts.ab else [opts.url or DEFAULT_URL]
+    server = _Server(urls[0], opts.api_key, opts.model)
     try:
         check_lengths(lengths, prompts, server.max_model_len())
     except ContextError as exc:
@@ -88,27 +90,41 @@ def context_from_bench(opts: dict[str, Any]) -> None:
     for n in lengths:
         padded = [pad_prompt(p, n, filler, server.count) for p in prompts]
         click.echo(f"mtpwatch bench: context length {n} ({len(padded)} prompt(s))", err=True)
-        report = _bench(padded, opts, ab, urls[0])
+        report = _bench(padded, opts, urls[0])
         rows.append(_row(n, padded, report))
         benches[str(n)] = reportio.report_document(report, None)
     source = "server /tokenize" if server.can_count else f"estimated, {CHARS_PER_TOKEN} characters a token"
     doc = {"tool": "mtpwatch bench", "kind": CONTEXT_KIND, "token_source": source, "rows": rows}
-    if opts["json_path"] is not None:
-        reportio.write_document(opts["json_path"], {**doc, "bench": benches})
-        click.echo(f"wrote {opts['json_path']}", err=True)
-    click.echo(format_context(doc, paired=ab is not None))
+    if opts.json_path is not None:
+        reportio.write_document(opts.json_path, {**doc, "bench": benches})
+        click.echo(f"wrote {opts.json_path}", err=True)
+    if opts.json_out:  # --json: the rows and each length's report on stdout instead of the table
+        click.echo(dumps({**doc, "bench": benches}, indent=2))
+    else:
+        click.echo(format_context(doc, paired=opts.ab is not None))
 
 
-def _bench(padded: list[Padded], opts: dict[str, Any], ab: Any, url: str) -> Any:
+def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:
+    """One bench on the alternate schedule over the set padded to one length."""
     config = BenchConfig(
-        prompts=tuple(p.prompt for p in padded), runs=opts["runs"], warmup=opts["warmup"],
-        schedule="alternate", temperature=opts["temperature"], concurrency=(1,),
-    )  # fmt: skip
-    common = {"model": opts["model"], "api_key": opts["api_key"], "chat": opts["chat"]}
+        prompts=tuple(p.prompt for p in padded),
+        runs=opts.runs,
+        warmup=opts.warmup,
+        schedule="alternate",
+        temperature=opts.temperature,
+        concurrency=(1,),
+    )
     try:
-        config.validate(paired=ab is not None)
-        arms = bench_arms(url=url, ab=ab, schedule="alternate", launch_a=None, launch_b=None,
-                          startup_timeout=opts["startup_timeout"], common=common)  # fmt: skip
+        config.validate(paired=opts.ab is not None)
+        arms = bench_arms(
+            url=url,
+            ab=opts.ab,
+            schedule="alternate",
+            launch_a=None,
+            launch_b=None,
+            startup_timeout=opts.startup_timeout,
+            common=opts.arm_options(),
+        )
     except BenchConfigError as exc:
         raise click.UsageError(str(exc)) from None
 

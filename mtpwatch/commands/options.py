@@ -47,6 +47,73 @@ def temperature_option(help: str) -> Callable[[F], F]:
     )
 
 
+def chat_option(
+    help: str = "Send prompts to /v1/chat/completions (default: /v1/completions).",
+) -> Callable[[F], F]:
+    """--chat: the OpenAI chat endpoint instead of /v1/completions (the app's console, `ab`, `bench`)."""
+    return click.option("--chat", is_flag=True, help=help)
+
+
+JSON_ALIAS_NOTE = (
+    "mtpwatch: --json PATH is deprecated: use --json-file PATH (--json alone prints the JSON on stdout)"
+)
+"""The one line on stderr when the old spelling `--json PATH` is used."""
+_JSON_STDOUT = "\0stdout"
+_JSON_ALIAS = "mtpwatch.json_alias"
+
+
+def _json_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> bool:
+    """`--json` alone: True (the JSON on stdout); `--json PATH`: the old spelling, kept for PATH."""
+    if value is None or value == _JSON_STDOUT:
+        return value is not None
+    if "://" in value:
+        raise click.BadParameter(
+            f"--json takes no value now (it prints the JSON on stdout); put {value} before it, or use "
+            "--json-file PATH",
+            param_hint="--json",
+        )
+    click.echo(JSON_ALIAS_NOTE, err=True)
+    ctx.meta[_JSON_ALIAS] = Path(value)
+    return False
+
+
+def json_options(what: str) -> Callable[[F], F]:
+    """--json (a flag: `what` as JSON on stdout, instead of the table) and --json-file PATH (write it
+    there, the table still printed). The old spelling `--json PATH` still writes PATH, with
+    `JSON_ALIAS_NOTE` on stderr; `json_file` reads both."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--json-file",
+            "json_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="PATH",
+            help=f"Write {what} as JSON to PATH (the table is printed too).",
+        )(func)
+        return click.option(
+            "--json",
+            "json_out",
+            is_flag=False,
+            flag_value=_JSON_STDOUT,
+            default=None,
+            metavar="",
+            callback=_json_flag,
+            help=f"Print {what} as JSON on stdout instead of the table (--json PATH: deprecated, "
+            "use --json-file PATH).",
+        )(func)
+
+    return decorate
+
+
+def json_file(json_path: Path | None) -> Path | None:
+    """The file `--json-file PATH` (or the deprecated `--json PATH`) names; both: a usage error."""
+    alias = click.get_current_context().meta.get(_JSON_ALIAS)
+    if alias is not None and json_path is not None:
+        raise click.UsageError("give --json-file PATH once (--json PATH is its deprecated spelling)")
+    return json_path if json_path is not None else alias
+
+
 def runs_option(help: str) -> Callable[[F], F]:
     """--runs: runs per prompt and arm, warm-up included (2 to 10,000; default `MeasureSettings.runs`,
     which `BenchConfig.runs` equals: tests/commands/test_options.py)."""
@@ -168,9 +235,7 @@ def display_options(func: F) -> F:
     """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
     --model-config, --drafter-config, --theme."""
     options = [
-        click.option(
-            "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
-        ),
+        chat_option(),
         click.option(
             "--max-tokens",
             type=click.IntRange(1, 1_000_000),

@@ -35,6 +35,7 @@ def snapshot_fields(snap: MetricsSnapshot | None) -> dict[str, Any]:
     """ServerView fields read from the newest page's gauges (what the server has now)."""
     return {
         "kv_cache_usage": snap.kv_cache_usage if snap else None,
+        "acceptance_since_start": F.acceptance_rate(snap.accepted, snap.draft_tokens) if snap else None,
         "running": snap.requests_running if snap else None,
         "waiting": snap.requests_waiting if snap else None,
     }

@@ -162,6 +162,8 @@ class ServerView:
     """Server TPOT histogram Δsum/Δcount over `window` (per token, finished requests)."""
     kv_cache_usage: float | None = None
     """KV-cache use, 0..1."""
+    acceptance_since_start: float | None = None
+    """accepted / drafted over the server's whole life (its counters' totals; `start --headless`)."""
     running: float | None = None
     """Requests running now."""
     waiting: float | None = None

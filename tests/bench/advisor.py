@@ -40,7 +40,7 @@ def run_sweep(args: list[str], env: dict[str, str], keep: Path | None = None) ->
     hour on two cores), its JSON to `keep` when given (kept whatever happens next)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = keep if keep is not None else Path(tmp) / "sweep.json"
-        cmd = [sys.executable, "-m", "mtpwatch", "bench", "--json", str(out), "--no-progress", *args]
+        cmd = [sys.executable, "-m", "mtpwatch", "bench", "--json-file", str(out), "--no-progress", *args]
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=False)
         if proc.returncode != 0 or not out.exists():
             sys.stderr.write(proc.stdout)

@@ -35,7 +35,16 @@ def test_ab_table_json_csv(ab_urls: tuple[str, str], tmp_path: Path) -> None:
     out_json, out_csv = tmp_path / "ab.json", tmp_path / "ab.csv"
     res = CliRunner().invoke(
         command,
-        ["--ab", *ab_urls, *QUICK, "--require-identical", "--json", str(out_json), "--csv", str(out_csv)],
+        [
+            "--ab",
+            *ab_urls,
+            *QUICK,
+            "--require-identical",
+            "--json-file",
+            str(out_json),
+            "--csv",
+            str(out_csv),
+        ],
     )
     assert res.exit_code == 0, res.output
     text = res.stdout
@@ -73,7 +82,7 @@ def test_ab_table_json_csv(ab_urls: tuple[str, str], tmp_path: Path) -> None:
 def test_race_is_labelled_contended(ab_urls: tuple[str, str], tmp_path: Path) -> None:
     out_json = tmp_path / "race.json"
     res = CliRunner().invoke(
-        command, ["--ab", *ab_urls, *QUICK, "--schedule", "race", "--json", str(out_json)]
+        command, ["--ab", *ab_urls, *QUICK, "--schedule", "race", "--json-file", str(out_json)]
     )
     assert res.exit_code == 0, res.output
     assert "CONTENDED — NOT A MEASUREMENT" in res.stdout
@@ -111,7 +120,7 @@ def test_restart_schedule_with_launched_simulators(tmp_path: Path) -> None:
             "--launch-b", f"{sim} --port {pb}",
             "--startup-timeout", "60",
             "--prompts", "long", "--limit", "1", "--runs", "3", "--max-tokens", "32",
-            "--json", str(out_json),
+            "--json-file", str(out_json),
         ],
     )  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -46,15 +46,15 @@ def one_line_error(result: Result, code: int, *fragments: str) -> str:
 @pytest.mark.parametrize("path", ["/proc/mtpwatch-qa.json", "/nonexistent-dir/x.json"])
 def test_unwritable_json_fails_before_the_run(path: str) -> None:
     """Bug: the bench ran to the end, then died on write_text with a traceback (report lost)."""
-    result = bench(REFUSED, "--json", path)
-    line = one_line_error(result, 2, "--json")
+    result = bench(REFUSED, "--json-file", path)
+    line = one_line_error(result, 2, "--json-file")
     assert "connect" not in result.output  # failed before any request
     assert path in line or "does not exist" in line
 
 
 def test_writable_probe_leaves_no_file(tmp_path: Path) -> None:
     target = tmp_path / "out.json"
-    result = bench(REFUSED, "--json", str(target), "--prompts", "short", "--limit", "1", "--runs", "2")
+    result = bench(REFUSED, "--json-file", str(target), "--prompts", "short", "--limit", "1", "--runs", "2")
     one_line_error(result, 1, "connection refused")
     assert not target.exists()
 
@@ -159,7 +159,7 @@ def test_interrupted_bench_prints_and_writes_what_it_measured(
     """Bug: Ctrl-C printed only "Aborted!" and SIGTERM nothing; every measured run was lost."""
     out = tmp_path / "partial.json"
     argv = [sys.executable, "-m", "mtpwatch", "bench", "--ab", *sims, "--prompts", "long", "--runs", "40",
-            "--progress", "--json", str(out)]  # fmt: skip
+            "--progress", "--json-file", str(out)]  # fmt: skip
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,

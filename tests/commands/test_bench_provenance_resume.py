@@ -36,7 +36,7 @@ def test_report_carries_provenance(sims: tuple[str, str], tmp_path: Path) -> Non
     out = tmp_path / "ab.json"
     res = CliRunner().invoke(
         command,
-        ["--ab", *sims, *QUICK, "--json", str(out), "--label", "k3 trial", "--metadata", "image=v0.32",
+        ["--ab", *sims, *QUICK, "--json-file", str(out), "--label", "k3 trial", "--metadata", "image=v0.32",
          "--metadata", "hf_token=hunter2", "--api-key", "s3cret-key", "--gpu", "GB10"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -100,7 +100,7 @@ def test_killed_bench_keeps_its_runs_and_resume_finishes_it(sims: tuple[str, str
     before = [runlog.record_to_json(r) for r in kept.records]
 
     out = tmp_path / "final.json"
-    res = CliRunner().invoke(command, ["--resume", str(log), "--json", str(out)])
+    res = CliRunner().invoke(command, ["--resume", str(log), "--json-file", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["gates"] == [] and doc["interrupted"] is None
@@ -174,7 +174,7 @@ def test_resume_runs_again_the_runs_that_failed(sims: tuple[str, str], tmp_path:
     reported `GATE FAILED: 5 request(s) failed` (issue 40, item 9). They are run again now."""
     log = tmp_path / "runs.jsonl"
     res = CliRunner().invoke(
-        command, ["--ab", *sims, *QUICK, "--jsonl", str(log), "--json", str(tmp_path / "a.json")]
+        command, ["--ab", *sims, *QUICK, "--jsonl", str(log), "--json-file", str(tmp_path / "a.json")]
     )
     assert res.exit_code == 0, res.output
     total = len(runlog.load(log).records)
@@ -191,7 +191,7 @@ def test_resume_runs_again_the_runs_that_failed(sims: tuple[str, str], tmp_path:
     assert len(failed.finished) == total - 5 and failed.failed == 5
 
     out = tmp_path / "final.json"
-    res = CliRunner().invoke(command, ["--resume", str(log), "--json", str(out)])
+    res = CliRunner().invoke(command, ["--resume", str(log), "--json-file", str(out)])
     assert res.exit_code == 0, res.output
     assert "GATE FAILED" not in res.output
     doc = json.loads(out.read_text(encoding="utf-8"))

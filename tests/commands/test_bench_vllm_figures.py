@@ -37,7 +37,7 @@ def test_percentiles_and_request_throughput_match_the_runs(
     sims: tuple[str, str, str], tmp_path: Path
 ) -> None:
     out = tmp_path / "ab.json"
-    text, _ = _bench("--ab", sims[0], sims[1], *QUICK, "--json", str(out))
+    text, _ = _bench("--ab", sims[0], sims[1], *QUICK, "--json-file", str(out))
     for name in ("TTFT", "TPOT", "ITL"):  # vLLM's words (vllm/benchmarks/serve.py:1425, :1431)
         assert f"Median {name} (ms)" in text and f"{name} p50" not in text
         for p in (90, 99):
@@ -92,7 +92,7 @@ def test_one_server_against_itself_is_flagged(sims: tuple[str, str, str]) -> Non
 
 def test_one_server_says_no_abba(sims: tuple[str, str, str], tmp_path: Path) -> None:
     out = tmp_path / "one.json"
-    text, _ = _bench(sims[1], *QUICK, "--json", str(out))
+    text, _ = _bench(sims[1], *QUICK, "--json-file", str(out))
     assert "ABBA" not in text
     assert "schedule: one server (runs one after another, never concurrent)" in text
     assert f"server: {sims[1]} · model google/gemma-4-E4B-it" in text

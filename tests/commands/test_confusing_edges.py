@@ -117,7 +117,7 @@ def test_a_config_file_that_is_not_there_is_an_error(tmp_path: Path) -> None:
 def report(sims: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("edges")
     res = _run("bench", "--ab", *sims, "--prompts", "short", "--limit", "1", "--runs", "4", "--no-progress",
-               "--json", str(folder / "ab.json"), "--jsonl", str(folder / "ab.jsonl"))  # fmt: skip
+               "--json-file", str(folder / "ab.json"), "--jsonl", str(folder / "ab.jsonl"))  # fmt: skip
     assert res.exit_code == 0, res.output
     return folder / "ab.json"
 

@@ -42,7 +42,7 @@ def test_the_simulator_counts_tokens_as_vllm_s_tokenize(ab_urls: tuple[str, str]
 
 def test_context_lengths_table_and_json(ab_urls: tuple[str, str], tmp_path: Path) -> None:
     out = tmp_path / "ctx.json"
-    args = ["--ab", *ab_urls, "--context-lengths", "1024,256", *QUICK, "--json", str(out)]
+    args = ["--ab", *ab_urls, "--context-lengths", "1024,256", *QUICK, "--json-file", str(out)]
     res = CliRunner().invoke(command, args)
     assert res.exit_code == 0, res.output
     assert "acceptance against context length" in res.stdout and "(server /tokenize)" in res.stdout
@@ -85,7 +85,7 @@ def test_plot_draws_acceptance_against_context_length(ab_urls: tuple[str, str], 
     from mtpwatch.cli import cli
 
     out, svg = tmp_path / "ctx.json", tmp_path / "ctx.svg"
-    args = ["--ab", *ab_urls, "--context-lengths", "128,512", *QUICK, "--json", str(out)]
+    args = ["--ab", *ab_urls, "--context-lengths", "128,512", *QUICK, "--json-file", str(out)]
     assert CliRunner().invoke(command, args).exit_code == 0
     table = CliRunner().invoke(cli, ["plot", str(out), "--only", "context", "--table"])
     assert table.exit_code == 0, table.output

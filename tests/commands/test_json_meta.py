@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from mtpwatch import __version__
 from mtpwatch.cli import cli
+from mtpwatch.commands.options import JSON_ALIAS_NOTE
 from tests.httpd import loopback_server
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
@@ -63,7 +64,7 @@ def prometheus() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def report(sims: tuple[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("meta") / "ab.json"
-    res = CliRunner().invoke(cli, ["bench", "--ab", *sims, *QUICK, "--json", str(path)])
+    res = CliRunner().invoke(cli, ["bench", "--ab", *sims, *QUICK, "--json-file", str(path)])
     assert res.exit_code == 0, res.output
     return path
 
@@ -87,16 +88,17 @@ def _sweep(sims: Any, prom: str, report: Path, tmp: Path, mp: pytest.MonkeyPatch
     mp.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp))
     sim = f"{sys.executable} -m mtpwatch sim --speed 40"
     args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1", "--vllm", sim, "--gpu", "GB10"]
-    return _file([*args, *QUICK, "--json", str(tmp / "sweep.json")], tmp / "sweep.json")
+    return _file([*args, *QUICK, "--json-file", str(tmp / "sweep.json")], tmp / "sweep.json")
 
 
 def _sweep_plan(sims: Any, prom: str, report: Path, tmp: Path, mp: pytest.MonkeyPatch) -> Any:
     args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1", "--gpu", "GB10", "--plan"]
-    return _file([*args, "--json", str(tmp / "plan.json")], tmp / "plan.json")
+    return _file([*args, "--json-file", str(tmp / "plan.json")], tmp / "plan.json")
 
 
 CASES: dict[str, Case] = {
-    "bench --json": lambda s, p, r, t, m: json.loads(r.read_text(encoding="utf-8")),
+    "bench --json-file": lambda s, p, r, t, m: json.loads(r.read_text(encoding="utf-8")),
+    "bench --json": lambda s, p, r, t, m: _stdout(["bench", "--ab", *s, *QUICK, "--json"]),
     "snapshot URL --json": lambda s, p, r, t, m: _stdout(["snapshot", s[1], "--json"]),
     "snapshot --prometheus --json": lambda s, p, r, t, m: _stdout(
         ["snapshot", "--prometheus", p, "--json", "--label", "fleet-1"]
@@ -110,11 +112,15 @@ CASES: dict[str, Case] = {
             "--json",
         ]
     ),
-    "compare --json": lambda s, p, r, t, m: _file(
-        ["compare", str(r), str(r), "--json", str(t / "c.json")], t / "c.json"
+    "compare --json": lambda s, p, r, t, m: _stdout(["compare", str(r), str(r), "--json"]),
+    "compare --json-file": lambda s, p, r, t, m: _file(
+        ["compare", str(r), str(r), "--json-file", str(t / "c.json")], t / "c.json"
     ),
     "roofline --json": lambda s, p, r, t, m: _stdout(
         ["roofline", "--config", "gemma-4-31B-it", "--gpu", "GB10", "-k", "2", "--json"]
+    ),
+    "bench --start --plan --json": lambda s, p, r, t, m: _stdout(
+        ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1", "--gpu", "GB10", "--plan", "--json"]
     ),
     "ab --start --plan --json": lambda s, p, r, t, m: _stdout(
         ["ab", "--start", E4B, "--drafter", E4B_D, "-k", "2", "--gpu", "GB10", "--plan", "--json"]
@@ -123,7 +129,7 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize(
-    "name", [*CASES, "bench --start --sweep-k --json", "bench --start --sweep-k --plan --json"]
+    "name", [*CASES, "bench --start --sweep-k --json-file", "bench --start --sweep-k --plan --json-file"]
 )
 def test_every_json_starts_with_meta(
     name: str,
@@ -155,3 +161,24 @@ def test_the_meta_blocks_say_what_was_measured(sims: tuple[str, str], prometheus
     arm = replay["meta"]["arms"]["a"]
     assert arm["model"] == replay["servers"][0]["model"] and arm["k"] == 4 and arm["method"] == "ngram"
     assert replay["meta"]["metadata"]["recording"] == str(recording)
+
+
+def test_the_old_json_path_spelling_still_writes_the_file_and_says_it_is_deprecated(
+    report: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "c.json"
+    res = CliRunner().invoke(cli, ["compare", str(report), str(report), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.splitlines().count(JSON_ALIAS_NOTE) == 1
+    assert next(iter(json.loads(out.read_text(encoding="utf-8")))) == "meta"
+    assert "--json" not in res.stdout and res.stdout.strip()  # the table, as before
+    flag = CliRunner().invoke(cli, ["compare", str(report), str(report), "--json"])
+    assert flag.exit_code == 0 and JSON_ALIAS_NOTE not in flag.stderr
+    assert next(iter(json.loads(flag.stdout))) == "meta"
+
+
+def test_json_takes_no_url_and_one_file() -> None:
+    res = CliRunner().invoke(cli, ["bench", "--json", "http://127.0.0.1:9", "--runs", "2"])
+    assert res.exit_code == 2 and "--json takes no value now" in res.output
+    both = CliRunner().invoke(cli, ["compare", "a.json", "--json", "x.json", "--json-file", "y.json"])
+    assert both.exit_code == 2 and "give --json-file PATH once" in both.output

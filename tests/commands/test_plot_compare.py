@@ -36,7 +36,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path
             ("k2", b2, ["--prompts", "all", "--max-tokens", "48"]),
             ("k4", b4, ["--prompts", "all", "--max-tokens", "48"]),
         ):
-            res = CliRunner().invoke(cli, ["bench", "--ab", a, b, *quick, *extra, "--json", str(paths[name])])
+            res = CliRunner().invoke(
+                cli, ["bench", "--ab", a, b, *quick, *extra, "--json-file", str(paths[name])]
+            )
             assert res.exit_code == 0, res.output
     yield paths
 
@@ -140,7 +142,9 @@ def _rate(row: dict[str, object]) -> float:
 
 def test_compare_matches_prompts_and_recomputes(reports: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "cmp.json"
-    res = CliRunner().invoke(cli, ["compare", str(reports["k2"]), str(reports["k4"]), "--json", str(out)])
+    res = CliRunner().invoke(
+        cli, ["compare", str(reports["k2"]), str(reports["k4"]), "--json-file", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert max(len(line) for line in _lines(res.stdout)) <= 80
     doc = json.loads(out.read_text(encoding="utf-8"))

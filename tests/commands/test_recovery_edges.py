@@ -40,7 +40,7 @@ def test_a_k_sweep_whose_server_cannot_start_writes_no_report(tmp_path: Path) ->
         cli,
         ["bench", "--start", "google/gemma-4-E4B-it", "--drafter", "google/gemma-4-E4B-it-assistant",
          "--sweep-k", "0,1", "--gpu", "GB10", "--vllm", "/nonexistent/bin/vllm", "--no-progress",
-         "--json", str(out)],
+         "--json-file", str(out)],
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     assert not out.exists()

@@ -34,7 +34,7 @@ def test_sweep_every_method(
     out = tmp_path / "sweep.json"
     args = ["bench", "--start", E4B, "--method", method, "--sweep-k", "0,1,3", "--vllm", SIM, "--gpu", "GB10"]
     args += ["--drafter", drafter] if drafter else []
-    args += [*QUICK, "--json", str(out), "--", "--max-model-len", "8192"]
+    args += [*QUICK, "--json-file", str(out), "--", "--max-model-len", "8192"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text = result.stdout
@@ -84,7 +84,7 @@ def test_sweep_every_method(
 def test_sweep_plan_only(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,2,4", "--gpu", "H100 SXM"]
-    result = CliRunner().invoke(cli, [*args, "--plan", "--json", str(out)])
+    result = CliRunner().invoke(cli, [*args, "--plan", "--json-file", str(out)])
     assert result.exit_code == 0, result.output
     assert "schedule: restart" in result.output and result.output.count("vllm serve") == 3
     doc = json.loads(out.read_text(encoding="utf-8"))
@@ -159,7 +159,7 @@ def test_the_sweep_file_is_a_report_plot_and_compare_read(
         "--gpu",
         "GB10",
     ]
-    args += [*QUICK, "--label", "ngram sweep", "--metadata", "box=ci", "--json", str(out)]
+    args += [*QUICK, "--label", "ngram sweep", "--metadata", "box=ci", "--json-file", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "engine (the k=2 server): ngram k=2 (vLLM " in result.stdout  # what the server ran
@@ -206,7 +206,7 @@ def test_a_concurrency_sweep_gives_a_schedule_and_checks_it(
     monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
     out = tmp_path / "sweep.json"
     args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,1,3", "--vllm", SIM, "--gpu", "GB10"]
-    args += [*QUICK, "--concurrency", "1,4", "--verify-schedule", "--json", str(out)]
+    args += [*QUICK, "--concurrency", "1,4", "--verify-schedule", "--json-file", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", "--max-model-len", "8192"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text = result.stdout
@@ -282,7 +282,7 @@ def test_step_times_from_vllm_bench_forward(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
     out = tmp_path / "sweep.json"
     args = ["bench", "--start", E4B, "--drafter", E4B_D, "--sweep-k", "0,2", "--vllm", SIM, "--gpu", "GB10"]
-    args += [*QUICK, "--step-times", str(fixture), "--json", str(out), "--", "--max-model-len", "8192"]
+    args += [*QUICK, "--step-times", str(fixture), "--json-file", str(out), "--", "--max-model-len", "8192"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "step model from vllm bench forward vllm-bench-forward.json, batch 1" in result.stdout

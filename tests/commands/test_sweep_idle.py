@@ -23,7 +23,7 @@ def test_the_0s_arm_is_measured_against_plain_k0(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("MTPWATCH_SIM_GPU_DIR", str(tmp_path))
     out = tmp_path / "sweep.json"
     args = ["bench", "--start", E4B, "--method", "mtp", "--drafter", E4B_D, "--sweep-k", "0s,0,2"]
-    args += ["--vllm", SIM, "--gpu", "GB10", *QUICK, "--json", str(out), "--", "--max-model-len", "8192"]
+    args += ["--vllm", SIM, "--gpu", "GB10", *QUICK, "--json-file", str(out), "--", "--max-model-len", "8192"]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text = result.stdout

@@ -48,7 +48,7 @@ def full_disk(tmp_path: Path) -> Iterator[Path]:
 def bench(out: Path, a: str, b: str) -> subprocess.CompletedProcess[str]:
     return run_mtpwatch(
         "bench", "--ab", a, b, "--prompts", "short", "--limit", "1", "--runs", "2", "--warmup", "0",
-        "--max-tokens", "16", "--json", str(out), timeout=120,
+        "--max-tokens", "16", "--json-file", str(out), timeout=120,
     )  # fmt: skip
 
 

@@ -86,7 +86,7 @@ def test_started_server_is_loopback_only_and_the_key_is_nowhere(tmp_path: Path) 
         assert snap.returncode == 0, snap.stderr
         bench = run_mtpwatch(
             "bench", "--ab", url, url, "--prompts", "short", "--limit", "1", "--runs", "2", "--warmup", "0",
-            "--max-tokens", "8", "--json", str(json_out), "--csv", str(csv_out), env=env, timeout=120,
+            "--max-tokens", "8", "--json-file", str(json_out), "--csv", str(csv_out), env=env, timeout=120,
         )  # fmt: skip
         assert json_out.exists() and csv_out.exists(), bench.stderr
         proc.send_signal(signal.SIGTERM)

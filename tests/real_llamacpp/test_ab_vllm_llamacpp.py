@@ -53,7 +53,7 @@ def test_bench_ab_vllm_against_llama_cpp(llama_pool: LlamaPool, tmp_path: Path) 
         run = subprocess.run(
             [
                 sys.executable, "-m", "mtpwatch", "bench", "--ab", vllm.url, llama.url,
-                "--prompts", str(prompts), "--runs", "3", "--warmup", "1", "--json", str(out),
+                "--prompts", str(prompts), "--runs", "3", "--warmup", "1", "--json-file", str(out),
                 "--no-progress",
             ],
             cwd=ROOT, capture_output=True, text=True, timeout=600,

@@ -28,7 +28,7 @@ def test_bench_report_provenance_from_a_real_vllm(server_pool: ServerPool, tmp_p
     out = tmp_path / "real.json"
     res = CliRunner().invoke(
         command,
-        [server.url, "--prompts", str(prompts), "--runs", "2", "--warmup", "1", "--json", str(out),
+        [server.url, "--prompts", str(prompts), "--runs", "2", "--warmup", "1", "--json-file", str(out),
          "--label", "real baseline"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -35,7 +35,7 @@ def test_spec_on_k0_and_context_lengths_real(
         base = server_pool.get("baseline").url
         out = tmp_path / "idle.json"
         # each arm asks its own server's only model ("base", "spec")
-        res = CliRunner().invoke(cli, ["bench", "--ab", base, idle.url, *QUICK, "--json", str(out)])
+        res = CliRunner().invoke(cli, ["bench", "--ab", base, idle.url, *QUICK, "--json-file", str(out)])
         print(res.stdout)
         assert res.exit_code in (0, 1), res.output[-4000:]  # 1: a gate (A and B serve other names)
     finally:
@@ -58,7 +58,7 @@ def test_spec_on_k0_and_context_lengths_real(
     ngram = server_pool.get("ngram").url
     ctx = tmp_path / "ctx.json"
     res = CliRunner().invoke(
-        cli, ["bench", ngram, "--context-lengths", "128,512", *QUICK, "--json", str(ctx)]
+        cli, ["bench", ngram, "--context-lengths", "128,512", *QUICK, "--json-file", str(ctx)]
     )
     print(res.stdout)
     assert res.exit_code == 0, res.output[-4000:]

@@ -40,7 +40,7 @@ def test_sweep_k_012_ngram_real(real_env: RealEnv, tmp_path: Path, monkeypatch: 
         "0,1,2",
     ]
     args += ["--vllm", str(real_env.vllm), "--prompts", str(PROMPTS), "--runs", "5", "--warmup", "1"]
-    args += ["--startup-timeout", str(int(STARTUP_LIMIT_S)), "--no-progress", "--json", str(out)]
+    args += ["--startup-timeout", str(int(STARTUP_LIMIT_S)), "--no-progress", "--json-file", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", *VLLM_ARGS], catch_exceptions=False)
     print(result.stdout)
     assert result.exit_code == 0, result.output[-4000:]
