@@ -390,7 +390,7 @@ class Soak:
             name = feed.spec.label
             self.fig.kept_at_end[f"{name}: pane characters"] = panel.stream._raw_chars
             self.fig.kept_at_end[f"{name}: pane lines"] = len(panel.stream._lines)
-            self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.collector)
+            self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.watch.collector)
         await pilot.press("ctrl+q")
 
     def _trace_sample(self, t: float) -> None:
@@ -431,7 +431,7 @@ class Soak:
         prev_seen: float | None = None
         restarts = 0
         while time.monotonic() < end:
-            t = feed.collector.latest_t
+            t = feed.watch.collector.latest_t
             if t is not None and t != prev_t:
                 now = time.monotonic()
                 if prev_seen is not None:
@@ -441,9 +441,9 @@ class Soak:
                         self.fig.largest_clean_scrape_gap_s = max(self.fig.largest_clean_scrape_gap_s, gap)
                 prev_t, prev_seen = t, now
                 self.last_scrape[index] = now
-            if feed.collector.restarts != restarts:
-                self.fig.restarts_detected += feed.collector.restarts - restarts
-                restarts = feed.collector.restarts
+            if feed.watch.collector.restarts != restarts:
+                self.fig.restarts_detected += feed.watch.collector.restarts - restarts
+                restarts = feed.watch.collector.restarts
             await asyncio.sleep(0.05)
 
     async def _watch_views(self, app: MtpWatchApp, end: float) -> None:
@@ -528,14 +528,15 @@ class Soak:
         feed = app.monitor.feeds[index]
         while time.monotonic() - ended < RECOVERY_LIMIT_S:
             seen = self.last_scrape[index]
-            if app.is_running and feed.status == "up" and seen is not None and seen > ended:
+            if app.is_running and feed.watch.status == "up" and seen is not None and seen > ended:
                 counts[1] += 1
                 self.fig.faults_survived += 1
                 self.fig.slowest_recovery_s = max(self.fig.slowest_recovery_s, seen - ended)
                 self.fault_until[index] = seen
                 return
             await asyncio.sleep(0.1)
-        self.say(f"fault {kind} on {sim.name}: no recovery within {RECOVERY_LIMIT_S:.0f} s ({feed.reason})")
+        reason = feed.watch.reason
+        self.say(f"fault {kind} on {sim.name}: no recovery within {RECOVERY_LIMIT_S:.0f} s ({reason})")
         self.fault_until[index] = time.monotonic()
 
 

@@ -72,7 +72,8 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
         screen = app.monitor
         for i, feed in enumerate(screen.feeds):
             _capture(feed, i, seen)
-        await wait_for(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds), "up", 600)
+        watches = [f.watch for f in screen.feeds]
+        await wait_for(pilot, lambda: all(w.status == "up" and w.identified for w in watches), "up", 600)
         screen.send(PROMPT)
         await wait_for(pilot, lambda: all(p.prompt_count == 1 for p in screen.panels), "the answers", 240)
         views = [p.view for p in screen.panels]

@@ -77,7 +77,7 @@ async def test_a_prompt_is_told_in_order_with_everything_a_record_needs() -> Non
     assert log.kinds() == ["server", "scrape", "prompt", "event", "result", "end", "scrape", "done"]
     assert late.kinds() == ["prompt", "event", "result", "end", "scrape", "done"]  # told from when it joined
     identity = log.calls[0][1]
-    assert identity["label"] == "A" and identity["model"] == feed.model
+    assert identity["label"] == "A" and identity["model"] == feed.watch.model
     assert identity["bandwidth"]["simulated"] is True  # the roofline's inputs travel with it
     assert log.calls[1][1].startswith("# HELP") or "vllm:" in log.calls[1][1]
     told = "".join(e.text for kind, e in log.calls if kind == "event")
@@ -97,7 +97,7 @@ async def test_a_failed_scrape_is_told_once_with_its_reason() -> None:
     finally:
         await feed.close()
     assert [kind for kind, _ in log.calls] == ["down"]
-    assert log.calls[0][1] == feed.reason or feed.reason in log.calls[0][1]
+    assert log.calls[0][1] == feed.watch.reason or feed.watch.reason in log.calls[0][1]
 
 
 def _private_reads(path: Path) -> list[str]:
