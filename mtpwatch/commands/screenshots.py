@@ -89,11 +89,15 @@ async def _prompt_and_settle(pilot: Any) -> None:
         await pilot.press("f3")
     screen.send(SAMPLE_PROMPT)
     await _wait(pilot, lambda: not screen.generating and all(p.prompt_count for p in panels), "the answers")
-    feeds = screen.feeds
-    polls = [feed.collector.latest for feed in feeds]
+    from mtpwatch.session.watch import ServerFeed  # lazy: loaded only when filming, as above
+
+    feeds = [
+        feed.watch for feed in screen.feeds if isinstance(feed, ServerFeed)
+    ]  # the simulators' live feeds
+    polls = [watch.collector.latest for watch in feeds]
     await _wait(
         pilot,
-        lambda: all(f.collector.latest is not s for f, s in zip(feeds, polls, strict=True)),
+        lambda: all(w.collector.latest is not s for w, s in zip(feeds, polls, strict=True)),
         "the next scrapes",
     )
     await pilot.pause(1.2)  # panels draw feed views at 2 Hz

@@ -1,6 +1,6 @@
 """The k advisor's line in the A/B view: from the last prompt on both arms, which k would be best.
 
-Reads the prompt window of each arm (`ServerFeed.rates("prompt")`): the speculating arm's marginal
+Reads the prompt window of each arm (`Source.state().prompt_rates`): the speculating arm's marginal
 per-position acceptance and mean step time (ITL mean: vLLM observes one ITL per engine step), and
 the baseline's (one token per step). `core.sweeps.advisor.advise` does the arithmetic. The console
 sends one prompt at a time, so the advice is for concurrency 1, and the line says so; what the
@@ -12,27 +12,31 @@ from __future__ import annotations
 
 import dataclasses
 
+from mtpwatch.config import ServerSpec
+from mtpwatch.core.http.engines import EngineInfo
 from mtpwatch.core.provenance import spec_config_from_argv
 from mtpwatch.core.sweeps.advisor import Advice, advise
 from mtpwatch.core.sweeps.engine import EngineMode, engine_mode, llamacpp_synthetic
 from mtpwatch.session.sources import Source
 
 
-def engine_of(feed: Source) -> EngineMode:
-    """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
-    launch = feed.spec.launch
+def engine_mode_of(
+    spec: ServerSpec, engine_info: EngineInfo | None, spec_method: str | None, version: str | None
+) -> EngineMode:
+    """What a server runs, from its command line (servers mtpwatch started), llama-server's /props
+    (`engine_info`), the method from its log and its version."""
+    launch = spec.launch
     argv = launch.argv if launch is not None else None
     config = spec_config_from_argv(argv) if argv is not None else None
-    info = getattr(feed, "engine_info", None)  # llama-server's /props (ServerFeed), else None
-    config = config or llamacpp_synthetic(argv, getattr(info, "synthetic", None))
-    return engine_mode(config, method=feed.spec_method, vllm_version=feed.version)
+    synthetic = engine_info.synthetic if engine_info is not None else None
+    config = config or llamacpp_synthetic(argv, synthetic)
+    return engine_mode(config, method=spec_method, vllm_version=version)
 
 
-def k_schedule_of(feed: Source) -> tuple[tuple[int, int, int], ...] | None:
-    """The batch-size schedule the feed's command line set (servers mtpwatch started), else None.
-    vLLM's start-up init line does not carry it (`SpeculativeConfig.__repr__` prints method, model
-    and num_spec_tokens only: vllm/config/speculative.py:1829-1843 in 0.34.0)."""
-    return engine_of(feed).schedule if feed.spec.launch is not None else None
+def engine_of(feed: Source) -> EngineMode:
+    """What the feed's server runs, from its command line (servers mtpwatch started) and log."""
+    state = feed.state()
+    return engine_mode_of(state.spec, state.engine_info, state.spec_method, state.version)
 
 
 def lossy_reason(speculative: Source) -> str | None:
@@ -44,7 +48,7 @@ def lossy_reason(speculative: Source) -> str | None:
 
 def advice_for(baseline: Source, speculative: Source) -> Advice | None:
     """Predictions for k' ≤ the running k from the last prompt; None until both arms measured one."""
-    base, spec = baseline.rates("prompt"), speculative.rates("prompt")
+    base, spec = baseline.state().prompt_rates, speculative.state().prompt_rates
     if base is None or spec is None or not spec.per_position:
         return None
     if not base.mean_step_s or not spec.mean_step_s:

@@ -89,7 +89,7 @@ async def launch_server(
             await tick_task
     progress(phase(), pending[:])
     pending.clear()
-    server.on_line = None  # from here on the log is read and dropped
+    server.drop_lines()  # from here on the log is read and dropped
     return LaunchOutcome(process, server)
 
 

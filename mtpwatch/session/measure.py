@@ -60,34 +60,35 @@ class FeedArm:
         on_up: Callable[[bool], None],
     ) -> None:
         self.feed = feed
-        self.label = feed.spec.label
+        state = feed.state()
+        spec = state.spec
+        self.label = spec.label
         self._progress = progress
         self._on_up = on_up
         self._http = HttpArm(
-            feed.spec.url, label=feed.spec.label, model=feed.spec.model, api_key=feed.spec.api_key,
-            chat=feed.display.chat,
-        )  # fmt: skip
+            spec.url, label=spec.label, model=spec.model, api_key=spec.api_key, chat=state.display.chat
+        )
 
     async def start(self) -> None:
-        """Launch the server through the feed; raises `StartupError` when it does not come up."""
-        self.feed.status = "starting"
+        """Launch the server through the feed (its panel says 'starting'); raises `StartupError`
+        when it does not come up."""
         if not await self.feed.launch(self._progress):
-            raise StartupError(f"{self.label}: {self.feed.reason}", None, [])
+            raise StartupError(f"{self.label}: {self.feed.state().reason}", None, [])
         self._on_up(True)
 
     async def stop(self) -> None:
         """Stop the server (idempotent); the panel says 'stopped'."""
         self._on_up(False)
-        await self.feed.stop_server()
+        await self.feed.close(server_only=True)
 
     async def generate(self, request: ArmRequest) -> ArmResult:
         """One request through `HttpArm` (client numbers, token ids)."""
-        self._http.model = self._http.model or self.feed.model
+        self._http.name_model(self.feed.state().model)
         return await self._http.generate(request)
 
     async def counters(self) -> MetricsSnapshot | None:
         """The server's /metrics snapshot (None when it does not speculate)."""
-        self._http.model = self._http.model or self.feed.model
+        self._http.name_model(self.feed.state().model)
         return await self._http.counters()
 
     async def aclose(self) -> None:
@@ -125,16 +126,18 @@ class Measurement:
             runs=settings.runs,
             warmup=settings.warmup,
             schedule=self.schedule,
-            temperature=feeds[0].display.temperature,
+            temperature=feeds[0].state().display.temperature,
         )
         self.runner = BenchRunner(config, self.arms[0], self.arms[1])
         self.total = self.runner.total
         self.report: BenchReport | None = None
 
     def _http_arm(self, feed: Source) -> HttpArm:
+        state = feed.state()
+        spec = state.spec
         arm = HttpArm(
-            feed.spec.url, label=feed.spec.label, model=feed.model or feed.spec.model,
-            api_key=feed.spec.api_key, chat=feed.display.chat,
+            spec.url, label=spec.label, model=state.model or spec.model, api_key=spec.api_key,
+            chat=state.display.chat,
         )  # fmt: skip
         self._owned.append(arm)
         return arm

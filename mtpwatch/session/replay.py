@@ -1,11 +1,14 @@
 """`ReplaySource`: a recording played back into the same `ServerFeed`s the live app uses.
 
 The source rebuilds the app's config from the recording's 'session' mark, makes one `ServerFeed`
-per recorded server on a virtual clock, and applies the records in the order they were written:
-a scrape goes through `ServerFeed.accept` (so `core.metrics.rates.Collector` sees the same pages at
-the same times), a stream event through `GenerationStats.add`, a prompt's end through the feed's
-`begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows therefore comes from
-the code that showed it live. No network, no server, no Textual here.
+per recorded server on a virtual clock over `ReplayScrapes` (the recording's pages, never the
+network), and applies the records in the order they were written: a scrape's page (decoded by
+`ReplayScrapes.page`) goes through `ServerFeed.accept` into the feed's `session.server_watch.
+ServerWatch` (so `core.metrics.rates.Collector` sees the same pages at the same times), an identity,
+a failure, a lifecycle event and an NVML reading through the watch's `restore_identity`,
+`mark_down`, `restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a
+prompt's end through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a
+replay shows therefore comes from the code that showed it live. No network, no server, no Textual.
 """
 
 from __future__ import annotations
@@ -15,11 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
+from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.generation import GenerationResult, GenerationStats
+from mtpwatch.core.http.scraping import parse_metrics_page
+from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
 from mtpwatch.session.answers import Answer
+from mtpwatch.session.scrapes import Identity, Page
 from mtpwatch.session.views import spec_label
 from mtpwatch.session.watch import ServerFeed
 
@@ -56,6 +63,34 @@ def config_from_session(session: dict[str, Any]) -> AppConfig:
     if session.get("mode") == "ab":
         return AppConfig(servers=servers, display=display, mode="ab", title=title)
     return AppConfig(servers=servers, display=display, mode="single", title=title)
+
+
+class ReplayScrapes:
+    """A recorded server's pages (`session.scrapes.Scrapes`): the player hands each scrape record to
+    the feed at its time (`page`); a poll, which a replay never runs, gets the newest page decoded."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        self._last: Page | None = None
+
+    def page(self, record: dict[str, Any], model: str | None) -> Page:
+        """The page of a 'scrape' record, parsed as the live client parses it, and how it was read."""
+        text = "\n".join(record["lines"]) + "\n"
+        snapshot = parse_metrics_page(text, model, self.url)
+        self._last = Page(snapshot, text, str(record.get("via", "")))
+        return self._last
+
+    async def fetch(self, model: str | None) -> Page:
+        if self._last is None:
+            raise ServerError("no page recorded yet", url=self.url)
+        return self._last
+
+    async def identify(self, model: str | None) -> Identity | None:
+        """A replay's identity comes from the recording's 'server' records (`restore_identity`)."""
+        return None
+
+    async def aclose(self) -> None:
+        """Nothing to let go: no connection."""
 
 
 class ReplaySource:
@@ -106,18 +141,22 @@ class ReplaySource:
     def reset(self) -> None:
         """Back to the start: fresh feeds, nothing applied."""
         for feed in self.feeds:
-            feed.stop_hardware()
+            feed.sample_hardware(False)
         self.now = self.t_start
         self.pos = 0
         self._stats.clear()
         self._results.clear()
         self._done.clear()
         self.feeds = []
+        self._scrapes: list[ReplayScrapes] = []
         for spec, info in zip(self.config.servers, self.session.get("servers") or [], strict=False):
-            feed = ServerFeed(spec, self.config.display, clock=self.clock, wall=self.wall)
-            if info.get("launched"):
-                feed.status = "starting"
+            scrapes = ReplayScrapes(spec.url)
+            feed = ServerFeed(
+                spec, self.config.display, clock=self.clock, wall=self.wall, scrapes=scrapes,
+                starting=bool(info.get("launched")),
+            )  # fmt: skip
             self.feeds.append(feed)
+            self._scrapes.append(scrapes)
 
     def advance(self, t: float) -> list[Action]:
         """Apply every record up to time `t` (forward only) and return what the answer panes show."""
@@ -153,16 +192,15 @@ class ReplaySource:
         t = float(record["t"])
         if kind != "ev":  # the live code read the clock at exactly these times
             self.now = t
+        watch = feed.watch
         if kind == "scrape":
-            text = "\n".join(record["lines"]) + "\n"
-            feed.scrape_via = str(record.get("via", ""))
-            feed.accept(feed.client.parse_page(text, feed.model), t)
+            feed.accept(self._scrapes[s].page(record, watch.model), t)
         elif kind == "server":
-            feed.restore_identity(record)
+            watch.restore_identity(record)
         elif kind == "down":
-            feed.mark_down(str(record.get("reason", "")))
+            watch.mark_down(str(record.get("reason", "")))
         elif kind == "life":
-            feed.restore_life(str(record.get("what")), str(record.get("detail", "")))
+            watch.restore_life(str(record.get("what")), str(record.get("detail", "")))
         elif kind == "prompt":
             self._stats[s] = feed.begin_prompt(str(record["text"]))
             actions.append(Action("begin", s, text=str(record["text"]), t=t))
@@ -192,10 +230,10 @@ class ReplaySource:
         elif kind == "nvml":
             reading = record.get("reading")
             if reading is None:  # the sampler stopped (panel hidden, server stopped)
-                feed.hardware_reading = None
+                watch.restore_reading(None)
             else:
                 fields = set(HardwareReading.__dataclass_fields__)
-                feed.hardware_reading = HardwareReading(**{k: v for k, v in reading.items() if k in fields})
+                watch.restore_reading(HardwareReading(**{k: v for k, v in reading.items() if k in fields}))
 
     # -- headless ---------------------------------------------------------------------------------
 
@@ -210,7 +248,7 @@ class ReplaySource:
                 for key in ("model", "version", "method", "k", "gpu"):
                     entry[key] = record.get(key)
         for entry, feed in zip(out, self.feeds, strict=False):
-            snap = feed.collector.latest  # k is the number of `position` labels the pages carried
+            snap = feed.watch.collector.latest  # k is the number of `position` labels the pages carried
             if snap is not None:
                 entry["speculative"] = snap.speculative
                 entry["k"] = snap.num_speculative_tokens if snap.speculative else 0

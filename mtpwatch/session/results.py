@@ -8,6 +8,7 @@ and `mtpwatch compare` read a saved measurement like a bench report.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,25 +31,27 @@ def default_path(now: dt.datetime | None = None) -> Path:
 
 def feed_info(feed: Source, k: int | None) -> provenance.ArmInfo:
     """What the app knows about one server, without asking it again."""
-    launch = feed.spec.launch
-    if launch is not None:
-        info = provenance.launched_info(feed.spec.url, launch.argv, facts=feed.launch_facts)
+    state = feed.state()
+    spec = state.spec
+    if spec.launch is not None:
+        info = provenance.launched_info(spec.url, spec.launch.argv, facts=state.launch_facts)
     else:
-        info = provenance.ArmInfo(url=feed.spec.url)
-    info.served_name = feed.model or feed.spec.model
-    info.model = info.model or info.served_name
-    info.vllm_version = feed.version
-    if feed.drafter_ref and not info.drafter:
-        info.drafter = feed.drafter_ref
-    if info.k is None:
-        info.k = k
-    return info
+        info = provenance.ArmInfo(url=spec.url)
+    served = state.model or spec.model
+    return dataclasses.replace(
+        info,
+        served_name=served,
+        model=info.model or served,
+        vllm_version=state.version,
+        drafter=state.drafter_ref if state.drafter_ref and not info.drafter else info.drafter,
+        k=k if info.k is None else info.k,
+    )
 
 
 def _gpu(display: DisplaySettings, feeds: Sequence[Source]) -> provenance.GpuInfo:
     if display.gpu:
         return provenance.gpu_from_name(display.gpu)
-    if all(is_loopback(urlsplit(f.spec.url).hostname or "") for f in feeds):
+    if all(is_loopback(urlsplit(f.state().spec.url).hostname or "") for f in feeds):
         return provenance.local_gpu()
     return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 

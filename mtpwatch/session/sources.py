@@ -1,35 +1,39 @@
 """`Source`: what a screen needs of the thing behind one server panel, whatever feeds it.
 
-Three sources of pages and streams stand behind a panel, all through this one protocol:
+Three sources of pages stand behind a panel, all `session.watch.ServerFeed`s over a
+`session.scrapes.Scrapes`:
 
-- live HTTP: `session.watch.ServerFeed` over `core.http.client.VllmClient` (`mtpwatch`, `ab`, `demo`,
-  `start`, `attach`);
-- Prometheus: the same feed whose client reads the target's counters from Prometheus
+- live HTTP: `session.scrapes.LiveScrapes` over `core.http.client.VllmClient` (`mtpwatch`, `ab`,
+  `demo`, `start`, `attach`);
+- Prometheus: `session.prometheus.PrometheusScrapes`, the target's counters as Prometheus saw them
   (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
-- a recording: `session.replay.ReplaySource` pushes the recorded pages, stream events and prompt
-  ends into feeds on the recording's clock (`mtpwatch replay`), so the panel is the live one.
+- a recording: `session.replay.ReplaySource` hands the recorded pages, stream events and prompt
+  ends to feeds on the recording's clock (`mtpwatch replay`), so the panel is the live one.
 
 The screens (`ui.screens.monitor`, `ui.screens.replay`) and the session helpers they call (the
-measurement, its report file, the k advisor) hold `Source`s, never a concrete class.
+measurement, its report file, the k advisor) hold `Source`s, never a concrete class: ten members,
+and what they read of a source's state comes as one frozen `SourceState`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from mtpwatch.config import DisplaySettings, ServerSpec
+from mtpwatch.core.http.engines import EngineInfo
 from mtpwatch.core.launch.logparse import LogFacts
-from mtpwatch.core.metrics.rates import Collector, Rates
-from mtpwatch.core.record.writer import Recorder
+from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.launching import StartupProgress
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.views import ServerView, Status
 
 
-class Source(Protocol):
-    """One server as a screen sees it: start and stop it, poll it, its views, prompts where it takes them."""
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """What a source knows of its server now, as plain data (the gate, F6, its report, the advisor)."""
 
     spec: ServerSpec
     """The server: label, URL, model, launch (None: attached)."""
@@ -47,18 +51,23 @@ class Source(Protocol):
     """The speculation method from the start-up log (servers mtpwatch started)."""
     drafter_ref: str | None
     """The drafter model from the start-up log (servers mtpwatch started)."""
+    launch_facts: LogFacts | None
+    """What the start-up log said (None: not launched here)."""
+    engine_info: EngineInfo | None
+    """What llama-server says about itself (/props, /slots); None for vLLM."""
+    prompt_rates: Rates | None
+    """The counter rates over the last console prompt's window (the k advisor reads them)."""
+
+
+class Source(Protocol):
+    """One server as a screen sees it: start and stop it, poll it, its views, prompts where it takes them."""
+
     observers: Observers
-    """Who is told of every page, prompt and identity (a recording)."""
-    collector: Collector
-    """The scrapes so far: windows, restarts, the chart's history."""
+    """Who is told of every page, prompt and identity (a recording's `session.recording.FeedTap`)."""
 
-    @property
-    def launch_facts(self) -> LogFacts | None:
-        """What the start-up log said (None: not launched here)."""
+    def state(self) -> SourceState:
+        """What the source knows of its server now."""
         ...
-
-    def record_to(self, recorder: Recorder, index: int) -> None:
-        """Write what this source sees into `recorder` as server `index`."""
 
     async def launch(self, progress: StartupProgress) -> bool:
         """Start the server of `spec.launch`; False when it did not come up (status 'failed')."""
@@ -75,15 +84,8 @@ class Source(Protocol):
         """The panel's numbers now, over `window` ('10 s', '60 s', 'prompt'); pure."""
         ...
 
-    def rates(self, window: str, now: float | None = None) -> Rates | None:
-        """The counter rates over `window` (the k advisor reads the 'prompt' window's)."""
-        ...
-
-    def start_hardware(self) -> None:
-        """Start sampling the GPU where a reading applies (the roofline panel shows)."""
-
-    def stop_hardware(self) -> None:
-        """Stop sampling the GPU."""
+    def sample_hardware(self, on: bool) -> None:
+        """Sample the GPU where a reading applies while `on` (the roofline panel shows), else stop."""
 
     async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
         """Stream `prompt`, passing text to `on_text`; the answer with its summary."""
@@ -93,11 +95,9 @@ class Source(Protocol):
         """The answer of a generation the user cancelled (what arrived so far)."""
         ...
 
-    async def stop_server(self) -> None:
-        """Stop the server this source launched (the restart schedule between sessions)."""
-
-    async def close(self) -> None:
-        """Stop an owned server (unless kept) and close the client."""
+    async def close(self, *, server_only: bool = False) -> None:
+        """Stop an owned server (unless kept) and close the client; `server_only`: stop the server
+        this source launched and stay usable (the restart schedule between sessions)."""
 
 
 SourceFactory = Callable[..., Source]

@@ -45,6 +45,7 @@ from mtpwatch.commands.options import free_port  # noqa: E402
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec  # noqa: E402
 from mtpwatch.ui.app import MtpWatchApp, make_app  # noqa: E402
 from mtpwatch.ui.widgets.token_stream import TokenStream  # noqa: E402
+from tests.feeds import server_feeds  # noqa: E402
 
 FAULTS = (
     "metrics_500",
@@ -386,11 +387,11 @@ class Soak:
             self._trace_report()
         self.fig.rss_by_minute_mb = [round(r / 2**20, 1) for i, (_, r) in enumerate(self.rss) if i % 6 == 0]
         self.fig.worker_errors = sum(1 for w in app.workers if w.state.name == "ERROR")
-        for panel, feed in zip(monitor.panels, monitor.feeds, strict=True):
+        for panel, feed in zip(monitor.panels, server_feeds(monitor), strict=True):
             name = feed.spec.label
             self.fig.kept_at_end[f"{name}: pane characters"] = panel.stream._raw_chars
             self.fig.kept_at_end[f"{name}: pane lines"] = len(panel.stream._lines)
-            self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.collector)
+            self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.watch.collector)
         await pilot.press("ctrl+q")
 
     def _trace_sample(self, t: float) -> None:
@@ -426,12 +427,12 @@ class Soak:
         return sxy / sxx * 3600 / 2**20 if sxx else float("nan")
 
     async def _watch_scrapes(self, app: MtpWatchApp, index: int, end: float) -> None:
-        feed = app.monitor.feeds[index]
+        feed = server_feeds(app.monitor)[index]
         prev_t: float | None = None
         prev_seen: float | None = None
         restarts = 0
         while time.monotonic() < end:
-            t = feed.collector.latest_t
+            t = feed.watch.collector.latest_t
             if t is not None and t != prev_t:
                 now = time.monotonic()
                 if prev_seen is not None:
@@ -441,14 +442,14 @@ class Soak:
                         self.fig.largest_clean_scrape_gap_s = max(self.fig.largest_clean_scrape_gap_s, gap)
                 prev_t, prev_seen = t, now
                 self.last_scrape[index] = now
-            if feed.collector.restarts != restarts:
-                self.fig.restarts_detected += feed.collector.restarts - restarts
-                restarts = feed.collector.restarts
+            if feed.watch.collector.restarts != restarts:
+                self.fig.restarts_detected += feed.watch.collector.restarts - restarts
+                restarts = feed.watch.collector.restarts
             await asyncio.sleep(0.05)
 
     async def _watch_views(self, app: MtpWatchApp, end: float) -> None:
         while time.monotonic() < end:
-            for feed in app.monitor.feeds:
+            for feed in server_feeds(app.monitor):
                 for window in ("10 s", "60 s", "prompt"):
                     bad = _bad_numbers(feed.view(window))
                     if bad:
@@ -525,17 +526,18 @@ class Soak:
             self.fault_until[index] = time.monotonic()
             return
         ended = time.monotonic()
-        feed = app.monitor.feeds[index]
+        feed = server_feeds(app.monitor)[index]
         while time.monotonic() - ended < RECOVERY_LIMIT_S:
             seen = self.last_scrape[index]
-            if app.is_running and feed.status == "up" and seen is not None and seen > ended:
+            if app.is_running and feed.watch.status == "up" and seen is not None and seen > ended:
                 counts[1] += 1
                 self.fig.faults_survived += 1
                 self.fig.slowest_recovery_s = max(self.fig.slowest_recovery_s, seen - ended)
                 self.fault_until[index] = seen
                 return
             await asyncio.sleep(0.1)
-        self.say(f"fault {kind} on {sim.name}: no recovery within {RECOVERY_LIMIT_S:.0f} s ({feed.reason})")
+        reason = feed.watch.reason
+        self.say(f"fault {kind} on {sim.name}: no recovery within {RECOVERY_LIMIT_S:.0f} s ({reason})")
         self.fault_until[index] = time.monotonic()
 
 

@@ -199,10 +199,10 @@ def test_twins_with_your_own_shares_and_no_gpu_collide_in_the_simulator_as_in_vl
             async with app.run_test(size=(160, 48)) as pilot:
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 60
-                while not any(f.status == "failed" for f in app.monitor.feeds):
+                while not any(f.state().status == "failed" for f in app.monitor.feeds):
                     assert loop.time() < deadline
                     await pilot.pause(0.1)
-                seen["reasons"] = [f.reason for f in app.monitor.feeds]
+                seen["reasons"] = [f.state().reason for f in app.monitor.feeds]
                 await pilot.press("ctrl+q")
 
         asyncio.run(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mtpwatch.commands.start_headless import status_line
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.session.scrapes import Page
 from mtpwatch.session.views import ServerView
 from mtpwatch.session.watch import ServerFeed
 
@@ -34,5 +35,5 @@ def test_no_window_yet_says_nothing_and_a_plain_server_says_so() -> None:
 
 def test_since_start_is_the_counters_totals_through_the_one_formula() -> None:
     feed = ServerFeed(ServerSpec(label="s", url="http://127.0.0.1:9"), DisplaySettings())
-    feed.accept(MetricsSnapshot(draft_tokens=400.0, accepted=100.0, drafts=100.0), 1.0)
+    feed.accept(Page(MetricsSnapshot(draft_tokens=400.0, accepted=100.0, drafts=100.0)), 1.0)
     assert feed.view("10 s").acceptance_since_start == 0.25

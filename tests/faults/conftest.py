@@ -28,6 +28,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.app import MtpWatchApp
+from tests.feeds import server_feeds
 from tests.procs import carrying
 from tests.waits import wait_for
 
@@ -117,28 +118,28 @@ async def assert_numbers_match_fresh_attach(
     (tokens, drafts, acceptance, mean acceptance length, per position) and the totals since the
     server started must be identical, and nothing on screen may be negative or NaN.
     """
-    feed = app.monitor.feeds[index]
+    feed = server_feeds(app.monitor)[index]
     panel = app.monitor.panels[index]
-    fresh = ServerFeed(ServerSpec(label="fresh", url=url), feed.display)
+    fresh = ServerFeed(ServerSpec(label="fresh", url=url), feed.state().display)
     try:
         await wait_for(pilot, lambda: not app.monitor.generating, "the app to be idle")
         await fresh.poll()
-        assert fresh.status == "up", fresh.reason
+        assert fresh.watch.status == "up", fresh.watch.reason
         count = panel.prompt_count
         app.monitor.send("numbers after recovery")
         await wait_for(pilot, lambda: panel.prompt_count == count + 1, "the prompt after recovery")
         summary = panel.last_summary
         assert summary is not None and summary.error is None, summary
         await fresh.poll()
-        mine = feed.rates("prompt")
-        theirs = fresh.collector.window(1e9, fresh.clock())
+        mine = feed.state().prompt_rates
+        theirs = fresh.watch.collector.window(1e9, fresh.clock())
         assert mine is not None and theirs is not None
         for name in ("generation_tokens", "drafts", "draft_tokens", "accepted", "accepted_per_pos"):
             assert getattr(mine, name) == getattr(theirs, name), name
         for name in ("acceptance_rate", "mean_acceptance_length", "per_position"):
             assert getattr(mine, name) == getattr(theirs, name), name
         assert mine.generation_tokens == summary.tokens > 0
-        a, b = feed.collector.latest, fresh.collector.latest
+        a, b = feed.watch.collector.latest, fresh.watch.collector.latest
         assert a is not None and b is not None
         for name in ("generation_tokens", "drafts", "draft_tokens", "accepted", "speculative", "created"):
             assert getattr(a, name) == getattr(b, name), name

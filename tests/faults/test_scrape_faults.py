@@ -19,6 +19,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.harness import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.feeds import server_feeds
 from tests.waits import wait_for
 
 from .conftest import (
@@ -64,7 +65,7 @@ async def test_metrics_fault_shows_one_line_then_recovers(
             assert app.is_running
             await sim_fault(url, {"clear": True})
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "recovery", 20)
-            assert app.monitor.feeds[0].collector.restarts == 0  # a fault is not a restart
+            assert server_feeds(app.monitor)[0].watch.collector.restarts == 0  # a fault is not a restart
             await assert_numbers_match_fresh_attach(pilot, app, url)
             await pilot.press("ctrl+q")
 
@@ -85,10 +86,10 @@ async def test_slow_metrics_keeps_one_scrape_in_flight_and_stays_up() -> None:
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
             await sim_fault(url, {"metrics_delay_s": 0.5})
-            feed = app.monitor.feeds[0]
-            seen = len(feed.collector)
+            feed = server_feeds(app.monitor)[0]
+            seen = len(feed.watch.collector)
             t0 = asyncio.get_running_loop().time()
-            await wait_for(pilot, lambda: len(feed.collector) >= seen + 4, "four slow scrapes", 15)
+            await wait_for(pilot, lambda: len(feed.watch.collector) >= seen + 4, "four slow scrapes", 15)
             elapsed = asyncio.get_running_loop().time() - t0
             assert elapsed >= 4 * 0.5 * 0.9  # one at a time: never two requests in flight
             assert status_of(app)[0] == "up"

@@ -14,6 +14,7 @@ import pytest
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
+from tests.feeds import server_feeds
 from tests.waits import wait_for
 
 from .conftest import (
@@ -64,7 +65,11 @@ async def test_server_sigkilled_mid_stream(sim_process: object) -> None:
         assert status == "down" and line.startswith("disconnected since") and "retrying in" in line, line
         sim.start()  # the same port, a new process: counters from zero, a new _created
         await wait_for(pilot, lambda: status_of(app)[0] == "up", "recovery", 20)
-        await wait_for(pilot, lambda: app.monitor.feeds[0].collector.restarts == 1, "the restart to be seen")
+        await wait_for(
+            pilot,
+            lambda: server_feeds(app.monitor)[0].watch.collector.restarts == 1,
+            "the restart to be seen",
+        )
         await assert_numbers_match_fresh_attach(pilot, app, sim.url)
         await pilot.press("ctrl+q")
     sim.kill()
@@ -74,25 +79,26 @@ async def test_server_restarts_mid_prompt() -> None:
     async with running_sim(speed=2) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=LONG))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel, feed = app.monitor.panels[0], app.monitor.feeds[0]
+            panel, feed = app.monitor.panels[0], server_feeds(app.monitor)[0]
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
             app.monitor.send("write a long story")
             await wait_for(pilot, lambda: streaming(app), "tokens on screen")
-            generated = feed.collector.latest.generation_tokens if feed.collector.latest else 0.0
+            generated = feed.watch.collector.latest.generation_tokens if feed.watch.collector.latest else 0.0
             await wait_for(
                 pilot,
                 lambda: (
-                    feed.collector.latest is not None and feed.collector.latest.generation_tokens > generated
+                    feed.watch.collector.latest is not None
+                    and feed.watch.collector.latest.generation_tokens > generated
                 ),
                 "a scrape during the stream",
             )
-            before = feed.collector.latest
+            before = feed.watch.collector.latest
             assert before is not None
             await sim_fault(url, {"restart": True})
             await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to end")
             assert_one_line_error(app)
-            await wait_for(pilot, lambda: feed.collector.restarts == 1, "the restart to be seen")
-            after = feed.collector.latest
+            await wait_for(pilot, lambda: feed.watch.collector.restarts == 1, "the restart to be seen")
+            after = feed.watch.collector.latest
             assert after is not None and after.created != before.created
             assert after.generation_tokens < before.generation_tokens
             for window in ("10 s", "60 s", "prompt"):

@@ -239,7 +239,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
             30,
         )
         view = panel.view
-        assert view is not None and feed.engine == "llama.cpp"
+        assert view is not None and feed.watch.engine == "llama.cpp"
         assert view.acceptance_rate == pytest.approx(d_acc / d_tokens, rel=1e-12)
         assert view.mean_acceptance_length == pytest.approx(1 + d_acc / d_drafts, rel=1e-12)
         assert view.k == N_MAX and view.method == "draft-simple"

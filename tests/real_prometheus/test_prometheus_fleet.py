@@ -34,6 +34,7 @@ import pytest
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.fleet.scraper import FleetScraper, Target
 from mtpwatch.core.sources.prometheus import PrometheusSource
+from tests.feeds import server_feeds
 
 from .conftest import Procs, Tty, start_prometheus, start_sims
 
@@ -157,14 +158,14 @@ async def check_monitor_from_prometheus(prom: str, collapsed: str) -> None:
         await pilot.press("enter")
         monitor = app.screen
         assert isinstance(monitor, MonitorScreen)
-        while not (monitor.feeds and monitor.feeds[0].status == "up"):
+        while not (monitor.feeds and monitor.feeds[0].state().status == "up"):
             assert time.monotonic() < deadline + 60, "the Prometheus-fed monitor never came up"
             await pilot.pause(0.2)
-        feed = monitor.feeds[0]
-        assert len(feed.collector) >= 10, "history from before the monitor opened"
+        feed = server_feeds(monitor)[0]
+        assert len(feed.watch.collector) >= 10, "history from before the monitor opened"
         rates = feed.rates("60 s")
         assert rates is not None and rates.acceptance_rate is not None and rates.acceptance_rate < 0.2
-        assert max(v for _, v in feed.collector.tok_s_series()) > 0
+        assert max(v for _, v in feed.watch.collector.tok_s_series()) > 0
         await pilot.press("escape")
         await pilot.pause(0.3)
         await pilot.press("ctrl+q")

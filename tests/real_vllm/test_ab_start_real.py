@@ -55,8 +55,9 @@ def test_ab_start_ngram_twins_real(real_env: RealEnv, monkeypatch: pytest.Monkey
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 2 * STARTUP_LIMIT_S
                 while not all(p.view is not None and p.view.status == "up" for p in panels):
-                    assert loop.time() < deadline, [f.reason for f in feeds]
-                    assert not any(f.status == "failed" for f in feeds), [f.reason for f in feeds]
+                    states = [f.state() for f in feeds]
+                    assert loop.time() < deadline, [s.reason for s in states]
+                    assert not any(s.status == "failed" for s in states), [s.reason for s in states]
                     await pilot.pause(0.5)
                 pids = [server_process(f).pid for f in feeds]
                 seen["members"] = sorted({m for pid in pids for m in [pid, *descendants(pid)]})

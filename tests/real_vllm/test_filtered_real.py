@@ -186,17 +186,19 @@ async def test_an_idle_real_server_is_scraped_at_the_idle_interval(server_pool: 
     async def poll_until(delay: float) -> None:
         deadline = time.monotonic() + QUIET_LIMIT_S
         while await feed.poll() != delay:
-            assert time.monotonic() < deadline, (delay, feed.status, feed.reason, feed.scrape_via)
+            watch = feed.watch
+            assert time.monotonic() < deadline, (delay, watch.status, watch.reason, watch.scrape_via)
             await asyncio.sleep(0.05)
 
     try:
         await poll_until(display.idle_interval_s)
-        assert feed.status == "up" and feed.scrape_via.endswith(", every 0.5 s"), feed.scrape_via
+        via = feed.watch.scrape_via
+        assert feed.watch.status == "up" and via.endswith(", every 0.5 s"), via
         async with VllmClient(server.url) as load:
             request = GenerationRequest(PROMPT, model=server.served_name, max_tokens=48, ignore_eos=True)
             running = asyncio.ensure_future(load.generate(request))
             await poll_until(display.scrape_interval_s)
-            assert "every" not in feed.scrape_via
+            assert "every" not in feed.watch.scrape_via
             result = await running
             assert result.error is None, result.error
         await poll_until(display.idle_interval_s)

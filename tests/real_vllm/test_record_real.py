@@ -74,7 +74,9 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
         feeds = server_feeds(screen)
         for i, feed in enumerate(feeds):
             _capture(feed, i, seen)
-        await wait_for(pilot, lambda: all(f.status == "up" and f.identified for f in feeds), "up", 600)
+        await wait_for(
+            pilot, lambda: all(f.watch.status == "up" and f.watch.identified for f in feeds), "up", 600
+        )
         screen.send(PROMPT)
         await wait_for(pilot, lambda: all(p.prompt_count == 1 for p in screen.panels), "the answers", 240)
         views = [p.view for p in screen.panels]

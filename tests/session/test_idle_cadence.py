@@ -66,7 +66,7 @@ async def test_an_idle_server_is_scraped_at_the_idle_interval_and_says_so() -> N
         try:
             assert await feed.poll() == 0.1  # first scrape: nothing to compare with
             assert await feed.poll() == 0.5
-            assert feed.status == "up"
+            assert feed.watch.status == "up"
             assert feed.view("10 s").scrape.endswith(", every 0.5 s")
             # a request from another client: the first scrape that sees it goes back to 0.1 s
             async with httpx.AsyncClient(base_url=url) as http:
@@ -97,7 +97,7 @@ async def test_a_console_prompt_keeps_the_full_rate_and_wakes_the_rest() -> None
             await asyncio.wait_for(resting, timeout=10)  # woken, not after 30 s
             assert await feed.poll() == 0.1  # the prompt runs: the full rate, idle or not
             feed.end_prompt(feed.clock())
-            assert feed.next_delay() == 30.0
+            assert feed.watch.next_delay() == 30.0
         finally:
             await feed.close()
 

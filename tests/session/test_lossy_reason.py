@@ -10,11 +10,15 @@ import pytest
 from mtpwatch.session.advice import lossy_reason
 
 
+def _source(spec: object, spec_method: str | None, version: str | None) -> SimpleNamespace:
+    """A `Source` whose `state()` says only what `advice.engine_of` reads."""
+    state = SimpleNamespace(spec=spec, engine_info=None, spec_method=spec_method, version=version)
+    return SimpleNamespace(state=lambda: state)
+
+
 def _feed(config: dict[str, object] | None) -> SimpleNamespace:
     argv = ["vllm", "serve", "m"] + (["--speculative-config", json.dumps(config)] if config else [])
-    return SimpleNamespace(
-        spec=SimpleNamespace(launch=SimpleNamespace(argv=argv)), spec_method="mtp", version="0.33.0"
-    )
+    return _source(SimpleNamespace(launch=SimpleNamespace(argv=argv)), "mtp", "0.33.0")
 
 
 @pytest.mark.parametrize(
@@ -37,5 +41,5 @@ def test_only_lossy_verification_makes_a_difference_expected(
 
 
 def test_a_server_it_did_not_start_is_not_called_lossy() -> None:
-    feed = SimpleNamespace(spec=SimpleNamespace(launch=None), spec_method=None, version=None)
+    feed = _source(SimpleNamespace(launch=None), None, None)
     assert lossy_reason(feed) is None

@@ -38,11 +38,11 @@ async def test_a_killed_servers_gauges_and_rates_say_their_age() -> None:
         for _ in range(2):
             await feed.poll()
             t[0] += 1.0
-        assert feed.status == "up"
+        assert feed.watch.status == "up"
         live = feed.view("10 s")
         assert live.as_of_s is None and "(server, now)" in _plain(render_numbers(live, 200))
     deadline = time.monotonic() + 60
-    while feed.status != "down":  # the server is gone: the next scrapes fail
+    while feed.watch.status != "down":  # the server is gone: the next scrapes fail
         assert time.monotonic() < deadline, "the feed never saw the server down"
         await feed.poll()
     t[0] += 15.0

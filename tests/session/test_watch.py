@@ -10,6 +10,7 @@ import pytest
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.ab.http_arm import HttpArm
+from mtpwatch.session import hardware as hardware_module
 from mtpwatch.session import watch as feed_module
 from mtpwatch.session.views import StartupView
 from mtpwatch.session.watch import ServerFeed
@@ -41,19 +42,19 @@ def _feed(port: int) -> ServerFeed:
 
 
 async def test_view_never_starts_or_stops_the_sampler(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(feed_module, "Sampler", SpySampler)
+    monkeypatch.setattr(hardware_module, "Sampler", SpySampler)
     SpySampler.started = SpySampler.stopped = 0
     feed = _feed(free_port())
-    feed.identified = True  # a loopback server, not simulated: a local GPU reading applies
+    feed.watch.identified = True  # a loopback server, not simulated: a local GPU reading applies
     for window in ("10 s", "60 s", "prompt"):
         feed.view(window)
     assert (SpySampler.started, SpySampler.stopped) == (0, 0)
-    feed.start_hardware()
-    feed.start_hardware()  # idempotent
+    feed.sample_hardware(True)
+    feed.sample_hardware(True)  # idempotent
     feed.view("10 s")
     assert (SpySampler.started, SpySampler.stopped) == (1, 0)
     assert "no reading yet" in feed.view("10 s").bandwidth.hardware
-    feed.stop_hardware()
+    feed.sample_hardware(False)
     feed.view("10 s")
     assert (SpySampler.started, SpySampler.stopped) == (1, 1)
     await feed.close()
@@ -63,8 +64,8 @@ async def test_unreachable_server_backs_off_and_says_since_when() -> None:
     feed = _feed(free_port())  # nobody listens there
     delays = [await feed.poll() for _ in range(7)]
     assert delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]
-    assert feed.status == "down" and feed.down_since is not None
-    since = time.strftime("%H:%M:%S", time.localtime(feed.down_since))
+    assert feed.watch.status == "down" and feed.watch.down_since is not None
+    since = time.strftime("%H:%M:%S", time.localtime(feed.watch.down_since))
     detail = feed.view("10 s").status_detail
     assert detail.startswith(f"disconnected since {since} (") and detail.endswith("), retrying in 8.0 s")
     await feed.close()
@@ -73,10 +74,10 @@ async def test_unreachable_server_backs_off_and_says_since_when() -> None:
 async def test_first_failure_of_a_server_never_seen_reads_not_reachable() -> None:
     feed = _feed(free_port())
     assert await feed.poll() == 0.5
-    assert feed.status == "connecting"
+    assert feed.watch.status == "connecting"
     assert feed.view("10 s").status_detail.startswith("not reachable since ")
     await feed.poll()
-    assert feed.status == "down"
+    assert feed.watch.status == "down"
     await feed.close()
 
 
@@ -94,11 +95,13 @@ async def test_a_server_that_comes_up_later_is_identified_once_it_answers() -> N
     port = free_port()
     feed = _feed(port)
     await feed.poll()  # nothing listens yet
-    assert feed.status == "connecting" and not feed.identified
+    assert feed.watch.status == "connecting" and not feed.watch.identified
     with SimThread(preset="gemma4-e4b-gb10", spec=True, port=port):
         await feed.poll()
-        assert feed.status == "up" and feed.identified
-        assert feed.version and feed.model and feed.method == "mtp"  # /sim/info names the method
+        assert feed.watch.status == "up" and feed.watch.identified
+        assert (
+            feed.watch.version and feed.watch.model and feed.watch.method == "mtp"
+        )  # /sim/info names the method
     await feed.close()
 
 

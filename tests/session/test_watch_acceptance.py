@@ -8,6 +8,7 @@ from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.generation import RequestSpecMetrics
 from mtpwatch.core.metrics.attribution import LLAMACPP_REQUEST_SCOPE, PER_REQUEST_SCOPE
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.session.scrapes import Page
 from mtpwatch.session.views import PromptSummary, ServerView
 from mtpwatch.session.watch import ServerFeed
 
@@ -43,13 +44,13 @@ async def _prompt(
     feed = ServerFeed(
         ServerSpec(label="A", url=f"http://127.0.0.1:{free_port()}"), DisplaySettings(), clock=clock
     )
-    feed.accept(snap(schema, 0, 0, 0), clock.t)
+    feed.accept(Page(snap(schema, 0, 0, 0)), clock.t)
     stats = feed.begin_prompt("hello")
     stats.timings = timings
     clock.t += 1.0
-    feed.accept(snap(schema, 100, 2, running), clock.t)
+    feed.accept(Page(snap(schema, 100, 2, running)), clock.t)
     clock.t += 1.0
-    feed.accept(snap(schema, 200, 4, running), clock.t)
+    feed.accept(Page(snap(schema, 200, 4, running)), clock.t)
     panel_streaming = feed.view("prompt")
     stats.spec_metrics = spec
     stats.completion_tokens = 400

@@ -35,16 +35,16 @@ class Recorded:
 
 def _capture(feed: ServerFeed, index: int, seen: list[tuple[float, int, str, ServerView]]) -> None:
     live_view = feed.view
-    clock = feed.clock
+    clock = feed.watch.clock
 
     def view(window: str) -> ServerView:
         # The view reads the clock (its window ends now): pin it, so the time kept is the one used.
         t = clock()
-        feed.clock = lambda: t
+        feed.watch.clock = lambda: t
         try:
             result = live_view(window)
         finally:
-            feed.clock = clock
+            feed.watch.clock = clock
         seen.append((t, index, window, result))
         return result
 
@@ -101,7 +101,9 @@ async def record_ab(path: Path) -> Recorded:
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
-            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in feeds))
+            await _wait_until(
+                pilot, lambda: all(f.watch.status == "up" and f.watch.identified for f in feeds)
+            )
             for prompt in PROMPTS:
                 done = [p.prompt_count for p in screen.panels]
                 screen.send(prompt)
@@ -141,7 +143,9 @@ async def record_mid_stream(path: Path) -> Recorded:
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
-            await _wait_until(pilot, lambda: all(f.status == "up" and f.identified for f in feeds))
+            await _wait_until(
+                pilot, lambda: all(f.watch.status == "up" and f.watch.identified for f in feeds)
+            )
             screen.send(PROMPTS[0])  # alternate: A first, then B
 
             def b_streams() -> bool:

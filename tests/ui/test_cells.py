@@ -43,11 +43,11 @@ async def test_a_new_second_repaints_only_where_the_curve_moved() -> None:
     app = Host()
     async with app.run_test(size=(80, 12)) as pilot:
         chart = app.query_one(ThroughputChart)
-        chart.server_series = (30.0,) * 50 + (40.0,) * 10  # a steady rate that stepped up 10 s ago
+        chart.show((30.0,) * 50 + (40.0,) * 10, ())  # a steady rate that stepped up 10 s ago
         chart.replot()
         await pilot.pause()
         dirty = record_refreshes(chart)
-        chart.server_series = (30.0,) * 49 + (40.0,) * 11  # one second later: the step moved left
+        chart.show((30.0,) * 49 + (40.0,) * 11, ())  # one second later: the step moved left
         chart.replot()
         width = chart.content_region.width
         (regions,) = dirty

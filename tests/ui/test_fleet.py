@@ -67,7 +67,7 @@ async def test_fleet_view_marks_the_collapsed_server_and_opens_its_monitor(wait_
             assert isinstance(app.screen, MonitorScreen)
             monitor = app.screen
             assert monitor.config.servers[0].url == urls[2]
-            await wait_until(pilot, lambda: bool(monitor.feeds) and monitor.feeds[0].status == "up")
+            await wait_until(pilot, lambda: bool(monitor.feeds) and monitor.feeds[0].state().status == "up")
             await pilot.press("escape")
             await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
             await pilot.press("ctrl+q")

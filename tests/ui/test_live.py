@@ -114,14 +114,14 @@ async def test_pause_freezes_display_while_collection_continues(wait_until: Wait
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f2")
             assert app.paused and app.monitor.has_class("-paused")
             frozen = panel.view
             app.monitor.send("a prompt sent while paused")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
-            latest = feed.collector.latest
+            latest = feed.watch.collector.latest
             assert latest is not None and latest.generation_tokens > 0  # collected meanwhile
             await pilot.pause(0.6)  # longer than one display tick (2 Hz): still frozen
             assert panel.view is frozen
@@ -161,7 +161,7 @@ async def test_roofline_and_verdict_from_the_simulator(wait_until: WaitUntil) ->
             await pilot.press("f3", "f3")  # 'this prompt' window
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             final = feed.rates("prompt")
             assert final is not None and final.drafts > 0
             # the panel draws views at 2 Hz: wait for one built after the prompt ended
@@ -187,14 +187,14 @@ async def test_prompt_window_ends_with_the_prompt(wait_until: WaitUntil) -> None
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f3", "f3", *"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             first = feed.rates("prompt")
             assert first is not None and first.server_tok_s and first.drafts > 0
-            scrapes = len(feed.collector.tok_s_series())
-            await wait_until(pilot, lambda: len(feed.collector.tok_s_series()) >= scrapes + 5)
+            scrapes = len(feed.watch.collector.tok_s_series())
+            await wait_until(pilot, lambda: len(feed.watch.collector.tok_s_series()) >= scrapes + 5)
             later = feed.rates("prompt")  # idle scrapes since do not dilute it
             assert later is not None and later.server_tok_s == first.server_tok_s
             assert later.drafts == first.drafts
@@ -218,7 +218,7 @@ async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil)
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             t1 = feed.prompt.t1
             assert t1 is not None
-            during = [t for t, _ in feed.collector.tok_s_series() if t0 < t < t1]
+            during = [t for t, _ in feed.watch.collector.tok_s_series() if t0 < t < t1]
             assert during, "no scrape between the prompt's start and its last token"
             await pilot.press("ctrl+q")
 
@@ -232,18 +232,18 @@ async def test_at_the_default_interval_each_scrape_is_drawn_as_it_lands(wait_unt
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
             await wait_until(pilot, lambda: bool(app.monitor.feeds))
-            feed = app.monitor.feeds[0]
+            feed = server_feeds(app.monitor)[0]
             assert feed.display.scrape_interval_s == 0.5
             drawn_from: list[float | None] = []  # the newest scrape's time at each view shown
             at_rest: list[tuple[float | None, float | None]] = []  # (newest scrape, what the panel shows)
             show, rest = panel.show, feed.rest
 
             def recording_show(view: Any) -> None:
-                drawn_from.append(feed.collector.latest_t)
+                drawn_from.append(feed.watch.collector.latest_t)
                 show(view)
 
             async def checking_rest(delay: float) -> None:
-                at_rest.append((feed.collector.latest_t, drawn_from[-1] if drawn_from else None))
+                at_rest.append((feed.watch.collector.latest_t, drawn_from[-1] if drawn_from else None))
                 await rest(delay)
 
             panel.show = recording_show  # type: ignore[method-assign]

@@ -28,7 +28,7 @@ async def test_feed_view_carries_the_clients_scrape_state(mode: str, start: str)
             assert feed.view("10 s").scrape == ""
             await feed.poll()
             await feed.poll()
-            assert feed.status == "up"
+            assert feed.state().status == "up"
             assert feed.view("10 s").scrape.startswith(start)
         finally:
             await feed.client.aclose()

@@ -44,6 +44,10 @@ class HttpArm:
         self.model = model
         self.chat = chat
 
+    def name_model(self, model: str | None) -> None:
+        """Ask for `model` from now on where no model was given (the served model, once known)."""
+        self.model = self.model or model
+
     async def generate(self, request: ArmRequest) -> ArmResult:
         """Stream one request (asking for token ids) and return the client-side numbers."""
         extra: dict[str, Any] = {}

@@ -121,20 +121,25 @@ class ScrapeMethods:
         return self.parse_page(await self.scrape_text(), model)
 
     async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
-        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
-
-        A client that reads the numbers from elsewhere (a Prometheus server) overrides this and
-        returns no text: there is no page to record.
-        """
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
         text = await self.scrape_text()
         return text, self.parse_page(text, model)
 
     def parse_page(self, text: str, model: str | None = None) -> MetricsSnapshot:
         """A /metrics page of this server → `MetricsSnapshot` (what `scrape` does after the GET)."""
-        try:
-            return parse_snapshot(text, model)
-        except MetricsFormatError as exc:
-            url = self.base_url + "/metrics"
-            raise NotVllmError(
-                f"{url} did not return valid Prometheus text: {one_line(str(exc))}", url=url
-            ) from exc
+        return parse_metrics_page(text, model, self.base_url)
+
+
+def parse_metrics_page(text: str, model: str | None, base_url: str) -> MetricsSnapshot:
+    """A /metrics page of the server at `base_url` → `MetricsSnapshot` (a recorded page too).
+
+    Raises:
+        NotVllmError: the text is not Prometheus text.
+    """
+    try:
+        return parse_snapshot(text, model)
+    except MetricsFormatError as exc:
+        url = base_url + "/metrics"
+        raise NotVllmError(
+            f"{url} did not return valid Prometheus text: {one_line(str(exc))}", url=url
+        ) from exc

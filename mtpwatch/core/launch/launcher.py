@@ -92,6 +92,11 @@ class Launch:
     def started(self) -> bool:
         return self._process is not None
 
+    def drop_lines(self) -> None:
+        """Stop handing log lines to `on_line`: from here on the log is read and dropped (the
+        watcher still reads each line)."""
+        self.on_line = None
+
     async def start(self) -> ServerProcess:
         """Start the process and begin following its log. Raises `StartupError` (cannot run)."""
         self._process = await ServerProcess.start(self.argv, self.env, keep=self.keep, log_path=self.log_path)

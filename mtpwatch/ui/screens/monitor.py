@@ -32,7 +32,7 @@ from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
-from mtpwatch.session.recording import open_recording
+from mtpwatch.session.recording import FeedTap, open_recording
 from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView
@@ -161,7 +161,7 @@ class MonitorScreen(FrameScreen):
             for i, spec in enumerate(self.config.servers):
                 feed = factory(spec, self.config.display, clock=self.clock)
                 if self.recorder is not None:
-                    feed.record_to(self.recorder, i)
+                    feed.observers.add(FeedTap(self.recorder, i))
                 self.feeds.append(feed)
                 if not self.restart_mode:
                     self.run_server(i)
@@ -187,7 +187,7 @@ class MonitorScreen(FrameScreen):
         """`--loop`: send the next built-in prompt once every server is up and idle long enough."""
         if self.loop is None:
             return
-        ready = bool(self.feeds) and all(feed.status == "up" for feed in self.feeds)
+        ready = bool(self.feeds) and all(feed.state().status == "up" for feed in self.feeds)
         prompt = self.loop.due(self.clock(), busy=self.generating or self.measuring, ready=ready)
         if prompt is not None:
             self.clear_answers()  # a booth runs for hours: the panes hold one answer each
@@ -228,7 +228,7 @@ class MonitorScreen(FrameScreen):
         """Start the server if its spec says so, then poll it forever."""
         feed = self.feeds[index]
         panel = self.panels[index]
-        if feed.spec.launch is not None:
+        if feed.state().spec.launch is not None:
             ok = await feed.launch(_startup_to(panel))
             if not ok:
                 self.views_due(index, now=True)
@@ -243,12 +243,10 @@ class MonitorScreen(FrameScreen):
         index = self.feeds.index(feed)
         while True:
             delay = await feed.poll()
-            if panel.bandwidth_visible:
-                feed.start_hardware()
-            else:
-                feed.stop_hardware()
+            feed.sample_hardware(panel.bandwidth_visible)
             shown = panel.view
-            self.views_due(index, now=shown is None or shown.status != feed.status)  # up → down: at once
+            status = feed.state().status
+            self.views_due(index, now=shown is None or shown.status != status)  # up → down: at once
             self.gate.check()
             await feed.rest(delay)
 
@@ -526,7 +524,8 @@ class MonitorScreen(FrameScreen):
             self.speedups.append(last)
         median = statistics.median(self.speedups) if self.speedups else None
         race = self.schedule == "race"
-        models = (self.feeds[0].model, self.feeds[1].model) if len(self.feeds) >= 2 else (None, None)
+        states = [feed.state() for feed in self.feeds]
+        models = (states[0].model, states[1].model) if len(states) >= 2 else (None, None)
         warnings = ab_warnings(
             self.speedups,
             method=method,

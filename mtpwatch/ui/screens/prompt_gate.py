@@ -43,7 +43,8 @@ class PromptGate:
         """The arms still on their way up (none in restart mode: a measurement starts them)."""
         if self.screen.restart_mode:
             return ()
-        return tuple(self.name(i) for i, feed in enumerate(self.screen.feeds) if feed.status in COMING)
+        states = (feed.state() for feed in self.screen.feeds)
+        return tuple(self.name(i) for i, state in enumerate(states) if state.status in COMING)
 
     def offer(self, prompt: str) -> None:
         """Send `prompt` now if every arm is up, else hold it and say which arms it waits for."""
@@ -64,8 +65,9 @@ class PromptGate:
         if self.pending is None:
             return
         for i, feed in enumerate(self.screen.feeds):
-            if feed.status in GONE:
-                why = (feed.reason or feed.status).splitlines()[0]
+            state = feed.state()
+            if state.status in GONE:
+                why = (state.reason or state.status).splitlines()[0]
                 self.give_back(f"{self.name(i)} did not come up ({why}); the prompt is back in the box.")
                 return
         if not waiting:

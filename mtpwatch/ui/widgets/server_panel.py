@@ -104,9 +104,7 @@ class ServerPanel(RowRefresh, Vertical):
                 yield ThroughputChart(classes="chart")
                 yield RowStatic(classes="bandwidth")
             with Vertical(classes="answer"):
-                stream = TokenStream(classes="stream")
-                stream.min_paint_interval_s = 1 / self._max_fps
-                yield stream
+                yield TokenStream(classes="stream", min_paint_interval_s=1 / self._max_fps)
                 yield Static(ANSWERS_HINT, classes="summary")
 
     def on_mount(self) -> None:
@@ -187,8 +185,7 @@ class ServerPanel(RowRefresh, Vertical):
         self._set(".bars", bars)
         self._set(".bandwidth", bandwidth)
         chart = self._one(".chart", ThroughputChart)
-        chart.server_series = view.server_series
-        chart.client_series = view.client_series
+        chart.show(view.server_series, view.client_series)
         for status in ("up", "down", "failed", "starting", "connecting", "stopped"):
             self.set_class(view.status == status, f"-{status}")
 

@@ -100,8 +100,8 @@ LEGEND_CELLS = len("tok/s  ⣿ server (engine, all requests)  ⣿ client (this p
 class ThroughputChart(PlainLines):
     """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
 
-    Set `server_series` / `client_series` (one point per second, oldest first); the chart redraws
-    itself on a timer. `replot()` redraws now (tests, screenshots).
+    `show` its series (one point per second, oldest first); the chart redraws itself on a timer.
+    `replot()` redraws now (tests, screenshots).
     """
 
     REDRAW_HZ = 1.0
@@ -126,6 +126,11 @@ class ThroughputChart(PlainLines):
         """Client decode tok/s of the current prompt, oldest first."""
         self._drawn: tuple[Any, ...] | None = None
         self._strips: list[Strip] = []
+
+    def show(self, server: tuple[float, ...], client: tuple[float, ...]) -> None:
+        """The series to draw at the next redraw: server tok/s and the prompt's client tok/s."""
+        self.server_series = server
+        self.client_series = client
 
     def on_mount(self) -> None:
         self.set_interval(1 / self.REDRAW_HZ, self.redraw_if_needed, name="chart-redraw")

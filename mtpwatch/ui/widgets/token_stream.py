@@ -70,7 +70,8 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     }
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, min_paint_interval_s: float | None = None, **kwargs: Any) -> None:
+        """`min_paint_interval_s`: seconds between two paints at least (1 / `--fps`; None: the class's)."""
         super().__init__(**kwargs)
         self._lines: list[str] = []
         self._raw: list[str] = []
@@ -89,7 +90,9 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         self._strips: LRUCache[tuple[str, int, str], Strip] = LRUCache(512)
         self._styles: dict[str, Style] = {}
         self._frame_top = 0
-        self.min_paint_interval_s = self.MIN_PAINT_INTERVAL_S
+        self.min_paint_interval_s = (
+            self.MIN_PAINT_INTERVAL_S if min_paint_interval_s is None else min_paint_interval_s
+        )
         """Seconds between two paints at least (1 / `--fps`)."""
         self._frame: dict[FramedWidget, list[Region]] | None = None
         """While the painter paints: the frame this pane's repaints join (`_repaint`)."""

@@ -1,0 +1,184 @@
+"""`build_server_view`: the panel's numbers from a `ServerWatch` and its `PromptWindow`, pure.
+
+`Collector.window/since` over the window shown (the prompt window's ends from
+`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` → `core.metrics.attribution.
+prompt_acceptance` picks the acceptance shown (`acceptance_of`; the prompt's summary line calls it
+too) → the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict
+(`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`. Reads only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mtpwatch.core.http import engines
+from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
+from mtpwatch.core.metrics.engines import ENGINE_NOTES
+from mtpwatch.core.metrics.rates import Rates
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.session.advice import engine_mode_of
+from mtpwatch.session.diagnosis import make_verdict
+from mtpwatch.session.prompts import PromptWindow
+from mtpwatch.session.server_watch import ServerWatch
+from mtpwatch.session.view_fields import rate_fields, snapshot_fields
+from mtpwatch.session.views import ServerView, stale_age
+
+WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
+CHART_POINTS = 60
+"""Seconds of history the tok/s chart shows."""
+
+
+def window_rates(watch: ServerWatch, prompts: PromptWindow, window: str, now: float) -> Rates | None:
+    """Rates over `window` ('10 s', '60 s' or 'prompt') at `now`."""
+    if window == "prompt":
+        return prompts.rates(watch.collector, now)
+    return watch.collector.window(WINDOW_SECONDS[window], now)
+
+
+def acceptance_of(
+    watch: ServerWatch, prompts: PromptWindow, window: str, rates: Rates | None
+) -> PromptAcceptance:
+    """The acceptance shown for `window` with counter `rates`: `core.metrics.attribution`'s rule.
+
+    The prompt window passes this prompt's own numbers (`PromptWindow.acceptance`).
+    """
+    if window != "prompt":
+        return prompt_acceptance(counters=rates, scope="engine-wide")
+    return prompts.acceptance(watch.collector, rates)
+
+
+def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) -> ServerView:
+    """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
+    now = watch.clock()
+    snap = watch.collector.latest
+    r, window = _shown_rates(watch, prompts, window, now)
+    k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
+    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=watch.hardware_line())
+    speculative = None if snap is None else (snap.speculative or _props_speculating(watch))
+    if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
+        log = watch.launch_facts
+        speculative = snap.speculating(bool(log and log.spec_method))
+    acc = acceptance_of(watch, prompts, window, r)
+    verdict, level = make_verdict(
+        method=watch.method,
+        speculative=speculative,
+        acceptance_rate=acc.acceptance_rate,
+        mean_acceptance_length=acc.mean_acceptance_length,
+        drafts=acc.drafts,
+        bandwidth=bw,
+        window=window,
+        k=k,
+        per_position=acc.per_position,
+    )
+    return ServerView(
+        label=watch.spec.label,
+        url=watch.spec.url,
+        status=watch.status,
+        status_detail=status_detail(watch),
+        model=watch.model,
+        models=watch.models,
+        version=watch.version,
+        method=watch.method,
+        speculative=speculative,
+        k=(snap.num_speculative_tokens or None) if snap is not None else None,
+        facts=watch.facts,
+        window=window,
+        scope=acc.scope,
+        acceptance_rate=acc.acceptance_rate,
+        mean_acceptance_length=acc.mean_acceptance_length,
+        per_position=acc.per_position,
+        per_position_conditional=acc.per_position_conditional,
+        restarts=watch.collector.restarts,
+        scrape=watch.scrape_via,
+        drafts=acc.drafts if speculative else None,
+        bandwidth=bw,
+        verdict=verdict,
+        verdict_level=level,
+        k_schedule=_k_schedule(watch),
+        as_of_s=stale_age(watch.status, watch.collector.latest_t, now, 2 * watch.display.idle_interval_s),
+        **rate_fields(r),
+        **snapshot_fields(snap),
+        **_series_fields(watch, prompts, now),
+        **_engine_fields(watch, snap, r),
+    )
+
+
+def _shown_rates(
+    watch: ServerWatch, prompts: PromptWindow, window: str, now: float
+) -> tuple[Rates | None, str]:
+    """The rates shown for `window`, and the window they are over.
+
+    A time window with no tokens (the server idle since the last prompt) would show only
+    dashes: the last prompt's numbers stand in, labelled as such ("this prompt").
+    """
+    r = window_rates(watch, prompts, window, now)
+    if window != "prompt" and (r is None or not r.generation_tokens):
+        prompt_rates = window_rates(watch, prompts, "prompt", now)
+        if prompt_rates is not None and prompt_rates.generation_tokens:
+            return prompt_rates, "prompt"
+    return r, window
+
+
+def _clock_time(wall: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(wall))
+
+
+def status_detail(watch: ServerWatch) -> str:
+    """One line on why the server is not up ('disconnected since 12:00:01 (…), retrying in 2.0 s')."""
+    if watch.status == "down" or (watch.status == "connecting" and watch.reason):
+        down_since = watch.down_since
+        since = _clock_time(down_since) if down_since is not None else "?"
+        retry = f", retrying in {watch.retry_in:.1f} s" if watch.retry_in is not None else ""
+        verb = "disconnected" if watch.status == "down" else "not reachable"
+        return f"{verb} since {since} ({watch.reason}){retry}"
+    return watch.reason if watch.status == "failed" else ""
+
+
+def _k_schedule(watch: ServerWatch) -> tuple[tuple[int, int, int], ...] | None:
+    """The batch-size schedule the command line set (servers mtpwatch started), else None.
+    vLLM's start-up init line does not carry it (`SpeculativeConfig.__repr__` prints method, model
+    and num_spec_tokens only: vllm/config/speculative.py:1829-1843 in 0.34.0)."""
+    if watch.spec.launch is None:
+        return None
+    return engine_mode_of(watch.spec, watch.engine_info, watch.spec_method, watch.version).schedule
+
+
+def _series_fields(watch: ServerWatch, prompts: PromptWindow, now: float) -> dict[str, Any]:
+    """The chart's series: server tok/s and the running prompt's client decode tok/s, per second."""
+    series = watch.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
+    return {
+        "server_series": _per_second(series, now),
+        "client_series": tuple(v for t, v in prompts.client_points if t >= now - CHART_POINTS),
+    }
+
+
+def _engine_fields(watch: ServerWatch, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
+    """ServerView fields that differ by engine (core.http.engines knows how)."""
+    engine = watch.engine
+    k = snap.num_speculative_tokens if snap is not None else 0
+    note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
+    return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
+
+
+def _props_speculating(watch: ServerWatch) -> bool:
+    """llama-server says it drafts (/slots) before its first request fills the spec counters."""
+    return watch.engine_info is not None and bool(watch.engine_info.speculating)
+
+
+def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:
+    """Resample (t, tok/s) points to one per second for the last CHART_POINTS seconds."""
+    if not series:
+        return ()
+    out: list[float] = []
+    j = 0
+    start = max(series[0][0], now - CHART_POINTS)
+    t = start
+    value = series[0][1]
+    while t <= now:
+        while j < len(series) and series[j][0] <= t:
+            value = series[j][1]
+            j += 1
+        out.append(value)
+        t += 1.0
+    return tuple(out)
