@@ -1,6 +1,7 @@
 """Launch → first frame of `mtpwatch demo` on a real pty, the way a user starts it (figures, not a test).
 
     .venv/bin/python tests/bench/first_frame.py [--runs 10] [--cols 160 --rows 48] [--trees OLD,NEW]
+        [--no-bytecode]
 
 Each run spawns `python -c "…main()" demo` on a pseudo-terminal of the given size and times from the
 spawn to the first frame the app writes: the first write that holds the title bar's text
@@ -33,12 +34,18 @@ ALT_SCREEN = b"\x1b[?1049h"
 TITLE = b"mtpwatch demo"
 
 
-def one_run(tree: Path, cols: int, rows: int, timeout_s: float = 30.0) -> float:
+def one_run(tree: Path, cols: int, rows: int, timeout_s: float = 30.0, *, bytecode: bool = True) -> float:
     """Seconds from spawn to the first frame of `mtpwatch demo` from `tree`'s sources."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     code = f"import sys; sys.path.insert(0, {str(tree)!r}); from mtpwatch.cli import main; sys.exit(main())"
     env = {**os.environ, "TERM": "xterm-256color", "MTPWATCH_CONFIG": "/dev/null"}
+    # Compiled bytecode, as an installed package runs: with PYTHONDONTWRITEBYTECODE inherited, every
+    # run compiled mtpwatch from source again (~0.3 s of CPU on a 2-core machine), unless --no-bytecode.
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "demo"],
@@ -89,16 +96,27 @@ def main() -> None:
     p.add_argument("--cols", type=int, default=160)
     p.add_argument("--rows", type=int, default=48)
     p.add_argument("--trees", help="OLD,NEW: two source trees, run in turn; prints paired NEW/OLD ratios")
+    p.add_argument(
+        "--no-bytecode",
+        action="store_true",
+        help="compile mtpwatch from source on every run (trees without __pycache__: a checkout run "
+        "with PYTHONDONTWRITEBYTECODE set)",
+    )
     args = p.parse_args()
     trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
-    one_run(trees[0], args.cols, args.rows)  # warm-up: the page cache and .pyc files
+    bytecode = not args.no_bytecode
+    before_load = os.getloadavg()[0]
+    for tree in trees:  # warm-up: the page cache and each tree's .pyc files
+        one_run(tree, args.cols, args.rows, bytecode=bytecode)
     times: dict[str, list[float]] = {str(t): [] for t in trees}
     for _ in range(args.runs):
         for tree in trees:
-            times[str(tree)].append(one_run(tree, args.cols, args.rows))
+            times[str(tree)].append(one_run(tree, args.cols, args.rows, bytecode=bytecode))
     out: dict[str, object] = {
         "size": f"{args.cols}x{args.rows}",
         "runs": args.runs,
+        "bytecode": bytecode,
+        "loadavg_1m_before_after": [before_load, os.getloadavg()[0]],
         "first_frame_s": {
             t: {"median": statistics.median(v), "min": min(v), "max": max(v)} for t, v in times.items()
         },
