@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from mtpwatch.commands.options import (
     schedule_option,
 )
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
+
+if TYPE_CHECKING:
+    from mtpwatch.core.ab.workloads import Prompt
 
 
 def demo_config(
@@ -84,7 +88,6 @@ def command(
 ) -> None:
     """Start two simulated servers (MTP off and on) and watch them; Enter sends the suggested prompt."""
     # lazy: Textual loads only once the arguments are checked
-    from mtpwatch.session.measure import measurement_prompt
     from mtpwatch.sim.presets import UnknownPresetError
 
     check_runs(runs, warmup)
@@ -102,7 +105,11 @@ def command(
     from mtpwatch.ui.app import run_app
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
-    prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),) if restart else ()
+    prompts: tuple[Prompt, ...] = ()
+    if restart:  # lazy: the measurement's modules (httpx among them) only for --restart
+        from mtpwatch.session.measure import measurement_prompt
+
+        prompts = (measurement_prompt(SAMPLE_PROMPT, config.display.max_tokens),)
     measure = MeasureSettings(runs=runs, warmup=warmup, restart=restart, prompts=prompts, save_path=save_path)
     config = dataclasses.replace(
         config, schedule="restart" if restart else schedule, prefill=SAMPLE_PROMPT, measure=measure, loop=loop

@@ -104,16 +104,8 @@ class VllmClient(ScrapeMethods, StreamMethods):
         self._timeout = timeout
         self._stream_timeout = stream_timeout
         self._clock = clock
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout),
-            transport=transport,
-            # Some vLLM builds mount /metrics as an ASGI sub-app that redirects /metrics → /metrics/.
-            follow_redirects=True,
-            limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
-            verify=tls.verify(),
-        )
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
         if fast_stream is None:
             fast_stream = (
                 transport is None and self.base_url.startswith("http://") and proxy_for(self.base_url) is None
@@ -129,6 +121,23 @@ class VllmClient(ScrapeMethods, StreamMethods):
         self._fresh = False
 
     @property
+    def _http(self) -> httpx.AsyncClient:
+        """httpx's client, made at its first use: httpcore's import and the CA store's load (~0.1 s
+        of CPU a client) come then, not in the app's first frame (issue 39)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=self._auth,
+                timeout=httpx.Timeout(self._timeout),
+                transport=self._transport,
+                # Some vLLM builds mount /metrics as an ASGI sub-app that redirects /metrics → /metrics/.
+                follow_redirects=True,
+                limits=httpx.Limits(max_connections=8, max_keepalive_connections=4),
+                verify=tls.verify(),
+            )
+        return self._client
+
+    @property
     def fast_stream(self) -> bool:
         """True when generations stream through `core.http.faststream`, False through httpx."""
         return self._fast
@@ -137,7 +146,8 @@ class VllmClient(ScrapeMethods, StreamMethods):
         """Close the connection pool."""
         if self._fast_get is not None:
             self._fast_get.close()
-        await self._http.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
     async def __aenter__(self) -> VllmClient:
         return self

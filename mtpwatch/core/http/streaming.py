@@ -33,9 +33,13 @@ class StreamMethods:
     _timeout: float
     _stream_timeout: float
     _clock: Callable[[], float]
-    _http: httpx.AsyncClient
     _fast: bool
     _read_interval: float
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """httpx's client (`VllmClient` makes it at its first use)."""
+        raise NotImplementedError
 
     async def _batches(
         self, request: GenerationRequest, stats: GenerationStats | None

@@ -30,8 +30,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
-import httpx
-
 __all__ = [
     "ServerProcess",
     "StartupError",
@@ -541,6 +539,8 @@ class ServerProcess:
         lines) or when `timeout` passes. The process is left running on timeout: the caller
         decides whether to stop it.
         """
+        import httpx  # here, not at the top: the app installs this module's handlers before its first frame
+
         assert self._proc is not None
         health = url.rstrip("/")
         if not health.endswith("/health"):

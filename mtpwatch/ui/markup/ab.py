@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.markup import escape
 
-from mtpwatch.core.ab import stats
-from mtpwatch.core.ab.lossless import compare_outputs as compare_outputs_core
-from mtpwatch.core.ab.plan import CONTENDED
-from mtpwatch.core.ab.records import RunRecord
-from mtpwatch.core.ab.report import BenchReport
-from mtpwatch.core.sweeps.advisor import Advice
 from mtpwatch.render.numbers import fixed
-from mtpwatch.session.answers import Answer
-from mtpwatch.session.diagnosis import PART
-from mtpwatch.session.measure import MeasureUpdate
 from mtpwatch.ui.pack import Group
+
+if TYPE_CHECKING:  # the first frame draws the waiting lines: the measurement's modules load with it
+    from mtpwatch.core.ab.records import RunRecord
+    from mtpwatch.core.ab.report import BenchReport
+    from mtpwatch.core.sweeps.advisor import Advice
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.measure import MeasureUpdate
 
 
 def speedup_groups(
@@ -43,6 +42,8 @@ def speedup_groups(
         count = f"of {n}" if compact else f"over {n} prompt(s)"
         figures = (f"speed-up {label}: last [b]{last:.2f}×[/]", f"median {fixed(median, 2)}× {count}")
         groups = [Group(figures, source)]
+    if warnings:
+        from mtpwatch.session.diagnosis import PART
     for warning in warnings:  # its parts (`session.diagnosis.PART`) each whole on a row
         groups.append(Group(tuple(f"[$text-warning]{escape(p)}[/]" for p in warning.split(PART))))
     if race:
@@ -67,6 +68,8 @@ def render_lossless(a: Answer, b: Answer, *, lossy: str | None = None) -> str:
 
 
 def _lossless_line(a: Answer, b: Answer) -> str:
+    from mtpwatch.core.ab.lossless import compare_outputs as compare_outputs_core
+
     d = compare_outputs_core(a, b)
     if d.compared == "token_ids":
         ids_a, ids_b = a.token_ids or (), b.token_ids or ()
@@ -147,6 +150,8 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
     The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
     has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
     """
+    from mtpwatch.core.ab import stats
+
     overall = report.primary.overall
     s = overall.speedup
     source = " [dim](decode tok/s, client, paired runs)[/]" if head else ""
@@ -175,6 +180,8 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
     if total:
         text += f" · [dim]run {done}/{total}[/]"
     if report.contended:
+        from mtpwatch.core.ab.plan import CONTENDED
+
         text += f" · [$text-warning]race: {CONTENDED}[/]"
     if report.interrupted:
         text += f" · [$text-warning]{escape(report.interrupted)}[/]"

@@ -11,6 +11,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -21,19 +22,9 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from mtpwatch.config import AppConfig, MeasureSettings, Schedule
-from mtpwatch.core.ab.plan import BenchConfigError
-from mtpwatch.core.ab.report import BenchReport
-from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.record.writer import Recorder, RecordError
-from mtpwatch.core.sweeps.advisor import Advice
-from mtpwatch.session import results
-from mtpwatch.session.advice import advice_for, lossy_reason
-from mtpwatch.session.answers import Answer
+from mtpwatch.core.record.writer import RecordError
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
-from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.recording import FeedTap, open_recording
-from mtpwatch.session.sources import Source, SourceFactory
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView
 from mtpwatch.session.watch import ServerFeed
@@ -57,6 +48,15 @@ from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+
+if TYPE_CHECKING:  # the first frame waits for none of F6's, Ctrl+S's or a comparison's modules
+    from mtpwatch.core.ab.report import BenchReport
+    from mtpwatch.core.ab.workloads import Prompt
+    from mtpwatch.core.record.writer import Recorder
+    from mtpwatch.core.sweeps.advisor import Advice
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.measure import MeasureUpdate
+    from mtpwatch.session.sources import Source, SourceFactory
 
 NARROW_BELOW = 120
 """Columns under which the app is narrow (its first horizontal breakpoint, `MtpWatchApp`)."""
@@ -163,13 +163,13 @@ class MonitorScreen(FrameScreen):
                 if self.recorder is not None:
                     feed.observers.add(FeedTap(self.recorder, i))
                 self.feeds.append(feed)
-                if not self.restart_mode:
-                    self.run_server(i)
             if self.restart_mode:
                 for panel in self.panels:
                     panel.show_startup(RESTART_WAITING, [])
                 if self.measure_settings.prompts:
                     self.start_measurement(list(self.measure_settings.prompts))
+            else:  # after the first frame: it waits for no server's spawn (issue 39)
+                self.call_after_refresh(self.start_servers)
             if self.loop is not None:
                 self.set_interval(1.0, self._loop_tick, name="demo-loop")
             self.gate.check()  # the first frame says which arms a prompt would wait for
@@ -222,6 +222,11 @@ class MonitorScreen(FrameScreen):
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- servers -------------------------------------------------------------------------------
+
+    def start_servers(self) -> None:
+        """Start every server's worker: launch it if its spec says so, then poll it."""
+        for index in range(len(self.feeds)):
+            self.run_server(index)
 
     @work(group="servers", exit_on_error=False)
     async def run_server(self, index: int) -> None:
@@ -344,14 +349,8 @@ class MonitorScreen(FrameScreen):
         if not self.sent_any or self.loop is not None:
             self.sent_any = True
             self.update_title()
-        if self.restart_mode:  # one server at a time: a prompt runs as a measurement
-            self.start_measurement(
-                [
-                    measurement_prompt(
-                        prompt, self.measure_settings.max_tokens or self.config.display.max_tokens
-                    )
-                ]
-            )
+        if self.restart_mode:  # one server at a time: a prompt runs as a measurement (of the last prompt)
+            self.start_measurement()
             return
         self.generating = True
         self.generate(prompt)
@@ -390,6 +389,8 @@ class MonitorScreen(FrameScreen):
             self.notify("A generation is running; Escape cancels it.", severity="warning")
             return False
         if prompts is None:
+            from mtpwatch.session.measure import measurement_prompt
+
             text = self.last_prompt or self.query_one(PromptInput).value.strip()
             if not text:
                 self.notify("Send a prompt first; F6 measures it.", severity="warning")
@@ -404,6 +405,8 @@ class MonitorScreen(FrameScreen):
     @work(exclusive=True, group="measure", exit_on_error=False)
     async def measure(self, prompts: list[Prompt]) -> None:
         """Run the measurement, showing each run, the live speed-up line and the final summary."""
+        from mtpwatch.session.measure import FeedArm, Measurement
+
         panels = self.panels
         arms: tuple[FeedArm, FeedArm] | None = None
         if self.restart_mode:
@@ -419,7 +422,7 @@ class MonitorScreen(FrameScreen):
                 self.schedule,
                 arms=arms,
             )
-        except (BenchConfigError, ValueError) as exc:
+        except ValueError as exc:  # core.ab.plan.BenchConfigError among them
             self.measuring = False
             self.notify(str(exc).splitlines()[0], severity="error")
             return
@@ -457,6 +460,8 @@ class MonitorScreen(FrameScreen):
         """Save the last measurement as a bench report (raises LookupError without one, OSError)."""
         if self.last_report is None:
             raise LookupError("nothing measured yet: F6 measures the last prompt")
+        from mtpwatch.session import results
+
         target = path or (Path(self.measure_settings.save_path) if self.measure_settings.save_path else None)
         written = results.save(
             self.last_report, self.feeds, self.config.display, target or results.default_path()
@@ -515,6 +520,9 @@ class MonitorScreen(FrameScreen):
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
         """Update the speed-up and lossless lines after a prompt ran on both arms."""
+        from mtpwatch.session.advice import lossy_reason
+        from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
+
         base, mtp, method = ab_arms([p.view for p in self.panels])
         label = "B/A" if mtp == 1 else "A/B"  # the waiting line's, F6's and the help's word
         answers = (a, b)
@@ -550,9 +558,9 @@ class MonitorScreen(FrameScreen):
 
     def _advice(self, base: int, mtp: int) -> Advice | None:
         """The k advisor from the last prompt on both arms (None without both feeds)."""
-        if len(self.feeds) <= max(base, mtp):
-            return None
-        return advice_for(self.feeds[base], self.feeds[mtp])
+        from mtpwatch.session.advice import advice_for
+
+        return advice_for(self.feeds[base], self.feeds[mtp]) if len(self.feeds) > max(base, mtp) else None
 
     def clear_answers(self) -> None:
         """Empty every answer pane."""
