@@ -442,3 +442,30 @@ async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor(
         assert "compares two models" in line and MTP_SLOWER not in line and "k advisor" not in line
         for feed in feeds:
             await feed.close()
+
+
+async def test_a_taller_answer_pane_keeps_the_tail_at_the_bottom() -> None:
+    """A row above the pane going away (the 80×24 A/B lines) makes it taller at the same width: the
+    answer's last line returns to the bottom row, whether the layout lands before or after the
+    answer's last flush (a snapshot under load showed it one row up)."""
+    from textual.app import App, ComposeResult
+
+    from mtpwatch.ui.widgets.token_stream import TokenStream
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TokenStream()
+
+    app = Host()
+    async with app.run_test(size=(60, 10)) as pilot:
+        stream = app.query_one(TokenStream)
+        stream.styles.height = 6
+        await pilot.pause()
+        stream.start_block("▶ prompt")
+        stream.feed(" ".join(f"word{i}" for i in range(200)))
+        stream.finish()
+        assert stream.top == stream.line_count - 6
+        stream.styles.height = 9
+        await pilot.pause()
+        assert stream.content_region.height == 9
+        assert stream.top == stream.line_count - 9  # the last line on the bottom row, no blank below

@@ -371,6 +371,10 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         self._strips.clear()
         if self._raw and self._text_width() != self._wrapped_at:
             self._rewrap()
+        elif self.following and self._settle():
+            # A new height alone (a row above appeared or went): the tail goes back to the bottom,
+            # whenever the layout lands (before or after the last flush: the same picture).
+            self.refresh()
 
     def _rewrap(self) -> None:
         """Wrap the whole text again at the new width (a resize; never while tokens stream)."""
