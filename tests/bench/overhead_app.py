@@ -56,7 +56,7 @@ async def _measure_cpu(seconds: float) -> tuple[float, float]:
         app = make_app(AppConfig(servers=specs, display=display, mode="ab", schedule="race"))
         async with app.run_test(size=(200, 50)) as pilot:
             await pilot.pause(1.0)
-            screen = app.monitor
+            screen = app.screen
             urls = [spec.url for spec in specs]
             generated_before = await _generated(urls)
             t_wall, t_cpu = time.perf_counter(), time.process_time()

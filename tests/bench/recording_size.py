@@ -63,7 +63,7 @@ async def _run(seconds: float, path: Path, pages: list[tuple[float, int, str]]) 
         )
         app = make_app(dataclasses.replace(config, schedule="race", loop=True))
         async with app.run_test(size=(120, 40)) as pilot:
-            screen = app.monitor
+            screen = app.screen
             assert screen.loop is not None
             screen.loop.pause_s = 0.5  # keep streaming: the worst case for the file size
             t0 = time.monotonic()

@@ -302,7 +302,7 @@ class Soak:
         return self.fig
 
     async def _drive(self, app: MtpWatchApp, pilot: Any) -> None:
-        monitor = app.monitor
+        monitor = app.screen
         t0 = time.monotonic()
         end = t0 + self.minutes * 60
         await asyncio.sleep(2.0)
@@ -426,7 +426,7 @@ class Soak:
         return sxy / sxx * 3600 / 2**20 if sxx else float("nan")
 
     async def _watch_scrapes(self, app: MtpWatchApp, index: int, end: float) -> None:
-        feed = app.monitor.feeds[index]
+        feed = app.screen.feeds[index]
         prev_t: float | None = None
         prev_seen: float | None = None
         restarts = 0
@@ -448,7 +448,7 @@ class Soak:
 
     async def _watch_views(self, app: MtpWatchApp, end: float) -> None:
         while time.monotonic() < end:
-            for feed in app.monitor.feeds:
+            for feed in app.screen.feeds:
                 for window in ("10 s", "60 s", "prompt"):
                     bad = _bad_numbers(feed.view(window))
                     if bad:
@@ -458,7 +458,7 @@ class Soak:
             await asyncio.sleep(1.0)
 
     async def _prompts(self, app: MtpWatchApp, end: float) -> None:
-        monitor = app.monitor
+        monitor = app.screen
         prompts = ["Write a long story about a lighthouse keeper.", "Explain speculative decoding in detail."]
         i = 0
         while time.monotonic() < end - 5:
@@ -525,7 +525,7 @@ class Soak:
             self.fault_until[index] = time.monotonic()
             return
         ended = time.monotonic()
-        feed = app.monitor.feeds[index]
+        feed = app.screen.feeds[index]
         while time.monotonic() - ended < RECOVERY_LIMIT_S:
             seen = self.last_scrape[index]
             if app.is_running and feed.status == "up" and seen is not None and seen > ended:

@@ -89,7 +89,7 @@ async def sim_fault(url: str, body: dict[str, Any]) -> None:
 
 def status_of(app: MtpWatchApp, index: int = 0) -> tuple[str, str]:
     """(status, status line) of a panel as drawn."""
-    view = app.monitor.panels[index].view
+    view = app.screen.panels[index].view
     return ("none", "") if view is None else (view.status, view.status_detail)
 
 
@@ -117,15 +117,15 @@ async def assert_numbers_match_fresh_attach(
     (tokens, drafts, acceptance, mean acceptance length, per position) and the totals since the
     server started must be identical, and nothing on screen may be negative or NaN.
     """
-    feed = app.monitor.feeds[index]
-    panel = app.monitor.panels[index]
+    feed = app.screen.feeds[index]
+    panel = app.screen.panels[index]
     fresh = ServerFeed(ServerSpec(label="fresh", url=url), feed.display)
     try:
-        await wait_for(pilot, lambda: not app.monitor.generating, "the app to be idle")
+        await wait_for(pilot, lambda: not app.screen.generating, "the app to be idle")
         await fresh.poll()
         assert fresh.status == "up", fresh.reason
         count = panel.prompt_count
-        app.monitor.send("numbers after recovery")
+        app.screen.send("numbers after recovery")
         await wait_for(pilot, lambda: panel.prompt_count == count + 1, "the prompt after recovery")
         summary = panel.last_summary
         assert summary is not None and summary.error is None, summary

@@ -144,11 +144,11 @@ async def test_screenshot_and_traceback_never_show_the_key(tmp_path: Path) -> No
             AppConfig(servers=[spec], display=DisplaySettings(scrape_interval_s=0.1, max_tokens=16))
         )
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = app.screen.panels[0]
             await wait_for(
                 pilot, lambda: panel.view is not None and panel.view.status == "up", "up with the key"
             )
-            app.monitor.send("hello")
+            app.screen.send("hello")
             await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt")
             assert panel.last_summary is not None and panel.last_summary.error is None
             svg = app.export_screenshot()

@@ -54,7 +54,7 @@ async def test_bad_flag_in_the_ui_shows_failed_with_the_reason() -> None:
         AppConfig(servers=[ServerSpec(label="x", url=url, launch=launch)], display=DisplaySettings())
     )
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = app.screen.panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "failed", "failed")
         assert panel.view is not None
         detail = panel.view.status_detail

@@ -212,7 +212,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
     )
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = app.screen.panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "up", 60)
         view = panel.view
         assert view is not None and view.engine == "llama.cpp" and view.model == server.served_name
@@ -230,7 +230,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
         assert summary.tokens == after.predicted - before.predicted  # exact, from the stream
         assert not summary.approximate
         assert summary.acceptance_rate == pytest.approx(d_acc / d_tokens, rel=1e-12)
-        feed = app.monitor.feeds[0]
+        feed = app.screen.feeds[0]
         await wait_for(
             pilot,
             lambda: panel.view is not None and panel.view.drafts == d_drafts,
@@ -309,7 +309,7 @@ async def test_tui_starts_llama_server_and_quits_clean(llama_env: LlamaEnv) -> N
     )
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = app.screen.panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", 180)
         assert processes_on_port(port), "the llama-server mtpwatch started is not running"
         await pilot.press(*PROMPT, "enter")

@@ -50,7 +50,7 @@ def test_ab_start_ngram_twins_real(real_env: RealEnv, monkeypatch: pytest.Monkey
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                panels, feeds = app.monitor.panels, app.monitor.feeds
+                panels, feeds = app.screen.panels, app.screen.feeds
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 2 * STARTUP_LIMIT_S
                 while not all(p.view is not None and p.view.status == "up" for p in panels):

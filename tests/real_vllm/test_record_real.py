@@ -69,7 +69,7 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     seen: list[tuple[float, int, str, ServerView]] = []
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.monitor
+        screen = app.screen
         for i, feed in enumerate(screen.feeds):
             _capture(feed, i, seen)
         await wait_for(pilot, lambda: all(f.status == "up" and f.identified for f in screen.feeds), "up", 600)

@@ -63,7 +63,7 @@ async def test_tui_starts_real_vllm_shows_acceptance_and_quits_clean(real_env: R
     app = make_app(config)
     t0 = time.monotonic()
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = app.screen.panels[0]
         await wait_for(
             pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", STARTUP_LIMIT_S
         )

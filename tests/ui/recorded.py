@@ -89,7 +89,7 @@ async def record_ab(path: Path) -> Recorded:
         )
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
-            screen = app.monitor
+            screen = app.screen
             for i, feed in enumerate(screen.feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
@@ -129,7 +129,7 @@ async def record_mid_stream(path: Path) -> Recorded:
         )
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
-            screen = app.monitor
+            screen = app.screen
             for i, feed in enumerate(screen.feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)

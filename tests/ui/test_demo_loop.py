@@ -41,7 +41,7 @@ async def test_demo_loop_sends_prompt_after_prompt_to_both_servers(wait_until: W
         )
         app = make_app(dataclasses.replace(config, loop=True, prefill=SAMPLE_PROMPT))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.monitor
+            screen = app.screen
             assert screen.loop is not None
             screen.loop.pause_s = 0.3
             await wait_until(pilot, lambda: all(p.prompt_count >= 3 for p in screen.panels), limit_s=60)

@@ -101,7 +101,7 @@ async def test_attach_to_llama_server_shows_acceptance_and_exact_tokens(wait_unt
         display = DisplaySettings(scrape_interval_s=0.1, max_tokens=64)
         app = make_app(AppConfig(servers=[ServerSpec(label="llama.cpp", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = app.screen.panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             view = panel.view
             assert view is not None and view.status_detail == "" and view.engine == "llama.cpp"

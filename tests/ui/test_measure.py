@@ -32,7 +32,7 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
         )
         app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=4, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
+            monitor = app.screen
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
@@ -63,7 +63,7 @@ async def test_escape_cancels_measurement_and_keeps_pairs(wait_until: WaitUntil)
         )
         app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=40, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
+            monitor = app.screen
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
@@ -82,12 +82,12 @@ async def test_per_request_metrics_label_the_summary(wait_until: WaitUntil) -> N
     async with running_sim(speed=40, per_request_spec_metrics=True) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = app.screen.panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             summary = panel.last_summary
-            feed = app.monitor.feeds[0]
+            feed = app.screen.feeds[0]
             assert summary is not None and feed.prompt.request_spec is not None
             assert summary.scope == PER_REQUEST_SCOPE
             assert summary.acceptance_rate == feed.prompt.request_spec.acceptance_rate
@@ -101,12 +101,12 @@ async def test_without_per_request_metrics_keeps_counter_attribution(wait_until:
     async with running_sim(speed=40) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = app.screen.panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert panel.last_summary is not None and panel.last_summary.scope == "this request"
-            assert app.monitor.feeds[0].prompt.request_spec is None
+            assert app.screen.feeds[0].prompt.request_spec is None
             await pilot.press("ctrl+q")
 
 
@@ -151,7 +151,7 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
             )
         )
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
+            monitor = app.screen
             await wait_until(pilot, lambda: bool(monitor.measurement_summaries), limit_s=90)
             summary = monitor.measurement_summaries[-1]
             assert "(restart," in summary and "2 pairs" in summary

@@ -138,9 +138,9 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause()
-        assert str(app.monitor.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
+        assert str(app.screen.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
         await samples.load(app, "ab")  # A: no speculation, B: MTP
-        screen = app.monitor
+        screen = app.screen
         screen.speedups = []
         mtp_tok_s = 15.0 if slow else 40.0
         for _ in range(3):
@@ -423,7 +423,7 @@ async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor(
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await samples.load(app, "ab")
-        screen = app.monitor
+        screen = app.screen
         screen.speedups = []
         models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
         feeds = [

@@ -38,7 +38,7 @@ async def test_ctrl_s_and_exit_save_the_measurement(
             dataclasses.replace(config, measure=MeasureSettings(runs=3, warmup=1, save_path=str(on_exit)))
         )
         async with app.run_test(size=(160, 48)) as pilot:
-            monitor = app.monitor
+            monitor = app.screen
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )

@@ -62,7 +62,7 @@ async def test_attached_to_sim_speed_10_the_panel_says_why(wait_until: WaitUntil
         display = DisplaySettings(scrape_interval_s=0.1, max_tokens=64)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = app.screen.panels[0]
             assert isinstance(panel, ServerPanel)
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"Explain memory bandwidth", "enter")

@@ -7,13 +7,15 @@ the console's generation (alternate ABBA or race across servers). Panels only dr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from textual import events, on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.timer import Timer
@@ -52,6 +54,8 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
+from mtpwatch.ui.screens.help import monitor_help
+from mtpwatch.ui.screens.keys import HELP, PAUSE, PLAYER_HELP, PLAYER_KEYS, QUIT, HelpRow, key_table
 from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -70,6 +74,64 @@ SAMPLE_PROMPT = (
 class MonitorScreen(FrameScreen):
     """The main view: panels side by side (stacked when narrow), one console."""
 
+    # Function keys: the prompt Input has focus and swallows printable keys. Quit, Help and Pause are
+    # the app's (every screen has them); listed first here, the footer shows them first, as it always has.
+    BINDINGS = [
+        QUIT,
+        HELP,
+        PAUSE,
+        Binding(
+            "f3", "cycle_window", "Window", tooltip="Acceptance window: 10 s, 60 s, this prompt.", id="window"
+        ),
+        Binding(
+            "f4", "sample_prompt", "Sample", tooltip="Send a sample prompt to every server.", id="sample"
+        ),
+        Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
+        Binding(
+            "f6",
+            "measure",
+            "Measure",
+            tooltip="A/B: run the last prompt N times per arm (paired runs, median speed-up, 95 % CI).",
+            id="measure",
+        ),
+        Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
+        Binding(
+            "ctrl+s",
+            "save_results",
+            "Save",
+            show=False,
+            tooltip="Save the last F6 measurement as a bench report (JSON).",
+            id="save",
+        ),
+        Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
+        Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
+    ]
+
+    KEY_HELP: tuple[HelpRow, ...] = (
+        (("send",), "send the prompt (to every server)"),
+        (("history-previous", "history-next"), "prompt history"),
+        (("cancel",), "cancel the running generation (the partial answer stays, marked cancelled)"),
+        (
+            ("answers-page-up", "answers-page-down"),
+            "scroll the answers back / forward (the end follows new text again)",
+        ),
+        (
+            ("help",),
+            "this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken"
+            " by VS Code Remote terminals); Esc closes it",
+        ),
+        (("pause",), "pause the display (collection continues; numbers jump on resume)"),
+        (("window",), "cycle the acceptance window"),
+        (("sample",), "send a sample prompt"),
+        (("clear",), "clear the answers"),
+        (("measure",), "A/B: measure the last prompt, N paired runs per arm (median speed-up, 95 % CI)"),
+        (("save",), "save the last F6 measurement as a bench report (JSON; `--save FILE` names it)"),
+        (("screenshot",), "save a screenshot of the screen (SVG)"),
+        (("palette",), "command palette"),
+        (("quit", "quit-ctrl-c"), "quit (stops servers mtpwatch started), on every screen"),
+    )
+    """The help's key table (`keys.key_table`: the keys come from the bindings these ids name)."""
+
     def __init__(
         self,
         config: AppConfig,
@@ -81,8 +143,12 @@ class MonitorScreen(FrameScreen):
         measure: MeasureSettings | None = None,
         feed_factory: SourceFactory | None = None,
         loop: bool = False,
+        returns: bool = False,
     ) -> None:
         super().__init__()  # FrameScreen: on the RowCompositor while the fast paint is on
+        self.returns = returns
+        """Pushed over another screen (a fleet row's monitor): Escape with nothing to cancel stops
+        this screen's servers and returns to it."""
         self.feed_factory = feed_factory
         """Builds each server's source (default `ServerFeed`: live HTTP); the fleet passes a
         Prometheus-fed one."""
@@ -145,6 +211,8 @@ class MonitorScreen(FrameScreen):
 
     def on_mount(self) -> None:
         getattr(self.app, "monitors_opened", []).append(self)  # its servers stop at the app's exit
+        if hasattr(self.app, "paused"):
+            self.watch(self.app, "paused", self._paused_changed, init=False)
         self.update_title()
         if self.config.mode == "ab":
             waiting = speedup_groups(None, None, 0, race=self.schedule == "race")
@@ -565,6 +633,83 @@ class MonitorScreen(FrameScreen):
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
         self.views_due(now=True)
+
+    # -- keys ----------------------------------------------------------------------------------
+
+    def help_text(self) -> str:
+        """The help (`MtpWatchApp.action_help`): every number, the keys of this screen and the player's."""
+        app = type(self.app)
+        bound = [*MonitorScreen.BINDINGS, *PromptInput.BINDINGS, *app.BINDINGS]
+        bound.append(Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Palette", id="palette"))
+        bindings = [b for b in bound if isinstance(b, Binding)]
+        return monitor_help(key_table(self.KEY_HELP, bindings), key_table(PLAYER_HELP, PLAYER_KEYS))
+
+    def system_commands(self) -> Iterable[SystemCommand]:
+        """This screen's commands in the palette (after the app's help and pause)."""
+        yield SystemCommand("Cycle acceptance window", "10 s → 60 s → this prompt", self.action_cycle_window)
+        yield SystemCommand("Send sample prompt", "One prompt to every server", self.action_sample_prompt)
+        yield SystemCommand("Cancel generation", "Stop the running prompt", self.action_cancel)
+        yield SystemCommand(
+            "Measure (A/B)",
+            "Run the last prompt N times per arm: paired speed-up with CI",
+            self.action_measure,
+        )
+        yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
+
+    def _paused_changed(self, paused: bool) -> None:
+        """The app's pause (F2): the title says so; on resume the numbers jump to what was collected."""
+        self.set_class(paused, "-paused")
+        self.update_title()
+        if not paused:
+            self.views_due(now=True)
+
+    def action_cycle_window(self) -> None:
+        self.cycle_window()
+
+    def action_measure(self) -> None:
+        self.start_measurement()
+
+    def action_sample_prompt(self) -> None:
+        if self.generating or self.measuring:
+            self.notify("A generation is running; Escape cancels it.", severity="warning")
+            return
+        self.send(SAMPLE_PROMPT)
+
+    def action_clear_answers(self) -> None:
+        self.clear_answers()
+
+    def action_scroll_answers(self, direction: int) -> None:
+        """Page the answer panes back (-1) or forward (+1); the end follows new text again."""
+        for panel in self.panels:
+            panel.stream.page(direction)
+
+    async def action_cancel(self) -> None:
+        """Escape: cancel what runs; else, in a fleet row's monitor, stop it and return to the fleet."""
+        if self.cancel_generation():
+            return
+        if self.returns:
+            await self.stop_servers()
+            if self.app.screen is self:
+                self.app.pop_screen()
+            return
+        self.notify("Nothing to cancel.", timeout=1.5)
+
+    def action_save_results(self) -> None:
+        """Ctrl+S: write the last measurement where --save says, else mtpwatch-ab-<time>.json."""
+        try:
+            path = self.save_results()
+        except LookupError as exc:
+            self.notify(str(exc), severity="warning")
+        except OSError as exc:
+            self.notify(f"cannot save: {exc.strerror or exc}", severity="error")
+        else:
+            self.notify(f"saved the measurement to {path}")
+
+    def save_unsaved(self) -> None:
+        """With --save FILE, an unsaved measurement is written when the app exits."""
+        if self.measure_settings.save_path and self.last_report is not None and self.saved_to is None:
+            with contextlib.suppress(OSError):
+                self.save_results()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A generation that failed with an unexpected error says so in one line (and in a recording)."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
@@ -20,6 +19,7 @@ from mtpwatch.config import AppConfig
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
 from mtpwatch.ui.markup.titles import render_replay_title
+from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.screens.sizing import title_width
 from mtpwatch.ui.widgets.prompt_input import PromptInput
@@ -38,19 +38,7 @@ def _clock_text(seconds: float) -> str:
 class ReplayScreen(MonitorScreen):
     """The monitor screen with a player instead of servers."""
 
-    # priority: no widget (an answer pane that scrolls) may take the player's keys. None in the
-    # footer: the console's row lists them at every width (four here cut the footer at 80 columns).
-    BINDINGS = [
-        Binding("space", "play_pause", "Play/pause", show=False, id="replay-play", priority=True),
-        Binding("left", "seek(-10)", "−10 s", show=False, id="replay-back", priority=True),
-        Binding("right", "seek(10)", "+10 s", show=False, id="replay-forward", priority=True),
-        Binding("n", "jump(1)", "Next prompt", show=False, id="replay-next", priority=True),
-        Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
-        Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
-        Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
-        Binding("minus", "speed(-1)", "Slower", show=False, id="replay-slower", priority=True),
-        Binding("home", "restart", "Start", show=False, id="replay-start", priority=True),
-    ]
+    BINDINGS = [*PLAYER_KEYS]  # the monitor's and the app's keys too; the monitor's help lists them
 
     def __init__(
         self, config: AppConfig, source: ReplaySource, *, loop: bool = False, speed: float = 1.0
