@@ -36,6 +36,7 @@ from mtpwatch.core.sources.prometheus import (
     promql_queries,
 )
 from mtpwatch.core.sources.prometheus_fit import refresh_period
+from mtpwatch.session.drivers import LiveDriver
 from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
@@ -362,8 +363,9 @@ class FleetScreen(FrameScreen):
             title += " (counters from Prometheus; prompts go to the server itself)"
         spec = ServerSpec(label=row.name, url=url, model=row.model, api_key=self.fleet.api_key)
         config = AppConfig(servers=[spec], display=self.config.display, title=title)
+        driver = LiveDriver(config, clock=self.clock, factory=factory)
         screen = MonitorScreen(
-            config, autostart=self.autostart, clock=self.clock, feed_factory=factory, returns=True
+            config, autostart=self.autostart, clock=self.clock, driver=driver, returns=True
         )
         self.app.push_screen(screen)
 

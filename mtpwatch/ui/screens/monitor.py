@@ -26,19 +26,17 @@ from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.record.writer import Recorder, RecordError
 from mtpwatch.core.sweeps.advisor import Advice
 from mtpwatch.session import results
 from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
+from mtpwatch.session.drivers import Driver, LiveDriver
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
-from mtpwatch.session.recording import open_recording
-from mtpwatch.session.sources import Source, SourceFactory
+from mtpwatch.session.sources import Source
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView
-from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
@@ -54,7 +52,6 @@ from mtpwatch.ui.markup.ab import (
 )
 from mtpwatch.ui.markup.panel import render_startup
 from mtpwatch.ui.markup.titles import render_title
-from mtpwatch.ui.screens.help import monitor_help
 from mtpwatch.ui.screens.keys import HELP, PAUSE, PLAYER_HELP, PLAYER_KEYS, QUIT, HelpRow, key_table
 from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.screens.sizing import size_classes, title_width
@@ -141,7 +138,7 @@ class MonitorScreen(FrameScreen):
         schedule: Schedule = "alternate",
         prefill: str = "",
         measure: MeasureSettings | None = None,
-        feed_factory: SourceFactory | None = None,
+        driver: Driver | None = None,
         loop: bool = False,
         returns: bool = False,
     ) -> None:
@@ -149,13 +146,11 @@ class MonitorScreen(FrameScreen):
         self.returns = returns
         """Pushed over another screen (a fleet row's monitor): Escape with nothing to cancel stops
         this screen's servers and returns to it."""
-        self.feed_factory = feed_factory
-        """Builds each server's source (default `ServerFeed`: live HTTP); the fleet passes a
-        Prometheus-fed one."""
+        self.driver: Driver = driver or LiveDriver(config, clock=clock, schedule=schedule)
+        """What stands behind the panels (`session.drivers`): live servers (a fleet row's: read from
+        Prometheus), or a recording; it says when it cannot send, measure or seek."""
         self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
         """`demo --loop`: sends the built-in prompts in turn until quit."""
-        self.recorder: Recorder | None = None
-        """`--record FILE`: every feed writes to it."""
         self.sent_any = False
         self.measure_settings = measure or MeasureSettings()
         self.measuring = False
@@ -172,8 +167,6 @@ class MonitorScreen(FrameScreen):
         self.clock = clock
         self.schedule = schedule
         self.prefill = prefill
-        self.feeds: list[Source] = []
-        """One source per server panel (`session.sources.Source`), in config order."""
         self.window_index = 0
         self.speedups: list[float] = []
         self.prompt_index = 0
@@ -221,16 +214,10 @@ class MonitorScreen(FrameScreen):
             self.set_measure_line(self._measure_hint(), hint=True)
         self.query_one(PromptInput).focus()
         if self.autostart:
-            factory: SourceFactory = self.feed_factory or ServerFeed
-            try:
-                self.recorder = open_recording(self.config, self.schedule)
-            except RecordError as exc:
-                self.notify(f"Error: {exc}", severity="error", timeout=10)
-            for i, spec in enumerate(self.config.servers):
-                feed = factory(spec, self.config.display, clock=self.clock)
-                if self.recorder is not None:
-                    feed.record_to(self.recorder, i)
-                self.feeds.append(feed)
+            error = self.driver.open()
+            if error:
+                self.notify(error, severity="error", timeout=10)
+            for i in range(len(self.feeds)):
                 if not self.restart_mode:
                     self.run_server(i)
             if self.restart_mode:
@@ -260,6 +247,11 @@ class MonitorScreen(FrameScreen):
         if prompt is not None:
             self.clear_answers()  # a booth runs for hours: the panes hold one answer each
             self.send(prompt)
+
+    @property
+    def feeds(self) -> list[Source]:
+        """One source per server panel (`session.sources.Source`), in config order: the driver's."""
+        return self.driver.sources
 
     @property
     def panels(self) -> list[ServerPanel]:
@@ -378,17 +370,11 @@ class MonitorScreen(FrameScreen):
 
     def stop_recording(self) -> None:
         """Close the `--record` file now (the session goes on unrecorded)."""
-        recorder, self.recorder = self.recorder, None
-        if recorder is not None:
-            recorder.mark(self.clock(), "quit")
-            for feed in self.feeds:
-                feed.observers.clear()
-            recorder.close()
+        self.driver.stop_recording()
 
     async def stop_servers(self) -> None:
         """Stop owned server processes (unless `keep`) and close clients."""
-        self.stop_recording()  # what follows (clients closing) is not the session
-        await asyncio.gather(*(feed.close() for feed in self.feeds), return_exceptions=True)
+        await self.driver.stop()
 
     # -- console -------------------------------------------------------------------------------
 
@@ -406,9 +392,10 @@ class MonitorScreen(FrameScreen):
         self.gate.offer(prompt)
 
     def send(self, prompt: str) -> None:
-        """Send `prompt` to every server (the worker does the rest)."""
-        if not self.feeds:
-            self.notify("Not connected to any server.", severity="warning")
+        """Send `prompt` to every server (the worker does the rest), unless the driver cannot."""
+        why = self.driver.cannot("send")
+        if why:
+            self.notify(why, severity="warning")
             return
         self.last_prompt = prompt
         if not self.sent_any or self.loop is not None:
@@ -453,8 +440,9 @@ class MonitorScreen(FrameScreen):
 
     def start_measurement(self, prompts: list[Prompt] | None = None) -> bool:
         """Measure `prompts` (default: the last console prompt) with repeated paired runs."""
-        if self.config.mode != "ab" or len(self.feeds) != 2:
-            self.notify("Measuring needs two servers (mtpwatch ab / demo).", severity="warning")
+        why = self.driver.cannot("measure")
+        if why:
+            self.notify(why, severity="warning")
             return False
         if self.measuring or self.generating:
             self.notify("A generation is running; Escape cancels it.", severity="warning")
@@ -638,6 +626,8 @@ class MonitorScreen(FrameScreen):
 
     def help_text(self) -> str:
         """The help (`MtpWatchApp.action_help`): every number, the keys of this screen and the player's."""
+        from mtpwatch.ui.screens.help import monitor_help  # the help loads when asked for
+
         app = type(self.app)
         bound = [*MonitorScreen.BINDINGS, *PromptInput.BINDINGS, *app.BINDINGS]
         bound.append(Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Palette", id="palette"))
@@ -718,8 +708,8 @@ class MonitorScreen(FrameScreen):
         error = event.worker.error
         reason = (str(error).splitlines() or [""])[0] or type(error).__name__
         self.notify(f"Error: the generation stopped: {reason}", severity="error", timeout=8)
-        if self.recorder is not None:
-            self.recorder.mark(self.clock(), "error", reason=reason)
+        if self.driver.recorder is not None:
+            self.driver.recorder.mark(self.clock(), "error", reason=reason)
 
 
 def _startup_to(panel: ServerPanel) -> Callable[[StartupView, list[str]], None]:

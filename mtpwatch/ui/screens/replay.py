@@ -18,6 +18,7 @@ from textual.widgets import Static
 from mtpwatch.config import AppConfig
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
+from mtpwatch.session.replay_driver import ReplayDriver
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
@@ -43,7 +44,13 @@ class ReplayScreen(MonitorScreen):
     def __init__(
         self, config: AppConfig, source: ReplaySource, *, loop: bool = False, speed: float = 1.0
     ) -> None:
-        super().__init__(config, autostart=False, clock=source.clock, schedule=source.schedule)  # type: ignore[arg-type]
+        super().__init__(
+            config,
+            autostart=False,
+            clock=source.clock,
+            schedule=source.schedule,  # type: ignore[arg-type]
+            driver=ReplayDriver(source),
+        )
         self.source = source
         self.replay_loop = loop
         self.playing = True
@@ -66,7 +73,7 @@ class ReplayScreen(MonitorScreen):
         prompt.disabled = True
         if self.config.mode == "ab":
             self.query_one("#measure", Static).display = False  # F6 measures servers, not files
-        self.feeds = list(self.source.feeds)
+        self.driver.open()
         for panel in self.panels:
             panel.show_monitor()
         self._apply(self.source.advance(self.source.t_start))
@@ -154,8 +161,7 @@ class ReplayScreen(MonitorScreen):
                 panel.clear_summaries()
             self.speedups.clear()
             self._answers = {}
-        actions = source.seek(t)
-        self.feeds = list(source.feeds)
+        actions = self.driver.seek(t)
         last_begin: dict[int, int] = {}
         for i, action in enumerate(actions):
             if action.kind == "begin":
@@ -201,14 +207,3 @@ class ReplayScreen(MonitorScreen):
 
     def action_restart(self) -> None:
         self.seek_to(self.source.t_start)
-
-    def send(self, prompt: str) -> None:
-        """A replay sends nothing (F4, a loop): it has no server and uses no network."""
-        self.notify("This is a replay: no server to send prompts to.", severity="warning")
-
-    def start_measurement(self, prompts: object = None) -> bool:
-        self.notify("This is a replay: F6 measures live servers.", severity="warning")
-        return False
-
-    async def stop_servers(self) -> None:
-        """Nothing to stop in a replay."""
