@@ -245,6 +245,26 @@ def first_summary(spec: bool) -> PromptSummary:
     return replace(later, tokens=FIRST_TOKENS, ttft_s=0.047, decode_tok_s=round(0.8 * later.decode_tok_s, 1))
 
 
+class StillSource:
+    """A source that shows one view and nothing else: what the A/B line reads of an arm (which arm
+    speculates, its model) in a test that injects the panels' states (`load`)."""
+
+    def __init__(self, view: ServerView) -> None:
+        self.shown = view
+        self.spec = ServerSpec(label=view.label, url=view.url, model=view.model)
+        self.model = view.model
+        self.status = view.status
+        self.reason = ""
+        self.spec_method = view.method
+        self.version = view.version
+
+    def view(self, window: str) -> ServerView:
+        return self.shown
+
+    def rates(self, window: str, now: float | None = None) -> Rates | None:
+        return None
+
+
 def startup_lines() -> list[str]:
     """vLLM-like start-up log lines of the preset."""
     p = preset()
@@ -302,11 +322,11 @@ async def load(app: App[int], kind: str) -> None:
         ratio = p.targets["mtp"] / p.targets["baseline"]
         first = first_summary(True).decode_tok_s or 0.0
         first /= first_summary(False).decode_tok_s or 1.0
-        screen.speedups = [first, ratio]
+        screen.speedups.ratios[:] = [first, ratio]
         screen.query_one("#speedup", PackedLine).show(
             speedup_groups(
                 ratio,
-                statistics.median(screen.speedups),
+                statistics.median(screen.speedups.ratios),
                 2,
                 race=False,
                 label="B/A",

@@ -141,7 +141,12 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
         assert str(app.screen.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
         await samples.load(app, "ab")  # A: no speculation, B: MTP
         screen = app.screen
-        screen.speedups = []
+        # which arm speculates is read from the sources, not from the panels
+        screen.feeds[:] = [
+            samples.StillSource(samples.view_baseline()),
+            samples.StillSource(samples.view_mtp()),
+        ]
+        screen.speedups.clear()
         mtp_tok_s = 15.0 if slow else 40.0
         for _ in range(3):
             a = Answer(PromptSummary(tokens=8, ttft_s=0.1, decode_tok_s=20.0))
@@ -424,7 +429,7 @@ async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor(
     async with app.run_test(size=(200, 50)) as pilot:
         await samples.load(app, "ab")
         screen = app.screen
-        screen.speedups = []
+        screen.speedups.clear()
         models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
         feeds = [
             ServerFeed(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import statistics
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -26,15 +25,13 @@ from mtpwatch.config import AppConfig, MeasureSettings, Schedule
 from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.sweeps.advisor import Advice
 from mtpwatch.session import results
-from mtpwatch.session.advice import advice_for, lossy_reason
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
-from mtpwatch.session.diagnosis import ab_arms, ab_warnings, model_warnings
 from mtpwatch.session.drivers import Driver, LiveDriver
 from mtpwatch.session.measure import FeedArm, Measurement, MeasureUpdate, measurement_prompt
 from mtpwatch.session.sources import Source
+from mtpwatch.session.speedups import SpeedupSeries
 from mtpwatch.session.view_pacing import VIEW_HZ, ViewPacer
 from mtpwatch.session.views import WINDOWS, ServerView, StartupView
 from mtpwatch.ui.fastpaint.frame import FrameScreen
@@ -168,7 +165,8 @@ class MonitorScreen(FrameScreen):
         self.schedule = schedule
         self.prefill = prefill
         self.window_index = 0
-        self.speedups: list[float] = []
+        self.speedups = SpeedupSeries()
+        """The A/B speed-ups of the console's prompts (`session.speedups`)."""
         self.prompt_index = 0
         self.generating = False
         self._pacer = ViewPacer(min(VIEW_HZ, float(config.display.max_fps)))
@@ -572,44 +570,29 @@ class MonitorScreen(FrameScreen):
             self.show_comparison(answers[0], answers[1])
 
     def show_comparison(self, a: Answer, b: Answer) -> None:
-        """Update the speed-up and lossless lines after a prompt ran on both arms."""
-        base, mtp, method = ab_arms([p.view for p in self.panels])
-        label = "B/A" if mtp == 1 else "A/B"  # the waiting line's, F6's and the help's word
-        answers = (a, b)
-        t_base, t_mtp = answers[base].summary.decode_tok_s, answers[mtp].summary.decode_tok_s
-        last = t_mtp / t_base if t_base and t_mtp else None
-        if last is not None:
-            self.speedups.append(last)
-        median = statistics.median(self.speedups) if self.speedups else None
+        """Update the speed-up and lossless lines after a prompt ran on both arms (`session.speedups`)."""
         race = self.schedule == "race"
-        models = (self.feeds[0].model, self.feeds[1].model) if len(self.feeds) >= 2 else (None, None)
-        warnings = ab_warnings(
-            self.speedups,
-            method=method,
-            race=race,
-            models=models,
-            tokens=(a.summary.tokens, b.summary.tokens),
-        )
-        one_model = not model_warnings(models)
-        advice = advice_groups(self._advice(base, mtp) if method == "MTP" and one_model else None)
+        shown = self.speedups.compare(a, b, self.feeds, window=self.window, race=race)
+        advice = advice_groups(shown.advice)
         wide, narrow = (
             speedup_groups(
-                last, median, len(self.speedups), race=race, label=label, warnings=warnings, compact=c
+                shown.last,
+                shown.median,
+                shown.count,
+                race=race,
+                label=shown.label,
+                warnings=shown.warnings,
+                compact=c,
             )
             for c in (False, True)
         )
         self.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
-        lossy = lossy_reason(self.feeds[mtp]) if method == "MTP" and len(self.feeds) > mtp else None
         verdict = (
-            render_lossless(a, b, lossy=lossy) if self.config.display.temperature == 0 else LOSSLESS_NEEDS_T0
+            render_lossless(a, b, lossy=shown.lossy)
+            if self.config.display.temperature == 0
+            else LOSSLESS_NEEDS_T0
         )
         self.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
-
-    def _advice(self, base: int, mtp: int) -> Advice | None:
-        """The k advisor from the last prompt on both arms (None without both feeds)."""
-        if len(self.feeds) <= max(base, mtp):
-            return None
-        return advice_for(self.feeds[base], self.feeds[mtp])
 
     def clear_answers(self) -> None:
         """Empty every answer pane."""

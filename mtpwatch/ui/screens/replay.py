@@ -147,7 +147,6 @@ class ReplayScreen(MonitorScreen):
             return
         self._answers[server] = answer
         if len(self._answers) == 2:
-            self.views_due(now=True)  # the ratio's label reads the panels' views
             self.show_comparison(self._answers[0], self._answers[1])
             self._answers = {}
 
