@@ -175,9 +175,9 @@ async def _film_ab(
         await _prompt_and_settle(pilot)
         written.append(_save(app, out / "ab.svg"))
         monitor = _monitor(app)
-        monitor.stop_recording()  # the replay shows the prompt, not the F6 runs
-        monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
-        await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
+        monitor.driver.stop_recording()  # the replay shows the prompt, not the F6 runs
+        monitor.ab.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
+        await _wait(pilot, lambda: bool(monitor.ab.measurement_summaries), "measurement", limit_s=180)
         for panel in monitor.panels:
             await panel.settle()
         await pilot.pause(0.5)

@@ -129,7 +129,7 @@ class MtpWatchApp(App[int]):
         """With --save FILE, an unsaved measurement is written when the app exits."""
         for screen in self.screen_stack:
             if isinstance(screen, MonitorScreen):
-                screen.save_unsaved()
+                screen.ab.save_unsaved()
 
     async def action_quit(self) -> None:
         self.save_on_exit()

@@ -462,7 +462,7 @@ class Soak:
         prompts = ["Write a long story about a lighthouse keeper.", "Explain speculative decoding in detail."]
         i = 0
         while time.monotonic() < end - 5:
-            if not monitor.generating and not monitor.measuring:
+            if not monitor.generating and not monitor.ab.measuring:
                 before = [p.prompt_count for p in monitor.panels]
                 monitor.send(prompts[i % len(prompts)])
                 i += 1

@@ -79,8 +79,8 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
         await wait_for(
             pilot, lambda: bool(screen.panels[0].view and screen.panels[0].view.acceptance_rate), "acc", 30
         )
-        screen.cycle_window()
-        screen.cycle_window()  # this prompt
+        screen.action_cycle_window()
+        screen.action_cycle_window()  # this prompt
         n = len(seen)
         # A few refreshes of this prompt's window on both servers (a condition, not a time: on a
         # loaded machine the refreshes come later, never fewer).

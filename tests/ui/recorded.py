@@ -105,8 +105,8 @@ async def record_ab(path: Path) -> Recorded:
                     ),
                     limit_s=60,
                 )
-            screen.cycle_window()  # 60 s
-            screen.cycle_window()  # this prompt
+            screen.action_cycle_window()  # 60 s
+            screen.action_cycle_window()  # this prompt
             n = len(out.seen)
             await _wait_until(pilot, lambda: len(out.seen) > n + 4)
             await pilot.press("ctrl+q")

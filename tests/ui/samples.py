@@ -322,11 +322,11 @@ async def load(app: App[int], kind: str) -> None:
         ratio = p.targets["mtp"] / p.targets["baseline"]
         first = first_summary(True).decode_tok_s or 0.0
         first /= first_summary(False).decode_tok_s or 1.0
-        screen.speedups.ratios[:] = [first, ratio]
+        screen.ab.speedups.ratios[:] = [first, ratio]
         screen.query_one("#speedup", PackedLine).show(
             speedup_groups(
                 ratio,
-                statistics.median(screen.speedups.ratios),
+                statistics.median(screen.ab.speedups.ratios),
                 2,
                 race=False,
                 label="B/A",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from mtpwatch.ui.app import MtpWatchApp
-from mtpwatch.ui.screens.keys import PLAYER_HELP, PLAYER_KEYS, binding_keys, key_name, key_table
+from mtpwatch.ui.screens.keys import MONITOR_HELP, PLAYER_HELP, PLAYER_KEYS, binding_keys, key_name, key_table
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
@@ -15,7 +15,7 @@ def _ids(bindings: list[object]) -> set[str]:
 
 
 def test_every_monitor_and_player_key_is_in_the_help() -> None:
-    listed = {i for ids, _ in MonitorScreen.KEY_HELP for i in ids}
+    listed = {i for ids, _ in MONITOR_HELP for i in ids}
     bound = _ids([*MonitorScreen.BINDINGS, *PromptInput.BINDINGS, *MtpWatchApp.BINDINGS]) | {"palette"}
     assert listed == bound
     assert {i for ids, _ in PLAYER_HELP for i in ids} == _ids(list(PLAYER_KEYS))

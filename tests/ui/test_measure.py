@@ -39,8 +39,8 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
             await pilot.press(*"count to ten", "enter")
             await wait_until(pilot, lambda: all(p.prompt_count == 1 for p in monitor.panels))
             await pilot.press("f6")
-            await wait_until(pilot, lambda: bool(monitor.measurement_summaries), limit_s=40)
-            summary = monitor.measurement_summaries[-1]
+            await wait_until(pilot, lambda: bool(monitor.ab.measurement_summaries), limit_s=40)
+            summary = monitor.ab.measurement_summaries[-1]
             # 4 runs per arm, 1 warm-up dropped: 3 pairs of ABBA runs on one prompt
             assert "3 pairs" in summary and "median" in summary and "95 % CI" in summary
             assert "CV A" in summary and "alternate" in summary
@@ -50,7 +50,7 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
                 panel.stream.flush()
                 runs = [line for line in panel.stream.lines if "tok/s" in line and line.startswith("run ")]
                 assert len(runs) == 3, panel.stream.lines  # the three measured runs of each arm
-            assert not monitor.measuring
+            assert not monitor.ab.measuring
             await pilot.press("ctrl+q")
 
 
@@ -67,13 +67,14 @@ async def test_escape_cancels_measurement_and_keeps_pairs(wait_until: WaitUntil)
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
-            assert monitor.start_measurement([measurement_prompt("hello", 24)])
+            assert monitor.ab.start_measurement([measurement_prompt("hello", 24)])
             await wait_until(
                 pilot, lambda: "2 pairs" in str(monitor.query_one("#speedup").render()), limit_s=40
             )
             await pilot.press("escape")
-            await wait_until(pilot, lambda: not monitor.measuring and bool(monitor.measurement_summaries))
-            summary = monitor.measurement_summaries[-1]
+            ab = monitor.ab
+            await wait_until(pilot, lambda: not ab.measuring and bool(ab.measurement_summaries))
+            summary = monitor.ab.measurement_summaries[-1]
             assert "cancelled" in summary and "pairs" in summary
             await pilot.press("ctrl+q")
 
@@ -152,8 +153,8 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
         )
         async with app.run_test(size=(200, 50)) as pilot:
             monitor = app.screen
-            await wait_until(pilot, lambda: bool(monitor.measurement_summaries), limit_s=90)
-            summary = monitor.measurement_summaries[-1]
+            await wait_until(pilot, lambda: bool(monitor.ab.measurement_summaries), limit_s=90)
+            summary = monitor.ab.measurement_summaries[-1]
             assert "(restart," in summary and "2 pairs" in summary
             await pilot.press("ctrl+q")
     finally:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+
+from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 HelpRow = tuple[tuple[str, ...], str]
 """One row of a help table: the ids of the bindings it names (their keys, joined by " / "), its words."""
@@ -31,6 +33,60 @@ PAUSE = Binding(
     "f2", "app.toggle_pause", "Pause", tooltip="Freeze the display; collection continues.", id="pause"
 )
 """The display's pause, on every screen (`MtpWatchApp.paused`)."""
+
+MONITOR_KEYS = [
+    Binding(
+        "f3", "cycle_window", "Window", tooltip="Acceptance window: 10 s, 60 s, this prompt.", id="window"
+    ),
+    Binding("f4", "sample_prompt", "Sample", tooltip="Send a sample prompt to every server.", id="sample"),
+    Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
+    Binding(
+        "f6",
+        "measure",
+        "Measure",
+        tooltip="A/B: run the last prompt N times per arm (paired runs, median speed-up, 95 % CI).",
+        id="measure",
+    ),
+    Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
+    Binding(
+        "ctrl+s",
+        "save_results",
+        "Save",
+        show=False,
+        tooltip="Save the last F6 measurement as a bench report (JSON).",
+        id="save",
+    ),
+    Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
+    Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
+]
+"""The monitor's own keys (`MonitorScreen.BINDINGS`, after the app's Quit, Help and Pause). Function keys:
+the prompt Input has focus and swallows printable keys."""
+
+MONITOR_HELP: tuple[HelpRow, ...] = (
+    (("send",), "send the prompt (to every server)"),
+    (("history-previous", "history-next"), "prompt history"),
+    (("cancel",), "cancel the running generation (the partial answer stays, marked cancelled)"),
+    (
+        ("answers-page-up", "answers-page-down"),
+        "scroll the answers back / forward (the end follows new text again)",
+    ),
+    (
+        ("help",),
+        "this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken"
+        " by VS Code Remote terminals); Esc closes it",
+    ),
+    (("pause",), "pause the display (collection continues; numbers jump on resume)"),
+    (("window",), "cycle the acceptance window"),
+    (("sample",), "send a sample prompt"),
+    (("clear",), "clear the answers"),
+    (("measure",), "A/B: measure the last prompt, N paired runs per arm (median speed-up, 95 % CI)"),
+    (("save",), "save the last F6 measurement as a bench report (JSON; `--save FILE` names it)"),
+    (("screenshot",), "save a screenshot of the screen (SVG)"),
+    (("palette",), "command palette"),
+    (("quit", "quit-ctrl-c"), "quit (stops servers mtpwatch started), on every screen"),
+)
+"""The monitor's help rows (`key_table`: the keys come from the bindings these ids name)."""
+
 
 QUIT = Binding(
     "ctrl+q", "app.quit", "Quit", tooltip="Quit; stops servers mtpwatch started.", id="quit", priority=True
@@ -114,3 +170,13 @@ def key_table(rows: Sequence[HelpRow], bindings: Iterable[Binding]) -> str:
     lines = ["| key | action |", "|---|---|"]
     lines += [f"| {' / '.join(binding_keys(by_id[i]) for i in ids)} | {words} |" for ids, words in rows]
     return "\n".join(lines)
+
+
+def monitor_help_text(bound: Iterable[BindingType], palette_key: str) -> str:
+    """A monitor's help: every number, its key table read from `bound` (the screen's and the app's
+    bindings) and the prompt box's, `palette_key` (the command palette's) and the replay player's."""
+    from mtpwatch.ui.screens.help import monitor_help  # the help loads when asked for
+
+    every = [*bound, *PromptInput.BINDINGS, Binding(palette_key, "command_palette", "Palette", id="palette")]
+    bindings = [b for b in every if isinstance(b, Binding)]
+    return monitor_help(key_table(MONITOR_HELP, bindings), key_table(PLAYER_HELP, PLAYER_KEYS))

@@ -2,7 +2,7 @@
 
 The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
 Its feeds run on the recording's clock, and the panels get their views the live way: the player
-marks the feeds changed, the screen's view tick (`MonitorScreen.tick_views`) builds and shows them.
+marks the feeds changed, the screen's view tick (`PanelFeeds.tick_views`) builds and shows them.
 Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
 +/- speed (¼× … 16×), Home back to the start.
 """
@@ -92,7 +92,7 @@ class ReplayScreen(MonitorScreen):
         total = _clock_text(source.t_end - source.t_start)
         player = (state, _clock_text(source.elapsed_s), total, speed)
         title = render_replay_title(
-            player, self.window, title=self.config.title, paused=self._is_paused(), width=title_width(self)
+            player, self.window, title=self.config.title, paused=self.is_paused(), width=title_width(self)
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -147,7 +147,7 @@ class ReplayScreen(MonitorScreen):
             return
         self._answers[server] = answer
         if len(self._answers) == 2:
-            self.show_comparison(self._answers[0], self._answers[1])
+            self.ab.show_comparison(self._answers[0], self._answers[1])
             self._answers = {}
 
     def seek_to(self, t: float) -> None:
@@ -158,7 +158,7 @@ class ReplayScreen(MonitorScreen):
             for panel in self.panels:
                 panel.stream.reset()
                 panel.clear_summaries()
-            self.speedups.clear()
+            self.ab.speedups.clear()
             self._answers = {}
         actions = self.driver.seek(t)
         last_begin: dict[int, int] = {}
