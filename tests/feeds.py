@@ -12,8 +12,15 @@ from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.screens.monitor import MonitorScreen
 
 
-def server_feeds(screen: MonitorScreen) -> list[ServerFeed]:
-    """`screen.feeds`, each checked to be a live `ServerFeed`."""
+def monitor_of(screen: object) -> MonitorScreen:
+    """`screen` (an app's `app.screen`), checked to be a monitor."""
+    assert isinstance(screen, MonitorScreen), f"not a monitor: {screen!r}"
+    return screen
+
+
+def server_feeds(screen: object) -> list[ServerFeed]:
+    """A monitor's feeds (`app.screen.feeds`), each checked to be a live `ServerFeed`."""
+    screen = monitor_of(screen)
     feeds = [feed for feed in screen.feeds if isinstance(feed, ServerFeed)]
     assert len(feeds) == len(screen.feeds), f"not all live feeds: {screen.feeds!r}"
     return feeds

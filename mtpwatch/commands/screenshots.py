@@ -13,9 +13,12 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:  # Textual loads inside the command
+    from mtpwatch.ui.screens.monitor import MonitorScreen
 
 VIEWS: dict[str, str] = {
     "monitor": "one MTP server, 200×50, after a prompt ('this prompt' window)",
@@ -63,6 +66,15 @@ def _stop_quietly(sim: Any) -> None:
         sim.__exit__(None, None, None)
 
 
+def _monitor(app: Any) -> MonitorScreen:
+    """The monitor screen the app shows (the default screen: no help or fleet over it)."""
+    from mtpwatch.ui.screens.monitor import MonitorScreen
+
+    screen = app.screen
+    assert isinstance(screen, MonitorScreen)
+    return screen
+
+
 async def _prepare(pilot: Any) -> None:
     from textual.widgets import Input
 
@@ -76,7 +88,7 @@ async def _prompt_and_settle(pilot: Any) -> None:
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
     app = pilot.app
-    screen = app.monitor
+    screen = app.screen
     panels = screen.panels
     await _wait(
         pilot,
@@ -166,10 +178,10 @@ async def _film_ab(
         await _prepare(pilot)
         await _prompt_and_settle(pilot)
         written.append(_save(app, out / "ab.svg"))
-        app.monitor.stop_recording()  # the replay shows the prompt, not the F6 runs
-        monitor = app.monitor
-        monitor.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
-        await _wait(pilot, lambda: bool(monitor.measurement_summaries), "measurement", limit_s=180)
+        monitor = _monitor(app)
+        monitor.driver.stop_recording()  # the replay shows the prompt, not the F6 runs
+        monitor.ab.start_measurement()  # F6: the last prompt, 6 runs per arm, first dropped
+        await _wait(pilot, lambda: bool(monitor.ab.measurement_summaries), "measurement", limit_s=180)
         for panel in monitor.panels:
             await panel.settle()
         await pilot.pause(0.5)
@@ -203,7 +215,7 @@ async def _film_single(out: Path, sim_b: Any, url_b: str, display: Any, title: s
         await pilot.press("escape")
         await pilot.resize_terminal(120, 32)
         _stop_quietly(sim_b)  # the server goes away
-        panel = app.monitor.panels[0]
+        panel = _monitor(app).panels[0]
         await _wait(pilot, lambda: panel.view is not None and panel.view.status == "down", "disconnect")
         await pilot.pause(0.5)
         written.append(_save(app, out / "disconnected.svg"))
@@ -227,7 +239,7 @@ async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
     app = make_app(start)
     async with app.run_test(size=(120, 32)) as pilot:
         await _prepare(pilot)
-        log = app.monitor.panels[0].query_one(".server-log", Log)
+        log = _monitor(app).panels[0].query_one(".server-log", Log)
         await _wait(pilot, lambda: log.line_count >= 6, "start-up log lines", limit_s=60)
         await pilot.pause(startup_delay / 2)  # mid-load: phase and facts shown, /health not up yet
         written = _save(app, path)
@@ -286,7 +298,7 @@ async def _film_replay(recording: Path, path: Path) -> Path:
     app = make_app(source.config, replay=source)
     async with app.run_test(size=(200, 50)) as pilot:
         await _prepare(pilot)
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space")  # pause
         screen.seek_to((done[-1] if done else source.t_end) + 0.5)

@@ -8,7 +8,9 @@ built from it (`server_view.build_server_view`, pure), the NVML reading shown (`
 launching a server and following its log (`launching`), the prompt window and answers (`prompts`,
 `answers`), the frozen view models (`views`), the observers a feed notifies (`observers`) and the
 recorder that is one (`recording`), the roofline's inputs (`bandwidth_inputs`), the A/B measurement
-(`measure`), its report file (`results`), the k advisor (`advice`) and the self-running demo (`demo_loop`).
+(`measure`), its report file (`results`), the k advisor (`advice`), the console's A/B speed-ups (`speedups`),
+what stands behind a monitor
+screen (`drivers`, `replay_driver`) and the self-running demo (`demo_loop`).
 
 Everything here is plain data and plain text: `mtpwatch.ui.markup` alone turns it into markup.
 

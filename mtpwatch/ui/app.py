@@ -19,7 +19,8 @@ from textual.screen import Screen
 
 from mtpwatch.config import AppConfig
 from mtpwatch.core.launch import process
-from mtpwatch.ui.screens.monitor import NARROW_BELOW, SAMPLE_PROMPT, MonitorScreen
+from mtpwatch.ui.screens.keys import HELP, PAUSE, QUIT, QUIT_CTRL_C
+from mtpwatch.ui.screens.monitor import NARROW_BELOW, MonitorScreen
 
 try:  # Textual's private driver internals (ui/fastpaint/driver.py); without them, Textual's driver
     from mtpwatch.ui.fastpaint.driver import terminal_driver
@@ -32,11 +33,6 @@ except (ImportError, AttributeError):  # pragma: no cover - a Textual release wi
 if TYPE_CHECKING:  # the replay and the help load when used: a monitor's first frame waits for neither
     from mtpwatch.session.replay import ReplaySource
 
-_MONITOR_ACTIONS = frozenset(
-    {"sample_prompt", "clear_answers", "measure", "cancel", "scroll_answers", "cycle_window"}
-)
-"""App actions that act on a monitor screen (disabled while the fleet table shows)."""
-
 
 class MtpWatchApp(App[int]):
     """Live monitor for vLLM speculative-decoding servers, with a prompt console."""
@@ -45,65 +41,13 @@ class MtpWatchApp(App[int]):
     TITLE = "mtpwatch"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
-    # Function keys: the prompt Input has focus and swallows printable keys.
+    # The keys of every screen; each screen binds its own (`MonitorScreen.BINDINGS`, `FleetScreen.BINDINGS`).
     BINDINGS = [
-        Binding(
-            "question_mark,f1",
-            "help",
-            "Help",
-            key_display="?/F1",
-            tooltip="What every number means (? with an empty prompt, or F1).",
-            id="help",
-        ),
-        Binding(
-            "f2", "toggle_pause", "Pause", tooltip="Freeze the display; collection continues.", id="pause"
-        ),
-        Binding(
-            "f3", "cycle_window", "Window", tooltip="Acceptance window: 10 s, 60 s, this prompt.", id="window"
-        ),
-        Binding(
-            "f4", "sample_prompt", "Sample", tooltip="Send a sample prompt to every server.", id="sample"
-        ),
-        Binding("f5", "clear_answers", "Clear", tooltip="Clear the answer panes.", id="clear"),
-        Binding(
-            "f6",
-            "measure",
-            "Measure",
-            tooltip="A/B: run the last prompt N times per arm (paired runs, median speed-up, 95 % CI).",
-            id="measure",
-        ),
-        Binding("escape", "cancel", "Cancel", tooltip="Cancel the running generation.", id="cancel"),
-        Binding(
-            "ctrl+s",
-            "save_results",
-            "Save",
-            show=False,
-            tooltip="Save the last F6 measurement as a bench report (JSON).",
-            id="save",
-        ),
-        Binding("pageup", "scroll_answers(-1)", "Scroll back", show=False, id="answers-page-up"),
-        Binding("pagedown", "scroll_answers(1)", "Scroll forward", show=False, id="answers-page-down"),
+        HELP,
+        PAUSE,
         Binding("f8", "screenshot", "Screenshot", show=False, id="screenshot"),
-        Binding(
-            "ctrl+q",
-            "quit",
-            "Quit",
-            tooltip="Quit; stops servers mtpwatch started.",
-            id="quit",
-            priority=True,
-        ),
-        # Ctrl+C quits too, on every screen: what a terminal user reaches for first. Priority, so
-        # the prompt Input's and the Screen's Ctrl+C (copy selected text) do not swallow it; Textual
-        # keeps super+c for copying, and the terminal's own selection copies with the mouse.
-        Binding(
-            "ctrl+c",
-            "quit",
-            "Quit",
-            show=False,
-            tooltip="Quit, as Ctrl+Q does; stops servers mtpwatch started.",
-            id="quit-ctrl-c",
-            priority=True,
-        ),
+        QUIT,
+        QUIT_CTRL_C,
     ]
 
     paused: reactive[bool] = reactive(False)
@@ -160,113 +104,32 @@ class MtpWatchApp(App[int]):
         )
         return screen  # type: ignore[return-value]
 
-    @property
-    def monitor(self) -> MonitorScreen:
-        """The monitor screen: the default screen, or the one a fleet row opened (even while help is open)."""
-        for screen in reversed(self.screen_stack):
-            if isinstance(screen, MonitorScreen):
-                return screen
-        raise LookupError("no monitor screen is open")
-
-    def _fleet_on_top(self) -> bool:
-        """The fleet view is showing (no row's monitor opened over it)."""
-        return not any(isinstance(s, MonitorScreen) for s in self.screen_stack)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # The prompt console's keys mean nothing in the fleet table: hide and disable them there.
-        return not (action in _MONITOR_ACTIONS and self.config.fleet is not None and self._fleet_on_top())
-
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: what every number means", "Formulas and sources", self.action_help)
         yield SystemCommand(
             "Pause / resume display", "Freeze every panel; keep collecting", self.action_toggle_pause
         )
-        yield SystemCommand("Cycle acceptance window", "10 s → 60 s → this prompt", self.action_cycle_window)
-        yield SystemCommand("Send sample prompt", "One prompt to every server", self.action_sample_prompt)
-        yield SystemCommand("Cancel generation", "Stop the running prompt", self.action_cancel)
-        yield SystemCommand(
-            "Measure (A/B)",
-            "Run the last prompt N times per arm: paired speed-up with CI",
-            self.action_measure,
-        )
-        yield SystemCommand("Clear answers", "Empty the answer panes", self.action_clear_answers)
+        if isinstance(screen, MonitorScreen):
+            yield from screen.system_commands()
 
     def action_help(self) -> None:
+        """The help of the screen showing (`help_text`: its numbers and its keys), over it."""
         from mtpwatch.ui.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            if self.config.fleet is not None:
-                from mtpwatch.ui.screens.fleet import FleetScreen, fleet_help
-
-                cost = self.screen.cost_words() if isinstance(self.screen, FleetScreen) else ""
-                self.push_screen(HelpScreen(fleet_help(self.config.fleet, cost)))
-            else:
-                self.push_screen(HelpScreen())
+            text = getattr(self.screen, "help_text", None)
+            if callable(text):
+                self.push_screen(HelpScreen(text()))
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-
-    def watch_paused(self, paused: bool) -> None:
-        with contextlib.suppress(Exception):
-            self.monitor.set_class(paused, "-paused")
-            self.monitor.update_title()
-            if not paused:  # catch up at once: the numbers jump to what was collected meanwhile
-                self.monitor.views_due(now=True)
-
-    def action_cycle_window(self) -> None:
-        self.monitor.cycle_window()
-
-    def action_measure(self) -> None:
-        self.monitor.start_measurement()
-
-    def action_sample_prompt(self) -> None:
-        if self.monitor.generating or self.monitor.measuring:
-            self.notify("A generation is running; Escape cancels it.", severity="warning")
-            return
-        self.monitor.send(SAMPLE_PROMPT)
-
-    def action_clear_answers(self) -> None:
-        self.monitor.clear_answers()
-
-    def action_scroll_answers(self, direction: int) -> None:
-        """Page the answer panes back (-1) or forward (+1); the end follows new text again."""
-        for panel in self.monitor.panels:
-            panel.stream.page(direction)
-
-    async def action_cancel(self) -> None:
-        if self.monitor.cancel_generation():
-            return
-        if self.config.fleet is not None:  # a row's monitor: Escape returns to the fleet
-            monitor = self.monitor
-            await monitor.stop_servers()
-            if self.screen is monitor:
-                self.pop_screen()
-            return
-        self.notify("Nothing to cancel.", timeout=1.5)
-
-    def action_save_results(self) -> None:
-        """Ctrl+S: write the last measurement where --save says, else mtpwatch-ab-<time>.json."""
-        try:
-            path = self.monitor.save_results()
-        except LookupError as exc:
-            self.notify(str(exc), severity="warning")
-        except OSError as exc:
-            self.notify(f"cannot save: {exc.strerror or exc}", severity="error")
-        else:
-            self.notify(f"saved the measurement to {path}")
+        self.paused = not self.paused  # each monitor screen watches it
 
     def save_on_exit(self) -> None:
         """With --save FILE, an unsaved measurement is written when the app exits."""
-        if self.measure is None or not self.measure.save_path:
-            return
-        try:
-            monitor = self.monitor
-        except LookupError:  # the fleet view: no measurement to save
-            return
-        if monitor.last_report is not None and monitor.saved_to is None:
-            with contextlib.suppress(OSError):
-                monitor.save_results()
+        for screen in self.screen_stack:
+            if isinstance(screen, MonitorScreen):
+                screen.ab.save_unsaved()
 
     async def action_quit(self) -> None:
         self.save_on_exit()

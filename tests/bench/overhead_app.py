@@ -19,6 +19,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.launch.process import ServerProcess
 from mtpwatch.core.launch.vllm_cmd import build_sim_argv
+from tests.feeds import monitor_of
 
 SPEED = 70.0
 """Simulator time factor. The E4B preset streams ~18 (MTP off) + ~39 (MTP on) tok/s, but answers
@@ -56,7 +57,7 @@ async def _measure_cpu(seconds: float) -> tuple[float, float]:
         app = make_app(AppConfig(servers=specs, display=display, mode="ab", schedule="race"))
         async with app.run_test(size=(200, 50)) as pilot:
             await pilot.pause(1.0)
-            screen = app.monitor
+            screen = monitor_of(app.screen)
             urls = [spec.url for spec in specs]
             generated_before = await _generated(urls)
             t_wall, t_cpu = time.perf_counter(), time.process_time()

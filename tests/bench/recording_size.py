@@ -27,6 +27,7 @@ from mtpwatch.core.record.schema import filter_page, page_delta
 from mtpwatch.session.recording import FeedTap
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
+from tests.feeds import monitor_of
 
 
 def _gzip_size(lines: list[tuple[float, str]]) -> int:
@@ -63,7 +64,7 @@ async def _run(seconds: float, path: Path, pages: list[tuple[float, int, str]]) 
         )
         app = make_app(dataclasses.replace(config, schedule="race", loop=True))
         async with app.run_test(size=(120, 40)) as pilot:
-            screen = app.monitor
+            screen = monitor_of(app.screen)
             assert screen.loop is not None
             screen.loop.pause_s = 0.5  # keep streaming: the worst case for the file size
             t0 = time.monotonic()

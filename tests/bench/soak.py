@@ -45,7 +45,7 @@ from mtpwatch.commands.options import free_port  # noqa: E402
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec  # noqa: E402
 from mtpwatch.ui.app import MtpWatchApp, make_app  # noqa: E402
 from mtpwatch.ui.widgets.token_stream import TokenStream  # noqa: E402
-from tests.feeds import server_feeds  # noqa: E402
+from tests.feeds import monitor_of, server_feeds  # noqa: E402
 
 FAULTS = (
     "metrics_500",
@@ -303,7 +303,7 @@ class Soak:
         return self.fig
 
     async def _drive(self, app: MtpWatchApp, pilot: Any) -> None:
-        monitor = app.monitor
+        monitor = monitor_of(app.screen)
         t0 = time.monotonic()
         end = t0 + self.minutes * 60
         await asyncio.sleep(2.0)
@@ -427,7 +427,7 @@ class Soak:
         return sxy / sxx * 3600 / 2**20 if sxx else float("nan")
 
     async def _watch_scrapes(self, app: MtpWatchApp, index: int, end: float) -> None:
-        feed = server_feeds(app.monitor)[index]
+        feed = server_feeds(app.screen)[index]
         prev_t: float | None = None
         prev_seen: float | None = None
         restarts = 0
@@ -449,7 +449,7 @@ class Soak:
 
     async def _watch_views(self, app: MtpWatchApp, end: float) -> None:
         while time.monotonic() < end:
-            for feed in server_feeds(app.monitor):
+            for feed in server_feeds(app.screen):
                 for window in ("10 s", "60 s", "prompt"):
                     bad = _bad_numbers(feed.view(window))
                     if bad:
@@ -459,11 +459,11 @@ class Soak:
             await asyncio.sleep(1.0)
 
     async def _prompts(self, app: MtpWatchApp, end: float) -> None:
-        monitor = app.monitor
+        monitor = monitor_of(app.screen)
         prompts = ["Write a long story about a lighthouse keeper.", "Explain speculative decoding in detail."]
         i = 0
         while time.monotonic() < end - 5:
-            if not monitor.generating and not monitor.measuring:
+            if not monitor.generating and not monitor.ab.measuring:
                 before = [p.prompt_count for p in monitor.panels]
                 monitor.send(prompts[i % len(prompts)])
                 i += 1
@@ -526,7 +526,7 @@ class Soak:
             self.fault_until[index] = time.monotonic()
             return
         ended = time.monotonic()
-        feed = server_feeds(app.monitor)[index]
+        feed = server_feeds(app.screen)[index]
         while time.monotonic() - ended < RECOVERY_LIMIT_S:
             seen = self.last_scrape[index]
             if app.is_running and feed.watch.status == "up" and seen is not None and seen > ended:

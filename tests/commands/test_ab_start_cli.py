@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.launch.process import group_members
-from tests.feeds import server_feeds, server_process
+from tests.feeds import monitor_of, server_feeds, server_process
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 20"
@@ -48,13 +48,13 @@ def _drive(seen: dict[str, Any]) -> Any:
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                panels = app.monitor.panels
+                panels = monitor_of(app.screen).panels
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 90
                 while not all(p.view is not None and p.view.status == "up" for p in panels):
                     assert loop.time() < deadline, [p.view.status if p.view else None for p in panels]
                     await pilot.pause(0.1)
-                feeds = server_feeds(app.monitor)
+                feeds = server_feeds(app.screen)
                 pids = [server_process(f).pid for f in feeds]
                 seen["groups"] = [group_members(pid) for pid in pids]
                 seen["argv"] = [_cmdline(pid) for pid in pids]
@@ -199,10 +199,10 @@ def test_twins_with_your_own_shares_and_no_gpu_collide_in_the_simulator_as_in_vl
             async with app.run_test(size=(160, 48)) as pilot:
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 60
-                while not any(f.state().status == "failed" for f in app.monitor.feeds):
+                while not any(f.state().status == "failed" for f in monitor_of(app.screen).feeds):
                     assert loop.time() < deadline
                     await pilot.pause(0.1)
-                seen["reasons"] = [f.state().reason for f in app.monitor.feeds]
+                seen["reasons"] = [f.state().reason for f in monitor_of(app.screen).feeds]
                 await pilot.press("ctrl+q")
 
         asyncio.run(main())
@@ -279,12 +279,12 @@ def test_the_b_label_says_the_method_the_server_ran(tmp_path: Path, monkeypatch:
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                b = app.monitor.panels[1]
+                b = monitor_of(app.screen).panels[1]
                 deadline = asyncio.get_running_loop().time() + 90
                 while str(b.border_title) != "B · DFlash k=4":
                     assert asyncio.get_running_loop().time() < deadline, str(b.border_title)
                     await pilot.pause(0.1)
-                seen["titles"] = [str(p.border_title) for p in app.monitor.panels]
+                seen["titles"] = [str(p.border_title) for p in monitor_of(app.screen).panels]
                 await pilot.press("ctrl+q")
 
         asyncio.run(main())

@@ -28,7 +28,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import ServerSpec
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.app import MtpWatchApp
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.procs import carrying
 from tests.waits import wait_for
 
@@ -90,7 +90,7 @@ async def sim_fault(url: str, body: dict[str, Any]) -> None:
 
 def status_of(app: MtpWatchApp, index: int = 0) -> tuple[str, str]:
     """(status, status line) of a panel as drawn."""
-    view = app.monitor.panels[index].view
+    view = monitor_of(app.screen).panels[index].view
     return ("none", "") if view is None else (view.status, view.status_detail)
 
 
@@ -118,15 +118,15 @@ async def assert_numbers_match_fresh_attach(
     (tokens, drafts, acceptance, mean acceptance length, per position) and the totals since the
     server started must be identical, and nothing on screen may be negative or NaN.
     """
-    feed = server_feeds(app.monitor)[index]
-    panel = app.monitor.panels[index]
+    feed = server_feeds(app.screen)[index]
+    panel = monitor_of(app.screen).panels[index]
     fresh = ServerFeed(ServerSpec(label="fresh", url=url), feed.state().display)
     try:
-        await wait_for(pilot, lambda: not app.monitor.generating, "the app to be idle")
+        await wait_for(pilot, lambda: not monitor_of(app.screen).generating, "the app to be idle")
         await fresh.poll()
         assert fresh.watch.status == "up", fresh.watch.reason
         count = panel.prompt_count
-        app.monitor.send("numbers after recovery")
+        monitor_of(app.screen).send("numbers after recovery")
         await wait_for(pilot, lambda: panel.prompt_count == count + 1, "the prompt after recovery")
         summary = panel.last_summary
         assert summary is not None and summary.error is None, summary

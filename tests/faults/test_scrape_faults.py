@@ -19,7 +19,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.harness import SimThread, running_sim
 from mtpwatch.ui.app import make_app
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.waits import wait_for
 
 from .conftest import (
@@ -65,7 +65,7 @@ async def test_metrics_fault_shows_one_line_then_recovers(
             assert app.is_running
             await sim_fault(url, {"clear": True})
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "recovery", 20)
-            assert server_feeds(app.monitor)[0].watch.collector.restarts == 0  # a fault is not a restart
+            assert server_feeds(app.screen)[0].watch.collector.restarts == 0  # a fault is not a restart
             await assert_numbers_match_fresh_attach(pilot, app, url)
             await pilot.press("ctrl+q")
 
@@ -86,7 +86,7 @@ async def test_slow_metrics_keeps_one_scrape_in_flight_and_stays_up() -> None:
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
             await sim_fault(url, {"metrics_delay_s": 0.5})
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             seen = len(feed.watch.collector)
             t0 = asyncio.get_running_loop().time()
             await wait_for(pilot, lambda: len(feed.watch.collector) >= seen + 4, "four slow scrapes", 15)
@@ -104,9 +104,9 @@ async def test_spec_families_gone_then_back() -> None:
     async with running_sim(speed=20) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_for(pilot, lambda: panel.view is not None and panel.view.speculative is True, "MTP on")
-            app.monitor.send("warm up")
+            monitor_of(app.screen).send("warm up")
             await wait_for(pilot, lambda: panel.prompt_count == 1, "a first prompt")
             await sim_fault(url, {"metrics_no_spec": True})
             await wait_for(
@@ -196,8 +196,8 @@ async def test_unreachable_kinds_on_screen(kind: str, on_screen: str) -> None:
             status, line = status_of(app)
             assert status in ("connecting", "down") and "retrying in" in line, line
             assert "Traceback" not in line and "\n" not in line
-            app.monitor.send("hello")  # a prompt to a server that is not there: one clear error
-            panel = app.monitor.panels[0]
+            monitor_of(app.screen).send("hello")  # a prompt to a server that is not there: one clear error
+            panel = monitor_of(app.screen).panels[0]
             if kind == "silent":
                 # a stream may stay silent for minutes (long prefills): the user cancels it
                 await wait_for(pilot, lambda: "▶ hello" in panel.stream.text, "the answer to begin")

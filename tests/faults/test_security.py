@@ -26,6 +26,7 @@ from mtpwatch.core.http.errors import AuthError
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv, server_env
 from mtpwatch.sim.harness import SimThread, running_sim
 from mtpwatch.ui.app import make_app
+from tests.feeds import monitor_of
 from tests.procs import carrying
 from tests.waits import wait_for
 
@@ -144,11 +145,11 @@ async def test_screenshot_and_traceback_never_show_the_key(tmp_path: Path) -> No
             AppConfig(servers=[spec], display=DisplaySettings(scrape_interval_s=0.1, max_tokens=16))
         )
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_for(
                 pilot, lambda: panel.view is not None and panel.view.status == "up", "up with the key"
             )
-            app.monitor.send("hello")
+            monitor_of(app.screen).send("hello")
             await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt")
             assert panel.last_summary is not None and panel.last_summary.error is None
             svg = app.export_screenshot()

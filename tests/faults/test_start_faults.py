@@ -15,6 +15,7 @@ from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
+from tests.feeds import monitor_of
 from tests.waits import wait_for
 
 from .conftest import SHIM, one_error_line, run_mtpwatch
@@ -54,7 +55,7 @@ async def test_bad_flag_in_the_ui_shows_failed_with_the_reason() -> None:
         AppConfig(servers=[ServerSpec(label="x", url=url, launch=launch)], display=DisplaySettings())
     )
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = monitor_of(app.screen).panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "failed", "failed")
         assert panel.view is not None
         detail = panel.view.status_detail

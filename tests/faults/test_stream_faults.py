@@ -14,7 +14,7 @@ import pytest
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.waits import wait_for
 
 from .conftest import (
@@ -30,17 +30,17 @@ LONG = DisplaySettings(scrape_interval_s=0.1, max_tokens=400)
 
 def streaming(app: MtpWatchApp) -> bool:
     """Some of the answer's text has arrived."""
-    return bool(app.monitor.panels[0].stream.pending_text.strip() or answer_lines(app))
+    return bool(monitor_of(app.screen).panels[0].stream.pending_text.strip() or answer_lines(app))
 
 
 def answer_lines(app: MtpWatchApp) -> list[str]:
-    stream = app.monitor.panels[0].stream
+    stream = monitor_of(app.screen).panels[0].stream
     stream.flush()
     return [line for line in stream.lines if line.strip() and not line.startswith("▶")]
 
 
 def assert_one_line_error(app: MtpWatchApp) -> str:
-    summary = app.monitor.panels[0].last_summary
+    summary = monitor_of(app.screen).panels[0].last_summary
     assert summary is not None and summary.error, summary
     assert "\n" not in summary.error and "Traceback" not in summary.error, summary.error
     return summary.error
@@ -50,9 +50,9 @@ async def test_server_sigkilled_mid_stream(sim_process: object) -> None:
     sim: SimProcess = sim_process("--speed", "2")  # type: ignore[operator]
     app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=sim.url)], display=LONG))
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = monitor_of(app.screen).panels[0]
         await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
-        app.monitor.send("write a long story")
+        monitor_of(app.screen).send("write a long story")
         await wait_for(pilot, lambda: streaming(app), "tokens on screen")
         sim.kill()
         await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to end")
@@ -67,7 +67,7 @@ async def test_server_sigkilled_mid_stream(sim_process: object) -> None:
         await wait_for(pilot, lambda: status_of(app)[0] == "up", "recovery", 20)
         await wait_for(
             pilot,
-            lambda: server_feeds(app.monitor)[0].watch.collector.restarts == 1,
+            lambda: server_feeds(app.screen)[0].watch.collector.restarts == 1,
             "the restart to be seen",
         )
         await assert_numbers_match_fresh_attach(pilot, app, sim.url)
@@ -79,9 +79,9 @@ async def test_server_restarts_mid_prompt() -> None:
     async with running_sim(speed=2) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=LONG))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel, feed = app.monitor.panels[0], server_feeds(app.monitor)[0]
+            panel, feed = monitor_of(app.screen).panels[0], server_feeds(app.screen)[0]
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
-            app.monitor.send("write a long story")
+            monitor_of(app.screen).send("write a long story")
             await wait_for(pilot, lambda: streaming(app), "tokens on screen")
             generated = feed.watch.collector.latest.generation_tokens if feed.watch.collector.latest else 0.0
             await wait_for(
@@ -113,10 +113,10 @@ async def test_stream_cut(mid_chunk: bool) -> None:
     async with running_sim(speed=20) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=LONG))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
             await sim_fault(url, {"cut_stream_after": 12, "cut_mid_chunk": mid_chunk})
-            app.monitor.send("write a long story")
+            monitor_of(app.screen).send("write a long story")
             await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to end")
             error = assert_one_line_error(app)
             assert "connection" in error or "ended" in error or "incomplete" in error, error

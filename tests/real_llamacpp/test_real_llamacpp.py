@@ -31,7 +31,7 @@ from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header, render_numbers
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.waits import wait_for
 
 from .conftest import LLAMA_ARGS, N_MAX, ROOT, LlamaEnv, LlamaPool, RunningLlama
@@ -213,7 +213,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
     )
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = monitor_of(app.screen).panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "up", 60)
         view = panel.view
         assert view is not None and view.engine == "llama.cpp" and view.model == server.served_name
@@ -231,7 +231,7 @@ async def test_attach_shows_acceptance_and_exact_tokens(llama_pool: LlamaPool) -
         assert summary.tokens == after.predicted - before.predicted  # exact, from the stream
         assert not summary.approximate
         assert summary.acceptance_rate == pytest.approx(d_acc / d_tokens, rel=1e-12)
-        feed = server_feeds(app.monitor)[0]
+        feed = server_feeds(app.screen)[0]
         await wait_for(
             pilot,
             lambda: panel.view is not None and panel.view.drafts == d_drafts,
@@ -310,7 +310,7 @@ async def test_tui_starts_llama_server_and_quits_clean(llama_env: LlamaEnv) -> N
     )
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = monitor_of(app.screen).panels[0]
         await wait_for(pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", 180)
         assert processes_on_port(port), "the llama-server mtpwatch started is not running"
         await pilot.press(*PROMPT, "enter")

@@ -29,7 +29,7 @@ from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 
@@ -70,7 +70,7 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     seen: list[tuple[float, int, str, ServerView]] = []
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.monitor
+        screen = monitor_of(app.screen)
         feeds = server_feeds(screen)
         for i, feed in enumerate(feeds):
             _capture(feed, i, seen)
@@ -83,8 +83,8 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
         await wait_for(
             pilot, lambda: bool(screen.panels[0].view and screen.panels[0].view.acceptance_rate), "acc", 30
         )
-        screen.cycle_window()
-        screen.cycle_window()  # this prompt
+        screen.action_cycle_window()
+        screen.action_cycle_window()  # this prompt
         n = len(seen)
         # A few refreshes of this prompt's window on both servers (a condition, not a time: on a
         # loaded machine the refreshes come later, never fewer).

@@ -18,6 +18,7 @@ from mtpwatch.commands.options import free_port
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.launch.vllm_cmd import build_vllm_argv
 from mtpwatch.ui.app import make_app
+from tests.feeds import monitor_of
 from tests.waits import wait_for
 
 from .conftest import VLLM_ARGS, VLLM_ENV, RealEnv
@@ -63,7 +64,7 @@ async def test_tui_starts_real_vllm_shows_acceptance_and_quits_clean(real_env: R
     app = make_app(config)
     t0 = time.monotonic()
     async with app.run_test(size=(160, 48)) as pilot:
-        panel = app.monitor.panels[0]
+        panel = monitor_of(app.screen).panels[0]
         await wait_for(
             pilot, lambda: panel.view is not None and panel.view.status == "up", "/health", STARTUP_LIMIT_S
         )

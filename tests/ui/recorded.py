@@ -16,7 +16,7 @@ from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.ui.conftest import _wait_until
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"
@@ -96,7 +96,7 @@ async def record_ab(path: Path) -> Recorded:
         )
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
-            screen = app.monitor
+            screen = monitor_of(app.screen)
             feeds = server_feeds(screen)
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
@@ -114,8 +114,8 @@ async def record_ab(path: Path) -> Recorded:
                     )
 
                 await _wait_until(pilot, answered, limit_s=60)
-            screen.cycle_window()  # 60 s
-            screen.cycle_window()  # this prompt
+            screen.action_cycle_window()  # 60 s
+            screen.action_cycle_window()  # this prompt
             n = len(out.seen)
             await _wait_until(pilot, lambda: len(out.seen) > n + 4)
             await pilot.press("ctrl+q")
@@ -138,7 +138,7 @@ async def record_mid_stream(path: Path) -> Recorded:
         )
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
-            screen = app.monitor
+            screen = monitor_of(app.screen)
             feeds = server_feeds(screen)
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)

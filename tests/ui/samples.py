@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 
@@ -18,7 +19,11 @@ from textual.app import App
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.metrics.rates import Rates
+from mtpwatch.session.answers import Answer
 from mtpwatch.session.diagnosis import make_verdict
+from mtpwatch.session.launching import StartupProgress
+from mtpwatch.session.observers import Observers
+from mtpwatch.session.sources import SourceState
 from mtpwatch.session.views import BandwidthView, PromptSummary, ServerView
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -245,6 +250,49 @@ def first_summary(spec: bool) -> PromptSummary:
     return replace(later, tokens=FIRST_TOKENS, ttft_s=0.047, decode_tok_s=round(0.8 * later.decode_tok_s, 1))
 
 
+class StillSource:
+    """A source that shows one view and nothing else: what the A/B line reads of an arm (which arm
+    speculates, its model) in a test that injects the panels' states (`load`). It takes no prompt
+    and starts no server."""
+
+    def __init__(self, view: ServerView) -> None:
+        self.shown = view
+        self.observers = Observers()
+        spec = ServerSpec(label=view.label, url=view.url, model=view.model)
+        self._state = SourceState(
+            spec=spec, display=DisplaySettings(), status=view.status, reason="", model=view.model,
+            version=view.version, spec_method=view.method, drafter_ref=None, launch_facts=None,
+            engine_info=None, prompt_rates=None,
+        )  # fmt: skip
+
+    def state(self) -> SourceState:
+        return self._state
+
+    async def launch(self, progress: StartupProgress) -> bool:
+        return False
+
+    async def poll(self) -> float:
+        return 1.0
+
+    async def rest(self, delay: float) -> None:
+        return None
+
+    def view(self, window: str) -> ServerView:
+        return self.shown
+
+    def sample_hardware(self, on: bool) -> None:
+        return None
+
+    async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
+        raise AssertionError("a still source takes no prompt")
+
+    def cancelled_answer(self) -> Answer:
+        raise AssertionError("a still source takes no prompt")
+
+    async def close(self, *, server_only: bool = False) -> None:
+        return None
+
+
 def startup_lines() -> list[str]:
     """vLLM-like start-up log lines of the preset."""
     p = preset()
@@ -302,11 +350,11 @@ async def load(app: App[int], kind: str) -> None:
         ratio = p.targets["mtp"] / p.targets["baseline"]
         first = first_summary(True).decode_tok_s or 0.0
         first /= first_summary(False).decode_tok_s or 1.0
-        screen.speedups = [first, ratio]
+        screen.ab.speedups.ratios[:] = [first, ratio]
         screen.query_one("#speedup", PackedLine).show(
             speedup_groups(
                 ratio,
-                statistics.median(screen.speedups),
+                statistics.median(screen.ab.speedups.ratios),
                 2,
                 race=False,
                 label="B/A",

@@ -15,6 +15,7 @@ from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.ab import advice_groups
 from mtpwatch.ui.pack import pack
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -33,11 +34,11 @@ async def test_ab_view_names_the_k_it_would_choose(wait_until: WaitUntil) -> Non
         )
         app = make_app(config)
         async with app.run_test(size=(200, 50)) as pilot:
-            panels = app.monitor.panels
+            panels = monitor_of(app.screen).panels
             await wait_until(pilot, lambda: all(p.view is not None and p.view.status == "up" for p in panels))
             await pilot.press(*"Explain tides", "enter")
             await wait_until(pilot, lambda: all(p.prompt_count == 1 for p in panels), limit_s=60)
-            advice = advice_for(app.monitor.feeds[0], app.monitor.feeds[1])
+            advice = advice_for(monitor_of(app.screen).feeds[0], monitor_of(app.screen).feeds[1])
             assert advice is not None and advice.from_k == 4
             assert [p.k for p in advice.predictions] == [0, 1, 2, 3, 4]
             line = str(app.screen.query_one("#speedup", Static).render())

@@ -17,7 +17,7 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.fleet import FleetScreen
 from mtpwatch.ui.screens.help import HelpScreen
 from mtpwatch.ui.screens.replay import ReplayScreen
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 from tests.ui import samples
 from tests.ui.test_demo_and_cli import _alive
 
@@ -31,10 +31,10 @@ async def test_ctrl_c_quits_the_demo_and_stops_its_servers(wait_until: WaitUntil
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(
             pilot,
-            lambda: all(p.view is not None and p.view.status == "up" for p in app.monitor.panels),
+            lambda: all(p.view is not None and p.view.status == "up" for p in monitor_of(app.screen).panels),
             limit_s=60,
         )
-        pids = [feed.process.pid for feed in server_feeds(app.monitor) if feed.process is not None]
+        pids = [feed.process.pid for feed in server_feeds(app.screen) if feed.process is not None]
         assert len(pids) == 2 and all(_alive(pid) for pid in pids)
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: app.return_code is not None, limit_s=30)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
-from tests.feeds import server_feeds, server_process
+from tests.feeds import monitor_of, server_feeds, server_process
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -33,15 +33,15 @@ async def test_demo_starts_and_stops_its_servers(wait_until: WaitUntil) -> None:
     assert [s.launch is not None and s.launch.kind == "sim" for s in config.servers] == [True, True]
     app = make_app(config)
     async with app.run_test(size=(120, 40)) as pilot:
-        feeds = server_feeds(app.monitor)
+        feeds = server_feeds(app.screen)
         await wait_until(
             pilot,
-            lambda: all(p.view is not None and p.view.status == "up" for p in app.monitor.panels),
+            lambda: all(p.view is not None and p.view.status == "up" for p in monitor_of(app.screen).panels),
             limit_s=60,
         )
         pids = [server_process(feed).pid for feed in feeds]
         assert all(_alive(pid) for pid in pids)
-        views = [p.view for p in app.monitor.panels]
+        views = [p.view for p in monitor_of(app.screen).panels]
         assert views[0] is not None and views[0].speculative is False
         assert views[1] is not None and views[1].speculative is True
         await pilot.press("ctrl+q")

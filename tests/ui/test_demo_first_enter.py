@@ -20,6 +20,7 @@ from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 from mtpwatch.ui.widgets.prompt_input import PromptInput
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -38,7 +39,7 @@ def _demo() -> object:
 async def test_enter_at_the_first_frame_gets_both_answers(attempt: int, wait_until: WaitUntil) -> None:
     app = make_app(_demo())  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.monitor
+        screen = monitor_of(app.screen)
         title = str(screen.query_one("#title-bar", Static).render())
         assert screen.gate.waiting() == ("A", "B"), "the servers were up before the first frame"
         assert "sends the suggested prompt once A and B are up" in title, title
@@ -68,7 +69,7 @@ async def test_a_prompt_held_for_an_arm_that_never_comes_up_is_given_back(wait_u
     config = dataclasses.replace(config, servers=[dataclasses.replace(a, launch=dead), b])  # type: ignore[type-var]
     app = make_app(config)  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.monitor
+        screen = monitor_of(app.screen)
         box = screen.query_one(PromptInput)
         await box.action_submit()
         await wait_until(

@@ -10,6 +10,7 @@ from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -41,7 +42,7 @@ async def test_demo_loop_sends_prompt_after_prompt_to_both_servers(wait_until: W
         )
         app = make_app(dataclasses.replace(config, loop=True, prefill=SAMPLE_PROMPT))
         async with app.run_test(size=(80, 24)) as pilot:
-            screen = app.monitor
+            screen = monitor_of(app.screen)
             assert screen.loop is not None
             screen.loop.pause_s = 0.3
             await wait_until(pilot, lambda: all(p.prompt_count >= 3 for p in screen.panels), limit_s=60)

@@ -164,7 +164,7 @@ async def test_a_short_ab_pane_gives_the_roofline_rows_to_the_answer_and_takes_t
         b = app.screen.query(ServerPanel).last()
         await wait_for(pilot, lambda: b.has_class("-roomless"), "the roofline to give way")
         await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
-        assert not b.bandwidth_visible  # and the GPU sampler stops with it (`_poll_forever`)
+        assert not b.bandwidth_visible  # and the GPU sampler stops with it (`PanelFeeds.poll_forever`)
         numbers = _plain(b.rows()["numbers"])
         assert numbers[-1] == "BW 58 % of 273 GB/s (analytic) · roofline hidden: too few rows"
         await pilot.resize_terminal(160, 48)

@@ -9,7 +9,7 @@ from mtpwatch.session.diagnosis import MIN_DRAFTS
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -18,7 +18,7 @@ FAST = DisplaySettings(scrape_interval_s=0.1, max_tokens=48)
 
 
 def _panel(app: MtpWatchApp, i: int = 0) -> ServerPanel:
-    return app.monitor.panels[i]
+    return monitor_of(app.screen).panels[i]
 
 
 async def test_attach_prompt_streams_and_summarises(wait_until: WaitUntil) -> None:
@@ -97,7 +97,7 @@ async def test_escape_cancels_and_keeps_the_partial_answer(wait_until: WaitUntil
             await wait_until(pilot, lambda: panel.stream.line_count > 2)
             await pilot.press("escape")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
-            assert not app.monitor.generating
+            assert not monitor_of(app.screen).generating
             summary = panel.last_summary
             assert summary is not None and summary.cancelled and summary.error is None
             lines = panel.stream.lines
@@ -114,12 +114,12 @@ async def test_pause_freezes_display_while_collection_continues(wait_until: Wait
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f2")
-            assert app.paused and app.monitor.has_class("-paused")
+            assert app.paused and app.screen.has_class("-paused")
             frozen = panel.view
-            app.monitor.send("a prompt sent while paused")
+            monitor_of(app.screen).send("a prompt sent while paused")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             latest = feed.watch.collector.latest
             assert latest is not None and latest.generation_tokens > 0  # collected meanwhile
@@ -141,10 +141,10 @@ async def test_window_key_cycles_every_panel(wait_until: WaitUntil) -> None:
             seen = []
             for _ in range(3):
                 await pilot.press("f3")
-                seen.append(app.monitor.window)
-                assert panel.view is not None and panel.view.window == app.monitor.window
-                title = str(app.monitor.query_one("#title-bar").render())
-                assert app.monitor.window.replace("prompt", "this prompt") in title
+                seen.append(monitor_of(app.screen).window)
+                assert panel.view is not None and panel.view.window == monitor_of(app.screen).window
+                title = str(app.screen.query_one("#title-bar").render())
+                assert monitor_of(app.screen).window.replace("prompt", "this prompt") in title
             assert seen == ["60 s", "prompt", "10 s"]
             await pilot.press("ctrl+q")
 
@@ -161,7 +161,7 @@ async def test_roofline_and_verdict_from_the_simulator(wait_until: WaitUntil) ->
             await pilot.press("f3", "f3")  # 'this prompt' window
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             final = feed.rates("prompt")
             assert final is not None and final.drafts > 0
             # the panel draws views at 2 Hz: wait for one built after the prompt ended
@@ -187,7 +187,7 @@ async def test_prompt_window_ends_with_the_prompt(wait_until: WaitUntil) -> None
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f3", "f3", *"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
@@ -209,7 +209,7 @@ async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             await wait_until(pilot, lambda: bool(panel.view and panel.view.scrape.endswith("every 60 s")))
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: feed.prompt.t0 is not None)
@@ -231,8 +231,8 @@ async def test_at_the_default_interval_each_scrape_is_drawn_as_it_lands(wait_unt
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=DisplaySettings()))
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
-            await wait_until(pilot, lambda: bool(app.monitor.feeds))
-            feed = server_feeds(app.monitor)[0]
+            await wait_until(pilot, lambda: bool(monitor_of(app.screen).feeds))
+            feed = server_feeds(app.screen)[0]
             assert feed.display.scrape_interval_s == 0.5
             drawn_from: list[float | None] = []  # the newest scrape's time at each view shown
             at_rest: list[tuple[float | None, float | None]] = []  # (newest scrape, what the panel shows)

@@ -23,6 +23,7 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.compact import compact_numbers
 from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summary
 from tests.datadir import DataDir
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -101,7 +102,7 @@ async def test_attach_to_llama_server_shows_acceptance_and_exact_tokens(wait_unt
         display = DisplaySettings(scrape_interval_s=0.1, max_tokens=64)
         app = make_app(AppConfig(servers=[ServerSpec(label="llama.cpp", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             view = panel.view
             assert view is not None and view.status_detail == "" and view.engine == "llama.cpp"

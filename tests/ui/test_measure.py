@@ -20,7 +20,7 @@ from mtpwatch.session.sources import Source
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
-from tests.feeds import server_feeds
+from tests.feeds import monitor_of, server_feeds
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -37,15 +37,15 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
         )
         app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=4, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
+            monitor = monitor_of(app.screen)
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
             await pilot.press(*"count to ten", "enter")
             await wait_until(pilot, lambda: all(p.prompt_count == 1 for p in monitor.panels))
             await pilot.press("f6")
-            await wait_until(pilot, lambda: bool(monitor.measurement_summaries), limit_s=40)
-            summary = monitor.measurement_summaries[-1]
+            await wait_until(pilot, lambda: bool(monitor.ab.measurement_summaries), limit_s=40)
+            summary = monitor.ab.measurement_summaries[-1]
             # 4 runs per arm, 1 warm-up dropped: 3 pairs of ABBA runs on one prompt
             assert "3 pairs" in summary and "median" in summary and "95 % CI" in summary
             assert "CV A" in summary and "alternate" in summary
@@ -55,7 +55,7 @@ async def test_f6_measures_last_prompt_with_paired_runs(wait_until: WaitUntil) -
                 panel.stream.flush()
                 runs = [line for line in panel.stream.lines if "tok/s" in line and line.startswith("run ")]
                 assert len(runs) == 3, panel.stream.lines  # the three measured runs of each arm
-            assert not monitor.measuring
+            assert not monitor.ab.measuring
             await pilot.press("ctrl+q")
 
 
@@ -68,17 +68,18 @@ async def test_escape_cancels_measurement_and_keeps_pairs(wait_until: WaitUntil)
         )
         app = make_app(dataclasses.replace(config, measure=MeasureSettings(runs=40, warmup=1)))
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
+            monitor = monitor_of(app.screen)
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
-            assert monitor.start_measurement([measurement_prompt("hello", 24)])
+            assert monitor.ab.start_measurement([measurement_prompt("hello", 24)])
             await wait_until(
                 pilot, lambda: "2 pairs" in str(monitor.query_one("#speedup").render()), limit_s=40
             )
             await pilot.press("escape")
-            await wait_until(pilot, lambda: not monitor.measuring and bool(monitor.measurement_summaries))
-            summary = monitor.measurement_summaries[-1]
+            ab = monitor.ab
+            await wait_until(pilot, lambda: not ab.measuring and bool(ab.measurement_summaries))
+            summary = monitor.ab.measurement_summaries[-1]
             assert "cancelled" in summary and "pairs" in summary
             await pilot.press("ctrl+q")
 
@@ -87,12 +88,12 @@ async def test_per_request_metrics_label_the_summary(wait_until: WaitUntil) -> N
     async with running_sim(speed=40, per_request_spec_metrics=True) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             summary = panel.last_summary
-            feed = server_feeds(app.monitor)[0]
+            feed = server_feeds(app.screen)[0]
             assert summary is not None and feed.prompt.request_spec is not None
             assert summary.scope == PER_REQUEST_SCOPE
             assert summary.acceptance_rate == feed.prompt.request_spec.acceptance_rate
@@ -106,12 +107,12 @@ async def test_without_per_request_metrics_keeps_counter_attribution(wait_until:
     async with running_sim(speed=40) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=FAST))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert panel.last_summary is not None and panel.last_summary.scope == "this request"
-            assert server_feeds(app.monitor)[0].prompt.request_spec is None
+            assert server_feeds(app.screen)[0].prompt.request_spec is None
             await pilot.press("ctrl+q")
 
 
@@ -160,9 +161,9 @@ async def test_restart_schedule_one_server_at_a_time(wait_until: WaitUntil) -> N
             )
         )
         async with app.run_test(size=(200, 50)) as pilot:
-            monitor = app.monitor
-            await wait_until(pilot, lambda: bool(monitor.measurement_summaries), limit_s=90)
-            summary = monitor.measurement_summaries[-1]
+            monitor = monitor_of(app.screen)
+            await wait_until(pilot, lambda: bool(monitor.ab.measurement_summaries), limit_s=90)
+            summary = monitor.ab.measurement_summaries[-1]
             assert "(restart," in summary and "2 pairs" in summary
             await pilot.press("ctrl+q")
     finally:

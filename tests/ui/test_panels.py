@@ -15,6 +15,7 @@ from mtpwatch.session.views import BandwidthView, describe_hardware
 from mtpwatch.ui.markup.ab import speedup_groups
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import pack
+from tests.feeds import monitor_of
 from tests.ui.refreshes import record_refreshes, record_relayouts
 
 ROOF = BandwidthView(
@@ -138,15 +139,20 @@ async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> Non
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await pilot.pause()
-        assert str(app.monitor.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
+        assert str(app.screen.query_one("#speedup").render()).startswith("speed-up B/A ")  # waiting
         await samples.load(app, "ab")  # A: no speculation, B: MTP
-        screen = app.monitor
-        screen.speedups = []
+        screen = monitor_of(app.screen)
+        # which arm speculates is read from the sources, not from the panels
+        screen.feeds[:] = [
+            samples.StillSource(samples.view_baseline()),
+            samples.StillSource(samples.view_mtp()),
+        ]
+        screen.ab.speedups.clear()
         mtp_tok_s = 15.0 if slow else 40.0
         for _ in range(3):
             a = Answer(PromptSummary(tokens=8, ttft_s=0.1, decode_tok_s=20.0))
             b = Answer(PromptSummary(tokens=8, ttft_s=0.1, decode_tok_s=mtp_tok_s))
-            screen.show_comparison(a, b)
+            screen.ab.show_comparison(a, b)
         await pilot.pause()
         line = str(screen.query_one("#speedup").render())
         # one wording before and after the first prompt (it said "MTP/baseline" after)
@@ -423,8 +429,8 @@ async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor(
     app = make_app(samples.config("ab"), autostart=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await samples.load(app, "ab")
-        screen = app.monitor
-        screen.speedups = []
+        screen = monitor_of(app.screen)
+        screen.ab.speedups.clear()
         models = ("google/gemma-4-26B-A4B-it", "google/gemma-4-E4B-it")
         feeds = [
             ServerFeed(
@@ -435,7 +441,7 @@ async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor(
         screen.feeds[:] = feeds  # not started: only their models are read
         a = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=40.0))
         b = Answer(PromptSummary(tokens=300, ttft_s=0.1, decode_tok_s=4.0))
-        screen.show_comparison(a, b)
+        screen.ab.show_comparison(a, b)
         await pilot.pause()
         line = " ".join(str(screen.query_one("#speedup").render()).split())
         assert "A serves google/gemma-4-26B-A4B-it and B serves google/gemma-4-E4B-it" in line

@@ -55,7 +55,7 @@ async def _replayed_rows_equal_live(recorded: Recorded, how: str, wait_until: Wa
     source = ReplaySource.open(recorded.path)
     app = make_app(source.config, replay=source)
     async with app.run_test(size=SIZE) as pilot:
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space", "home")  # pause, back to the start
         assert not screen.playing and source.now == source.t_start
@@ -117,7 +117,7 @@ async def test_the_replayed_panel_follows_playback_after_a_seek(
     source = ReplaySource.open(sim_recording.path)
     app = make_app(dataclasses.replace(source.config, speed=0.5), replay=source)
     async with app.run_test(size=SIZE) as pilot:
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space", "home", "n")  # pause, back to the start, seek to the first prompt
         assert not screen.playing
@@ -164,7 +164,7 @@ async def test_at_the_end_the_streaming_arm_shows_its_stream(
     source = ReplaySource.open(recorded.path)
     app = make_app(dataclasses.replace(source.config, speed=2.0), replay=source)
     async with app.run_test(size=SIZE) as pilot:
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         if how == "seek":
             screen.seek_to(source.t_end)

@@ -54,7 +54,7 @@ async def test_seeks_keep_the_recorded_prompt_numbers(sim_recording: Recorded, w
     source = ReplaySource.open(sim_recording.path)
     app = make_app(dataclasses.replace(source.config, speed=16.0), replay=source)
     async with app.run_test(size=(160, 48)) as pilot:
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space")  # pause: only the keys move the player
         while screen.playing:

@@ -28,7 +28,7 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
     source = ReplaySource.open(sim_recording.path)
     app = make_app(dataclasses.replace(source.config, speed=16.0), replay=source)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = app.monitor
+        screen = app.screen
         assert isinstance(screen, ReplayScreen)
         assert re.search(r"replay \d\d:\d\d\.\d / \d\d:\d\d\.\d · 16×", _title(screen))
         # Playing at 16×: the first answer arrives in both panes with its summary line.

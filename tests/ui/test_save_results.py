@@ -16,6 +16,7 @@ from mtpwatch.core.reports import reportfile
 from mtpwatch.session.measure import measurement_prompt
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -38,23 +39,24 @@ async def test_ctrl_s_and_exit_save_the_measurement(
             dataclasses.replace(config, measure=MeasureSettings(runs=3, warmup=1, save_path=str(on_exit)))
         )
         async with app.run_test(size=(160, 48)) as pilot:
-            monitor = app.monitor
+            monitor = monitor_of(app.screen)
             await wait_until(
                 pilot, lambda: all(p.view is not None and p.view.status == "up" for p in monitor.panels)
             )
             await pilot.press("ctrl+s")  # nothing measured yet: a warning, no file
             await pilot.pause()
-            assert monitor.saved_to is None and not on_exit.exists()
-            assert monitor.start_measurement([measurement_prompt("count to ten", 24)])
-            await wait_until(pilot, lambda: monitor.last_report is not None and not monitor.measuring, 40)
+            assert monitor.ab.saved_to is None and not on_exit.exists()
+            assert monitor.ab.start_measurement([measurement_prompt("count to ten", 24)])
+            ab = monitor.ab
+            await wait_until(pilot, lambda: ab.last_report is not None and not ab.measuring, 40)
             await pilot.press("ctrl+s")
-            await wait_until(pilot, lambda: monitor.saved_to is not None)
-            assert monitor.saved_to == on_exit
+            await wait_until(pilot, lambda: monitor.ab.saved_to is not None)
+            assert monitor.ab.saved_to == on_exit
             saved = on_exit.read_text(encoding="utf-8")
             on_exit.unlink()
             # a second measurement is unsaved until the app exits
-            assert monitor.start_measurement([measurement_prompt("name three colours", 24)])
-            await wait_until(pilot, lambda: monitor.saved_to is None and not monitor.measuring, 40)
+            assert monitor.ab.start_measurement([measurement_prompt("name three colours", 24)])
+            await wait_until(pilot, lambda: monitor.ab.saved_to is None and not monitor.ab.measuring, 40)
             await pilot.press("ctrl+q")
     doc = json.loads(saved)
     assert doc["tool"] == "mtpwatch bench" and doc["speedup"]["pairs"] == 2

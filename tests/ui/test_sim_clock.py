@@ -15,6 +15,7 @@ from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.roofline import render_bandwidth, render_bandwidth_short
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+from tests.feeds import monitor_of
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -62,7 +63,7 @@ async def test_attached_to_sim_speed_10_the_panel_says_why(wait_until: WaitUntil
         display = DisplaySettings(scrape_interval_s=0.1, max_tokens=64)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel = app.monitor.panels[0]
+            panel = monitor_of(app.screen).panels[0]
             assert isinstance(panel, ServerPanel)
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"Explain memory bandwidth", "enter")

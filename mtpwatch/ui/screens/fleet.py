@@ -36,6 +36,7 @@ from mtpwatch.core.sources.prometheus import (
     promql_queries,
 )
 from mtpwatch.core.sources.prometheus_fit import refresh_period
+from mtpwatch.session.drivers import LiveDriver
 from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
@@ -60,15 +61,32 @@ class FleetScreen(FrameScreen):
     """The fleet table, a status line, the footer."""
 
     BINDINGS = [
-        Binding("s", "cycle_sort", "Sort", tooltip="Cycle the sort order."),
-        Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order."),
-        Binding("f3", "cycle_window", "Window", tooltip="Rates over 10 s or 60 s."),
+        Binding("s", "cycle_sort", "Sort", tooltip="Cycle the sort order.", id="fleet-sort"),
+        Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order.", id="fleet-reverse"),
+        Binding("f3", "cycle_window", "Window", tooltip="Rates over 10 s or 60 s.", id="fleet-window"),
         Binding(
-            "enter", "open_row", "Open", tooltip="Open this server's monitor (Escape returns).", show=True
+            "enter",
+            "open_row",
+            "Open",
+            tooltip="Open this server's monitor (Escape returns).",
+            show=True,
+            id="fleet-open",
         ),
-        Binding("g", "toggle_groups", "Groups", tooltip="Show the fleet by group or by instance."),
-        Binding("slash", "filter", "Filter", tooltip="Show only rows whose text contains a word."),
-        Binding("escape", "back", "Back", show=False),
+        Binding(
+            "g",
+            "toggle_groups",
+            "Groups",
+            tooltip="Show the fleet by group or by instance.",
+            id="fleet-groups",
+        ),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            tooltip="Show only rows whose text contains a word.",
+            id="fleet-filter",
+        ),
+        Binding("escape", "back", "Back", show=False, id="fleet-back"),
     ]
 
     def __init__(
@@ -140,6 +158,10 @@ class FleetScreen(FrameScreen):
             )
             self.run_scraper()
             self.set_interval(REFRESH_S, self.refresh_direct)
+
+    def help_text(self) -> str:
+        """The help (`MtpWatchApp.action_help`): the columns, the outlier rule, the PromQL, the keys."""
+        return fleet_help(self.fleet, self.cost_words())
 
     def source_words(self) -> str:
         if self.fleet.prometheus is not None:
@@ -341,7 +363,10 @@ class FleetScreen(FrameScreen):
             title += " (counters from Prometheus; prompts go to the server itself)"
         spec = ServerSpec(label=row.name, url=url, model=row.model, api_key=self.fleet.api_key)
         config = AppConfig(servers=[spec], display=self.config.display, title=title)
-        screen = MonitorScreen(config, autostart=self.autostart, clock=self.clock, feed_factory=factory)
+        driver = LiveDriver(config, clock=self.clock, factory=factory)
+        screen = MonitorScreen(
+            config, autostart=self.autostart, clock=self.clock, driver=driver, returns=True
+        )
         self.app.push_screen(screen)
 
     async def stop(self) -> None:

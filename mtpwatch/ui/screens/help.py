@@ -77,39 +77,23 @@ its blocks give their rows to the answer, one at a time while it still would: th
 tok/s chart (120×40; the tok/s stay in the numbers), then the bars, with the compact numbers (`pos`
 keeps every position). Stacked panes (below 120 columns) give up the verdict.
 
-## Keys
+"""
 
-| key | action |
-|---|---|
-| Enter | send the prompt (to every server) |
-| ↑ / ↓ | prompt history |
-| Escape | cancel the running generation (the partial answer stays, marked cancelled) |
-| PgUp / PgDn | scroll the answers back / forward (the end follows new text again) |
-| ? / F1 | this help — `?` works while the prompt box is empty or holds the suggested prompt (F1 is taken by VS Code Remote terminals); Esc closes it |
-| F2 | pause the display (collection continues; numbers jump on resume) |
-| F3 | cycle the acceptance window |
-| F4 | send a sample prompt |
-| F5 | clear the answers |
-| Ctrl+P | command palette |
-| Ctrl+Q / Ctrl+C | quit (stops servers mtpwatch started), on every screen |
-
+METHOD_NAMES = """\
 ## Method names
 
 The header says what speculates: `MTP k=2`, `ngram k=4`, `EAGLE-3 k=3` when the method is known
 (the log of a server mtpwatch started, the simulator, `--spec-method`), and `speculative k=4`
 when it is not — the counters alone do not say which method drafted.
 
-## Replay (`mtpwatch replay FILE`)
-
-| key | action |
-|---|---|
-| Space | play / pause |
-| ← / → | back / forward 10 s |
-| n / p | next / previous prompt |
-| . | step to the next scrape (pauses) |
-| + / - | faster / slower (¼× … 16×) |
-| Home | back to the start |
 """
+
+
+def monitor_help(keys: str, player_keys: str) -> str:
+    """The monitor's help: every number, then its key table and the replay player's (`screens/keys.key_table`)."""
+    return (
+        f"{HELP_TEXT}## Keys\n\n{keys}\n\n{METHOD_NAMES}## Replay (`mtpwatch replay FILE`)\n\n{player_keys}\n"
+    )
 
 
 class HelpScreen(ModalScreen[None]):
@@ -119,7 +103,7 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="close-help"),
     ]
 
-    def __init__(self, text: str = HELP_TEXT) -> None:
+    def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
 

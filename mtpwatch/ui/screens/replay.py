@@ -2,7 +2,7 @@
 
 The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
 Its feeds run on the recording's clock, and the panels get their views the live way: the player
-marks the feeds changed, the screen's view tick (`MonitorScreen.tick_views`) builds and shows them.
+marks the feeds changed, the screen's view tick (`PanelFeeds.tick_views`) builds and shows them.
 Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
 +/- speed (¼× … 16×), Home back to the start.
 """
@@ -12,14 +12,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
+from mtpwatch.session.replay_driver import ReplayDriver
 from mtpwatch.ui.markup.titles import render_replay_title
+from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.screens.sizing import title_width
 from mtpwatch.ui.widgets.prompt_input import PromptInput
@@ -38,24 +39,18 @@ def _clock_text(seconds: float) -> str:
 class ReplayScreen(MonitorScreen):
     """The monitor screen with a player instead of servers."""
 
-    # priority: no widget (an answer pane that scrolls) may take the player's keys. None in the
-    # footer: the console's row lists them at every width (four here cut the footer at 80 columns).
-    BINDINGS = [
-        Binding("space", "play_pause", "Play/pause", show=False, id="replay-play", priority=True),
-        Binding("left", "seek(-10)", "−10 s", show=False, id="replay-back", priority=True),
-        Binding("right", "seek(10)", "+10 s", show=False, id="replay-forward", priority=True),
-        Binding("n", "jump(1)", "Next prompt", show=False, id="replay-next", priority=True),
-        Binding("p", "jump(-1)", "Prev prompt", show=False, id="replay-previous", priority=True),
-        Binding("full_stop", "step", "Step", show=False, id="replay-step", priority=True),
-        Binding("plus,equals_sign", "speed(1)", "Faster", show=False, id="replay-faster", priority=True),
-        Binding("minus", "speed(-1)", "Slower", show=False, id="replay-slower", priority=True),
-        Binding("home", "restart", "Start", show=False, id="replay-start", priority=True),
-    ]
+    BINDINGS = [*PLAYER_KEYS]  # the monitor's and the app's keys too; the monitor's help lists them
 
     def __init__(
         self, config: AppConfig, source: ReplaySource, *, loop: bool = False, speed: float = 1.0
     ) -> None:
-        super().__init__(config, autostart=False, clock=source.clock, schedule=source.schedule)  # type: ignore[arg-type]
+        super().__init__(
+            config,
+            autostart=False,
+            clock=source.clock,
+            schedule=source.schedule,  # type: ignore[arg-type]
+            driver=ReplayDriver(source),
+        )
         self.source = source
         self.replay_loop = loop
         self.playing = True
@@ -78,7 +73,7 @@ class ReplayScreen(MonitorScreen):
         prompt.disabled = True
         if self.config.mode == "ab":
             self.query_one("#measure", Static).display = False  # F6 measures servers, not files
-        self.feeds = list(self.source.feeds)
+        self.driver.open()
         for panel in self.panels:
             panel.show_monitor()
         self._apply(self.source.advance(self.source.t_start))
@@ -97,7 +92,7 @@ class ReplayScreen(MonitorScreen):
         total = _clock_text(source.t_end - source.t_start)
         player = (state, _clock_text(source.elapsed_s), total, speed)
         title = render_replay_title(
-            player, self.window, title=self.config.title, paused=self._is_paused(), width=title_width(self)
+            player, self.window, title=self.config.title, paused=self.is_paused(), width=title_width(self)
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
@@ -152,8 +147,7 @@ class ReplayScreen(MonitorScreen):
             return
         self._answers[server] = answer
         if len(self._answers) == 2:
-            self.views_due(now=True)  # the ratio's label reads the panels' views
-            self.show_comparison(self._answers[0], self._answers[1])
+            self.ab.show_comparison(self._answers[0], self._answers[1])
             self._answers = {}
 
     def seek_to(self, t: float) -> None:
@@ -164,10 +158,9 @@ class ReplayScreen(MonitorScreen):
             for panel in self.panels:
                 panel.stream.reset()
                 panel.clear_summaries()
-            self.speedups.clear()
+            self.ab.speedups.clear()
             self._answers = {}
-        actions = source.seek(t)
-        self.feeds = list(source.feeds)
+        actions = self.driver.seek(t)
         last_begin: dict[int, int] = {}
         for i, action in enumerate(actions):
             if action.kind == "begin":
@@ -213,14 +206,3 @@ class ReplayScreen(MonitorScreen):
 
     def action_restart(self) -> None:
         self.seek_to(self.source.t_start)
-
-    def send(self, prompt: str) -> None:
-        """A replay sends nothing (F4, a loop): it has no server and uses no network."""
-        self.notify("This is a replay: no server to send prompts to.", severity="warning")
-
-    def start_measurement(self, prompts: object = None) -> bool:
-        self.notify("This is a replay: F6 measures live servers.", severity="warning")
-        return False
-
-    async def stop_servers(self) -> None:
-        """Nothing to stop in a replay."""

@@ -20,6 +20,7 @@ class PromptInput(Input):
     """
 
     BINDINGS = [
+        Binding("enter", "submit", "Send", show=False, id="send"),  # Input's own, with an id for the help
         Binding("up", "history(-1)", "Previous prompt", show=False, id="history-previous"),
         Binding("down", "history(1)", "Next prompt", show=False, id="history-next"),
     ]

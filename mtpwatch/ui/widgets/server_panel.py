@@ -13,7 +13,7 @@ from textual.reactive import var
 from textual.widget import Widget
 from textual.widgets import Log, Static
 
-from mtpwatch.session.views import PromptSummary, ServerView, mixed_lengths
+from mtpwatch.session.views import PromptSummary, ServerView, StartupView, mixed_lengths
 from mtpwatch.ui.fastpaint.rows import RowRefresh
 from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup.panel import (
@@ -21,6 +21,7 @@ from mtpwatch.ui.markup.panel import (
     render_bars,
     render_header,
     render_numbers,
+    render_startup,
     render_summary,
     render_verdict,
 )
@@ -53,7 +54,7 @@ class ServerPanel(RowRefresh, Vertical):
     """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
 
     Data comes in one way: `show(view)` with a complete `ServerView`. The screen's view tick
-    (`MonitorScreen.tick_views`) builds the views from the feeds with the screen's clock (a replay's
+    (`PanelFeeds.tick_views`) builds the views from the feeds with the screen's clock (a replay's
     is the recording's) and shows them; the panel never fetches or builds anything itself.
     """
 
@@ -291,6 +292,10 @@ class ServerPanel(RowRefresh, Vertical):
         self._one(".startup-phase", Static).update(Content.from_markup(phase))
         if lines:
             self._one(".server-log", Log).write_lines(lines)
+
+    def startup_progress(self, view: StartupView, lines: list[str]) -> None:
+        """A launch's progress (`session.launching.StartupProgress`): its phase and new log lines."""
+        self.show_startup(render_startup(view), lines)
 
     def show_monitor(self) -> None:
         """Switch from the startup log to the monitor."""

@@ -1,0 +1,115 @@
+"""Drivers: what stands behind a monitor screen, live servers or a recording.
+
+A monitor screen (`ui.screens.monitor.MonitorScreen`) holds one driver and asks it before it sends
+a prompt, starts a measurement or seeks; a driver that cannot says why in one line, which the
+screen shows. The driver also owns its sources (one per server panel) and stops them.
+
+- `LiveDriver`: servers over HTTP (or Prometheus through its `SourceFactory`, a fleet row's
+  monitor): builds the sources, records them with `--record`, sends and measures, cannot seek;
+- `session/replay_driver.ReplayDriver`: a recording played back: seeks, sends nothing, measures
+  nothing, stops nothing (loaded only by `mtpwatch replay`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from mtpwatch.config import AppConfig
+from mtpwatch.core.record.writer import Recorder, RecordError
+from mtpwatch.session.recording import FeedTap, open_recording
+from mtpwatch.session.sources import Source, SourceFactory
+
+if TYPE_CHECKING:  # a live session never loads the replay
+    from mtpwatch.session.replay import Action
+
+Operation = Literal["send", "measure", "seek"]
+"""What a screen asks its driver before it does it: send a prompt, start a measurement, seek."""
+
+
+class Driver(Protocol):
+    """What stands behind a monitor screen: its sources, and what it can do with them."""
+
+    sources: list[Source]
+    """One source per server panel, in config order (the same list for the screen's life)."""
+    recorder: Recorder | None
+    """`--record FILE`: every source writes to it (None: not recording)."""
+
+    def open(self) -> str | None:
+        """Fill `sources` (a live session builds them); an error to show, or None."""
+        ...
+
+    def cannot(self, what: Operation) -> str | None:
+        """Why this session cannot `what` now, in one line; None when it can."""
+        ...
+
+    def seek(self, t: float) -> list[Action]:
+        """Move to time `t` (only where `cannot('seek')` is None): what the answer panes show."""
+        ...
+
+    def stop_recording(self) -> None:
+        """Close the `--record` file now (the session goes on unrecorded)."""
+
+    async def stop(self) -> None:
+        """Stop owned server processes (unless kept) and close clients."""
+
+
+class LiveDriver:
+    """Servers watched as they run: sources built by `factory` (default `ServerFeed`, live HTTP)."""
+
+    def __init__(
+        self,
+        config: AppConfig,
+        *,
+        clock: Callable[[], float],
+        schedule: str = "alternate",
+        factory: SourceFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.schedule = schedule
+        self.factory = factory
+        self.sources: list[Source] = []
+        self.recorder: Recorder | None = None
+
+    def open(self) -> str | None:
+        """Build one source per server, each recorded when `--record` says so."""
+        from mtpwatch.session.watch import ServerFeed  # the default factory
+
+        factory: SourceFactory = self.factory or ServerFeed
+        error = None
+        try:
+            self.recorder = open_recording(self.config, self.schedule)
+        except RecordError as exc:
+            error = f"Error: {exc}"
+        for i, spec in enumerate(self.config.servers):
+            source = factory(spec, self.config.display, clock=self.clock)
+            if self.recorder is not None:
+                source.observers.add(FeedTap(self.recorder, i))
+            self.sources.append(source)
+        return error
+
+    def cannot(self, what: Operation) -> str | None:
+        if what == "send" and not self.sources:
+            return "Not connected to any server."
+        if what == "measure" and (self.config.mode != "ab" or len(self.sources) != 2):
+            return "Measuring needs two servers (mtpwatch ab / demo)."
+        if what == "seek":
+            return "Live servers have no recording to seek in."
+        return None
+
+    def seek(self, t: float) -> list[Action]:
+        raise RuntimeError(self.cannot("seek"))
+
+    def stop_recording(self) -> None:
+        recorder, self.recorder = self.recorder, None
+        if recorder is not None:
+            recorder.mark(self.clock(), "quit")
+            for source in self.sources:
+                source.observers.clear()
+            recorder.close()
+
+    async def stop(self) -> None:
+        self.stop_recording()  # what follows (clients closing) is not the session
+        await asyncio.gather(*(source.close() for source in self.sources), return_exceptions=True)
