@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-from mtpwatch.config import ServerSpec
-from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.diagnosis import MTP_SLOWER
 from mtpwatch.session.speedups import SpeedupSeries
 from mtpwatch.session.views import PromptSummary, ServerView
+from tests.ui.samples import StillSource
 
 
-class _Arm:
+def _Arm(label: str, speculative: bool, model: str = "m") -> StillSource:
     """A source that only answers what the speed-up reads: its view, model and identity."""
-
-    def __init__(self, label: str, speculative: bool, model: str = "m") -> None:
-        self.spec = ServerSpec(label=label, url="http://127.0.0.1:1", model=model)
-        self.model = model
-        self.spec_method = "mtp" if speculative else None
-        self.version = None
-        self.shown = ServerView(
-            label=label, url=self.spec.url, status="up", speculative=speculative, method=self.spec_method
-        )
-
-    def view(self, window: str) -> ServerView:
-        return self.shown
-
-    def rates(self, window: str, now: float | None = None) -> Rates | None:
-        return None
+    method = "mtp" if speculative else None
+    view = ServerView(
+        label=label,
+        url="http://127.0.0.1:1",
+        status="up",
+        speculative=speculative,
+        method=method,
+        model=model,
+    )
+    return StillSource(view)
 
 
 def _answer(tok_s: float) -> Answer:
@@ -36,11 +30,11 @@ def _answer(tok_s: float) -> Answer:
 def test_the_speculating_arm_goes_over_the_baseline_whichever_it_is() -> None:
     series = SpeedupSeries()
     b_speculates = [_Arm("A", False), _Arm("B", True)]
-    shown = series.compare(_answer(20.0), _answer(50.0), b_speculates, window="10 s", race=False)  # type: ignore[arg-type]
+    shown = series.compare(_answer(20.0), _answer(50.0), b_speculates, window="10 s", race=False)
     assert (shown.label, shown.last, shown.count) == ("B/A", 2.5, 1)
     series.clear()
     a_speculates = [_Arm("A", True), _Arm("B", False)]
-    shown = series.compare(_answer(50.0), _answer(20.0), a_speculates, window="10 s", race=False)  # type: ignore[arg-type]
+    shown = series.compare(_answer(50.0), _answer(20.0), a_speculates, window="10 s", race=False)
     assert (shown.label, shown.last) == ("A/B", 2.5)
 
 
@@ -48,6 +42,6 @@ def test_mtp_slower_on_the_last_prompts_is_said_and_a_race_says_nothing() -> Non
     arms = [_Arm("A", False), _Arm("B", True)]
     series = SpeedupSeries()
     for _ in range(3):
-        shown = series.compare(_answer(20.0), _answer(15.0), arms, window="10 s", race=False)  # type: ignore[arg-type]
+        shown = series.compare(_answer(20.0), _answer(15.0), arms, window="10 s", race=False)
     assert shown.median == 0.75 and any(MTP_SLOWER in w for w in shown.warnings)
-    assert not series.compare(_answer(20.0), _answer(15.0), arms, window="10 s", race=True).warnings  # type: ignore[arg-type]
+    assert not series.compare(_answer(20.0), _answer(15.0), arms, window="10 s", race=True).warnings
