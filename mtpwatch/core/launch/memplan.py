@@ -558,11 +558,6 @@ def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
     )
 
 
-def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:
-    """The server's command line with the plan's flags appended (the user's own are never replaced)."""
-    return [*argv, *plan.added_flags]
-
-
 def with_gpu_overrides(
     gpu: GpuMemory, *, total_gib: float | None = None, free_gib: float | None = None
 ) -> GpuMemory:
