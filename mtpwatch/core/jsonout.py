@@ -1,10 +1,17 @@
-"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null."""
+"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null; the one dataclass encoder.
+
+`JsonFields` gives a dataclass `to_json()`: its fields in order, each under its name, unless its
+metadata (`field(metadata=key(...))`) renames it, scales and rounds it, or leaves it out; tuples
+become lists, mappings dicts, and a value with its own `to_json` writes itself.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar, NamedTuple
 
 
 def json_safe(value: Any) -> Any:
@@ -26,3 +33,59 @@ def round_or_none(x: float | None, nd: int) -> float | None:
 def dumps(value: Any, **kwargs: Any) -> str:
     """`json.dumps` of `json_safe(value)`, refusing NaN (so a slip raises instead of writing bad JSON)."""
     return json.dumps(json_safe(value), allow_nan=False, **kwargs)
+
+
+class _Key(NamedTuple):
+    name: str | None
+    nd: int | None
+    times: float
+    per: float
+    omit: bool
+
+
+_PLAIN = _Key(None, None, 1.0, 1.0, False)
+
+
+def key(
+    name: str | None = None,
+    *,
+    nd: int | None = None,
+    times: float = 1.0,
+    per: float = 1.0,
+    omit: bool = False,
+) -> dict[str, Any]:
+    """A field's metadata for `JsonFields`: written as `name`, as round(value × times / per, nd), or not."""
+    return {"json": _Key(name, nd, times, per, omit)}
+
+
+def _encode(value: Any, how: _Key) -> Any:
+    if value is None or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int | float):
+        scaled = value * how.times / how.per if (how.times, how.per) != (1.0, 1.0) else value
+        return scaled if how.nd is None else round(scaled, how.nd)
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return {k: _encode(v, how) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v, how) for v in value]
+    return value
+
+
+class JsonFields:
+    """A dataclass's `to_json()`: every field in order, as its `key(...)` metadata says (none: as is);
+    a class whose document also holds properties names them all, in order, in `JSON_KEYS` (one string,
+    names apart by spaces, as `namedtuple` takes them)."""
+
+    __slots__ = ()
+    JSON_KEYS: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        how = {f.name: f.metadata.get("json", _PLAIN) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        out: dict[str, Any] = {}
+        for name in self.JSON_KEYS.split() or how:
+            spec = how.get(name, _PLAIN)
+            if not spec.omit:
+                out[spec.name or name] = _encode(getattr(self, name), spec)
+        return out

@@ -24,11 +24,12 @@ import re
 import socket
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
+from mtpwatch.core.jsonout import JsonFields
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
@@ -158,7 +159,7 @@ def spec_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
 
 
 @dataclass(slots=True)
-class ArmInfo:
+class ArmInfo(JsonFields):
     """What is known about one arm's server."""
 
     url: str
@@ -213,10 +214,6 @@ class ArmInfo:
         logged = {k: v for k, v in logged.items() if v is not None}
         if logged:
             self.spec_config = {**(self.spec_config or {}), "from_log": logged}
-
-    def to_json(self) -> dict[str, Any]:
-        """The `meta.arms.<name>` object."""
-        return asdict(self)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -316,16 +313,13 @@ async def describe_arm(arm: Any) -> ArmInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class GpuInfo:
+class GpuInfo(JsonFields):
     """The GPU the numbers were measured on, and where that was learnt."""
 
     name: str | None
     peak_gbps: float | None
     source: str
     """'nvml (this host)', '--gpu', or 'unknown'."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def gpu_from_name(name: str) -> GpuInfo:

@@ -6,7 +6,7 @@ overhead and a small per-token compute term; and, with speculation on, ``k`` dra
 drafts token by token). Prefill adds a per-prompt-token term. Acceptance is sampled per request per
 verify step from conditional per-position probabilities with a seeded RNG, so runs are reproducible.
 
-The server's engine loop and `simulate_request` (used by tests and benchmarks) share these
+The server's engine loop and the tests' `simulate_request` (tests/reference.py) share these
 functions, so a figure checked here is the figure the HTTP server produces (divided by `speed`).
 """
 
@@ -144,71 +144,3 @@ class Physics:
             marginal *= prob
             tau += marginal
         return tau
-
-
-@dataclass(frozen=True, slots=True)
-class RequestTrace:
-    """One request simulated alone on the virtual clock."""
-
-    ttft_s: float
-    """Prefill step duration (arrival → first token; no queueing)."""
-    token_times: tuple[float, ...]
-    """Virtual time at which each output token was emitted."""
-    tokens_per_step: tuple[int, ...]
-    """Tokens emitted per engine step (first entry is the prefill step's 1 token)."""
-    drafts: int
-    """Verify steps that carried drafts."""
-    accepted: int
-    """Accepted draft tokens (counted before max_tokens truncation, as vLLM does)."""
-    accepted_per_pos: tuple[int, ...]
-    """Drafts that accepted at least i+1 tokens."""
-
-    @property
-    def e2e_s(self) -> float:
-        """Arrival → last token."""
-        return self.token_times[-1] if self.token_times else 0.0
-
-    @property
-    def decode_tok_s(self) -> float:
-        """(tokens − 1) / (t_last − t_first), the client-side decode rate."""
-        n = len(self.token_times)
-        if n < 2:
-            return 0.0
-        return (n - 1) / (self.token_times[-1] - self.token_times[0])
-
-
-def simulate_request(
-    physics: Physics, *, prompt_tokens: int, max_tokens: int, seed: int = 0, category_factor: float = 1.0
-) -> RequestTrace:
-    """Run one request alone through the step model (virtual time, deterministic)."""
-    rng = random.Random(seed)
-    now = physics.step_cost(prefill=[prompt_tokens]).seconds
-    ttft = now
-    times = [now]
-    per_step = [1]
-    drafts = accepted_total = 0
-    per_pos = [0] * physics.k
-    generated = 1
-    while generated < max_tokens:
-        context = prompt_tokens + generated
-        now += physics.step_cost(decode=[context]).seconds
-        emitted = 1
-        if physics.spec:
-            accepted = physics.sample_accepted(rng, generated, category_factor)
-            drafts += 1
-            accepted_total += accepted
-            for i in range(accepted):
-                per_pos[i] += 1
-            emitted = accepted + 1
-        emitted = min(emitted, max_tokens - generated)
-        generated += emitted
-        times.extend([now] * emitted)
-        per_step.append(emitted)
-    return RequestTrace(
-        ttft_s=ttft,
-        token_times=tuple(times),
-        tokens_per_step=tuple(per_step),
-        drafts=drafts,
-        accepted=accepted_total,
-        accepted_per_pos=tuple(per_pos),
-    )

@@ -47,9 +47,10 @@ from pathlib import Path
 from typing import Any
 
 from mtpwatch.config import DisplaySettings
-from mtpwatch.core.ab.stats import abba_order, bootstrap_median_ci, median_ci
+from mtpwatch.core.ab.stats import abba_order, median_ci
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest, StreamEvent
+from tests.reference import bootstrap_median_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from watch_cost import Tty  # the app on a pty, as SSH carries it

@@ -19,12 +19,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtpwatch.commands.bench import command
-from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.sim.harness import SimThread
+from tests.reference import spec_counters
 
 PROMPTS = [Prompt("p1", "one", "cat", 8)]
 REFUSED = "127.0.0.1:1"  # nothing listens on port 1: any request would fail at once
@@ -105,7 +106,7 @@ class FlakyArm:
         created = 1.0
         if self.reset_after is not None and self.scrapes > self.reset_after:
             n, created = n - self.reset_after, 2.0
-        return SpecCounters(n, 2 * n, n, (n,), 1, created)
+        return spec_counters(n, 2 * n, n, (n,), 1, created)
 
 
 async def test_unreadable_metrics_and_restarts_are_reported() -> None:

@@ -13,8 +13,8 @@ from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     parse_samples,
     parse_samples_reference,
-    same_samples,
 )
+from tests.reference import same_samples
 
 _NAME_TAIL = st.text("abcdefgh_:0123456789", min_size=1, max_size=12)
 NAMES = st.builds(

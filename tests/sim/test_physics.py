@@ -13,8 +13,9 @@ import statistics
 
 import pytest
 
-from mtpwatch.sim.physics import Physics, simulate_request
+from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import PRESETS, MoeSpec, UnknownPresetError, get_preset
+from tests.reference import simulate_request
 
 TOLERANCE = 0.10
 

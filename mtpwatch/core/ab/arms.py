@@ -50,31 +50,6 @@ class ArmResult:
     """Gaps between successive chunks with output (`vllm bench serve`'s ITL)."""
 
 
-def SpecCounters(  # the old class name: arms without a /metrics page build their scrapes with it
-    drafts: float,
-    draft_tokens: float,
-    accepted: float,
-    accepted_per_pos: tuple[float, ...],
-    k: int,
-    created: float | None = None,
-) -> MetricsSnapshot:
-    """A `MetricsSnapshot` that holds only the speculative-decoding counters of one scrape.
-
-    For arms that have no `/metrics` page to parse (in-process arms, tests): cumulative counts summed
-    over engines, `k` the number of `position` labels, `created` the counters' `_created` time.
-    """
-    return MetricsSnapshot(
-        schema="vllm",
-        speculative=True,
-        num_speculative_tokens=k,
-        drafts=drafts,
-        draft_tokens=draft_tokens,
-        accepted=accepted,
-        accepted_per_pos=tuple(accepted_per_pos),
-        created=created,
-    )
-
-
 @runtime_checkable
 class Arm(Protocol):
     """One side of the comparison: something that generates and can be scraped."""

@@ -8,7 +8,6 @@ Confidence interval of the median: the default is the distribution-free order-st
 (the sign-test / binomial interval). For any continuous distribution its coverage is at least the
 nominal level, it needs no seed, and it stays valid at the seed benchmark's 11 pairs, where the
 bootstrap distribution of a median has only a handful of distinct values and under-covers.
-A seeded percentile bootstrap over pairs is also provided, for reports that want both.
 """
 
 from __future__ import annotations
@@ -105,24 +104,6 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
         high=xs[n - j],
         coverage=coverage,
         method="distribution-free order-statistic CI for the median",
-    )
-
-
-def bootstrap_median_ci(
-    values: Sequence[float], confidence: float = 0.95, *, resamples: int = 2000, seed: int = 0
-) -> Interval:
-    """Percentile bootstrap CI for the median, resampling whole pairs (their ratios) with a fixed seed."""
-    if not values:
-        raise ValueError("no values for a confidence interval")
-    xs = [float(v) for v in values]
-    rng = random.Random(seed)
-    n = len(xs)
-    medians = sorted(statistics.median(rng.choices(xs, k=n)) for _ in range(resamples))
-    alpha = 1.0 - confidence
-    lo = medians[max(0, math.floor(alpha / 2 * resamples))]
-    hi = medians[min(resamples - 1, math.ceil((1 - alpha / 2) * resamples) - 1)]
-    return Interval(
-        low=lo, high=hi, coverage=confidence, method=f"percentile bootstrap over pairs (seed {seed})"
     )
 
 

@@ -94,7 +94,6 @@ class Track:
         self.busy = False
         self.reason = ""
         self.last_rows: list[FleetRow] = []
-        self.restarted_keys: set[GroupKey] = set()
 
     def record(self, text: str, now: float) -> None:
         """Add one page (raises MetricsFormatError for a malformed one)."""

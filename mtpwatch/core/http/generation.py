@@ -245,7 +245,7 @@ def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
 class ChunkDecoder:
     """SSE payload → `StreamEvent`, holding the running token count of one stream (hot path)."""
 
-    __slots__ = ("count", "exact", "finish_reason", "prompt_tokens", "usage_chunks")
+    __slots__ = ("count", "exact", "finish_reason", "prompt_tokens")
 
     def __init__(self) -> None:
         self.count = 0
@@ -254,8 +254,6 @@ class ChunkDecoder:
         """False once a chunk had to be estimated (until the final usage restores the exact total)."""
         self.prompt_tokens: int | None = None
         self.finish_reason: str | None = None
-        self.usage_chunks = 0
-        """Output chunks that carried usage (0 when the server ignores continuous_usage_stats)."""
 
     def decode(self, payload: bytes | str, t: float) -> StreamEvent | None:
         """Decode one `data:` payload (not `[DONE]`); None for events that carry nothing to show.
@@ -332,7 +330,6 @@ class ChunkDecoder:
             if ct > self.count or final_usage or finish is not None:
                 self.count = ct  # the last chunk's usage is the total, even below an estimate
             self.exact = True
-            self.usage_chunks += 1
         elif ids:
             tokens = len(ids)
             self.count += tokens

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from mtpwatch.core.jsonout import JsonFields, key
+
 __all__ = [
     "GB10_TOTAL_SHARE",
     "GIB",
@@ -132,25 +134,16 @@ def fmt_gib(n: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class GpuMemory:
+class GpuMemory(JsonFields):
     """The device the servers will share: its memory as vLLM will see it at start-up."""
 
     name: str
-    total_bytes: float
-    free_bytes: float
+    total_bytes: float = field(metadata=key("total_gib", per=GIB, nd=2))
+    free_bytes: float = field(metadata=key("free_gib", per=GIB, nd=2))
     source: str
     """Where the figures come from: 'nvml', '/proc/meminfo (unified memory)', 'table: …', 'override'."""
     unified: bool = False
     """CPU and GPU share the memory (GB10): the OS and every process count against 'free'."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "total_gib": round(self.total_bytes / GIB, 2),
-            "free_gib": round(self.free_bytes / GIB, 2),
-            "source": self.source,
-            "unified": self.unified,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,11 +549,6 @@ def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
         f"the GPU has {fmt_gib(live.free_bytes)} GiB free now ({live.source}); {plan.rule.name} would start "
         "both and run short of memory instead of refusing: free memory, give smaller shares, or use --restart"
     )
-
-
-def apply_plan(argv: Sequence[str], plan: ServerPlan) -> list[str]:
-    """The server's command line with the plan's flags appended (the user's own are never replaced)."""
-    return [*argv, *plan.added_flags]
 
 
 def with_gpu_overrides(

@@ -50,10 +50,11 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
 
 __all__ = [
@@ -109,10 +110,10 @@ def parse_version(text: str) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class VllmVersion:
+class VllmVersion(JsonFields):
     """The installed vLLM's version as far as mtpwatch could read it."""
 
-    text: str | None
+    text: str | None = field(metadata=key("version"))
     """'0.34.0'; None: unknown."""
     source: str
     """Where it was read ('vllm --version', 'package metadata …'), or why it is unknown."""
@@ -132,9 +133,6 @@ class VllmVersion:
         if self.text is None:
             return f"vLLM version unknown ({self.source}): planned with vLLM 0.34's rule, the strictest"
         return f"vLLM {self.text} ({self.source})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.text, "source": self.source}
 
 
 def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:

@@ -19,7 +19,6 @@ reference parser is then prometheus_client's OpenMetrics parser.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -258,15 +257,3 @@ def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFI
         return _reference_samples(parser(text), prefixes)
     except (ValueError, IndexError) as exc:
         raise MetricsFormatError(f"invalid exposition text: {exc}") from None
-
-
-def same_samples(a: list[Sample], b: list[Sample]) -> bool:
-    """Equality that treats NaN values as equal (NaN != NaN otherwise)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if x.name != y.name or x.labels != y.labels or x.timestamp != y.timestamp:
-            return False
-        if x.value != y.value and not (math.isnan(x.value) and math.isnan(y.value)):
-            return False
-    return True

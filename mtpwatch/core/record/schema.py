@@ -16,22 +16,6 @@ from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
 VERSION = 1
 """Bumped when a reader of the previous version could misread a record."""
 
-KINDS = (
-    "header",
-    "server",
-    "life",
-    "scrape",
-    "down",
-    "prompt",
-    "ev",
-    "result",
-    "end",
-    "done",
-    "nvml",
-    "mark",
-)
-"""Every record kind (docs/recording.md says what each carries)."""
-
 
 def filter_page(text: str) -> list[str]:
     """The lines of a /metrics page that `core.metrics.snapshot` reads (its SNAPSHOT_PREFIXES).

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from mtpwatch.core.jsonout import JsonFields
 from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ModelSpec
 
 
 @dataclass(frozen=True, slots=True)
-class StepBytes:
+class StepBytes(JsonFields):
     """Bytes read from DRAM by one decode step (one target verify pass and its draft passes)."""
 
     target: float
@@ -55,20 +55,6 @@ class StepBytes:
     """Expected distinct experts read per MoE layer (None for dense models)."""
     detail: Mapping[str, float] = field(default_factory=dict)
     """Target weight bytes by part: attention, mlp, experts, router, ple, lm_head, embed_rows."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "drafter": self.drafter,
-            "kv": self.kv,
-            "total": self.total,
-            "kv_target": self.kv_target,
-            "kv_drafter": self.kv_drafter,
-            "draft_passes": self.draft_passes,
-            "tokens_per_pass": self.tokens_per_pass,
-            "experts_per_layer": self.experts_per_layer,
-            "detail": dict(self.detail),
-        }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,10 +25,11 @@ import importlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core.jsonout import JsonFields
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
 ANALYTIC_ONLY = "analytic only"
@@ -37,7 +38,7 @@ GPM_DRAM_BW_UTIL = 10
 
 
 @dataclass(frozen=True, slots=True)
-class HardwareReading:
+class HardwareReading(JsonFields):
     """One sample of the local GPU, or the reason there is none."""
 
     source: str
@@ -62,9 +63,6 @@ class HardwareReading:
     """'nvml' or '/proc/meminfo (unified memory)'."""
     interval_s: float | None = None
     """Seconds between the two GPM samples behind dram_bw_util_pct."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def meminfo_used_bytes(path: str | Path = "/proc/meminfo") -> tuple[int, int] | None:

@@ -340,7 +340,7 @@ class PrometheusSource:
         """
         self.url = normalize_url(url)
         self.selector = selector
-        self._matchers = check_selector(selector)
+        check_selector(selector)
         self.stale_after_s = stale_after_s
         self.clock = clock
         self._timeout = timeout

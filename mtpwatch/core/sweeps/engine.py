@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.jsonout import JsonFields
+
 __all__ = [
     "BLOCK_DRAFTERS",
     "DYNAMIC_K_SINCE",
@@ -63,7 +65,7 @@ LLAMACPP_SYNTHETIC_FLAGS = ("--spec-synthetic-acceptance-length", "--spec-synthe
 
 
 @dataclass(frozen=True, slots=True)
-class EngineFlag:
+class EngineFlag(JsonFields):
     """One engine mode that changes what mtpwatch may claim."""
 
     name: str
@@ -76,13 +78,12 @@ class EngineFlag:
     def line(self) -> str:
         return f"{self.name}: {self.what} — advice: {self.advice}; lossless check: {self.lossless}"
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "what": self.what, "advice": self.advice, "lossless": self.lossless}
-
 
 @dataclass(frozen=True, slots=True)
-class EngineMode:
+class EngineMode(JsonFields):
     """The speculative setup one server runs, as far as it is known."""
+
+    JSON_KEYS = "method k vllm_version verification lossless truncation_holds schedule source flags"
 
     method: str | None
     k: int | None
@@ -140,19 +141,6 @@ class EngineMode:
     def lines(self) -> list[str]:
         """The headline, then one line per flag."""
         return [self.headline(), *(f.line() for f in self.flags)]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "k": self.k,
-            "vllm_version": self.vllm_version,
-            "verification": self.verification,
-            "lossless": self.lossless,
-            "truncation_holds": self.truncation_holds,
-            "schedule": [list(r) for r in self.schedule] if self.schedule else None,
-            "source": self.source,
-            "flags": [f.to_json() for f in self.flags],
-        }
 
 
 def parse_schedule(value: Any) -> tuple[tuple[int, int, int], ...] | None:

@@ -19,8 +19,9 @@ The rule, stated once (every table that names a best k reads it from here):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+
+from mtpwatch.core.jsonout import JsonFields, key
 
 __all__ = ["RULE", "Choice", "Estimate", "common_choice", "resolve"]
 
@@ -43,14 +44,16 @@ class Estimate:
 
 
 @dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(JsonFields):
     """What the data says at one point (one concurrency, or a sweep's one)."""
+
+    JSON_KEYS = "best resolved within k weak"
 
     best: int
     """The k with the highest median (0 when none beats 1.0)."""
-    within: tuple[int, ...]
+    within: tuple[int, ...] = field(metadata=key("within_noise"))
     """Every k the best's interval cannot tell from it, the best included, sorted (k=0 as 1.0)."""
-    weak: bool = False
+    weak: bool = field(default=False, metadata=key("weak_interval"))
     """The best's interval covers less than 95 %: it resolves nothing, whatever it excludes."""
 
     @property
@@ -71,15 +74,6 @@ class Choice:
             return f"k={self.k} (best median k={self.best}; its interval covers < 95 %: not resolved)"
         ks = ",".join(map(str, self.within))
         return f"k={self.k} (best median k={self.best}; k={ks} within the noise)"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "best": self.best,
-            "resolved": self.resolved,
-            "within_noise": list(self.within),
-            "k": self.k,
-            "weak_interval": self.weak,
-        }
 
 
 def resolve(estimates: Mapping[int, Estimate]) -> Choice:

@@ -28,6 +28,7 @@ from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import SWEEP_KIND
@@ -86,35 +87,22 @@ class SettlingArm(LaunchedArm):
 
 
 @dataclass(frozen=True, slots=True)
-class SweepRow:
+class SweepRow(JsonFields):
     """The measured figures at one k (k = 0: the baseline, the median of each k's baseline median)."""
 
     k: int
-    decode_tok_s: float | None
-    baseline_tok_s: float | None
-    speedup: float | None
-    ci: tuple[float, float] | None
+    decode_tok_s: float | None = field(metadata=key(nd=3))
+    baseline_tok_s: float | None = field(metadata=key("baseline_decode_tok_s", nd=3))
+    speedup: float | None = field(metadata=key(nd=4))
+    ci: tuple[float, float] | None = field(metadata=key("speedup_ci", nd=4))
     pairs: int
-    acceptance_rate: float | None
-    mean_acceptance_length: float | None
-    per_position: tuple[float, ...] | None
+    acceptance_rate: float | None = field(metadata=key(nd=4))
+    mean_acceptance_length: float | None = field(metadata=key(nd=4))
+    per_position: tuple[float, ...] | None = field(metadata=key(nd=4))
+    """None when nothing was accepted or measured (never empty)."""
     categories: Mapping[str, Mapping[str, Any]]
-    ci_coverage: float = 0.95
+    ci_coverage: float = field(default=0.95, metadata=key(omit=True))
     """What `ci` achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "decode_tok_s": _r(self.decode_tok_s),
-            "baseline_decode_tok_s": _r(self.baseline_tok_s),
-            "speedup": _r(self.speedup, 4),
-            "speedup_ci": [round(x, 4) for x in self.ci] if self.ci else None,
-            "pairs": self.pairs,
-            "acceptance_rate": _r(self.acceptance_rate, 4),
-            "mean_acceptance_length": _r(self.mean_acceptance_length, 4),
-            "per_position": [round(x, 4) for x in self.per_position] if self.per_position else None,
-            "categories": dict(self.categories),
-        }
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -273,7 +261,7 @@ def _row(k: int, report: Any) -> SweepRow:
         pairs=sp.n_pairs if sp else 0,
         acceptance_rate=acc.acceptance_rate if acc else None,
         mean_acceptance_length=acc.mean_acceptance_length if acc else None,
-        per_position=acc.per_position if acc else None,
+        per_position=(acc.per_position or None) if acc else None,
         categories=cats,
         ci_coverage=sp.ci.coverage if sp else 0.95,
     )

@@ -86,11 +86,6 @@ class HangupDriver(LinuxDriver):
     def _writer_thread(self, writer: WriterThread | None) -> None:
         self._writer = None if writer is None else _TerminalWriter(cast(IO[str], self._file), self._hangup)
 
-    @property
-    def hung_up(self) -> bool:
-        """The terminal went away (a write failed or its input ended)."""
-        return self._hung_up.is_set()
-
     def _hangup(self) -> None:
         """The terminal is gone: ask the app to exit (once), from any thread."""
         if self._hung_up.is_set():

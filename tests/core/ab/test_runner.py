@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
-from mtpwatch.core.ab.arms import ArmRequest, ArmResult, SpecCounters
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult
 from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, BenchConfigError
 from mtpwatch.core.ab.records import CSV_FIELDS, match_pairs
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from tests.reference import spec_counters
 
 PROMPTS = [Prompt("p1", "one", "cat-x", 16), Prompt("p2", "two", "cat-y", 16)]
 
@@ -97,7 +98,7 @@ class FakeArm:
     async def counters(self) -> MetricsSnapshot | None:
         if not self.k:
             return None
-        return SpecCounters(self.drafts, self.drafts * self.k, self.accepted, tuple(self.per_pos), self.k)
+        return spec_counters(self.drafts, self.drafts * self.k, self.accepted, tuple(self.per_pos), self.k)
 
 
 class ManagedFake(FakeArm):

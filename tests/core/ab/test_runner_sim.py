@@ -23,8 +23,9 @@ from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.sim.harness import running_sim
-from mtpwatch.sim.physics import Physics, simulate_request
+from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import PRESETS
+from tests.reference import simulate_request
 
 TOLERANCE = 0.15
 SPEED = 10.0

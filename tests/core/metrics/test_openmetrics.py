@@ -16,12 +16,12 @@ from mtpwatch.core.metrics.parse import (
     is_openmetrics,
     parse_samples,
     parse_samples_reference,
-    same_samples,
 )
 from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES, parse_snapshot
 from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
+from tests.reference import same_samples
 
 FIXTURES = ("openmetrics-rust-mtp-k3.txt", "openmetrics-rust-baseline.txt")
 

@@ -13,10 +13,10 @@ from mtpwatch.core.metrics.parse import (
     Sample,
     parse_samples,
     parse_samples_reference,
-    same_samples,
 )
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
 from tests.datadir import DataDir
+from tests.reference import same_samples
 
 
 def test_fixtures_exist(data: DataDir) -> None:
