@@ -82,7 +82,7 @@ class PrometheusScrapes:
 def prometheus_feed_factory(
     prometheus: str, selector: str, row: tuple[str, str | None, str | None]
 ) -> Callable[..., ServerFeed]:
-    """A `MonitorScreen.feed_factory` for one fleet row read from Prometheus."""
+    """A source factory (`session/drivers.LiveDriver(factory=…)`) for one fleet row read from Prometheus."""
 
     def make(
         spec: ServerSpec, display: DisplaySettings, *, clock: Callable[[], float], **kw: Any
