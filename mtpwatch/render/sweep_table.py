@@ -126,8 +126,16 @@ def _advisor_lines(report: SweepReport) -> list[str]:
         lines.append(f"  beside it, the serving runs' {advice.serving_fit.describe()} (not used)")
     held = {k: report.held_out_error(k) for k in sorted(advice.held_out)}
     if held:
-        parts = " ".join(f"k={k}:{percent(e, signed=True)}" for k, e in held.items() if e is not None)
-        lines.append(f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}")
+        parts = []
+        for k, e in held.items():
+            ci = sure.held_out.get(k) if sure is not None else None
+            row = next((r for r in report.rows if r.k == k), None)
+            span = f" [{ci[0]:.2f}–{ci[1]:.2f}× vs {row.speedup:.2f}×]" if ci and row and row.speedup else ""
+            parts.append(f"k={k}:{percent(e, signed=True)}{span}")
+        lines.append(
+            "  held out (each k predicted from a fit over the other ks, its acceptance from the nearest "
+            f"other k above): speed-up error {' '.join(parts)}"
+        )
     lines.append(
         "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
         "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"

@@ -71,7 +71,11 @@ def test_sweep_every_method(
     assert isinstance(rows[1]["prediction_error"], float)
     # held out (k=1 from k=3's fit alone): the figure that is not in-sample
     assert isinstance(rows[1]["held_out_speedup_error"], float) and rows[3]["held_out_speedup_error"] is None
-    assert "held out (each k predicted from a fit over the other ks): speed-up error k=1:" in text
+    assert (
+        "held out (each k predicted from a fit over the other ks, its acceptance from the nearest other k "
+        in text
+    )
+    assert "above): speed-up error k=1:" in text
     # how sure the advisor is (core.sweeps.certainty): an interval on every prediction, the shift
     # of position 1 between the measured ks
     sure = doc["advisor_certainty"]

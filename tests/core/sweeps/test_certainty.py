@@ -207,3 +207,4 @@ def test_a_sweep_from_its_benches_prints_and_writes_the_intervals() -> None:
     assert "(predicted, 95% CI" in text and "acceptance across ks: position 1 at k=2 reads" in text
     assert "k=3 predicted" in text and "measured ks are preferred" in text
     assert "extrapolated: measure it" not in text  # the intervals decide that now
+    assert "held out (each k predicted from a fit over the other ks" in text and "× vs " in text
