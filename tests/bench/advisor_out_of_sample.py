@@ -9,7 +9,8 @@ Each sweep's advisor predicts the ks it did not measure (acceptance from the nea
 above, step model over its measured ks, 95 % intervals from redrawing its runs:
 `mtpwatch/core/sweeps/certainty.py`); the other sweep measures them. Printed, per prediction: the
 predicted paired speed-up with its interval, the later measurement with its CI, the ratio, whether
-the measurement lies inside the interval and the interval's half-width; then the best k over every
+the measurement lies inside the interval (and whether its own CI overlaps it) and the interval's
+half-width; then the best k over every
 measured k against the advisor's; the shift of position-1 acceptance between ks (within each
 sweep and across the two); the step model (ρ = t(k)/t0 with its intervals; line against table held
 out); the k=0 server's two lives; and the load average during each sweep (the machine is shared:
@@ -185,7 +186,8 @@ def cross(fit: Sweep, test: Sweep) -> list[bool]:
     """Predictions of `fit` for the ks only `test` measured, against `test`'s measurement."""
     print(f"\npredicted by sweep {fit.name}, measured by sweep {test.name}:")
     print(f"{'k':>3}{'predicted':>11}{'95% interval':>18}{'± half':>8}{'measured':>10}{'its CI':>18}"
-          f"{'pred/meas':>11}{'inside':>8}{'target':>8}{'unshifted':>11}  acceptance from (×)")  # fmt: skip
+          f"{'pred/meas':>11}{'inside':>8}{'overlap':>9}{'target':>8}{'unshifted':>11}"
+          "  acceptance from (×)")  # fmt: skip
     unshifted = fit.plain(shift=False)
     verdicts = []
     for k in sorted(test.measured):
@@ -209,6 +211,7 @@ def cross(fit: Sweep, test: Sweep) -> list[bool]:
         print(
             f"{k:>3}{p.speedup:>10.3f}×{f'[{ci[0]:.3f}, {ci[1]:.3f}]':>18}{100 * half:>7.1f}%{meas:>9.3f}×"
             f"{f'[{mci[0]:.3f}, {mci[1]:.3f}]':>18}{_pct(err):>11}{'yes' if inside else 'no':>8}"
+            f"{'yes' if mci[0] <= ci[1] and ci[0] <= mci[1] else 'no':>9}"
             f"{'met' if ok else 'MISSED':>8}{u_err:>11}  k={src} (×{scale:.3f})"
             f"{' extrapolated' if p.extrapolated else ''}"
         )
