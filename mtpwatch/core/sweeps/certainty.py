@@ -193,16 +193,17 @@ class Certainty:
 
     @property
     def best_measured(self) -> tuple[int, float] | None:
-        """(k, median speed-up) of the fastest measured k."""
+        """(k, median speed-up) of the fastest measured k, k=0 (the baseline, 1.0) among them."""
         if not self.measured:
             return None
-        k = max(sorted(self.measured), key=lambda m: self.measured[m])
-        return k, self.measured[k]
+        measured = {0: 1.0, **self.measured}
+        k = max(sorted(measured), key=lambda m: measured[m])
+        return k, measured[k]
 
     def worth_measuring(self, k: int) -> bool:
         """An unmeasured k whose interval reaches above the best measured k's median."""
         best, ci = self.best_measured, self.intervals.get(k)
-        return k not in self.measured and best is not None and ci is not None and ci[1] > best[1]
+        return k not in self.measured and k > 0 and best is not None and ci is not None and ci[1] > best[1]
 
     def verdicts(self, advice: SweepAdvice) -> list[str]:
         """One line per unmeasured predicted k ≥ 1 up to twice the largest measured: its interval and

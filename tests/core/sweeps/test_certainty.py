@@ -91,6 +91,9 @@ def test_measure_it_only_where_the_interval_admits_a_win() -> None:
     assert sum("measure it" in v for v in sure.verdicts(advice)) == len(wins)
     assert sure.to_json()["measure_it"] == wins and sure.to_json()["best_measured_k"] == best_k
     assert not sure.worth_measuring(4)  # measured: never asked for
+    # every measured k slower than k=0: the baseline (1.0) is the one to beat
+    slow = Certainty({3: (0.6, 0.9), 5: (0.7, 1.2)}, {1: 0.7, 4: 0.8})
+    assert slow.best_measured == (0, 1.0) and [k for k in (3, 5) if slow.worth_measuring(k)] == [5]
 
 
 def test_the_acceptance_shift_between_ks_is_shown() -> None:
