@@ -68,9 +68,10 @@ def test_sweep_advisor_intervals_on_partial_acceptance_real(
         assert low <= p["speedup"] <= high, (k, low, p["speedup"], high)
         assert rows.get(k, {}).get("predicted_speedup_ci", [low, high]) == [low, high]
     # measured ks are preferred: their rows keep the measured figures, the best k is one of them
-    assert doc["best_k"] in (0, 1, 2) and sure["best_measured_k"] in (1, 2)
-    best = rows[sure["best_measured_k"]]["speedup"]
-    assert best == max(rows[1]["speedup"], rows[2]["speedup"])
+    # (k=0 counts at 1.0: on a loaded CPU speculation can lose to the plain server)
+    assert doc["best_k"] in (0, 1, 2) and sure["best_measured_k"] in (0, 1, 2)
+    best = max(1.0, rows[1]["speedup"], rows[2]["speedup"])
+    assert best == (rows[sure["best_measured_k"]]["speedup"] if sure["best_measured_k"] else 1.0)
     want = [k for k in (3, 4) if sure["speedup_ci"][str(k)][1] > best]
     assert sure["measure_it"] == want
     # the shift of position 1 between the measured ks, with its interval
