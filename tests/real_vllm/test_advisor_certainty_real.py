@@ -2,7 +2,7 @@
 it is, on prompts whose acceptance is partial (tests/bench/partial_prompts.jsonl: free text, a list,
 code — no copies).
 
-A small sweep, k = 0,1,2 (two prompts, three measured runs each), one server at a time. Asserts the
+A small sweep, k = 0,1,2 (the three prompts, three measured runs each), one server at a time. Asserts the
 structure, which holds on any machine: every predicted k has a 95 % interval holding its
 prediction, measured ks keep their measured figures and the best k is a measured one, "measure it"
 exactly where an unmeasured k's interval reaches above the best measured speed-up, the shift of
@@ -44,7 +44,7 @@ def test_sweep_advisor_intervals_on_partial_acceptance_real(
         "--sweep-k",
         "0,1,2",
     ]
-    args += ["--vllm", str(real_env.vllm), "--prompts", str(PROMPTS), "--limit", "2", "--runs", "4"]
+    args += ["--vllm", str(real_env.vllm), "--prompts", str(PROMPTS), "--runs", "4"]
     args += ["--warmup", "1", "--max-tokens", "64", "--startup-timeout", str(int(STARTUP_LIMIT_S))]
     args += ["--no-progress", "--json", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", *VLLM_ARGS], catch_exceptions=False)
@@ -54,7 +54,7 @@ def test_sweep_advisor_intervals_on_partial_acceptance_real(
     rows = {r["k"]: r for r in doc["rows"]}
     assert sorted(rows) == [0, 1, 2]
     for k in (1, 2):
-        assert rows[k]["pairs"] == 6 and len(rows[k]["per_position"]) == k
+        assert rows[k]["pairs"] == 9 and len(rows[k]["per_position"]) == k
         assert 0 < rows[k]["acceptance_rate"] < 1  # partial: not the copy prompts' 100 %
         runs = [r for r in doc["bench"][str(k)]["runs"] if r["arm"] == "b" and not r["warmup"]]
         assert all(len(r["accepted_per_pos"]) == k for r in runs)  # the counters the intervals redraw
