@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtpwatch.core.ab.stats import Interval
+from mtpwatch.core.ab.stats import Interval, percentile_bounds
 from mtpwatch.core.metrics.parse import Sample
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.sim.physics import Physics
@@ -41,10 +41,9 @@ def bootstrap_median_ci(
     xs = [float(v) for v in values]
     rng = random.Random(seed)
     n = len(xs)
-    medians = sorted(statistics.median(rng.choices(xs, k=n)) for _ in range(resamples))
-    alpha = 1.0 - confidence
-    lo = medians[max(0, math.floor(alpha / 2 * resamples))]
-    hi = medians[min(resamples - 1, math.ceil((1 - alpha / 2) * resamples) - 1)]
+    lo, hi = percentile_bounds(
+        [statistics.median(rng.choices(xs, k=n)) for _ in range(resamples)], confidence
+    )
     return Interval(
         low=lo, high=hi, coverage=confidence, method=f"percentile bootstrap over pairs (seed {seed})"
     )

@@ -60,6 +60,8 @@ def format_sweep(report: SweepReport, title: str) -> str:
             continue
         pred = preds[k]
         tag = "extrapolated" if pred.extrapolated else "predicted"
+        ci = report.certainty.intervals.get(k) if report.certainty else None
+        tag += f", 95% CI {fixed(ci[0])}–{fixed(ci[1])}" if ci else ""
         lines.append(
             f"{pred.k:>3}{'—':>14}{'—':>26}{'':>7}{'':>12}{fixed(pred.tokens_per_step):>10}"
             f"{tok_s(pred.decode_tok_s):>11}{'':>8}{fixed(pred.speedup):>9}{'':>8}   ({tag})"
@@ -82,21 +84,7 @@ def format_sweep(report: SweepReport, title: str) -> str:
     lines.append("")
     best = report.best_k if report.best_k is not None else "—"
     lines.append(f"best k (highest median speed-up): {best}" + _resolution(report))
-    if report.advice is not None:
-        lines.append(report.advice.line())
-        lines.append(f"  {report.advice.fit.describe()}")
-        if report.advice.serving_fit is not None:
-            lines.append(f"  beside it, the serving runs' {report.advice.serving_fit.describe()} (not used)")
-        held = {k: report.held_out_error(k) for k in sorted(report.advice.held_out)}
-        if held:
-            parts = " ".join(f"k={k}:{percent(e, signed=True)}" for k, e in held.items() if e is not None)
-            lines.append(
-                f"  held out (each k predicted from a fit over the other ks): speed-up error {parts}"
-            )
-        lines.append(
-            "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
-            "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
-        )
+    lines.extend(_advisor_lines(report))
     lives, spread = report.baseline_lives(), report.life_spread()
     if lives and spread is not None:
         parts = " ".join(f"k={k}:{fixed(r, 3)}" for k, r in lives.items())
@@ -115,6 +103,44 @@ def format_sweep(report: SweepReport, title: str) -> str:
         if report.advice is not None and not mode.truncation_holds:
             lines.append("  the advisor's rule (a run at k predicts every smaller k) does not hold here")
     return "\n".join(lines)
+
+
+def _advisor_lines(report: SweepReport) -> list[str]:
+    """The advisor's line, its intervals' verdicts and the acceptance shift, the step model, held out."""
+    advice = report.advice
+    if advice is None:
+        return []
+    sure = report.certainty
+    lines = [advice.line(beyond_line=sure is None)]
+    if sure is not None:
+        lines.extend(f"  {verdict}" for verdict in sure.verdicts(advice))
+        lines.append(
+            f"  intervals: {sure.method}, {sure.resamples} resamples (this sweep's noise, not a new "
+            "server start's); measured ks are preferred: the best k above comes from them"
+        )
+        bias = sure.bias_line()
+        if bias:
+            lines.append(f"  {bias}")
+    lines.append(f"  {advice.fit.describe()}")
+    if advice.serving_fit is not None:
+        lines.append(f"  beside it, the serving runs' {advice.serving_fit.describe()} (not used)")
+    held = {k: report.held_out_error(k) for k in sorted(advice.held_out)}
+    if held:
+        parts = []
+        for k, e in held.items():
+            ci = sure.held_out.get(k) if sure is not None else None
+            row = next((r for r in report.rows if r.k == k), None)
+            span = f" [{ci[0]:.2f}–{ci[1]:.2f}× vs {row.speedup:.2f}×]" if ci and row and row.speedup else ""
+            parts.append(f"k={k}:{percent(e, signed=True)}{span}")
+        lines.append(
+            "  held out (each k predicted from a fit over the other ks, its acceptance from the nearest "
+            f"other k above): speed-up error {' '.join(parts)}"
+        )
+    lines.append(
+        "  predicted tok/s = the k=0 row × predicted speed-up; errors: (predicted − measured) / "
+        "measured, tok/s then paired speed-up (× columns: drift between restarts cancels)"
+    )
+    return lines
 
 
 _LATENCY = (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"))

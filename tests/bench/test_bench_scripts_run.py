@@ -4,10 +4,18 @@ cannot rot unnoticed (the figures here are too short to mean anything; only thei
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from mtpwatch.core.ab.plan import BenchConfig, RunUnits, build_plan
+from mtpwatch.core.ab.records import RunRecord
+from mtpwatch.core.ab.report import build_report
+from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.reports.reportio import dumps
+from mtpwatch.core.sweeps.sweep import sweep_document, sweep_from_reports
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -179,3 +187,52 @@ def test_first_frame_times_the_demo_on_a_pty() -> None:
     report = bench("first_frame.py", ["--runs", "2", "--cols", "80", "--rows", "24"])
     times = report["first_frame_s"][str(ROOT)]
     assert report["size"] == "80x24" and 0 < times["min"] <= times["median"] <= times["max"]
+
+
+def _sweep_file(path: Path, ks: tuple[int, ...], seed: int) -> None:
+    """A sweep's JSON as `bench --sweep-k` writes it, from restart benches with per-run counters
+    (acceptance 0.9, 0.7, 0.5, … conditional; step time 1.1 + 0.05·k of k=0's)."""
+    marginal = (0.9, 0.63, 0.315, 0.0945, 0.0189, 0.0028)
+    prompts = [Prompt(f"p{i}", f"prompt {i}", cat) for i, cat in enumerate(("text", "list", "code"))]
+    rng = random.Random(seed)
+    reports = {}
+    for k in ks:
+        config = BenchConfig(prompts, runs=5, warmup=1, schedule="restart")
+        speedup = (1 + sum(marginal[:k])) / (1.1 + 0.05 * k)
+        records = []
+        for step in build_plan(config):
+            for u in step.units if isinstance(step, RunUnits) else ():
+                b = u.arm == "b"
+                rate = (20.0 + u.prompt) * (speedup if b else 1.0) * (1 + rng.uniform(-0.05, 0.05))
+                pos = tuple(50.0 * a for a in marginal[:k]) if b else None
+                spec = {"drafts": 50.0, "draft_tokens": 50.0 * k, "accepted": sum(pos), "k": k} if pos else {}
+                head = (u.arm, prompts[u.prompt].id, prompts[u.prompt].category, u.point, u.run, u.warmup)
+                records.append(
+                    RunRecord(
+                        *head, u.pair, 64, 0.1, rate, rate, 1.0, 0, None, False,
+                        prompt_index=u.prompt, accepted_per_pos=pos, **spec,  # type: ignore[arg-type]
+                    )
+                )  # fmt: skip
+        reports[k] = build_report(config, records, paired=True)
+    path.write_text(dumps(sweep_document(sweep_from_reports(reports), None)), encoding="utf-8")
+
+
+def test_advisor_out_of_sample_reads_two_saved_sweeps(tmp_path: Path) -> None:
+    """The real-vLLM benchmark's reading half, on two synthetic sweeps (its sweeps take an hour)."""
+    _sweep_file(tmp_path / "a.json", (1, 2, 4), seed=1)
+    _sweep_file(tmp_path / "b.json", (3, 6), seed=2)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "advisor_out_of_sample.py"), "--from", str(tmp_path / "a.json"),
+         str(tmp_path / "b.json")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert (
+        "predicted by sweep A, measured by sweep B:" in out
+        and "predicted by sweep B, measured by sweep A:" in out
+    )
+    rows = [line.split() for line in out.splitlines() if " met " in line or " MISSED " in line]
+    assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 4, 6]  # every k only the other sweep measured
+    assert "measured best: k=" in out and "across both sweeps, position 1:" in out
+    assert "linear throughout: held out" in out and "summary: " in out and "out-of-sample predictions" in out

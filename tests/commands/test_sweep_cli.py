@@ -40,8 +40,10 @@ def test_sweep_every_method(
     text = result.stdout
     assert f"k sweep 0,1,3 · {E4B} · {method}" in text
     assert "best k (highest median speed-up):" in text
-    assert "k advisor (acceptance from k=3, step model from every k)" in text
-    assert "t(k) = t0 + s + c·k fitted over k=1,3" in text and "(extrapolated)" in text
+    assert (
+        "k advisor (acceptance from each measured k its own, k=2 from k=3, k=4,5 from k=3 (continued)" in text
+    )
+    assert "t(k) = t0 + s + c·k fitted over k=1,3" in text and "(extrapolated, 95% CI " in text
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["ks"] == [0, 1, 3] and doc["method"] == method
     rows = {r["k"]: r for r in doc["rows"]}
@@ -61,15 +63,27 @@ def test_sweep_every_method(
     # the k=0 the advisor uses is the k=0 row's
     assert advisor["baseline_decode_tok_s"] == pytest.approx(rows[0]["decode_tok_s"], abs=1e-3)
     # two measured ks: the line passes through both, so the run at k=3 predicts its own paired
-    # speed-up exactly; k=1 takes its acceptance from k=3's run, a real prediction (its accuracy is
-    # a benchmark's business: tests/bench/advisor.py)
+    # speed-up exactly; k=1 reads its own acceptance (held out, below, it reads k=3's: a real
+    # prediction, whose accuracy is a benchmark's business: tests/bench/advisor_out_of_sample.py)
     assert advisor["fit"]["kind"] == "linear" and advisor["fit"]["max_residual"] == pytest.approx(0, abs=1e-4)
     assert rows[3]["speedup_prediction_error"] == pytest.approx(0.0, abs=1e-3)
     assert isinstance(rows[1]["speedup_prediction_error"], float)
     assert isinstance(rows[1]["prediction_error"], float)
     # held out (k=1 from k=3's fit alone): the figure that is not in-sample
     assert isinstance(rows[1]["held_out_speedup_error"], float) and rows[3]["held_out_speedup_error"] is None
-    assert "held out (each k predicted from a fit over the other ks): speed-up error k=1:" in text
+    assert (
+        "held out (each k predicted from a fit over the other ks, its acceptance from the nearest other k "
+        in text
+    )
+    assert "above): speed-up error k=1:" in text
+    # how sure the advisor is (core.sweeps.certainty): an interval on every prediction, the shift
+    # of position 1 between the measured ks
+    sure = doc["advisor_certainty"]
+    for p in advisor["predictions"]:
+        low, high = sure["speedup_ci"][str(p["k"])]
+        assert low <= p["speedup"] <= high
+    assert [(s["k_low"], s["k_high"]) for s in sure["acceptance_shifts"] if s["position"] == 1] == [(1, 3)]
+    assert "acceptance across ks: position 1 at k=3 reads" in text
     # each bench started the k=0 server twice: the A/A of its two lives, per k
     assert set(doc["baseline_lives"]) == {"1", "3"} and doc["baseline_life_spread"] >= 0
     assert "server lives: the k=0 server's second start over its first in each bench" in text

@@ -377,8 +377,18 @@ class BenchReport:
             "interrupted": self.interrupted,
             "problems": {k: list(v) for k, v in self.problems.items()},
             "gates": self.gate_failures(require_identical),
-            "runs": [r.row() for r in self.records],
+            "runs": [_run_json(r) for r in self.records],
         }
+
+
+def _run_json(rec: RunRecord) -> dict[str, Any]:
+    """A run's row (`RunRecord.row`, the CSV's columns) and, for the sweep advisor's intervals
+    (`core.sweeps.certainty` redraws runs), its per-position counter deltas."""
+    return {
+        **rec.row(),
+        "draft_tokens": rec.draft_tokens,
+        "accepted_per_pos": list(rec.accepted_per_pos) if rec.accepted_per_pos is not None else None,
+    }
 
 
 def build_report(

@@ -107,6 +107,16 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
     )
 
 
+def percentile_bounds(replicates: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile bootstrap's interval: the (1 − confidence)/2 and (1 + confidence)/2 quantiles
+    of the replicates (order statistics, no interpolation)."""
+    if not replicates:
+        raise ValueError("no replicates")
+    xs = sorted(replicates)
+    n, alpha = len(xs), 1.0 - confidence
+    return xs[max(0, math.floor(alpha / 2 * n))], xs[min(n - 1, math.ceil((1 - alpha / 2) * n) - 1)]
+
+
 def bootstrap_median_diff_ci(
     reference: Sequence[float],
     other: Sequence[float],
@@ -126,13 +136,11 @@ def bootstrap_median_diff_ci(
     xs = [float(v) for v in reference]
     ys = [float(v) for v in other]
     rng = random.Random(seed)
-    diffs = sorted(
+    diffs = [
         statistics.median(rng.choices(ys, k=len(ys))) - statistics.median(rng.choices(xs, k=len(xs)))
         for _ in range(resamples)
-    )
-    alpha = 1.0 - confidence
-    lo = diffs[max(0, math.floor(alpha / 2 * resamples))]
-    hi = diffs[min(resamples - 1, math.ceil((1 - alpha / 2) * resamples) - 1)]
+    ]
+    lo, hi = percentile_bounds(diffs, confidence)
     return Interval(
         low=lo, high=hi, coverage=confidence, method=f"percentile bootstrap, two samples (seed {seed})"
     )

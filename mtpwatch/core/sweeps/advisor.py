@@ -35,15 +35,19 @@ k, not two points:
   of speculating at all — the drafter's launch, the rejection sampler, the bigger batch's
   bookkeeping — and c = γ·t0 the cost of one more position). One measured k cannot separate s from
   c: then s = 0, the two-point model above. When the line misses a measured ρ by more than
-  `LINEAR_TOLERANCE` the model is the measured table itself (linear between measured ks, and from
-  the two nearest measured ks beyond them: k=0 is not a point of it, having no fixed cost), and the
-  residual says why;
+  `LINEAR_TOLERANCE` — and, where ρ's 95 % interval is known, lies outside it (on a loaded CPU a
+  dozen pairs spread ρ by ±10 % or more: a table would fit that noise) — the model is the measured
+  table itself (linear between measured ks, and from the two nearest measured ks beyond them: k=0
+  is not a point of it, having no fixed cost), and the residual says why;
 - t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
   predicted tok/s = that k=0 rate × predicted speed-up;
-- τ(k') comes from the largest k's per-position acceptance (truncation, as above). Above the
-  largest measured k the conditional acceptance a_i / a_(i−1) is fitted geometrically
-  (log-linear least squares over the measured positions) and the chain continued; those
-  predictions are marked extrapolated.
+- τ(k') comes from the per-position acceptance of the smallest measured k ≥ k' (truncation, as
+  above), scaled by position 1's shift between the measured ks (`core.sweeps.acceptance`: a larger
+  k reads lower acceptance on the same prompts). Above the largest measured k the conditional
+  acceptance a_i / a_(i−1) is fitted geometrically (log-linear least squares over the measured
+  positions) and the chain continued; those predictions are marked extrapolated;
+- how sure each prediction is — its 95 % interval from redrawing the runs, and where a k not run
+  is worth a run — is `core.sweeps.certainty`'s.
 
 A measured k predicted from a fit that includes it is partly in-sample (with two measured ks the
 line passes through both), so each measured k below the largest is also predicted from the fit
@@ -53,10 +57,17 @@ how well the advisor predicts a k it has not run.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from mtpwatch.core.sweeps.acceptance import (
+    acceptance_scale,
+    acceptance_source,
+    chain_at,
+    extend_marginal,
+    geometric_conditional,
+)
 
 __all__ = [
     "LINEAR_TOLERANCE",
@@ -67,6 +78,7 @@ __all__ = [
     "KPrediction",
     "StepFit",
     "SweepAdvice",
+    "acceptance_source",
     "advise",
     "advise_sweep",
     "extend_marginal",
@@ -190,8 +202,9 @@ LINEAR_TOLERANCE = 0.05
 SWEEP_STEP_MODEL = (
     "ρ(k) = t(k)/t0 = τ_k / paired speed-up_k; least squares ρ = 1 + σ + γ·k over measured k ≥ 1 "
     "(s = σ·t0 fixed cost of speculating, c = γ·t0 per position), the measured table when the line misses "
-    f"by > {LINEAR_TOLERANCE:.0%}; τ(k') = 1 + Σ_(i≤k') marginal_i of the largest k, "
-    "continued geometrically above it"
+    f"a measured ρ by > {LINEAR_TOLERANCE:.0%} and lies outside its 95% interval (where one is known); "
+    "τ(k') = 1 + Σ_(i≤k') marginal_i of the smallest measured k ≥ k' (the largest k's, "
+    "continued geometrically, above it)"
 )
 
 
@@ -228,6 +241,8 @@ class StepFit:
     """(ρ_line − ρ_measured) / ρ_measured at each measured k."""
     source: str = "serving runs"
     """Where ρ(k) came from: the sweep's serving runs, or `vllm bench forward` (`core.sweeps.forward`)."""
+    spread: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    """The 95 % interval of each measured ρ(k) (bootstrap over runs, `core.sweeps.certainty`)."""
 
     @property
     def fixed_s(self) -> float:
@@ -292,8 +307,13 @@ class StepFit:
             f"c {1000 * self.per_position_s:.2f} ms"
             f" · residual {res}"
         )
+        if self.spread:
+            cis = " ".join(f"k={k}:[{lo:.2f}, {hi:.2f}]" for k, (lo, hi) in sorted(self.spread.items()))
+            line += f" · t(k)/t0 95% CI {cis}"
         if self.kind == "table":
             line += f" — not linear (> {LINEAR_TOLERANCE:.0%}): predictions use the measured step times"
+        elif any(abs(r) > LINEAR_TOLERANCE for r in self.residuals.values()):
+            line += " — the line misses by more than 5% but within the noise (inside each CI): the line"
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -307,11 +327,20 @@ class StepFit:
             "max_residual": round(self.max_residual, 5),
             "linear_tolerance": LINEAR_TOLERANCE,
             "source": self.source,
+            "measured_step_ratio_ci": {
+                str(k): [round(lo, 5), round(hi, 5)] for k, (lo, hi) in sorted(self.spread.items())
+            },
         }
 
 
-def fit_step_model(measures: Sequence[KMeasure], baseline_tok_s: float) -> StepFit:
-    """The step model from every measured k ≥ 1 (see the module's text).
+def fit_step_model(
+    measures: Sequence[KMeasure],
+    baseline_tok_s: float,
+    spread: Mapping[int, tuple[float, float]] | None = None,
+    kind: Literal["linear", "table"] | None = None,
+) -> StepFit:
+    """The step model from every measured k ≥ 1 (see the module's text; `fit_ratios` for `spread`
+    and `kind`).
 
     Raises:
         ValueError: no k ≥ 1, a k measured twice, a non-positive speed-up or rate.
@@ -325,11 +354,23 @@ def fit_step_model(measures: Sequence[KMeasure], baseline_tok_s: float) -> StepF
         raise ValueError("each k once")
     if any(m.speedup <= 0 or m.tokens_per_step <= 0 for m in pts):
         raise ValueError("speed-ups and tokens per step must be positive")
-    return fit_ratios({m.k: m.step_ratio for m in pts}, baseline_tok_s)
+    return fit_ratios({m.k: m.step_ratio for m in pts}, baseline_tok_s, spread=spread, kind=kind)
 
 
-def fit_ratios(measured: Mapping[int, float], baseline_tok_s: float, source: str = "serving runs") -> StepFit:
+def fit_ratios(
+    measured: Mapping[int, float],
+    baseline_tok_s: float,
+    source: str = "serving runs",
+    *,
+    spread: Mapping[int, tuple[float, float]] | None = None,
+    kind: Literal["linear", "table"] | None = None,
+) -> StepFit:
     """The step model from ρ(k) = t(k)/t0 at each k ≥ 1 (a sweep's, or `vllm bench forward`'s).
+
+    `spread`: each ρ's 95 % interval; the line then gives way to the table only where it misses a
+    measured ρ by more than `LINEAR_TOLERANCE` *and* lies outside that ρ's interval (a miss inside
+    the noise is noise, and a table would fit it). `kind` forces the choice (the bootstrap keeps
+    the point estimate's model in every resample).
 
     Raises:
         ValueError: no k ≥ 1, a non-positive ratio or baseline.
@@ -338,9 +379,12 @@ def fit_ratios(measured: Mapping[int, float], baseline_tok_s: float, source: str
         raise ValueError("a step model needs positive ratios at ks ≥ 1 and a positive baseline")
     t0 = 1.0 / baseline_tok_s
     ks = sorted(measured)
+    spread = {k: v for k, v in (spread or {}).items() if k in measured}
     if len(ks) == 1:
         (k,) = ks
-        return StepFit("two-point", t0, 0.0, (measured[k] - 1.0) / k, dict(measured), source=source)
+        return StepFit(
+            "two-point", t0, 0.0, (measured[k] - 1.0) / k, dict(measured), source=source, spread=spread
+        )
     n = len(ks)
     mean_k = sum(ks) / n
     mean_r = sum(measured.values()) / n
@@ -349,44 +393,13 @@ def fit_ratios(measured: Mapping[int, float], baseline_tok_s: float, source: str
     gamma = sxy / sxx
     sigma = mean_r - gamma * mean_k - 1.0
     residuals = {k: (1.0 + sigma + gamma * k - measured[k]) / measured[k] for k in ks}
-    kind: Literal["linear", "table"] = (
-        "table" if max(abs(r) for r in residuals.values()) > LINEAR_TOLERANCE else "linear"
-    )
-    return StepFit(kind, t0, sigma, gamma, dict(measured), residuals, source)
 
+    def misses(k: int) -> bool:
+        line, ci = 1.0 + sigma + gamma * k, spread.get(k)
+        return abs(residuals[k]) > LINEAR_TOLERANCE and (ci is None or not ci[0] <= line <= ci[1])
 
-def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
-    """(α, β) of the conditional acceptance fitted as α·β^(i−1), i = 1 … k (log-linear least squares).
-
-    The conditional at position i is marginal_i / marginal_(i−1) (marginal_0 = 1). One position
-    gives β = 1. Raises ValueError when a position's acceptance is zero (no geometric fit).
-    """
-    if not marginal:
-        raise ValueError("no positions to fit")
-    prev, cond = 1.0, []
-    for a in marginal:
-        if a <= 0 or prev <= 0:
-            raise ValueError("a position accepted nothing: no geometric fit")
-        cond.append(min(1.0, a / prev))
-        prev = a
-    logs = [math.log(c) for c in cond]
-    if len(logs) == 1:
-        return cond[0], 1.0
-    xs = list(range(len(logs)))
-    mx, my = sum(xs) / len(xs), sum(logs) / len(logs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, logs, strict=True)) / sum((x - mx) ** 2 for x in xs)
-    return math.exp(my - slope * mx), math.exp(slope)
-
-
-def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:
-    """The marginal acceptance of positions 1 … k: measured up to len(marginal), geometric beyond."""
-    out = list(marginal[:k])
-    if k <= len(marginal):
-        return tuple(out)
-    alpha, beta = geometric_conditional(marginal)
-    for i in range(len(marginal) + 1, k + 1):
-        out.append(out[-1] * min(1.0, alpha * beta ** (i - 1)))
-    return tuple(out)
+    chosen = kind or ("table" if any(misses(k) for k in ks) else "linear")
+    return StepFit(chosen, t0, sigma, gamma, dict(measured), residuals, source, spread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +419,10 @@ class SweepAdvice:
     """Per measured k below the largest: its speed-up predicted from the fit over the other ks."""
     serving_fit: StepFit | None = None
     """The serving runs' step model, kept beside `fit` when `fit` came from `vllm bench forward`."""
+    acceptance_from: Mapping[int, int] = field(default_factory=dict)
+    """Per predicted k ≥ 1, the measured k whose per-position acceptance gave τ (`acceptance_source`)."""
+    acceptance_scale: Mapping[int, float] = field(default_factory=dict)
+    """Per predicted k ≥ 1, the factor its source's acceptance was scaled by (`acceptance_scale`)."""
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
@@ -422,21 +439,39 @@ class SweepAdvice:
         top = max(above, key=lambda p: p.speedup, default=None)
         return top if top is not None and best is not None and top.speedup > best.speedup else None
 
-    def line(self) -> str:
+    def line(self, beyond_line: bool = True) -> str:
+        """One line; `beyond_line` False leaves out the extrapolated "measure it" (where intervals
+        decide it: `core.sweeps.certainty.Certainty.verdicts`)."""
         parts = " ".join(
             f"k={p.k}:{p.decode_tok_s:.1f}{'*' if p.extrapolated else ''}" for p in self.predictions
         )
         best = self.at(self.best_k)
         gain = f" ({best.speedup:.2f}× baseline)" if best else ""
-        beyond = self.extrapolated_best
+        beyond = self.extrapolated_best if beyond_line else None
         more = f"; k={beyond.k} predicted {beyond.speedup:.2f}× (extrapolated: measure it)" if beyond else ""
         star = " (* extrapolated)" if any(p.extrapolated for p in self.predictions) else ""
         return (
-            f"k advisor (acceptance from k={self.from_k}, step model from "
+            f"k advisor (acceptance from {self._sources()}, step model from "
             f"{'every k' if self.fit.source == 'serving runs' else self.fit.source}): "
             f"best k={self.best_k}{gain}"
             f"{more} · predicted tok/s {parts}{star}"
         )
+
+    def _sources(self) -> str:
+        """'k=4' (one source) or 'each measured k its own, k=3 from k=4, k=5,6 from k=4 (continued)'."""
+        measured = set(self.fit.measured) if self.fit.source == "serving runs" else set()
+        others = {k: s for k, s in self.acceptance_from.items() if k not in measured and k != s}
+        if len(set(self.acceptance_from.values())) <= 1:
+            return f"k={self.from_k}"
+        parts = ["each measured k its own"]
+        for src in sorted(set(others.values())):
+            ks = [k for k, s in sorted(others.items()) if s == src]
+            below, above = [k for k in ks if k < src], [k for k in ks if k > src]
+            if below:
+                parts.append(f"k={','.join(map(str, below))} from k={src}")
+            if above:
+                parts.append(f"k={','.join(map(str, above))} from k={src} (continued)")
+        return ", ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -453,6 +488,8 @@ class SweepAdvice:
             "held_out_speedup": {str(k): round(v, 4) for k, v in sorted(self.held_out.items())},
             "step_times_from": self.fit.source,
             "serving_fit": self.serving_fit.to_json() if self.serving_fit else None,
+            "acceptance_from": {str(k): v for k, v in sorted(self.acceptance_from.items())},
+            "acceptance_scale": {str(k): round(v, 4) for k, v in sorted(self.acceptance_scale.items())},
             "best_k": self.best_k,
             "extrapolated_best_k": self.extrapolated_best.k if self.extrapolated_best else None,
             "predictions": [p.to_json() for p in self.predictions],
@@ -465,8 +502,13 @@ def advise_sweep(
     baseline_tok_s: float,
     ks: Sequence[int],
     step_fit: StepFit | None = None,
+    *,
+    marginals: Mapping[int, Sequence[float]] | None = None,
+    spread: Mapping[int, tuple[float, float]] | None = None,
+    kind: Literal["linear", "table"] | None = None,
+    shift: bool = True,
 ) -> SweepAdvice:
-    """Predict every k in `ks` from a sweep: the step model from all `measures`, τ from `marginal`.
+    """Predict every k in `ks` from a sweep: the step model from all `measures`, τ from the acceptance.
 
     Args:
         measures: each measured k ≥ 1 (paired speed-up and mean acceptance length).
@@ -475,28 +517,29 @@ def advise_sweep(
         ks: the ks to predict; those above len(marginal) are extrapolated.
         step_fit: a step model from elsewhere (`vllm bench forward`: `fit_ratios`) used instead of
             the serving runs' (which `SweepAdvice.serving_fit` keeps beside it).
+        marginals: per-position acceptance of every measured k; τ at k then comes from the
+            smallest measured k ≥ k (`acceptance_source`), not from the largest alone.
+        spread, kind: each measured ρ's 95 % interval, and a forced fit (`fit_ratios`).
+        shift: scale each source's acceptance by position 1's shift with k (`acceptance.acceptance_scale`).
     """
-    serving = fit_step_model(measures, baseline_tok_s)
+    serving = fit_step_model(measures, baseline_tok_s, spread, kind)
     fit = step_fit or serving
     if not marginal:
         raise ValueError("per-position acceptance needed")
     wanted = sorted(set(ks))
     if any(k < 0 for k in wanted):
         raise ValueError("ks must be ≥ 0")
-    top = max(wanted, default=0)
+    table = {m: tuple(v) for m, v in (marginals or {}).items() if 0 < m < len(marginal) and len(v) == m}
+    table[len(marginal)] = tuple(marginal)
     geometric = None
-    if top > len(marginal):
+    if max(wanted, default=0) > len(marginal):
         try:
             geometric = geometric_conditional(marginal)
-            chain = extend_marginal(marginal, top)
         except ValueError:
             wanted = [k for k in wanted if k <= len(marginal)]
-            chain = tuple(marginal)
-    else:
-        chain = tuple(marginal)
     predictions = []
     for k in wanted:
-        tau = 1.0 + sum(chain[:k])
+        tau = 1.0 + sum(chain_at(k, table, shift))
         ratio = fit.ratio(k)
         speedup = tau / ratio if ratio > 0 else 0.0
         predictions.append(
@@ -509,12 +552,15 @@ def advise_sweep(
     held: dict[int, float] = {}
     for m in measures if step_fit is None else ():  # the forward table is out of sample throughout
         others = [x for x in measures if x.k != m.k]
-        if m.k >= fit.top_k or not others or m.k > len(chain):
+        if m.k >= fit.top_k or not others or m.k > len(marginal):
             continue
-        ratio = fit_step_model(others, baseline_tok_s).ratio(m.k)
+        ratio = fit_step_model(others, baseline_tok_s, spread).ratio(m.k)
         if ratio > 0:
-            held[m.k] = (1.0 + sum(chain[: m.k])) / ratio
+            others_table = {j: v for j, v in table.items() if j != m.k}
+            held[m.k] = (1.0 + sum(chain_at(m.k, others_table, shift))) / ratio
+    sources = {p.k: acceptance_source(p.k, table) for p in predictions if p.k > 0}
+    scales = {k: acceptance_scale(k, src, table) if shift else 1.0 for k, src in sources.items()}
     return SweepAdvice(
         len(marginal), fit, tuple(predictions), best.k, baseline_tok_s, geometric, held,
-        serving if step_fit is not None else None,
+        serving if step_fit is not None else None, sources, scales,
     )  # fmt: skip

@@ -33,6 +33,7 @@ from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wai
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import SWEEP_KIND
 from mtpwatch.core.sweeps.advisor import KMeasure, StepFit, SweepAdvice, advise_sweep, fit_ratios
+from mtpwatch.core.sweeps.certainty import Certainty, certainty, samples_of, step_ratio_spread
 from mtpwatch.core.sweeps.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.sweeps.forward import ForwardTable, steps_at
 from mtpwatch.core.sweeps.resolve import Choice, Estimate, resolve
@@ -123,6 +124,9 @@ class SweepReport:
     """Per k > 0, the provenance (`ArmInfo.to_json()`) of arms "a" (k=0) and "b" (k), as they ran."""
     choice: Choice | None = None
     """Whether the intervals resolve the best k (`core.sweeps.resolve`); None without a measured CI."""
+    certainty: Certainty | None = None
+    """The advisor's intervals and the acceptance shifts between ks (`core.sweeps.certainty`);
+    None without per-run counters (a sweep read back from a file)."""
 
     def table_ks(self) -> tuple[list[int], int]:
         """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
@@ -193,6 +197,8 @@ class SweepReport:
             doc["speedup_prediction_error"] = round(sp_err, 4) if sp_err is not None else None
             held = self.held_out_error(row.k)
             doc["held_out_speedup_error"] = round(held, 4) if held is not None else None
+            ci = self.certainty.intervals.get(row.k) if self.certainty else None
+            doc["predicted_speedup_ci"] = [round(x, 4) for x in ci] if ci else None
             rows.append(doc)
         return {
             "ks": [r.k for r in self.rows],
@@ -203,6 +209,7 @@ class SweepReport:
             "baseline_life_spread": _r(self.life_spread(), 4),
             "interrupted": self.interrupted,
             "best_k_choice": self.choice.to_json() if self.choice else None,
+            "advisor_certainty": self.certainty.to_json() if self.certainty else None,
         }
 
 
@@ -318,27 +325,46 @@ def sweep_from_reports(
     measured = [r for r in rows if r.speedup is not None]
     best = max(measured, key=lambda r: r.speedup or 0.0) if measured else None
     best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
-    advice = None
-    top = rows[-1] if rows else None
-    if top is not None and top.per_position and baseline_tok_s:
-        measures = [
-            KMeasure(r.k, r.speedup, r.mean_acceptance_length)
-            for r in rows
-            if r.speedup and r.mean_acceptance_length
-        ]
-        ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
-        try:
-            step_fit = _forward_fit(step_times, reports, baseline_tok_s)
-            advice = advise_sweep(measures, top.per_position, baseline_tok_s, ks, step_fit)
-        except ValueError:
-            advice = None
+    advice, sure = _advise(rows, reports, baseline_tok_s, step_times)
     estimates = {
         r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in measured if r.speedup is not None and r.ci
     }
     choice = resolve(estimates) if estimates else None
     return SweepReport(
-        (baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}), choice
+        (baseline, *rows), best_k, advice, dict(reports), interrupted, dict(arms or {}), choice, sure
     )
+
+
+def _advise(
+    rows: Sequence[SweepRow],
+    reports: Mapping[int, Any],
+    baseline_tok_s: float | None,
+    step_times: ForwardTable | None,
+) -> tuple[SweepAdvice | None, Certainty | None]:
+    """The advisor over the measured rows and, where every k's runs carry their counters, its
+    intervals (`core.sweeps.certainty`: the step model's choice of line or table then reads them)."""
+    top = rows[-1] if rows else None
+    if top is None or not top.per_position or not baseline_tok_s:
+        return None, None
+    measures = [
+        KMeasure(r.k, r.speedup, r.mean_acceptance_length)
+        for r in rows
+        if r.speedup and r.mean_acceptance_length
+    ]
+    marginals = {r.k: r.per_position for r in rows if r.per_position}
+    samples = {k: s for k in reports if (s := samples_of(k, reports[k])) is not None}
+    if set(samples) != {m.k for m in measures}:
+        samples = {}
+    ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
+    try:
+        step_fit = _forward_fit(step_times, reports, baseline_tok_s)
+        spread = step_ratio_spread(samples) if samples else None
+        advice = advise_sweep(
+            measures, top.per_position, baseline_tok_s, ks, step_fit, marginals=marginals, spread=spread
+        )
+    except ValueError:
+        return None, None
+    return advice, certainty(samples, advice, ks) if samples else None
 
 
 @dataclass(frozen=True, slots=True)

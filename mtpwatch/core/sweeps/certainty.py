@@ -1,0 +1,299 @@
+"""How sure the sweep advisor is: intervals on its predictions, and how acceptance moves with k.
+
+A sweep's advisor (`advisor.advise_sweep`) turns per-k measures into predictions. Both inputs
+are noisy: each k's median paired speed-up (a dozen pairs on a loaded CPU spreads ±10–30 %) and its
+per-position acceptance (a few hundred drafts). Here both are resampled together:
+
+- **the resample**: each measured k's pairs (its run against its own k=0 run, same prompt and run
+  number) are drawn again with replacement *within each prompt* (the later measurement asks the
+  same prompts), `RESAMPLES` times with a fixed seed; in each draw the k's median paired speed-up,
+  its mean acceptance length (1 + Σaccepted / Σdrafts over the drawn runs) and its per-position
+  acceptance (Σaccepted_i / Σdrafts) are recomputed, the step model refitted (the point estimate's
+  kind, line or table, kept) and every k predicted again;
+- **the interval** of a prediction is the 2.5 and 97.5 percentiles of its draws
+  (`core.ab.stats.percentile_bounds`), and of each measured ρ(k) = t(k)/t0 the same (the step
+  model then uses the table only where the line lies outside those, `advisor.fit_ratios`);
+- **measure it** only where the interval says a k could win: an unmeasured k whose interval's
+  upper end lies above the best measured k's median speed-up. Measured ks are always preferred —
+  the best k is chosen among them (`core.sweeps.resolve`), a prediction never replaces one;
+- **acceptance across ks**: position i's acceptance measured at two ks on the same prompts
+  (vllm#48892: position 1 read 83.4 % at k=1 and 76.2 % at k=8: a run at a larger k starts more
+  drafts after rejections). Each pair of neighbouring measured ks gives its relative change with
+  its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a smaller k from
+  a larger one, which the advisor limits by reading each k from the nearest measured k above it.
+
+The interval covers the noise of this sweep's runs, not the difference between two starts of the
+same server (`sweep.baseline_lives`, printed beside it): a later sweep's measurement may differ by
+that much more.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mtpwatch.core.ab.records import match_pairs
+from mtpwatch.core.ab.stats import percentile_bounds
+from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, advise_sweep
+
+__all__ = [
+    "CONFIDENCE",
+    "RESAMPLES",
+    "AcceptanceShift",
+    "Certainty",
+    "KSample",
+    "PairSample",
+    "acceptance_shifts",
+    "certainty",
+    "samples_of",
+    "step_ratio_spread",
+]
+
+#: Resamples of the bootstrap (seeded: the same sweep gives the same intervals).
+RESAMPLES = 1000
+CONFIDENCE = 0.95
+SEED = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PairSample:
+    """One measured pair at k: the k run's rate over its k=0 run's, and the k run's counter deltas."""
+
+    prompt: int
+    ratio: float
+    drafts: float
+    accepted_per_pos: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KSample:
+    """Every measured pair of one k."""
+
+    k: int
+    pairs: tuple[PairSample, ...]
+
+    def measure(self) -> KMeasure:
+        """Median paired speed-up and mean acceptance length 1 + Σaccepted / Σdrafts."""
+        return KMeasure(self.k, statistics.median(p.ratio for p in self.pairs), 1.0 + sum(self.marginal()))
+
+    def marginal(self) -> tuple[float, ...]:
+        """Σaccepted_i / Σdrafts per position (vLLM's per-position formula over the runs)."""
+        drafts = sum(p.drafts for p in self.pairs)
+        sums = [sum(p.accepted_per_pos[i] for p in self.pairs) for i in range(self.k)]
+        return tuple(x / drafts for x in sums) if drafts > 0 else tuple(0.0 for _ in sums)
+
+    def resample(self, rng: random.Random) -> KSample:
+        """The pairs drawn again with replacement, prompt by prompt."""
+        out: list[PairSample] = []
+        for prompt in sorted({p.prompt for p in self.pairs}):
+            group = [p for p in self.pairs if p.prompt == prompt]
+            out.extend(rng.choices(group, k=len(group)))
+        return KSample(self.k, tuple(out))
+
+
+def samples_of(k: int, report: Any) -> KSample | None:
+    """The measured pairs of a k's bench report at its primary point (None: no usable pair)."""
+    point = report.config.primary
+    pairs = []
+    for a, b in match_pairs(report.records):
+        if a.point != point or a.warmup or b.warmup or a.error or b.error:
+            continue
+        if not a.rate or b.rate is None or not b.drafts or b.accepted_per_pos is None:
+            continue
+        if len(b.accepted_per_pos) != k:
+            continue
+        pairs.append(PairSample(b.prompt_index, b.rate / a.rate, b.drafts, tuple(b.accepted_per_pos)))
+    return KSample(k, tuple(pairs)) if pairs else None
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceShift:
+    """Position i's acceptance at a larger k against a smaller one, on the same prompts."""
+
+    position: int
+    """1-based."""
+    k_low: int
+    k_high: int
+    at_low: float
+    at_high: float
+    ci: tuple[float, float] | None
+    """95 % interval of the relative change (bootstrap over runs)."""
+
+    @property
+    def change(self) -> float:
+        """at_high / at_low − 1 (negative: the larger k reads low)."""
+        return self.at_high / self.at_low - 1.0 if self.at_low > 0 else 0.0
+
+    def line(self) -> str:
+        """'position 1 at k=6 reads 11.0% below k=4 (0.81 vs 0.91; 95% CI −16.0% … −5.0%)'."""
+        word = "below" if self.change < 0 else "above"
+        ci = f"; 95% CI {100 * self.ci[0]:+.1f}% … {100 * self.ci[1]:+.1f}%" if self.ci else ""
+        return (
+            f"position {self.position} at k={self.k_high} reads {100 * abs(self.change):.1f}% {word} "
+            f"k={self.k_low} ({self.at_high:.3f} vs {self.at_low:.3f}{ci})"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "k_low": self.k_low,
+            "k_high": self.k_high,
+            "at_low": round(self.at_low, 4),
+            "at_high": round(self.at_high, 4),
+            "change": round(self.change, 4),
+            "change_ci": [round(x, 4) for x in self.ci] if self.ci else None,
+        }
+
+
+def _shift_values(marginals: Mapping[int, Sequence[float]]) -> dict[tuple[int, int, int], float]:
+    """(position, k_low, k_high) → relative change, for neighbouring measured ks, every common position."""
+    ks = sorted(marginals)
+    out = {}
+    for lo, hi in itertools.pairwise(ks):
+        for i in range(lo):
+            a, b = marginals[lo][i], marginals[hi][i]
+            if a > 0:
+                out[(i + 1, lo, hi)] = b / a - 1.0
+    return out
+
+
+def acceptance_shifts(
+    marginals: Mapping[int, Sequence[float]],
+    draws: Sequence[Mapping[int, Sequence[float]]] = (),
+) -> tuple[AcceptanceShift, ...]:
+    """Every common position's change between neighbouring measured ks; intervals from `draws`
+    (the bootstrap's resampled marginals) where given."""
+    values = _shift_values(marginals)
+    drawn = [_shift_values(d) for d in draws]
+    out = []
+    for (pos, lo, hi), _ in sorted(values.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        reps = [d[(pos, lo, hi)] for d in drawn if (pos, lo, hi) in d]
+        ci = percentile_bounds(reps, CONFIDENCE) if reps else None
+        out.append(AcceptanceShift(pos, lo, hi, marginals[lo][pos - 1], marginals[hi][pos - 1], ci))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Certainty:
+    """The advisor's intervals, the acceptance shifts between ks, and which ks are worth measuring."""
+
+    intervals: Mapping[int, tuple[float, float]]
+    """Per predicted k, the 95 % interval of the predicted paired speed-up."""
+    measured: Mapping[int, float]
+    """Each measured k's median paired speed-up (what a prediction must beat to be worth a run)."""
+    shifts: tuple[AcceptanceShift, ...] = ()
+    resamples: int = RESAMPLES
+    method: str = "percentile bootstrap over runs, within each prompt"
+    held_out: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    """Per measured k below the largest, the interval of its held-out prediction."""
+
+    @property
+    def best_measured(self) -> tuple[int, float] | None:
+        """(k, median speed-up) of the fastest measured k, k=0 (the baseline, 1.0) among them."""
+        if not self.measured:
+            return None
+        measured = {0: 1.0, **self.measured}
+        k = max(sorted(measured), key=lambda m: measured[m])
+        return k, measured[k]
+
+    def worth_measuring(self, k: int) -> bool:
+        """An unmeasured k whose interval reaches above the best measured k's median."""
+        best, ci = self.best_measured, self.intervals.get(k)
+        return k not in self.measured and k > 0 and best is not None and ci is not None and ci[1] > best[1]
+
+    def verdicts(self, advice: SweepAdvice) -> list[str]:
+        """One line per unmeasured predicted k ≥ 1 up to twice the largest measured: its interval and
+        whether it could beat the best measured k."""
+        best = self.best_measured
+        if best is None:
+            return []
+        top = max(self.measured)
+        lines = []
+        for p in advice.predictions:
+            if p.k == 0 or p.k in self.measured or p.k > 2 * top or p.k not in self.intervals:
+                continue
+            lo, hi = self.intervals[p.k]
+            head = f"k={p.k} predicted {p.speedup:.2f}× [{lo:.2f}, {hi:.2f}]"
+            if self.worth_measuring(p.k):
+                lines.append(f"{head}: could beat the measured k={best[0]} ({best[1]:.2f}×): measure it")
+            else:
+                lines.append(f"{head}: below the measured k={best[0]} ({best[1]:.2f}×) across its interval")
+        return lines
+
+    def bias_line(self) -> str | None:
+        """Position 1's shift between each pair of neighbouring measured ks, in one line."""
+        first = [s for s in self.shifts if s.position == 1]
+        return "acceptance across ks: " + "; ".join(s.line() for s in first) if first else None
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best_measured
+        return {
+            "method": self.method,
+            "confidence": CONFIDENCE,
+            "resamples": self.resamples,
+            "speedup_ci": {
+                str(k): [round(lo, 4), round(hi, 4)] for k, (lo, hi) in sorted(self.intervals.items())
+            },
+            "held_out_speedup_ci": {
+                str(k): [round(lo, 4), round(hi, 4)] for k, (lo, hi) in sorted(self.held_out.items())
+            },
+            "best_measured_k": best[0] if best else None,
+            "measure_it": [k for k in sorted(self.intervals) if self.worth_measuring(k)],
+            "acceptance_shifts": [s.to_json() for s in self.shifts],
+        }
+
+
+def step_ratio_spread(
+    samples: Mapping[int, KSample], resamples: int = RESAMPLES, seed: int = SEED
+) -> dict[int, tuple[float, float]]:
+    """Each measured k's ρ(k) = τ_k / S_k interval (bootstrap over its runs)."""
+    out = {}
+    for k, sample in sorted(samples.items()):
+        rng = random.Random(seed + k)
+        reps = [sample.resample(rng).measure().step_ratio for _ in range(resamples)]
+        out[k] = percentile_bounds(reps, CONFIDENCE)
+    return out
+
+
+def certainty(
+    samples: Mapping[int, KSample],
+    advice: SweepAdvice,
+    ks: Sequence[int],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Certainty:
+    """The intervals of `advice`'s predictions and held-out figures, redrawing every measured k's runs."""
+    rng = random.Random(seed)
+    top = max(samples)
+    kind: Literal["linear", "table"] | None = advice.fit.kind if advice.fit.kind != "two-point" else None
+    draws: dict[int, list[float]] = {}
+    held: dict[int, list[float]] = {}
+    marginal_draws = []
+    for _ in range(resamples):
+        drawn = {k: s.resample(rng) for k, s in samples.items()}
+        marginals = {k: d.marginal() for k, d in drawn.items()}
+        marginal_draws.append(marginals)
+        try:
+            again = advise_sweep(
+                [d.measure() for d in drawn.values()], marginals[top], advice.baseline_tok_s, ks,
+                advice.fit if advice.serving_fit is not None else None, marginals=marginals, kind=kind,
+            )  # fmt: skip
+        except ValueError:
+            continue
+        for p in again.predictions:
+            draws.setdefault(p.k, []).append(p.speedup)
+        for k, v in again.held_out.items():
+            held.setdefault(k, []).append(v)
+    measured = {k: s.measure().speedup for k, s in samples.items()}
+    point = {k: s.marginal() for k, s in samples.items()}
+    return Certainty(
+        {k: percentile_bounds(v, CONFIDENCE) for k, v in draws.items()},
+        measured,
+        acceptance_shifts(point, marginal_draws),
+        resamples,
+        held_out={k: percentile_bounds(v, CONFIDENCE) for k, v in held.items()},
+    )
