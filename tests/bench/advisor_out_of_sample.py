@@ -84,7 +84,7 @@ def run_sweep(ks: str, out: Path, runs: int, max_tokens: int) -> None:
     cmd = [sys.executable, "-m", "mtpwatch", "bench", "--start", str(models / "gemma3-270m")]
     cmd += ["--method", "ngram", "--sweep-k", ks, "--vllm", str(real), "--prompts", str(PROMPTS)]
     cmd += ["--runs", str(runs), "--warmup", "1", "--max-tokens", str(max_tokens), "--startup-timeout", "600"]
-    cmd += ["--no-progress", "--json", str(out), "--", "--dtype", "bfloat16", "--max-model-len", "2048"]
+    cmd += ["--no-progress", "--json-file", str(out), "--", "--dtype", "bfloat16", "--max-model-len", "2048"]
     cmd += ["--enforce-eager"]
     stop = threading.Event()
     sampler = threading.Thread(target=_sample_load, args=(Path(f"{out}.load"), stop), daemon=True)

@@ -46,7 +46,7 @@ def test_sweep_advisor_intervals_on_partial_acceptance_real(
     ]
     args += ["--vllm", str(real_env.vllm), "--prompts", str(PROMPTS), "--runs", "4"]
     args += ["--warmup", "1", "--max-tokens", "64", "--startup-timeout", str(int(STARTUP_LIMIT_S))]
-    args += ["--no-progress", "--json", str(out)]
+    args += ["--no-progress", "--json-file", str(out)]
     result = CliRunner().invoke(cli, [*args, "--", *VLLM_ARGS], catch_exceptions=False)
     print(result.stdout)
     assert result.exit_code == 0, result.output[-4000:]
