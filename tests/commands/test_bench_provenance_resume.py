@@ -206,8 +206,10 @@ def test_resume_runs_again_the_runs_that_failed(sims: tuple[str, str], tmp_path:
 def test_ctrl_c_says_how_to_resume(sims: tuple[str, str], tmp_path: Path, jsonl: bool) -> None:
     """Ctrl-C's message did not mention --resume (issue 40, item 9)."""
     log = tmp_path / "runs.jsonl"
+    # 400 runs: the Ctrl-C lands mid-bench however late the reader thread sees "[2/" (with 12, a busy
+    # test process saw it after the bench had finished: exit 0).
     argv = [sys.executable, "-m", "mtpwatch", "bench", "--ab", *sims, "--prompts", "short", "--limit", "1",
-            "--runs", "12", "--max-tokens", "48", "--progress"]  # fmt: skip
+            "--runs", "400", "--max-tokens", "48", "--progress"]  # fmt: skip
     argv += ["--jsonl", str(log)] if jsonl else []
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
