@@ -319,8 +319,8 @@ class CompletionRoutes:
                 "prompt_token_ids": prompt_ids,
                 "token_ids": ids,
             }
-        body = {**head, "choices": [choice], "service_tier": None, "system_fingerprint": self.fingerprint}
-        body["usage"] = usage
+        body: dict[str, Any] = {**head, "choices": [choice], "service_tier": None}
+        body |= {"system_fingerprint": self.fingerprint, "usage": usage}
         if chat:  # vLLM's chat response also echoes the prompt
             body |= {"prompt_logprobs": None, "prompt_token_ids": prompt_ids}
         body["kv_transfer_params"] = None
