@@ -12,8 +12,6 @@ class Answer:
     """One server's answer to one console prompt."""
 
     summary: PromptSummary
-    """The summary line."""
     text: str = ""
-    """Full output text."""
     token_ids: tuple[int, ...] | None = None
     """Output token ids when the server sent them."""

@@ -25,13 +25,10 @@ from mtpwatch.session.views import BandwidthView
 
 
 class BandwidthModel:
-    """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates.
-
-    The model config comes from --model-config, else from the simulator's /sim/info; the peak from
-    --peak-gbps, --gpu or /sim/info. KV-cache reads are priced at the engine's KV-cache occupancy
+    """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates (its
+    inputs resolved once by `load`). KV-cache reads are priced at the engine's KV-cache occupancy
     (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it is known and
-    non-zero, else at the last console prompt's prompt + generated tokens.
-    """
+    non-zero, else at the last console prompt's prompt + generated tokens."""
 
     def __init__(self, display: DisplaySettings) -> None:
         self.display = display
@@ -118,9 +115,8 @@ class BandwidthModel:
                     sources.append("config from the simulator")
         except (ConfigError, ValueError, OSError) as exc:
             self.error = f"model config: {str(exc).splitlines()[0]}"
-        drafter_given = self.display.drafter_config
         for ref, where in (
-            (drafter_given, "--drafter-config"),
+            (self.display.drafter_config, "--drafter-config"),
             (drafter_ref, "server log"),
             (info.get("drafter") if info.get("spec") else None, "simulator"),
         ):

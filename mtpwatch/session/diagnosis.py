@@ -207,9 +207,8 @@ def ab_warnings(
 
     `speedups` are the prompts' speculating/baseline decode ratios so far (the last `MIN_PROMPTS`
     decide), `method` the speculating arm's method ('MTP') when exactly one arm speculates (else
-    None: no diagnosis of who is slower), `models` the model
-    each arm serves and `tokens` the last answers' lengths; `PART` separates a warning's parts.
-    Two different models: the warning
+    None: no diagnosis of who is slower), `models` the model each arm serves and `tokens` the last
+    answers' lengths; `PART` separates a warning's parts. Two different models: the warning
     `mtpwatch bench` gives (`core.provenance.arm_warnings`), and no guess at why speculation is
     slower. In a race the arms contend: no diagnosis.
     """
@@ -219,7 +218,6 @@ def ab_warnings(
     recent = list(speedups[-MIN_PROMPTS:])
     if race or method is None or not recent or statistics.median(recent) >= 1.0:
         return ()
-    name = method
     thin = len(recent) < MIN_PROMPTS
     count = f" ({len(recent)} prompt{'s' if len(recent) != 1 else ''})" if thin else ""
     shortest = min(tokens)
@@ -227,7 +225,7 @@ def ab_warnings(
         why = f"short answers ({shortest} tokens): prefill and warm-up outweigh the steps saved"
     else:
         why = "drafting or MoE expert union costs more? see the roofline"
-    return (f"{hint(thin)}{name} {MTP_SLOWER}{count}{PART}{why}",)
+    return (f"{hint(thin)}{method} {MTP_SLOWER}{count}{PART}{why}",)
 
 
 def _tau(x: float | None) -> str:

@@ -21,7 +21,6 @@ class Hardware:
 
     @property
     def running(self) -> bool:
-        """The sampler thread runs."""
         return self._sampler is not None
 
     def start(self, peak_gbps: float | None) -> HardwareReading | None:

@@ -92,7 +92,6 @@ class FeedArm:
         return await self._http.counters()
 
     async def aclose(self) -> None:
-        """Close the HTTP client."""
         await self._http.aclose()
 
 
@@ -112,7 +111,6 @@ class Measurement:
         schedule: Schedule,
         *,
         arms: tuple[FeedArm, FeedArm] | None = None,
-        max_tokens: int | None = None,
     ) -> None:
         """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
         self.feeds = feeds

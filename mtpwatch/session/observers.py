@@ -55,13 +55,7 @@ class Observers:
         self._observers: list[FeedObserver] = []
 
     def add(self, observer: FeedObserver) -> None:
-        """Tell `observer` from now on."""
         self._observers.append(observer)
-
-    def remove(self, observer: FeedObserver) -> None:
-        """Stop telling `observer` (no error when it was not added)."""
-        if observer in self._observers:
-            self._observers.remove(observer)
 
     def clear(self) -> None:
         """Tell nobody any more (a recording closed)."""

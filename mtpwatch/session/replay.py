@@ -2,13 +2,13 @@
 
 The source rebuilds the app's config from the recording's 'session' mark, makes one `ServerFeed`
 per recorded server on a virtual clock over `ReplayScrapes` (the recording's pages, never the
-network), and applies the records in the order they were written: a scrape's page (decoded by
-`ReplayScrapes.page`) goes through `ServerFeed.accept` into the feed's `session.server_watch.
-ServerWatch` (so `core.metrics.rates.Collector` sees the same pages at the same times), an identity,
-a failure, a lifecycle event and an NVML reading through the watch's `restore_identity`,
-`mark_down`, `restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a
-prompt's end through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a
-replay shows therefore comes from the code that showed it live. No network, no server, no Textual.
+network), and applies the records in the order they were written: a scrape is polled as live, its
+page fetched through `ReplayScrapes.fetch` by the feed's `session.server_watch.ServerWatch` (so
+`core.metrics.rates.Collector` sees the same pages at the same times), an identity, a failure, a
+lifecycle event and an NVML reading go through the watch's `restore_identity`, `mark_down`,
+`restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a prompt's end
+through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
+therefore comes from the code that showed it live. No network, no server, no Textual.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
 from mtpwatch.session.answers import Answer
 from mtpwatch.session.scrapes import Identity, Page
+from mtpwatch.session.server_watch import CADENCE
 from mtpwatch.session.views import spec_label
 from mtpwatch.session.watch import ServerFeed
 
@@ -66,24 +67,26 @@ def config_from_session(session: dict[str, Any]) -> AppConfig:
 
 
 class ReplayScrapes:
-    """A recorded server's pages (`session.scrapes.Scrapes`): the player hands each scrape record to
-    the feed at its time (`page`); a poll, which a replay never runs, gets the newest page decoded."""
+    """A recorded server's pages (`session.scrapes.Scrapes`): the player loads each scrape record
+    (`load`) and polls the feed, whose watch fetches its page as it fetches a live one."""
 
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
-        self._last: Page | None = None
+        self._record: dict[str, Any] | None = None
 
-    def page(self, record: dict[str, Any], model: str | None) -> Page:
-        """The page of a 'scrape' record, parsed as the live client parses it, and how it was read."""
-        text = "\n".join(record["lines"]) + "\n"
-        snapshot = parse_metrics_page(text, model, self.url)
-        self._last = Page(snapshot, text, str(record.get("via", "")))
-        return self._last
+    def load(self, record: dict[str, Any]) -> None:
+        """The 'scrape' record the next `fetch` decodes."""
+        self._record = record
 
     async def fetch(self, model: str | None) -> Page:
-        if self._last is None:
+        """The loaded page, parsed as the live client parses it, and how it was read (without the
+        idle cadence: the watch adds it again from the same pages, as it did live)."""
+        record = self._record
+        if record is None:
             raise ServerError("no page recorded yet", url=self.url)
-        return self._last
+        text = "\n".join(record["lines"]) + "\n"
+        via = str(record.get("via", "")).partition(CADENCE)[0]
+        return Page(parse_metrics_page(text, model, self.url), text, via)
 
     async def identify(self, model: str | None) -> Identity | None:
         """A replay's identity comes from the recording's 'server' records (`restore_identity`)."""
@@ -91,6 +94,19 @@ class ReplayScrapes:
 
     async def aclose(self) -> None:
         """Nothing to let go: no connection."""
+
+
+def _poll_now(feed: ServerFeed) -> None:
+    """One poll of `feed`, run to its end here: a replay's never waits (its page is in memory, its
+    server identified from the recording) and the player is synchronous (a seek applies thousands
+    of records at once)."""
+    poll = feed.poll()
+    try:
+        poll.send(None)
+    except StopIteration:
+        return
+    poll.close()
+    raise RuntimeError("a replayed poll waited for I/O")
 
 
 class ReplaySource:
@@ -194,7 +210,8 @@ class ReplaySource:
             self.now = t
         watch = feed.watch
         if kind == "scrape":
-            feed.accept(self._scrapes[s].page(record, watch.model), t)
+            self._scrapes[s].load(record)
+            _poll_now(feed)
         elif kind == "server":
             watch.restore_identity(record)
         elif kind == "down":

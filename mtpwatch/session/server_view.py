@@ -120,15 +120,11 @@ def _shown_rates(
     return r, window
 
 
-def _clock_time(wall: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(wall))
-
-
 def status_detail(watch: ServerWatch) -> str:
     """One line on why the server is not up ('disconnected since 12:00:01 (…), retrying in 2.0 s')."""
     if watch.status == "down" or (watch.status == "connecting" and watch.reason):
         down_since = watch.down_since
-        since = _clock_time(down_since) if down_since is not None else "?"
+        since = time.strftime("%H:%M:%S", time.localtime(down_since)) if down_since is not None else "?"
         retry = f", retrying in {watch.retry_in:.1f} s" if watch.retry_in is not None else ""
         verb = "disconnected" if watch.status == "down" else "not reachable"
         return f"{verb} since {since} ({watch.reason}){retry}"

@@ -6,8 +6,9 @@ Prometheus, a recording) and alone writes what they mean: the status and its rea
 inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
 `core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown
 (`session.hardware.Hardware`). It tells its `session.observers.Observers` each moment. A replay
-hands it recorded pages (`take`), identities (`restore_identity`), failures (`mark_down`) and
-lifecycle events (`restore_life`) instead. `session.server_view.build_server_view` reads it.
+polls it too (its `session.replay.ReplayScrapes` hand the recorded pages) and hands it recorded
+identities (`restore_identity`), failures (`mark_down`) and lifecycle events (`restore_life`).
+`session.server_view.build_server_view` reads it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from mtpwatch.session.views import Status
 
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 """Retry delays after a failed scrape: 0.5, 1, 2, 4, 8 s, then 8 s (`Backoff`, no jitter)."""
+CADENCE = ", every "
+"""Between how a page was read and the idle cadence added to it ('filtered, 3.3 KB, every 2 s')."""
 
 
 class ServerWatch:
@@ -104,7 +107,7 @@ class ServerWatch:
         last = self.collector.latest
         delay = self.next_delay(last is not None and idle_between(last, page.snapshot))
         slowed = page.via and delay > self.display.scrape_interval_s
-        via = f"{page.via}, every {delay:g} s" if slowed else page.via  # recorded as shown
+        via = f"{page.via}{CADENCE}{delay:g} s" if slowed else page.via  # recorded as shown
         if page.text is not None:
             self.observers.scrape(now, page.text, via)
         self.take(replace(page, via=via, history=()), now)
@@ -120,7 +123,7 @@ class ServerWatch:
         return interval
 
     def take(self, page: Page, now: float) -> None:
-        """Take one page taken at `now` (the poll, and a replay with the recorded page)."""
+        """Take one page taken at `now` (the poll's)."""
         snapshot = page.snapshot
         if self.collector.add(snapshot, now):
             self.identified = False  # a restart: the version or model may have changed

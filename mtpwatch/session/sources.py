@@ -7,8 +7,9 @@ Three sources of pages stand behind a panel, all `session.watch.ServerFeed`s ove
   `demo`, `start`, `attach`);
 - Prometheus: `session.prometheus.PrometheusScrapes`, the target's counters as Prometheus saw them
   (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
-- a recording: `session.replay.ReplaySource` hands the recorded pages, stream events and prompt
-  ends to feeds on the recording's clock (`mtpwatch replay`), so the panel is the live one.
+- a recording: `session.replay.ReplayScrapes`, the recorded pages, which `session.replay.
+  ReplaySource` polls on the recording's clock with its stream events and prompt ends (`mtpwatch
+  replay`), so the panel is the live one.
 
 The screens (`ui.screens.monitor`, `ui.screens.replay`) and the session helpers they call (the
 measurement, its report file, the k advisor) hold `Source`s, never a concrete class: ten members,

@@ -117,7 +117,6 @@ class ServerView:
     label: str
     """Panel name: 'A', 'MTP on', ..."""
     url: str
-    """Base URL of the server."""
     status: Status = "connecting"
     """What the poller last saw."""
     status_detail: str = ""
@@ -165,9 +164,7 @@ class ServerView:
     acceptance_since_start: float | None = None
     """accepted / drafted over the server's whole life (its counters' totals; `start --headless`)."""
     running: float | None = None
-    """Requests running now."""
     waiting: float | None = None
-    """Requests waiting now."""
     restarts: int = 0
     """Counter resets seen (server restarts)."""
     scrape: str = ""
@@ -179,7 +176,6 @@ class ServerView:
     drafts: float | None = None
     """Δ verify steps with drafts over `window` (how much evidence the acceptance numbers rest on)."""
     bandwidth: BandwidthView = field(default_factory=BandwidthView)
-    """The roofline panel."""
     verdict: str = ""
     """One sentence on whether MTP pays off, from the numbers above (`session.diagnosis.make_verdict`)."""
     verdict_level: VerdictLevel = "info"

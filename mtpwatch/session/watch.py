@@ -27,7 +27,7 @@ from mtpwatch.session.answers import Answer
 from mtpwatch.session.launching import StartupProgress, launch_server
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
-from mtpwatch.session.scrapes import LiveScrapes, Page, Scrapes
+from mtpwatch.session.scrapes import LiveScrapes, Scrapes
 from mtpwatch.session.server_view import acceptance_of, build_server_view, window_rates
 from mtpwatch.session.server_watch import ServerWatch
 from mtpwatch.session.sources import SourceState
@@ -131,11 +131,6 @@ class ServerFeed:
             if t is not None:
                 self.prompt.sample_client(t)
         return delay
-
-    def accept(self, page: Page, now: float) -> None:
-        """Take one page taken at `now` without fetching it (a replay with the recorded page)."""
-        self.watch.take(page, now)
-        self.prompt.sample_client(now)
 
     def wake(self) -> None:
         """Scrape now: ends the poll loop's `rest` (a console prompt starts)."""

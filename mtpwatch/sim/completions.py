@@ -10,6 +10,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +24,18 @@ from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, dumps, error_respo
 
 CHAT_TEMPLATE_TOKENS = 4
 """Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a request asks its answer to carry: chat or completion, `stream_options`' usage (on the
+    last chunk; on every chunk when `continuous`) and the token ids (`return_token_ids`)."""
+
+    chat: bool
+    include_usage: bool
+    continuous: bool
+    return_ids: bool
+    prompt_ids: list[int]
 
 
 class CompletionRoutes:
@@ -87,18 +100,10 @@ class CompletionRoutes:
         stream_options = body.get("stream_options") or {}
         include_usage = bool(stream_options.get("include_usage"))
         continuous = include_usage and bool(stream_options.get("continuous_usage_stats"))
-        return_ids = bool(body.get("return_token_ids"))
+        reply = Reply(chat, include_usage, continuous, bool(body.get("return_token_ids")), prompt_ids)
         if body.get("stream"):
-            return await self._stream(
-                request,
-                req,
-                chat=chat,
-                include_usage=include_usage,
-                continuous=continuous,
-                return_ids=return_ids,
-                prompt_ids=prompt_ids,
-            )
-        return await self._complete(request, req, chat=chat, return_ids=return_ids, prompt_ids=prompt_ids)
+            return await self._stream(request, req, reply)
+        return await self._complete(request, req, reply)
 
     def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, int, list[int]]:
         if chat:
@@ -141,22 +146,12 @@ class CompletionRoutes:
             "completion_tokens": done,
         }
 
-    async def _stream(
-        self,
-        request: web.Request,
-        req: SimRequest,
-        *,
-        chat: bool,
-        include_usage: bool,
-        continuous: bool,
-        return_ids: bool,
-        prompt_ids: list[int],
-    ) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, req: SimRequest, reply: Reply) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
         await resp.prepare(request)
-        rid = ("chatcmpl-" if chat else "cmpl-") + req.request_id
+        chat = reply.chat
         head = {
-            "id": rid,
+            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
             "object": "chat.completion.chunk" if chat else "text_completion",
             "created": int(time.time()),
             "model": self.model_name,
@@ -165,7 +160,7 @@ class CompletionRoutes:
         sent = 0
         try:
             if chat:
-                await resp.write(self._role_chunk(head, req, continuous, prompt_ids if return_ids else None))
+                await resp.write(self._role_chunk(head, req, reply))
             async for out in outputs(req):
                 if out.finish_reason == "abort":
                     # the engine stopped (restart/exit fault): the connection dies mid-stream
@@ -180,16 +175,7 @@ class CompletionRoutes:
                 finish = None if truncated else out.finish_reason
                 if tokens or finish is not None:
                     chunk = self._chunk(
-                        head,
-                        req,
-                        tokens,
-                        finish,
-                        chat=chat,
-                        continuous=continuous,
-                        include_usage=include_usage,
-                        return_ids=return_ids,
-                        prompt_ids=prompt_ids if sent == len(tokens) else None,
-                        sent=sent,
+                        head, req, tokens, finish, reply, first=sent == len(tokens), sent=sent
                     )
                     if truncated and self.faults.cut_mid_chunk:
                         chunk = chunk[: len(chunk) // 2]  # the event breaks off mid-JSON
@@ -199,7 +185,7 @@ class CompletionRoutes:
                     self.engine.abort(req)
                     drop_transport(request)
                     return resp
-            if include_usage:
+            if reply.include_usage:
                 await resp.write(self._usage_chunk(head, req, sent))
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
@@ -210,9 +196,7 @@ class CompletionRoutes:
             raise
         return resp
 
-    def _role_chunk(
-        self, head: dict[str, Any], req: SimRequest, continuous: bool, prompt_ids: list[int] | None
-    ) -> bytes:
+    def _role_chunk(self, head: dict[str, Any], req: SimRequest, reply: Reply) -> bytes:
         """A chat stream's first event: the assistant role, no text (as vLLM sends it)."""
         first: dict[str, Any] = {
             **head,
@@ -225,9 +209,9 @@ class CompletionRoutes:
                 }
             ],
         }
-        if continuous:
+        if reply.continuous:
             first["usage"] = self._usage(req, 0)
-        first["prompt_token_ids"] = prompt_ids
+        first["prompt_token_ids"] = reply.prompt_ids if reply.return_ids else None
         first["prompt_text"] = None
         return f"data: {dumps(first)}\n\n".encode()
 
@@ -251,18 +235,16 @@ class CompletionRoutes:
         req: SimRequest,
         tokens: list[Token],
         finish: str | None,
+        reply: Reply,
         *,
-        chat: bool,
-        continuous: bool,
-        include_usage: bool,
-        return_ids: bool,
-        prompt_ids: list[int] | None,
+        first: bool,
         sent: int,
     ) -> bytes:
+        """One event of `tokens` (`first`: the stream's first, which carries the prompt's ids)."""
         text = "".join(t.text for t in tokens)
-        ids = [t.token_id for t in tokens] if return_ids else None
+        ids = [t.token_id for t in tokens] if reply.return_ids else None
         choice: dict[str, Any]
-        if chat:
+        if reply.chat:
             choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": finish}
             if finish is not None:
                 choice["stop_reason"] = None
@@ -274,19 +256,17 @@ class CompletionRoutes:
                 "logprobs": None,
                 "finish_reason": finish,
                 "stop_reason": None,
-                "prompt_token_ids": prompt_ids if return_ids else None,
+                "prompt_token_ids": reply.prompt_ids if reply.return_ids and first else None,
                 "token_ids": ids,
             }
         chunk: dict[str, Any] = {**head, "choices": [choice]}
-        if continuous:
+        if reply.continuous:
             chunk["usage"] = self._usage(req, sent)
-        if finish is not None and not include_usage:
+        if finish is not None and not reply.include_usage:
             chunk["system_fingerprint"] = self.fingerprint
         return f"data: {dumps(chunk)}\n\n".encode()
 
-    async def _complete(
-        self, request: web.Request, req: SimRequest, *, chat: bool, return_ids: bool, prompt_ids: list[int]
-    ) -> web.Response:
+    async def _complete(self, request: web.Request, req: SimRequest, reply: Reply) -> web.Response:
         tokens = []
         reason = "stop"
         try:
@@ -300,7 +280,9 @@ class CompletionRoutes:
             drop_transport(request)
             return web.Response(status=500)
         text = "".join(t.text for t in tokens)
-        ids = [t.token_id for t in tokens] if return_ids else None
+        chat = reply.chat
+        ids = [t.token_id for t in tokens] if reply.return_ids else None
+        prompt_ids = reply.prompt_ids if reply.return_ids else None
         usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
         head = {
             "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
@@ -326,16 +308,6 @@ class CompletionRoutes:
                 "stop_reason": None,
                 "token_ids": ids,
             }
-            body = {
-                **head,
-                "choices": [choice],
-                "service_tier": None,
-                "system_fingerprint": self.fingerprint,
-                "usage": usage,
-                "prompt_logprobs": None,
-                "prompt_token_ids": prompt_ids if return_ids else None,
-                "kv_transfer_params": None,
-            }
         else:
             choice = {
                 "index": 0,
@@ -344,17 +316,14 @@ class CompletionRoutes:
                 "finish_reason": reason,
                 "stop_reason": None,
                 "prompt_logprobs": None,
-                "prompt_token_ids": prompt_ids if return_ids else None,
+                "prompt_token_ids": prompt_ids,
                 "token_ids": ids,
             }
-            body = {
-                **head,
-                "choices": [choice],
-                "service_tier": None,
-                "system_fingerprint": self.fingerprint,
-                "usage": usage,
-                "kv_transfer_params": None,
-            }
+        body: dict[str, Any] = {**head, "choices": [choice], "service_tier": None}
+        body |= {"system_fingerprint": self.fingerprint, "usage": usage}
+        if chat:  # vLLM's chat response also echoes the prompt
+            body |= {"prompt_logprobs": None, "prompt_token_ids": prompt_ids}
+        body["kv_transfer_params"] = None
         return json_response(body)
 
 

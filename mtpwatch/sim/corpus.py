@@ -69,7 +69,6 @@ _FUNCTION_WORDS: dict[str, frozenset[str]] = {
 }
 """Common words of prompts written in French, German or Spanish (two make the language)."""
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
 _PIECE = re.compile(
     r"\n|[ \t]+(?=\n)|[\u3040-\u30ff\u3400-\u9fff\uff00-\uffef\u3000-\u303f]"
     r"|[ \t]*[A-Za-z]+|[ \t]*\d|[ \t]*[^\sA-Za-z\d]|[ \t]+"
@@ -115,10 +114,6 @@ _HAN = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
-def _words(lowered: str) -> list[str]:
-    return _WORD.findall(lowered)
-
-
 _POEM_WORDS = (
     *("haiku", "haïku", "poem", "poèm", "poés", "poes", "verse", "sonnet", "limerick", "rhyme"),
     *("gedicht", "reim", "poema", "poesía", "rima"),
@@ -155,7 +150,7 @@ def categorize(prompt: str) -> str:
     language = _language(prompt, lowered)
     if language is not None:
         asks_poem = any(c in prompt for c in _CJK_POEM) or any(
-            w.startswith(_POEM_WORDS) for w in _words(lowered)
+            w.startswith(_POEM_WORDS) for w in _WORD.findall(lowered)
         )
         return f"{language}-poem" if asks_poem else language
     if "translat" in lowered:  # no language named: one of the corpus's, by the prompt
@@ -166,7 +161,7 @@ def categorize(prompt: str) -> str:
         return "code"
     if any(w in lowered for w in ("solve", "equation", "math", "prove", "integral", "calculate", "=")):
         return "math"
-    stems = _words(lowered)
+    stems = _WORD.findall(lowered)
     if any(w.startswith(("haiku", "poem", "verse", "sonnet", "limerick", "rhyme")) for w in stems):
         return "poem"
     if any(w.startswith(("list", "bullet", "checklist", "steps", "tips", "ingredient")) for w in stems):
@@ -182,7 +177,7 @@ def pick_entry(category: str, prompt: str) -> int:
     """The entry of `category` that answers `prompt`: the one whose topic stems the prompt's words
     match most (ties and no match: by a stable hash of the prompt, so every prompt has one answer)."""
     entries = CATEGORIES[category]
-    words = _words(prompt.lower())
+    words = _WORD.findall(prompt.lower())
     scores = [sum(any(w.startswith(t) for w in words) for t in tags) for tags, _ in entries]
     best = max(scores)
     tied = [i for i, score in enumerate(scores) if score == best]

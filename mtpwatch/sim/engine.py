@@ -233,14 +233,9 @@ class Engine:
             self._apply(prefill, decode, cost.target_bytes + cost.kv_bytes + cost.drafter_bytes, physics)
 
     def _apply(
-        self,
-        prefill: list[SimRequest],
-        decode: list[SimRequest],
-        read_bytes: float,
-        physics: Physics | None = None,
+        self, prefill: list[SimRequest], decode: list[SimRequest], read_bytes: float, physics: Physics
     ) -> None:
         now = time.monotonic()
-        physics = physics or self.physics
         prompt_tokens = generation_tokens = 0
         ttfts: list[float] = []
         itls: list[float] = []

@@ -64,12 +64,9 @@ class FaultRoutes:
             if body.get("clear"):
                 for spec in fields(Faults):
                     setattr(self.faults, spec.name, spec.default)
-            if "cut_stream_after" in body:
-                v = body["cut_stream_after"]
-                self.faults.cut_stream_after = None if v is None else int(v)
-            if "metrics_status" in body:
-                v = body["metrics_status"]
-                self.faults.metrics_status = None if v is None else int(v)
+            for count in ("cut_stream_after", "metrics_status"):
+                if count in body:
+                    setattr(self.faults, count, None if body[count] is None else int(body[count]))
             if "metrics_500" in body:
                 self.faults.metrics_status = 500 if body["metrics_500"] else None
             if "metrics_delay_s" in body:

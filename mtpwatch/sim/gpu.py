@@ -31,12 +31,8 @@ from mtpwatch.core.launch.gpumem import gpu_from_table
 from mtpwatch.core.launch.memplan import GIB
 from mtpwatch.core.launch.simledger import SIM_LEDGER_ENV
 
-__all__ = ["LEDGER_ENV", "WORKER_LINGER_S", "SimGpu", "default_ledger_dir", "spawn_worker"]
+__all__ = ["WORKER_LINGER_S", "SimGpu", "default_ledger_dir", "spawn_worker"]
 
-LEDGER_ENV = SIM_LEDGER_ENV
-"""Folder of the ledgers: set by the mtpwatch command that launched this simulator, so that the
-simulators of one command share one GPU and nobody else's (`core.launch.simledger`); a bare
-`mtpwatch sim` uses a per-user folder in the temp dir."""
 LINGER_ENV = "MTPWATCH_SIM_WORKER_LINGER"
 """Seconds the worker outlives its API server, overriding `WORKER_LINGER_S` (a GPU worker that frees
 tens of GB takes longer)."""
@@ -63,7 +59,10 @@ bye()
 
 
 def default_ledger_dir() -> Path:
-    env = os.environ.get(LEDGER_ENV)
+    """The folder `SIM_LEDGER_ENV` names: set by the mtpwatch command that launched this simulator, so
+    that the simulators of one command share one GPU and nobody else's (`core.launch.simledger`); a
+    bare `mtpwatch sim` uses a per-user folder in the temp dir."""
+    env = os.environ.get(SIM_LEDGER_ENV)
     if env:
         return Path(env)
     return Path(tempfile.gettempdir()) / f"mtpwatch-sim-gpu-{os.getuid()}"
@@ -140,9 +139,6 @@ class SimGpu:
         """Bytes the live servers hold now."""
         with self._locked() as data:
             return float(sum(e["bytes"] for e in data["servers"]))
-
-    def free(self) -> float:
-        return self.total_bytes - self.reserved_bytes - self.held()
 
     def claim(self, *, utilization: float, holds: float, pid: int, label: str) -> str | None:
         """Take `holds` bytes for `pid` if ``utilization × total`` is free; else vLLM's error message."""

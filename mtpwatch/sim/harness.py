@@ -22,9 +22,7 @@ async def running_sim(**options: Any) -> AsyncIterator[str]:
     Log lines go nowhere unless ``log=<stream>`` is given.
     """
     log = options.pop("log", None)
-    options.setdefault("host", "127.0.0.1")
-    options.setdefault("port", 0)
-    server = SimServer(make_options(**options), log=log)
+    server = SimServer(make_options(**{"host": "127.0.0.1", "port": 0, **options}), log=log)
     url = await server.start()
     try:
         yield url
@@ -40,9 +38,7 @@ class SimThread:
 
     def __init__(self, **options: Any) -> None:
         self._log: TextIO | None = options.pop("log", None)
-        options.setdefault("host", "127.0.0.1")
-        options.setdefault("port", 0)
-        self._options = make_options(**options)
+        self._options = make_options(**{"host": "127.0.0.1", "port": 0, **options})
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()

@@ -37,75 +37,27 @@ OPENMETRICS_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 LATENCY_BUCKETS = (
-    0.3,
-    0.5,
-    0.8,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    120.0,
-    240.0,
-    480.0,
-    960.0,
-    1920.0,
-    7680.0,
+    *(0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0),
+    *(30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0),
 )
 TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
+    *(0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75),
+    *(1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0),
 )
 ITL_BUCKETS = (
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
+    *(0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5),
+    *(0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0),
 )
 ITERATION_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 FINISHED_REASONS = ("stop", "length", "abort", "error", "repetition")
+LATENCY_HISTOGRAMS = {
+    "e2e": ("vllm:e2e_request_latency_seconds", "e2e request latency in seconds"),
+    "queue": ("vllm:request_queue_time_seconds", "time spent in WAITING phase for request"),
+    "inference": ("vllm:request_inference_time_seconds", "time spent in RUNNING phase for request"),
+    "prefill": ("vllm:request_prefill_time_seconds", "time spent in PREFILL phase for request"),
+    "decode": ("vllm:request_decode_time_seconds", "time spent in DECODE phase for request"),
+}
+"""A finished request's latencies (`observe_finished`'s keywords): family and HELP, in vLLM's order."""
 
 
 def build_1_2_5_buckets(max_value: int) -> list[int]:
@@ -305,31 +257,10 @@ class SimMetrics:
             "Histogram of time_per_output_token_seconds per request.",
             ITL_BUCKETS,
         )
-        self.e2e = self._hist(
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            LATENCY_BUCKETS,
-        )
-        self.queue_time = self._hist(
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.inference_time = self._hist(
-            "vllm:request_inference_time_seconds",
-            "Histogram of time spent in RUNNING phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.prefill_time = self._hist(
-            "vllm:request_prefill_time_seconds",
-            "Histogram of time spent in PREFILL phase for request.",
-            LATENCY_BUCKETS,
-        )
-        self.decode_time = self._hist(
-            "vllm:request_decode_time_seconds",
-            "Histogram of time spent in DECODE phase for request.",
-            LATENCY_BUCKETS,
-        )
+        self.latency = {
+            key: self._hist(name, f"Histogram of {what}.", LATENCY_BUCKETS)
+            for key, (name, what) in LATENCY_HISTOGRAMS.items()
+        }
         self.req_preemptions = self._hist(
             "vllm:request_num_preemptions",
             "Histogram of the number of times a request was preempted.",
@@ -422,11 +353,9 @@ class SimMetrics:
         self.req_max_gen.labels(**lv).observe(max_tokens)
         self.req_n.labels(**lv).observe(1)
         self.req_max_tokens.labels(**lv).observe(max_tokens)
-        self.e2e.labels(**lv).observe(e2e)
-        self.queue_time.labels(**lv).observe(queue)
-        self.prefill_time.labels(**lv).observe(prefill)
-        self.decode_time.labels(**lv).observe(decode)
-        self.inference_time.labels(**lv).observe(inference)
+        seconds = {"e2e": e2e, "queue": queue, "inference": inference, "prefill": prefill, "decode": decode}
+        for key, histogram in self.latency.items():
+            histogram.labels(**lv).observe(seconds[key])
         self.req_preemptions.labels(**lv).observe(0)
         self.req_kv_computed.labels(**lv).observe(prompt_tokens)
         if generation_tokens > 1:

@@ -94,8 +94,7 @@ def check_frontend(opts: SimOptions) -> None:
 
 def make_options(**options: Any) -> SimOptions:
     """`SimOptions` from keyword arguments; fault fields (cut_stream_after, ...) may be given flat."""
-    fault_keys = {f for f in Faults.__dataclass_fields__}
-    faults = Faults(**{k: options.pop(k) for k in list(options) if k in fault_keys})
+    faults = Faults(**{k: options.pop(k) for k in list(options) if k in Faults.__dataclass_fields__})
     opts = SimOptions(**options)
     if any(v not in (None, 0.0) for v in asdict(faults).values()):
         opts = replace(opts, faults=faults)

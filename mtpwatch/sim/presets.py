@@ -61,8 +61,6 @@ class Preset:
     """HF-style config name for `mtpwatch.core.roofline.bytemodel` (resolved in mtpwatch/data/configs)."""
     drafter: str | None
     """Drafter checkpoint for `--speculative-config` (None for drafter-less methods)."""
-    method: str
-    """Speculative method: 'mtp' for every Gemma 4 preset."""
     k: int
     """Default num_speculative_tokens."""
     gpu: str
@@ -83,6 +81,8 @@ class Preset:
     """KV-cache bytes read per step per token of context (global-attention layers)."""
     acceptance: tuple[float, ...]
     """Conditional acceptance per draft position (English prose; longer than k is fine)."""
+    method: str = "mtp"
+    """Speculative method: 'mtp' for every Gemma 4 preset."""
     kv_swa_bytes_per_token: float = 0.0
     """Sliding-window layers' KV bytes per token, read for at most `kv_window` tokens."""
     kv_window: int = 0
@@ -131,7 +131,6 @@ _E4B_GB10 = Preset(
     model="google/gemma-4-E4B-it",
     model_config="gemma-4-E4B-it",
     drafter="google/gemma-4-E4B-it-assistant",
-    method="mtp",
     k=2,
     gpu="GB10",
     peak_gbps=273.0,
@@ -171,7 +170,6 @@ _26B_GB10 = Preset(
     model="google/gemma-4-26B-A4B-it",
     model_config="gemma-4-26B-A4B-it",
     drafter="google/gemma-4-26B-A4B-it-assistant",
-    method="mtp",
     k=2,
     gpu="GB10",
     peak_gbps=273.0,
@@ -215,7 +213,6 @@ _31B_H100 = Preset(
     model="google/gemma-4-31B-it",
     model_config="gemma-4-31B-it",
     drafter="google/gemma-4-31B-it-assistant",
-    method="mtp",
     k=8,
     gpu="H100 80GB HBM3",
     peak_gbps=3350.0,

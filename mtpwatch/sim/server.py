@@ -18,7 +18,7 @@ import random
 import socket
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
 from aiohttp import web
@@ -146,9 +146,9 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         self.engine.start()
         self._spawn(self._stats_loop())
         if self.options.exit_after_s is not None:
-            self._spawn(self._exit_later(self.options.exit_after_s))
+            self._spawn(self._after(self.options.exit_after_s, self.exit))
         if self.options.restart_after_s is not None:
-            self._spawn(self._restart_later(self.options.restart_after_s))
+            self._spawn(self._after(self.options.restart_after_s, self.restart))
         for slot in range(self.options.load):
             self._spawn(self._load_loop(slot))
         self._log_serving()
@@ -204,13 +204,10 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         self.engine.start()
         self._log_serving(restarted=True)
 
-    async def _restart_later(self, delay_s: float) -> None:
+    async def _after(self, delay_s: float, fault: Callable[[], Awaitable[None]]) -> None:
+        """A fault on a timer (`exit_after_s`, `restart_after_s`)."""
         await asyncio.sleep(delay_s)
-        await self.restart()
-
-    async def _exit_later(self, delay_s: float, code: int = 1) -> None:
-        await asyncio.sleep(delay_s)
-        await self.exit(code)
+        await fault()
 
     async def exit(self, code: int = 1) -> None:
         """The 'server died' fault: end the process (CLI) or close the server (tests)."""

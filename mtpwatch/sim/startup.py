@@ -28,11 +28,7 @@ class SimLog:
         self.stream = stream
 
     def __call__(self, where: str, message: str, level: str = "INFO") -> None:
-        if self.stream is None:
-            return
-        stamp = time.strftime("%m-%d %H:%M:%S")
-        self.stream.write(f"{level} {stamp} [{where}] {message}\n")
-        self.stream.flush()
+        self.raw(f"{level} {time.strftime('%m-%d %H:%M:%S')} [{where}] {message}")
 
     def raw(self, line: str) -> None:
         if self.stream is not None:
@@ -99,15 +95,18 @@ class StartupLog:
         raise SimStartupError(error)
 
     async def _startup_log(self, delay_s: float) -> None:
-        """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds."""
+        """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds: weights
+        ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it."""
+        phases = tuple(delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
         if self.options.vllm_log == "0.34-gpu":
-            await self._gpu_startup_log(delay_s)
+            await self._gpu_startup_log(phases)
         else:
-            await self._cpu_startup_log(delay_s)
+            await self._cpu_startup_log(phases)
 
-    def _log_engine_config(self, where: tuple[str, str, str, str]) -> None:
-        """The lines up to the engine's config: non-default args, architecture, model length and
-        `Initializing a V1 LLM engine` (the same text in 0.32, 0.33 and 0.34; `where`: their tags)."""
+    def _log_engine_config(self, where: tuple[str, str, str, str, str], *, any_method: bool) -> None:
+        """The lines up to the engine's config: non-default args, architecture, model length,
+        `Initializing a V1 LLM engine` and the MTP warning of k > 1 (0.32 CPU's with `any_method`)
+        (the same text in 0.32, 0.33 and 0.34; `where`: their tags); then the GPU memory check."""
         p, opts, k = self.preset, self.options, self.physics.k
         args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
         if opts.served_model_name:
@@ -133,6 +132,15 @@ class StartupLog:
             f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
             f"max_seq_len={p.max_model_len}, quantization={quant}",
         )
+        if opts.spec and k > 1 and (any_method or p.method == "mtp"):
+            self.log(
+                where[4],
+                "Enabling num_speculative_tokens > 1 will run multiple times of "
+                "forward on same MTP layer,which may result in lower acceptance rate",
+                level="WARNING",
+            )
+        if opts.gpu_memory and self._worker is None:
+            self._claim_gpu()
 
     def _log_kv_cache(self, where: tuple[str, str]) -> None:
         p = self.preset
@@ -152,23 +160,14 @@ class StartupLog:
                 "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
             )
 
-    async def _cpu_startup_log(self, delay_s: float) -> None:
+    async def _cpu_startup_log(self, phases: tuple[float, ...]) -> None:
         """vLLM 0.32's CPU build (Model Runner V1): its drafter and MTP lines (tests/data's real log)."""
-        p, opts, k = self.preset, self.options, self.physics.k
+        p, opts = self.preset, self.options
         log = self.log
+        weights_s, drafter_s, kv_s, graphs_s = phases
         log("api_server.py:1880", f"vLLM API server version {claimed_version(opts)}")
-        self._log_engine_config(("utils.py:253", "model.py:637", "model.py:1880", "core.py:133"))
-        if opts.spec and k > 1:
-            log(
-                "speculative.py:1381",
-                "Enabling num_speculative_tokens > 1 will run multiple times of "
-                "forward on same MTP layer,which may result in lower acceptance rate",
-                level="WARNING",
-            )
-        if opts.gpu_memory and self._worker is None:
-            self._claim_gpu()
-        # simulated load phases: weights ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 %
-        weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
+        tags = ("utils.py:253", "model.py:637", "model.py:1880", "core.py:133", "speculative.py:1381")
+        self._log_engine_config(tags, any_method=True)
         log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
         await asyncio.sleep(weights_s)
         log("default_loader.py:291", f"Loading weights took {weights_s:.2f} seconds")
@@ -194,24 +193,16 @@ class StartupLog:
             f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} seconds",
         )
 
-    async def _gpu_startup_log(self, delay_s: float) -> None:
+    async def _gpu_startup_log(self, phases: tuple[float, ...]) -> None:
         """vLLM 0.34 on a GPU (Model Runner V2), tagged with the 0.34.0 wheel's file:line of each
         logging call (docs/vllm-startup-lines.md): one `Loading model from scratch...`, the drafter
         loaded inside it without a line of its own, no `Detected MTP model`."""
-        p, opts, k = self.preset, self.options, self.physics.k
+        p, opts = self.preset, self.options
         log = self.log
+        weights_s, drafter_s, kv_s, graphs_s = phases
         log("startup.py:38", f"vLLM server version {claimed_version(opts)}, serving model {p.model}")
-        self._log_engine_config(("startup.py:96", "model.py:761", "model.py:2214", "core.py:153"))
-        if opts.spec and k > 1 and p.method == "mtp":
-            log(
-                "config.py:94",
-                "Enabling num_speculative_tokens > 1 will run multiple times of "
-                "forward on same MTP layer,which may result in lower acceptance rate",
-                level="WARNING",
-            )
-        if opts.gpu_memory and self._worker is None:
-            self._claim_gpu()
-        weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
+        tags = ("startup.py:96", "model.py:761", "model.py:2214", "core.py:153", "config.py:94")
+        self._log_engine_config(tags, any_method=False)
         log("model_runner.py:412", "Loading model from scratch...")
         log(
             "weight_utils.py:1154",

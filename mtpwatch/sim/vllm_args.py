@@ -89,13 +89,16 @@ def preset_for_model(model: str) -> str:
     return DEFAULT_PRESET
 
 
-def _int(text: str, flag: str) -> int:
+def _int(values: dict[str, str], flag: str) -> int | None:
+    """`flag`'s value as vLLM reads an integer (suffixes such as 8k, 1G), None when it is not given."""
     from mtpwatch.core.launch.memplan import PlanError, _parse_bytes
 
+    if flag not in values:
+        return None
     try:
-        return _parse_bytes(text)
+        return _parse_bytes(values[flag])
     except (ValueError, PlanError):
-        raise ServeArgsError(f"{flag}: not an integer: {text!r}") from None
+        raise ServeArgsError(f"{flag}: not an integer: {values[flag]!r}") from None
 
 
 def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
@@ -154,12 +157,7 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
             raise ServeArgsError("--gpu-memory-utilization: not a number") from None
         if not 0.0 < util <= 1.0:
             raise ServeArgsError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
-    kv = (
-        _int(values["--kv-cache-memory-bytes"], "--kv-cache-memory-bytes")
-        if "--kv-cache-memory-bytes" in values
-        else None
-    )
-    mml = _int(values["--max-model-len"], "--max-model-len") if "--max-model-len" in values else None
+    kv, mml = _int(values, "--kv-cache-memory-bytes"), _int(values, "--max-model-len")
     return ServeArgs(model, spec, util, kv, mml, eager, tuple(ignored))
 
 

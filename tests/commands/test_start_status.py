@@ -35,5 +35,5 @@ def test_no_window_yet_says_nothing_and_a_plain_server_says_so() -> None:
 
 def test_since_start_is_the_counters_totals_through_the_one_formula() -> None:
     feed = ServerFeed(ServerSpec(label="s", url="http://127.0.0.1:9"), DisplaySettings())
-    feed.accept(Page(MetricsSnapshot(draft_tokens=400.0, accepted=100.0, drafts=100.0)), 1.0)
+    feed.watch.take(Page(MetricsSnapshot(draft_tokens=400.0, accepted=100.0, drafts=100.0)), 1.0)
     assert feed.view("10 s").acceptance_since_start == 0.25

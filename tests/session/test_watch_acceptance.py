@@ -44,13 +44,13 @@ async def _prompt(
     feed = ServerFeed(
         ServerSpec(label="A", url=f"http://127.0.0.1:{free_port()}"), DisplaySettings(), clock=clock
     )
-    feed.accept(Page(snap(schema, 0, 0, 0)), clock.t)
+    feed.watch.take(Page(snap(schema, 0, 0, 0)), clock.t)
     stats = feed.begin_prompt("hello")
     stats.timings = timings
     clock.t += 1.0
-    feed.accept(Page(snap(schema, 100, 2, running)), clock.t)
+    feed.watch.take(Page(snap(schema, 100, 2, running)), clock.t)
     clock.t += 1.0
-    feed.accept(Page(snap(schema, 200, 4, running)), clock.t)
+    feed.watch.take(Page(snap(schema, 200, 4, running)), clock.t)
     panel_streaming = feed.view("prompt")
     stats.spec_metrics = spec
     stats.completion_tokens = 400
