@@ -68,13 +68,10 @@ class LazyGroup(click.Group):
         own = (ctx.default_map or {}).get(cmd_name)
         if own and ctx.default_map is not None:
             names: dict[str, str] = {}
-            for param in command.params:
-                if param.name is None:
-                    continue
-                names[param.name] = param.name
-                for opt in param.opts:
-                    if opt.startswith("--"):
-                        names[opt[2:].replace("-", "_")] = param.name
+            for param in command.params:  # a key may be the parameter's name or its --long-flag
+                if param.name is not None:
+                    flags = [opt[2:].replace("-", "_") for opt in param.opts if opt.startswith("--")]
+                    names.update(dict.fromkeys([param.name, *flags], param.name))
             try:
                 ctx.default_map[cmd_name] = userconfig.resolve_section(cmd_name, own, names)
             except userconfig.UserConfigError as exc:

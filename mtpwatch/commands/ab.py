@@ -35,12 +35,12 @@ from mtpwatch.commands.planning import (
     plan_options,
     print_plan,
     split_args,
-    vllm_version,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.launch.memplan import NoGpuMemoryError, PlanError
+from mtpwatch.core.launch.memplan import NoGpuMemoryError, PlanError, free_now_refusal
 from mtpwatch.core.launch.servers import plan_twins
+from mtpwatch.core.launch.specrule import read_vllm_version
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 
 
@@ -94,9 +94,9 @@ class AbOptions:
     "to both vLLM servers.",
 )
 @method_option(
-    METHODS,
     "With --start: B's speculation method (default: mtp without a drafter; with one, what its config.json "
     "says, else left for vLLM to detect; ngram needs no drafter).",
+    type=click.Choice(METHODS),
 )
 @drafter_option("With --start: the drafter model (MTP assistant / EAGLE head).")
 @k_option("With --start: speculative tokens per step.")
@@ -112,8 +112,8 @@ class AbOptions:
 @plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
 @schedule_option(
-    ("alternate", "race"),
     "alternate: A then B, never concurrent, ABBA across prompts; race: both at once (contended).",
+    type=click.Choice(("alternate", "race")),
 )
 @click.option(
     "--restart",
@@ -206,7 +206,7 @@ def _twins(
             b_args=split_args(opts.b_args, "--b-args"),
             gpu=gpu,
             restart=True if opts.restart else None,
-            version=vllm_version(opts.vllm_cmd),
+            version=read_vllm_version(opts.vllm_cmd),
             drafter_gib=opts.drafter_gib,
         )
     except NoGpuMemoryError as exc:
@@ -216,7 +216,12 @@ def _twins(
     if opts.show_plan:
         print_plan(plan, opts.plan_json)
         return None
-    _check_free_now(plan.memory)
+    from mtpwatch.core.launch.gpumem import local_gpu_memory  # lazy: asyncio and NVML only for --start
+
+    # Refuse, in one line, twins whose shares the GPU cannot hold now, where vLLM would not (0.34).
+    refusal = free_now_refusal(plan.memory, local_gpu_memory())
+    if refusal is not None:
+        raise click.ClickException(refusal)
     restart = opts.restart
     if plan.schedule == "restart" and not restart:
         click.echo(f"mtpwatch ab: restart schedule — {plan.memory.why}", err=True)
@@ -232,16 +237,6 @@ def _twins(
         for s in plan.servers
     ]
     return specs, restart
-
-
-def _check_free_now(memory: Any) -> None:
-    """Refuse, in one line, twins whose shares the GPU cannot hold now, where vLLM would not (0.34)."""
-    from mtpwatch.core.launch import gpumem
-    from mtpwatch.core.launch.memplan import free_now_refusal
-
-    refusal = free_now_refusal(memory, gpumem.local_gpu_memory())
-    if refusal is not None:
-        raise click.ClickException(refusal)
 
 
 def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:

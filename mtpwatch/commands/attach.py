@@ -31,11 +31,8 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
     from mtpwatch.core.http.errors import AuthError, NotVllmError, ServerError
 
     async def scrape() -> str:
-        client = VllmClient(url, api_key=api_key, timeout=TIMEOUT_S)
-        try:
+        async with VllmClient(url, api_key=api_key, timeout=TIMEOUT_S) as client:
             return await client.scrape_text()
-        finally:
-            await client.aclose()
 
     try:
         text = asyncio.run(scrape())

@@ -40,8 +40,6 @@ from mtpwatch.commands.sweep import sweep_from_bench, sweep_options
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
 
-PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
-
 
 @click.command(
     "bench",
@@ -61,7 +59,8 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
 )
 @prompts_option(
-    f"Built-in set ({PROMPT_SETS}) or a JSONL file (prompt/category/max_tokens, or SPEED-Bench turns)."
+    f"Built-in set ({', '.join(workloads.BUILTIN_SETS)}) or a JSONL file (prompt/category/max_tokens, "
+    "or SPEED-Bench turns)."
 )
 @limit_option("Use only the first N prompts of each category.")
 @runs_option("Runs per prompt and arm, warm-up included.")
@@ -79,9 +78,9 @@ PROMPT_SETS = ", ".join(workloads.BUILTIN_SETS)
     help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
 )
 @schedule_option(
-    ("alternate", "race", "restart"),
     "alternate = the measurement; race = both at once, for show (contended); "
     "restart = one server at a time (needs --launch-a/--launch-b).",
+    type=click.Choice(("alternate", "race", "restart")),
 )
 @click.option(
     "--launch-a", default=None, metavar="CMD", help="restart schedule: command line that starts server A."

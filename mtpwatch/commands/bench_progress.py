@@ -39,12 +39,8 @@ def duration(seconds: float) -> str:
 
 def upcoming_runs(plan: Sequence[Step], prompt_ids: Sequence[str]) -> list[str]:
     """A label per run left in `plan`, in order: 'ja-bandwidth B c1 L128'."""
-    out: list[str] = []
-    for step in plan:
-        if isinstance(step, RunUnits):
-            for u in step.units:
-                out.append(f"{prompt_ids[u.prompt]} {u.arm.upper()} {u.point.name}")
-    return out
+    units = [u for step in plan if isinstance(step, RunUnits) for u in step.units]
+    return [f"{prompt_ids[u.prompt]} {u.arm.upper()} {u.point.name}" for u in units]
 
 
 class Progress:
@@ -77,13 +73,7 @@ class Progress:
         self._last_line_at: float | None = None
         self._last_text = ""
 
-    @property
-    def enabled(self) -> bool:
-        """False when progress is off."""
-        return self.mode != "off"
-
     def line(self) -> str:
-        """The progress line as it stands now."""
         elapsed = self.clock() - self.started
         new = self.done - self.already_done
         left = self.total - self.done
@@ -121,7 +111,7 @@ class Progress:
                 self._last_text = text
 
     def __call__(self, event: BenchEvent) -> None:
-        if not self.enabled:
+        if self.mode == "off":
             return
         if isinstance(event, StatusChanged):
             self.status = event.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,13 @@ def bench(opts: BenchOptions) -> None:
     config = bench_config(opts, t) if log is None else log.config
     arms, runner = arms_and_runner(config, log, t, {**opts.arm_options(), "model": t.model, "chat": t.chat})
     workload = workload_name(t.prompts_spec)
-    reporter = progress(opts.progress, opts.progress_interval, runner, config)
+    reporter = Progress(  # in place on a terminal (or --progress), else lines; none with --no-progress
+        sys.stderr,
+        progress_mode(opts.progress),
+        interval_s=opts.progress_interval,
+        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
+        already_done=len(runner.done),
+    )
     session = benchrun.BenchRun(
         arms=arms,
         config=config,
@@ -62,7 +69,7 @@ def bench(opts: BenchOptions) -> None:
             "prompts": t.prompts_spec,
         },
         launch={"a": t.launch_a, "b": t.launch_b},
-        echo=lambda line: click.echo(line, err=True),
+        echo=functools.partial(click.echo, err=True),
     )
     report, status = run(runner, arms, session, reporter, check=t.schedule != "restart")
     session.close()
@@ -112,17 +119,6 @@ def arms_and_runner(
     except ValueError as exc:  # a bad URL: one line, like every other command
         raise click.ClickException(str(exc)) from None
     return arms, runner
-
-
-def progress(flag: bool | None, interval_s: float, runner: BenchRunner, config: BenchConfig) -> Progress:
-    """Progress on stderr: in place on a terminal (or --progress), else lines; none with --no-progress."""
-    return Progress(
-        sys.stderr,
-        progress_mode(flag),
-        interval_s=interval_s,
-        upcoming=upcoming_runs(runner.plan, [p.id for p in config.prompts]),
-        already_done=len(runner.done),
-    )
 
 
 def resume_log(opts: BenchOptions) -> runlog.RunLog | None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
+from mtpwatch.commands.options import F, stacked
 from mtpwatch.core.http import tls
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 """Where `vllm serve` listens by default; URL arguments default to it (or to the config's `url`)."""
@@ -29,22 +27,24 @@ def _apply(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 def tls_options(func: F) -> F:
     """Add --ca-bundle FILE and --insecure (https:// only; the app, bench and snapshot honour them)."""
-    func = click.option(
-        "--insecure",
-        is_flag=True,
-        default=False,
-        callback=_apply,
-        expose_value=False,
-        envvar="MTPWATCH_INSECURE",
-        help="https: do not verify the server's certificate (self-signed test servers only).",
-    )(func)
-    func = click.option(
-        "--ca-bundle",
-        type=click.Path(dir_okay=False),
-        default=None,
-        callback=_apply,
-        expose_value=False,
-        envvar="MTPWATCH_CA_BUNDLE",
-        help="https: verify the server against this CA bundle (PEM) instead of the system's.",
-    )(func)
-    return func
+    return stacked(
+        func,
+        click.option(
+            "--ca-bundle",
+            type=click.Path(dir_okay=False),
+            default=None,
+            callback=_apply,
+            expose_value=False,
+            envvar="MTPWATCH_CA_BUNDLE",
+            help="https: verify the server against this CA bundle (PEM) instead of the system's.",
+        ),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            default=False,
+            callback=_apply,
+            expose_value=False,
+            envvar="MTPWATCH_INSECURE",
+            help="https: do not verify the server's certificate (self-signed test servers only).",
+        ),
+    )

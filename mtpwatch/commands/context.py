@@ -181,15 +181,11 @@ def format_context(doc: dict[str, Any], *, paired: bool) -> str:
     return "\n".join(lines)
 
 
-def context_option(func: Any) -> Any:
-    return click.option(
-        "--context-lengths",
-        default=None,
-        metavar="256,1024,...",
-        help="Acceptance against context length: pad every prompt to these lengths in tokens (the server's "
-        "/tokenize count, else ~4 characters a token, said), the set's own text repeated before it; checked "
-        "against /v1/models max_model_len.",
-    )(func)
-
-
-__all__ = ["context_from_bench", "context_option", "format_context"]
+context_option = click.option(
+    "--context-lengths",
+    default=None,
+    metavar="256,1024,...",
+    help="Acceptance against context length: pad every prompt to these lengths in tokens (the server's "
+    "/tokenize count, else ~4 characters a token, said), the set's own text repeated before it; checked "
+    "against /v1/models max_model_len.",
+)

@@ -39,18 +39,10 @@ def read_url_file(path: str) -> list[str]:
 
 def server_list(urls: tuple[str, ...], file: str | None) -> list[str]:
     """Arguments then file entries, normalised, duplicates dropped (first kept)."""
-    out: list[str] = []
-    for i, url in enumerate(urls):
-        out.append(checked_url(url, f"URL {i + 1}" if len(urls) > 1 else "URL"))
+    out = [checked_url(url, f"URL {i + 1}" if len(urls) > 1 else "URL") for i, url in enumerate(urls)]
     if file is not None:
         out += read_url_file(file)
-    seen: set[str] = set()
-    unique = []
-    for url in out:
-        if url not in seen:
-            seen.add(url)
-            unique.append(url)
-    return unique
+    return list(dict.fromkeys(out))
 
 
 def checked_selector(selector: str) -> str:

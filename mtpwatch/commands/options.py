@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,12 +19,6 @@ import click
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, ServerSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-API_KEY_ENVVARS = ["VLLM_API_KEY", "OPENAI_API_KEY"]
-"""Where an API key comes from when no --api-key is given: vLLM's variable first, then OpenAI's."""
-
-DEFAULT_PROMPTS = "long"
-"""The prompt set `bench` and `ab --restart` measure unless --prompts names another."""
 
 
 def field_default(cls: type[Any], name: str) -> Any:
@@ -37,21 +31,6 @@ def field_default(cls: type[Any], name: str) -> Any:
                 return f.default_factory()
             break
     raise LookupError(f"{cls.__name__}.{name} has no default")
-
-
-def temperature_option(help: str) -> Callable[[F], F]:
-    """--temperature (0 to 5; default `DisplaySettings.temperature`), with the command's own help line."""
-    default = field_default(DisplaySettings, "temperature")
-    return click.option(
-        "--temperature", type=click.FloatRange(0.0, 5.0), default=default, show_default=True, help=help
-    )
-
-
-def chat_option(
-    help: str = "Send prompts to /v1/chat/completions (default: /v1/completions).",
-) -> Callable[[F], F]:
-    """--chat: the OpenAI chat endpoint instead of /v1/completions (the app's console, `ab`, `bench`)."""
-    return click.option("--chat", is_flag=True, help=help)
 
 
 JSON_ALIAS_NOTE = (
@@ -114,127 +93,87 @@ def json_file(json_path: Path | None) -> Path | None:
     return json_path if json_path is not None else alias
 
 
-def runs_option(help: str) -> Callable[[F], F]:
-    """--runs: runs per prompt and arm, warm-up included (2 to 10,000; default `MeasureSettings.runs`,
-    which `BenchConfig.runs` equals: tests/commands/test_options.py)."""
-    default = field_default(MeasureSettings, "runs")
-    return click.option(
-        "--runs", type=click.IntRange(2, 10_000), default=default, show_default=True, help=help
-    )
+class SharedOption:
+    """One shared flag: its names, range and default said once; each command gives its own help line
+    (or keeps the shared one) and may add an attribute (the `type=click.Choice(...)` of --schedule
+    and --method: each command offers its own)."""
+
+    def __init__(self, *decls: str, **attrs: Any) -> None:
+        self.decls = decls
+        self.attrs = attrs
+
+    def __call__(self, help: str | None = None, **attrs: Any) -> Callable[[F], F]:
+        shared = self.attrs if help is None else {**self.attrs, "help": help}
+        return click.option(*self.decls, **{**shared, **attrs})
 
 
-def warmup_option(help: str) -> Callable[[F], F]:
-    """--warmup: first runs per prompt dropped (0 to 10,000; default `MeasureSettings.warmup`)."""
-    default = field_default(MeasureSettings, "warmup")
-    return click.option(
-        "--warmup", type=click.IntRange(0, 10_000), default=default, show_default=True, help=help
-    )
+temperature_option = SharedOption(
+    "--temperature",
+    type=click.FloatRange(0.0, 5.0),
+    default=field_default(DisplaySettings, "temperature"),
+    show_default=True,
+)
+chat_option = SharedOption(
+    "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
+)
+# runs per prompt and arm, warm-up included; the default equals `BenchConfig.runs`
+# (tests/commands/test_options.py)
+runs_option = SharedOption(
+    "--runs",
+    type=click.IntRange(2, 10_000),
+    default=field_default(MeasureSettings, "runs"),
+    show_default=True,
+)
+warmup_option = SharedOption(
+    "--warmup",
+    type=click.IntRange(0, 10_000),
+    default=field_default(MeasureSettings, "warmup"),
+    show_default=True,
+)
+api_key_option = SharedOption(
+    "--api-key",
+    default=None,
+    envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
+    help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
+)
+startup_timeout_option = SharedOption(
+    "--startup-timeout",
+    type=click.FloatRange(min=1),
+    default=field_default(LaunchSpec, "startup_timeout_s"),
+    show_default=True,
+    metavar="S",
+)
+prompts_option = SharedOption(
+    "--prompts", "prompts_spec", default="long", show_default=True, metavar="SET|FILE"
+)
+limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000), default=None)
+schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"), show_default=True)
+k_option = SharedOption(
+    "-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), default=None, metavar="N"
+)
+method_option = SharedOption("--method", default=None)
+drafter_option = SharedOption("--drafter", default=None, metavar="MODEL")
+vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND")
+model_option = SharedOption("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
+gpu_option = SharedOption("--gpu", default=None, metavar="NAME")
+gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB")
+gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB")
+label_option = SharedOption("--label", default=None)
+metadata_option = SharedOption("--metadata", "metadata", multiple=True, metavar="KEY=VALUE")
 
 
-def api_key_option(
-    help: str = "Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).", metavar: str | None = None
-) -> Callable[[F], F]:
-    """--api-key, read from $VLLM_API_KEY, else $OPENAI_API_KEY, when not given."""
-    return click.option("--api-key", default=None, envvar=API_KEY_ENVVARS, metavar=metavar, help=help)
-
-
-def startup_timeout_option(help: str) -> Callable[[F], F]:
-    """--startup-timeout S (at least 1 s; default `LaunchSpec.startup_timeout_s`)."""
-    default = field_default(LaunchSpec, "startup_timeout_s")
-    return click.option(
-        "--startup-timeout",
-        type=click.FloatRange(min=1),
-        default=default,
-        show_default=True,
-        metavar="S",
-        help=help,
-    )
-
-
-def prompts_option(help: str) -> Callable[[F], F]:
-    """--prompts SET|FILE (a built-in set name or a JSONL file; default `DEFAULT_PROMPTS`)."""
-    return click.option(
-        "--prompts", "prompts_spec", default=DEFAULT_PROMPTS, show_default=True, metavar="SET|FILE", help=help
-    )
-
-
-def limit_option(help: str) -> Callable[[F], F]:
-    """--limit N: the first N prompts (1 to 100,000; default all)."""
-    return click.option("--limit", type=click.IntRange(1, 100_000), default=None, help=help)
-
-
-def schedule_option(choices: tuple[str, ...], help: str) -> Callable[[F], F]:
-    """--schedule, among the command's `choices` (default `AppConfig.schedule`)."""
-    default = field_default(AppConfig, "schedule")
-    return click.option(
-        "--schedule", type=click.Choice(choices), default=default, show_default=True, help=help
-    )
-
-
-def k_option(help: str) -> Callable[[F], F]:
-    """-k/--num-speculative-tokens N of servers mtpwatch starts (1 to 64; default: the method's)."""
-    return click.option(
-        "-k",
-        "--num-speculative-tokens",
-        "k",
-        type=click.IntRange(1, 64),
-        default=None,
-        metavar="N",
-        help=help,
-    )
-
-
-def method_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
-    """--method NAME of servers mtpwatch starts, among the engine's `choices`."""
-    return click.option("--method", type=click.Choice(list(choices)), default=None, help=help)
-
-
-def drafter_option(help: str) -> Callable[[F], F]:
-    """--drafter MODEL (MTP assistant, EAGLE head, draft model) of servers mtpwatch starts."""
-    return click.option("--drafter", default=None, metavar="MODEL", help=help)
-
-
-def vllm_option(help: str) -> Callable[[F], F]:
-    """--vllm COMMAND: how mtpwatch runs vLLM (default `vllm`)."""
-    return click.option("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND", help=help)
-
-
-def model_option(help: str) -> Callable[[F], F]:
-    """--model NAME: the `model_name` to use when a server serves several (`ServerSpec.model`)."""
-    return click.option("--model", default=field_default(ServerSpec, "model"), metavar="NAME", help=help)
-
-
-def gpu_option(help: str) -> Callable[[F], F]:
-    """--gpu NAME: a GPU of the table (peak bandwidth, memory for the plan)."""
-    return click.option("--gpu", default=None, metavar="NAME", help=help)
-
-
-def gpu_memory_option(help: str) -> Callable[[F], F]:
-    """--gpu-memory GIB to plan launched servers for (at least 0.1)."""
-    return click.option(
-        "--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB", help=help
-    )
-
-
-def gpu_free_option(help: str) -> Callable[[F], F]:
-    """--gpu-free GIB to plan launched servers with (at least 0)."""
-    return click.option("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB", help=help)
-
-
-def label_option(help: str) -> Callable[[F], F]:
-    """--label NAME, kept in the meta block of the JSON the command writes."""
-    return click.option("--label", default=None, help=help)
-
-
-def metadata_option(help: str) -> Callable[[F], F]:
-    """--metadata KEY=VALUE (repeatable), extra provenance in the meta block."""
-    return click.option("--metadata", "metadata", multiple=True, metavar="KEY=VALUE", help=help)
+def stacked(func: F, *options: Callable[[F], F]) -> F:
+    """`func` under `options`, the first outermost, as if they were its decorators in that order."""
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def display_options(func: F) -> F:
     """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
     --model-config, --drafter-config, --theme."""
-    options = [
+    return stacked(
+        func,
         chat_option(),
         click.option(
             "--max-tokens",
@@ -304,10 +243,7 @@ def display_options(func: F) -> F:
             help="The server's speculation method (mtp, ngram, eagle3, draft_model, …) when mtpwatch "
             "did not start it; unnamed methods show as 'speculative'.",
         ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    )
 
 
 def display_settings(
@@ -387,16 +323,14 @@ def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | No
 
 def record_option(func: F) -> F:
     """Add --record FILE (everything the app sees, for `mtpwatch replay`)."""
-    option = click.option(
+    return click.option(
         "--record",
-        "record",
         type=click.Path(dir_okay=False, writable=True),
         default=None,
         metavar="FILE",
         help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
         "`mtpwatch replay FILE` plays it back, no server needed).",
-    )
-    return option(func)
+    )(func)
 
 
 def checked_record(path: str | None) -> str | None:
@@ -415,7 +349,8 @@ def checked_record(path: str | None) -> str | None:
 
 def measure_options(func: F) -> F:
     """Add --runs, --warmup and --save (the F6 measurement of the A/B view)."""
-    options = [
+    return stacked(
+        func,
         runs_option("F6 measurement: runs per prompt and arm, warm-up included."),
         warmup_option("F6 measurement: first runs per prompt dropped as warm-up."),
         click.option(
@@ -426,10 +361,7 @@ def measure_options(func: F) -> F:
             callback=_check_save_path,
             help="Save the last F6 measurement here (bench report JSON) on Ctrl+S and when the app exits.",
         ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    )
 
 
 def check_runs(runs: int, warmup: int) -> None:
@@ -442,19 +374,12 @@ def check_runs(runs: int, warmup: int) -> None:
 
 def int_list(value: str | None, option: str) -> tuple[int, ...]:
     """Comma-separated integers (`--lengths 8,16`, `--sweep-k 0,1,2`); () when empty."""
-    if value is None or not value.strip():
-        return ()
-    out: list[int] = []
-    for part in value.replace(" ", "").split(","):
-        if not part:
-            continue
-        try:
-            out.append(int(part))
-        except ValueError:
-            raise click.BadParameter(
-                f"expected comma-separated integers, got {value!r}", param_hint=option
-            ) from None
-    return tuple(out)
+    try:
+        return tuple(int(part) for part in (value or "").replace(" ", "").split(",") if part)
+    except ValueError:
+        raise click.BadParameter(
+            f"expected comma-separated integers, got {value!r}", param_hint=option
+        ) from None
 
 
 def check_writable(path: Path | None, option: str) -> None:

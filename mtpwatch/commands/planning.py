@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
-from mtpwatch.commands.options import gpu_free_option, gpu_memory_option
-
-F = TypeVar("F", bound=Callable[..., Any])
+from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, stacked
 
 
 class PassthroughCommand(click.Command):
@@ -63,7 +61,8 @@ def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
 
 def plan_options(func: F) -> F:
     """Add --plan, --json, --gpu-memory, --gpu-free, --drafter-gib (the memory plan of launched servers)."""
-    options = [
+    return stacked(
+        func,
         click.option(
             "--plan",
             "show_plan",
@@ -76,10 +75,7 @@ def plan_options(func: F) -> F:
         ),
         gpu_free_option("Plan with this much free GPU memory (GiB)."),
         drafter_gib_option("With --start: "),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    )
 
 
 def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | None) -> Any:
@@ -91,13 +87,6 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
         return resolve_gpu_memory(gpu, total_gib=gpu_memory, free_gib=gpu_free)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def vllm_version(vllm_cmd: str) -> Any:
-    """The installed vLLM's `VllmVersion`, read before anything is planned (`VLLM --version`)."""
-    from mtpwatch.core.launch.specrule import read_vllm_version
-
-    return read_vllm_version(vllm_cmd)
 
 
 def print_plan(plan: Any, as_json: bool) -> None:

@@ -77,10 +77,7 @@ def command(
     if not figs:
         what = f" for {', '.join(names)}" if names else ""
         raise click.ClickException(f"nothing to plot{what}: the report(s) have no such data")
-    blocks: list[str] = []
-    for fig in figs:
-        head = "\n".join(textwrap.wrap(fig.title, width)) or fig.title
-        blocks.append(head + "\n" + fig.text)
+    blocks = [("\n".join(textwrap.wrap(fig.title, width)) or fig.title) + "\n" + fig.text for fig in figs]
     click.echo("\n\n".join(blocks), color=use_color)
     if svg_path is not None:
         from mtpwatch.render.charts.svg import write_svg

@@ -21,12 +21,6 @@ def _fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _local_gpu_name() -> str | None:
-    """The local GPU's NVML name, when pynvml and a GPU are there."""
-    reading = local_gpu_reading()
-    return reading.device_name
-
-
 POSITIVE = click.FloatRange(0.0, min_open=True)
 """Rates, sizes, bandwidths: a negative or zero one is a typo (`--tok-s -5` was '-114 % of the ceiling')."""
 
@@ -108,8 +102,6 @@ def command(
     """Bandwidth ceiling for a model config on a GPU, without a server."""
     if acceptance is not None and acceptance_length is not None:
         _fail("give --acceptance or --acceptance-length, not both")
-    if peak_gbps is not None and peak_gbps <= 0:
-        _fail("--peak-gbps must be > 0")
     try:
         target = ModelSpec.from_config(
             config, weight_dtype=dtype, kv_dtype=kv_dtype, weights_gb=weights_gb, active_params=active_params
@@ -154,7 +146,7 @@ def _peak(
     peak_source = "given (--peak-gbps)"
     tflops = peak_tflops
     if gpu_name is None and peak_gbps is None:
-        gpu_name = _local_gpu_name()
+        gpu_name = local_gpu_reading().device_name  # NVML's name, when pynvml and a GPU are there
         if gpu_name is None:
             _fail("no local GPU found: give --gpu NAME (e.g. GB10, 'H100 SXM') or --peak-gbps")
     display = gpu_name or "custom GPU"

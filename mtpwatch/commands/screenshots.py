@@ -87,8 +87,7 @@ async def _prompt_and_settle(pilot: Any) -> None:
     """Select the 'this prompt' window, send the sample prompt, wait for answers and fresh scrapes."""
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
 
-    app = pilot.app
-    screen = app.screen
+    screen = pilot.app.screen
     panels = screen.panels
     await _wait(
         pilot,
@@ -103,9 +102,7 @@ async def _prompt_and_settle(pilot: Any) -> None:
     await _wait(pilot, lambda: not screen.generating and all(p.prompt_count for p in panels), "the answers")
     from mtpwatch.session.watch import ServerFeed  # lazy: loaded only when filming, as above
 
-    feeds = [
-        feed.watch for feed in screen.feeds if isinstance(feed, ServerFeed)
-    ]  # the simulators' live feeds
+    feeds = [feed.watch for feed in screen.feeds if isinstance(feed, ServerFeed)]
     polls = [watch.collector.latest for watch in feeds]
     await _wait(
         pilot,
@@ -227,16 +224,12 @@ async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
     """`mtpwatch start` half-way through a simulated model load: phases and facts, no /health yet."""
     from textual.widgets import Log
 
-    from mtpwatch.commands.options import free_port
-    from mtpwatch.config import AppConfig, LaunchSpec, ServerSpec
-    from mtpwatch.core.launch.vllm_cmd import build_sim_argv
+    from mtpwatch.commands.demo import demo_config
+    from mtpwatch.config import AppConfig
     from mtpwatch.ui.app import make_app
 
-    port = free_port()
-    argv = build_sim_argv(preset, port=port, startup_delay=startup_delay, extra=("--vllm-log", "0.34-gpu"))
-    launch = LaunchSpec(argv=tuple(argv), kind="sim", startup_timeout_s=60.0)
-    start = AppConfig(servers=[ServerSpec(label="MTP on", url=f"http://127.0.0.1:{port}", launch=launch)])
-    app = make_app(start)
+    # `mtpwatch demo --single`'s server, launched by the app as `mtpwatch start` launches vLLM
+    app = make_app(AppConfig(servers=demo_config(preset, single=True, startup_delay=startup_delay).servers))
     async with app.run_test(size=(120, 32)) as pilot:
         await _prepare(pilot)
         log = _monitor(app).panels[0].query_one(".server-log", Log)

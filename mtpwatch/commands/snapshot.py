@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
-from mtpwatch.commands.options import api_key_option, label_option, metadata_option, model_option
+from mtpwatch.commands.options import api_key_option, checked_url, label_option, metadata_option, model_option
 from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
@@ -49,11 +49,8 @@ def _meta(
     from mtpwatch.core.http.client import VllmClient  # lazy, as in _fetch
 
     async def probe() -> ArmInfo:
-        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S)
-        try:
+        async with VllmClient(source, api_key=api_key, timeout=TIMEOUT_S) as client:
             return await probe_arm(client, model)
-        finally:
-            await client.aclose()
 
     return build_meta(label=label, metadata=metadata, arms={"a": asyncio.run(probe())})
 
@@ -68,13 +65,11 @@ def _fetch(source: str, api_key: str | None) -> tuple[str, dict[str, Any] | None
     from mtpwatch.core.metrics.filtered import ScrapeFilter
 
     async def scrape() -> tuple[str, dict[str, Any] | None]:
-        client = VllmClient(source, api_key=api_key, timeout=TIMEOUT_S, scrape_filter=ScrapeFilter(once=True))
-        try:
+        filtered = ScrapeFilter(once=True)
+        async with VllmClient(source, api_key=api_key, timeout=TIMEOUT_S, scrape_filter=filtered) as client:
             text = await client.scrape_text()
             state = client.scrape_state
             return text, state.as_json() if state is not None else None
-        finally:
-            await client.aclose()
 
     try:
         return asyncio.run(scrape())
@@ -107,9 +102,7 @@ def _load(source: str, api_key: str | None) -> tuple[str, dict[str, Any] | None]
 def _parse(text: str, source: str, model: str | None) -> MetricsSnapshot:
     try:
         snap = parse_snapshot(text, model)
-    except MetricsFormatError as exc:
-        raise click.ClickException(f"{source}: {exc}") from None
-    except UnknownModelError as exc:
+    except (MetricsFormatError, UnknownModelError) as exc:
         raise click.ClickException(f"{source}: {exc}") from None
     if snap.schema == "none":
         if "# TYPE " in text or _SAMPLE_LINE.search(text):
@@ -211,7 +204,6 @@ def command(
     if since is not None:
         # The same model on both pages, even when --model was left to its default.
         before = _parse(_load(since, api_key)[0], since, after.model)
-    if before is not None and since is not None:
         _check_order(before, after, source, since)
     report = snapshot_report(after, before)
     report["scrape"] = scrape
@@ -231,11 +223,10 @@ def _prometheus(
     selector: str,
     window: float,
     as_json: bool,
-    label: str | None = None,
-    metadata: dict[str, str] | None = None,
+    label: str | None,
+    metadata: dict[str, str],
 ) -> None:
     from mtpwatch.commands import fleet
-    from mtpwatch.commands.options import checked_url
 
     if source is not None or since is not None:
         raise click.UsageError("--prometheus reads every server from Prometheus: give no URL|FILE or --since")

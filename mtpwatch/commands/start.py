@@ -15,7 +15,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -68,7 +68,7 @@ class StartOptions:
     api_key: str | None
     served_model_name: str | None
     vllm_cmd: str
-    engine: str
+    engine: Literal["vllm", "llama.cpp"]
     llama_server: str
     keep: bool
     headless: bool
@@ -84,9 +84,9 @@ class StartOptions:
 @drafter_option("Drafter model (MTP assistant, EAGLE-3, draft model).")
 @k_option("Number of speculative tokens per step.")
 @method_option(
-    [*METHODS, *LLAMACPP_SPEC_TYPES],
     "Speculation method (default mtp when -k/--drafter; llama.cpp: draft-simple with --drafter, "
     "and its own --spec-type names).",
+    type=click.Choice([*METHODS, *LLAMACPP_SPEC_TYPES]),
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
@@ -184,41 +184,21 @@ def _missing_program(argv: list[str], engine: str) -> str | None:
 
 def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
     """The server's command line and extra environment (the API key goes there, never on argv)."""
+    shared = ("drafter", "k", "method", "no_spec", "host", "port", "served_model_name", "extra")
+    common = {name: getattr(opts, name) for name in shared}
     try:
-        if opts.engine == "llama.cpp":
-            if opts.speculative_config is not None:
-                raise VllmArgsError(
-                    "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
-                    "(or llama-server's own flags after --)"
-                )
-            argv = build_llamacpp_argv(
-                opts.model,
-                drafter=opts.drafter,
-                k=opts.k,
-                method=opts.method,
-                no_spec=opts.no_spec,
-                host=opts.host,
-                port=opts.port,
-                server=opts.llama_server,
-                served_model_name=opts.served_model_name,
-                extra=opts.extra,
-            )
-            return argv, {**llamacpp_env(opts.llama_server), **llamacpp_key_env(opts.api_key)}
-        else:
+        if opts.engine != "llama.cpp":
             argv = build_vllm_argv(
-                opts.model,
-                drafter=opts.drafter,
-                k=opts.k,
-                method=opts.method,
-                speculative_config=opts.speculative_config,
-                no_spec=opts.no_spec,
-                host=opts.host,
-                port=opts.port,
-                vllm=opts.vllm_cmd,
-                served_model_name=opts.served_model_name,
-                extra=opts.extra,
+                opts.model, speculative_config=opts.speculative_config, vllm=opts.vllm_cmd, **common
             )
             return argv, server_env(opts.api_key)
+        if opts.speculative_config is not None:
+            raise VllmArgsError(
+                "--speculative-config is vLLM's; for llama.cpp use --method/--drafter/-k "
+                "(or llama-server's own flags after --)"
+            )
+        argv = build_llamacpp_argv(opts.model, server=opts.llama_server, **common)
+        return argv, {**llamacpp_env(opts.llama_server), **llamacpp_key_env(opts.api_key)}
     except VllmArgsError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -254,7 +234,7 @@ def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str], 
         launch=LaunchSpec(
             argv=tuple(argv),
             env=env,
-            kind="llama.cpp" if opts.engine == "llama.cpp" else "vllm",
+            kind=opts.engine,
             keep=opts.keep,
             startup_timeout_s=opts.startup_timeout,
         ),

@@ -107,7 +107,6 @@ async def run_headless(
 
     loop = asyncio.get_running_loop()
     stop_event, received = _stop_on_signals(loop)
-    code = 0
     try:
         try:
             elapsed = await _until_ready(launch, url, startup_timeout, stop_event)
@@ -118,7 +117,7 @@ async def run_headless(
             return 1
         if elapsed is None:
             say(f"stopping before the server was ready ({signal.Signals(received[0]).name})")
-            return await _finish(proc, keep, url, say, code=0)
+            return await _finish(proc, keep, url, say)
         say(f"ready in {elapsed:.0f} s: {url}")
         say(f"attach from another terminal: mtpwatch attach {url}")
 
@@ -133,7 +132,7 @@ async def run_headless(
         finally:
             await feed.close()
         say(f"received {signal.Signals(received[0]).name}" if received else "stopping")
-        return await _finish(proc, keep, url, say, code=code)
+        return await _finish(proc, keep, url, say)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(signum)
@@ -210,13 +209,14 @@ async def _status_until_stopped(
         exited.cancel()
 
 
-async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer, *, code: int) -> int:
+async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer) -> int:
+    """Leave the server running (--keep) or stop it; the exit status is 0 either way."""
     if keep and proc.returncode is None:
         proc.detach()
         say(f"left running (--keep): process group {proc.pgid}, log {proc.log_path}")
         say(f"attach: mtpwatch attach {url}")
         say(f"stop:   kill -TERM -- -{proc.pgid}")
-        return code
+        return 0
     status = await proc.stop(timeout=10)
     say(f"server stopped (exit status {status})")
-    return code
+    return 0

@@ -9,6 +9,7 @@ writes all of it, `--json` prints it instead of the tables.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,9 +26,10 @@ from mtpwatch.commands.options import (
     gpu_memory_option,
     int_list,
     method_option,
+    stacked,
     vllm_option,
 )
-from mtpwatch.commands.planning import drafter_gib_option, gpu_for_plan, print_plan, vllm_version
+from mtpwatch.commands.planning import drafter_gib_option, gpu_for_plan, print_plan
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
@@ -35,6 +37,7 @@ from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan
+from mtpwatch.core.launch.specrule import read_vllm_version
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
@@ -54,7 +57,8 @@ def sweep_options(func: Any) -> Any:
     """
     from mtpwatch.core.launch.vllm_cmd import METHODS
 
-    options = [
+    return stacked(
+        func,
         click.option(
             "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
         ),
@@ -66,7 +70,7 @@ def sweep_options(func: Any) -> Any:
             help="k sweep: the ks (0 = off; 0s = speculation on at k=0, a batch-size schedule of k=0 "
             "with the largest k's config, measured against 0: its cost; vLLM 0.32+).",
         ),
-        method_option(METHODS, "k sweep: speculation method."),
+        method_option("k sweep: speculation method.", type=click.Choice(METHODS)),
         drafter_option("k sweep: the drafter model."),
         vllm_option("k sweep: command running vLLM."),
         gpu_memory_option("k sweep: GPU memory to plan for."),
@@ -89,10 +93,7 @@ def sweep_options(func: Any) -> Any:
             help="k sweep at several --concurrency: start the batch-size schedule it found and measure it "
             "against the best fixed k at each.",
         ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+    )
 
 
 def sweep_from_bench(opts: BenchOptions) -> None:
@@ -123,7 +124,7 @@ def sweep_from_bench(opts: BenchOptions) -> None:
             idle=idle,
             step_times=step_times,
             on_event=Progress(sys.stderr, progress_mode(opts.progress)),
-            echo=_echo,
+            echo=functools.partial(click.echo, err=True),
         )
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
@@ -135,14 +136,14 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         click.echo(f"wrote {opts.json_path}", err=True)
     if opts.json_out and document is not None:  # --json: the document on stdout instead of the tables
         click.echo(dumps(document, indent=2))
-    else:
-        _print(sweep, opts.start_model or "")
+    else:  # the tables: the sweep, the 0s arm, the per-concurrency advice
+        click.echo(format_sweep(sweep.report, sweep.title(opts.start_model or "")))
+        if sweep.spec_idle is not None:
+            click.echo("\n" + format_idle(sweep.spec_idle[0]))
+        if sweep.concurrency is not None:
+            click.echo("\n" + format_concurrency(sweep.concurrency))
     if sweep.interrupted():
         sys.exit(1)
-
-
-def _echo(line: str) -> None:
-    click.echo(line, err=True)
 
 
 def _config(opts: BenchOptions) -> BenchConfig:
@@ -174,7 +175,7 @@ def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
             ks,
             ports=[free_port()] * len(ks),
             gpu=gpu_for_plan(opts.gpu, opts.gpu_memory, opts.gpu_free),
-            version=vllm_version(opts.vllm_cmd),
+            version=read_vllm_version(opts.vllm_cmd),
         )
     except (VllmArgsError, PlanError) as exc:
         raise click.UsageError(str(exc)) from None
@@ -213,12 +214,3 @@ def _exit_if_nothing_measured(sweep: KSweep, json_path: Path | None) -> None:
         written = f"; {json_path} not written" if json_path is not None else ""
         click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
         sys.exit(1)
-
-
-def _print(sweep: KSweep, model: str) -> None:
-    """The tables: the sweep, the 0s arm, the per-concurrency advice."""
-    click.echo(format_sweep(sweep.report, sweep.title(model)))
-    if sweep.spec_idle is not None:
-        click.echo("\n" + format_idle(sweep.spec_idle[0]))
-    if sweep.concurrency is not None:
-        click.echo("\n" + format_concurrency(sweep.concurrency))
