@@ -32,8 +32,9 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import httpx
@@ -47,6 +48,7 @@ from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
     SEEN_S,
+    Key,
     StoreFit,
     finish_row,
     fit_window,
@@ -66,6 +68,9 @@ __all__ = [
     "PrometheusSource",
     "QueryStats",
     "check_selector",
+    "label_value",
+    "points",
+    "position_of",
     "probe_queries",
     "promql_queries",
     "value_of",
@@ -96,6 +101,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "kv_usage": ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
 }
 COUNTERS = ("drafts", "draft_tokens", "accepted", "generation_tokens")
+GAUGES = ("running", "waiting", "kv_usage")
 _SELECTOR = re.compile(r'^\{\s*(?:[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}$')
 
 
@@ -168,11 +174,12 @@ def interval_query(instance: str, selector: str = "") -> str:
     """The raw generated-tokens samples of one instance over the last 10 minutes (a range selector in
     an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
     matchers = check_selector(selector)
-    one = f'instance="{_label(instance)}"' + (f", {matchers}" if matchers else "")
+    one = f'instance="{label_value(instance)}"' + (f", {matchers}" if matchers else "")
     return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
 
 
-def _label(value: str) -> str:
+def label_value(value: str) -> str:
+    """`value` escaped for a PromQL label matcher's double quotes."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
@@ -187,19 +194,15 @@ class _Group:
     model: str | None
     engine: str | None
     schema: Schema = "vllm"
-    counters: dict[str, float] | None = None
-    per_pos: dict[int, float] | None = None
-    gauges: dict[str, float] | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+    per_pos: dict[int, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
     last_sample: float | None = None
     has_drafts_series: bool = False
     method: str | None = None
 
 
-_Key = tuple[str, str | None, str | None]
-"""A row: (instance, model_name, engine)."""
-
-
-def _key(metric: Mapping[str, str]) -> _Key:
+def _key(metric: Mapping[str, str]) -> Key:
     return metric.get("instance", "?"), metric.get("model_name"), metric.get("engine")
 
 
@@ -209,6 +212,25 @@ def value_of(item: Mapping[str, Any]) -> float | None:
     except (KeyError, IndexError, TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def position_of(metric: Mapping[str, str]) -> int | None:
+    """The `position` label of a per-position series; None when it is not a number."""
+    try:
+        return int(metric.get("position", ""))
+    except ValueError:
+        return None
+
+
+def points(item: Mapping[str, Any]) -> Iterator[tuple[float, float]]:
+    """The finite (Unix time, value) samples of one series of a range query's matrix."""
+    for ts, raw in item.get("values", []):
+        try:
+            t, v = float(ts), float(raw)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(v):
+            yield t, v
 
 
 HISTORY_ONLY = ("tok_s",)
@@ -226,9 +248,9 @@ def _last_samples(by_name: Mapping[str, list[dict[str, Any]]]) -> list[tuple[dic
     ]
 
 
-def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
+def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
     """The instant queries' results gathered per (instance, model, engine)."""
-    groups: dict[_Key, _Group] = {}
+    groups: dict[Key, _Group] = {}
 
     def group(metric: Mapping[str, str]) -> _Group:
         key = _key(metric)
@@ -249,31 +271,18 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
         v = value_of(item)
         if v is not None:
             g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
-    for key in COUNTERS:
+    for key in (*COUNTERS, *GAUGES):
         for item in by_name[key]:
             g = group(item.get("metric", {}))
             v = value_of(item)
             if v is not None:
-                g.counters = g.counters or {}
-                g.counters[key] = v
+                (g.counters if key in COUNTERS else g.gauges)[key] = v
     for item in by_name["per_position"]:
         metric = item.get("metric", {})
         g = group(metric)
-        v = value_of(item)
-        try:
-            pos = int(metric.get("position", ""))
-        except ValueError:
-            continue
-        if v is not None:
-            g.per_pos = g.per_pos or {}
+        v, pos = value_of(item), position_of(metric)
+        if v is not None and pos is not None:
             g.per_pos[pos] = v
-    for key in ("running", "waiting", "kv_usage"):
-        for item in by_name[key]:
-            g = group(item.get("metric", {}))
-            v = value_of(item)
-            if v is not None:
-                g.gauges = g.gauges or {}
-                g.gauges[key] = v
     return groups
 
 
@@ -298,12 +307,7 @@ class QueryStats:
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "queries": self.queries,
-            "series": self.series,
-            "bytes": self.bytes,
-            "seconds": round(self.seconds, 3),
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
 
 
 @dataclass(frozen=True)
@@ -347,7 +351,7 @@ class PrometheusSource:
         self.stats = QueryStats()
         """Running totals; `read()` reports each refresh's own."""
         self._interval: tuple[float, float | None] | None = None  # (when asked, seconds)
-        self._seen: tuple[float, dict[_Key, tuple[str | None, int | None]]] | None = None
+        self._seen: tuple[float, dict[Key, tuple[str | None, int | None]]] | None = None
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
@@ -427,16 +431,13 @@ class PrometheusSource:
         down = _down(by_name)
         resets = {_key(i.get("metric", {})) for i in by_name["resets"] if (value_of(i) or 0) > 0}
         history = await self._history(q["tok_s"], t, history_s) if history_s > 0 else {}
-        per_instance: dict[str, int] = {}
-        for inst, _, _ in groups:
-            per_instance[inst] = per_instance.get(inst, 0) + 1
+        per_instance = Counter(inst for inst, _, _ in groups)
         limit = stale_limit(self.stale_after_s, interval)
         rows: list[FleetRow] = []
         for gkey in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2] or "")):
             g = groups[gkey]
-            known = seen.get(gkey, (None, None))
             row = self._row(g, window, store_t, limit, per_instance[gkey[0]], down, history.get(gkey, ()))
-            rows.append(finish_row(row, g.method, known[1], gkey in resets))
+            rows.append(finish_row(row, g.method, seen.get(gkey, (None, None))[1], gkey in resets))
         rows += missing_rows(seen, groups)
         notes = [n for n in (note, history_note(window, interval, _first(by_name["samples"]))) if n]
         lag = t - store_t
@@ -454,12 +455,12 @@ class PrometheusSource:
         self.stats.seconds += spent.seconds
         return FleetRead(mark_outliers(rows), fit, spent, t)
 
-    async def _probe(self, t: float) -> tuple[float | None, dict[_Key, tuple[str | None, int | None]]]:
+    async def _probe(self, t: float) -> tuple[float | None, dict[Key, tuple[str | None, int | None]]]:
         """The scrape interval (asked every 5 minutes) and the rows seen in the last hour (every minute)."""
         p = probe_queries(self.selector)
         if self._seen is None or t - self._seen[0] > 60:
             gen, ks = await asyncio.gather(self.query(p["seen"], t), self.query(p["seen_k"], t))
-            seen: dict[_Key, tuple[str | None, int | None]] = {}
+            seen: dict[Key, tuple[str | None, int | None]] = {}
             for item in gen:
                 metric = item.get("metric", {})
                 seen[_key(metric)] = (metric.get("spec_method"), None)
@@ -478,20 +479,12 @@ class PrometheusSource:
 
     async def _history(
         self, promql: str, t: float, history_s: float
-    ) -> dict[_Key, tuple[tuple[float, float], ...]]:
+    ) -> dict[Key, tuple[tuple[float, float], ...]]:
         """A tok/s history per row: a range query over the last `history_s` seconds (about 120 points)."""
-        history: dict[_Key, tuple[tuple[float, float], ...]] = {}
+        history: dict[Key, tuple[tuple[float, float], ...]] = {}
         step = max(1.0, history_s / 120)
         for item in await self.query_range(promql, t - history_s, t, step):
-            pts = []
-            for ts, val in item.get("values", []):
-                try:
-                    f = float(val)
-                except (TypeError, ValueError):
-                    continue
-                if math.isfinite(f):
-                    pts.append((float(ts), f))
-            history[_key(item.get("metric", {}))] = tuple(pts)
+            history[_key(item.get("metric", {}))] = tuple(points(item))
         return history
 
     def _row(
@@ -504,11 +497,9 @@ class PrometheusSource:
         down: Mapping[str, bool],
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
-        counters = g.counters or {}
-        per_pos_map = g.per_pos or {}
+        counters, per_pos_map, gauges = g.counters, g.per_pos, g.gauges
         k = (max(per_pos_map) + 1) if per_pos_map else 0
         per_pos = tuple(per_pos_map.get(i, 0.0) for i in range(k))
-        gauges = g.gauges or {}
         draft_tokens = counters.get("draft_tokens", 0.0)
         speculative = g.has_drafts_series if g.schema == "vllm" else (bool(per_pos_map) or draft_tokens > 0)
         after = MetricsSnapshot(
@@ -542,7 +533,7 @@ class PrometheusSource:
             state, reason = "stale", f"Prometheus: {age} (target gone or not scraped)"
         elif not counters:
             state = "idle"
-        row = build_row(
+        return build_row(
             g.instance,
             (g.model, g.engine),
             after,
@@ -553,7 +544,6 @@ class PrometheusSource:
             k=est_k,
             history=history,
         )
-        return row
 
 
 def _first(result: list[Any]) -> float | None:
