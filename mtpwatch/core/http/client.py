@@ -15,7 +15,6 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +22,7 @@ import httpx
 
 from mtpwatch.core.http import tls
 from mtpwatch.core.http.backoff import Backoff
-from mtpwatch.core.http.engines import parse_model_list
+from mtpwatch.core.http.engines import ModelEntry, parse_model_list
 from mtpwatch.core.http.errors import NotVllmError, ServerError, ServerTimeout
 from mtpwatch.core.http.failures import status_error, transport_error
 from mtpwatch.core.http.fastget import FastGet
@@ -34,29 +33,10 @@ from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.filtered import ScrapeFilter, TieredScraper
 
-__all__ = ["STREAM_READ_INTERVAL_S", "ModelInfo", "VllmClient"]
+__all__ = ["ModelInfo", "VllmClient"]
 
-STREAM_READ_INTERVAL_S = 0.0
-"""Fast path default for `read_interval`: 0 reads every segment on arrival (exact chunk times, for
-benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per chunk; TTFT and
-chunks after a quiet gap are still stamped on arrival, but a chunk that follows another within the
-interval (the last one included) is stamped up to that late, which biases short runs' tok/s."""
-
-# --------------------------------------------------------------------------------------------- the client
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    """One entry of GET /v1/models."""
-
-    id: str
-    """Served model name (what requests and `model_name` labels use)."""
-    root: str | None = None
-    """The model path or HF id it was loaded from."""
-    max_model_len: int | None = None
-    """Context length."""
-    parent: str | None = None
-    """Base model of a LoRA adapter."""
+ModelInfo = ModelEntry
+"""One entry of GET /v1/models (vLLM's or llama-server's shape)."""
 
 
 class VllmClient(ScrapeMethods, StreamMethods):
@@ -72,7 +52,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         stream_timeout: float = 300.0,
         clock: Callable[[], float] = time.perf_counter,
         fast_stream: bool | None = None,
-        read_interval: float | None = None,
+        read_interval: float = 0.0,
         scrape_filter: ScrapeFilter | None = None,
     ) -> None:
         """Make a client; nothing connects until the first request.
@@ -87,8 +67,12 @@ class VllmClient(ScrapeMethods, StreamMethods):
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: read the socket at most this often during a fast stream
-                (None: `STREAM_READ_INTERVAL_S`); see `core.http.faststream.open_sse`.
+            read_interval: fast path: read the socket at most this often during a fast stream; see
+                `core.http.faststream.open_sse`. 0 reads every segment on arrival (exact chunk times,
+                for benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per
+                chunk; TTFT and chunks after a quiet gap are still stamped on arrival, but a chunk that
+                follows another within the interval (the last one included) is stamped up to that
+                late, which biases short runs' tok/s.
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -114,7 +98,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
         """/metrics on one kept-alive socket (~0.3 ms of CPU a page instead of ~2 ms through httpx);
         None once a plain answer needed httpx (an encoding or framing it does not read)."""
-        self._read_interval = STREAM_READ_INTERVAL_S if read_interval is None else read_interval
+        self._read_interval = read_interval
         self._tiers: TieredScraper | None = None
         if scrape_filter is not None:
             self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock)
@@ -204,7 +188,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
                 on_wait(reason)
             await sleep(min(backoff.next(), remaining))
 
-    async def models(self) -> list[ModelInfo]:
+    async def models(self) -> list[ModelEntry]:
         """GET /v1/models → the served models (first = default)."""
         url = self.base_url + "/v1/models"
         response = await self._get("/v1/models")
@@ -213,8 +197,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         if response.status_code != 200:
             raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
         try:
-            entries = parse_model_list(response.json())  # vLLM's shape or llama-server's
-            return [ModelInfo(e.id, e.root, e.max_model_len, e.parent) for e in entries]
+            return parse_model_list(response.json())  # vLLM's shape or llama-server's
         except ValueError as exc:
             raise NotVllmError(
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url

@@ -6,7 +6,6 @@ __all__ = [
     "NO_METRICS_HINT",
     "AuthError",
     "HttpStatusError",
-    "NoMetricsError",
     "NotVllmError",
     "ServerError",
     "ServerTimeout",
@@ -53,10 +52,6 @@ class AuthError(ServerError):
 
 class NotVllmError(ServerError):
     """The server answers, but not like vLLM: 404 on /metrics, a page that is not Prometheus text, …"""
-
-
-class NoMetricsError(NotVllmError):
-    """A Prometheus page without vLLM families (`--disable-log-stats`); see `no_metrics_message`."""
 
 
 class HttpStatusError(ServerError):
