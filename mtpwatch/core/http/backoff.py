@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["Backoff", "ConnectionState", "ConnectionStatus"]
@@ -81,36 +81,24 @@ class ConnectionStatus:
         return f"recovered after {self.outage_s or 0.0:.0f} s down"
 
 
+@dataclass(slots=True, eq=False)
 class ConnectionState:
     """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
 
-    __slots__ = (
-        "_clock",
-        "_down_since",
-        "_failures",
-        "_outage_s",
-        "_reason",
-        "_recovered_at",
-        "_state",
-        "_up_since",
-        "recovered_hold_s",
-    )
-
-    def __init__(self, clock: Callable[[], float] = time.time, *, recovered_hold_s: float = 5.0) -> None:
-        self._clock = clock
-        self.recovered_hold_s = recovered_hold_s
-        """How long 'recovered' shows before it becomes 'up'."""
-        self._state: Literal["unknown", "up", "down", "recovered"] = "unknown"
-        self._down_since: float | None = None
-        self._up_since: float | None = None
-        self._recovered_at: float | None = None
-        self._reason: str | None = None
-        self._failures = 0
-        self._outage_s: float | None = None
+    clock: Callable[[], float] = time.time
+    recovered_hold_s: float = field(default=5.0, kw_only=True)
+    """How long 'recovered' shows before it becomes 'up'."""
+    _state: Literal["unknown", "up", "down", "recovered"] = field(default="unknown", init=False)
+    _down_since: float | None = field(default=None, init=False)
+    _up_since: float | None = field(default=None, init=False)
+    _recovered_at: float | None = field(default=None, init=False)
+    _reason: str | None = field(default=None, init=False)
+    _failures: int = field(default=0, init=False)
+    _outage_s: float | None = field(default=None, init=False)
 
     def success(self) -> ConnectionStatus:
         """Record a successful request; returns the new status."""
-        now = self._clock()
+        now = self.clock()
         if self._state == "down":
             assert self._down_since is not None
             self._state = "recovered"
@@ -126,7 +114,7 @@ class ConnectionState:
 
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
-        now = self._clock()
+        now = self.clock()
         if self._state != "down":
             self._state = "down"
             self._down_since = now
@@ -136,7 +124,7 @@ class ConnectionState:
 
     def status(self) -> ConnectionStatus:
         """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
-        now = self._clock()
+        now = self.clock()
         if (
             self._state == "recovered"
             and self._recovered_at is not None
