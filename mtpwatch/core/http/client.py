@@ -127,7 +127,6 @@ class VllmClient(ScrapeMethods, StreamMethods):
         return self._fast
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
         if self._fast_get is not None:
             self._fast_get.close()
         if self._client is not None:
@@ -220,13 +219,8 @@ class VllmClient(ScrapeMethods, StreamMethods):
 
     async def version(self) -> str | None:
         """GET /version → vLLM's version string; None when the server has no such endpoint."""
-        response = await self._get("/version")
-        if response.status_code != 200:
-            return None
-        try:
-            value = response.json().get("version")
-        except (ValueError, AttributeError):
-            return None
+        body = await self.get_json("/version")
+        value = body.get("version") if isinstance(body, dict) else None
         return value if isinstance(value, str) else None
 
     # -- generation

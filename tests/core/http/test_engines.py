@@ -11,11 +11,12 @@ import pytest
 
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.generation import ChunkDecoder, GenerationStats
-from mtpwatch.core.http.sse import DONE, iter_sse_payloads
+from mtpwatch.core.http.sse import DONE
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import UnknownModelError, parse_snapshot
 from tests.datadir import DataDir
+from tests.sse_payloads import iter_sse_payloads
 
 DATA = DataDir().root
 NAME = "gemma-llama-draft"  # the --alias the capture's server ran with
