@@ -11,31 +11,24 @@ from typing import Literal
 __all__ = ["Backoff", "ConnectionState", "ConnectionStatus"]
 
 
+@dataclass(slots=True, eq=False)
 class Backoff:
     """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
 
-    __slots__ = ("_delay", "_rng", "attempts", "factor", "initial", "jitter", "maximum")
+    initial: float = 0.5
+    factor: float = 2.0
+    maximum: float = 10.0
+    jitter: float = field(default=0.0, kw_only=True)
+    """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
+    rng: Callable[[], float] = field(default=random.random, kw_only=True)
+    attempts: int = field(default=0, init=False)
+    """Delays handed out since the last reset."""
+    _delay: float = field(default=0.0, init=False)
 
-    def __init__(
-        self,
-        initial: float = 0.5,
-        factor: float = 2.0,
-        maximum: float = 10.0,
-        *,
-        jitter: float = 0.0,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
-        if initial <= 0 or factor < 1 or maximum < initial or not 0 <= jitter <= 1:
+    def __post_init__(self) -> None:
+        if self.initial <= 0 or self.factor < 1 or self.maximum < self.initial or not 0 <= self.jitter <= 1:
             raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
-        self.initial = initial
-        self.factor = factor
-        self.maximum = maximum
-        self.jitter = jitter
-        """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
-        self._rng = rng
-        self._delay = initial
-        self.attempts = 0
-        """Delays handed out since the last reset."""
+        self._delay = self.initial
 
     def next(self) -> float:
         """The delay before the next attempt (advances the sequence)."""
@@ -43,7 +36,7 @@ class Backoff:
         self._delay = min(self.maximum, self._delay * self.factor)
         self.attempts += 1
         if self.jitter:
-            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self._rng()))
+            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self.rng()))
         return delay
 
     def reset(self) -> None:

@@ -118,8 +118,7 @@ def check_selector(selector: str) -> str:
         text = "{" + text + "}"
     if not _SELECTOR.match(text):
         raise ValueError(f"--selector {selector!r} is not a PromQL label selector such as '{{job=\"vllm\"}}'")
-    inner = text[1:-1].strip().rstrip(",").strip()
-    return inner
+    return text[1:-1].strip().rstrip(",").strip()
 
 
 def _vector(key: str, matchers: str) -> str:
@@ -138,9 +137,8 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
         q[key] = f"sum by ({by}) (increase({_vector(key, matchers)}{w}))"
     q["per_position"] = f"sum by ({by}, position) (increase({_vector('per_position', matchers)}{w}))"
     q["tok_s"] = f"sum by ({by}) (rate({_vector('generation_tokens', matchers)}{w}))"
-    q["running"] = f"sum by ({by}) ({_vector('running', matchers)})"
-    q["waiting"] = f"sum by ({by}) ({_vector('waiting', matchers)})"
-    q["kv_usage"] = f"avg by ({by}) ({_vector('kv_usage', matchers)})"
+    for key in GAUGES:
+        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({by}) ({_vector(key, matchers)})"
     extra = f", {matchers}" if matchers else ""
     # One query per name: timestamp() drops the name, so one query over all four would mix them, and
     # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
@@ -239,15 +237,6 @@ LAST_SAMPLE = "last_sample "
 """Prefix of the freshness queries' names (one per metric name)."""
 
 
-def _last_samples(by_name: Mapping[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], str]]:
-    return [
-        (item, key.removeprefix(LAST_SAMPLE))
-        for key, result in by_name.items()
-        if key.startswith(LAST_SAMPLE)
-        for item in result
-    ]
-
-
 def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
     """The instant queries' results gathered per (instance, model, engine)."""
     groups: dict[Key, _Group] = {}
@@ -260,17 +249,21 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
         g.method = g.method or metric.get("spec_method")
         return g
 
-    for item, name in _last_samples(by_name):
-        metric = item.get("metric", {})
-        if not metric.get("instance"):
+    for query, result in by_name.items():
+        if not query.startswith(LAST_SAMPLE):
             continue
-        g = group(metric)
-        g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
-        if name.endswith("spec_decode_num_drafts_total"):
-            g.has_drafts_series = True
-        v = value_of(item)
-        if v is not None:
-            g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
+        name = query.removeprefix(LAST_SAMPLE)
+        for item in result:
+            metric = item.get("metric", {})
+            if not metric.get("instance"):
+                continue
+            g = group(metric)
+            g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
+            if name.endswith("spec_decode_num_drafts_total"):
+                g.has_drafts_series = True
+            v = value_of(item)
+            if v is not None:
+                g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
     for key in (*COUNTERS, *GAUGES):
         for item in by_name[key]:
             g = group(item.get("metric", {}))
@@ -358,10 +351,6 @@ class PrometheusSource:
         """Close the connection pool."""
         await self._http.aclose()
 
-    def queries(self, window_s: float) -> dict[str, str]:
-        """The PromQL this source runs for `window_s`."""
-        return promql_queries(window_s, self.selector)
-
     async def _api(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
         try:
             response = await self._http.get(path, params=params)
@@ -422,7 +411,7 @@ class PrometheusSource:
         t0 = time.perf_counter()
         interval, seen = await self._probe(t)
         window, note = fit_window(window_s, interval)
-        q = self.queries(window)
+        q = promql_queries(window, self.selector)
         names = [n for n in q if n not in HISTORY_ONLY]
         results = await asyncio.gather(*(self.query(q[n], t) for n in names))
         by_name = dict(zip(names, results, strict=True))
