@@ -60,7 +60,6 @@ class HttpStatusError(ServerError):
     def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
         super().__init__(message, url=url)
         self.status = status
-        """The HTTP status code."""
 
 
 class StreamError(ServerError):

@@ -85,7 +85,6 @@ class SseConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.head: asyncio.Future[None] = loop.create_future()
         self.status = 0
-        """HTTP status code."""
         self.reason = ""
         """The reason phrase (the server's, else the standard one)."""
         self.headers: dict[str, str] = {}
@@ -129,14 +128,11 @@ class SseConnection(asyncio.Protocol):
         if self._framing == _CHUNKED:
             self._dechunk(data)
         elif self._framing == _LENGTH:
-            if len(data) >= self._left:
-                data = data[: self._left]
-                self._left = 0
-                self._body(data)
+            data = data[: self._left]
+            self._left -= len(data)
+            self._body(data)
+            if not self._left:
                 self._finish()
-            else:
-                self._left -= len(data)
-                self._body(data)
         else:
             self._body(data)
         if self._interval and self._delivered >= 2 and not self._throttled and not self.complete:

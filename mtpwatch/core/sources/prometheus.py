@@ -348,7 +348,6 @@ class PrometheusSource:
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
         await self._http.aclose()
 
     async def _api(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
