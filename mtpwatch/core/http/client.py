@@ -33,10 +33,7 @@ from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.filtered import ScrapeFilter, TieredScraper
 
-__all__ = ["ModelInfo", "VllmClient"]
-
-ModelInfo = ModelEntry
-"""One entry of GET /v1/models (vLLM's or llama-server's shape)."""
+__all__ = ["VllmClient"]
 
 
 class VllmClient(ScrapeMethods, StreamMethods):
@@ -188,7 +185,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
             await sleep(min(backoff.next(), remaining))
 
     async def models(self) -> list[ModelEntry]:
-        """GET /v1/models → the served models (first = default)."""
+        """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
         url = self.base_url + "/v1/models"
         response = await self._get("/v1/models")
         if response.status_code == 404:
