@@ -74,14 +74,10 @@ class VllmClient(ScrapeMethods, StreamMethods):
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
         self.base_url = normalize_url(base_url)
-        key = (
-            api_key
-            if api_key is not None
-            else (os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
-        )
-        self.api_key = key or None
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        self._auth = headers
+        if api_key is None:
+            api_key = os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        self.api_key = api_key or None
+        self._auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._timeout = timeout
         self._stream_timeout = stream_timeout
         self._clock = clock
