@@ -327,9 +327,7 @@ class ChunkDecoder:
             tokens = len(ids)
             self.count += tokens
         else:
-            tokens = (
-                estimate_tokens(text) + estimate_tokens(reasoning) if reasoning else estimate_tokens(text)
-            )
+            tokens = estimate_tokens(text) + estimate_tokens(reasoning)
             if tokens:
                 estimated = True
                 self.exact = False
