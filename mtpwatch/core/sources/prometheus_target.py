@@ -10,6 +10,7 @@ from typing import Any
 from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus import (
     COUNTERS,
+    GAUGES,
     NAMES,
     PrometheusSource,
     check_selector,
@@ -49,18 +50,8 @@ def target_queries(
         return "|".join(found)
 
     q: dict[str, str] = {}
-    for key in (
-        *COUNTERS,
-        "prompt_tokens",
-        "itl_count",
-        "itl_sum",
-        "ttft_count",
-        "ttft_sum",
-        "running",
-        "waiting",
-    ):
-        q[key] = f'sum({{__name__=~"{names(key)}", {m}}})'
-    q["kv_usage"] = f'avg({{__name__=~"{names("kv_usage")}", {m}}})'
+    for key in (*COUNTERS, *_EXTRA_NAMES, *GAUGES):
+        q[key] = f'{"avg" if key == "kv_usage" else "sum"}({{__name__=~"{names(key)}", {m}}})'
     q["per_position"] = f'sum by (position) ({{__name__=~"{names("per_position")}", {m}}})'
     q["schema"] = f'count by (__name__) ({{__name__=~"{names("drafts")}|{names("generation_tokens")}", {m}}})'
     return q
