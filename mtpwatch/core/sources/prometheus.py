@@ -34,7 +34,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -43,7 +43,7 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -68,6 +68,7 @@ __all__ = [
     "PrometheusSource",
     "QueryStats",
     "check_selector",
+    "counters_snapshot",
     "label_value",
     "points",
     "position_of",
@@ -485,26 +486,13 @@ class PrometheusSource:
         down: Mapping[str, bool],
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
-        counters, per_pos_map, gauges = g.counters, g.per_pos, g.gauges
-        k = (max(per_pos_map) + 1) if per_pos_map else 0
-        per_pos = tuple(per_pos_map.get(i, 0.0) for i in range(k))
+        counters = g.counters
         draft_tokens = counters.get("draft_tokens", 0.0)
-        speculative = g.has_drafts_series if g.schema == "vllm" else (bool(per_pos_map) or draft_tokens > 0)
-        after = MetricsSnapshot(
-            schema=g.schema,
-            model=g.model,
-            engines=(g.engine,) if g.engine is not None else (),
-            speculative=speculative,
-            num_speculative_tokens=k,
-            drafts=counters.get("drafts", 0.0),
-            draft_tokens=draft_tokens,
-            accepted=counters.get("accepted", 0.0),
-            accepted_per_pos=per_pos,
-            generation_tokens=counters.get("generation_tokens", 0.0),
-            requests_running=gauges.get("running"),
-            requests_waiting=gauges.get("waiting"),
-            kv_cache_usage=gauges.get("kv_usage"),
-        )
+        speculative = g.has_drafts_series if g.schema == "vllm" else (bool(g.per_pos) or draft_tokens > 0)
+        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, speculative)
+        if g.engine is not None:
+            after = replace(after, engines=(g.engine,))
+        per_pos = after.accepted_per_pos
         before = MetricsSnapshot(schema=g.schema, model=g.model, accepted_per_pos=tuple(0.0 for _ in per_pos))
         rates = delta_rates(before, after, window_s, f"{_duration(window_s)} (Prometheus)")
         reason = ""
@@ -532,6 +520,37 @@ class PrometheusSource:
             k=est_k,
             history=history,
         )
+
+
+def counters_snapshot(
+    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
+) -> MetricsSnapshot:
+    """A snapshot of counter and gauge values by query name (`COUNTERS`, `GAUGES`, and the target's
+    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position."""
+    k = (max(per_pos) + 1) if per_pos else 0
+
+    def hist(name: str) -> Histogram | None:
+        if f"{name}_count" not in values:
+            return None
+        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
+
+    return MetricsSnapshot(
+        schema=schema,
+        model=model,
+        speculative=spec,
+        num_speculative_tokens=k,
+        drafts=values.get("drafts", 0.0),
+        draft_tokens=values.get("draft_tokens", 0.0),
+        accepted=values.get("accepted", 0.0),
+        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
+        generation_tokens=values.get("generation_tokens", 0.0),
+        prompt_tokens=values.get("prompt_tokens", 0.0),
+        itl=hist("itl"),
+        ttft=hist("ttft"),
+        requests_running=values.get("running"),
+        requests_waiting=values.get("waiting"),
+        kv_cache_usage=values.get("kv_usage"),
+    )
 
 
 def _first(result: list[Any]) -> float | None:

@@ -7,13 +7,14 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus import (
     COUNTERS,
     GAUGES,
     NAMES,
     PrometheusSource,
     check_selector,
+    counters_snapshot,
     label_value,
     points,
     position_of,
@@ -57,35 +58,6 @@ def target_queries(
     return q
 
 
-def _snapshot(
-    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
-) -> MetricsSnapshot:
-    k = (max(per_pos) + 1) if per_pos else 0
-
-    def hist(name: str) -> Histogram | None:
-        if f"{name}_count" not in values:
-            return None
-        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
-
-    return MetricsSnapshot(
-        schema=schema,
-        model=model,
-        speculative=spec,
-        num_speculative_tokens=k,
-        drafts=values.get("drafts", 0.0),
-        draft_tokens=values.get("draft_tokens", 0.0),
-        accepted=values.get("accepted", 0.0),
-        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        generation_tokens=values.get("generation_tokens", 0.0),
-        prompt_tokens=values.get("prompt_tokens", 0.0),
-        itl=hist("itl"),
-        ttft=hist("ttft"),
-        requests_running=values.get("running"),
-        requests_waiting=values.get("waiting"),
-        kv_cache_usage=values.get("kv_usage"),
-    )
-
-
 async def target_snapshot(
     source: PrometheusSource, instance: str, model: str | None, engine: str | None, at: float | None = None
 ) -> MetricsSnapshot:
@@ -110,7 +82,7 @@ async def target_snapshot(
     if schema == "none":
         return MetricsSnapshot()
     spec = drafts_series if schema == "vllm" else bool(per_pos) or values.get("draft_tokens", 0.0) > 0
-    return _snapshot(model, values, per_pos, schema, spec)
+    return counters_snapshot(model, values, per_pos, schema, spec)
 
 
 def _schema(present: Iterable[Mapping[str, Any]]) -> tuple[Schema, bool]:
@@ -156,5 +128,5 @@ async def target_history(
     for t in sorted(at):
         values, per_pos = at[t], pos_at.get(t, {})
         spec = drafts_series if schema == "vllm" else bool(per_pos)
-        out.append((t, _snapshot(model, values, per_pos, schema, spec)))
+        out.append((t, counters_snapshot(model, values, per_pos, schema, spec)))
     return out
