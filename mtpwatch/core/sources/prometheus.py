@@ -470,11 +470,8 @@ class PrometheusSource:
         self, promql: str, t: float, history_s: float
     ) -> dict[Key, tuple[tuple[float, float], ...]]:
         """A tok/s history per row: a range query over the last `history_s` seconds (about 120 points)."""
-        history: dict[Key, tuple[tuple[float, float], ...]] = {}
-        step = max(1.0, history_s / 120)
-        for item in await self.query_range(promql, t - history_s, t, step):
-            history[_key(item.get("metric", {}))] = tuple(points(item))
-        return history
+        matrix = await self.query_range(promql, t - history_s, t, max(1.0, history_s / 120))
+        return {_key(item.get("metric", {})): tuple(points(item)) for item in matrix}
 
     def _row(
         self,
