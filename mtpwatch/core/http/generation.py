@@ -477,12 +477,7 @@ class GenerationStats:
         self, *, error: str | None = None, cancelled: bool = False, t: float | None = None
     ) -> GenerationResult:
         """Freeze what was received into a `GenerationResult` (also after an error or a cancel)."""
-        t_end = self.clock() if t is None else t
-        tokens = self.completion_tokens
-        t_start, t_first, t_last = self.t_start, self.t_first, self.t_last
-        ttft = F.ttft_s(t_start, t_first)
-        decode = F.decode_tok_s(tokens, t_first, t_last)
-        e2e = F.e2e_tok_s(tokens, t_start, t_last)
+        tokens, t_start, t_first, t_last = self.completion_tokens, self.t_start, self.t_first, self.t_last
         fallback = self.fallback
         if fallback is None and self.approximate:
             fallback = (
@@ -494,9 +489,9 @@ class GenerationStats:
             token_ids=tuple(self._ids) if self._ids is not None else None,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=tokens,
-            ttft_s=ttft,
-            decode_tok_s=decode,
-            e2e_tok_s=e2e,
+            ttft_s=F.ttft_s(t_start, t_first),
+            decode_tok_s=F.decode_tok_s(tokens, t_first, t_last),
+            e2e_tok_s=F.e2e_tok_s(tokens, t_start, t_last),
             tokens_per_chunk=MappingProxyType(dict(sorted(self._hist.items()))),
             chunks=self.chunks,
             finish_reason=self.finish_reason,
@@ -508,7 +503,7 @@ class GenerationStats:
             t_start=t_start,
             t_first=t_first,
             t_last=t_last,
-            t_end=t_end,
+            t_end=self.clock() if t is None else t,
             spec_metrics=self.spec_metrics,
             timings=self.timings,
             itl_s=tuple(self._gaps),
