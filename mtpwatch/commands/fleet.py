@@ -93,7 +93,7 @@ def direct_json(
 def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, Any]:
     """One round of Prometheus queries → the fleet document (with the queries it ran)."""
     from mtpwatch.core.fleet.report import fleet_report
-    from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource
+    from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
 
     async def run() -> dict[str, Any]:
         try:
@@ -116,7 +116,7 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
                 "selector": selector or None,
                 "store": read.fit.as_dict(),
                 "cost": read.stats.as_dict(),
-                "queries": source.queries(read.fit.window_s),
+                "queries": promql_queries(read.fit.window_s, source.selector),
             },
         )
 

@@ -159,7 +159,7 @@ def _engine_fields(watch: ServerWatch, snap: MetricsSnapshot | None, r: Rates | 
 
 def _props_speculating(watch: ServerWatch) -> bool:
     """llama-server says it drafts (/slots) before its first request fills the spec counters."""
-    return watch.engine_info is not None and bool(watch.engine_info.speculating)
+    return watch.engine_info is not None and bool(watch.engine_info.speculative)
 
 
 def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:

@@ -151,7 +151,7 @@ async def race(
 
     Both servers generate at once, back to back, while each is scraped (and parsed) at 4 Hz.
     """
-    clients = [VllmClient(u, fast_stream=fast, read_interval=read_interval) for u in urls]
+    clients = [VllmClient(u, fast_stream=fast, read_interval=read_interval or 0.0) for u in urls]
     stop = asyncio.Event()
 
     async def scraper(client: VllmClient) -> None:

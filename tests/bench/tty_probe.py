@@ -25,11 +25,14 @@ import os
 import sys
 import time
 from collections import deque
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Any
 
 from textual.drivers.linux_driver import LinuxDriver
 
 from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.generation import StreamEvent
 from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
@@ -39,18 +42,19 @@ _arrivals: dict[int, deque[tuple[float, int]]] = {}
 _waiting: list[float] = []
 _latencies: list[float] = []
 
-_decode = VllmClient._decode
+_events = VllmClient._events
 _feed = TokenStream.feed
 _flush = TokenStream.flush
 _write = LinuxDriver.write
 
 
-def decode(self: StreamMethods, *args: Any, **kwargs: Any) -> Any:
-    events = _decode(self, *args, **kwargs)
-    # The client hands this batch to on_event (→ the pane's feed) before it reads again.
-    _batch.clear()
-    _batch.extend(e.t for e in events if e.text)
-    return events
+async def events(self: StreamMethods, *args: Any, **kwargs: Any) -> AsyncGenerator[list[StreamEvent], None]:
+    async with aclosing(_events(self, *args, **kwargs)) as batches:
+        async for batch in batches:
+            # The client hands this batch to on_event (→ the pane's feed) before it reads again.
+            _batch.clear()
+            _batch.extend(e.t for e in batch if e.text)
+            yield batch
 
 
 def feed(self: TokenStream, text: str) -> None:
@@ -88,7 +92,7 @@ def _dump() -> None:
             json.dump(_latencies, fh)
 
 
-VllmClient._decode = decode  # type: ignore[method-assign]
+VllmClient._events = events  # type: ignore[method-assign]
 TokenStream.feed = feed  # type: ignore[method-assign]
 TokenStream.flush = flush  # type: ignore[method-assign]
 LinuxDriver.write = write  # type: ignore[method-assign]

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mtpwatch.core.http.faststream import _Protocol
+from mtpwatch.core.http.faststream import SseConnection
 from mtpwatch.core.http.sse import SseDecoder
 
 
@@ -64,7 +64,7 @@ class Outcome:
 def run_fast(chunks: list[bytes]) -> Outcome:
     loop = asyncio.new_event_loop()
     try:
-        proto = _Protocol(loop, lambda: 0.0)
+        proto = SseConnection(loop, lambda: 0.0)
         transport = FakeTransport()
         proto.connection_made(transport)  # type: ignore[arg-type]
         for chunk in chunks:

@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mtpwatch.core.http.generation import ChunkDecoder, ChunkError
-from mtpwatch.core.http.sse import SseDecoder, iter_sse_payloads
+from mtpwatch.core.http.sse import SseDecoder
+from tests.sse_payloads import iter_sse_payloads
 
 
 def reference_payloads(stream: bytes) -> list[bytes]:

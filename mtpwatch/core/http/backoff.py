@@ -5,37 +5,30 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["Backoff", "ConnectionState", "ConnectionStatus"]
 
 
+@dataclass(slots=True, eq=False)
 class Backoff:
     """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
 
-    __slots__ = ("_delay", "_rng", "attempts", "factor", "initial", "jitter", "maximum")
+    initial: float = 0.5
+    factor: float = 2.0
+    maximum: float = 10.0
+    jitter: float = field(default=0.0, kw_only=True)
+    """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
+    rng: Callable[[], float] = field(default=random.random, kw_only=True)
+    attempts: int = field(default=0, init=False)
+    """Delays handed out since the last reset."""
+    _delay: float = field(default=0.0, init=False)
 
-    def __init__(
-        self,
-        initial: float = 0.5,
-        factor: float = 2.0,
-        maximum: float = 10.0,
-        *,
-        jitter: float = 0.0,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
-        if initial <= 0 or factor < 1 or maximum < initial or not 0 <= jitter <= 1:
+    def __post_init__(self) -> None:
+        if self.initial <= 0 or self.factor < 1 or self.maximum < self.initial or not 0 <= self.jitter <= 1:
             raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
-        self.initial = initial
-        self.factor = factor
-        self.maximum = maximum
-        self.jitter = jitter
-        """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
-        self._rng = rng
-        self._delay = initial
-        self.attempts = 0
-        """Delays handed out since the last reset."""
+        self._delay = self.initial
 
     def next(self) -> float:
         """The delay before the next attempt (advances the sequence)."""
@@ -43,7 +36,7 @@ class Backoff:
         self._delay = min(self.maximum, self._delay * self.factor)
         self.attempts += 1
         if self.jitter:
-            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self._rng()))
+            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self.rng()))
         return delay
 
     def reset(self) -> None:
@@ -81,36 +74,24 @@ class ConnectionStatus:
         return f"recovered after {self.outage_s or 0.0:.0f} s down"
 
 
+@dataclass(slots=True, eq=False)
 class ConnectionState:
     """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
 
-    __slots__ = (
-        "_clock",
-        "_down_since",
-        "_failures",
-        "_outage_s",
-        "_reason",
-        "_recovered_at",
-        "_state",
-        "_up_since",
-        "recovered_hold_s",
-    )
-
-    def __init__(self, clock: Callable[[], float] = time.time, *, recovered_hold_s: float = 5.0) -> None:
-        self._clock = clock
-        self.recovered_hold_s = recovered_hold_s
-        """How long 'recovered' shows before it becomes 'up'."""
-        self._state: Literal["unknown", "up", "down", "recovered"] = "unknown"
-        self._down_since: float | None = None
-        self._up_since: float | None = None
-        self._recovered_at: float | None = None
-        self._reason: str | None = None
-        self._failures = 0
-        self._outage_s: float | None = None
+    clock: Callable[[], float] = time.time
+    recovered_hold_s: float = field(default=5.0, kw_only=True)
+    """How long 'recovered' shows before it becomes 'up'."""
+    _state: Literal["unknown", "up", "down", "recovered"] = field(default="unknown", init=False)
+    _down_since: float | None = field(default=None, init=False)
+    _up_since: float | None = field(default=None, init=False)
+    _recovered_at: float | None = field(default=None, init=False)
+    _reason: str | None = field(default=None, init=False)
+    _failures: int = field(default=0, init=False)
+    _outage_s: float | None = field(default=None, init=False)
 
     def success(self) -> ConnectionStatus:
         """Record a successful request; returns the new status."""
-        now = self._clock()
+        now = self.clock()
         if self._state == "down":
             assert self._down_since is not None
             self._state = "recovered"
@@ -126,7 +107,7 @@ class ConnectionState:
 
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
-        now = self._clock()
+        now = self.clock()
         if self._state != "down":
             self._state = "down"
             self._down_since = now
@@ -136,7 +117,7 @@ class ConnectionState:
 
     def status(self) -> ConnectionStatus:
         """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
-        now = self._clock()
+        now = self.clock()
         if (
             self._state == "recovered"
             and self._recovered_at is not None

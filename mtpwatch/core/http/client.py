@@ -15,7 +15,6 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +22,7 @@ import httpx
 
 from mtpwatch.core.http import tls
 from mtpwatch.core.http.backoff import Backoff
-from mtpwatch.core.http.engines import parse_model_list
+from mtpwatch.core.http.engines import ModelEntry, parse_model_list
 from mtpwatch.core.http.errors import NotVllmError, ServerError, ServerTimeout
 from mtpwatch.core.http.failures import status_error, transport_error
 from mtpwatch.core.http.fastget import FastGet
@@ -34,29 +33,7 @@ from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.filtered import ScrapeFilter, TieredScraper
 
-__all__ = ["STREAM_READ_INTERVAL_S", "ModelInfo", "VllmClient"]
-
-STREAM_READ_INTERVAL_S = 0.0
-"""Fast path default for `read_interval`: 0 reads every segment on arrival (exact chunk times, for
-benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per chunk; TTFT and
-chunks after a quiet gap are still stamped on arrival, but a chunk that follows another within the
-interval (the last one included) is stamped up to that late, which biases short runs' tok/s."""
-
-# --------------------------------------------------------------------------------------------- the client
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    """One entry of GET /v1/models."""
-
-    id: str
-    """Served model name (what requests and `model_name` labels use)."""
-    root: str | None = None
-    """The model path or HF id it was loaded from."""
-    max_model_len: int | None = None
-    """Context length."""
-    parent: str | None = None
-    """Base model of a LoRA adapter."""
+__all__ = ["VllmClient"]
 
 
 class VllmClient(ScrapeMethods, StreamMethods):
@@ -72,7 +49,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         stream_timeout: float = 300.0,
         clock: Callable[[], float] = time.perf_counter,
         fast_stream: bool | None = None,
-        read_interval: float | None = None,
+        read_interval: float = 0.0,
         scrape_filter: ScrapeFilter | None = None,
     ) -> None:
         """Make a client; nothing connects until the first request.
@@ -87,20 +64,20 @@ class VllmClient(ScrapeMethods, StreamMethods):
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: read the socket at most this often during a fast stream
-                (None: `STREAM_READ_INTERVAL_S`); see `core.http.faststream.open_sse`.
+            read_interval: fast path: read the socket at most this often during a fast stream; see
+                `core.http.faststream.open_sse`. 0 reads every segment on arrival (exact chunk times,
+                for benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per
+                chunk; TTFT and chunks after a quiet gap are still stamped on arrival, but a chunk that
+                follows another within the interval (the last one included) is stamped up to that
+                late, which biases short runs' tok/s.
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
         self.base_url = normalize_url(base_url)
-        key = (
-            api_key
-            if api_key is not None
-            else (os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY"))
-        )
-        self.api_key = key or None
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        self._auth = headers
+        if api_key is None:
+            api_key = os.environ.get("VLLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        self.api_key = api_key or None
+        self._auth = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._timeout = timeout
         self._stream_timeout = stream_timeout
         self._clock = clock
@@ -114,7 +91,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
         """/metrics on one kept-alive socket (~0.3 ms of CPU a page instead of ~2 ms through httpx);
         None once a plain answer needed httpx (an encoding or framing it does not read)."""
-        self._read_interval = STREAM_READ_INTERVAL_S if read_interval is None else read_interval
+        self._read_interval = read_interval
         self._tiers: TieredScraper | None = None
         if scrape_filter is not None:
             self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock)
@@ -143,7 +120,6 @@ class VllmClient(ScrapeMethods, StreamMethods):
         return self._fast
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
         if self._fast_get is not None:
             self._fast_get.close()
         if self._client is not None:
@@ -204,8 +180,8 @@ class VllmClient(ScrapeMethods, StreamMethods):
                 on_wait(reason)
             await sleep(min(backoff.next(), remaining))
 
-    async def models(self) -> list[ModelInfo]:
-        """GET /v1/models → the served models (first = default)."""
+    async def models(self) -> list[ModelEntry]:
+        """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
         url = self.base_url + "/v1/models"
         response = await self._get("/v1/models")
         if response.status_code == 404:
@@ -213,8 +189,7 @@ class VllmClient(ScrapeMethods, StreamMethods):
         if response.status_code != 200:
             raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
         try:
-            entries = parse_model_list(response.json())  # vLLM's shape or llama-server's
-            return [ModelInfo(e.id, e.root, e.max_model_len, e.parent) for e in entries]
+            return parse_model_list(response.json())  # vLLM's shape or llama-server's
         except ValueError as exc:
             raise NotVllmError(
                 f"{url} did not return an OpenAI model list — is this a vLLM server?", url=url
@@ -237,13 +212,8 @@ class VllmClient(ScrapeMethods, StreamMethods):
 
     async def version(self) -> str | None:
         """GET /version → vLLM's version string; None when the server has no such endpoint."""
-        response = await self._get("/version")
-        if response.status_code != 200:
-            return None
-        try:
-            value = response.json().get("version")
-        except (ValueError, AttributeError):
-            return None
+        body = await self.get_json("/version")
+        value = body.get("version") if isinstance(body, dict) else None
         return value if isinstance(value, str) else None
 
     # -- generation

@@ -33,18 +33,11 @@ __all__ = [
     "LlamaTimings",
     "ModelEntry",
     "draft_note",
-    "engine_label",
     "identify",
     "parse_model_list",
     "parse_props",
     "stream_extras",
 ]
-
-
-def engine_label(engine: Engine, version: str | None) -> str:
-    """'vLLM 0.32.0', 'llama.cpp b11434-…', 'vLLM ?' (unknown version) for headers and reports."""
-    name = "llama.cpp" if engine == "llama.cpp" else "vLLM" if engine == "vllm" else "engine"
-    return f"{name} {version}" if version else f"{name} ?"
 
 
 def stream_extras(engine: Engine) -> dict[str, Any]:
@@ -152,11 +145,6 @@ class EngineInfo:
     """Context per slot."""
     synthetic: str | None = None
     """A /props or /slots key naming synthetic acceptance, with its value (`props_synthetic`)."""
-
-    @property
-    def speculating(self) -> bool | None:
-        """True when the server drafts; None when it does not say (/slots off)."""
-        return self.speculative
 
 
 def _spec_types(value: Any) -> str | None:

@@ -6,7 +6,6 @@ __all__ = [
     "NO_METRICS_HINT",
     "AuthError",
     "HttpStatusError",
-    "NoMetricsError",
     "NotVllmError",
     "ServerError",
     "ServerTimeout",
@@ -55,17 +54,12 @@ class NotVllmError(ServerError):
     """The server answers, but not like vLLM: 404 on /metrics, a page that is not Prometheus text, …"""
 
 
-class NoMetricsError(NotVllmError):
-    """A Prometheus page without vLLM families (`--disable-log-stats`); see `no_metrics_message`."""
-
-
 class HttpStatusError(ServerError):
     """Any other unexpected HTTP status (5xx, a rejected request)."""
 
     def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
         super().__init__(message, url=url)
         self.status = status
-        """The HTTP status code."""
 
 
 class StreamError(ServerError):

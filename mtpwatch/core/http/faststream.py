@@ -15,6 +15,7 @@ paths' failures into the same one-line messages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import socket
@@ -65,11 +66,16 @@ def proxy_for(url: str) -> str | None:
     return proxy
 
 
-class _Protocol(asyncio.Protocol):
-    """Response parser: status line and headers, then the body (chunked, Content-Length or to close)."""
+class SseConnection(asyncio.Protocol):
+    """One streaming POST's response: the parser of its status line and headers, then of its body
+    (chunked, Content-Length or to close), and the consumer's side: batches of SSE payloads."""
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, clock: Callable[[], float], read_interval: float = 0.0
+        self,
+        loop: asyncio.AbstractEventLoop,
+        clock: Callable[[], float],
+        read_interval: float = 0.0,
+        read_timeout: float = 300.0,
     ) -> None:
         self._loop = loop
         self._clock = clock
@@ -80,7 +86,9 @@ class _Protocol(asyncio.Protocol):
         self.head: asyncio.Future[None] = loop.create_future()
         self.status = 0
         self.reason = ""
+        """The reason phrase (the server's, else the standard one)."""
         self.headers: dict[str, str] = {}
+        """Response headers, names lower-cased."""
         self._hbuf = b""
         self._framing = _CLOSE
         self._left = 0  # Content-Length: bytes still due; chunked: bytes left in the current chunk
@@ -98,6 +106,8 @@ class _Protocol(asyncio.Protocol):
         """Loop time of the latest bytes (keep-alive comments count, as for httpx's read timeout)."""
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
+        self._read_timeout = read_timeout
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- asyncio callbacks
 
@@ -118,14 +128,11 @@ class _Protocol(asyncio.Protocol):
         if self._framing == _CHUNKED:
             self._dechunk(data)
         elif self._framing == _LENGTH:
-            if len(data) >= self._left:
-                data = data[: self._left]
-                self._left = 0
-                self._body(data)
+            data = data[: self._left]
+            self._left -= len(data)
+            self._body(data)
+            if not self._left:
                 self._finish()
-            else:
-                self._left -= len(data)
-                self._body(data)
         else:
             self._body(data)
         if self._interval and self._delivered >= 2 and not self._throttled and not self.complete:
@@ -151,24 +158,13 @@ class _Protocol(asyncio.Protocol):
             else:
                 transport.pause_reading()
 
-    def eof_received(self) -> bool | None:
-        return None  # close the transport; connection_lost says what it meant
-
     def connection_lost(self, exc: Exception | None) -> None:
         if self.complete:
             return
-        if not self.head.done():
-            error: Exception = (
-                httpx.ReadError(str(exc) or type(exc).__name__)
-                if exc is not None
-                else httpx.RemoteProtocolError("Server disconnected without sending a response.")
-            )
-            error.__cause__ = exc
-            self.head.set_exception(error)
-            self.head.exception()  # retrieved here: nobody may be waiting any more
-            self.error = error
-        elif exc is not None:
+        if exc is not None:
             self.fail(httpx.ReadError(str(exc) or type(exc).__name__), exc)
+        elif not self.head.done():
+            self.fail(httpx.RemoteProtocolError("Server disconnected without sending a response."))
         elif self._framing == _CLOSE:
             self._finish()
         else:
@@ -211,6 +207,8 @@ class _Protocol(asyncio.Protocol):
             headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
         self.status = status
         self.reason = parts[2].strip() if len(parts) > 2 else ""
+        with contextlib.suppress(ValueError):
+            self.reason = self.reason or HTTPStatus(status).phrase
         self.headers = headers
         if status == 200:
             self.sse = SseDecoder()
@@ -297,11 +295,7 @@ class _Protocol(asyncio.Protocol):
         t = self._clock()
         self.pending += [(t, p) for p in payloads]
         self._delivered += len(payloads)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wake()
         if not self._paused and len(self.pending) >= _PAUSE_AT:
             self._paused = True
             self._reading()
@@ -332,7 +326,7 @@ class _Protocol(asyncio.Protocol):
             self.error = error
             if not self.head.done():
                 self.head.set_exception(error)
-                self.head.exception()
+                self.head.exception()  # retrieved here: nobody may be waiting any more
         self._wake()
         if self.transport is not None:
             self.transport.abort()
@@ -346,8 +340,10 @@ class _Protocol(asyncio.Protocol):
 
     # -- consumer side
 
-    async def wait(self) -> None:
+    async def _wait(self) -> None:
         """Until something new happens (payloads, the end, an error)."""
+        if self._timer is None:
+            self._arm()
         if self._paused:
             self._paused = False
             self._reading()
@@ -355,74 +351,26 @@ class _Protocol(asyncio.Protocol):
         self._waiter = waiter
         await waiter
 
-
-class SseConnection:
-    """One streaming POST's response: status and headers, then batches of SSE payloads."""
-
-    def __init__(self, protocol: _Protocol, read_timeout: float) -> None:
-        self._p = protocol
-        self._read_timeout = read_timeout
-        self._timer: asyncio.TimerHandle | None = None
-
-    @property
-    def status(self) -> int:
-        """HTTP status code."""
-        return self._p.status
-
-    @property
-    def reason(self) -> str:
-        """The reason phrase (the server's, else the standard one)."""
-        if self._p.reason:
-            return self._p.reason
-        try:
-            return HTTPStatus(self._p.status).phrase
-        except ValueError:
-            return ""
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """Response headers, names lower-cased."""
-        return self._p.headers
-
-    async def _await_progress(self) -> None:
-        proto = self._p
-        if self._timer is None:
-            self._arm()
-        await proto.wait()
-
     def _arm(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_at(self._p.last_data + self._read_timeout, self._check_idle)
+        self._timer = self._loop.call_at(self.last_data + self._read_timeout, self._check_idle)
 
     def _check_idle(self) -> None:
         # A watchdog instead of a timeout per wait: it costs nothing per chunk.
-        proto = self._p
         self._timer = None
-        if proto.complete or proto.error is not None:
+        if self.complete or self.error is not None:
             return
-        if asyncio.get_running_loop().time() - proto.last_data >= self._read_timeout:
-            proto.fail(httpx.ReadTimeout(f"no data for {self._read_timeout:g} s"))
+        if self._loop.time() - self.last_data >= self._read_timeout:
+            self.fail(httpx.ReadTimeout(f"no data for {self._read_timeout:g} s"))
         else:
             self._arm()
 
-    async def read_head(self) -> None:
-        """Wait for the status line and headers.
-
-        Raises:
-            httpx.RequestError: the connection broke or stayed silent for the read timeout.
-        """
-        proto = self._p
-        self._arm()
-        await proto.head
-
     async def read_body(self) -> bytes:
         """The whole body of a non-200 answer."""
-        proto = self._p
-        while not proto.complete:
-            if proto.error is not None:
-                raise proto.error
-            await self._await_progress()
-        return b"".join(proto.raw)
+        while not self.complete:
+            if self.error is not None:
+                raise self.error
+            await self._wait()
+        return b"".join(self.raw)
 
     async def batch(self) -> list[tuple[float, bytes]]:
         """The next (arrival clock, payload) pairs, at least one; `[]` at the end of the body.
@@ -431,15 +379,14 @@ class SseConnection:
             httpx.RequestError: the connection broke or stayed silent for the read timeout (payloads
                 that arrived before are handed out first).
         """
-        proto = self._p
-        while not proto.pending:
-            if proto.error is not None:
-                raise proto.error
-            if proto.complete:
+        while not self.pending:
+            if self.error is not None:
+                raise self.error
+            if self.complete:
                 return []
-            await self._await_progress()
-        out = proto.pending
-        proto.pending = []
+            await self._wait()
+        out = self.pending
+        self.pending = []
         return out
 
     def close(self) -> None:
@@ -447,19 +394,18 @@ class SseConnection:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        transport = self._p.transport
+        transport = self.transport
         if transport is not None and not transport.is_closing():
             transport.abort()
 
 
 async def _connect(
-    host: str, port: int, factory: Callable[[], _Protocol], connect_timeout: float
-) -> _Protocol:
+    host: str, port: int, factory: Callable[[], SseConnection], connect_timeout: float
+) -> SseConnection:
     loop = asyncio.get_running_loop()
-    timeout = connect_timeout
     errors: list[OSError] = []
 
-    async def attempt() -> _Protocol | None:
+    async def attempt() -> SseConnection | None:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         for family, _kind, proto_num, _name, address in infos:
             try:
@@ -474,9 +420,9 @@ async def _connect(
         return None
 
     try:
-        found = await within(timeout, attempt())
+        found = await within(connect_timeout, attempt())
     except TimeoutError as exc:
-        raise httpx.ConnectTimeout(f"no connection within {timeout:g} s") from exc
+        raise httpx.ConnectTimeout(f"no connection within {connect_timeout:g} s") from exc
     except socket.gaierror as exc:
         raise httpx.ConnectError(str(exc)) from exc
     if found is not None:
@@ -526,12 +472,14 @@ async def open_sse(
     lines += [f"{name}: {value}" for name, value in headers.items()]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
     loop = asyncio.get_running_loop()
-    protocol = await _connect(host, port, lambda: _Protocol(loop, clock, read_interval), connect_timeout)
-    assert protocol.transport is not None
-    protocol.transport.write(request)
-    connection = SseConnection(protocol, read_timeout)
+    connection = await _connect(
+        host, port, lambda: SseConnection(loop, clock, read_interval, read_timeout), connect_timeout
+    )
+    assert connection.transport is not None
+    connection.transport.write(request)
+    connection._arm()
     try:
-        await connection.read_head()
+        await connection.head
     except BaseException:
         connection.close()
         raise

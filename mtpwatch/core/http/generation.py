@@ -73,10 +73,7 @@ def openai_error_message(obj: object) -> str | None:
 
 def estimate_tokens(text: str) -> int:
     """Rough token count of one chunk's text when the server gave none: words, at least 1 if non-empty."""
-    if not text:
-        return 0
-    words = len(text.split())
-    return words if words > 0 else 1
+    return max(1, len(text.split())) if text else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +87,6 @@ class GenerationRequest:
     chat: bool = False
     """Send to /v1/chat/completions (messages, chat template) instead of /v1/completions."""
     max_tokens: int = 256
-    """Generation length cap."""
     temperature: float = 0.0
     """0 makes MTP on/off outputs comparable token by token."""
     return_token_ids: bool = False
@@ -106,7 +102,6 @@ class GenerationRequest:
 
     @property
     def path(self) -> str:
-        """The endpoint path this request goes to."""
         return CHAT_PATH if self.chat else COMPLETIONS_PATH
 
     def body(
@@ -242,18 +237,16 @@ def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
     return text, reasoning, content is not None or bool(reasoning) or bool(delta.get("tool_calls"))
 
 
+@dataclass(slots=True, eq=False)
 class ChunkDecoder:
     """SSE payload → `StreamEvent`, holding the running token count of one stream (hot path)."""
 
-    __slots__ = ("count", "exact", "finish_reason", "prompt_tokens")
-
-    def __init__(self) -> None:
-        self.count = 0
-        """Cumulative completion tokens so far."""
-        self.exact = True
-        """False once a chunk had to be estimated (until the final usage restores the exact total)."""
-        self.prompt_tokens: int | None = None
-        self.finish_reason: str | None = None
+    count: int = 0
+    """Cumulative completion tokens so far."""
+    exact: bool = True
+    """False once a chunk had to be estimated (until the final usage restores the exact total)."""
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
 
     def decode(self, payload: bytes | str, t: float) -> StreamEvent | None:
         """Decode one `data:` payload (not `[DONE]`); None for events that carry nothing to show.
@@ -334,9 +327,7 @@ class ChunkDecoder:
             tokens = len(ids)
             self.count += tokens
         else:
-            tokens = (
-                estimate_tokens(text) + estimate_tokens(reasoning) if reasoning else estimate_tokens(text)
-            )
+            tokens = estimate_tokens(text) + estimate_tokens(reasoning)
             if tokens:
                 estimated = True
                 self.exact = False
@@ -420,53 +411,32 @@ class GenerationResult:
         return self.completion_tokens / self.chunks if self.chunks else None
 
 
+@dataclass(slots=True, eq=False)
 class GenerationStats:
     """Accumulates the `StreamEvent`s of one generation; `finish()` freezes them into a result."""
 
-    __slots__ = (
-        "_clock",
-        "_gaps",
-        "_hist",
-        "_ids",
-        "_reasoning",
-        "_text",
-        "approximate",
-        "chunks",
-        "completion_tokens",
-        "exact",
-        "fallback",
-        "finish_reason",
-        "prompt_tokens",
-        "spec_metrics",
-        "t_first",
-        "t_last",
-        "t_start",
-        "timings",
-    )
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
-        self._ids: list[int] | None = None
-        self._hist: dict[int, int] = {}
-        self._gaps: list[float] = []
-        self.t_start: float | None = None
-        self.t_first: float | None = None
-        self.t_last: float | None = None
-        self.completion_tokens = 0
-        self.prompt_tokens: int | None = None
-        self.chunks = 0
-        self.exact = True
-        self.approximate = False
-        self.finish_reason: str | None = None
-        self.fallback: str | None = None
-        self.spec_metrics: RequestSpecMetrics | None = None
-        self.timings: LlamaTimings | None = None
+    clock: Callable[[], float] = time.perf_counter
+    _text: list[str] = field(default_factory=list, init=False)
+    _reasoning: list[str] = field(default_factory=list, init=False)
+    _ids: list[int] | None = field(default=None, init=False)
+    _hist: dict[int, int] = field(default_factory=dict, init=False)
+    _gaps: list[float] = field(default_factory=list, init=False)
+    t_start: float | None = field(default=None, init=False)
+    t_first: float | None = field(default=None, init=False)
+    t_last: float | None = field(default=None, init=False)
+    completion_tokens: int = field(default=0, init=False)
+    prompt_tokens: int | None = field(default=None, init=False)
+    chunks: int = field(default=0, init=False)
+    exact: bool = field(default=True, init=False)
+    approximate: bool = field(default=False, init=False)
+    finish_reason: str | None = field(default=None, init=False)
+    fallback: str | None = field(default=None, init=False)
+    spec_metrics: RequestSpecMetrics | None = field(default=None, init=False)
+    timings: LlamaTimings | None = field(default=None, init=False)
 
     def start(self, t: float | None = None) -> None:
         """Mark the request as sent (the client calls this; again if it retries without an extension)."""
-        self.t_start = self._clock() if t is None else t
+        self.t_start = self.clock() if t is None else t
 
     def add(self, event: StreamEvent) -> None:
         """Take one event (cheap: a few attribute updates)."""
@@ -503,21 +473,11 @@ class GenerationStats:
         if event.timings is not None:
             self.timings = event.timings
 
-    @property
-    def text(self) -> str:
-        """Output text so far."""
-        return "".join(self._text)
-
     def finish(
         self, *, error: str | None = None, cancelled: bool = False, t: float | None = None
     ) -> GenerationResult:
         """Freeze what was received into a `GenerationResult` (also after an error or a cancel)."""
-        t_end = self._clock() if t is None else t
-        tokens = self.completion_tokens
-        t_start, t_first, t_last = self.t_start, self.t_first, self.t_last
-        ttft = F.ttft_s(t_start, t_first)
-        decode = F.decode_tok_s(tokens, t_first, t_last)
-        e2e = F.e2e_tok_s(tokens, t_start, t_last)
+        tokens, t_start, t_first, t_last = self.completion_tokens, self.t_start, self.t_first, self.t_last
         fallback = self.fallback
         if fallback is None and self.approximate:
             fallback = (
@@ -529,9 +489,9 @@ class GenerationStats:
             token_ids=tuple(self._ids) if self._ids is not None else None,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=tokens,
-            ttft_s=ttft,
-            decode_tok_s=decode,
-            e2e_tok_s=e2e,
+            ttft_s=F.ttft_s(t_start, t_first),
+            decode_tok_s=F.decode_tok_s(tokens, t_first, t_last),
+            e2e_tok_s=F.e2e_tok_s(tokens, t_start, t_last),
             tokens_per_chunk=MappingProxyType(dict(sorted(self._hist.items()))),
             chunks=self.chunks,
             finish_reason=self.finish_reason,
@@ -543,7 +503,7 @@ class GenerationStats:
             t_start=t_start,
             t_first=t_first,
             t_last=t_last,
-            t_end=t_end,
+            t_end=self.clock() if t is None else t,
             spec_metrics=self.spec_metrics,
             timings=self.timings,
             itl_s=tuple(self._gaps),

@@ -118,16 +118,12 @@ class ScrapeMethods:
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error (`no_metrics_message` has the text). `UnknownModelError` passes through.
         """
-        return self.parse_page(await self.scrape_text(), model)
+        return parse_metrics_page(await self.scrape_text(), model, self.base_url)
 
     async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
         """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
         text = await self.scrape_text()
-        return text, self.parse_page(text, model)
-
-    def parse_page(self, text: str, model: str | None = None) -> MetricsSnapshot:
-        """A /metrics page of this server → `MetricsSnapshot` (what `scrape` does after the GET)."""
-        return parse_metrics_page(text, model, self.base_url)
+        return text, parse_metrics_page(text, model, self.base_url)
 
 
 def parse_metrics_page(text: str, model: str | None, base_url: str) -> MetricsSnapshot:

@@ -9,9 +9,7 @@ model can generate. Payloads stay bytes because `json.loads` takes bytes (one de
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-__all__ = ["DONE", "SseDecoder", "iter_sse_payloads"]
+__all__ = ["DONE", "SseDecoder"]
 
 DONE = b"[DONE]"
 """The payload that ends an OpenAI-style stream."""
@@ -72,13 +70,3 @@ class SseDecoder:
             return None  # comments (":…"), other fields and stray lines are ignored, as the spec says
         self._data = value if self._data is None else self._data + b"\n" + value
         return None
-
-
-def iter_sse_payloads(chunks: Iterable[bytes]) -> list[bytes]:
-    """Decode a whole byte stream given as chunks (tests, recorded transcripts)."""
-    decoder = SseDecoder()
-    out: list[bytes] = []
-    for chunk in chunks:
-        out.extend(decoder.feed(chunk))
-    out.extend(decoder.close())
-    return out

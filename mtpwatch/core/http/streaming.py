@@ -23,6 +23,9 @@ from mtpwatch.core.http.generation import (
 )
 from mtpwatch.core.http.sse import DONE, SseDecoder
 
+_Payloads = AsyncGenerator[list[tuple[float, bytes]], None]
+"""Batches of (arrival clock, SSE payload), from either path."""
+
 
 class StreamMethods:
     """The request/retry loop and the two stream readers (a mixin of `VllmClient`)."""
@@ -61,13 +64,12 @@ class StreamMethods:
             )
             if stats is not None:
                 stats.start(self._clock())
-            decoder = ChunkDecoder()
+            if self._fast:
+                payloads = self._fast_payloads(url, body, stats, flags)
+            else:
+                payloads = self._httpx_payloads(request.path, url, body, stats, flags)
             try:
-                if self._fast:
-                    gen = self._fast_batches(url, body, decoder, stats, flags)
-                else:
-                    gen = self._httpx_batches(request.path, url, body, decoder, stats, flags)
-                async with aclosing(gen) as batches:
+                async with aclosing(self._events(url, payloads, stats)) as batches:
                     async for batch in batches:
                         yield batch
                 return
@@ -101,40 +103,49 @@ class StreamMethods:
                 return _Retry()
         return status_error(self.api_key, url, status, reason, text)
 
-    def _decode(
-        self,
-        payloads: list[tuple[float, bytes]],
-        decoder: ChunkDecoder,
-        stats: GenerationStats | None,
-        state: list[bool],
-    ) -> list[StreamEvent]:
-        """Payloads → events (added to `stats`); `state[0]` = [DONE] seen. A `ChunkError` carries
-        the events decoded before it in `.args[1]`."""
-        events: list[StreamEvent] = []
-        decode = decoder.decode
-        add = stats.add if stats is not None else None
-        for t, payload in payloads:
-            if state[0] or payload == DONE:
-                state[0] = True
-                continue
-            try:
-                event = decode(payload, t)
-            except ChunkError as exc:
-                raise _BrokenBatch(str(exc), events) from exc
-            if event is not None:
-                if add is not None:
-                    add(event)
-                events.append(event)
-        return events
-
-    async def _fast_batches(
-        self,
-        url: str,
-        body: dict[str, object],
-        decoder: ChunkDecoder,
-        stats: GenerationStats | None,
-        flags: _Extensions,
+    async def _events(
+        self, url: str, payloads: _Payloads, stats: GenerationStats | None
     ) -> AsyncGenerator[list[StreamEvent], None]:
+        """Payload batches → event batches (see `_batches`)."""
+        decoder = ChunkDecoder()
+        done = False
+        add = stats.add if stats is not None else None
+        async with aclosing(payloads):
+            while True:
+                try:
+                    batch = await anext(payloads, None)
+                except httpx.RequestError as exc:
+                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                if batch is None:
+                    break
+                events: list[StreamEvent] = []
+                for t, payload in batch:
+                    if done or payload == DONE:
+                        done = True
+                        continue
+                    try:
+                        event = decoder.decode(payload, t)
+                    except ChunkError as exc:
+                        if events:
+                            yield events
+                        raise StreamError(str(exc), url=url) from exc.__cause__
+                    if event is not None:
+                        if add is not None:
+                            add(event)
+                        events.append(event)
+                if events:
+                    yield events
+        if not done and decoder.finish_reason is None:
+            raise StreamError(
+                f"the stream from {self.base_url} ended before the server finished"
+                f" (no [DONE]) after {decoder.count} tokens",
+                url=url,
+            )
+
+    async def _fast_payloads(
+        self, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+    ) -> _Payloads:
+        """The payloads through `core.http.faststream`; a read failing mid-stream raises httpx's error."""
         try:
             conn = await open_sse(
                 url,
@@ -157,73 +168,38 @@ class StreamMethods:
                     raise transport_error(self.base_url, url, exc, self._timeout) from exc
                 text = raw.decode("utf-8", "replace")
                 raise self._refusal(url, conn.status, conn.reason, text, flags, stats)
-            state = [False]
-            while True:
-                try:
-                    payloads = await conn.batch()
-                except httpx.RequestError as exc:
-                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
-                if not payloads:
-                    break
-                try:
-                    events = self._decode(payloads, decoder, stats, state)
-                except _BrokenBatch as exc:
-                    if exc.events:
-                        yield exc.events
-                    raise StreamError(str(exc), url=url) from exc.__cause__
-                if events:
-                    yield events
-            self._check_finished(url, state[0], decoder)
+            while payloads := await conn.batch():
+                yield payloads
         finally:
             conn.close()
 
-    async def _httpx_batches(
-        self,
-        path: str,
-        url: str,
-        body: dict[str, object],
-        decoder: ChunkDecoder,
-        stats: GenerationStats | None,
-        flags: _Extensions,
-    ) -> AsyncGenerator[list[StreamEvent], None]:
+    async def _httpx_payloads(
+        self, path: str, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+    ) -> _Payloads:
+        """The payloads through httpx, stamped per network read; a read failing mid-stream raises
+        httpx's error."""
         timeout = httpx.Timeout(self._timeout, read=self._stream_timeout)
         clock = self._clock
+        request = self._http.build_request("POST", path, json=body, timeout=timeout)
         try:
-            async with self._http.stream("POST", path, json=body, timeout=timeout) as response:
-                if response.status_code != 200:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
-                sse = SseDecoder()
-                state = [False]
-                try:
-                    async for chunk in response.aiter_bytes():
-                        payloads = sse.feed(chunk)
-                        if payloads:
-                            events = self._decode([(clock(), p) for p in payloads], decoder, stats, state)
-                            if events:
-                                yield events
-                    payloads = sse.close()
-                    if payloads:
-                        events = self._decode([(clock(), p) for p in payloads], decoder, stats, state)
-                        if events:
-                            yield events
-                except httpx.RequestError as exc:
-                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
-                except _BrokenBatch as exc:
-                    if exc.events:
-                        yield exc.events
-                    raise StreamError(str(exc), url=url) from exc.__cause__
-                self._check_finished(url, state[0], decoder)
+            response = await self._http.send(request, stream=True)
         except httpx.RequestError as exc:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
-
-    def _check_finished(self, url: str, done: bool, decoder: ChunkDecoder) -> None:
-        if not done and decoder.finish_reason is None:
-            raise StreamError(
-                f"the stream from {self.base_url} ended before the server finished"
-                f" (no [DONE]) after {decoder.count} tokens",
-                url=url,
-            )
+        try:
+            if response.status_code != 200:
+                try:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                except httpx.RequestError as exc:
+                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
+                raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
+            sse = SseDecoder()
+            async for chunk in response.aiter_bytes():
+                if payloads := sse.feed(chunk):
+                    yield [(clock(), p) for p in payloads]
+            if payloads := sse.close():
+                yield [(clock(), p) for p in payloads]
+        finally:
+            await response.aclose()
 
     def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
         if isinstance(exc, httpx.ReadTimeout):
@@ -248,11 +224,3 @@ class _Retry(Exception):
 
 class _UseHttpx(Exception):
     """The fast path met a redirect; httpx follows redirects."""
-
-
-class _BrokenBatch(ChunkError):
-    """A chunk failed to decode; `events` are the good ones before it in the same batch."""
-
-    def __init__(self, message: str, events: list[StreamEvent]) -> None:
-        super().__init__(message)
-        self.events = events

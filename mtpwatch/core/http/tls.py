@@ -44,12 +44,3 @@ def configure(*, insecure: bool = False, ca_bundle: str | os.PathLike[str] | Non
 def verify() -> Verify:
     """What to pass as httpx's `verify=`: True (system CAs), an SSL context, or False (--insecure)."""
     return _verify
-
-
-def describe() -> str:
-    """In words, for a report's provenance."""
-    if _verify is False:
-        return "not verified (--insecure)"
-    if _verify is True:
-        return "system CA store"
-    return "custom CA bundle"

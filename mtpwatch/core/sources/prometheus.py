@@ -32,8 +32,9 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -42,11 +43,12 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
     SEEN_S,
+    Key,
     StoreFit,
     finish_row,
     fit_window,
@@ -66,6 +68,10 @@ __all__ = [
     "PrometheusSource",
     "QueryStats",
     "check_selector",
+    "counters_snapshot",
+    "label_value",
+    "points",
+    "position_of",
     "probe_queries",
     "promql_queries",
     "value_of",
@@ -96,6 +102,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "kv_usage": ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
 }
 COUNTERS = ("drafts", "draft_tokens", "accepted", "generation_tokens")
+GAUGES = ("running", "waiting", "kv_usage")
 _SELECTOR = re.compile(r'^\{\s*(?:[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}$')
 
 
@@ -112,8 +119,7 @@ def check_selector(selector: str) -> str:
         text = "{" + text + "}"
     if not _SELECTOR.match(text):
         raise ValueError(f"--selector {selector!r} is not a PromQL label selector such as '{{job=\"vllm\"}}'")
-    inner = text[1:-1].strip().rstrip(",").strip()
-    return inner
+    return text[1:-1].strip().rstrip(",").strip()
 
 
 def _vector(key: str, matchers: str) -> str:
@@ -132,9 +138,8 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
         q[key] = f"sum by ({by}) (increase({_vector(key, matchers)}{w}))"
     q["per_position"] = f"sum by ({by}, position) (increase({_vector('per_position', matchers)}{w}))"
     q["tok_s"] = f"sum by ({by}) (rate({_vector('generation_tokens', matchers)}{w}))"
-    q["running"] = f"sum by ({by}) ({_vector('running', matchers)})"
-    q["waiting"] = f"sum by ({by}) ({_vector('waiting', matchers)})"
-    q["kv_usage"] = f"avg by ({by}) ({_vector('kv_usage', matchers)})"
+    for key in GAUGES:
+        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({by}) ({_vector(key, matchers)})"
     extra = f", {matchers}" if matchers else ""
     # One query per name: timestamp() drops the name, so one query over all four would mix them, and
     # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
@@ -168,11 +173,12 @@ def interval_query(instance: str, selector: str = "") -> str:
     """The raw generated-tokens samples of one instance over the last 10 minutes (a range selector in
     an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
     matchers = check_selector(selector)
-    one = f'instance="{_label(instance)}"' + (f", {matchers}" if matchers else "")
+    one = f'instance="{label_value(instance)}"' + (f", {matchers}" if matchers else "")
     return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
 
 
-def _label(value: str) -> str:
+def label_value(value: str) -> str:
+    """`value` escaped for a PromQL label matcher's double quotes."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
@@ -187,19 +193,15 @@ class _Group:
     model: str | None
     engine: str | None
     schema: Schema = "vllm"
-    counters: dict[str, float] | None = None
-    per_pos: dict[int, float] | None = None
-    gauges: dict[str, float] | None = None
+    counters: dict[str, float] = field(default_factory=dict)
+    per_pos: dict[int, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
     last_sample: float | None = None
     has_drafts_series: bool = False
     method: str | None = None
 
 
-_Key = tuple[str, str | None, str | None]
-"""A row: (instance, model_name, engine)."""
-
-
-def _key(metric: Mapping[str, str]) -> _Key:
+def _key(metric: Mapping[str, str]) -> Key:
     return metric.get("instance", "?"), metric.get("model_name"), metric.get("engine")
 
 
@@ -211,24 +213,34 @@ def value_of(item: Mapping[str, Any]) -> float | None:
     return v if math.isfinite(v) else None
 
 
+def position_of(metric: Mapping[str, str]) -> int | None:
+    """The `position` label of a per-position series; None when it is not a number."""
+    try:
+        return int(metric.get("position", ""))
+    except ValueError:
+        return None
+
+
+def points(item: Mapping[str, Any]) -> Iterator[tuple[float, float]]:
+    """The finite (Unix time, value) samples of one series of a range query's matrix."""
+    for ts, raw in item.get("values", []):
+        try:
+            t, v = float(ts), float(raw)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(v):
+            yield t, v
+
+
 HISTORY_ONLY = ("tok_s",)
 """Queries `read` runs only as range queries (tok/s is the generated tokens' increase / window)."""
 LAST_SAMPLE = "last_sample "
 """Prefix of the freshness queries' names (one per metric name)."""
 
 
-def _last_samples(by_name: Mapping[str, list[dict[str, Any]]]) -> list[tuple[dict[str, Any], str]]:
-    return [
-        (item, key.removeprefix(LAST_SAMPLE))
-        for key, result in by_name.items()
-        if key.startswith(LAST_SAMPLE)
-        for item in result
-    ]
-
-
-def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
+def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
     """The instant queries' results gathered per (instance, model, engine)."""
-    groups: dict[_Key, _Group] = {}
+    groups: dict[Key, _Group] = {}
 
     def group(metric: Mapping[str, str]) -> _Group:
         key = _key(metric)
@@ -238,42 +250,33 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[_Key, _Group]:
         g.method = g.method or metric.get("spec_method")
         return g
 
-    for item, name in _last_samples(by_name):
-        metric = item.get("metric", {})
-        if not metric.get("instance"):
+    for query, result in by_name.items():
+        if not query.startswith(LAST_SAMPLE):
             continue
-        g = group(metric)
-        g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
-        if name.endswith("spec_decode_num_drafts_total"):
-            g.has_drafts_series = True
-        v = value_of(item)
-        if v is not None:
-            g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
-    for key in COUNTERS:
+        name = query.removeprefix(LAST_SAMPLE)
+        for item in result:
+            metric = item.get("metric", {})
+            if not metric.get("instance"):
+                continue
+            g = group(metric)
+            g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
+            if name.endswith("spec_decode_num_drafts_total"):
+                g.has_drafts_series = True
+            v = value_of(item)
+            if v is not None:
+                g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
+    for key in (*COUNTERS, *GAUGES):
         for item in by_name[key]:
             g = group(item.get("metric", {}))
             v = value_of(item)
             if v is not None:
-                g.counters = g.counters or {}
-                g.counters[key] = v
+                (g.counters if key in COUNTERS else g.gauges)[key] = v
     for item in by_name["per_position"]:
         metric = item.get("metric", {})
         g = group(metric)
-        v = value_of(item)
-        try:
-            pos = int(metric.get("position", ""))
-        except ValueError:
-            continue
-        if v is not None:
-            g.per_pos = g.per_pos or {}
+        v, pos = value_of(item), position_of(metric)
+        if v is not None and pos is not None:
             g.per_pos[pos] = v
-    for key in ("running", "waiting", "kv_usage"):
-        for item in by_name[key]:
-            g = group(item.get("metric", {}))
-            v = value_of(item)
-            if v is not None:
-                g.gauges = g.gauges or {}
-                g.gauges[key] = v
     return groups
 
 
@@ -298,12 +301,7 @@ class QueryStats:
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "queries": self.queries,
-            "series": self.series,
-            "bytes": self.bytes,
-            "seconds": round(self.seconds, 3),
-        }
+        return {**asdict(self), "seconds": round(self.seconds, 3)}
 
 
 @dataclass(frozen=True)
@@ -347,16 +345,11 @@ class PrometheusSource:
         self.stats = QueryStats()
         """Running totals; `read()` reports each refresh's own."""
         self._interval: tuple[float, float | None] | None = None  # (when asked, seconds)
-        self._seen: tuple[float, dict[_Key, tuple[str | None, int | None]]] | None = None
+        self._seen: tuple[float, dict[Key, tuple[str | None, int | None]]] | None = None
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
         await self._http.aclose()
-
-    def queries(self, window_s: float) -> dict[str, str]:
-        """The PromQL this source runs for `window_s`."""
-        return promql_queries(window_s, self.selector)
 
     async def _api(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
         try:
@@ -418,7 +411,7 @@ class PrometheusSource:
         t0 = time.perf_counter()
         interval, seen = await self._probe(t)
         window, note = fit_window(window_s, interval)
-        q = self.queries(window)
+        q = promql_queries(window, self.selector)
         names = [n for n in q if n not in HISTORY_ONLY]
         results = await asyncio.gather(*(self.query(q[n], t) for n in names))
         by_name = dict(zip(names, results, strict=True))
@@ -427,16 +420,13 @@ class PrometheusSource:
         down = _down(by_name)
         resets = {_key(i.get("metric", {})) for i in by_name["resets"] if (value_of(i) or 0) > 0}
         history = await self._history(q["tok_s"], t, history_s) if history_s > 0 else {}
-        per_instance: dict[str, int] = {}
-        for inst, _, _ in groups:
-            per_instance[inst] = per_instance.get(inst, 0) + 1
+        per_instance = Counter(inst for inst, _, _ in groups)
         limit = stale_limit(self.stale_after_s, interval)
         rows: list[FleetRow] = []
         for gkey in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2] or "")):
             g = groups[gkey]
-            known = seen.get(gkey, (None, None))
             row = self._row(g, window, store_t, limit, per_instance[gkey[0]], down, history.get(gkey, ()))
-            rows.append(finish_row(row, g.method, known[1], gkey in resets))
+            rows.append(finish_row(row, g.method, seen.get(gkey, (None, None))[1], gkey in resets))
         rows += missing_rows(seen, groups)
         notes = [n for n in (note, history_note(window, interval, _first(by_name["samples"]))) if n]
         lag = t - store_t
@@ -454,12 +444,12 @@ class PrometheusSource:
         self.stats.seconds += spent.seconds
         return FleetRead(mark_outliers(rows), fit, spent, t)
 
-    async def _probe(self, t: float) -> tuple[float | None, dict[_Key, tuple[str | None, int | None]]]:
+    async def _probe(self, t: float) -> tuple[float | None, dict[Key, tuple[str | None, int | None]]]:
         """The scrape interval (asked every 5 minutes) and the rows seen in the last hour (every minute)."""
         p = probe_queries(self.selector)
         if self._seen is None or t - self._seen[0] > 60:
             gen, ks = await asyncio.gather(self.query(p["seen"], t), self.query(p["seen_k"], t))
-            seen: dict[_Key, tuple[str | None, int | None]] = {}
+            seen: dict[Key, tuple[str | None, int | None]] = {}
             for item in gen:
                 metric = item.get("metric", {})
                 seen[_key(metric)] = (metric.get("spec_method"), None)
@@ -478,21 +468,10 @@ class PrometheusSource:
 
     async def _history(
         self, promql: str, t: float, history_s: float
-    ) -> dict[_Key, tuple[tuple[float, float], ...]]:
+    ) -> dict[Key, tuple[tuple[float, float], ...]]:
         """A tok/s history per row: a range query over the last `history_s` seconds (about 120 points)."""
-        history: dict[_Key, tuple[tuple[float, float], ...]] = {}
-        step = max(1.0, history_s / 120)
-        for item in await self.query_range(promql, t - history_s, t, step):
-            pts = []
-            for ts, val in item.get("values", []):
-                try:
-                    f = float(val)
-                except (TypeError, ValueError):
-                    continue
-                if math.isfinite(f):
-                    pts.append((float(ts), f))
-            history[_key(item.get("metric", {}))] = tuple(pts)
-        return history
+        matrix = await self.query_range(promql, t - history_s, t, max(1.0, history_s / 120))
+        return {_key(item.get("metric", {})): tuple(points(item)) for item in matrix}
 
     def _row(
         self,
@@ -504,28 +483,13 @@ class PrometheusSource:
         down: Mapping[str, bool],
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
-        counters = g.counters or {}
-        per_pos_map = g.per_pos or {}
-        k = (max(per_pos_map) + 1) if per_pos_map else 0
-        per_pos = tuple(per_pos_map.get(i, 0.0) for i in range(k))
-        gauges = g.gauges or {}
+        counters = g.counters
         draft_tokens = counters.get("draft_tokens", 0.0)
-        speculative = g.has_drafts_series if g.schema == "vllm" else (bool(per_pos_map) or draft_tokens > 0)
-        after = MetricsSnapshot(
-            schema=g.schema,
-            model=g.model,
-            engines=(g.engine,) if g.engine is not None else (),
-            speculative=speculative,
-            num_speculative_tokens=k,
-            drafts=counters.get("drafts", 0.0),
-            draft_tokens=draft_tokens,
-            accepted=counters.get("accepted", 0.0),
-            accepted_per_pos=per_pos,
-            generation_tokens=counters.get("generation_tokens", 0.0),
-            requests_running=gauges.get("running"),
-            requests_waiting=gauges.get("waiting"),
-            kv_cache_usage=gauges.get("kv_usage"),
-        )
+        speculative = g.has_drafts_series if g.schema == "vllm" else (bool(g.per_pos) or draft_tokens > 0)
+        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, speculative)
+        if g.engine is not None:
+            after = replace(after, engines=(g.engine,))
+        per_pos = after.accepted_per_pos
         before = MetricsSnapshot(schema=g.schema, model=g.model, accepted_per_pos=tuple(0.0 for _ in per_pos))
         rates = delta_rates(before, after, window_s, f"{_duration(window_s)} (Prometheus)")
         reason = ""
@@ -542,7 +506,7 @@ class PrometheusSource:
             state, reason = "stale", f"Prometheus: {age} (target gone or not scraped)"
         elif not counters:
             state = "idle"
-        row = build_row(
+        return build_row(
             g.instance,
             (g.model, g.engine),
             after,
@@ -553,7 +517,37 @@ class PrometheusSource:
             k=est_k,
             history=history,
         )
-        return row
+
+
+def counters_snapshot(
+    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
+) -> MetricsSnapshot:
+    """A snapshot of counter and gauge values by query name (`COUNTERS`, `GAUGES`, and the target's
+    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position."""
+    k = (max(per_pos) + 1) if per_pos else 0
+
+    def hist(name: str) -> Histogram | None:
+        if f"{name}_count" not in values:
+            return None
+        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
+
+    return MetricsSnapshot(
+        schema=schema,
+        model=model,
+        speculative=spec,
+        num_speculative_tokens=k,
+        drafts=values.get("drafts", 0.0),
+        draft_tokens=values.get("draft_tokens", 0.0),
+        accepted=values.get("accepted", 0.0),
+        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
+        generation_tokens=values.get("generation_tokens", 0.0),
+        prompt_tokens=values.get("prompt_tokens", 0.0),
+        itl=hist("itl"),
+        ttft=hist("ttft"),
+        requests_running=values.get("running"),
+        requests_waiting=values.get("waiting"),
+        kv_cache_usage=values.get("kv_usage"),
+    )
 
 
 def _first(result: list[Any]) -> float | None:

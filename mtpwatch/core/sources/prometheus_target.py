@@ -4,11 +4,22 @@ fleet row (`session.prometheus`), as a direct scrape of that server would give t
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
-from mtpwatch.core.sources.prometheus import COUNTERS, NAMES, PrometheusSource, check_selector, value_of
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, Schema
+from mtpwatch.core.sources.prometheus import (
+    COUNTERS,
+    GAUGES,
+    NAMES,
+    PrometheusSource,
+    check_selector,
+    counters_snapshot,
+    label_value,
+    points,
+    position_of,
+    value_of,
+)
 
 __all__ = ["target_history", "target_queries", "target_snapshot"]
 
@@ -22,18 +33,14 @@ _EXTRA_NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _label_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def target_queries(
     instance: str, model: str | None, engine: str | None, selector: str = ""
 ) -> dict[str, str]:
     """PromQL for one target's cumulative counters and gauges (the raw series, not increases):
     what a direct scrape of that server would read, so a `Collector` can take windows of it."""
-    matchers = [f'instance="{_label_value(instance)}"']
-    matchers.append(f'model_name="{_label_value(model or "")}"')  # "" also matches no label (llama.cpp)
-    matchers.append(f'engine="{_label_value(engine or "")}"')
+    matchers = [f'instance="{label_value(instance)}"']
+    matchers.append(f'model_name="{label_value(model or "")}"')  # "" also matches no label (llama.cpp)
+    matchers.append(f'engine="{label_value(engine or "")}"')
     extra = check_selector(selector)
     if extra:
         matchers.append(extra)
@@ -44,50 +51,11 @@ def target_queries(
         return "|".join(found)
 
     q: dict[str, str] = {}
-    for key in (
-        *COUNTERS,
-        "prompt_tokens",
-        "itl_count",
-        "itl_sum",
-        "ttft_count",
-        "ttft_sum",
-        "running",
-        "waiting",
-    ):
-        q[key] = f'sum({{__name__=~"{names(key)}", {m}}})'
-    q["kv_usage"] = f'avg({{__name__=~"{names("kv_usage")}", {m}}})'
+    for key in (*COUNTERS, *_EXTRA_NAMES, *GAUGES):
+        q[key] = f'{"avg" if key == "kv_usage" else "sum"}({{__name__=~"{names(key)}", {m}}})'
     q["per_position"] = f'sum by (position) ({{__name__=~"{names("per_position")}", {m}}})'
     q["schema"] = f'count by (__name__) ({{__name__=~"{names("drafts")}|{names("generation_tokens")}", {m}}})'
     return q
-
-
-def _snapshot(
-    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
-) -> MetricsSnapshot:
-    k = (max(per_pos) + 1) if per_pos else 0
-
-    def hist(name: str) -> Histogram | None:
-        if f"{name}_count" not in values:
-            return None
-        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
-
-    return MetricsSnapshot(
-        schema=schema,
-        model=model,
-        speculative=spec,
-        num_speculative_tokens=k,
-        drafts=values.get("drafts", 0.0),
-        draft_tokens=values.get("draft_tokens", 0.0),
-        accepted=values.get("accepted", 0.0),
-        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        generation_tokens=values.get("generation_tokens", 0.0),
-        prompt_tokens=values.get("prompt_tokens", 0.0),
-        itl=hist("itl"),
-        ttft=hist("ttft"),
-        requests_running=values.get("running"),
-        requests_waiting=values.get("waiting"),
-        kv_cache_usage=values.get("kv_usage"),
-    )
 
 
 async def target_snapshot(
@@ -100,31 +68,30 @@ async def target_snapshot(
     results = await asyncio.gather(*(source.query(q[n], at) for n in names))
     by = dict(zip(names, results, strict=True))
     values: dict[str, float] = {}
-    for key in names:
-        if key in ("per_position", "schema"):
-            continue
+    per_pos: dict[int, float] = {}
+    for key in (n for n in names if n != "schema"):
         for item in by[key]:
             v = value_of(item)
-            if v is not None:
+            if v is None:
+                continue
+            if key != "per_position":
                 values[key] = v
-    per_pos: dict[int, float] = {}
-    for item in by["per_position"]:
-        v = value_of(item)
-        try:
-            pos = int(item.get("metric", {}).get("position", ""))
-        except ValueError:
-            continue
-        if v is not None:
-            per_pos[pos] = v
-    present = {str(item.get("metric", {}).get("__name__", "")) for item in by["schema"]}
-    if not present:
+            elif (pos := position_of(item.get("metric", {}))) is not None:
+                per_pos[pos] = v
+    schema, drafts_series = _schema(by["schema"])
+    if schema == "none":
         return MetricsSnapshot()
-    schema: Schema = "llamacpp" if any(n.startswith("llamacpp:") for n in present) else "vllm"
-    if schema == "vllm":
-        spec = any(n.endswith("spec_decode_num_drafts_total") for n in present)
-    else:
-        spec = bool(per_pos) or values.get("draft_tokens", 0.0) > 0
-    return _snapshot(model, values, per_pos, schema, spec)
+    spec = drafts_series if schema == "vllm" else bool(per_pos) or values.get("draft_tokens", 0.0) > 0
+    return counters_snapshot(model, values, per_pos, schema, spec)
+
+
+def _schema(present: Iterable[Mapping[str, Any]]) -> tuple[Schema, bool]:
+    """(schema, whether a drafts series exists) from the `schema` query's series ("none": no series)."""
+    names = {str(item.get("metric", {}).get("__name__", "")) for item in present}
+    if not names:
+        return "none", False
+    schema: Schema = "llamacpp" if any(n.startswith("llamacpp:") for n in names) else "vllm"
+    return schema, any(n.endswith("spec_decode_num_drafts_total") for n in names)
 
 
 async def target_history(
@@ -144,37 +111,22 @@ async def target_history(
     q = target_queries(instance, model, engine, source.selector)
     names = [n for n in q if n != "schema"]
     results = await asyncio.gather(*(source.query_range(q[n], t0, t1, step_s) for n in names))
-    present = await source.query(q["schema"], t1)
-    names_seen = {str(item.get("metric", {}).get("__name__", "")) for item in present}
-    if not names_seen:
+    schema, drafts_series = _schema(await source.query(q["schema"], t1))
+    if schema == "none":
         return []
-    schema: Schema = "llamacpp" if any(n.startswith("llamacpp:") for n in names_seen) else "vllm"
     at: dict[float, dict[str, float]] = {}
     pos_at: dict[float, dict[int, float]] = {}
     for name, matrix in zip(names, results, strict=True):
         for item in matrix:
-            metric = item.get("metric", {})
-            for ts, raw in item.get("values", []):
-                try:
-                    t, v = float(ts), float(raw)
-                except (TypeError, ValueError):
-                    continue
-                if not math.isfinite(v):
-                    continue
-                if name == "per_position":
-                    try:
-                        pos_at.setdefault(t, {})[int(metric.get("position", ""))] = v
-                    except ValueError:
-                        continue
-                else:
+            pos = position_of(item.get("metric", {}))
+            for t, v in points(item):
+                if name != "per_position":
                     at.setdefault(t, {})[name] = v
+                elif pos is not None:
+                    pos_at.setdefault(t, {})[pos] = v
     out: list[tuple[float, MetricsSnapshot]] = []
     for t in sorted(at):
         values, per_pos = at[t], pos_at.get(t, {})
-        spec = (
-            any(n.endswith("spec_decode_num_drafts_total") for n in names_seen)
-            if schema == "vllm"
-            else bool(per_pos)
-        )
-        out.append((t, _snapshot(model, values, per_pos, schema, spec)))
+        spec = drafts_series if schema == "vllm" else bool(per_pos)
+        out.append((t, counters_snapshot(model, values, per_pos, schema, spec)))
     return out

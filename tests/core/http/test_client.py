@@ -12,7 +12,8 @@ import pytest
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.core.http.backoff import Backoff, ConnectionState
-from mtpwatch.core.http.client import ModelInfo, VllmClient
+from mtpwatch.core.http.client import VllmClient
+from mtpwatch.core.http.engines import ModelEntry
 from mtpwatch.core.http.errors import (
     NO_METRICS_HINT,
     AuthError,
@@ -248,8 +249,8 @@ async def test_health_models_version() -> None:
     async with mock(routes(table)) as client:
         assert await client.health() is True
         assert await client.models() == [
-            ModelInfo("gemma", "/models/gemma-4-E4B-it", 8192, None),
-            ModelInfo("lora1", "/loras/a", 8192, "gemma"),
+            ModelEntry("gemma", "/models/gemma-4-E4B-it", 8192, None),
+            ModelEntry("lora1", "/loras/a", 8192, "gemma"),
         ]
         assert await client.version() == "0.32.0"
     async with mock(routes({"/health": httpx.Response(503)})) as client:

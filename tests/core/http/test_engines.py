@@ -11,11 +11,12 @@ import pytest
 
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.generation import ChunkDecoder, GenerationStats
-from mtpwatch.core.http.sse import DONE, iter_sse_payloads
+from mtpwatch.core.http.sse import DONE
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import UnknownModelError, parse_snapshot
 from tests.datadir import DataDir
+from tests.sse_payloads import iter_sse_payloads
 
 DATA = DataDir().root
 NAME = "gemma-llama-draft"  # the --alias the capture's server ran with
@@ -141,12 +142,12 @@ def test_props_and_slots_say_engine_build_and_speculation() -> None:
     assert props["default_generation_settings"]["params"]["speculative.types"] == "none"
     info = engines.parse_props(props, slots)
     assert info is not None and info.engine == "llama.cpp"
-    assert info.alias == NAME and info.spec_types == "draft-simple" and info.speculating is True
+    assert info.alias == NAME and info.spec_types == "draft-simple" and info.speculative is True
     assert info.build and info.model_path and info.model_path.endswith(".gguf")
     assert info.slots == 1 and info.n_ctx == 2048
     without_slots = engines.parse_props(props)
     assert (
-        without_slots is not None and without_slots.speculating is None and without_slots.spec_types is None
+        without_slots is not None and without_slots.speculative is None and without_slots.spec_types is None
     )
     assert engines.parse_props({"version": "0.32.0"}) is None  # not a /props page
 

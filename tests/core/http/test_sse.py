@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from mtpwatch.core.http.generation import ChunkDecoder, ChunkError, GenerationStats, estimate_tokens
-from mtpwatch.core.http.sse import DONE, SseDecoder, iter_sse_payloads
+from mtpwatch.core.http.sse import DONE, SseDecoder
 from tests.datadir import DataDir
+from tests.sse_payloads import iter_sse_payloads
 
 
 def load_transcript(path: Path) -> tuple[dict[str, Any], bytes]:
