@@ -12,11 +12,11 @@ from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     Sample,
     parse_samples,
-    parse_samples_reference,
 )
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
 from tests.datadir import DataDir
 from tests.reference import same_samples
+from tests.reference_metrics import parse_samples_reference
 
 
 def test_fixtures_exist(data: DataDir) -> None:

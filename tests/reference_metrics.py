@@ -1,0 +1,39 @@
+"""Reference implementations that only tests use, moved out of `mtpwatch/` (as `tests/reference.py`).
+
+`parse_samples_reference`: what `core.metrics.parse.parse_samples` must equal, through prometheus_client's
+full parser (its OpenMetrics parser for an OpenMetrics page, else its text-format parser).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mtpwatch.core.metrics.parse import DEFAULT_PREFIXES, MetricsFormatError, Sample, is_openmetrics
+
+
+def _reference_samples(families: Iterable[object], prefixes: tuple[str, ...]) -> list[Sample]:
+    out: list[Sample] = []
+    for family in families:
+        for s in family.samples:  # type: ignore[attr-defined]
+            if s.name.startswith(prefixes):
+                # the OpenMetrics parser gives a `Timestamp` (seconds and nanoseconds)
+                stamp = None if s.timestamp is None else float(s.timestamp)
+                out.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value), stamp))
+    return out
+
+
+def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
+    """The same result as `parse_samples`, through prometheus_client's full parser (slow): its
+    OpenMetrics parser for an OpenMetrics page (`is_openmetrics`), else its text-format parser.
+
+    Raises:
+        MetricsFormatError: prometheus_client rejected the text.
+    """
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+    from prometheus_client.parser import text_string_to_metric_families
+
+    parser = openmetrics if is_openmetrics(text) else text_string_to_metric_families
+    try:
+        return _reference_samples(parser(text), prefixes)
+    except (ValueError, IndexError) as exc:
+        raise MetricsFormatError(f"invalid exposition text: {exc}") from None
