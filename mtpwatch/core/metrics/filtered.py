@@ -71,7 +71,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
-from mtpwatch.core.metrics.snapshot import detect_schema
+from mtpwatch.core.metrics.snapshot import HISTOGRAM_SAMPLES, detect_schema
 
 __all__ = [
     "ACTIVITY_NAMES",
@@ -91,14 +91,6 @@ __all__ = [
 FULL_PATH = "/metrics"
 """The whole page (prometheus-fastapi-instrumentator's route on vLLM; ignores the query string)."""
 
-_HISTOGRAMS = (
-    "vllm:iteration_tokens_total",
-    "vllm:time_to_first_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:request_time_per_output_token_seconds",
-    "vllm:e2e_request_latency_seconds",
-)
-
 HOT_NAMES: tuple[str, ...] = (
     "vllm:spec_decode_num_drafts_total",
     "vllm:spec_decode_num_draft_tokens_total",
@@ -117,10 +109,7 @@ HOT_NAMES: tuple[str, ...] = (
 )
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
-SLOW_NAMES: tuple[str, ...] = (
-    *(f"{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")),
-    "vllm:cache_config_info",
-)
+SLOW_NAMES: tuple[str, ...] = (*HISTOGRAM_SAMPLES, "vllm:cache_config_info")
 """Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms the views
 read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config. Only `_sum` and `_count`: the
 views show window means (Δsum / Δcount) and `snapshot` parses no bucket (`SNAPSHOT_PREFIXES`)."""
@@ -278,11 +267,8 @@ def _restart_marks(text: str) -> Marks:
     return _marks(text, _RESTART_PREFIXES)
 
 
-_ACTIVITY_PREFIXES = ACTIVITY_NAMES  # whole names: a line of one starts with it
-
-
 def _activity_marks(text: str) -> Marks:
-    return _marks(text, _ACTIVITY_PREFIXES)
+    return _marks(text, ACTIVITY_NAMES)  # whole names: a line of one starts with it
 
 
 def _is_idle(marks: Marks) -> bool:
@@ -294,7 +280,7 @@ def _is_idle(marks: Marks) -> bool:
 _IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
 
 
-def _restarted(before: dict[Any, float], after: dict[Any, float]) -> bool:
+def _restarted(before: Marks, after: Marks) -> bool:
     """`rates.is_restart`'s rule on the restart samples: a `_created` changed or a `_total` went down."""
     for key, value in after.items():
         old = before.get(key)
@@ -350,8 +336,8 @@ class TieredScraper:
         self.state = ScrapeState()
         self._slow_text = ""
         self._slow_t: float | None = None
-        self._marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-        self._slow_marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._marks: Marks = {}
+        self._slow_marks: Marks = {}
         """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
         self._activity_names = frozenset(ACTIVITY_NAMES)
         self._activity_path = filter_path(ACTIVITY_NAMES)

@@ -27,7 +27,9 @@ def raw_values(text: str, name: str) -> list[float]:
 
 def test_fast_snapshot_equals_snapshot_from_reference_parser(metrics_page: Path) -> None:
     text = metrics_page.read_text(encoding="utf-8")
-    assert parse_snapshot(text) == snapshot_from_samples(parse_samples_reference(text))
+    assert parse_snapshot(text) == snapshot_from_samples(
+        parse_samples_reference(text), None, detect_schema(text)
+    )
 
 
 def test_ngram_k4_page(data: DataDir) -> None:
