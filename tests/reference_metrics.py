@@ -2,12 +2,16 @@
 
 `parse_samples_reference`: what `core.metrics.parse.parse_samples` must equal, through prometheus_client's
 full parser (its OpenMetrics parser for an OpenMetrics page, else its text-format parser).
+`is_outlier`: the fleet's outlier rule for one value against its peers, computed directly (median and
+MAD of the peers), which `core.fleet.outliers.mark_outliers` computes for a whole group at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Sequence
 
+from mtpwatch.core.fleet.outliers import MAD_FACTOR, MIN_PEERS, REL_FLOOR
 from mtpwatch.core.metrics.parse import DEFAULT_PREFIXES, MetricsFormatError, Sample, is_openmetrics
 
 
@@ -37,3 +41,12 @@ def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFI
         return _reference_samples(parser(text), prefixes)
     except (ValueError, IndexError) as exc:
         raise MetricsFormatError(f"invalid exposition text: {exc}") from None
+
+
+def is_outlier(value: float, peers: Sequence[float]) -> bool:
+    """The rule for one value against its peers' values (False with fewer than `MIN_PEERS` peers)."""
+    if len(peers) < MIN_PEERS:
+        return False
+    m = statistics.median(peers)
+    mad = statistics.median(abs(p - m) for p in peers)
+    return abs(value - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m))
