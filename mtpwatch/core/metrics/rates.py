@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot
+from mtpwatch.core.metrics.snapshot import HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
 
 __all__ = [
     "Attribution",
@@ -432,7 +432,7 @@ class Collector:
         rates = self._rates_from(t0, label, until)
         restart = self._last_restart_at
         if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
-            rates = _replace_restarted(rates)
+            rates = replace(rates, restarted=True)
         return rates
 
     def tok_s_series(self, since: float | None = None, smooth_s: float = 0.0) -> list[tuple[float, float]]:
@@ -480,10 +480,6 @@ class Collector:
         return Attribution.from_running(self.running_between(t_start, t_end))
 
 
-def _zero_hist(h: Histogram | None) -> Histogram | None:
-    return None if h is None else Histogram(0.0, 0.0)
-
-
 def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
     """`snap` with every counter and histogram at zero: the state of a freshly restarted server."""
     return replace(
@@ -494,15 +490,7 @@ def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
         accepted_per_pos=tuple(0.0 for _ in snap.accepted_per_pos),
         generation_tokens=0.0,
         prompt_tokens=0.0,
-        iteration_tokens=_zero_hist(snap.iteration_tokens),
-        ttft=_zero_hist(snap.ttft),
-        itl=_zero_hist(snap.itl),
-        tpot=_zero_hist(snap.tpot),
-        e2e=_zero_hist(snap.e2e),
+        **{h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None},
         request_success={reason: 0.0 for reason in snap.request_success},
         estimated_read_bytes=None if snap.estimated_read_bytes is None else 0.0,
     )
-
-
-def _replace_restarted(rates: Rates) -> Rates:
-    return replace(rates, restarted=True)

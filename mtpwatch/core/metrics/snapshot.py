@@ -23,6 +23,7 @@ from typing import Any, Literal
 from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, is_openmetrics, parse_samples
 
 __all__ = [
+    "HISTOGRAM_FIELDS",
     "HISTOGRAM_SAMPLES",
     "SNAPSHOT_PREFIXES",
     "Exposition",
@@ -46,6 +47,7 @@ _HISTOGRAMS: dict[str, str] = {
     "request_time_per_output_token_seconds": "tpot",
     "e2e_request_latency_seconds": "e2e",
 }
+HISTOGRAM_FIELDS: tuple[str, ...] = tuple(_HISTOGRAMS.values())
 
 HISTOGRAM_SAMPLES: tuple[str, ...] = tuple(
     f"vllm:{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")
@@ -215,7 +217,7 @@ class MetricsSnapshot:
         }
         for i, v in enumerate(self.accepted_per_pos):
             out[f"accepted_per_pos[{i}]"] = v
-        for name in _HISTOGRAMS.values():
+        for name in HISTOGRAM_FIELDS:
             h: Histogram | None = getattr(self, name)
             if h is not None:
                 out[f"{name}.count"] = h.count
