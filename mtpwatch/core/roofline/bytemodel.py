@@ -57,11 +57,6 @@ class StepBytes(JsonFields):
     """Target weight bytes by part: attention, mlp, experts, router, ple, lm_head, embed_rows."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Byte model
-# ---------------------------------------------------------------------------------------------
-
-
 def expected_experts(num_experts: int, top_k: int, n_tokens: int) -> float:
     """Expected distinct experts per layer hit by n_tokens, routing uniform and independent.
 

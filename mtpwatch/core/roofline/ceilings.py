@@ -209,7 +209,7 @@ def compute_roofline(
     compute_term, compute_naive = _compute_terms(
         spec, k, context, drafter, batch, draft_passes, peak_tflops, tau, ceiling_base
     )
-    binding, bound, bound_naive = _binding(tau, bandwidth_term, tau, compute_term, compute_naive)
+    binding, bound, bound_naive = _binding(tau, bandwidth_term, compute_term, compute_naive)
     steps_per_s = tok_s / (tau * batch) if steps_per_s is None and tok_s is not None else steps_per_s
     effective = None if steps_per_s is None else steps_per_s * step.total / GB
     pct_peak = None if effective is None else 100.0 * effective / peak_gbps
@@ -299,20 +299,17 @@ def _compute_terms(
 
 
 def _binding(
-    acceptance_term: float,
-    bandwidth_term: float,
-    bandwidth_naive: float,
-    compute_term: float | None,
-    compute_naive: float | None,
+    acceptance_term: float, bandwidth_term: float, compute_term: float | None, compute_naive: float | None
 ) -> tuple[Binding, float, float]:
-    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound."""
+    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound (its
+    bandwidth term is the acceptance term: it prices a verify step like a plain one)."""
     terms: dict[Binding, float] = {"acceptance": acceptance_term, "bandwidth": bandwidth_term}
     if compute_term is not None:
         terms["compute"] = compute_term
     binding: Binding = min(terms, key=lambda t: terms[t])
     if binding == "bandwidth" and bandwidth_term >= _ACCEPTANCE_TOLERANCE * acceptance_term:
         binding = "acceptance"
-    naive_terms = [acceptance_term, bandwidth_naive] + ([compute_naive] if compute_naive is not None else [])
+    naive_terms = [acceptance_term] + ([compute_naive] if compute_naive is not None else [])
     return binding, min(terms.values()), min(naive_terms)
 
 

@@ -126,8 +126,6 @@ class Sampler:
         self._metrics_get: Any = None
         self.ticks = 0
 
-    # -- public ---------------------------------------------------------------------------------
-
     def latest(self) -> HardwareReading:
         """The newest reading (an 'analytic only' placeholder before the first one)."""
         with self._lock:
@@ -160,8 +158,6 @@ class Sampler:
             self._latest = reading
             self.ticks += 1
         return reading
-
-    # -- internals ------------------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:
