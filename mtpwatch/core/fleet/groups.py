@@ -77,10 +77,6 @@ class FleetGroup:
         return len(self.outliers) + sum(self.counts[s] for s in ("stale", "down", "missing"))
 
 
-def _live(row: FleetRow) -> bool:
-    return row.state in ("up", "idle", "restarted")
-
-
 def summarise(rows: Sequence[FleetRow]) -> list[FleetGroup]:
     """The groups of `rows` (outliers already marked): those needing attention first, then the largest."""
     by: dict[GroupKey, list[FleetRow]] = {}
@@ -91,7 +87,7 @@ def summarise(rows: Sequence[FleetRow]) -> list[FleetGroup]:
         counts = dict.fromkeys(STATES, 0)
         for r in members:
             counts[r.state] = counts.get(r.state, 0) + 1
-        live = [r for r in members if _live(r)]
+        live = [r for r in members if r.state in ("up", "idle", "restarted")]
         acc = [r.acceptance for r in live if r.acceptance is not None and r.drafts > 0]
         mal = [r.mean_length for r in live if r.mean_length is not None and r.drafts > 0]
         tps = [r.decode_tok_s for r in live if r.decode_tok_s is not None and r.generation_tokens > 0]

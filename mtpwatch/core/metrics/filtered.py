@@ -176,8 +176,6 @@ def sample_names(text: str) -> set[str]:
     out: set[str] = set()
     add = out.add
     for line in text.split("\n"):
-        if not line or line[0] == "#":
-            continue
         line = line.lstrip()
         if not line or line[0] == "#":
             continue
