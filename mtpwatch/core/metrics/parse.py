@@ -65,13 +65,6 @@ class Sample(NamedTuple):
     timestamp: float | None = None
     """Optional exposition timestamp in seconds (the page writes milliseconds), as prometheus_client."""
 
-    def label(self, key: str, default: str = "") -> str:
-        """The value of label `key`, or `default`."""
-        for k, v in self.labels:
-            if k == key:
-                return v
-        return default
-
 
 # One label term: name = "value" followed by a comma or the end; the value may hold escaped characters.
 _LABEL_TERM = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,?)', re.DOTALL)
