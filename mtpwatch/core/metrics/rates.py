@@ -313,8 +313,10 @@ class Collector:
         self._history: deque[tuple[float, MetricsSnapshot]] = deque()
         # (t, dt, Δgeneration_tokens) per scrape interval; survives restarts so charts stay continuous.
         self._series: deque[tuple[float, float, float]] = deque()
-        self._restarts = 0
-        self._last_restart_at: float | None = None
+        self.restarts = 0
+        """Restarts detected since the collector was created."""
+        self.last_restart_at: float | None = None
+        """Timestamp of the scrape that detected the latest restart."""
 
     @property
     def latest(self) -> MetricsSnapshot | None:
@@ -325,16 +327,6 @@ class Collector:
     def latest_t(self) -> float | None:
         """When the newest snapshot was added."""
         return self._history[-1][0] if self._history else None
-
-    @property
-    def restarts(self) -> int:
-        """Restarts detected since the collector was created."""
-        return self._restarts
-
-    @property
-    def last_restart_at(self) -> float | None:
-        """Timestamp of the scrape that detected the latest restart."""
-        return self._last_restart_at
 
     @property
     def baseline_t(self) -> float | None:
@@ -364,8 +356,8 @@ class Collector:
                 raise ValueError(f"scrape time went backwards ({now} < {t_prev})")
             if is_restart(prev, snapshot):
                 restarted = True
-                self._restarts += 1
-                self._last_restart_at = now
+                self.restarts += 1
+                self.last_restart_at = now
                 self._history.clear()
                 # The new counters started from zero somewhere between the last scrape and this one:
                 # a zero baseline at the last scrape keeps the tokens counted before this scrape
@@ -430,7 +422,7 @@ class Collector:
         if len(self._history) < 2:
             return None
         rates = self._rates_from(t0, label, until)
-        restart = self._last_restart_at
+        restart = self.last_restart_at
         if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
             rates = replace(rates, restarted=True)
         return rates
@@ -475,7 +467,7 @@ class Collector:
 
     def attribution(self, t_start: float, t_end: float | None = None) -> Attribution:
         """Whether a prompt sent at `t_start` (finished at `t_end`, None = still running) ran alone."""
-        if self._last_restart_at is not None and self._last_restart_at > t_start:
+        if self.last_restart_at is not None and self.last_restart_at > t_start:
             return Attribution("engine-wide", self.max_running_since(t_start), 0)
         return Attribution.from_running(self.running_between(t_start, t_end))
 
