@@ -282,11 +282,7 @@ def _restarted(before: Marks, after: Marks) -> bool:
     """`rates.is_restart`'s rule on the restart samples: a `_created` changed or a `_total` went down."""
     for key, value in after.items():
         old = before.get(key)
-        if old is None:
-            continue
-        if key[0].endswith("_created") and value != old:
-            return True
-        if value < old:
+        if old is not None and (value < old or (key[0].endswith("_created") and value != old)):
             return True
     return False
 
@@ -301,15 +297,8 @@ def _judge(text: str, asked: frozenset[str], expected: frozenset[str] | None) ->
         return "filtered answer empty: several API servers?"
     if not got <= asked:
         return "filter ignored"
-    if expected is not None:
-        missing = expected - got
-        if missing:
-            return f"filter answered without {min(missing)}"
-        return ""
-    missing = (REQUIRED_NAMES & asked) - got
-    if missing:
-        return f"filter answered without {min(missing)}"
-    return ""
+    missing = (expected if expected is not None else REQUIRED_NAMES & asked) - got
+    return f"filter answered without {min(missing)}" if missing else ""
 
 
 class TieredScraper:
