@@ -357,18 +357,14 @@ class TieredScraper:
                 text = await self._filtered(fresh)
                 if text is not None:
                     return text
-                if self._mode() == "full":  # a bad answer: the full page until a restart or failure
-                    return await self._full()
-                return await self._probe()  # a restart: check the new server
+            # `_filtered` gave up after a bad answer (the full page until a restart or a failure) or
+            # saw a restart (still "filtered": check the new server)
             if self.state.mode == "full":
                 return await self._full()
             return await self._probe()
         except BaseException:
             self.reset()
             raise
-
-    def _mode(self) -> Mode:
-        return self.state.mode  # read anew: `_filtered` may have changed it
 
     async def _get_filtered(self, path: str) -> tuple[str, str]:
         """(text, '') or ('', why the filter was refused)."""
