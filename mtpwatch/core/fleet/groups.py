@@ -51,25 +51,9 @@ class FleetGroup:
     outliers: tuple[FleetRow, ...]
 
     @property
-    def schema(self) -> str:
-        return self.key[0]
-
-    @property
-    def model(self) -> str:
-        return self.key[1]
-
-    @property
-    def method(self) -> str:
-        return self.key[2]
-
-    @property
-    def k(self) -> int | None:
-        return self.key[3]
-
-    @property
     def name(self) -> str:
-        k = "?" if self.k is None else str(self.k)
-        return f"{self.model} · {self.method} k={k}"
+        _, model, method, k = self.key
+        return f"{model} · {method} k={'?' if k is None else k}"
 
     @property
     def attention(self) -> int:
@@ -112,11 +96,12 @@ def _spread(s: Spread | None, nd: int) -> dict[str, float] | None:
 
 def group_dict(g: FleetGroup) -> dict[str, Any]:
     """One group as JSON: its key, counts, spreads and outliers (each with why)."""
+    schema, model, method, k = g.key
     return {
-        "schema": g.schema,
-        "model": g.model,
-        "method": g.method,
-        "k": g.k,
+        "schema": schema,
+        "model": model,
+        "method": method,
+        "k": k,
         "instances": len(g.rows),
         "counts": g.counts,
         "acceptance_rate": _spread(g.acceptance, 4),
