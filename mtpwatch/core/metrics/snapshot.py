@@ -344,35 +344,22 @@ def snapshot_from_samples(
     return acc.snapshot(schema, chosen, models, exposition)
 
 
+@dataclass(slots=True)
 class _Fold:
     """What one page adds up to, per family, before it becomes a `MetricsSnapshot`."""
 
-    __slots__ = (
-        "cache_config",
-        "created_by",
-        "engines",
-        "gauges",
-        "hists",
-        "nan_sums",
-        "per_pos",
-        "spec_seen",
-        "success",
-        "sums",
-    )
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.gauges: dict[str, float] = {}
-        self.per_pos: dict[int, float] = {}
-        self.hists: dict[str, tuple[float, float]] = {}
-        """(count, sum) by field."""
-        self.nan_sums: set[str] = set()
-        """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
-        self.success: dict[str, float] = {}
-        self.engines: dict[str, None] = {}
-        self.cache_config: dict[str, str] = {}
-        self.created_by: dict[str, float] = {}
-        self.spec_seen = False
+    sums: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    per_pos: dict[int, float] = field(default_factory=dict)
+    hists: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """(count, sum) by field."""
+    nan_sums: set[str] = field(default_factory=set)
+    """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
+    success: dict[str, float] = field(default_factory=dict)
+    engines: dict[str, None] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
+    created_by: dict[str, float] = field(default_factory=dict)
+    spec_seen: bool = False
 
     def snapshot(
         self, schema: Schema, chosen: str | None, models: tuple[str, ...], exposition: Exposition
