@@ -2,6 +2,7 @@
 
 `parse_samples_reference`: what `core.metrics.parse.parse_samples` must equal, through prometheus_client's
 full parser (its OpenMetrics parser for an OpenMetrics page, else its text-format parser).
+`self_check_ok`: whether a window's per-position counts add up to its accepted tokens.
 `is_outlier`: the fleet's outlier rule for one value against its peers, computed directly (median and
 MAD of the peers), which `core.fleet.outliers.mark_outliers` computes for a whole group at once.
 """
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from mtpwatch.core.fleet.outliers import MAD_FACTOR, MIN_PEERS, REL_FLOOR
 from mtpwatch.core.metrics.parse import DEFAULT_PREFIXES, MetricsFormatError, Sample, is_openmetrics
+from mtpwatch.core.metrics.rates import Rates
 
 
 def _reference_samples(families: Iterable[object], prefixes: tuple[str, ...]) -> list[Sample]:
@@ -50,3 +52,14 @@ def is_outlier(value: float, peers: Sequence[float]) -> bool:
     m = statistics.median(peers)
     mad = statistics.median(abs(p - m) for p in peers)
     return abs(value - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m))
+
+
+#: |1 + Σ marginal − mean acceptance length| below this is "consistent" (float noise only).
+SELF_CHECK_TOLERANCE = 1e-6
+
+
+def self_check_ok(rates: Rates) -> bool | None:
+    """1 + Σ marginal equals the mean acceptance length (None when there were no drafts)."""
+    if rates.self_check_residual is None:
+        return None
+    return abs(rates.self_check_residual) <= SELF_CHECK_TOLERANCE

@@ -32,9 +32,6 @@ __all__ = [
 Scope = Literal["this request", "engine-wide"]
 StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
 
-#: |1 + Σ marginal − mean acceptance length| below this is "consistent" (float noise only).
-SELF_CHECK_TOLERANCE = 1e-6
-
 
 @dataclass(frozen=True, slots=True)
 class Rates:
@@ -106,13 +103,6 @@ class Rates:
     """Most requests running at any scrape in the window (None when unknown)."""
     read_bytes_per_s: float | None = None
     """Δestimated_read_bytes_per_gpu / Δt (vLLM's analytic estimate; only with --enable-mfu-metrics)."""
-
-    @property
-    def self_check_ok(self) -> bool | None:
-        """1 + Σ marginal equals the mean acceptance length (None when there were no drafts)."""
-        if self.self_check_residual is None:
-            return None
-        return abs(self.self_check_residual) <= SELF_CHECK_TOLERANCE
 
 
 def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
