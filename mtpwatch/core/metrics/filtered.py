@@ -384,10 +384,7 @@ class TieredScraper:
             self.state = ScrapeState("full", why, len(text), 0, 0, len(text))
             return text  # the whole page already: no second request
         page = await self._fetch(FULL_PATH)
-        if detect_schema(page) == "llamacpp":
-            why = "not vLLM"
-        elif is_openmetrics(page):
-            why = f"OpenMetrics, {why}; restarts: counters going down"
+        why = "not vLLM" if detect_schema(page) == "llamacpp" else _openmetrics_why(page, why)
         self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
         return page
 
@@ -412,27 +409,23 @@ class TieredScraper:
         self._marks = _restart_marks(page)
         self._slow_text, self._slow_t = "", None
         schema = detect_schema(page)
+        on_page = frozenset(sample_names(page)) if schema == "vllm" else frozenset()
+        hot = slow = ""
         if schema != "vllm":
             why = "not vLLM" if schema == "llamacpp" else "no vLLM families"
-            self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
-            return page
-        on_page = frozenset(sample_names(page))
-        if not on_page >= REQUIRED_NAMES:
-            self.state = ScrapeState("full", "no vLLM stats on the page", len(page), 0, 0, len(page))
-            return page
-        hot, why = await self._get_filtered(self._hot_path)
-        if not why:
-            why = _judge(hot, self._hot_names, self._hot_names & on_page)
-        slow = ""
-        if not why and self.policy.slow:
-            slow, why = await self._get_filtered(self._slow_path)
-            if not why:
+        elif not on_page >= REQUIRED_NAMES:
+            why = "no vLLM stats on the page"
+        else:
+            hot, why = await self._get_filtered(self._hot_path)
+            why = why or _judge(hot, self._hot_names, self._hot_names & on_page)
+            if not why and self.policy.slow:
+                slow, why = await self._get_filtered(self._slow_path)
                 expected = self._slow_names & on_page
                 # a server without any slow family (none of them exported) answers empty: fine
-                why = _judge(slow, self._slow_names, expected) if expected or slow.strip() else ""
+                if not why and (expected or slow.strip()):
+                    why = _judge(slow, self._slow_names, expected)
+            why = _openmetrics_why(page, why) if why else ""
         if why:
-            if is_openmetrics(page):
-                why = f"OpenMetrics, {why}; restarts: counters going down"
             self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
             return page
         self._eof = _EOF if is_openmetrics(hot) else ""
@@ -525,6 +518,11 @@ class TieredScraper:
         if self._slow_t is None:
             return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
+
+
+def _openmetrics_why(page: str, why: str) -> str:
+    """Why the full page, on vLLM's Rust frontend (an OpenMetrics page) saying so and how a restart shows."""
+    return f"OpenMetrics, {why}; restarts: counters going down" if is_openmetrics(page) else why
 
 
 def _split(text: str, slow: frozenset[str]) -> tuple[str, str]:
