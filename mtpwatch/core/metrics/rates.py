@@ -13,7 +13,7 @@ import itertools
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.snapshot import HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
@@ -464,6 +464,7 @@ class Collector:
 
 def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
     """`snap` with every counter and histogram at zero: the state of a freshly restarted server."""
+    hists: dict[str, Any] = {h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None}
     return replace(
         snap,
         drafts=0.0,
@@ -472,7 +473,7 @@ def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
         accepted_per_pos=tuple(0.0 for _ in snap.accepted_per_pos),
         generation_tokens=0.0,
         prompt_tokens=0.0,
-        **{h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None},
         request_success={reason: 0.0 for reason in snap.request_success},
         estimated_read_bytes=None if snap.estimated_read_bytes is None else 0.0,
+        **hists,
     )
