@@ -48,6 +48,7 @@ _HISTOGRAMS: dict[str, str] = {
     "e2e_request_latency_seconds": "e2e",
 }
 HISTOGRAM_FIELDS: tuple[str, ...] = tuple(_HISTOGRAMS.values())
+"""The `MetricsSnapshot` fields that hold a histogram."""
 
 HISTOGRAM_SAMPLES: tuple[str, ...] = tuple(
     f"vllm:{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")
