@@ -12,9 +12,9 @@ from mtpwatch.core.metrics import parse as promparse
 from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     parse_samples,
-    parse_samples_reference,
 )
 from tests.reference import same_samples
+from tests.reference_metrics import parse_samples_reference
 
 _NAME_TAIL = st.text("abcdefgh_:0123456789", min_size=1, max_size=12)
 NAMES = st.builds(

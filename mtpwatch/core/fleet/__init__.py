@@ -5,6 +5,7 @@ Owns: `FleetRow` (what a fleet view and every fleet `--json` show per server and
 words for the help screen (`outliers`); the bounded, per-server-backoff scraper that keeps one
 collector per row (`scraper`); the JSON document of a fleet (`report`).
 May import: the standard library, `mtpwatch.core.metrics` (snapshots, rates: vLLM's formulas are
-used from there, never re-derived) and `mtpwatch.core.http` (the HTTP client and its backoff).
+used from there, never re-derived), `mtpwatch.core.http` (the HTTP client and its backoff) and
+`mtpwatch.core.jsonout`.
 Never Textual or Rich; the Prometheus source (`core.sources`) builds rows with `rows` too.
 """

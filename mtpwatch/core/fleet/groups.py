@@ -51,34 +51,14 @@ class FleetGroup:
     outliers: tuple[FleetRow, ...]
 
     @property
-    def schema(self) -> str:
-        return self.key[0]
-
-    @property
-    def model(self) -> str:
-        return self.key[1]
-
-    @property
-    def method(self) -> str:
-        return self.key[2]
-
-    @property
-    def k(self) -> int | None:
-        return self.key[3]
-
-    @property
     def name(self) -> str:
-        k = "?" if self.k is None else str(self.k)
-        return f"{self.model} · {self.method} k={k}"
+        _, model, method, k = self.key
+        return f"{model} · {method} k={'?' if k is None else k}"
 
     @property
     def attention(self) -> int:
         """Rows someone should look at: outliers, and rows stale, down or missing."""
         return len(self.outliers) + sum(self.counts[s] for s in ("stale", "down", "missing"))
-
-
-def _live(row: FleetRow) -> bool:
-    return row.state in ("up", "idle", "restarted")
 
 
 def summarise(rows: Sequence[FleetRow]) -> list[FleetGroup]:
@@ -91,7 +71,7 @@ def summarise(rows: Sequence[FleetRow]) -> list[FleetGroup]:
         counts = dict.fromkeys(STATES, 0)
         for r in members:
             counts[r.state] = counts.get(r.state, 0) + 1
-        live = [r for r in members if _live(r)]
+        live = [r for r in members if r.state in ("up", "idle", "restarted")]
         acc = [r.acceptance for r in live if r.acceptance is not None and r.drafts > 0]
         mal = [r.mean_length for r in live if r.mean_length is not None and r.drafts > 0]
         tps = [r.decode_tok_s for r in live if r.decode_tok_s is not None and r.generation_tokens > 0]
@@ -116,11 +96,12 @@ def _spread(s: Spread | None, nd: int) -> dict[str, float] | None:
 
 def group_dict(g: FleetGroup) -> dict[str, Any]:
     """One group as JSON: its key, counts, spreads and outliers (each with why)."""
+    schema, model, method, k = g.key
     return {
-        "schema": g.schema,
-        "model": g.model,
-        "method": g.method,
-        "k": g.k,
+        "schema": schema,
+        "model": model,
+        "method": method,
+        "k": k,
         "instances": len(g.rows),
         "counts": g.counts,
         "acceptance_rate": _spread(g.acceptance, 4),

@@ -26,7 +26,6 @@ __all__ = [
     "REL_FLOOR",
     "GroupKey",
     "group_key",
-    "is_outlier",
     "mark_outliers",
 ]
 
@@ -55,20 +54,6 @@ GroupKey = tuple[str, str, str, int | None]
 def group_key(row: FleetRow) -> GroupKey:
     """The group a row is judged in and summarised with."""
     return row.schema, row.model or "?", row.method, row.k
-
-
-def _judge(value: float, peers: Sequence[float]) -> tuple[float, float] | None:
-    """(median, MAD) of `peers` when `value` is an outlier against them, else None."""
-    if len(peers) < MIN_PEERS:
-        return None
-    m = statistics.median(peers)
-    mad = statistics.median(abs(p - m) for p in peers)
-    return (m, mad) if abs(value - m) > max(MAD_FACTOR * mad, REL_FLOOR * abs(m)) else None
-
-
-def is_outlier(value: float, peers: Sequence[float]) -> bool:
-    """The rule for one value against its peers' values (False with fewer than `MIN_PEERS` peers)."""
-    return _judge(value, peers) is not None
 
 
 def _acceptance(row: FleetRow) -> float | None:
@@ -128,8 +113,8 @@ def _loo_medians(values: Sequence[float]) -> list[float]:
 
 
 def _leave_one_out(values: Sequence[float]) -> list[tuple[float, float]]:
-    """For every value, (median, MAD) of the others: what `_judge` computes, for a whole group at once
-    (the leave-one-out median takes at most three values, so the deviations are sorted at most thrice)."""
+    """For every value, (median, MAD) of the others, for a whole group at once (the leave-one-out
+    median takes at most three values, so the deviations are sorted at most thrice)."""
     medians = _loo_medians(values)
     mads = [0.0] * len(values)
     for m in set(medians):

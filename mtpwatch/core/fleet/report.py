@@ -9,12 +9,9 @@ from typing import Any
 from mtpwatch.core.fleet.groups import group_dict, summarise
 from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
+from mtpwatch.core.jsonout import round_or_none
 
 __all__ = ["fleet_report", "row_dict"]
-
-
-def _r(x: float | None, nd: int = 4) -> float | None:
-    return None if x is None else round(x, nd)
 
 
 def row_dict(row: FleetRow) -> dict[str, Any]:
@@ -28,16 +25,16 @@ def row_dict(row: FleetRow) -> dict[str, Any]:
         "k": row.k,
         "state": row.state,
         "reason": row.reason or None,
-        "window_s": _r(row.window_s, 3),
-        "decode_tok_s": _r(row.decode_tok_s, 2),
-        "acceptance_rate": _r(row.acceptance),
-        "mean_acceptance_length": _r(row.mean_length),
+        "window_s": round_or_none(row.window_s, 3),
+        "decode_tok_s": round_or_none(row.decode_tok_s, 2),
+        "acceptance_rate": round_or_none(row.acceptance, 4),
+        "mean_acceptance_length": round_or_none(row.mean_length, 4),
         "per_position": [round(p, 4) for p in row.per_position],
         "drafts": row.drafts,
         "draft_tokens": row.draft_tokens,
         "accepted_tokens": row.accepted,
         "generation_tokens": row.generation_tokens,
-        "kv_cache_usage": _r(row.kv_usage),
+        "kv_cache_usage": round_or_none(row.kv_usage, 4),
         "requests_running": row.running,
         "requests_waiting": row.waiting,
         "outlier": bool(row.outliers),

@@ -127,11 +127,7 @@ def split_samples(samples: Sequence[Sample]) -> dict[GroupKey, list[Sample]]:
                 model = v
             elif k == "engine":
                 engine = v
-        key = (model, engine)
-        bucket = groups.get(key)
-        if bucket is None:
-            bucket = groups[key] = []
-        bucket.append(s)
+        groups.setdefault((model, engine), []).append(s)
     if any(m is not None for m, _ in groups):
         groups = {k: v for k, v in groups.items() if k[0] is not None}
     return groups

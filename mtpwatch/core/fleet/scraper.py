@@ -82,10 +82,9 @@ class ScrapeStats:
 class Track:
     """One server's state: connection, backoff, one collector per (model, engine)."""
 
-    def __init__(self, target: Target, fetch: Fetch, *, clock: Callable[[], float], horizon_s: float) -> None:
+    def __init__(self, target: Target, fetch: Fetch, *, horizon_s: float) -> None:
         self.target = target
         self.fetch = fetch
-        self.clock = clock
         self.horizon_s = horizon_s
         self.connection = ConnectionState()
         self.backoff = Backoff(initial=0.5, factor=2.0, maximum=10.0)
@@ -223,7 +222,7 @@ class FleetScraper:
                 fetch = client.scrape_text
                 self._closers.append(client.aclose)
                 self._clients[target.url] = client
-            self.tracks.append(Track(target, fetch, clock=clock, horizon_s=horizon_s))
+            self.tracks.append(Track(target, fetch, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _scrape(self, track: Track, tick_t: float) -> None:

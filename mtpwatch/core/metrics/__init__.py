@@ -4,6 +4,6 @@ Owns: the fast exposition-format parser (`parse`), one page → one `MetricsSnap
 vLLM's formulas written once with the source they follow (`formulas`), deltas, windows, restarts and
 attribution (`rates`), which acceptance a prompt gets (`attribution`), and the `snapshot --json`
 report (`report`).
-May import: the standard library and prometheus_client (the reference parser). Nothing else in
-mtpwatch: every other part of the core builds on this one.
+May import: the standard library. Nothing else in mtpwatch: every other part of the core builds on
+this one.
 """

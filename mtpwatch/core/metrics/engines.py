@@ -29,10 +29,9 @@ ENGINE_NOTES: Mapping[str, Mapping[str, str]] = MappingProxyType(
 """Why a number is missing on an engine (key: 'latency', 'kv', 'counts'); vLLM has no entries."""
 
 
+_ENGINES: dict[str, Engine] = {"vllm": "vllm", "llamacpp": "llama.cpp"}
+
+
 def engine_of_schema(schema: str) -> Engine:
     """The engine a metrics schema ("vllm", "llamacpp", "none") comes from."""
-    if schema == "vllm":
-        return "vllm"
-    if schema == "llamacpp":
-        return "llama.cpp"
-    return "unknown"
+    return _ENGINES.get(schema, "unknown")

@@ -71,7 +71,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
-from mtpwatch.core.metrics.snapshot import detect_schema
+from mtpwatch.core.metrics.snapshot import HISTOGRAM_SAMPLES, detect_schema
 
 __all__ = [
     "ACTIVITY_NAMES",
@@ -91,14 +91,6 @@ __all__ = [
 FULL_PATH = "/metrics"
 """The whole page (prometheus-fastapi-instrumentator's route on vLLM; ignores the query string)."""
 
-_HISTOGRAMS = (
-    "vllm:iteration_tokens_total",
-    "vllm:time_to_first_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:request_time_per_output_token_seconds",
-    "vllm:e2e_request_latency_seconds",
-)
-
 HOT_NAMES: tuple[str, ...] = (
     "vllm:spec_decode_num_drafts_total",
     "vllm:spec_decode_num_draft_tokens_total",
@@ -117,10 +109,7 @@ HOT_NAMES: tuple[str, ...] = (
 )
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
-SLOW_NAMES: tuple[str, ...] = (
-    *(f"{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")),
-    "vllm:cache_config_info",
-)
+SLOW_NAMES: tuple[str, ...] = (*HISTOGRAM_SAMPLES, "vllm:cache_config_info")
 """Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms the views
 read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config. Only `_sum` and `_count`: the
 views show window means (Δsum / Δcount) and `snapshot` parses no bucket (`SNAPSHOT_PREFIXES`)."""
@@ -187,8 +176,6 @@ def sample_names(text: str) -> set[str]:
     out: set[str] = set()
     add = out.add
     for line in text.split("\n"):
-        if not line or line[0] == "#":
-            continue
         line = line.lstrip()
         if not line or line[0] == "#":
             continue
@@ -278,11 +265,8 @@ def _restart_marks(text: str) -> Marks:
     return _marks(text, _RESTART_PREFIXES)
 
 
-_ACTIVITY_PREFIXES = ACTIVITY_NAMES  # whole names: a line of one starts with it
-
-
 def _activity_marks(text: str) -> Marks:
-    return _marks(text, _ACTIVITY_PREFIXES)
+    return _marks(text, ACTIVITY_NAMES)  # whole names: a line of one starts with it
 
 
 def _is_idle(marks: Marks) -> bool:
@@ -294,15 +278,11 @@ def _is_idle(marks: Marks) -> bool:
 _IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
 
 
-def _restarted(before: dict[Any, float], after: dict[Any, float]) -> bool:
+def _restarted(before: Marks, after: Marks) -> bool:
     """`rates.is_restart`'s rule on the restart samples: a `_created` changed or a `_total` went down."""
     for key, value in after.items():
         old = before.get(key)
-        if old is None:
-            continue
-        if key[0].endswith("_created") and value != old:
-            return True
-        if value < old:
+        if old is not None and (value < old or (key[0].endswith("_created") and value != old)):
             return True
     return False
 
@@ -317,15 +297,8 @@ def _judge(text: str, asked: frozenset[str], expected: frozenset[str] | None) ->
         return "filtered answer empty: several API servers?"
     if not got <= asked:
         return "filter ignored"
-    if expected is not None:
-        missing = expected - got
-        if missing:
-            return f"filter answered without {min(missing)}"
-        return ""
-    missing = (REQUIRED_NAMES & asked) - got
-    if missing:
-        return f"filter answered without {min(missing)}"
-    return ""
+    missing = (expected if expected is not None else REQUIRED_NAMES & asked) - got
+    return f"filter answered without {min(missing)}" if missing else ""
 
 
 class TieredScraper:
@@ -350,8 +323,8 @@ class TieredScraper:
         self.state = ScrapeState()
         self._slow_text = ""
         self._slow_t: float | None = None
-        self._marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-        self._slow_marks: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._marks: Marks = {}
+        self._slow_marks: Marks = {}
         """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
         self._activity_names = frozenset(ACTIVITY_NAMES)
         self._activity_path = filter_path(ACTIVITY_NAMES)
@@ -384,18 +357,14 @@ class TieredScraper:
                 text = await self._filtered(fresh)
                 if text is not None:
                     return text
-                if self._mode() == "full":  # a bad answer: the full page until a restart or failure
-                    return await self._full()
-                return await self._probe()  # a restart: check the new server
+            # `_filtered` gave up after a bad answer (the full page until a restart or a failure) or
+            # saw a restart (still "filtered": check the new server)
             if self.state.mode == "full":
                 return await self._full()
             return await self._probe()
         except BaseException:
             self.reset()
             raise
-
-    def _mode(self) -> Mode:
-        return self.state.mode  # read anew: `_filtered` may have changed it
 
     async def _get_filtered(self, path: str) -> tuple[str, str]:
         """(text, '') or ('', why the filter was refused)."""
@@ -415,10 +384,7 @@ class TieredScraper:
             self.state = ScrapeState("full", why, len(text), 0, 0, len(text))
             return text  # the whole page already: no second request
         page = await self._fetch(FULL_PATH)
-        if detect_schema(page) == "llamacpp":
-            why = "not vLLM"
-        elif is_openmetrics(page):
-            why = f"OpenMetrics, {why}; restarts: counters going down"
+        why = "not vLLM" if detect_schema(page) == "llamacpp" else _openmetrics_why(page, why)
         self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
         return page
 
@@ -443,27 +409,23 @@ class TieredScraper:
         self._marks = _restart_marks(page)
         self._slow_text, self._slow_t = "", None
         schema = detect_schema(page)
+        on_page = frozenset(sample_names(page)) if schema == "vllm" else frozenset()
+        hot = slow = ""
         if schema != "vllm":
             why = "not vLLM" if schema == "llamacpp" else "no vLLM families"
-            self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
-            return page
-        on_page = frozenset(sample_names(page))
-        if not on_page >= REQUIRED_NAMES:
-            self.state = ScrapeState("full", "no vLLM stats on the page", len(page), 0, 0, len(page))
-            return page
-        hot, why = await self._get_filtered(self._hot_path)
-        if not why:
-            why = _judge(hot, self._hot_names, self._hot_names & on_page)
-        slow = ""
-        if not why and self.policy.slow:
-            slow, why = await self._get_filtered(self._slow_path)
-            if not why:
+        elif not on_page >= REQUIRED_NAMES:
+            why = "no vLLM stats on the page"
+        else:
+            hot, why = await self._get_filtered(self._hot_path)
+            why = why or _judge(hot, self._hot_names, self._hot_names & on_page)
+            if not why and self.policy.slow:
+                slow, why = await self._get_filtered(self._slow_path)
                 expected = self._slow_names & on_page
                 # a server without any slow family (none of them exported) answers empty: fine
-                why = _judge(slow, self._slow_names, expected) if expected or slow.strip() else ""
+                if not why and (expected or slow.strip()):
+                    why = _judge(slow, self._slow_names, expected)
+            why = _openmetrics_why(page, why) if why else ""
         if why:
-            if is_openmetrics(page):
-                why = f"OpenMetrics, {why}; restarts: counters going down"
             self.state = ScrapeState("full", why, len(page), 0, 0, len(page))
             return page
         self._eof = _EOF if is_openmetrics(hot) else ""
@@ -556,6 +518,11 @@ class TieredScraper:
         if self._slow_t is None:
             return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
+
+
+def _openmetrics_why(page: str, why: str) -> str:
+    """Why the full page, on vLLM's Rust frontend (an OpenMetrics page) saying so and how a restart shows."""
+    return f"OpenMetrics, {why}; restarts: counters going down" if is_openmetrics(page) else why
 
 
 def _split(text: str, slow: frozenset[str]) -> tuple[str, str]:

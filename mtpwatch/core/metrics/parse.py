@@ -1,26 +1,23 @@
-"""Prometheus text exposition (or OpenMetrics 1.0) → samples: the fast filtered parser (hot path) and
-the reference parser.
+"""Prometheus text exposition (or OpenMetrics 1.0) → samples: the fast filtered parser (hot path).
 
 The app scrapes `/metrics` several times a second. prometheus_client's full parser spends 11–15 ms on
 vLLM's 54 KB page, most of it on families mtpwatch never reads (python_*, process_*, http_*). The fast
 path keeps only the lines whose name starts with one of a few prefixes (`vllm:`, `llamacpp:`) and
 parses those with `str` methods; label blocks repeat scrape after scrape, so their parsed form is
-cached. `parse_samples_reference` gives the same result through prometheus_client; the tests assert
-equality on every fixture and the overhead benchmark times both.
+cached. The tests assert that it gives what prometheus_client's parser gives on every fixture
+(`tests/reference_metrics.py`) and the overhead benchmark times both.
 
 OpenMetrics 1.0 (`application/openmetrics-text`, what vLLM's Rust frontend serves:
 `rust/src/server/src/routes/metrics.rs` of the vLLM 0.33/0.34 sdist, through the `prometheus-client`
 crate's encoder) is the same sample syntax with three differences the fast path handles: the page ends
 with `# EOF` (how it is recognised, `is_openmetrics`), a timestamp is in seconds (not milliseconds),
 and a sample may carry an exemplar (` # {…} value`, dropped). Counter families are typed without
-`_total` but their samples keep it, so the sample names are the same as on a Prometheus page; the
-reference parser is then prometheus_client's OpenMetrics parser.
+`_total` but their samples keep it, so the sample names are the same as on a Prometheus page.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import NamedTuple
 
 __all__ = [
@@ -29,7 +26,6 @@ __all__ = [
     "Sample",
     "is_openmetrics",
     "parse_samples",
-    "parse_samples_reference",
 ]
 
 #: Metric-name prefixes mtpwatch reads (vLLM and llama.cpp's server).
@@ -68,13 +64,6 @@ class Sample(NamedTuple):
     """Sample value; `+Inf`, `-Inf` and `NaN` are floats too."""
     timestamp: float | None = None
     """Optional exposition timestamp in seconds (the page writes milliseconds), as prometheus_client."""
-
-    def label(self, key: str, default: str = "") -> str:
-        """The value of label `key`, or `default`."""
-        for k, v in self.labels:
-            if k == key:
-                return v
-        return default
 
 
 # One label term: name = "value" followed by a comma or the end; the value may hold escaped characters.
@@ -228,32 +217,3 @@ def _timestamped(
     except ValueError:
         pass
     raise _bad_line(text, line, "invalid value or timestamp")
-
-
-def _reference_samples(families: Iterable[object], prefixes: tuple[str, ...]) -> list[Sample]:
-    out: list[Sample] = []
-    for family in families:
-        for s in family.samples:  # type: ignore[attr-defined]
-            if s.name.startswith(prefixes):
-                # the OpenMetrics parser gives a `Timestamp` (seconds and nanoseconds)
-                stamp = None if s.timestamp is None else float(s.timestamp)
-                out.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value), stamp))
-    return out
-
-
-def parse_samples_reference(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
-    """The same result as `parse_samples`, through prometheus_client's full parser (slow; for tests):
-    its OpenMetrics parser for an OpenMetrics page (`is_openmetrics`), else its text-format parser.
-
-    Raises:
-        MetricsFormatError: prometheus_client rejected the text.
-    """
-    # Lazy: prometheus_client's parser is the slow reference, used by tests and benchmarks only.
-    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
-    from prometheus_client.parser import text_string_to_metric_families
-
-    parser = openmetrics if is_openmetrics(text) else text_string_to_metric_families
-    try:
-        return _reference_samples(parser(text), prefixes)
-    except (ValueError, IndexError) as exc:
-        raise MetricsFormatError(f"invalid exposition text: {exc}") from None

@@ -13,10 +13,10 @@ import itertools
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot
+from mtpwatch.core.metrics.snapshot import HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
 
 __all__ = [
     "Attribution",
@@ -31,9 +31,6 @@ __all__ = [
 
 Scope = Literal["this request", "engine-wide"]
 StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
-
-#: |1 + Σ marginal − mean acceptance length| below this is "consistent" (float noise only).
-SELF_CHECK_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +103,6 @@ class Rates:
     """Most requests running at any scrape in the window (None when unknown)."""
     read_bytes_per_s: float | None = None
     """Δestimated_read_bytes_per_gpu / Δt (vLLM's analytic estimate; only with --enable-mfu-metrics)."""
-
-    @property
-    def self_check_ok(self) -> bool | None:
-        """1 + Σ marginal equals the mean acceptance length (None when there were no drafts)."""
-        if self.self_check_residual is None:
-            return None
-        return abs(self.self_check_residual) <= SELF_CHECK_TOLERANCE
 
 
 def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
@@ -313,8 +303,10 @@ class Collector:
         self._history: deque[tuple[float, MetricsSnapshot]] = deque()
         # (t, dt, Δgeneration_tokens) per scrape interval; survives restarts so charts stay continuous.
         self._series: deque[tuple[float, float, float]] = deque()
-        self._restarts = 0
-        self._last_restart_at: float | None = None
+        self.restarts = 0
+        """Restarts detected since the collector was created."""
+        self.last_restart_at: float | None = None
+        """Timestamp of the scrape that detected the latest restart."""
 
     @property
     def latest(self) -> MetricsSnapshot | None:
@@ -325,16 +317,6 @@ class Collector:
     def latest_t(self) -> float | None:
         """When the newest snapshot was added."""
         return self._history[-1][0] if self._history else None
-
-    @property
-    def restarts(self) -> int:
-        """Restarts detected since the collector was created."""
-        return self._restarts
-
-    @property
-    def last_restart_at(self) -> float | None:
-        """Timestamp of the scrape that detected the latest restart."""
-        return self._last_restart_at
 
     @property
     def baseline_t(self) -> float | None:
@@ -364,8 +346,8 @@ class Collector:
                 raise ValueError(f"scrape time went backwards ({now} < {t_prev})")
             if is_restart(prev, snapshot):
                 restarted = True
-                self._restarts += 1
-                self._last_restart_at = now
+                self.restarts += 1
+                self.last_restart_at = now
                 self._history.clear()
                 # The new counters started from zero somewhere between the last scrape and this one:
                 # a zero baseline at the last scrape keeps the tokens counted before this scrape
@@ -430,9 +412,9 @@ class Collector:
         if len(self._history) < 2:
             return None
         rates = self._rates_from(t0, label, until)
-        restart = self._last_restart_at
+        restart = self.last_restart_at
         if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
-            rates = _replace_restarted(rates)
+            rates = replace(rates, restarted=True)
         return rates
 
     def tok_s_series(self, since: float | None = None, smooth_s: float = 0.0) -> list[tuple[float, float]]:
@@ -475,17 +457,14 @@ class Collector:
 
     def attribution(self, t_start: float, t_end: float | None = None) -> Attribution:
         """Whether a prompt sent at `t_start` (finished at `t_end`, None = still running) ran alone."""
-        if self._last_restart_at is not None and self._last_restart_at > t_start:
+        if self.last_restart_at is not None and self.last_restart_at > t_start:
             return Attribution("engine-wide", self.max_running_since(t_start), 0)
         return Attribution.from_running(self.running_between(t_start, t_end))
 
 
-def _zero_hist(h: Histogram | None) -> Histogram | None:
-    return None if h is None else Histogram(0.0, 0.0)
-
-
 def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
     """`snap` with every counter and histogram at zero: the state of a freshly restarted server."""
+    hists: dict[str, Any] = {h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None}
     return replace(
         snap,
         drafts=0.0,
@@ -494,15 +473,7 @@ def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
         accepted_per_pos=tuple(0.0 for _ in snap.accepted_per_pos),
         generation_tokens=0.0,
         prompt_tokens=0.0,
-        iteration_tokens=_zero_hist(snap.iteration_tokens),
-        ttft=_zero_hist(snap.ttft),
-        itl=_zero_hist(snap.itl),
-        tpot=_zero_hist(snap.tpot),
-        e2e=_zero_hist(snap.e2e),
         request_success={reason: 0.0 for reason in snap.request_success},
         estimated_read_bytes=None if snap.estimated_read_bytes is None else 0.0,
+        **hists,
     )
-
-
-def _replace_restarted(rates: Rates) -> Rates:
-    return replace(rates, restarted=True)

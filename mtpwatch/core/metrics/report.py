@@ -20,16 +20,11 @@ def _num(x: float | None) -> float | None:
 def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = None) -> dict[str, Any]:
     """The `mtpwatch snapshot --json` object: cumulative totals, or deltas between two pages.
 
-    Keys: model, models, schema, engines, speculative, num_speculative_tokens, drafts, draft_tokens,
-    accepted, acceptance_rate, mean_acceptance_length, per_position (marginal), per_position_conditional,
-    self_check_residual, output_from_drafts, generation_tokens, prompt_tokens, requests_running,
-    requests_waiting, kv_cache_usage, mean_step_s, mean_ttft_s, mean_tpot_s, tokens_per_step,
-    restarted, restart_signal (how a restart is seen: `_created` or only counters going down, as on
-    vLLM's Rust frontend), exposition ("prometheus" or "openmetrics"), window ("since server start"
-    or "between pages"), engine ("vllm", "llama.cpp"),
-    mean_draft_length (draft_tokens / drafts: k on vLLM, up to k on llama.cpp) and missing (why the
-    engine's n/a numbers are n/a). Counts and rates cover the window; gauges (requests_running,
-    requests_waiting, kv_cache_usage) are read from `after`.
+    Counts and rates cover the window ("since server start" or "between pages"); gauges
+    (requests_running, requests_waiting, kv_cache_usage) are read from `after`. restart_signal: how a
+    restart is seen (`_created` or only counters going down, as on vLLM's Rust frontend);
+    mean_draft_length: draft_tokens / drafts (k on vLLM, up to k on llama.cpp); missing: why the
+    engine's n/a numbers are n/a; per_position: the marginal rates.
     """
     base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
     r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")

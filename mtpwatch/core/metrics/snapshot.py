@@ -23,6 +23,8 @@ from typing import Any, Literal
 from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, is_openmetrics, parse_samples
 
 __all__ = [
+    "HISTOGRAM_FIELDS",
+    "HISTOGRAM_SAMPLES",
     "SNAPSHOT_PREFIXES",
     "Exposition",
     "Histogram",
@@ -37,12 +39,19 @@ __all__ = [
 Schema = Literal["vllm", "llamacpp", "none"]
 Exposition = Literal["prometheus", "openmetrics"]
 
-_HISTOGRAM_FAMILIES = (
-    "vllm:iteration_tokens_total",
-    "vllm:time_to_first_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:request_time_per_output_token_seconds",
-    "vllm:e2e_request_latency_seconds",
+# Histogram family (after `vllm:`) -> field.
+_HISTOGRAMS: dict[str, str] = {
+    "iteration_tokens_total": "iteration_tokens",
+    "time_to_first_token_seconds": "ttft",
+    "inter_token_latency_seconds": "itl",
+    "request_time_per_output_token_seconds": "tpot",
+    "e2e_request_latency_seconds": "e2e",
+}
+HISTOGRAM_FIELDS: tuple[str, ...] = tuple(_HISTOGRAMS.values())
+"""The `MetricsSnapshot` fields that hold a histogram."""
+
+HISTOGRAM_SAMPLES: tuple[str, ...] = tuple(
+    f"vllm:{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")
 )
 """The histograms the views read, as window means (Δsum / Δcount): their `_sum` and `_count` only.
 No view reads a bucket, so neither the parser nor the filtered scrape asks for them (they are most
@@ -54,7 +63,7 @@ SNAPSHOT_PREFIXES: tuple[str, ...] = (
     "vllm:spec_decode_num_",
     "vllm:generation_tokens_",
     "vllm:prompt_tokens_total",
-    *(f"{h}_{part}" for h in _HISTOGRAM_FAMILIES for part in ("sum", "count")),
+    *HISTOGRAM_SAMPLES,
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
@@ -66,19 +75,20 @@ SNAPSHOT_PREFIXES: tuple[str, ...] = (
 
 # Short name (after the schema prefix) -> field. llama.cpp's server uses vLLM's spec_decode names
 # (tools/server/server-task.cpp) but its own names for the rest.
+_SPEC_COUNTERS = {
+    "spec_decode_num_drafts_total": "drafts",
+    "spec_decode_num_draft_tokens_total": "draft_tokens",
+    "spec_decode_num_accepted_tokens_total": "accepted",
+}
 _COUNTERS: dict[str, dict[str, str]] = {
     "vllm": {
-        "spec_decode_num_drafts_total": "drafts",
-        "spec_decode_num_draft_tokens_total": "draft_tokens",
-        "spec_decode_num_accepted_tokens_total": "accepted",
+        **_SPEC_COUNTERS,
         "generation_tokens_total": "generation_tokens",
         "prompt_tokens_total": "prompt_tokens",
         "estimated_read_bytes_per_gpu_total": "estimated_read_bytes",
     },
     "llamacpp": {
-        "spec_decode_num_drafts_total": "drafts",
-        "spec_decode_num_draft_tokens_total": "draft_tokens",
-        "spec_decode_num_accepted_tokens_total": "accepted",
+        **_SPEC_COUNTERS,
         "tokens_predicted_total": "generation_tokens",
         "prompt_tokens_total": "prompt_tokens",
     },
@@ -94,13 +104,6 @@ _GAUGES: dict[str, dict[str, str]] = {
         "requests_deferred": "requests_waiting",
         "kv_cache_usage_ratio": "kv_cache_usage",
     },
-}
-_HISTOGRAMS: dict[str, str] = {
-    "iteration_tokens_total": "iteration_tokens",
-    "time_to_first_token_seconds": "ttft",
-    "inter_token_latency_seconds": "itl",
-    "request_time_per_output_token_seconds": "tpot",
-    "e2e_request_latency_seconds": "e2e",
 }
 _PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
 # `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
@@ -215,13 +218,8 @@ class MetricsSnapshot:
         }
         for i, v in enumerate(self.accepted_per_pos):
             out[f"accepted_per_pos[{i}]"] = v
-        for name, h in (
-            ("iteration_tokens", self.iteration_tokens),
-            ("ttft", self.ttft),
-            ("itl", self.itl),
-            ("tpot", self.tpot),
-            ("e2e", self.e2e),
-        ):
+        for name in HISTOGRAM_FIELDS:
+            h: Histogram | None = getattr(self, name)
             if h is not None:
                 out[f"{name}.count"] = h.count
         for reason, v in self.request_success.items():
@@ -239,17 +237,6 @@ def detect_schema(text: str) -> Schema:
     if "\nllamacpp:" in framed:
         return "llamacpp"
     return "none"
-
-
-class _HistAcc:
-    __slots__ = ("count", "sum")
-
-    def __init__(self) -> None:
-        self.count = 0.0
-        self.sum = 0.0
-
-    def freeze(self) -> Histogram:
-        return Histogram(self.count, self.sum)
 
 
 def _choose_model(
@@ -294,20 +281,15 @@ def _check_finite(s: Sample) -> None:
 
 
 def snapshot_from_samples(
-    samples: list[Sample],
-    model: str | None = None,
-    schema: Schema | None = None,
-    exposition: Exposition = "prometheus",
+    samples: list[Sample], model: str | None, schema: Schema, exposition: Exposition = "prometheus"
 ) -> MetricsSnapshot:
-    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works); `exposition`:
-    the page's format (`parse.is_openmetrics`).
+    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works) of a page of
+    `schema` (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`).
 
     Raises:
         UnknownModelError: `model` is given but no series carries that `model_name`.
         MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
     """
-    if schema is None:
-        schema = _schema_of(samples)
     if schema == "none":
         if model is not None:
             raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
@@ -363,51 +345,28 @@ def snapshot_from_samples(
     return acc.snapshot(schema, chosen, models, exposition)
 
 
-def _schema_of(samples: list[Sample]) -> Schema:
-    """'vllm' if any sample is vLLM's, else 'llamacpp' if any is llama.cpp's, else 'none'."""
-    schema: Schema = "none"
-    for s in samples:
-        if s.name.startswith("vllm:"):
-            return "vllm"
-        if s.name.startswith("llamacpp:"):
-            schema = "llamacpp"  # keep looking: a vllm: sample anywhere wins
-    return schema
-
-
+@dataclass(slots=True)
 class _Fold:
     """What one page adds up to, per family, before it becomes a `MetricsSnapshot`."""
 
-    __slots__ = (
-        "cache_config",
-        "created_by",
-        "engines",
-        "gauges",
-        "hists",
-        "nan_sums",
-        "per_pos",
-        "spec_seen",
-        "success",
-        "sums",
-    )
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.gauges: dict[str, float] = {}
-        self.per_pos: dict[int, float] = {}
-        self.hists: dict[str, _HistAcc] = {}
-        self.nan_sums: set[str] = set()
-        """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
-        self.success: dict[str, float] = {}
-        self.engines: dict[str, None] = {}
-        self.cache_config: dict[str, str] = {}
-        self.created_by: dict[str, float] = {}
-        self.spec_seen = False
+    sums: dict[str, float] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    per_pos: dict[int, float] = field(default_factory=dict)
+    hists: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """(count, sum) by field."""
+    nan_sums: set[str] = field(default_factory=set)
+    """Histograms with a non-finite `_sum` (a NaN or infinite observation): unknown, not an error."""
+    success: dict[str, float] = field(default_factory=dict)
+    engines: dict[str, None] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
+    created_by: dict[str, float] = field(default_factory=dict)
+    spec_seen: bool = False
 
     def snapshot(
         self, schema: Schema, chosen: str | None, models: tuple[str, ...], exposition: Exposition
     ) -> MetricsSnapshot:
         sums, gauges, per_pos, engines = self.sums, self.gauges, self.per_pos, self.engines
-        hists = {k: h for k, h in self.hists.items() if k not in self.nan_sums}
+        hists = {k: Histogram(*h) for k, h in self.hists.items() if k not in self.nan_sums}
         created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
@@ -432,11 +391,11 @@ class _Fold:
             accepted_per_pos=accepted_per_pos,
             generation_tokens=sums.get("generation_tokens", 0.0),
             prompt_tokens=sums.get("prompt_tokens", 0.0),
-            iteration_tokens=hists["iteration_tokens"].freeze() if "iteration_tokens" in hists else None,
-            ttft=hists["ttft"].freeze() if "ttft" in hists else None,
-            itl=hists["itl"].freeze() if "itl" in hists else None,
-            tpot=hists["tpot"].freeze() if "tpot" in hists else None,
-            e2e=hists["e2e"].freeze() if "e2e" in hists else None,
+            iteration_tokens=hists.get("iteration_tokens"),
+            ttft=hists.get("ttft"),
+            itl=hists.get("itl"),
+            tpot=hists.get("tpot"),
+            e2e=hists.get("e2e"),
             requests_running=running,
             requests_waiting=waiting,
             kv_cache_usage=kv,
@@ -479,13 +438,8 @@ def _fold_other(acc: _Fold, short: str, labels: dict[str, str], s: Sample) -> No
         acc.nan_sums.add(hist_key)
         return
     _check_finite(s)
-    h = acc.hists.get(hist_key)
-    if h is None:
-        h = acc.hists[hist_key] = _HistAcc()
-    if part == "count":
-        h.count += value
-    else:
-        h.sum += value
+    count, total = acc.hists.get(hist_key, (0.0, 0.0))
+    acc.hists[hist_key] = (count + value, total) if part == "count" else (count, total + value)
 
 
 def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:

@@ -57,11 +57,6 @@ class StepBytes(JsonFields):
     """Target weight bytes by part: attention, mlp, experts, router, ple, lm_head, embed_rows."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Byte model
-# ---------------------------------------------------------------------------------------------
-
-
 def expected_experts(num_experts: int, top_k: int, n_tokens: int) -> float:
     """Expected distinct experts per layer hit by n_tokens, routing uniform and independent.
 
@@ -131,7 +126,7 @@ def kv_bytes_per_token(spec: ModelSpec, layer_type: str) -> float:
     return kvh * hd * (1 if k_eq_v else 2) * DTYPE_BYTES[spec.kv_dtype]
 
 
-def _tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
+def tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
     if layer_type == "sliding" and spec.sliding_window:
         return min(context, spec.sliding_window)
     return context
@@ -139,14 +134,14 @@ def _tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
 
 def kv_read_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
     """KV bytes one forward pass of the target reads: every layer over its visible context."""
-    per_req = sum(kv_bytes_per_token(spec, lt) * _tokens_seen(spec, lt, context) for lt in spec.layer_types)
+    per_req = sum(kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types)
     return per_req * batch
 
 
 def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
     """Resident KV cache for `context` tokens: KV-shared layers own none."""
     per_req = sum(
-        kv_bytes_per_token(spec, lt) * _tokens_seen(spec, lt, context)
+        kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context)
         for i, lt in enumerate(spec.layer_types)
         if not spec.layer_is_kv_shared(i)
     )

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mtpwatch.core.roofline.bytemodel import StepBytes, active_params, bytes_per_step
+from mtpwatch.core.roofline.bytemodel import StepBytes, active_params, bytes_per_step, tokens_seen
 from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
 
 Binding = Literal["acceptance", "bandwidth", "compute"]
@@ -153,18 +153,17 @@ class Roofline:
 
 
 def step_flops(
-    spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int | None
+    spec: ModelSpec, k: int, context: int, batch: int, drafter: ModelSpec | None = None, draft_passes: int = 0
 ) -> float:
-    """FLOPs of one step: 2 per active parameter per token, plus attention over the context."""
+    """FLOPs of one step: 2 per active parameter per token, plus attention over the context, plus the
+    drafter's `draft_passes` (`StepBytes.draft_passes`)."""
     n = batch * (k + 1)
     flops = 2.0 * active_params(spec, 1) * n
     for lt in spec.layer_types:
-        seen = min(context, spec.sliding_window) if lt == "sliding" and spec.sliding_window else context
         hd = spec.global_head_dim if lt == "full" else spec.head_dim
-        flops += 4.0 * seen * spec.num_heads * hd * n  # QK^T and PV
-    passes = 0 if (k == 0 or drafter is None) else (k if draft_passes is None else draft_passes)
-    if drafter is not None and passes:
-        flops += passes * 2.0 * active_params(drafter, 1) * batch
+        flops += 4.0 * tokens_seen(spec, lt, context) * spec.num_heads * hd * n  # QK^T and PV
+    if drafter is not None:
+        flops += draft_passes * 2.0 * active_params(drafter, 1) * batch
     return flops
 
 
@@ -207,9 +206,9 @@ def compute_roofline(
     ceiling_base, ceiling_steps, ceiling_spec = _ceilings(step, base, peak_gbps, tau, batch)
     bandwidth_term = ceiling_spec / ceiling_base  # the naive rule prices a verify step like a plain one: τ
     compute_term, compute_naive = _compute_terms(
-        spec, k, context, drafter, batch, draft_passes, peak_tflops, tau, ceiling_base
+        spec, k, context, drafter, batch, step.draft_passes, peak_tflops, tau, ceiling_base
     )
-    binding, bound, bound_naive = _binding(tau, bandwidth_term, tau, compute_term, compute_naive)
+    binding, bound, bound_naive = _binding(tau, bandwidth_term, compute_term, compute_naive)
     steps_per_s = tok_s / (tau * batch) if steps_per_s is None and tok_s is not None else steps_per_s
     effective = None if steps_per_s is None else steps_per_s * step.total / GB
     pct_peak = None if effective is None else 100.0 * effective / peak_gbps
@@ -284,35 +283,32 @@ def _ceilings(
 
 
 def _compute_terms(
-    spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int | None,
+    spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int,
     peak_tflops: float | None, tau: float, ceiling_base: float,
 ) -> tuple[float | None, float | None]:  # fmt: skip
     """The compute term: the speed-up over plain decoding the GPU's FLOP rate allows, with the
     drafter's FLOPs and without them (naive); (None, None) without a FLOP rate."""
     if not peak_tflops:
         return None, None
-    flops_k = step_flops(spec, k, context, drafter, batch, draft_passes)
-    flops_k_naive = step_flops(spec, k, context, None, batch, None)
+    flops_k = step_flops(spec, k, context, batch, drafter, draft_passes)
+    flops_k_naive = step_flops(spec, k, context, batch)
     compute = tau * (peak_tflops * 1e12 / flops_k) * batch / ceiling_base
     naive = tau * (peak_tflops * 1e12 / flops_k_naive) * batch / ceiling_base
     return compute, naive
 
 
 def _binding(
-    acceptance_term: float,
-    bandwidth_term: float,
-    bandwidth_naive: float,
-    compute_term: float | None,
-    compute_naive: float | None,
+    acceptance_term: float, bandwidth_term: float, compute_term: float | None, compute_naive: float | None
 ) -> tuple[Binding, float, float]:
-    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound."""
+    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound (its
+    bandwidth term is the acceptance term: it prices a verify step like a plain one)."""
     terms: dict[Binding, float] = {"acceptance": acceptance_term, "bandwidth": bandwidth_term}
     if compute_term is not None:
         terms["compute"] = compute_term
     binding: Binding = min(terms, key=lambda t: terms[t])
     if binding == "bandwidth" and bandwidth_term >= _ACCEPTANCE_TOLERANCE * acceptance_term:
         binding = "acceptance"
-    naive_terms = [acceptance_term, bandwidth_naive] + ([compute_naive] if compute_naive is not None else [])
+    naive_terms = [acceptance_term] + ([compute_naive] if compute_naive is not None else [])
     return binding, min(terms.values()), min(naive_terms)
 
 

@@ -32,13 +32,14 @@ class GpuSpec:
     source: str
     """Where the peak figure comes from."""
     aliases: tuple[str, ...] = ()
-    """Extra short names a user may type; matched token by token after normalisation."""
+    """Short names a user may type besides the key and the NVML names (whose word tokens match already);
+    matched token by token after normalisation."""
     peak_bf16_tflops: float | None = None
     """Dense BF16 tensor throughput, TFLOP/s, where a datasheet figure is known (compute term)."""
 
 
 # Sources are those gathered in the team's bandwidth research notes (§3). Where a figure was not
-# re-fetched there, the comment says so. Aliases are matched as whole tokens, so "h200" never
+# re-fetched there, the comment says so. Names are matched as whole tokens, so "h200" never
 # matches "gh200" and "l4" never matches "l40s".
 GPUS: tuple[GpuSpec, ...] = (
     # NVIDIA DGX Spark spec sheet (273 GB/s LPDDR5X, 256-bit); name from k8s-device-plugin#1482.
@@ -49,7 +50,7 @@ GPUS: tuple[GpuSpec, ...] = (
         273.0,
         "128 GB LPDDR5X unified",
         "NVIDIA DGX Spark spec",
-        ("gb10", "dgx spark", "spark"),
+        ("dgx spark", "spark"),
         124.0,
     ),
     # AnandTech SC23 table: H100 SXM5 3.35 TB/s. BF16 dense ~990 TFLOP/s (NVIDIA datasheet).
@@ -59,20 +60,13 @@ GPUS: tuple[GpuSpec, ...] = (
         3350.0,
         "80 GB HBM3",
         "AnandTech SC23 (NVIDIA)",
-        ("h100", "h100 sxm", "h100 sxm5", "h100 80gb hbm3"),
+        ("h100", "h100 sxm5"),
         990.0,
     ),
     # NVIDIA H100 PCIe product brief PB-11133-001 ("greater than 2,000 GBps").
-    GpuSpec(
-        "H100 PCIe",
-        ("NVIDIA H100 PCIe",),
-        2000.0,
-        "80 GB HBM2e",
-        "NVIDIA H100 PCIe brief PB-11133-001",
-        ("h100 pcie",),
-    ),
+    GpuSpec("H100 PCIe", ("NVIDIA H100 PCIe",), 2000.0, "80 GB HBM2e", "NVIDIA H100 PCIe brief PB-11133-001"),
     # chipBandwidth test table in public code (3938 GB/s, 94 GB HBM3).
-    GpuSpec("H100 NVL", ("NVIDIA H100 NVL",), 3938.0, "94 GB HBM3", "NVIDIA H100 NVL spec", ("h100 nvl",)),
+    GpuSpec("H100 NVL", ("NVIDIA H100 NVL",), 3938.0, "94 GB HBM3", "NVIDIA H100 NVL spec"),
     # AnandTech SC23 (4.8 TB/s); measured name and NVML 2·3201 MHz·6016 bit = 4814 GB/s on an H200.
     GpuSpec(
         "H200",
@@ -80,29 +74,15 @@ GPUS: tuple[GpuSpec, ...] = (
         4800.0,
         "141 GB HBM3e",
         "NVIDIA H200 datasheet (4.8 TB/s)",
-        ("h200", "h200 sxm"),
+        ("h200 sxm",),
         990.0,
     ),
     # RunPod GPU list (name); NVIDIA H200 datasheet value.
-    GpuSpec(
-        "H200 NVL",
-        ("NVIDIA H200 NVL",),
-        4800.0,
-        "141 GB HBM3e",
-        "NVIDIA H200 datasheet (4.8 TB/s)",
-        ("h200 nvl",),
-    ),
+    GpuSpec("H200 NVL", ("NVIDIA H200 NVL",), 4800.0, "141 GB HBM3e", "NVIDIA H200 datasheet (4.8 TB/s)"),
     # NVIDIA GH200 announcement: 96 GB HBM3 at 4 TB/s (the HBM3e variant is ~5 TB/s: use --peak-gbps).
-    GpuSpec(
-        "GH200",
-        ("NVIDIA GH200 480GB",),
-        4000.0,
-        "96 GB HBM3",
-        "NVIDIA GH200 announcement (HBM3 SKU)",
-        ("gh200",),
-    ),
+    GpuSpec("GH200", ("NVIDIA GH200 480GB",), 4000.0, "96 GB HBM3", "NVIDIA GH200 announcement (HBM3 SKU)"),
     # "8 TB/s" (H100/H200/B200 comparison); HGX B200 180 GB SKUs are sometimes quoted lower.
-    GpuSpec("B200", ("NVIDIA B200",), 8000.0, "180-192 GB HBM3e", "NVIDIA B200 (8 TB/s)", ("b200",)),
+    GpuSpec("B200", ("NVIDIA B200",), 8000.0, "180-192 GB HBM3e", "NVIDIA B200 (8 TB/s)"),
     # NVIDIA A100 datasheet via glennklockwood.com: 1555 GB/s (40 GB), 2039 (80 GB SXM4), 1935 (80 GB PCIe,
     # not re-fetched).
     GpuSpec(
@@ -111,42 +91,23 @@ GPUS: tuple[GpuSpec, ...] = (
         1555.0,
         "40 GB HBM2",
         "NVIDIA A100 datasheet",
-        ("a100 40gb",),
     ),
-    GpuSpec(
-        "A100 80GB SXM",
-        ("NVIDIA A100-SXM4-80GB",),
-        2039.0,
-        "80 GB HBM2e",
-        "NVIDIA A100 datasheet",
-        ("a100 sxm4 80gb", "a100 80gb sxm", "a100 sxm 80gb"),
-    ),
+    GpuSpec("A100 80GB SXM", ("NVIDIA A100-SXM4-80GB",), 2039.0, "80 GB HBM2e", "NVIDIA A100 datasheet"),
     GpuSpec(
         "A100 80GB PCIe",
         ("NVIDIA A100 80GB PCIe",),
         1935.0,
         "80 GB HBM2e",
         "NVIDIA A100 datasheet (not re-fetched)",
-        ("a100 80gb pcie", "a100 pcie 80gb"),
     ),
     # NVIDIA L40/L40S/L4 spec tables (reseller copies).
-    GpuSpec("L40S", ("NVIDIA L40S",), 864.0, "48 GB GDDR6", "NVIDIA L40S spec", ("l40s",)),
-    GpuSpec("L4", ("NVIDIA L4",), 300.0, "24 GB GDDR6", "NVIDIA L4 spec", ("l4",)),
+    GpuSpec("L40S", ("NVIDIA L40S",), 864.0, "48 GB GDDR6", "NVIDIA L40S spec"),
+    GpuSpec("L4", ("NVIDIA L4",), 300.0, "24 GB GDDR6", "NVIDIA L4 spec"),
     GpuSpec(
-        "RTX 4090",
-        ("NVIDIA GeForce RTX 4090",),
-        1008.0,
-        "24 GB GDDR6X",
-        "NVIDIA RTX 4090 spec",
-        ("rtx 4090", "4090"),
+        "RTX 4090", ("NVIDIA GeForce RTX 4090",), 1008.0, "24 GB GDDR6X", "NVIDIA RTX 4090 spec", ("4090",)
     ),
     GpuSpec(
-        "RTX 5090",
-        ("NVIDIA GeForce RTX 5090",),
-        1792.0,
-        "32 GB GDDR7",
-        "NVIDIA RTX 5090 spec",
-        ("rtx 5090", "5090"),
+        "RTX 5090", ("NVIDIA GeForce RTX 5090",), 1792.0, "32 GB GDDR7", "NVIDIA RTX 5090 spec", ("5090",)
     ),
     # NVIDIA spec (not re-fetched).
     GpuSpec(
@@ -155,7 +116,6 @@ GPUS: tuple[GpuSpec, ...] = (
         960.0,
         "48 GB GDDR6",
         "NVIDIA RTX 6000 Ada spec (not re-fetched)",
-        ("rtx 6000 ada",),
     ),
     # GTC 2025 coverage (1792 GB/s, 512-bit GDDR7); one deployment write-up quotes 1597 for Server Edition.
     GpuSpec(
@@ -168,7 +128,7 @@ GPUS: tuple[GpuSpec, ...] = (
         1792.0,
         "96 GB GDDR7",
         "NVIDIA GTC 2025 (RTX PRO 6000 Blackwell)",
-        ("rtx pro 6000", "rtx pro 6000 blackwell", "pro 6000"),
+        ("rtx pro 6000", "pro 6000"),
     ),
     # NVIDIA Jetson Thor spec (273 GB/s, value not found in the stored corpus: verify); name jetson_stats#885.
     GpuSpec(
@@ -177,7 +137,7 @@ GPUS: tuple[GpuSpec, ...] = (
         273.0,
         "128 GB LPDDR5X unified",
         "NVIDIA Jetson AGX Thor spec",
-        ("thor", "jetson thor", "agx thor"),
+        ("agx thor",),
     ),
 )
 
@@ -188,11 +148,6 @@ def _tokens(name: str) -> frozenset[str]:
     """Lower-case word tokens of a GPU name, without vendor noise words."""
     words = re.split(r"[^a-z0-9]+", name.lower())
     return frozenset(w for w in words if w and w not in _NOISE)
-
-
-def known_gpu_names() -> list[str]:
-    """Short names of every GPU in the table, in table order."""
-    return [g.key for g in GPUS]
 
 
 def lookup_gpu(name: str) -> GpuSpec:
@@ -220,7 +175,7 @@ def lookup_gpu(name: str) -> GpuSpec:
                 score = max(score, len(toks))
         if score:
             best.append((score, gpu))
-    known = ", ".join(known_gpu_names())
+    known = ", ".join(g.key for g in GPUS)
     if not best:
         # A bare family name ("A100", "RTX 6000") shares a token with several entries: say so.
         near = [g.key for g in GPUS if q & _tokens(g.key) - {"rtx", "pro"}]

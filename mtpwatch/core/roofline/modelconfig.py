@@ -31,21 +31,12 @@ DTYPE_BYTES: dict[str, float] = {
 }
 
 _DTYPE_ALIASES: dict[str, str] = {
-    "float32": "fp32",
-    "float": "fp32",
+    **dict.fromkeys(("float32", "float"), "fp32"),
     "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float8": "fp8",
-    "fp8_e4m3": "fp8",
-    "fp8_e5m2": "fp8",
-    "float8_e4m3fn": "fp8",
-    "e4m3": "fp8",
+    **dict.fromkeys(("float16", "half"), "fp16"),
+    **dict.fromkeys(("float8", "fp8_e4m3", "fp8_e5m2", "float8_e4m3fn", "e4m3"), "fp8"),
     "fp4": "nvfp4",
-    "w4a16": "int4",
-    "awq": "int4",
-    "gptq": "int4",
-    "q4": "int4",
+    **dict.fromkeys(("w4a16", "awq", "gptq", "q4"), "int4"),
     "w8a8": "int8",
 }
 
@@ -122,8 +113,6 @@ class ModelSpec:
     source: str = "dict"
     notes: tuple[str, ...] = ()
 
-    # -- construction -------------------------------------------------------------------------
-
     @classmethod
     def from_config(
         cls,
@@ -158,13 +147,8 @@ class ModelSpec:
             checkpoint = checkpoint_total_bytes(path.parent)
         spec = _parse(raw, name=name or _default_name(raw, source), source=source)
         spec = replace(spec, checkpoint_bytes=checkpoint)
-        changes: dict[str, Any] = {}
-        if weight_dtype:
-            changes["weight_dtype"] = normalize_dtype(weight_dtype)
-        if embed_dtype:
-            changes["embed_dtype"] = normalize_dtype(embed_dtype)
-        if kv_dtype:
-            changes["kv_dtype"] = normalize_dtype(kv_dtype)
+        dtypes = {"weight_dtype": weight_dtype, "embed_dtype": embed_dtype, "kv_dtype": kv_dtype}
+        changes: dict[str, Any] = {k: normalize_dtype(d) for k, d in dtypes.items() if d}
         if weights_gb is not None:
             if weights_gb <= 0:
                 raise ConfigError("weights_gb must be > 0")
@@ -179,30 +163,21 @@ class ModelSpec:
             changes["weights_bytes_override"] = checkpoint
         return replace(spec, **changes) if changes else spec
 
-    # -- derived ------------------------------------------------------------------------------
-
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0 and any(self.moe_layers)
 
-    @property
-    def first_kv_shared_layer(self) -> int:
-        return self.num_layers - self.num_kv_shared_layers
-
     def layer_is_kv_shared(self, i: int) -> bool:
         """True when layer i reuses another layer's cache (no k/v projections, no own cache)."""
-        return self.kv_from_target or (self.num_kv_shared_layers > 0 and i >= self.first_kv_shared_layer)
+        return self.kv_from_target or (
+            self.num_kv_shared_layers > 0 and i >= self.num_layers - self.num_kv_shared_layers
+        )
 
     def attention_geometry(self, layer_type: str) -> tuple[int, int, bool]:
         """(kv_heads, head_dim, k_eq_v) of a 'sliding' or 'full' layer."""
         if layer_type == "full":
             return self.num_global_kv_heads, self.global_head_dim, self.global_k_eq_v
         return self.num_kv_heads, self.head_dim, False
-
-
-# ---------------------------------------------------------------------------------------------
-# Config parsing
-# ---------------------------------------------------------------------------------------------
 
 
 def _default_name(raw: Mapping[str, Any], source: str) -> str:
@@ -388,11 +363,6 @@ def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
         source=source,
         notes=tuple(notes),
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Finding configs (offline)
-# ---------------------------------------------------------------------------------------------
 
 
 def preset_names() -> list[str]:

@@ -19,7 +19,6 @@ analytic estimate of `core.roofline` alone.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import importlib
 import threading
@@ -102,7 +101,6 @@ class Sampler:
         nvml: Any | None = None,
         meminfo_path: str | Path = "/proc/meminfo",
         peak_gbps: float | None = None,
-        history: int = 600,
     ) -> None:
         self._index = device_index
         self._period = period_s
@@ -113,7 +111,6 @@ class Sampler:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._history: collections.deque[HardwareReading] = collections.deque(maxlen=history)
         self._latest = HardwareReading(source=ANALYTIC_ONLY, reason="not sampled yet")
         self._ready = False
         self._failed: str | None = None
@@ -129,16 +126,10 @@ class Sampler:
         self._metrics_get: Any = None
         self.ticks = 0
 
-    # -- public ---------------------------------------------------------------------------------
-
     def latest(self) -> HardwareReading:
         """The newest reading (an 'analytic only' placeholder before the first one)."""
         with self._lock:
             return self._latest
-
-    def history(self) -> tuple[HardwareReading, ...]:
-        with self._lock:
-            return tuple(self._history)
 
     def start(self) -> Sampler:
         if self._thread is None:
@@ -165,11 +156,8 @@ class Sampler:
         reading = self._read()
         with self._lock:
             self._latest = reading
-            self._history.append(reading)
             self.ticks += 1
         return reading
-
-    # -- internals ------------------------------------------------------------------------------
 
     def _run(self) -> None:
         while True:

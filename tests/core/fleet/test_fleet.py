@@ -7,13 +7,14 @@ import time
 
 import pytest
 
-from mtpwatch.core.fleet.outliers import is_outlier, mark_outliers
+from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.report import fleet_report
 from mtpwatch.core.fleet.rows import FleetRow, split_page
 from mtpwatch.core.fleet.scraper import Fetch, FleetScraper, Target
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
+from tests.reference_metrics import is_outlier
 
 
 def two_engines(text: str) -> str:

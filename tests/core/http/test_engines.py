@@ -16,6 +16,7 @@ from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import UnknownModelError, parse_snapshot
 from tests.datadir import DataDir
+from tests.reference_metrics import self_check_ok
 from tests.sse_payloads import iter_sse_payloads
 
 DATA = DataDir().root
@@ -97,7 +98,7 @@ def test_recorded_deltas_are_one_request_with_variable_drafts() -> None:
     assert rates.generation_tokens == 64
     assert rates.acceptance_rate == pytest.approx(d_acc / d_tokens)
     assert rates.mean_acceptance_length == pytest.approx(1 + d_acc / d_drafts)
-    assert rates.self_check_ok  # 1 + Σ marginal = mean length: llama.cpp's per-position counts add up
+    assert self_check_ok(rates)  # 1 + Σ marginal = mean length: llama.cpp's per-position counts add up
     assert d_tokens < 4 * d_drafts  # drafts vary in length: draft tokens ≠ drafts × n-max
     assert (
         engines.draft_note("llama.cpp", 4, d_tokens, d_drafts)

@@ -30,13 +30,13 @@ from mtpwatch.core.metrics.filtered import (
     filter_path,
     sample_names,
 )
-from mtpwatch.core.metrics.parse import parse_samples_reference
 from mtpwatch.core.metrics.rates import Rates, delta_rates
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES, MetricsSnapshot, parse_snapshot
 from mtpwatch.core.record.schema import apply_delta, filter_page, page_delta
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.sim.metrics import SimMetrics
 from tests.datadir import DataDir
+from tests.reference_metrics import parse_samples_reference
 
 # -- helpers -------------------------------------------------------------------------------------
 

@@ -15,13 +15,13 @@ from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     is_openmetrics,
     parse_samples,
-    parse_samples_reference,
 )
 from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES, parse_snapshot
 from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
 from tests.reference import same_samples
+from tests.reference_metrics import parse_samples_reference
 
 FIXTURES = ("openmetrics-rust-mtp-k3.txt", "openmetrics-rust-baseline.txt")
 

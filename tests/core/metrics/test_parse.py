@@ -12,11 +12,11 @@ from mtpwatch.core.metrics.parse import (
     MetricsFormatError,
     Sample,
     parse_samples,
-    parse_samples_reference,
 )
 from mtpwatch.core.metrics.snapshot import SNAPSHOT_PREFIXES
 from tests.datadir import DataDir
 from tests.reference import same_samples
+from tests.reference_metrics import parse_samples_reference
 
 
 def test_fixtures_exist(data: DataDir) -> None:
@@ -77,14 +77,14 @@ def test_tricky_lines_equal_reference() -> None:
 def test_tricky_values_are_decoded() -> None:
     by_value = {s.value: s for s in parse_samples(TRICKY) if not math.isnan(s.value)}
     assert by_value[1.0].labels == (("a", "1"), ("b", "2"))  # page order b,a -> sorted
-    assert by_value[2.0].label("a") == 'q"uote'
-    assert by_value[2.0].label("b") == "back\\slash"
-    assert by_value[3e9].label("a") == "new\nline"
-    assert by_value[3e9].label("b") == "brace}{inside"
-    assert by_value[-4.5e-3].label("b") == "comma"
-    assert by_value[math.inf].label("a") == "tab\\tstays"  # only \\, \n, \" are escapes
+    assert dict(by_value[2.0].labels)["a"] == 'q"uote'
+    assert dict(by_value[2.0].labels)["b"] == "back\\slash"
+    assert dict(by_value[3e9].labels)["a"] == "new\nline"
+    assert dict(by_value[3e9].labels)["b"] == "brace}{inside"
+    assert dict(by_value[-4.5e-3].labels)["b"] == "comma"
+    assert dict(by_value[math.inf].labels)["a"] == "tab\\tstays"  # only \\, \n, \" are escapes
     assert by_value[7.0].timestamp == pytest.approx(1700000000.123)
-    assert by_value[8.0].label("a") == 'escaped\\"both'
+    assert dict(by_value[8.0].labels)["a"] == 'escaped\\"both'
     assert by_value[9.0].labels == () and by_value[10.0].labels == ()
     assert any(math.isnan(s.value) for s in parse_samples(TRICKY))
 

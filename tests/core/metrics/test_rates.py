@@ -11,6 +11,7 @@ import pytest
 from mtpwatch.core.metrics.rates import Attribution, Collector, attribute, delta_rates, is_restart
 from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, parse_snapshot
 from tests.datadir import DataDir
+from tests.reference_metrics import self_check_ok
 
 LOG_RE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: ([\d.]+), .*?Accepted: (\d+) tokens, "
@@ -79,7 +80,7 @@ def test_ngram_k4_pages_reproduce_vllm_log_line(data: DataDir) -> None:
         r1.mean_acceptance_length is not None and f"{r1.mean_acceptance_length:.2f}" == f"{first['mal']:.2f}"
     )
     assert r1.acceptance_rate is not None and f"{100 * r1.acceptance_rate:.1f}" == first["rate_pct"]
-    assert r1.self_check_ok
+    assert self_check_ok(r1)
 
     r2 = delta_rates(mid, after, 10.0, "log interval 2")
     assert [f"{p:.3f}" for p in r2.per_position] == second["per_pos"]
@@ -120,7 +121,7 @@ def test_formulas_on_non_uniform_per_position() -> None:
     assert r.per_position == pytest.approx([p / 312.0 for p in per_pos])
     assert r.per_position_conditional[0] == pytest.approx(per_pos[0] / 312.0)
     assert r.per_position_conditional[1:] == pytest.approx([per_pos[i] / per_pos[i - 1] for i in range(1, 4)])
-    assert r.self_check_residual == pytest.approx(0.0, abs=1e-9) and r.self_check_ok
+    assert r.self_check_residual == pytest.approx(0.0, abs=1e-9) and self_check_ok(r)
     assert r.output_from_drafts == pytest.approx(sum(per_pos) / 1300.0)
     assert r.server_tok_s == pytest.approx(1300.0 / 4.0)
     assert r.drafts_per_s == pytest.approx(312.0 / 4.0)
@@ -130,7 +131,7 @@ def test_self_check_flags_inconsistent_counters() -> None:
     after = snap(speculative=True, drafts=10.0, draft_tokens=20.0, accepted=15.0, accepted_per_pos=(8.0, 2.0))
     r = delta_rates(snap(speculative=True, accepted_per_pos=(0.0, 0.0)), after, 1.0, "w")
     assert r.self_check_residual == pytest.approx((1 + 1.0) - 2.5)
-    assert r.self_check_ok is False
+    assert self_check_ok(r) is False
 
 
 def test_zero_denominators_give_none() -> None:
@@ -138,7 +139,7 @@ def test_zero_denominators_give_none() -> None:
     r = delta_rates(s, s, 1.0, "w")
     assert r.acceptance_rate is None and r.mean_acceptance_length is None
     assert r.per_position == () and r.per_position_conditional == ()
-    assert r.self_check_ok is None and r.mean_step_s is None and r.mean_ttft_s is None
+    assert self_check_ok(r) is None and r.mean_step_s is None and r.mean_ttft_s is None
     assert r.server_tok_s == 0.0
     assert delta_rates(s, s, 0.0, "w").server_tok_s is None
     assert delta_rates(s, s, None, "w").server_tok_s is None

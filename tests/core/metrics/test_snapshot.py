@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mtpwatch.core.metrics.parse import MetricsFormatError, parse_samples_reference
+from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import (
     MetricsSnapshot,
@@ -17,6 +17,7 @@ from mtpwatch.core.metrics.snapshot import (
     snapshot_from_samples,
 )
 from tests.datadir import DataDir
+from tests.reference_metrics import parse_samples_reference
 
 
 def raw_values(text: str, name: str) -> list[float]:
@@ -26,7 +27,9 @@ def raw_values(text: str, name: str) -> list[float]:
 
 def test_fast_snapshot_equals_snapshot_from_reference_parser(metrics_page: Path) -> None:
     text = metrics_page.read_text(encoding="utf-8")
-    assert parse_snapshot(text) == snapshot_from_samples(parse_samples_reference(text))
+    assert parse_snapshot(text) == snapshot_from_samples(
+        parse_samples_reference(text), None, detect_schema(text)
+    )
 
 
 def test_ngram_k4_page(data: DataDir) -> None:

@@ -189,7 +189,6 @@ def test_background_thread_samples_and_stops() -> None:
     s.stop()
     assert s.ticks >= 3
     assert s.latest().dram_bw_util_pct == pytest.approx(10.0)
-    assert len(s.history()) == s.ticks
     assert not any(t.name == "mtpwatch-nvml" for t in threading.enumerate())
 
 
