@@ -22,6 +22,7 @@ from typing import Literal
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.arms import ArmName
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.jsonout import JsonFields
 
 Schedule = Literal["alternate", "race", "restart"]
 
@@ -47,8 +48,10 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True)
-class BenchConfig:
-    """What to run."""
+class BenchConfig(JsonFields):
+    """What to run; `to_json()` holds everything needed to build it again (the run log's header)."""
+
+    JSON_KEYS = "runs warmup schedule lengths concurrency temperature force_lengths prompts"
 
     prompts: Sequence[Prompt]
     runs: int = 12

@@ -14,7 +14,7 @@ from mtpwatch.core.ab.latency import LatencySummary, summarize_latency
 from mtpwatch.core.ab.lossless import LosslessReport, lossless_check
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, Point, RunUnits, build_plan
 from mtpwatch.core.ab.records import RunRecord, match_pairs, pair_ratio
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, round_or_none
 from mtpwatch.core.metrics import formulas as F
 
 
@@ -170,35 +170,14 @@ def _speedup(records: Sequence[RunRecord]) -> stats.SpeedupSummary | None:
     return stats.speedup(base, treat) if base else None
 
 
-def _speedup_json(s: stats.SpeedupSummary | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    return {
-        "median": round(s.median, 4),
-        "ci_low": round(s.ci.low, 4),
-        "ci_high": round(s.ci.high, 4),
-        "ci_coverage": round(s.ci.coverage, 4),
-        "ci_method": s.ci.method,
-        "mean": round(s.mean, 4),
-        "cv": round(s.cv, 4),
-        "ratio_of_means": round_or_none(s.ratio_of_means, 4),
-        "pairs": s.n_pairs,
-    }
-
-
 @dataclass(frozen=True, slots=True)
-class GroupReport:
+class GroupReport(JsonFields):
     """Both arms and the paired speed-up for a set of records (a point, or one category of it)."""
+
+    JSON_KEYS = "speedup arms"
 
     arms: dict[str, ArmSummary]
     speedup: stats.SpeedupSummary | None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON: `speedup` and `arms`."""
-        return {
-            "speedup": _speedup_json(self.speedup),
-            "arms": {k: v.to_json() for k, v in self.arms.items()},
-        }
 
 
 def _group(records: Sequence[RunRecord], paired: bool) -> GroupReport:
@@ -349,15 +328,9 @@ class BenchReport:
             "acceptance_source": "server /metrics counters, deltas around each measured run, summed",
             "concurrency": p.point.concurrency,
             "length": p.point.length,
-            "speedup": _speedup_json(p.overall.speedup),
+            "speedup": p.overall.speedup.to_json() if p.overall.speedup else None,
             "identical_outputs": self.lossless.identical,
-            "lossless": {
-                "checked": self.lossless.checked,
-                "pairs_compared": self.lossless.pairs_compared,
-                "pairs_differing": self.lossless.pairs_differing,
-                "compared_by": self.lossless.compared_by,
-                "note": self.lossless.note,
-            },
+            "lossless": self.lossless.to_json(),
             "first_divergence": self.lossless.first.to_json() if self.lossless.first else None,
             "arms": {k: v.to_json() for k, v in p.overall.arms.items()},
             "categories": {k: v.to_json() for k, v in p.categories.items()},
