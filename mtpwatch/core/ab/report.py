@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from mtpwatch.core.ab import stats
@@ -59,11 +60,7 @@ def _acceptance(records: Sequence[RunRecord]) -> Acceptance | None:
     with_spec = [r for r in records if r.drafts is not None and r.k]
     if not with_spec:
         return None
-    width = max(len(r.accepted_per_pos or ()) for r in with_spec)
-    per_pos = [0.0] * width
-    for r in with_spec:
-        for i, x in enumerate(r.accepted_per_pos or ()):
-            per_pos[i] += x
+    per_pos = [sum(xs) for xs in zip_longest(*(r.accepted_per_pos or () for r in with_spec), fillvalue=0.0)]
     return Acceptance(
         drafts=sum(r.drafts or 0.0 for r in with_spec),
         draft_tokens=sum(r.draft_tokens or 0.0 for r in with_spec),
@@ -382,7 +379,6 @@ def build_report(
             cats[cat] = _group([r for r in recs if r.category == cat], paired)
         points.append(PointReport(point, _group(recs, paired), cats))
     primary = next((pt for pt in points if pt.point == config.primary), points[0])
-    be: dict[int, stats.BreakEven] = {}
     be_points: dict[int, list[tuple[int, float]]] = {}
     if paired and config.lengths:
         for c in config.concurrency:
@@ -395,7 +391,6 @@ def build_report(
             ]
             if pts:
                 be_points[c] = pts
-                be[c] = stats.break_even(pts)
     return BenchReport(
         config=config,
         paired=paired,
@@ -403,7 +398,7 @@ def build_report(
         points=points,
         primary=primary,
         lossless=lossless_check(records, config.temperature, paired),
-        break_even=be,
+        break_even={c: stats.break_even(pts) for c, pts in be_points.items()},
         break_even_points=be_points,
         records=list(records),
         problems=dict(problems or {}),

@@ -130,8 +130,7 @@ class RunLog:
     @property
     def failed(self) -> int:
         """Runs of the log that failed and were not run again successfully (what `--resume` re-runs)."""
-        done = done_keys(self.finished)
-        return len({unit_key(r.arm, r.point, r.prompt_index, r.run) for r in self.records} - done)
+        return len(done_keys(self.records) - done_keys(self.finished))
 
     @property
     def arms(self) -> dict[str, dict[str, Any]]:
@@ -188,7 +187,7 @@ class RunLogWriter:
 
 def parse(lines: Iterable[str], *, source: str) -> RunLog:
     """A `RunLog` from the lines of a log; raises `RunLogError`."""
-    items = [line for line in lines]
+    items = list(lines)
     header: dict[str, Any] | None = None
     records: list[RunRecord] = []
     last = max((i for i, line in enumerate(items) if line.strip()), default=-1)
@@ -198,9 +197,7 @@ def parse(lines: Iterable[str], *, source: str) -> RunLog:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            if (
-                i == last and header is not None
-            ):  # the line a crash cut short: that run is lost, the rest is kept
+            if i == last and header is not None:  # a crash cut it short: that run is lost, the rest kept
                 break
             raise RunLogError(f"{source}:{i + 1}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
