@@ -183,14 +183,9 @@ def speedup_vs_length(
         return None
     verdicts = figures.break_even_verdicts(report)
     title = f"{report.name}: speed-up B/A vs output length (median, 95% CI; 1.0 = break-even)"
-    notes = [
-        line
-        for c in sweep
-        if c in verdicts
-        for line in textwrap.wrap(
-            f"break-even (concurrency {c}): {verdicts[c]}", width, subsequent_indent="  "
-        )
-    ]
+    notes: list[str] = []
+    for c in (c for c in sweep if c in verdicts):
+        notes += textwrap.wrap(f"break-even (concurrency {c}): {verdicts[c]}", width, subsequent_indent="  ")
     if plt is None:
         rows = [
             [f"c{p.concurrency}", str(p.length), ratio(p.speedup.median), _ci(p.speedup), str(p.speedup.n),
@@ -381,19 +376,15 @@ def comparison_figure(
 ) -> Figure:
     """The speed-up of each compared report over the matched measurements, with its 95% CI."""
     title = "speed-up B/A per report over the matched measurements (median, 95% CI; 1.0 = break-even)"
-    rows = [r for r in comparison.rows if r.speedup is not None]
-    intervals = [
-        Interval(r.speedup.median, r.speedup.ci.low, r.speedup.ci.high, r.speedup.n_pairs)
-        for r in rows
-        if r.speedup is not None
-    ]
+    shown = [(r.name, s) for r in comparison.rows if (s := r.speedup) is not None]
+    names = [name for name, _ in shown]
+    intervals = [Interval(s.median, s.ci.low, s.ci.high, s.n_pairs) for _, s in shown]
     if plt is None:
         cells = [
-            [r.name, ratio(iv.median), _ci(iv), str(iv.n)] for r, iv in zip(rows, intervals, strict=True)
+            [name, ratio(iv.median), _ci(iv), str(iv.n)] for name, iv in zip(names, intervals, strict=True)
         ]
         table = _table(["report", "speed-up", "95% CI", "pairs"], cells, width)
         return Figure("compare", title, table, False)
-    names = [r.name for r in rows]
     text = _interval_chart(plt, names, intervals, width, height, color, "speed-up per report")
     return Figure("compare", title, text, True)
 
