@@ -13,7 +13,7 @@ from typing import Any
 
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
-from mtpwatch.core.ab.latency import PERCENTILES, Distribution
+from mtpwatch.core.ab.latency import PERCENTILES
 from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.report import BenchReport, GroupReport
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
@@ -28,10 +28,6 @@ CELL_W = 14
 
 def _ci(s: Any) -> str:
     return MISSING if s is None else interval(s.median, s.ci.low, s.ci.high)
-
-
-def _pct_at(d: Distribution | None, p: int) -> str:
-    return ms(d.at(p) if d is not None else None)
 
 
 def schedule_text(report: BenchReport) -> str:
@@ -120,23 +116,22 @@ def _speed_rows(c: _Ctx) -> list[str]:
         for pc in PERCENTILES:
             # vLLM's words: "Median TTFT (ms):", "P99 TTFT (ms):" (vllm/benchmarks/serve.py:1425, :1431)
             label = f"Median {name} (ms)" if pc == 50 else f"P{pc} {name} (ms)"
-            lines.append(c.row(label, [_pct_at(getattr(x, attr) if x else None, pc) for x in lat], src))
-    # three decimals: a request rate of a few per second
-    throughput = [fixed(x.request_throughput if x else None, 3) for x in lat]
-    lines.append(
-        c.row("request throughput (req/s)", throughput, "client: completed requests / the arm's run time")
-    )
+            lines.append(
+                c.row(label, [ms(d.at(pc) if (d := getattr(x, attr, None)) else None) for x in lat], src)
+            )
+    requests = [fixed(x.request_throughput if x else None, 3) for x in lat]  # 3 decimals: a few per second
     output = [tok_s(x.output_throughput if x else None) for x in lat]
-    lines.append(
+    tokens = [fixed(s.median if s else None, 0) for s in summ("tokens")]
+    return [
+        *lines,
+        c.row("request throughput (req/s)", requests, "client: completed requests / the arm's run time"),
         c.row(
             "output token throughput (tok/s)",
             output,
             "output tokens / the arm's run time, as vllm bench serve",
-        )
-    )
-    tokens = [fixed(s.median if s else None, 0) for s in summ("tokens")]
-    lines.append(c.row("output tokens median", tokens, "server usage"))
-    return lines
+        ),
+        c.row("output tokens median", tokens, "server usage"),
+    ]
 
 
 def _acceptance_rows(c: _Ctx) -> list[str]:
@@ -157,20 +152,13 @@ def _acceptance_rows(c: _Ctx) -> list[str]:
         if x is not None and x.per_position:
             values = " ".join(fixed(v) for v in x.per_position)
             lines.append(f"{'per-position ' + a.upper() + ' (marginal)':{LABEL_W}}{values}   {src}")
-    lines.append(
-        c.row("measured runs (failed)", [f"{overall.arms[a].runs} ({overall.arms[a].failed})" for a in arms])
-    )
-    return [*lines, ""]
+    runs = [f"{overall.arms[a].runs} ({overall.arms[a].failed})" for a in arms]
+    return [*lines, c.row("measured runs (failed)", runs), ""]
 
 
 def _arm_table(c: _Ctx) -> list[str]:
-    if c.report.paired:
-        head = f"{'':{LABEL_W}}" + "".join(
-            f"{'A baseline' if a == 'a' else 'B treatment':>{CELL_W}}" for a in c.arms
-        )
-    else:
-        head = f"{'':{LABEL_W}}{'server':>{CELL_W}}"
-    return [head + "   source", *_speed_rows(c), *_acceptance_rows(c)]
+    head = c.row("", ["A baseline", "B treatment"] if c.report.paired else ["server"], "source")
+    return [head, *_speed_rows(c), *_acceptance_rows(c)]
 
 
 def _speedup(c: _Ctx) -> list[str]:
@@ -224,10 +212,8 @@ def _lossless(report: BenchReport) -> list[str]:
         where = f"token {d.token_index}" if d.token_index is not None else f"character {d.char_index}"
         lines.append(f"  first divergence: prompt {d.prompt} ({d.point.name}), pair {d.pair}, at {where}")
         if d.a_tokens is not None:
-            lines.append(f"    A tokens: {list(d.a_tokens)}")
-            lines.append(f"    B tokens: {list(d.b_tokens or ())}")
-        lines.append(f"    A: {d.a_context!r}")
-        lines.append(f"    B: {d.b_context!r}")
+            lines += [f"    A tokens: {list(d.a_tokens)}", f"    B tokens: {list(d.b_tokens or ())}"]
+        lines += [f"    A: {d.a_context!r}", f"    B: {d.b_context!r}"]
     return lines
 
 

@@ -26,8 +26,6 @@ def format_comparison(c: cmp.Comparison) -> str:
     )
     lines.extend(textwrap.wrap(head, WIDTH))
     lines.append("")
-    # Names longer than NAME_W (a file name, a label) would be cut: the rows then say #1, #2, … and
-    # a legend under the table gives each whole name.
     tagged = any(len(r.name) > NAME_W for r in c.rows)
     names = [f"#{i}" if tagged else r.name for i, r in enumerate(c.rows, 1)]
     name_w = max(6, max(len(tag) for tag in names))

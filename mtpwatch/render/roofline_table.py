@@ -29,60 +29,45 @@ def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, p
         f"τ {fixed(r.mean_acceptance_length)} ({r.acceptance_source})"
     )
     lines.append("")
-    rows: list[tuple[str, str, str]] = []
     union = f", {fixed(s.experts_per_layer, 1)} experts/layer" if s.experts_per_layer is not None else ""
-    rows.append(("target bytes / verify pass", _gb(s.target), f"{s.tokens_per_pass} tokens{union}"))
+    rows = [("target bytes / verify pass", _gb(s.target), f"{s.tokens_per_pass} tokens{union}")]
     if r.k:
         per = s.drafter / s.draft_passes if s.draft_passes else 0.0
         rows.append(("drafter bytes / step", _gb(s.drafter), f"{s.draft_passes} × {_gb(per)}"))
-    rows.append(
-        ("KV bytes read / step", _gb(s.kv), f"target {_gb(s.kv_target)}, drafter {_gb(s.kv_drafter)}")
-    )
-    rows.append(
-        ("KV cache resident", _gb(kv_cache_bytes(target, r.context, r.batch)), "KV-shared layers own none")
-    )
-    rows.append(("total bytes / step", _gb(s.total), f"plain step {_gb(b.total)}"))
-    rows.append(
+    rows += [
+        ("KV bytes read / step", _gb(s.kv), f"target {_gb(s.kv_target)}, drafter {_gb(s.kv_drafter)}"),
+        ("KV cache resident", _gb(kv_cache_bytes(target, r.context, r.batch)), "KV-shared layers own none"),
+        ("total bytes / step", _gb(s.total), f"plain step {_gb(b.total)}"),
         (
             "ceiling, plain decoding",
             f"{tok_s(r.ceiling_tok_s_baseline, 1)} tok/s",
             f"{r.batch} × {gb_s(r.peak_gbps)} ÷ {_gb(b.total)}",
-        )
-    )
+        ),
+    ]
     if r.k:
-        rows.append(
+        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)", mark="×")
+        acc, bw = ratio(r.acceptance_term, mark="×"), ratio(r.bandwidth_term, mark="×")
+        terms = f"acceptance {acc}, bandwidth {bw}"
+        rows += [
             (
                 "ceiling, speculative",
                 f"{tok_s(r.ceiling_tok_s_spec, 1)} tok/s",
                 f"τ {fixed(r.mean_acceptance_length)} × {fixed(r.ceiling_steps_per_s, 1)} steps/s",
-            )
-        )
-        rows.append(("break-even τ", fixed(r.break_even_acceptance_length, 3), "bytes_k ÷ bytes_0"))
-        comp = ratio(r.compute_term, 1, none="n/a (no FLOP rate)", mark="×")
-        rows.append(
-            (
-                "speed-up terms",
-                ratio(r.speedup_bound, mark="×"),
-                f"acceptance {ratio(r.acceptance_term, mark='×')}, "
-                f"bandwidth {ratio(r.bandwidth_term, mark='×')}, compute {comp}",
-            )
-        )
-        rows.append(
+            ),
+            ("break-even τ", fixed(r.break_even_acceptance_length, 3), "bytes_k ÷ bytes_0"),
+            ("speed-up terms", ratio(r.speedup_bound, mark="×"), f"{terms}, compute {comp}"),
             (
                 "naive rule (drafter free)",
                 ratio(r.speedup_bound_naive, mark="×"),
                 "min(1 + α·k, …) as usually quoted",
-            )
-        )
+            ),
+        ]
     if r.tok_s is not None:
         rows.append(("given tok/s", tok_s(r.tok_s, 1), f"{fixed(r.pct_of_ceiling, 0)} % of the ceiling"))
     if r.effective_gbps is not None:
+        steps = f"{fixed(r.steps_per_s)} steps/s × {_gb(s.total)}"
         rows.append(
-            (
-                "effective bandwidth",
-                gb_s(r.effective_gbps),
-                f"{fixed(r.pct_of_peak, 0)} % of peak ({fixed(r.steps_per_s)} steps/s × {_gb(s.total)})",
-            )
+            ("effective bandwidth", gb_s(r.effective_gbps), f"{fixed(r.pct_of_peak, 0)} % of peak ({steps})")
         )
     w1 = max(len(a) for a, _, _ in rows)
     w2 = max(len(v) for _, v, _ in rows)

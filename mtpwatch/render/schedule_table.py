@@ -13,13 +13,9 @@ from mtpwatch.core.sweeps.schedule import Cell, ConcurrencyAdvice
 from mtpwatch.render.numbers import interval, percent, ratio
 
 
-def _x(speedup: float, low: float, high: float, coverage: float = 0.95) -> str:
-    """A speed-up and its interval; † when the interval covers less than 95 % (too few pairs)."""
-    return interval(speedup, low, high) + ("†" if coverage < 0.95 else "")
-
-
 def _cell(cell: Cell) -> str:
-    return _x(cell.speedup, cell.low, cell.high, cell.coverage)
+    """A speed-up and its interval; † when the interval covers less than 95 % (too few pairs)."""
+    return interval(cell.speedup, cell.low, cell.high) + ("†" if cell.coverage < 0.95 else "")
 
 
 def _weak_note(cells: Sequence[Cell]) -> str | None:
@@ -102,13 +98,11 @@ def format_concurrency(conc: ConcurrencyAdvice) -> str:
     lines.append(f"rule: {RULE} (≈: the ks within the noise; ?: an interval under 95 %, †)")
     lines.extend(_advice(conc))
     if conc.verification:
-        lines.append(
-            "schedule vs the best fixed k, head to head (two benches per best k, both orders, pairs pooled):"
-        )
-        lines.append(
+        lines += [
+            "schedule vs the best fixed k, head to head (two benches per best k, both orders, pairs pooled):",
             f"{'c':>5}{'best fixed k':>14}{'its speed-up over k=0':>23}"
-            f"{'schedule / fixed k [95% CI]':>30}   verdict"
-        )
+            f"{'schedule / fixed k [95% CI]':>30}   verdict",
+        ]
         verdicts = {True: "no slower (CI reaches 1.0)", False: "SLOWER", None: "not measured"}
         for vr in conc.verification:
             cell = _cell(vr.head) if vr.head else "—"

@@ -5,6 +5,7 @@ A number the page lacks is `n/a` (the engine does not export it), not the tables
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from mtpwatch.render import numbers
@@ -12,24 +13,11 @@ from mtpwatch.render import numbers
 NA = "n/a"
 
 
-def _count(x: Any) -> str:
-    return numbers.count(None if x is None else float(x), none=NA)
-
-
-def _fixed(x: Any) -> str:
-    return numbers.fixed(None if x is None else float(x), none=NA)
-
-
-def _pct(x: Any) -> str:
-    return numbers.percent(None if x is None else float(x), style="spaced", none=NA)
-
-
-def _ms(x: Any) -> str:
-    return numbers.ms(None if x is None else float(x), unit=True, none=NA)
-
-
-def _vec(xs: list[Any]) -> str:
-    return numbers.vector([None if x is None else float(x) for x in xs], 3, none=NA)
+_count = partial(numbers.count, none=NA)
+_fixed = partial(numbers.fixed, none=NA)
+_pct = partial(numbers.percent, style="spaced", none=NA)
+_ms = partial(numbers.ms, unit=True, none=NA)
+_vec = partial(numbers.vector, digits=3, none=NA)
 
 
 def render_table(report: dict[str, Any], source: str, since: str | None) -> str:

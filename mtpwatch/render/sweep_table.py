@@ -44,12 +44,11 @@ def format_sweep(report: SweepReport, title: str) -> str:
              "(tokens−1)/(t_last−t_first), acceptance from the server's counters"]  # fmt: skip
     if report.interrupted:
         lines.append(f"PARTIAL: {report.interrupted}")
-    lines.append("")
     head = (
         f"{'k':>3}{'decode tok/s':>14}{'speed-up [95% CI]':>26}{'pairs':>7}{'acceptance':>12}"
         f"{'mean len':>10}{'predicted':>11}{'error':>8}{'pred. ×':>9}{'error':>8}   per position (marginal)"
     )
-    lines.append(head)
+    lines += ["", head]
     rows = {r.k: r for r in report.rows}
     preds = {p.k: p for p in report.advice.predictions} if report.advice else {}
     ks, left_out = report.table_ks()
@@ -73,8 +72,7 @@ def format_sweep(report: SweepReport, title: str) -> str:
         )
     cats = sorted({c for row in report.rows for c in row.categories})
     if cats:
-        lines.append("")
-        lines.append("per category: speed-up (decode tok/s)")
+        lines += ["", "per category: speed-up (decode tok/s)"]
         for cat in cats:
             cells = []
             for row in report.rows[1:]:

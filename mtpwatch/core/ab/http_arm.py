@@ -27,7 +27,6 @@ class HttpArm:
         api_key: str | None = None,
         chat: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
-        stream_timeout: float = 600.0,
     ) -> None:
         """Args:
         url: base URL (anything `normalize_url` accepts; raises `ValueError` with one line).
@@ -36,9 +35,9 @@ class HttpArm:
         api_key: Bearer token (falls back to VLLM_API_KEY).
         chat: use /v1/chat/completions instead of /v1/completions.
         transport: an httpx transport for tests.
-        stream_timeout: seconds a stream may stay silent before it fails.
         """
-        self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=stream_timeout)
+        # a stream may stay silent for 10 minutes (a long prefill) before it fails
+        self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=600.0)
         self.url = self.client.base_url
         self.label = label or self.url
         self.model = model
@@ -50,9 +49,7 @@ class HttpArm:
 
     async def generate(self, request: ArmRequest) -> ArmResult:
         """Stream one request (asking for token ids) and return the client-side numbers."""
-        extra: dict[str, Any] = {}
-        if request.min_tokens is not None:
-            extra["min_tokens"] = request.min_tokens
+        extra: dict[str, Any] = {} if request.min_tokens is None else {"min_tokens": request.min_tokens}
         result = await self.client.generate(
             GenerationRequest(
                 prompt=request.prompt,
@@ -89,7 +86,6 @@ class HttpArm:
         await self.client.models()
 
     async def aclose(self) -> None:
-        """Close the HTTP client."""
         await self.client.aclose()
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.core.ab.records import RunRecord
+from mtpwatch.core.jsonout import round_or_none
 from mtpwatch.core.metrics import formulas as F
 
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
@@ -104,14 +105,13 @@ class LatencySummary:
         def js(d: Distribution | None) -> dict[str, Any] | None:
             return d.to_json() if d is not None else None
 
-        rt = self.request_throughput
         return {
             "source": "client, per request, as vllm bench serve (TPOT excludes the first token; "
             "ITL is per streamed chunk)",
             "completed": self.completed,
             "duration_s": round(self.duration_s, 4),
-            "request_throughput": round(rt, 4) if rt is not None else None,
-            "output_throughput": round(ot, 4) if (ot := self.output_throughput) is not None else None,
+            "request_throughput": round_or_none(self.request_throughput, 4),
+            "output_throughput": round_or_none(self.output_throughput, 4),
             "ttft_ms": js(self.ttft),
             "tpot_ms": js(self.tpot),
             "itl_ms": js(self.itl),

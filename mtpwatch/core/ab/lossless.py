@@ -7,19 +7,25 @@ else text); the bench report and the app's console both use it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from mtpwatch.core.ab.plan import Point
 from mtpwatch.core.ab.records import RunRecord, match_pairs
+from mtpwatch.core.jsonout import JsonFields, key
 
 Compared = Literal["token_ids", "text"]
 """What two outputs were compared by."""
 
 
 @dataclass(frozen=True, slots=True)
-class Divergence:
-    """Where the two arms' outputs first differ."""
+class Divergence(JsonFields):
+    """Where the two arms' outputs first differ; `to_json()` is the report's `first_divergence`."""
+
+    JSON_KEYS = (
+        "prompt category concurrency length pair compared token_index char_index a_tokens b_tokens "
+        "a_context b_context"
+    )
 
     prompt: str
     category: str
@@ -35,27 +41,19 @@ class Divergence:
     a_context: str
     b_context: str
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON object of `first_divergence`."""
-        return {
-            "prompt": self.prompt,
-            "category": self.category,
-            "concurrency": self.point.concurrency,
-            "length": self.point.length,
-            "pair": self.pair,
-            "compared": self.compared,
-            "token_index": self.token_index,
-            "char_index": self.char_index,
-            "a_tokens": list(self.a_tokens) if self.a_tokens is not None else None,
-            "b_tokens": list(self.b_tokens) if self.b_tokens is not None else None,
-            "a_context": self.a_context,
-            "b_context": self.b_context,
-        }
+    @property
+    def concurrency(self) -> int:
+        return self.point.concurrency
+
+    @property
+    def length(self) -> int | None:
+        return self.point.length
 
 
 @dataclass(frozen=True, slots=True)
-class LosslessReport:
-    """Temperature-0 output equality between the arms, pair by pair."""
+class LosslessReport(JsonFields):
+    """Temperature-0 output equality between the arms, pair by pair; `to_json()` is the report's
+    `lossless` (`first` is its `first_divergence`)."""
 
     checked: bool
     """False when the check does not apply (one server, temperature > 0, no successful pairs)."""
@@ -63,7 +61,7 @@ class LosslessReport:
     pairs_differing: int
     compared_by: str
     """'token_ids', 'text' or 'token_ids+text' (mixed)."""
-    first: Divergence | None
+    first: Divergence | None = field(metadata=key(omit=True))
     note: str = ""
 
     @property

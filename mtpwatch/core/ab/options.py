@@ -109,18 +109,7 @@ class BenchOptions:
 
     def resumed(self) -> Resumed:
         """The servers and settings as the flags give them (a `--resume` replaces them by its log's)."""
-        return Resumed(
-            url=self.url,
-            ab=self.ab,
-            launch_a=self.launch_a,
-            launch_b=self.launch_b,
-            schedule=self.schedule,
-            chat=self.chat,
-            model=self.model,
-            startup_timeout=self.startup_timeout,
-            prompts_spec=self.prompts_spec,
-            label=self.label,
-        )
+        return Resumed(**{f.name: getattr(self, f.name) for f in fields(Resumed)})
 
     def arm_options(self) -> dict[str, Any]:
         """What every arm's requests carry: the served model, the API key, the endpoint."""

@@ -22,6 +22,7 @@ from typing import Literal
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.arms import ArmName
 from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.jsonout import JsonFields
 
 Schedule = Literal["alternate", "race", "restart"]
 
@@ -47,8 +48,10 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True)
-class BenchConfig:
-    """What to run."""
+class BenchConfig(JsonFields):
+    """What to run; `to_json()` holds everything needed to build it again (the run log's header)."""
+
+    JSON_KEYS = "runs warmup schedule lengths concurrency temperature force_lengths prompts"
 
     prompts: Sequence[Prompt]
     runs: int = 12
@@ -140,18 +143,14 @@ def build_plan(config: BenchConfig, paired: bool = True) -> list[Step]:
     """Lay out every run in order, so progress totals are known and the order can be tested."""
     plan: list[Step] = []
     n_prompts = len(config.prompts)
-    if not paired:
+    if not paired or config.schedule in ("alternate", "race"):
+        race = paired and config.schedule == "race"
+        orders: Sequence[tuple[ArmName, ...]] = (
+            stats.abba_order(config.runs) if paired else [("a",)] * config.runs
+        )
         for point in config.points:
             for p in range(n_prompts):
-                for r in range(config.runs):
-                    w = r < config.warmup
-                    plan.append(RunUnits((Unit("a", point, p, r, w, None if w else r - config.warmup),)))
-        return plan
-    if config.schedule in ("alternate", "race"):
-        race = config.schedule == "race"
-        for point in config.points:
-            for p in range(n_prompts):
-                for r, order in enumerate(stats.abba_order(config.runs)):
+                for r, order in enumerate(orders):
                     w = r < config.warmup
                     pair = None if w else r - config.warmup
                     units = tuple(Unit(arm, point, p, r, w, pair, contended=race) for arm in order)
@@ -162,21 +161,17 @@ def build_plan(config: BenchConfig, paired: bool = True) -> list[Step]:
         return plan
     # restart: A, B, A sessions; each starts with warm-up runs of every prompt at every point.
     measured = config.runs - config.warmup
-    next_run: dict[tuple[ArmName, Point, int], int] = {}
-    next_pair: dict[tuple[ArmName, Point, int], int] = {}
+    runs_before: dict[ArmName, int] = {}
+    pairs_before: dict[ArmName, int] = {}
     for arm, n in stats.restart_phases(measured):
         plan.append(StartArm(arm))
+        r0, p0 = runs_before.get(arm, 0), pairs_before.get(arm, 0)
         for point in config.points:
             for p in range(n_prompts):
-                key = (arm, point, p)
                 for i in range(config.warmup + n):
-                    run = next_run.get(key, 0)
-                    next_run[key] = run + 1
-                    if i < config.warmup:
-                        plan.append(RunUnits((Unit(arm, point, p, run, True, None),)))
-                    else:
-                        pair = next_pair.get(key, 0)
-                        next_pair[key] = pair + 1
-                        plan.append(RunUnits((Unit(arm, point, p, run, False, pair),)))
+                    w = i < config.warmup
+                    pair = None if w else p0 + i - config.warmup
+                    plan.append(RunUnits((Unit(arm, point, p, r0 + i, w, pair),)))
+        runs_before[arm], pairs_before[arm] = r0 + config.warmup + n, p0 + n
         plan.append(StopArm(arm))
     return plan

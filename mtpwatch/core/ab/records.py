@@ -13,19 +13,19 @@ from typing import Any
 
 from mtpwatch.core.ab.arms import ArmName
 from mtpwatch.core.ab.plan import Point
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, key, round_or_none
 from mtpwatch.core.metrics import formulas as F
 
 
 @dataclass(frozen=True, slots=True)
-class RequestTiming:
+class RequestTiming(JsonFields):
     """One completed request's client-side latencies (`core.ab.latency` makes percentiles of them)."""
 
     tokens: int
     ttft_s: float | None
     e2el_s: float | None
     """Request sent → last chunk with output."""
-    itl_s: tuple[float, ...] = ()
+    itl_s: tuple[float, ...] = field(default=(), metadata=key(nd=6))
     """Gaps between successive chunks with output."""
 
     @property
@@ -35,8 +35,15 @@ class RequestTiming:
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord:
-    """One finished unit: client numbers and the server-counter deltas around it."""
+class RunRecord(JsonFields):
+    """One finished unit: client numbers and the server-counter deltas around it; `to_json()` is
+    all of it (the run log's line, `core.ab.runlog`), `row()` the report's summary."""
+
+    JSON_KEYS = (
+        "arm prompt prompt_index category concurrency length run warmup pair tokens ttft_s decode_tok_s "
+        "output_tok_s wall_s errors error contended drafts draft_tokens accepted accepted_per_pos k "
+        "decode_steps text token_ids requests"
+    )
 
     arm: ArmName
     prompt: str
@@ -73,6 +80,14 @@ class RunRecord:
     """Each completed request of the unit (one at concurrency 1), for the latency percentiles."""
 
     @property
+    def concurrency(self) -> int:
+        return self.point.concurrency
+
+    @property
+    def length(self) -> int | None:
+        return self.point.length
+
+    @property
     def rate(self) -> float | None:
         """The speed used for pairing: decode tok/s at concurrency 1, aggregate output tok/s above."""
         return self.decode_tok_s if self.point.concurrency == 1 else self.output_tok_s
@@ -90,8 +105,8 @@ class RunRecord:
             "arm": self.arm,
             "prompt": self.prompt,
             "category": self.category,
-            "concurrency": self.point.concurrency,
-            "length": self.point.length,
+            "concurrency": self.concurrency,
+            "length": self.length,
             "run": self.run,
             "warmup": self.warmup,
             "pair": self.pair,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from mtpwatch.core.ab import stats
@@ -14,7 +15,7 @@ from mtpwatch.core.ab.latency import LatencySummary, summarize_latency
 from mtpwatch.core.ab.lossless import LosslessReport, lossless_check
 from mtpwatch.core.ab.plan import CONTENDED, BenchConfig, Point, RunUnits, build_plan
 from mtpwatch.core.ab.records import RunRecord, match_pairs, pair_ratio
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, round_or_none
 from mtpwatch.core.metrics import formulas as F
 
 
@@ -59,11 +60,7 @@ def _acceptance(records: Sequence[RunRecord]) -> Acceptance | None:
     with_spec = [r for r in records if r.drafts is not None and r.k]
     if not with_spec:
         return None
-    width = max(len(r.accepted_per_pos or ()) for r in with_spec)
-    per_pos = [0.0] * width
-    for r in with_spec:
-        for i, x in enumerate(r.accepted_per_pos or ()):
-            per_pos[i] += x
+    per_pos = [sum(xs) for xs in zip_longest(*(r.accepted_per_pos or () for r in with_spec), fillvalue=0.0)]
     return Acceptance(
         drafts=sum(r.drafts or 0.0 for r in with_spec),
         draft_tokens=sum(r.draft_tokens or 0.0 for r in with_spec),
@@ -170,35 +167,14 @@ def _speedup(records: Sequence[RunRecord]) -> stats.SpeedupSummary | None:
     return stats.speedup(base, treat) if base else None
 
 
-def _speedup_json(s: stats.SpeedupSummary | None) -> dict[str, Any] | None:
-    if s is None:
-        return None
-    return {
-        "median": round(s.median, 4),
-        "ci_low": round(s.ci.low, 4),
-        "ci_high": round(s.ci.high, 4),
-        "ci_coverage": round(s.ci.coverage, 4),
-        "ci_method": s.ci.method,
-        "mean": round(s.mean, 4),
-        "cv": round(s.cv, 4),
-        "ratio_of_means": round_or_none(s.ratio_of_means, 4),
-        "pairs": s.n_pairs,
-    }
-
-
 @dataclass(frozen=True, slots=True)
-class GroupReport:
+class GroupReport(JsonFields):
     """Both arms and the paired speed-up for a set of records (a point, or one category of it)."""
+
+    JSON_KEYS = "speedup arms"
 
     arms: dict[str, ArmSummary]
     speedup: stats.SpeedupSummary | None
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON: `speedup` and `arms`."""
-        return {
-            "speedup": _speedup_json(self.speedup),
-            "arms": {k: v.to_json() for k, v in self.arms.items()},
-        }
 
 
 def _group(records: Sequence[RunRecord], paired: bool) -> GroupReport:
@@ -349,15 +325,9 @@ class BenchReport:
             "acceptance_source": "server /metrics counters, deltas around each measured run, summed",
             "concurrency": p.point.concurrency,
             "length": p.point.length,
-            "speedup": _speedup_json(p.overall.speedup),
+            "speedup": p.overall.speedup.to_json() if p.overall.speedup else None,
             "identical_outputs": self.lossless.identical,
-            "lossless": {
-                "checked": self.lossless.checked,
-                "pairs_compared": self.lossless.pairs_compared,
-                "pairs_differing": self.lossless.pairs_differing,
-                "compared_by": self.lossless.compared_by,
-                "note": self.lossless.note,
-            },
+            "lossless": self.lossless.to_json(),
             "first_divergence": self.lossless.first.to_json() if self.lossless.first else None,
             "arms": {k: v.to_json() for k, v in p.overall.arms.items()},
             "categories": {k: v.to_json() for k, v in p.categories.items()},
@@ -409,7 +379,6 @@ def build_report(
             cats[cat] = _group([r for r in recs if r.category == cat], paired)
         points.append(PointReport(point, _group(recs, paired), cats))
     primary = next((pt for pt in points if pt.point == config.primary), points[0])
-    be: dict[int, stats.BreakEven] = {}
     be_points: dict[int, list[tuple[int, float]]] = {}
     if paired and config.lengths:
         for c in config.concurrency:
@@ -422,7 +391,6 @@ def build_report(
             ]
             if pts:
                 be_points[c] = pts
-                be[c] = stats.break_even(pts)
     return BenchReport(
         config=config,
         paired=paired,
@@ -430,7 +398,7 @@ def build_report(
         points=points,
         primary=primary,
         lossless=lossless_check(records, config.temperature, paired),
-        break_even=be,
+        break_even={c: stats.break_even(pts) for c, pts in be_points.items()},
         break_even_points=be_points,
         records=list(records),
         problems=dict(problems or {}),

@@ -12,7 +12,7 @@ import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,39 +27,28 @@ from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 
 
+@dataclass(kw_only=True)
 class BenchRun:
     """The provenance block and the run log of one bench invocation; `echo` gets the lines for stderr."""
 
-    def __init__(
-        self,
-        *,
-        arms: Sequence[HttpArm],
-        config: BenchConfig,
-        label: str | None,
-        metadata: Mapping[str, str],
-        gpu: str | None,
-        workload: str,
-        log: runlog.RunLog | None,
-        jsonl_path: Path | None,
-        options: Mapping[str, Any],
-        launch: Mapping[str, str | None],
-        echo: Callable[[str], None],
-    ) -> None:
-        self.arms = list(arms)
-        self.names = ["a", "b"][: len(self.arms)]
-        self.config = config
-        self.label = label
-        self.metadata = dict(metadata)
-        self.gpu = gpu
-        self.workload = workload
-        self.log = log
-        self.jsonl_path = jsonl_path
-        self.options = dict(options)
-        self.launch = dict(launch)
-        self.echo = echo
-        self.infos: dict[str, provenance.ArmInfo] = {}
-        self.meta: dict[str, Any] | None = None
-        self.writer: runlog.RunLogWriter | None = None
+    arms: Sequence[HttpArm]
+    config: BenchConfig
+    label: str | None
+    metadata: Mapping[str, str]
+    gpu: str | None
+    workload: str
+    log: runlog.RunLog | None
+    jsonl_path: Path | None
+    options: Mapping[str, Any]
+    launch: Mapping[str, str | None]
+    echo: Callable[[str], None]
+    infos: dict[str, provenance.ArmInfo] = field(default_factory=dict, init=False)
+    meta: dict[str, Any] | None = field(default=None, init=False)
+    writer: runlog.RunLogWriter | None = field(default=None, init=False)
+
+    @property
+    def names(self) -> list[str]:
+        return ["a", "b"][: len(self.arms)]
 
     def _gpu(self) -> provenance.GpuInfo:
         local = all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms)
@@ -226,19 +215,9 @@ def bench_arms(
             )
         return [
             LaunchedArm(
-                ab[0],
-                shlex.split(launch_a),
-                startup_timeout_s=startup_timeout,
-                label=f"{ab[0]} ({launch_a})",
-                **common,
-            ),
-            LaunchedArm(
-                ab[1],
-                shlex.split(launch_b),
-                startup_timeout_s=startup_timeout,
-                label=f"{ab[1]} ({launch_b})",
-                **common,
-            ),
+                at, shlex.split(cmd), startup_timeout_s=startup_timeout, label=f"{at} ({cmd})", **common
+            )
+            for at, cmd in zip(ab, (launch_a, launch_b), strict=True)
         ]
     if launch_a or launch_b:
         raise BenchConfigError("--launch-a/--launch-b are for --schedule restart")

@@ -33,25 +33,8 @@ class RunLogError(ValueError):
     """A run log that cannot be resumed; `str()` is one line naming the file (and line)."""
 
 
-def config_to_json(config: BenchConfig) -> dict[str, Any]:
-    """Everything needed to build the same `BenchConfig` again."""
-    return {
-        "runs": config.runs,
-        "warmup": config.warmup,
-        "schedule": config.schedule,
-        "lengths": list(config.lengths),
-        "concurrency": list(config.concurrency),
-        "temperature": config.temperature,
-        "force_lengths": config.force_lengths,
-        "prompts": [
-            {"id": p.id, "text": p.text, "category": p.category, "max_tokens": p.max_tokens}
-            for p in config.prompts
-        ],
-    }
-
-
 def config_from_json(obj: Mapping[str, Any]) -> BenchConfig:
-    """The inverse of `config_to_json` (raises KeyError/TypeError/ValueError on a bad object)."""
+    """The inverse of `BenchConfig.to_json` (raises KeyError/TypeError/ValueError on a bad object)."""
     prompts = [
         Prompt(
             id=str(p["id"]), text=str(p["text"]), category=str(p["category"]), max_tokens=int(p["max_tokens"])
@@ -72,43 +55,7 @@ def config_from_json(obj: Mapping[str, Any]) -> BenchConfig:
 
 def record_to_json(rec: RunRecord) -> dict[str, Any]:
     """One run, complete (unlike `RunRecord.row()`, which is the report's summary of it)."""
-    return {
-        "type": "run",
-        "arm": rec.arm,
-        "prompt": rec.prompt,
-        "prompt_index": rec.prompt_index,
-        "category": rec.category,
-        "concurrency": rec.point.concurrency,
-        "length": rec.point.length,
-        "run": rec.run,
-        "warmup": rec.warmup,
-        "pair": rec.pair,
-        "tokens": rec.tokens,
-        "ttft_s": rec.ttft_s,
-        "decode_tok_s": rec.decode_tok_s,
-        "output_tok_s": rec.output_tok_s,
-        "wall_s": rec.wall_s,
-        "errors": rec.errors,
-        "error": rec.error,
-        "contended": rec.contended,
-        "drafts": rec.drafts,
-        "draft_tokens": rec.draft_tokens,
-        "accepted": rec.accepted,
-        "accepted_per_pos": list(rec.accepted_per_pos) if rec.accepted_per_pos is not None else None,
-        "k": rec.k,
-        "decode_steps": rec.decode_steps,
-        "text": rec.text,
-        "token_ids": list(rec.token_ids) if rec.token_ids is not None else None,
-        "requests": [
-            {
-                "tokens": q.tokens,
-                "ttft_s": q.ttft_s,
-                "e2el_s": q.e2el_s,
-                "itl_s": [round(g, 6) for g in q.itl_s],
-            }
-            for q in rec.requests
-        ],
-    }
+    return {"type": "run", **rec.to_json()}
 
 
 def record_from_json(obj: Mapping[str, Any]) -> RunRecord:
@@ -183,8 +130,7 @@ class RunLog:
     @property
     def failed(self) -> int:
         """Runs of the log that failed and were not run again successfully (what `--resume` re-runs)."""
-        done = done_keys(self.finished)
-        return len({unit_key(r.arm, r.point, r.prompt_index, r.run) for r in self.records} - done)
+        return len(done_keys(self.records) - done_keys(self.finished))
 
     @property
     def arms(self) -> dict[str, dict[str, Any]]:
@@ -220,14 +166,13 @@ class RunLogWriter:
                 "tool": TOOL,
                 "schema": SCHEMA,
                 "meta": dict(meta),
-                "config": config_to_json(config),
+                "config": config.to_json(),
                 "arms": dict(arms),
                 "options": dict(options or {}),
             }
         )
 
     def run(self, record: RunRecord) -> None:
-        """One finished run."""
         self._write(record_to_json(record))
 
     def note(self, text: str) -> None:
@@ -242,7 +187,7 @@ class RunLogWriter:
 
 def parse(lines: Iterable[str], *, source: str) -> RunLog:
     """A `RunLog` from the lines of a log; raises `RunLogError`."""
-    items = [line for line in lines]
+    items = list(lines)
     header: dict[str, Any] | None = None
     records: list[RunRecord] = []
     last = max((i for i, line in enumerate(items) if line.strip()), default=-1)
@@ -252,9 +197,7 @@ def parse(lines: Iterable[str], *, source: str) -> RunLog:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            if (
-                i == last and header is not None
-            ):  # the line a crash cut short: that run is lost, the rest is kept
+            if i == last and header is not None:  # a crash cut it short: that run is lost, the rest kept
                 break
             raise RunLogError(f"{source}:{i + 1}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):

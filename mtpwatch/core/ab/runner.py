@@ -108,15 +108,14 @@ class BenchRunner:
         """Run the plan, yielding progress events; the last event is `BenchFinished`."""
         records = self.records
         records[:] = self.done
-        by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
+        by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {
+            (r.arm, r.point, r.prompt_index, r.pair): r for r in self.done if r.pair is not None
+        }
         ratios: dict[Point, list[float]] = {}
         for ra, rb in match_pairs(self.done):
             ratio = pair_ratio(ra, rb)
             if ratio is not None:
                 ratios.setdefault(ra.point, []).append(ratio)
-        for rec in self.done:
-            if rec.pair is not None:
-                by_pair[(rec.arm, rec.point, rec.prompt_index, rec.pair)] = rec
         done = len(self.done)
         try:
             for step in self.plan:
@@ -181,13 +180,10 @@ class BenchRunner:
             self.config,
             self.records,
             paired=len(self.arms) == 2,
-            labels=self._labels(),
+            labels={name: arm.label for name, arm in self.arms.items()},
             problems={k: tuple(v) for k, v in self.problems.items()},
             interrupted=interrupted,
         )
-
-    def _labels(self) -> dict[str, str]:
-        return {name: arm.label for name, arm in self.arms.items()}
 
     async def run(self, on_event: Callable[[BenchEvent], None] | None = None) -> BenchReport:
         """Run everything and return the report; `on_event` sees every event as it happens."""

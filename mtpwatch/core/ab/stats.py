@@ -17,7 +17,9 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from mtpwatch.core.jsonout import round_or_none
 
 #: A coefficient of variation above this is flagged as "noisy" (AIPerf's threshold).
 CV_FLAG = 0.10
@@ -158,11 +160,23 @@ class SpeedupSummary:
     ratio_of_means: float | None
     """mean(treatment) / mean(baseline): the seed article's way; shown next to the paired median."""
 
+    def to_json(self) -> dict[str, Any]:
+        """The report's `speedup` object."""
+        return {
+            "median": round(self.median, 4),
+            "ci_low": round(self.ci.low, 4),
+            "ci_high": round(self.ci.high, 4),
+            "ci_coverage": round(self.ci.coverage, 4),
+            "ci_method": self.ci.method,
+            "mean": round(self.mean, 4),
+            "cv": round(self.cv, 4),
+            "ratio_of_means": round_or_none(self.ratio_of_means, 4),
+            "pairs": self.n_pairs,
+        }
 
-def speedup(
-    baseline: Sequence[float], treatment: Sequence[float], confidence: float = 0.95
-) -> SpeedupSummary:
-    """Summarise paired runs: median of per-pair ratios with a distribution-free CI."""
+
+def speedup(baseline: Sequence[float], treatment: Sequence[float]) -> SpeedupSummary:
+    """Summarise paired runs: median of per-pair ratios with a distribution-free 95 % CI."""
     ratios = paired_ratios(baseline, treatment)
     if not ratios:
         raise ValueError("no valid pairs (every baseline value was zero)")
@@ -172,7 +186,7 @@ def speedup(
     return SpeedupSummary(
         n_pairs=s.n,
         median=s.median,
-        ci=median_ci(ratios, confidence),
+        ci=median_ci(ratios),
         mean=s.mean,
         cv=s.cv,
         ratio_of_means=rom,

@@ -31,6 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core.jsonout import JsonFields
+
 #: Built-in set name -> the data files it is made of.
 BUILTIN_SETS: dict[str, tuple[str, ...]] = {
     "long": ("long_ja.jsonl", "long_en.jsonl"),
@@ -50,7 +52,7 @@ class WorkloadError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Prompt:
+class Prompt(JsonFields):
     """One benchmark prompt."""
 
     id: str

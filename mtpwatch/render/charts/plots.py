@@ -59,20 +59,21 @@ def load_plotext() -> ModuleType | None:
         return None
 
 
-# --- helpers -------------------------------------------------------------------------------------
-
-
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
-    cols = len(header)
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
-    lines = []
-    for r in [header, *rows]:
-        cells = [
-            str(c).ljust(w) if i == 0 else str(c).rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        lines.append("  ".join(cells)[:width].rstrip())
-    return "\n".join(lines)
+    """Columns as wide as their widest cell, the first left-aligned, the others right; cut at `width`."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in [header, *rows]
+    ]
+    return "\n".join(line[:width].rstrip() for line in lines)
+
+
+def _ci(iv: Any) -> str:
+    """A 95 % CI as the tables write it: `[1.10, 1.35]`."""
+    return f"[{fixed(iv.low)}, {fixed(iv.high)}]"
 
 
 class _Canvas:
@@ -85,9 +86,21 @@ class _Canvas:
         plt.plotsize(width, height)
         plt.theme("pro" if color else "clear")
 
-    def ci_bars(self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], color: str) -> None:
-        for x, lo, hi in zip(xs, lows, highs, strict=True):
-            self.plt.plot([x, x], [lo, hi], color=color, marker="│" if not self.color else "braille")
+    def ci_bars(
+        self, xs: Sequence[float], intervals: Sequence[Any], lo: float, hi: float, color: str
+    ) -> None:
+        """A vertical bar per interval, clipped to [lo, hi]."""
+        for x, iv in zip(xs, intervals, strict=True):
+            ys = [max(lo, iv.low), min(hi, iv.high)]
+            self.plt.plot([x, x], ys, color=color, marker="│" if not self.color else "braille")
+
+    def speedup_axis(self, lo: float, hi: float) -> None:
+        """The y axis of a speed-up: [lo, hi] with round ticks and the red 1.0 (break-even) line."""
+        self.plt.hline(1.0, "red")
+        self.plt.ylim(lo, hi)
+        ticks = _speedup_ticks(lo, hi)
+        self.plt.yticks(ticks, [f"{t:g}" for t in ticks])
+        self.plt.ylabel("speed-up B/A")
 
     def text(self) -> str:
         out: str = self.plt.build()
@@ -115,7 +128,7 @@ def _clip_range(intervals: Sequence[Any]) -> tuple[float, float]:
     span = max(max(meds) - min(meds), 0.25)
     lo = max(min(iv.low for iv in intervals), min(meds) - span)
     hi = min(max(iv.high for iv in intervals), max(meds) + span)
-    return _limits([lo, hi, *meds], 1.0)
+    return _limits([lo, hi, *meds])
 
 
 def _speedup_ticks(lo: float, hi: float) -> list[float]:
@@ -129,11 +142,11 @@ def _speedup_ticks(lo: float, hi: float) -> list[float]:
     return sorted(ticks)
 
 
-def _limits(values: Sequence[float], include: float | None = None, pad: float = 0.08) -> tuple[float, float]:
-    vs = list(values) + ([include] if include is not None else [])
-    lo, hi = min(vs), max(vs)
+def _limits(values: Sequence[float]) -> tuple[float, float]:
+    """The axis range of `values` and 1.0 (the break-even line), 8 % of the span beyond each end."""
+    lo, hi = min([*values, 1.0]), max([*values, 1.0])
     span = hi - lo or max(abs(hi), 1.0) * 0.1
-    return lo - pad * span, hi + pad * span
+    return lo - 0.08 * span, hi + 0.08 * span
 
 
 def _interval_chart(
@@ -153,15 +166,12 @@ def _interval_chart(
     plt.scatter([iv.median for iv in intervals], ys, color="blue", marker="●")
     plt.vline(1.0, "red")
     xs = [iv.low for iv in intervals] + [iv.high for iv in intervals]
-    plt.xlim(*_limits(xs, 1.0))
+    plt.xlim(*_limits(xs))
     plt.ylim(0.5, len(labels) + 0.5)
     plt.yticks(ys, [label[:14] for label in labels])
     plt.xlabel("speed-up B/A (red: 1.0)")
     plt.title(title)
     return cv.text()
-
-
-# --- the figures ---------------------------------------------------------------------------------
 
 
 def speedup_vs_length(
@@ -173,18 +183,12 @@ def speedup_vs_length(
         return None
     verdicts = figures.break_even_verdicts(report)
     title = f"{report.name}: speed-up B/A vs output length (median, 95% CI; 1.0 = break-even)"
-    notes = [
-        line
-        for c in sweep
-        if c in verdicts
-        for line in textwrap.wrap(
-            f"break-even (concurrency {c}): {verdicts[c]}", width, subsequent_indent="  "
-        )
-    ]
+    notes: list[str] = []
+    for c in (c for c in sweep if c in verdicts):
+        notes += textwrap.wrap(f"break-even (concurrency {c}): {verdicts[c]}", width, subsequent_indent="  ")
     if plt is None:
         rows = [
-            [f"c{p.concurrency}", str(p.length), ratio(p.speedup.median),
-             f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]", str(p.speedup.n),
+            [f"c{p.concurrency}", str(p.length), ratio(p.speedup.median), _ci(p.speedup), str(p.speedup.n),
              "faster" if p.speedup.low > 1 else "slower" if p.speedup.high < 1 else "not resolved"]
             for pts in sweep.values() for p in pts
         ]  # fmt: skip
@@ -200,21 +204,15 @@ def speedup_vs_length(
     for i, (conc, pts) in enumerate(sweep.items()):
         col = colors[i % len(colors)]
         xs = [pos[p.length] + 0.08 * i for p in pts]
-        lows = [max(lo, p.speedup.low) for p in pts]
-        highs = [min(hi, p.speedup.high) for p in pts]
         clipped = clipped or any(p.speedup.low < lo or p.speedup.high > hi for p in pts)
-        cv.ci_bars(xs, lows, highs, col)
+        cv.ci_bars(xs, [p.speedup for p in pts], lo, hi, col)
         plt.plot(xs, [p.speedup.median for p in pts], color=col, marker="●", label=f"concurrency {conc}")
-    plt.hline(1.0, "red")
-    plt.ylim(lo, hi)
-    ticks = _speedup_ticks(lo, hi)
-    plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    cv.speedup_axis(lo, hi)
     if clipped:
         notes.insert(0, "(some CI bars run past the plot's edge: `--table` shows them whole)")
     plt.xlim(0.5, len(lengths) + 0.5)
     plt.xticks(list(pos.values()), [str(x) for x in lengths])
     plt.xlabel("forced output length (tokens)")
-    plt.ylabel("speed-up B/A")
     plt.title("speed-up vs output length; red line: 1.0 (break-even)")
     return Figure("length", title, "\n".join([cv.text(), *notes]), True)
 
@@ -229,16 +227,12 @@ def speedup_per_category(
     title = f"{report.name}: speed-up B/A per category (median, 95% CI)"
     if plt is None:
         rows = [
-            [c.category, ratio(c.speedup.median), f"[{fixed(c.speedup.low)}, {fixed(c.speedup.high)}]",
-             str(c.speedup.n), percent(c.acceptance_rate)]
+            [c.category, ratio(c.speedup.median), _ci(c.speedup), str(c.speedup.n),
+             percent(c.acceptance_rate)]
             for c in cats
         ]  # fmt: skip
-        return Figure(
-            "category",
-            title,
-            _table(["category", "speed-up", "95% CI", "pairs", "B acceptance"], rows, width),
-            False,
-        )
+        header = ["category", "speed-up", "95% CI", "pairs", "B acceptance"]
+        return Figure("category", title, _table(header, rows, width), False)
     text = _interval_chart(
         plt, [c.category for c in cats], [c.speedup for c in cats], width, height, color,
         "speed-up per category, median and 95% CI",
@@ -257,13 +251,11 @@ def rate_per_run(
     metric = "decode tok/s" if conc == {1} else "tok/s (decode at c=1, aggregate above)"
     title = f"{report.name}: {metric} per measured run, in run order (warm-ups dropped)"
     if plt is None:
-        rows = []
-        for arm, s in series.items():
-            drift = _drift(report, arm)
-            rows.append(
-                [ARM_NAMES.get(arm, arm), str(len(s.rate)), tok_s(min(s.rate), 1), tok_s(max(s.rate), 1),
-                 percent(drift, signed=True)]
-            )  # fmt: skip
+        rows = [
+            [ARM_NAMES.get(arm, arm), str(len(s.rate)), tok_s(min(s.rate), 1), tok_s(max(s.rate), 1),
+             percent(_drift(report, arm), signed=True)]
+            for arm, s in series.items()
+        ]  # fmt: skip
         header = ["arm", "runs", "min", "max", "drift: last/first run of a prompt (median)"]
         return Figure("runs", title, _table(header, rows, width), False)
     cv = _Canvas(plt, width, height, color)
@@ -326,8 +318,8 @@ def speedup_vs_k(
     title = "speed-up B/A vs k (speculative tokens), one point per report (median, 95% CI; 1.0 = break-even)"
     if plt is None:
         rows = [
-            [p.name, str(p.k), ratio(p.speedup.median), f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]",
-             str(p.speedup.n), fixed(p.mean_acceptance_length)]
+            [p.name, str(p.k), ratio(p.speedup.median), _ci(p.speedup), str(p.speedup.n),
+             fixed(p.mean_acceptance_length)]
             for p in points
         ]  # fmt: skip
         header = ["report", "k", "speed-up", "95% CI", "pairs", "acc. length"]
@@ -335,19 +327,13 @@ def speedup_vs_k(
     cv = _Canvas(plt, width, height, color)
     xs = [float(p.k) for p in points]
     lo, hi = _clip_range([p.speedup for p in points])
-    cv.ci_bars(
-        xs, [max(lo, p.speedup.low) for p in points], [min(hi, p.speedup.high) for p in points], "blue"
-    )
+    cv.ci_bars(xs, [p.speedup for p in points], lo, hi, "blue")
     plt.plot(xs, [p.speedup.median for p in points], color="blue", marker="●")
-    plt.hline(1.0, "red")
-    plt.ylim(lo, hi)
-    ticks = _speedup_ticks(lo, hi)
-    plt.yticks(ticks, [f"{t:g}" for t in ticks])
+    cv.speedup_axis(lo, hi)
     ks = sorted({p.k for p in points})
     plt.xlim(min(ks) - 0.5, max(ks) + 0.5)
     plt.xticks(ks, [str(k) for k in ks])
     plt.xlabel("k (num_speculative_tokens)")
-    plt.ylabel("speed-up B/A")
     plt.title("speed-up vs k; red line: 1.0 (break-even)")
     return Figure("k", title, cv.text(), True)
 
@@ -363,8 +349,7 @@ def acceptance_vs_context(
     if plt is None or not any(p.acceptance_rate is not None for p in points):
         rows = [
             [str(p.length), percent(p.acceptance_rate), " ".join(fixed(x) for x in p.per_position) or "—",
-             ratio(p.speedup.median) if p.speedup else "—",
-             f"[{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]" if p.speedup else "—"]
+             ratio(p.speedup.median) if p.speedup else "—", _ci(p.speedup) if p.speedup else "—"]
             for p in points
         ]  # fmt: skip
         header = ["length", "acceptance", "per position", "speed-up", "95% CI"]
@@ -381,11 +366,7 @@ def acceptance_vs_context(
     plt.xlabel("prompt length (tokens)")
     plt.ylabel("accepted")
     plt.title("acceptance vs prompt length")
-    speedups = [
-        f"{p.length}: {ratio(p.speedup.median)} [{fixed(p.speedup.low)}, {fixed(p.speedup.high)}]"
-        for p in points
-        if p.speedup
-    ]
+    speedups = [f"{p.length}: {ratio(p.speedup.median)} {_ci(p.speedup)}" for p in points if p.speedup]
     note = textwrap.wrap("speed-up B/A (95% CI) " + ", ".join(speedups), width) if speedups else []
     return Figure("context", title, "\n".join([cv.text(), *note]), True)
 
@@ -395,20 +376,15 @@ def comparison_figure(
 ) -> Figure:
     """The speed-up of each compared report over the matched measurements, with its 95% CI."""
     title = "speed-up B/A per report over the matched measurements (median, 95% CI; 1.0 = break-even)"
-    rows = [r for r in comparison.rows if r.speedup is not None]
-    intervals = [
-        Interval(r.speedup.median, r.speedup.ci.low, r.speedup.ci.high, r.speedup.n_pairs)
-        for r in rows
-        if r.speedup is not None
-    ]
+    shown = [(r.name, s) for r in comparison.rows if (s := r.speedup) is not None]
+    names = [name for name, _ in shown]
+    intervals = [Interval(s.median, s.ci.low, s.ci.high, s.n_pairs) for _, s in shown]
     if plt is None:
         cells = [
-            [r.name, ratio(iv.median), f"[{fixed(iv.low)}, {fixed(iv.high)}]", str(iv.n)]
-            for r, iv in zip(rows, intervals, strict=True)
+            [name, ratio(iv.median), _ci(iv), str(iv.n)] for name, iv in zip(names, intervals, strict=True)
         ]
         table = _table(["report", "speed-up", "95% CI", "pairs"], cells, width)
         return Figure("compare", title, table, False)
-    names = [r.name for r in rows]
     text = _interval_chart(plt, names, intervals, width, height, color, "speed-up per report")
     return Figure("compare", title, text, True)
 
@@ -432,20 +408,14 @@ def draw(
     plt: ModuleType | None = None,
 ) -> list[Figure]:
     """Every figure that the reports have data for (or only those named), in FIGURES order."""
-    wanted = [name for name in FIGURES if not only or name in only]
-    out: list[Figure] = []
-    for name in wanted:
-        if name in ("k", "context"):
-            across = speedup_vs_k if name == "k" else acceptance_vs_context
-            fig = across(reports, plt, width, height, color)
-            if fig is not None:
-                out.append(fig)
-            continue
-        for report in reports:
-            fig = PER_REPORT[name](report, plt, width, height, color)
-            if fig is not None:
-                out.append(fig)
-    return out
+    across = {"k": speedup_vs_k, "context": acceptance_vs_context}
+    out: list[Figure | None] = []
+    for name in (name for name in FIGURES if not only or name in only):
+        if name in across:
+            out.append(across[name](reports, plt, width, height, color))
+        else:
+            out += [PER_REPORT[name](report, plt, width, height, color) for report in reports]
+    return [fig for fig in out if fig is not None]
 
 
 def report_figures(document: Mapping[str, Any], label: str | None, *, color: bool) -> str:

@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.text import Text
 
 
-def to_svg(blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -> str:
-    """An SVG of these text blocks (ANSI colours kept), `width` columns wide."""
+def write_svg(path: Path, blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -> None:
+    """Write an SVG of these text blocks (ANSI colours kept), `width` columns wide, to `path` (raises
+    OSError when it cannot)."""
     console = Console(
         record=True, width=width, file=io.StringIO(), force_terminal=True, color_system="truecolor"
     )
@@ -25,9 +26,4 @@ def to_svg(blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -
         if i:
             console.print()
         console.print(Text.from_ansi(block), crop=False, no_wrap=True, overflow="ignore")
-    return console.export_svg(title=title)
-
-
-def write_svg(path: Path, blocks: Sequence[str], *, width: int, title: str = "mtpwatch plot") -> None:
-    """Write `to_svg` to `path` (raises OSError when it cannot)."""
-    path.write_text(to_svg(blocks, width=width, title=title), encoding="utf-8")
+    path.write_text(console.export_svg(title=title), encoding="utf-8")
