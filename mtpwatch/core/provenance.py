@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
-from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.logparse import watch_lines
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 
@@ -221,12 +221,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None = None) -> ArmInfo:
+async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
     """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises.
 
     `model` picks the served model when there are several (None: the first /v1/models lists).
     """
-    info = info or ArmInfo(url=client.base_url)
+    info = ArmInfo(url=client.base_url)
     try:
         models = await client.models()
         chosen = next((m for m in models if m.id == model), models[0] if models else None)
@@ -264,24 +264,12 @@ def _sim_gpu(doc: Any) -> dict[str, Any] | None:
     return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
-def facts_from_log(lines: Iterable[str]) -> Any:
-    """The start-up facts (vLLM version, speculative method, k, drafter) in a server's log lines."""
-    watcher = LogWatcher()
-    for line in lines:
-        watcher.feed(line)
-    return watcher.facts
-
-
 def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: Any = None) -> ArmInfo:
     """What the command line and start-up log (its lines, or the `LogFacts` already read from them)
     of a server mtpwatch started say about it."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
     info.apply_spec_config(spec_config_from_argv(argv))
-    lines = list(log_lines)
-    if facts is None and lines:
-        facts = facts_from_log(lines)
-    if facts is not None:
-        info.apply_log_facts(facts)
+    info.apply_log_facts(facts if facts is not None else watch_lines(log_lines).facts)
     return info
 
 
