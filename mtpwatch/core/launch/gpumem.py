@@ -22,10 +22,10 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError, with_gpu_overrides
+from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import meminfo_used_bytes
 
@@ -229,7 +229,12 @@ def resolve_gpu_memory(
         return base
     if free_gib is not None and total_gib is not None and free_gib > total_gib:
         raise PlanError(f"--gpu-free {free_gib:g} GiB is more than --gpu-memory {total_gib:g} GiB")
-    return with_gpu_overrides(base, total_gib=total_gib, free_gib=free_gib)
+    # free defaults to what it was, capped at total; a new total keeps what others use
+    total = base.total_bytes if total_gib is None else total_gib * GIB
+    free = min(total, base.free_bytes) if free_gib is None else free_gib * GIB
+    if free_gib is None and total_gib is not None and base.total_bytes > 0:
+        free = total - (base.total_bytes - base.free_bytes)
+    return replace(base, total_bytes=total, free_bytes=max(0.0, free), source=base.source + " + override")
 
 
 async def wait_memory_back(

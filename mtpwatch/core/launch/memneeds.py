@@ -32,10 +32,6 @@ UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"
 """Said on the plan line when the drafter's size is unknown offline."""
 
 
-def _spec(ref: str) -> ModelSpec:
-    return ModelSpec.from_config(ref)
-
-
 def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
     """(bytes, how they were found) for a model's weights in memory."""
     if spec.checkpoint_bytes:
@@ -79,7 +75,7 @@ def estimate_need(
     gives them (``--drafter-gib``), which win over what is found offline.
     """
     try:
-        target = _spec(model)
+        target = ModelSpec.from_config(model)
     except ConfigError:
         return None
     weights, source = model_weight_bytes(target)
@@ -88,7 +84,7 @@ def estimate_need(
     drafter_bytes, uncounted = 0.0, ""
     if drafter and method != "ngram":
         try:
-            dspec: ModelSpec | None = _spec(drafter)
+            dspec: ModelSpec | None = ModelSpec.from_config(drafter)
         except ConfigError:
             dspec = None
         if dspec is not None:
