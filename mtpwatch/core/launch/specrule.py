@@ -184,6 +184,17 @@ def _metadata_version(command: str) -> VllmVersion | None:
     return None
 
 
+def _declared_class(config: Mapping[str, Any]) -> str | None:
+    """The method of the speculator class 0.34's registry gives this checkpoint (so a mismatch is
+    refused); None: it declares none."""
+    archs = {a for a in config.get("architectures") or () if isinstance(a, str)}
+    if str(config.get("model_type") or "") in _GEMMA4_ASSISTANT_TYPES:
+        return "mtp"
+    if _DFLASH_ARCHS & archs:
+        return "dflash"
+    return "dspark" if _DSPARK_ARCHS & archs else None
+
+
 def declared_method(config: Mapping[str, Any]) -> str | None:
     """The speculator a drafter's ``config.json`` says it is, as vLLM reads it; None: says none.
 
@@ -192,34 +203,20 @@ def declared_method(config: Mapping[str, Any]) -> str | None:
     speculators format, ``speculators_model_type`` (``transformers_utils/configs/speculators/
     base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29).
     """
-    archs = [a for a in config.get("architectures") or () if isinstance(a, str)]
+    archs = [a.lower() for a in config.get("architectures") or () if isinstance(a, str)]
     model_type = str(config.get("model_type") or "")
     spec_type = config.get("speculators_model_type")
-    if model_type in _GEMMA4_ASSISTANT_TYPES:
-        return "mtp"
-    if _DFLASH_ARCHS.intersection(archs):
-        return "dflash"
-    if _DSPARK_ARCHS.intersection(archs):
-        return "dspark"
+    if (declared := _declared_class(config)) is not None:
+        return declared
     if spec_type in ("eagle", "eagle3"):
         return str(spec_type)
-    if any("eagle3" in a.lower() for a in archs):
+    if any("eagle3" in a for a in archs):
         return "eagle3"
-    if any(a.lower().startswith("eagle") and "mtp" not in a.lower() for a in archs):
+    if any(a.startswith("eagle") and "mtp" not in a for a in archs):
         return "eagle"
     if model_type == "mtp" or model_type.endswith("_mtp"):
         return "mtp"
     return None
-
-
-def _declares_class(config: Mapping[str, Any]) -> bool:
-    """Whether 0.34's registry gives this checkpoint a speculator class (so a mismatch is refused)."""
-    archs = set(config.get("architectures") or ())
-    return (
-        str(config.get("model_type") or "") in _GEMMA4_ASSISTANT_TYPES
-        or bool(_DFLASH_ARCHS & archs)
-        or bool(_DSPARK_ARCHS & archs)
-    )
 
 
 def name_method(drafter: str) -> str | None:
@@ -316,7 +313,7 @@ def _explicit(
     hint: str | None,
 ) -> MethodChoice:
     if version.checks_method:
-        if declared is not None and declared != method and _declares_class(ckpt.config):
+        if declared is not None and declared != method and _declared_class(ckpt.config) is not None:
             if version.text is not None:
                 raise MethodRuleError(
                     f"vLLM {version.text} refuses --method {method} for {drafter}: its config.json "
