@@ -340,10 +340,7 @@ def report_gpu(named: str | None, arms: Sequence[ArmInfo], *, local: bool) -> Gp
     found = local_gpu() if local else None
     if found is not None and found.name is not None:
         return found
-    from_server = server_gpu(arms)
-    if from_server is not None:
-        return from_server
-    return found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+    return server_gpu(arms) or found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
 def local_gpu() -> GpuInfo:
