@@ -29,19 +29,6 @@ from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import meminfo_used_bytes
 
-__all__ = [
-    "DEVICE_SOURCES",
-    "SMI_QUERY",
-    "UNIFIED_OS_RESERVE",
-    "SmiGpu",
-    "device_free_bytes",
-    "gpu_from_table",
-    "local_gpu_memory",
-    "parse_smi_csv",
-    "resolve_gpu_memory",
-    "smi_gpu_memory",
-]
-
 UNIFIED_OS_RESERVE = 8.0 * GIB
 """Memory assumed used by the OS, desktop and tools on a unified-memory box planned from afar
 (a DGX Spark at its desktop idles at roughly this; measure with `free -g` on yours)."""

@@ -16,13 +16,6 @@ from pathlib import Path
 
 from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_server_flags
 
-__all__ = [
-    "LLAMACPP_METHODS",
-    "LLAMACPP_SPEC_TYPES",
-    "build_llamacpp_argv",
-    "llamacpp_env",
-]
-
 LLAMACPP_SPEC_TYPES = (
     "draft-simple",
     "draft-mtp",

@@ -20,18 +20,6 @@ from typing import Any
 
 from mtpwatch.core.launch.logstats import StatsLine, parse_stats_line
 
-__all__ = [
-    "Hint",
-    "LogEvent",
-    "LogFacts",
-    "LogWatcher",
-    "Phase",
-    "SpecDecodingLine",
-    "failure_reason",
-    "parse_spec_line",
-    "watch_lines",
-]
-
 
 class Phase(Enum):
     """Start-up phases in the order a vLLM server goes through them."""

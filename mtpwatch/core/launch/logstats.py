@@ -22,8 +22,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["StatsLine", "parse_stats_line"]
-
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _PYTHON = re.compile(
     r"(?:Engine (\d+): )?Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: "

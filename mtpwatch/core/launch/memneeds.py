@@ -23,8 +23,6 @@ from mtpwatch.core.launch.memplan import (
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
 from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, resolve_config
 
-__all__ = ["UNCOUNTED", "config_max_len", "estimate_need", "model_weight_bytes"]
-
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
 _OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})

@@ -31,27 +31,6 @@ from typing import Any, Literal
 
 from mtpwatch.core.jsonout import JsonFields, key
 
-__all__ = [
-    "GB10_TOTAL_SHARE",
-    "GIB",
-    "NO_GPU_MEMORY",
-    "RULE_034",
-    "RULE_PRE_034",
-    "GpuMemory",
-    "MemoryFlags",
-    "MemoryPlan",
-    "MemoryRule",
-    "NoGpuMemoryError",
-    "PlanError",
-    "ServerNeed",
-    "ServerPlan",
-    "fmt_gib",
-    "free_now_refusal",
-    "is_gb10",
-    "memory_rule",
-    "plan_memory",
-]
-
 GIB = float(2**30)
 DEFAULT_UTILIZATION = 0.92
 """vLLM's default ``--gpu-memory-utilization`` without the extensible KV cache (0.32/0.33 always:

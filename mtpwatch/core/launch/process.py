@@ -30,18 +30,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
-__all__ = [
-    "ServerProcess",
-    "StartupError",
-    "descendants",
-    "describe_exit",
-    "group_members",
-    "install_signal_handlers",
-    "live_groups",
-    "marked_processes",
-    "stop_all",
-]
-
 DEFAULT_RING_LINES = 2000
 OWNER_ENV = "MTPWATCH_OWNER"
 """Environment variable that marks every process of a server mtpwatch started (see `marked_processes`)."""

@@ -32,8 +32,6 @@ from mtpwatch.core.launch.vllm_cmd import (
     server_env,
 )
 
-__all__ = ["LaunchPlan", "PlannedServer", "mask_argv", "plan_sweep", "plan_twins", "shell_line"]
-
 SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN"})
 MASK = "***"
 

@@ -57,20 +57,6 @@ from typing import Any
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
 
-__all__ = [
-    "CHECKS_METHOD_FROM",
-    "DrafterCheckpoint",
-    "MethodChoice",
-    "MethodRuleError",
-    "VllmVersion",
-    "choose_method",
-    "declared_method",
-    "name_method",
-    "parse_version",
-    "read_drafter",
-    "read_vllm_version",
-]
-
 CHECKS_METHOD_FROM = (0, 34)
 """The first release that checks a configured method against the checkpoint instead of rewriting it."""
 

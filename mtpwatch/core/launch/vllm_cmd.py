@@ -16,19 +16,6 @@ from typing import Any
 
 from mtpwatch.core.launch.specrule import MethodRuleError, VllmVersion, choose_method
 
-__all__ = [
-    "DRAFTER_METHODS",
-    "METHODS",
-    "NGRAM_DEFAULTS",
-    "VllmArgsError",
-    "bind_warning",
-    "build_sim_argv",
-    "build_speculative_config",
-    "build_vllm_argv",
-    "is_loopback",
-    "server_env",
-]
-
 METHODS = ("mtp", "ngram", "draft_model", "eagle", "eagle3", "dflash", "dspark")
 """Methods the short flags know; a ``--speculative-config`` may name any other vLLM method."""
 DRAFTER_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash"})
