@@ -81,26 +81,18 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
 
     Inner command lines (``--launch-a 'vllm serve … --api-key X'``) are masked word by word too.
     """
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
+    out = list(argv)
+    for i, arg in enumerate(out):
         flag, eq, _ = arg.partition("=")
         if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
             if eq:
-                out.append(flag + "=" + MASK)
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        if " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
-            words = arg.split(" ")
-            out.append(" ".join(mask_argv(words)))
-            continue
-        out.append(mask_secrets(arg))
+                out[i] = flag + "=" + MASK
+            elif i + 1 < len(out):
+                out[i + 1] = MASK  # the value after the flag
+        elif " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
+            out[i] = " ".join(mask_argv(arg.split(" ")))
+        else:
+            out[i] = mask_secrets(arg)
     return out
 
 
@@ -142,16 +134,11 @@ SPEC_CONFIG_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
 def spec_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
     """The JSON of ``--speculative-config`` / ``-sc`` in a vLLM command line; None if absent or unreadable."""
     for i, arg in enumerate(argv):
-        value: str | None = None
-        for flag in SPEC_CONFIG_FLAGS:
-            if arg == flag and i + 1 < len(argv):
-                value = argv[i + 1]
-            elif arg.startswith(flag + "="):
-                value = arg[len(flag) + 1 :]
-        if value is None:
+        flag, eq, value = arg.partition("=")
+        if flag not in SPEC_CONFIG_FLAGS or not (eq or i + 1 < len(argv)):
             continue
         try:
-            parsed = json.loads(value)
+            parsed = json.loads(value if eq else argv[i + 1])
         except json.JSONDecodeError:
             return None
         return parsed if isinstance(parsed, dict) else None
