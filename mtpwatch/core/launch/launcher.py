@@ -81,7 +81,6 @@ class Launch:
 
     @property
     def process(self) -> ServerProcess:
-        """The started process (after `start`)."""
         if self._process is None:
             raise RuntimeError("Launch.start() has not run")
         return self._process

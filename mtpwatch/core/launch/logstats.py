@@ -38,8 +38,6 @@ _PREFIX_HIT = re.compile(r"(?<!External )Prefix cache hit rate: " + _NUM + "%")
 
 @dataclass(frozen=True, slots=True)
 class StatsLine:
-    """One periodic stats line."""
-
     frontend: Literal["python", "rust"]
     """Which API server wrote it (their wording differs)."""
     prompt_tok_s: float

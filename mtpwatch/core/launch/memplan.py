@@ -182,19 +182,14 @@ class MemoryFlags:
         values: dict[str, str] = {}
         eager = False
         args = list(argv)
-        i = 0
-        while i < len(args):
-            name, eq, val = args[i].partition("=")
+        for i, arg in enumerate(args):
+            name, eq, val = arg.partition("=")
             if name in _VALUE_FLAGS:
-                if not eq:
-                    if i + 1 >= len(args):
-                        raise PlanError(f"{name} needs a value")
-                    i += 1
-                    val = args[i]
-                values[name] = val
+                if not eq and i + 1 >= len(args):
+                    raise PlanError(f"{name} needs a value")
+                values[name] = val if eq else args[i + 1]
             elif name == "--enforce-eager":
                 eager = True
-            i += 1
         util_s, kv_s, mml_s = (values.get(flag) for flag in _VALUE_FLAGS)
         try:
             util = None if util_s is None else float(util_s)
@@ -226,8 +221,6 @@ def _parse_bytes(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ServerPlan:
-    """One server's memory in the plan."""
-
     label: str
     need: ServerNeed | None
     """None when the model's size is unknown (then the user's flags must size it)."""

@@ -38,8 +38,6 @@ MASK = "***"
 
 @dataclass(frozen=True, slots=True)
 class PlannedServer:
-    """One server to launch."""
-
     label: str
     role: str
     """'baseline' or 'treatment'."""

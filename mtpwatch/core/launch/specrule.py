@@ -135,26 +135,25 @@ def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:
         meta = _metadata_version(tokens[0])
         if meta is not None:
             return meta  # no import of vLLM: `vllm --version` takes ~30 s on a 2-core CPU box
-    why = _run_version(resolve_self(tokens), timeout_s, f"{vllm} --version")
-    return why if isinstance(why, VllmVersion) else VllmVersion(None, why)
+    return _run_version(resolve_self(tokens), timeout_s, f"{vllm} --version")
 
 
-def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVersion | str:
+def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVersion:
     try:
         done = subprocess.run(
             [*tokens, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except FileNotFoundError:
-        return f"{label}: command not found"
+        return VllmVersion(None, f"{label}: command not found")
     except subprocess.TimeoutExpired:
-        return f"{label}: no answer in {timeout_s:g} s"
+        return VllmVersion(None, f"{label}: no answer in {timeout_s:g} s")
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"{label}: {type(exc).__name__}"
+        return VllmVersion(None, f"{label}: {type(exc).__name__}")
     if done.returncode == 0:
         for line in done.stdout.splitlines():
             if _VERSION.fullmatch(line.strip()):
                 return VllmVersion(line.strip(), label)
-    return f"{label} exited {done.returncode} without a version"
+    return VllmVersion(None, f"{label} exited {done.returncode} without a version")
 
 
 def _metadata_version(command: str) -> VllmVersion | None:
@@ -208,15 +207,8 @@ def declared_method(config: Mapping[str, Any]) -> str | None:
 def name_method(drafter: str) -> str | None:
     """The method every version reads from a drafter's name (0.34 ``matches`` in order; 0.32/0.33 alike)."""
     name = drafter.lower()
-    for hint, method in (
-        ("eagle-", "eagle"),
-        ("eagle3", "eagle3"),
-        ("dflash", "dflash"),
-        ("dspark", "dspark"),
-    ):
-        if hint in name:
-            return method
-    return None
+    hints = (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark"))
+    return next((method for hint, method in hints if hint in name), None)
 
 
 @dataclass(frozen=True, slots=True)
