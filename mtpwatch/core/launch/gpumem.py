@@ -135,10 +135,9 @@ def smi_gpu_memory(
         return None
     if done.returncode != 0:
         return None
-    rows = sorted(parse_smi_csv(done.stdout), key=lambda r: r.index)
-    if not rows:
+    gpu = min(parse_smi_csv(done.stdout), key=lambda r: r.index, default=None)
+    if gpu is None:
         return None
-    gpu = rows[0]
     if gpu.total_mib is None or gpu.free_mib is None or gpu.total_mib <= 0:
         return _unified(gpu.name, meminfo)
     return GpuMemory(gpu.name, gpu.total_mib * MIB, gpu.free_mib * MIB, "nvidia-smi")
