@@ -322,8 +322,10 @@ class ServerProcess:
         self._group = _Group(self._proc.pid, token)
         if not keep:
             _register(self._group)
-        pump = self._pump_pipe() if self.log_path is None else self._pump_file(self.log_path, log_offset)
-        self._tasks += [asyncio.create_task(pump), asyncio.create_task(self._reap_leftovers())]
+        chunks = (
+            self._pipe_chunks() if self.log_path is None else self._file_chunks(self.log_path, log_offset)
+        )
+        self._tasks += [asyncio.create_task(self._pump(chunks)), asyncio.create_task(self._reap_leftovers())]
         return self
 
     @property
@@ -357,52 +359,43 @@ class ServerProcess:
         self._new_line.set()
         self._new_line = asyncio.Event()
 
-    def _push_chunk(self, pending: bytes, chunk: bytes) -> bytes:
-        """Push every complete line of `pending + chunk`; returns the unfinished last line."""
-        *complete, rest = (pending + chunk).split(b"\n")
-        for raw in complete:
-            self._push(raw)
-        return rest
-
     def _finish(self) -> None:
         self._eof = True
         self._new_line.set()
 
-    async def _pump_pipe(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        stream = self._proc.stdout
+    async def _pump(self, chunks: AsyncIterator[bytes]) -> None:
+        """Split the server's output into lines as it comes; mark the end however it ends."""
         pending = b""
         try:
-            while chunk := await stream.read(65536):
-                pending = self._push_chunk(pending, chunk)
+            async for chunk in chunks:
+                *complete, pending = (pending + chunk).split(b"\n")
+                for raw in complete:
+                    self._push(raw)
             if pending:
                 self._push(pending)
         finally:
             self._finish()
 
-    async def _pump_file(self, path: Path, offset: int) -> None:
-        """Follow `path` from `offset`, its size before the child started (the file is appended to).
+    async def _pipe_chunks(self) -> AsyncIterator[bytes]:
+        assert self._proc is not None and self._proc.stdout is not None
+        while chunk := await self._proc.stdout.read(65536):
+            yield chunk
+
+    async def _file_chunks(self, path: Path, offset: int) -> AsyncIterator[bytes]:
+        """Follow `path` from `offset`, its size before the child started (the file is appended to),
+        until the child exits.
 
         Reading from there, not from the end at the pump's first run, keeps the lines the child
         wrote before this task was first scheduled (vLLM's first lines under `start --keep`).
         """
         assert self._proc is not None
-        pending = b""
-        try:
-            with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
-                fh.seek(offset)  # only this run's lines
-                while True:
-                    chunk = fh.read(65536)
-                    if chunk:
-                        pending = self._push_chunk(pending, chunk)
-                        continue
-                    if self._proc.returncode is not None:
-                        break
+        with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
+            fh.seek(offset)  # only this run's lines
+            while (chunk := fh.read(65536)) or self._proc.returncode is None:
+                if chunk:
+                    yield chunk
+                else:
                     await asyncio.sleep(0.1)
-            if pending:
-                self._push(pending)
-        finally:
-            self._finish()
 
     async def lines(self, replay: bool = True) -> AsyncIterator[str]:
         """Yield log lines as they arrive, ending when the server's output closes.
