@@ -355,13 +355,12 @@ def build_meta(
     prompts: Mapping[str, Any] | None = None,
     gpu: GpuInfo | None = None,
     temperature: float | None = None,
-    created: str | None = None,
 ) -> dict[str, Any]:
     """The `meta` object (argv masked here, whatever the caller passes)."""
     return {
         "schema": SCHEMA,
         "mtpwatch_version": __version__,
-        "created_utc": created or utc_now(),
+        "created_utc": utc_now(),
         "argv": mask_argv(list(sys.argv if argv is None else argv)),
         "host": socket.gethostname(),
         "python": platform.python_version(),
