@@ -17,18 +17,13 @@ class CorruptFileError(ValueError):
     """A gzip file that does not inflate (`str()` is one line naming the file)."""
 
 
-def is_gzip(data: bytes) -> bool:
-    """True when `data` starts with gzip's magic bytes."""
-    return data[:2] == GZIP_MAGIC
-
-
 def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
     """Every gzip member of `data`, inflated; the second value is True when the last one was cut off.
 
     Raises `CorruptFileError` when `data` is not gzip or its first member is corrupt (later members
     that fail count as cut off: what came before them is kept).
     """
-    if not is_gzip(data):
+    if not data.startswith(GZIP_MAGIC):
         raise CorruptFileError(f"{name} is not a gzip file")
     out: list[bytes] = []
     truncated = False
@@ -54,7 +49,7 @@ def read_text(path: Path) -> str:
     Raises `CorruptFileError` (corrupt or cut-off gzip), `UnicodeDecodeError`, `OSError`.
     """
     data = path.read_bytes()
-    if not is_gzip(data):
+    if not data.startswith(GZIP_MAGIC):
         return data.decode("utf-8")
     text, truncated = inflate(data, str(path))
     if truncated:

@@ -12,8 +12,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["write_complete"]
-
 
 def write_complete(path: Path, writer: Callable[[Path], object]) -> None:
     """Run `writer(tmp)` on a temporary file beside `path`, then rename it to `path`.

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
-from mtpwatch.core.launch.logparse import LogWatcher
+from mtpwatch.core.launch.logparse import watch_lines
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 
@@ -81,26 +81,18 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
 
     Inner command lines (``--launch-a 'vllm serve … --api-key X'``) are masked word by word too.
     """
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
+    out = list(argv)
+    for i, arg in enumerate(out):
         flag, eq, _ = arg.partition("=")
         if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
             if eq:
-                out.append(flag + "=" + MASK)
-            else:
-                out.append(arg)
-                hide_next = True
-            continue
-        if " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
-            words = arg.split(" ")
-            out.append(" ".join(mask_argv(words)))
-            continue
-        out.append(mask_secrets(arg))
+                out[i] = flag + "=" + MASK
+            elif i + 1 < len(out):
+                out[i + 1] = MASK  # the value after the flag
+        elif " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
+            out[i] = " ".join(mask_argv(arg.split(" ")))
+        else:
+            out[i] = mask_secrets(arg)
     return out
 
 
@@ -142,16 +134,11 @@ SPEC_CONFIG_FLAGS = ("--speculative-config", "--speculative_config", "-sc")
 def spec_config_from_argv(argv: Sequence[str]) -> dict[str, Any] | None:
     """The JSON of ``--speculative-config`` / ``-sc`` in a vLLM command line; None if absent or unreadable."""
     for i, arg in enumerate(argv):
-        value: str | None = None
-        for flag in SPEC_CONFIG_FLAGS:
-            if arg == flag and i + 1 < len(argv):
-                value = argv[i + 1]
-            elif arg.startswith(flag + "="):
-                value = arg[len(flag) + 1 :]
-        if value is None:
+        flag, eq, value = arg.partition("=")
+        if flag not in SPEC_CONFIG_FLAGS or not (eq or i + 1 < len(argv)):
             continue
         try:
-            parsed = json.loads(value)
+            parsed = json.loads(value if eq else argv[i + 1])
         except json.JSONDecodeError:
             return None
         return parsed if isinstance(parsed, dict) else None
@@ -221,12 +208,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-async def probe_arm(client: Any, model: str | None = None, info: ArmInfo | None = None) -> ArmInfo:
+async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
     """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises.
 
     `model` picks the served model when there are several (None: the first /v1/models lists).
     """
-    info = info or ArmInfo(url=client.base_url)
+    info = ArmInfo(url=client.base_url)
     try:
         models = await client.models()
         chosen = next((m for m in models if m.id == model), models[0] if models else None)
@@ -264,24 +251,12 @@ def _sim_gpu(doc: Any) -> dict[str, Any] | None:
     return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
-def facts_from_log(lines: Iterable[str]) -> Any:
-    """The start-up facts (vLLM version, speculative method, k, drafter) in a server's log lines."""
-    watcher = LogWatcher()
-    for line in lines:
-        watcher.feed(line)
-    return watcher.facts
-
-
 def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: Any = None) -> ArmInfo:
     """What the command line and start-up log (its lines, or the `LogFacts` already read from them)
     of a server mtpwatch started say about it."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
     info.apply_spec_config(spec_config_from_argv(argv))
-    lines = list(log_lines)
-    if facts is None and lines:
-        facts = facts_from_log(lines)
-    if facts is not None:
-        info.apply_log_facts(facts)
+    info.apply_log_facts(facts if facts is not None else watch_lines(log_lines).facts)
     return info
 
 
@@ -352,10 +327,7 @@ def report_gpu(named: str | None, arms: Sequence[ArmInfo], *, local: bool) -> Gp
     found = local_gpu() if local else None
     if found is not None and found.name is not None:
         return found
-    from_server = server_gpu(arms)
-    if from_server is not None:
-        return from_server
-    return found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+    return server_gpu(arms) or found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
 def local_gpu() -> GpuInfo:
@@ -383,13 +355,12 @@ def build_meta(
     prompts: Mapping[str, Any] | None = None,
     gpu: GpuInfo | None = None,
     temperature: float | None = None,
-    created: str | None = None,
 ) -> dict[str, Any]:
     """The `meta` object (argv masked here, whatever the caller passes)."""
     return {
         "schema": SCHEMA,
         "mtpwatch_version": __version__,
-        "created_utc": created or utc_now(),
+        "created_utc": utc_now(),
         "argv": mask_argv(list(sys.argv if argv is None else argv)),
         "host": socket.gethostname(),
         "python": platform.python_version(),

@@ -22,25 +22,12 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError, with_gpu_overrides
+from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import meminfo_used_bytes
-
-__all__ = [
-    "DEVICE_SOURCES",
-    "SMI_QUERY",
-    "UNIFIED_OS_RESERVE",
-    "SmiGpu",
-    "device_free_bytes",
-    "gpu_from_table",
-    "local_gpu_memory",
-    "parse_smi_csv",
-    "resolve_gpu_memory",
-    "smi_gpu_memory",
-]
 
 UNIFIED_OS_RESERVE = 8.0 * GIB
 """Memory assumed used by the OS, desktop and tools on a unified-memory box planned from afar
@@ -148,10 +135,9 @@ def smi_gpu_memory(
         return None
     if done.returncode != 0:
         return None
-    rows = sorted(parse_smi_csv(done.stdout), key=lambda r: r.index)
-    if not rows:
+    gpu = min(parse_smi_csv(done.stdout), key=lambda r: r.index, default=None)
+    if gpu is None:
         return None
-    gpu = rows[0]
     if gpu.total_mib is None or gpu.free_mib is None or gpu.total_mib <= 0:
         return _unified(gpu.name, meminfo)
     return GpuMemory(gpu.name, gpu.total_mib * MIB, gpu.free_mib * MIB, "nvidia-smi")
@@ -229,7 +215,12 @@ def resolve_gpu_memory(
         return base
     if free_gib is not None and total_gib is not None and free_gib > total_gib:
         raise PlanError(f"--gpu-free {free_gib:g} GiB is more than --gpu-memory {total_gib:g} GiB")
-    return with_gpu_overrides(base, total_gib=total_gib, free_gib=free_gib)
+    # free defaults to what it was, capped at total; a new total keeps what others use
+    total = base.total_bytes if total_gib is None else total_gib * GIB
+    free = min(total, base.free_bytes) if free_gib is None else free_gib * GIB
+    if free_gib is None and total_gib is not None and base.total_bytes > 0:
+        free = total - (base.total_bytes - base.free_bytes)
+    return replace(base, total_bytes=total, free_bytes=max(0.0, free), source=base.source + " + override")
 
 
 async def wait_memory_back(

@@ -20,8 +20,6 @@ from mtpwatch.core.launch.logparse import LogEvent, LogWatcher, failure_reason
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.core.launch.simledger import scoped_env
 
-__all__ = ["Launch", "resolve_self"]
-
 
 def resolve_self(argv: Sequence[str]) -> list[str]:
     """`argv` with a leading bare ``mtpwatch`` replaced by this interpreter's ``python -m mtpwatch``.
@@ -83,7 +81,6 @@ class Launch:
 
     @property
     def process(self) -> ServerProcess:
-        """The started process (after `start`)."""
         if self._process is None:
             raise RuntimeError("Launch.start() has not run")
         return self._process

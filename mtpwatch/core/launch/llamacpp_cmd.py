@@ -14,14 +14,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mtpwatch.core.launch.vllm_cmd import VllmArgsError
-
-__all__ = [
-    "LLAMACPP_METHODS",
-    "LLAMACPP_SPEC_TYPES",
-    "build_llamacpp_argv",
-    "llamacpp_env",
-]
+from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_server_flags
 
 LLAMACPP_SPEC_TYPES = (
     "draft-simple",
@@ -105,13 +98,9 @@ def build_llamacpp_argv(
     """
     if not model.strip():
         raise VllmArgsError("MODEL is empty: give the path of a GGUF file")
-    if not 1 <= port <= 65535:
-        raise VllmArgsError(f"--port must be between 1 and 65535, got {port}")
     if k is not None and (isinstance(k, bool) or not 1 <= k <= 64):
         raise VllmArgsError(f"-k must be between 1 and 64, got {k}")
-    spec_flags = [n for n, v in (("--drafter", drafter), ("-k", k), ("--method", method)) if v is not None]
-    if no_spec and spec_flags:
-        raise VllmArgsError(f"--no-spec cannot be combined with {', '.join(spec_flags)}")
+    check_server_flags(port, no_spec, {"--drafter": drafter, "-k": k, "--method": method})
     _check_extra(extra)
     spec_type = None if no_spec else _spec_type(method, drafter, k)
     if spec_type in _NEEDS_DRAFTER and drafter is None:

@@ -13,22 +13,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from mtpwatch.core.launch.logstats import StatsLine, parse_stats_line
-
-__all__ = [
-    "Hint",
-    "LogEvent",
-    "LogFacts",
-    "LogWatcher",
-    "Phase",
-    "SpecDecodingLine",
-    "failure_reason",
-    "parse_spec_line",
-]
 
 
 class Phase(Enum):
@@ -157,97 +147,73 @@ _COMPILING_MARKS = (
 )
 _READY_MARKS = ("Application startup complete", _RUST_READY)
 
-_HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = (
-    (
-        re.compile(r"Address already in use|\[Errno 98\]"),
-        Hint(
+#: (pattern, problem, fix): a known failure in the log and what to do about it.
+_HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = tuple(
+    (re.compile(pattern), Hint(problem, fix))
+    for pattern, problem, fix in (
+        (
+            r"Address already in use|\[Errno 98\]",
             "port already in use",
             "another program listens on this port: pick another --port (`ss -ltnp` shows who holds it)",
         ),
-    ),
-    (
-        re.compile(
+        (
             r"No available memory for the cache blocks|KV cache is needed, which is larger than the "
-            r"available KV cache memory"
-        ),
-        Hint(
+            r"available KV cache memory",
             "not enough memory for the KV cache",
             "lower --max-model-len, or raise --gpu-memory-utilization (CPU build: VLLM_CPU_KVCACHE_SPACE)",
         ),
-    ),
-    (
-        re.compile(
+        (
             r"does not recognize this architecture|are not supported for now|"
-            r"Unrecognized model in|model type `[^`]+` but Transformers does not recognize"
-        ),
-        Hint(
+            r"Unrecognized model in|model type `[^`]+` but Transformers does not recognize",
             "unknown model type or architecture",
             "this vLLM/transformers is too old for the model: upgrade vLLM (Gemma 4 MTP needs a recent one)",
         ),
-    ),
-    (
-        re.compile(r"All drafting layers should belong to the same kv cache group"),
-        Hint(
+        (
+            r"All drafting layers should belong to the same kv cache group",
             "draft model on a hybrid-attention target (sliding + full layers)",
             "add `-- --disable-hybrid-kv-cache-manager`",
         ),
-    ),
-    (
-        re.compile(r"operator torchvision::nms does not exist"),
-        Hint(
+        (
+            r"operator torchvision::nms does not exist",
             "torchvision does not match this torch",
             "pip uninstall -y torchvision torchaudio torchcodec in vLLM's environment",
         ),
-    ),
-    (
-        re.compile(r"PackageNotFoundError: No package metadata was found for vllm"),
-        Hint(
+        (
+            r"PackageNotFoundError: No package metadata was found for vllm",
             "the `vllm` CLI cannot find its own package metadata (CPU build named vllm-cpu)",
             "use --vllm 'python -m vllm.entrypoints.openai.api_server', or add a vllm dist-info shim",
         ),
-    ),
-    (
-        re.compile(r"Free memory on device .* is less than desired GPU memory utilization"),
-        Hint(
+        (
+            r"Free memory on device .* is less than desired GPU memory utilization",
             "not enough free GPU memory at start-up (another process holds it)",
             "another vLLM (on a Spark the desktop too: memory is unified) holds it: give each server on "
             "this GPU its own smaller --gpu-memory-utilization (mtpwatch ab --start plans them; see "
             "--plan), use --kv-cache-memory-bytes, stop the other server, or use --restart",
         ),
-    ),
-    (
-        re.compile(r"unrecognized arguments: "),
-        Hint(
+        (
+            r"unrecognized arguments: ",
             "vLLM does not know a flag",
             "this vLLM version has no such option: check `vllm serve --help` and the flags after --",
         ),
-    ),
-    (
-        re.compile(
+        (
             r"Invalid repository ID or local directory specified|is not a valid model identifier|"
-            r"Repository Not Found|Repo id must be in the form"
-        ),
-        Hint(
+            r"Repository Not Found|Repo id must be in the form",
             "model not found",
             "MODEL is neither a local folder with a config.json nor a Hugging Face repo id this machine "
             "can fetch: check the path (offline: HF_HUB_OFFLINE, a token: HF_TOKEN)",
         ),
-    ),
-    (
-        re.compile(r"CUDA out of memory|OutOfMemoryError"),
-        Hint(
+        (
+            r"CUDA out of memory|OutOfMemoryError",
             "CUDA out of memory",
             "another process may hold the GPU (nvidia-smi); lower "
             "--gpu-memory-utilization or --max-model-len, or use a smaller model",
         ),
-    ),
-    (
-        re.compile(r"Failed to infer device type"),
-        Hint(
+        (
+            r"Failed to infer device type",
             "vLLM found no device",
             "no usable GPU for this build (check nvidia-smi / the CPU build's version)",
         ),
-    ),
+    )
 )
 _HINT_PREFILTER = (
     "already in use",
@@ -279,23 +245,17 @@ def parse_spec_line(line: str) -> SpecDecodingLine | None:
     """Parse a ``SpecDecoding metrics:`` line; None for any other line."""
     if "SpecDecoding metrics:" not in line:
         return None
-    values: dict[str, float] = {}
+    values: dict[str, Any] = {}
     for name, pattern in _SPEC_FIELDS.items():
         match = pattern.search(line)
         if match is None:
             return None
         values[name] = float(match.group(1))
     per_pos = _PER_POS.search(line)
-    positions = tuple(float(x) for x in per_pos.group(1).split(",")) if per_pos else ()
-    return SpecDecodingLine(
-        mean_acceptance_length=values["mean_acceptance_length"],
-        accepted_throughput=values["accepted_throughput"],
-        drafted_throughput=values["drafted_throughput"],
-        accepted=int(values["accepted"]),
-        drafted=int(values["drafted"]),
-        per_position=positions,
-        acceptance_rate=values["acceptance_rate"] / 100.0,
-    )
+    values["per_position"] = tuple(float(x) for x in per_pos.group(1).split(",")) if per_pos else ()
+    values["accepted"], values["drafted"] = int(values["accepted"]), int(values["drafted"])
+    values["acceptance_rate"] /= 100.0  # the log prints a percentage
+    return SpecDecodingLine(**values)
 
 
 @dataclass(slots=True)
@@ -353,14 +313,11 @@ class LogWatcher:
             if spec is not None:
                 self.spec_lines.append(spec)
                 per_pos = ", ".join(f"{p:.3f}" for p in spec.per_position)
-                events.append(
-                    LogEvent(
-                        "spec",
-                        f"vLLM: acceptance {spec.acceptance_rate:.1%}, mean length "
-                        f"{spec.mean_acceptance_length:.2f}, per position {per_pos}",
-                        now,
-                    )
+                text = (
+                    f"vLLM: acceptance {spec.acceptance_rate:.1%}, mean length "
+                    f"{spec.mean_acceptance_length:.2f}, per position {per_pos}"
                 )
+                events.append(LogEvent("spec", text, now))
             return events
         if "Avg prompt t" in message and self._stats_from(message, now, events):
             return events  # the periodic stats line: nothing new for start-up
@@ -403,11 +360,8 @@ class LogWatcher:
                 facts.spec_method, facts.spec_model = spec.group(1), spec.group(2)
                 facts.num_spec_tokens = int(spec.group(3))
                 drafter = f", drafter {facts.spec_model}" if facts.spec_model else ""
-                self._fact(
-                    events,
-                    now,
-                    f"speculative decoding: {facts.spec_method}, k={facts.num_spec_tokens}{drafter}",
-                )
+                said = f"speculative decoding: {facts.spec_method}, k={facts.num_spec_tokens}{drafter}"
+                self._fact(events, now, said)
             elif "speculative_config=None" in message:
                 self._fact(events, now, "speculative decoding: off")
         elif "Checkpoint size:" in message:
@@ -441,12 +395,8 @@ class LogWatcher:
             if match:
                 facts.kv_cache_tokens = int(match.group(1).replace(",", ""))
                 facts.max_concurrency = float(match.group(2))
-                self._fact(
-                    events,
-                    now,
-                    f"KV cache: {facts.kv_cache_tokens:,} tokens "
-                    f"(max concurrency {facts.max_concurrency:.1f}x)",
-                )
+                most = f"max concurrency {facts.max_concurrency:.1f}x"
+                self._fact(events, now, f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})")
         elif "KV cache memory" in message or "GiB for KV cache" in message:
             match = _KV_GIB.search(message)
             if match:
@@ -497,6 +447,14 @@ class LogWatcher:
                 events.append(LogEvent("hint", str(hint), now))
 
 
+def watch_lines(lines: Iterable[str]) -> LogWatcher:
+    """A `LogWatcher` that has read `lines` (a whole log, or its last lines)."""
+    watcher = LogWatcher()
+    for line in lines:
+        watcher.feed(line)
+    return watcher
+
+
 _WRAPPER = re.compile(r"root cause above|^EngineCore failed to start\.?$", re.I)
 """Error lines that only point at an earlier one (vLLM's API server after its engine died)."""
 REASON_MAX = 240
@@ -508,10 +466,7 @@ def failure_reason(lines: list[str]) -> str | None:
     pointing at an earlier one (vLLM: ``ValueError: Free memory on device ...``, not ``RuntimeError:
     Engine core initialization failed. See root cause above``), else the last line; None when empty.
     """
-    watcher = LogWatcher()
-    for line in lines:
-        watcher.feed(line)
-    errors = [e.strip() for e in watcher.errors if e.strip()]
+    errors = [e.strip() for e in watch_lines(lines).errors if e.strip()]
     causes = [e for e in errors if not _WRAPPER.search(e)]
     text = (causes or errors or [_strip(x).strip() for x in lines if x.strip()] or [""])[-1]
     if not text:

@@ -22,11 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["StatsLine", "parse_stats_line"]
-
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _PYTHON = re.compile(
-    r"(?:Engine (\d+): )?Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: "
+    r"(?:Engine (?P<engine>\d+): )?Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: "
     r"" + _NUM + r" tokens/s, Running: (\d+) reqs, Waiting: (\d+) reqs\b"
 )
 _PYTHON_KV = re.compile(r"(?:GPU|CPU|XPU|TPU|\w+) KV cache usage: " + _NUM + "%")
@@ -36,13 +34,18 @@ _RUST = re.compile(
 )
 _RUST_KV = re.compile(r"GPU KV cache used: " + _NUM + "%")
 _PREFIX_HIT = re.compile(r"(?<!External )Prefix cache hit rate: " + _NUM + "%")
+Frontend = Literal["python", "rust"]
+#: Per API server: the words its stats line starts with, the line (its last four groups: prompt and
+#: generation tokens/s, running and waiting requests) and its KV cache part.
+_FRONTENDS: tuple[tuple[str, Frontend, re.Pattern[str], re.Pattern[str]], ...] = (
+    ("Avg prompt tput: ", "rust", _RUST, _RUST_KV),
+    ("Avg prompt throughput: ", "python", _PYTHON, _PYTHON_KV),
+)
 
 
 @dataclass(frozen=True, slots=True)
 class StatsLine:
-    """One periodic stats line."""
-
-    frontend: Literal["python", "rust"]
+    frontend: Frontend
     """Which API server wrote it (their wording differs)."""
     prompt_tok_s: float
     """Prompt tokens per second over the interval."""
@@ -67,31 +70,21 @@ def _fraction(pattern: re.Pattern[str], line: str) -> float | None:
 
 def parse_stats_line(line: str) -> StatsLine | None:
     """Parse either frontend's periodic stats line; None for any other line."""
-    if "Avg prompt tput: " in line:
-        match = _RUST.search(line)
+    for marker, frontend, pattern, kv in _FRONTENDS:
+        if marker not in line:
+            continue
+        match = pattern.search(line)
         if match is None:
             return None
+        prompt, generation, running, waiting = match.groups()[-4:]
         return StatsLine(
-            frontend="rust",
-            prompt_tok_s=float(match.group(1)),
-            generation_tok_s=float(match.group(2)),
-            running=int(match.group(3)),
-            waiting=int(match.group(4)),
-            kv_cache_usage=_fraction(_RUST_KV, line),
+            frontend=frontend,
+            prompt_tok_s=float(prompt),
+            generation_tok_s=float(generation),
+            running=int(running),
+            waiting=int(waiting),
+            kv_cache_usage=_fraction(kv, line),
             prefix_cache_hit_rate=_fraction(_PREFIX_HIT, line),
+            engine=match.groupdict().get("engine"),
         )
-    if "Avg prompt throughput: " not in line:
-        return None
-    match = _PYTHON.search(line)
-    if match is None:
-        return None
-    return StatsLine(
-        frontend="python",
-        prompt_tok_s=float(match.group(2)),
-        generation_tok_s=float(match.group(3)),
-        running=int(match.group(4)),
-        waiting=int(match.group(5)),
-        kv_cache_usage=_fraction(_PYTHON_KV, line),
-        prefix_cache_hit_rate=_fraction(_PREFIX_HIT, line),
-        engine=match.group(1),
-    )
+    return None

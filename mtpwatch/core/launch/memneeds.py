@@ -23,17 +23,11 @@ from mtpwatch.core.launch.memplan import (
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
 from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, resolve_config
 
-__all__ = ["UNCOUNTED", "config_max_len", "estimate_need", "model_weight_bytes"]
-
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
 _OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
 UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"
 """Said on the plan line when the drafter's size is unknown offline."""
-
-
-def _spec(ref: str) -> ModelSpec:
-    return ModelSpec.from_config(ref)
 
 
 def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
@@ -79,7 +73,7 @@ def estimate_need(
     gives them (``--drafter-gib``), which win over what is found offline.
     """
     try:
-        target = _spec(model)
+        target = ModelSpec.from_config(model)
     except ConfigError:
         return None
     weights, source = model_weight_bytes(target)
@@ -88,7 +82,7 @@ def estimate_need(
     drafter_bytes, uncounted = 0.0, ""
     if drafter and method != "ngram":
         try:
-            dspec: ModelSpec | None = _spec(drafter)
+            dspec: ModelSpec | None = ModelSpec.from_config(drafter)
         except ConfigError:
             dspec = None
         if dspec is not None:

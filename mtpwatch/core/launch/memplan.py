@@ -31,27 +31,6 @@ from typing import Any, Literal
 
 from mtpwatch.core.jsonout import JsonFields, key
 
-__all__ = [
-    "GB10_TOTAL_SHARE",
-    "GIB",
-    "NO_GPU_MEMORY",
-    "RULE_034",
-    "RULE_PRE_034",
-    "GpuMemory",
-    "MemoryFlags",
-    "MemoryPlan",
-    "MemoryRule",
-    "NoGpuMemoryError",
-    "PlanError",
-    "ServerNeed",
-    "ServerPlan",
-    "fmt_gib",
-    "free_now_refusal",
-    "is_gb10",
-    "memory_rule",
-    "plan_memory",
-]
-
 GIB = float(2**30)
 DEFAULT_UTILIZATION = 0.92
 """vLLM's default ``--gpu-memory-utilization`` without the extensible KV cache (0.32/0.33 always:
@@ -181,6 +160,9 @@ class ServerNeed:
         }
 
 
+_VALUE_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len")
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryFlags:
     """The memory flags a user gave one server (they always win over the plan's)."""
@@ -200,28 +182,19 @@ class MemoryFlags:
         values: dict[str, str] = {}
         eager = False
         args = list(argv)
-        i = 0
-        while i < len(args):
-            arg = args[i]
+        for i, arg in enumerate(args):
             name, eq, val = arg.partition("=")
-            if name in ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len"):
-                if not eq:
-                    if i + 1 >= len(args):
-                        raise PlanError(f"{name} needs a value")
-                    val = args[i + 1]
-                    i += 1
-                values[name] = val
+            if name in _VALUE_FLAGS:
+                if not eq and i + 1 >= len(args):
+                    raise PlanError(f"{name} needs a value")
+                values[name] = val if eq else args[i + 1]
             elif name == "--enforce-eager":
                 eager = True
-            i += 1
+        util_s, kv_s, mml_s = (values.get(flag) for flag in _VALUE_FLAGS)
         try:
-            util = float(values["--gpu-memory-utilization"]) if "--gpu-memory-utilization" in values else None
-            kv = (
-                _parse_bytes(values["--kv-cache-memory-bytes"])
-                if "--kv-cache-memory-bytes" in values
-                else None
-            )
-            mml = _parse_bytes(values["--max-model-len"]) if "--max-model-len" in values else None
+            util = None if util_s is None else float(util_s)
+            kv = None if kv_s is None else _parse_bytes(kv_s)
+            mml = None if mml_s is None else _parse_bytes(mml_s)
         except ValueError as exc:
             raise PlanError(str(exc)) from None
         if util is not None and not 0.0 < util <= 1.0:
@@ -248,8 +221,6 @@ def _parse_bytes(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ServerPlan:
-    """One server's memory in the plan."""
-
     label: str
     need: ServerNeed | None
     """None when the model's size is unknown (then the user's flags must size it)."""
@@ -549,14 +520,3 @@ def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
         f"the GPU has {fmt_gib(live.free_bytes)} GiB free now ({live.source}); {plan.rule.name} would start "
         "both and run short of memory instead of refusing: free memory, give smaller shares, or use --restart"
     )
-
-
-def with_gpu_overrides(
-    gpu: GpuMemory, *, total_gib: float | None = None, free_gib: float | None = None
-) -> GpuMemory:
-    """`gpu` with a user's total and/or free memory (GiB); free defaults to what it was, capped at total."""
-    total = gpu.total_bytes if total_gib is None else total_gib * GIB
-    free = min(total, gpu.free_bytes) if free_gib is None else free_gib * GIB
-    if free_gib is None and total_gib is not None and gpu.total_bytes > 0:
-        free = total - (gpu.total_bytes - gpu.free_bytes)  # keep what others use
-    return replace(gpu, total_bytes=total, free_bytes=max(0.0, free), source=gpu.source + " + override")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import errno
 import socket
 
-__all__ = ["port_in_use_message"]
-
 
 def port_in_use_message(host: str, port: int) -> str | None:
     """One line saying that `host:port` is taken, or None when a server could listen there.

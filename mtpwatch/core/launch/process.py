@@ -30,18 +30,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
-__all__ = [
-    "ServerProcess",
-    "StartupError",
-    "descendants",
-    "describe_exit",
-    "group_members",
-    "install_signal_handlers",
-    "live_groups",
-    "marked_processes",
-    "stop_all",
-]
-
 DEFAULT_RING_LINES = 2000
 OWNER_ENV = "MTPWATCH_OWNER"
 """Environment variable that marks every process of a server mtpwatch started (see `marked_processes`)."""
@@ -55,9 +43,6 @@ class StartupError(RuntimeError):
         super().__init__(message)
         self.returncode = returncode
         self.tail = list(tail)
-
-
-# --- /proc helpers -----------------------------------------------------------------------------
 
 
 def _read_stat(pid: int) -> tuple[str, int, int] | None:
@@ -75,13 +60,8 @@ def _read_stat(pid: int) -> tuple[str, int, int] | None:
 
 
 def _all_stats() -> dict[int, tuple[str, int, int]]:
-    stats: dict[int, tuple[str, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _read_stat(int(entry))
-            if stat is not None:
-                stats[int(entry)] = stat
-    return stats
+    stats = {int(entry): _read_stat(int(entry)) for entry in os.listdir("/proc") if entry.isdigit()}
+    return {pid: stat for pid, stat in stats.items() if stat is not None}
 
 
 def group_members(pgid: int) -> list[int]:
@@ -126,22 +106,8 @@ def marked_processes(token: str) -> list[int]:
     return sorted(found)
 
 
-def _signal_pids(pids: set[int], sig: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 def _alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if (stat := _read_stat(pid)) is not None and stat[0] != "Z"}
-
-
-# --- registry of groups mtpwatch owns ----------------------------------------------------------
 
 
 class _Group:
@@ -160,18 +126,23 @@ class _Group:
     def remaining(self) -> set[int]:
         return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
 
-    def kill_sync(self, timeout: float) -> None:
-        """SIGTERM the group and the known descendants, SIGKILL what is left after `timeout`."""
+    def terminate(self) -> None:
+        """SIGTERM the group and every descendant seen so far (also those that left the group)."""
         self.refresh()
-        _signal_group(self.pgid, signal.SIGTERM)
-        _signal_pids(self.known, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self.remaining() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        self._signal(signal.SIGTERM, self.known)
+
+    def kill_left(self) -> None:
+        """SIGKILL what is left of the group after the SIGTERM."""
         left = self.remaining()
         if left:
-            _signal_group(self.pgid, signal.SIGKILL)
-            _signal_pids(left, signal.SIGKILL)
+            self._signal(signal.SIGKILL, left)
+
+    def _signal(self, sig: int, pids: set[int]) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
 
 
 _REGISTRY: dict[int, _Group] = {}
@@ -188,18 +159,18 @@ def stop_all(timeout: float = 10.0) -> None:
     """Stop every owned group: SIGTERM to all at once, then SIGKILL after `timeout`. Synchronous."""
     groups = list(_REGISTRY.values())
     _REGISTRY.clear()
+    _stop_groups(groups, timeout)
+
+
+def _stop_groups(groups: Sequence[_Group], timeout: float) -> None:
+    """SIGTERM every group, wait up to `timeout` s for all to go, SIGKILL what is left. Synchronous."""
     for group in groups:
-        group.refresh()
-        _signal_group(group.pgid, signal.SIGTERM)
-        _signal_pids(group.known, signal.SIGTERM)
+        group.terminate()
     deadline = time.monotonic() + timeout
     while any(g.remaining() for g in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
     for group in groups:
-        left = group.remaining()
-        if left:
-            _signal_group(group.pgid, signal.SIGKILL)
-            _signal_pids(left, signal.SIGKILL)
+        group.kill_left()
 
 
 def _register(group: _Group) -> None:
@@ -276,9 +247,6 @@ def _set_pdeathsig() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
-# --- the process -------------------------------------------------------------------------------
-
-
 class ServerProcess:
     """One server process group that mtpwatch started: log lines, health, stop.
 
@@ -309,7 +277,6 @@ class ServerProcess:
         *,
         keep: bool = False,
         log_path: str | os.PathLike[str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
         ring_lines: int = DEFAULT_RING_LINES,
     ) -> ServerProcess:
         """Start `argv` in a new session with `env` added to mtpwatch's environment.
@@ -343,7 +310,6 @@ class ServerProcess:
                 stdout=asyncio.subprocess.PIPE if log_fh is None else log_fh,
                 stderr=asyncio.subprocess.STDOUT,
                 env=full_env,
-                cwd=cwd,
                 start_new_session=True,
                 preexec_fn=None if keep else _set_pdeathsig,
             )
@@ -356,16 +322,11 @@ class ServerProcess:
         self._group = _Group(self._proc.pid, token)
         if not keep:
             _register(self._group)
-        if log_path is None:
-            self._tasks.append(asyncio.create_task(self._pump_pipe()))
-        else:
-            self._tasks.append(
-                asyncio.create_task(self._pump_file(self.log_path or Path(log_path), log_offset))
-            )
-        self._tasks.append(asyncio.create_task(self._reap_leftovers()))
+        chunks = (
+            self._pipe_chunks() if self.log_path is None else self._file_chunks(self.log_path, log_offset)
+        )
+        self._tasks += [asyncio.create_task(self._pump(chunks)), asyncio.create_task(self._reap_leftovers())]
         return self
-
-    # --- properties --------------------------------------------------------------------------
 
     @property
     def pid(self) -> int:
@@ -387,8 +348,6 @@ class ServerProcess:
         lines = list(self._ring)
         return lines if n is None else lines[-n:]
 
-    # --- output ------------------------------------------------------------------------------
-
     def _push(self, raw: bytes) -> None:
         text = raw.decode(errors="replace").rstrip("\r\n")
         # Progress bars redraw with '\r': keep the last state only.
@@ -404,14 +363,12 @@ class ServerProcess:
         self._eof = True
         self._new_line.set()
 
-    async def _pump_pipe(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        stream = self._proc.stdout
+    async def _pump(self, chunks: AsyncIterator[bytes]) -> None:
+        """Split the server's output into lines as it comes; mark the end however it ends."""
         pending = b""
         try:
-            while chunk := await stream.read(65536):
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
+            async for chunk in chunks:
+                *complete, pending = (pending + chunk).split(b"\n")
                 for raw in complete:
                     self._push(raw)
             if pending:
@@ -419,32 +376,26 @@ class ServerProcess:
         finally:
             self._finish()
 
-    async def _pump_file(self, path: Path, offset: int) -> None:
-        """Follow `path` from `offset`, its size before the child started (the file is appended to).
+    async def _pipe_chunks(self) -> AsyncIterator[bytes]:
+        assert self._proc is not None and self._proc.stdout is not None
+        while chunk := await self._proc.stdout.read(65536):
+            yield chunk
+
+    async def _file_chunks(self, path: Path, offset: int) -> AsyncIterator[bytes]:
+        """Follow `path` from `offset`, its size before the child started (the file is appended to),
+        until the child exits.
 
         Reading from there, not from the end at the pump's first run, keeps the lines the child
         wrote before this task was first scheduled (vLLM's first lines under `start --keep`).
         """
         assert self._proc is not None
-        pending = b""
-        try:
-            with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
-                fh.seek(offset)  # only this run's lines
-                while True:
-                    chunk = fh.read(65536)
-                    if chunk:
-                        pending += chunk
-                        *complete, pending = pending.split(b"\n")
-                        for raw in complete:
-                            self._push(raw)
-                        continue
-                    if self._proc.returncode is not None:
-                        break
+        with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
+            fh.seek(offset)  # only this run's lines
+            while (chunk := fh.read(65536)) or self._proc.returncode is None:
+                if chunk:
+                    yield chunk
+                else:
                     await asyncio.sleep(0.1)
-            if pending:
-                self._push(pending)
-        finally:
-            self._finish()
 
     async def lines(self, replay: bool = True) -> AsyncIterator[str]:
         """Yield log lines as they arrive, ending when the server's output closes.
@@ -465,8 +416,6 @@ class ServerProcess:
                 return
             await self._new_line.wait()
 
-    # --- lifetime ----------------------------------------------------------------------------
-
     async def wait(self) -> int:
         """Wait for the leader to exit; returns its exit status."""
         assert self._proc is not None
@@ -483,7 +432,7 @@ class ServerProcess:
         if self.keep or self._stopping:
             return
         if group.remaining():
-            await asyncio.to_thread(group.kill_sync, 5.0)
+            await asyncio.to_thread(_stop_groups, [group], 5.0)
         _REGISTRY.pop(group.pgid, None)
 
     async def stop(self, timeout: float = 10.0) -> int | None:
@@ -492,19 +441,14 @@ class ServerProcess:
             return None
         group = self._group
         self._stopping = True
-        group.refresh()
-        _signal_group(group.pgid, signal.SIGTERM)
-        _signal_pids(group.known, signal.SIGTERM)
+        group.terminate()
         deadline = time.monotonic() + timeout
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._proc.wait()), timeout)
         # Children exit after the leader; /proc is the only place that says when.
         while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
-        left = group.remaining()
-        if left:
-            _signal_group(group.pgid, signal.SIGKILL)
-            _signal_pids(left, signal.SIGKILL)
+        group.kill_left()
         returncode = await self._proc.wait()
         # Stopped means every process of the group is gone (a GPU worker frees its memory last):
         # the next server on this device may start only then.
@@ -549,9 +493,7 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         try:
             async with httpx.AsyncClient(timeout=max(poll, 2.0), headers=dict(headers or {})) as http:
-                while True:
-                    if exited.done():
-                        break
+                while not exited.done():
                     with contextlib.suppress(httpx.HTTPError):
                         response = await http.get(health)
                         if response.status_code == 200:

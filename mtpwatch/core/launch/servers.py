@@ -32,16 +32,12 @@ from mtpwatch.core.launch.vllm_cmd import (
     server_env,
 )
 
-__all__ = ["LaunchPlan", "PlannedServer", "mask_argv", "plan_sweep", "plan_twins", "shell_line"]
-
 SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN"})
 MASK = "***"
 
 
 @dataclass(frozen=True, slots=True)
 class PlannedServer:
-    """One server to launch."""
-
     label: str
     role: str
     """'baseline' or 'treatment'."""
@@ -80,11 +76,10 @@ class LaunchPlan:
 
     def to_json(self) -> dict[str, Any]:
         mem = self.memory.to_json()
-        servers = []
-        for s, m in zip(self.servers, mem["servers"], strict=True):
-            servers.append({**s.to_json(), "memory": m})
         return {
-            "servers": servers,
+            "servers": [
+                {**s.to_json(), "memory": m} for s, m in zip(self.servers, mem["servers"], strict=True)
+            ],
             "schedule": mem["schedule"],
             "why": mem["why"],
             "gpu": mem["gpu"],
@@ -100,26 +95,18 @@ class LaunchPlan:
         out.extend(self.memory.lines())
         out.append("")
         for s in self.servers:
-            out.append(f"{s.label}:")
-            out.append("  " + shell_line(s.argv, s.env))
+            out += [f"{s.label}:", "  " + shell_line(s.argv, s.env)]
         return out
 
 
 def mask_argv(argv: Sequence[str]) -> list[str]:
     """`argv` with the value of any ``--api-key`` masked."""
-    out: list[str] = []
-    hide = False
-    for arg in argv:
-        if hide:
-            out.append(MASK)
-            hide = False
-        elif arg == "--api-key":
-            out.append(arg)
-            hide = True
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--api-key" and i + 1 < len(out):
+            out[i + 1] = MASK
         elif arg.startswith("--api-key="):
-            out.append("--api-key=" + MASK)
-        else:
-            out.append(arg)
+            out[i] = "--api-key=" + MASK
     return out
 
 
@@ -130,9 +117,7 @@ def shell_line(argv: Sequence[str], env: Mapping[str, str]) -> str:
 
 
 def _spec_k(config: Mapping[str, Any] | None) -> int:
-    if config is None:
-        return 0
-    return int(config.get("num_speculative_tokens", 1))
+    return 0 if config is None else int(config.get("num_speculative_tokens", 1))
 
 
 NeedFn = Callable[..., ServerNeed | None]
@@ -293,16 +278,8 @@ def _plan(
     rule = memory_rule(version.release)
     memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed, rule=rule)
     servers = []
+    url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
-        url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        servers.append(
-            PlannedServer(
-                label=label,
-                role=role,
-                k=_spec_k(config),
-                argv=(*argv, *mem.added_flags),
-                env=dict(env),
-                url=f"http://{url_host}:{port}",
-            )
-        )
+        url = f"http://{url_host}:{port}"
+        servers.append(PlannedServer(label, role, _spec_k(config), (*argv, *mem.added_flags), dict(env), url))
     return LaunchPlan(tuple(servers), memory)

@@ -17,8 +17,6 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["SIM_LEDGER_ENV", "command_ledger_dir", "scoped_env"]
-
 SIM_LEDGER_ENV = "MTPWATCH_SIM_GPU_DIR"
 """Folder of the simulated GPUs' ledgers."""
 

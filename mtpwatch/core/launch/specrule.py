@@ -57,20 +57,6 @@ from typing import Any
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
 
-__all__ = [
-    "CHECKS_METHOD_FROM",
-    "DrafterCheckpoint",
-    "MethodChoice",
-    "MethodRuleError",
-    "VllmVersion",
-    "choose_method",
-    "declared_method",
-    "name_method",
-    "parse_version",
-    "read_drafter",
-    "read_vllm_version",
-]
-
 CHECKS_METHOD_FROM = (0, 34)
 """The first release that checks a configured method against the checkpoint instead of rewriting it."""
 
@@ -149,26 +135,25 @@ def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:
         meta = _metadata_version(tokens[0])
         if meta is not None:
             return meta  # no import of vLLM: `vllm --version` takes ~30 s on a 2-core CPU box
-    why = _run_version(resolve_self(tokens), timeout_s, f"{vllm} --version")
-    return why if isinstance(why, VllmVersion) else VllmVersion(None, why)
+    return _run_version(resolve_self(tokens), timeout_s, f"{vllm} --version")
 
 
-def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVersion | str:
+def _run_version(tokens: Sequence[str], timeout_s: float, label: str) -> VllmVersion:
     try:
         done = subprocess.run(
             [*tokens, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except FileNotFoundError:
-        return f"{label}: command not found"
+        return VllmVersion(None, f"{label}: command not found")
     except subprocess.TimeoutExpired:
-        return f"{label}: no answer in {timeout_s:g} s"
+        return VllmVersion(None, f"{label}: no answer in {timeout_s:g} s")
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"{label}: {type(exc).__name__}"
+        return VllmVersion(None, f"{label}: {type(exc).__name__}")
     if done.returncode == 0:
         for line in done.stdout.splitlines():
             if _VERSION.fullmatch(line.strip()):
                 return VllmVersion(line.strip(), label)
-    return f"{label} exited {done.returncode} without a version"
+    return VllmVersion(None, f"{label} exited {done.returncode} without a version")
 
 
 def _metadata_version(command: str) -> VllmVersion | None:
@@ -184,6 +169,17 @@ def _metadata_version(command: str) -> VllmVersion | None:
     return None
 
 
+def _declared_class(config: Mapping[str, Any]) -> str | None:
+    """The method of the speculator class 0.34's registry gives this checkpoint (so a mismatch is
+    refused); None: it declares none."""
+    archs = {a for a in config.get("architectures") or () if isinstance(a, str)}
+    if str(config.get("model_type") or "") in _GEMMA4_ASSISTANT_TYPES:
+        return "mtp"
+    if _DFLASH_ARCHS & archs:
+        return "dflash"
+    return "dspark" if _DSPARK_ARCHS & archs else None
+
+
 def declared_method(config: Mapping[str, Any]) -> str | None:
     """The speculator a drafter's ``config.json`` says it is, as vLLM reads it; None: says none.
 
@@ -192,48 +188,27 @@ def declared_method(config: Mapping[str, Any]) -> str | None:
     speculators format, ``speculators_model_type`` (``transformers_utils/configs/speculators/
     base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29).
     """
-    archs = [a for a in config.get("architectures") or () if isinstance(a, str)]
+    archs = [a.lower() for a in config.get("architectures") or () if isinstance(a, str)]
     model_type = str(config.get("model_type") or "")
     spec_type = config.get("speculators_model_type")
-    if model_type in _GEMMA4_ASSISTANT_TYPES:
-        return "mtp"
-    if _DFLASH_ARCHS.intersection(archs):
-        return "dflash"
-    if _DSPARK_ARCHS.intersection(archs):
-        return "dspark"
+    if (declared := _declared_class(config)) is not None:
+        return declared
     if spec_type in ("eagle", "eagle3"):
         return str(spec_type)
-    if any("eagle3" in a.lower() for a in archs):
+    if any("eagle3" in a for a in archs):
         return "eagle3"
-    if any(a.lower().startswith("eagle") and "mtp" not in a.lower() for a in archs):
+    if any(a.startswith("eagle") and "mtp" not in a for a in archs):
         return "eagle"
     if model_type == "mtp" or model_type.endswith("_mtp"):
         return "mtp"
     return None
 
 
-def _declares_class(config: Mapping[str, Any]) -> bool:
-    """Whether 0.34's registry gives this checkpoint a speculator class (so a mismatch is refused)."""
-    archs = set(config.get("architectures") or ())
-    return (
-        str(config.get("model_type") or "") in _GEMMA4_ASSISTANT_TYPES
-        or bool(_DFLASH_ARCHS & archs)
-        or bool(_DSPARK_ARCHS & archs)
-    )
-
-
 def name_method(drafter: str) -> str | None:
     """The method every version reads from a drafter's name (0.34 ``matches`` in order; 0.32/0.33 alike)."""
     name = drafter.lower()
-    for hint, method in (
-        ("eagle-", "eagle"),
-        ("eagle3", "eagle3"),
-        ("dflash", "dflash"),
-        ("dspark", "dspark"),
-    ):
-        if hint in name:
-            return method
-    return None
+    hints = (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"), ("dspark", "dspark"))
+    return next((method for hint, method in hints if hint in name), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +291,7 @@ def _explicit(
     hint: str | None,
 ) -> MethodChoice:
     if version.checks_method:
-        if declared is not None and declared != method and _declares_class(ckpt.config):
+        if declared is not None and declared != method and _declared_class(ckpt.config) is not None:
             if version.text is not None:
                 raise MethodRuleError(
                     f"vLLM {version.text} refuses --method {method} for {drafter}: its config.json "

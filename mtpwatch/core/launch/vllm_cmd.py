@@ -16,19 +16,6 @@ from typing import Any
 
 from mtpwatch.core.launch.specrule import MethodRuleError, VllmVersion, choose_method
 
-__all__ = [
-    "DRAFTER_METHODS",
-    "METHODS",
-    "NGRAM_DEFAULTS",
-    "VllmArgsError",
-    "bind_warning",
-    "build_sim_argv",
-    "build_speculative_config",
-    "build_vllm_argv",
-    "is_loopback",
-    "server_env",
-]
-
 METHODS = ("mtp", "ngram", "draft_model", "eagle", "eagle3", "dflash", "dspark")
 """Methods the short flags know; a ``--speculative-config`` may name any other vLLM method."""
 DRAFTER_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash"})
@@ -43,7 +30,6 @@ copy task with Gemma 3 270M)."""
 UNKNOWN_VERSION = VllmVersion(None, "not read")
 """Planning without the installed version: 0.34's rule, the strictest."""
 _API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-_OWNED_FLAGS = ("--host", "--port", "--api-key", "--served-model-name", "--speculative-config")
 
 
 class VllmArgsError(ValueError):
@@ -85,6 +71,16 @@ def _parse_config(text: str | Mapping[str, Any]) -> dict[str, Any]:
             f'\'{{"method":"mtp"}}\', not {type(value).__name__}'
         )
     return value
+
+
+def check_server_flags(port: int, no_spec: bool = False, spec_flags: Mapping[str, object] = {}) -> None:
+    """What every server's command line checks: the port, and no speculative flag with --no-spec
+    (`spec_flags`: flag → its value, None when not given)."""
+    if not 1 <= port <= 65535:
+        raise VllmArgsError(f"--port must be between 1 and 65535, got {port}")
+    given = [name for name, value in spec_flags.items() if value is not None]
+    if no_spec and given:
+        raise VllmArgsError(f"--no-spec cannot be combined with {', '.join(given)}")
 
 
 def _check_k(k: Any, source: str) -> int:
@@ -183,8 +179,9 @@ def _serve_prefix(vllm: str, model: str) -> list[str]:
     return [*tokens, "serve", model]
 
 
-#: Where each flag mtpwatch sets itself comes from, per command (`ab` and `bench --start` have no --port).
-_OWNED_HINTS = {
+#: The flags mtpwatch sets itself, and where each comes from per command (`ab` and `bench --start`
+#: have no --port).
+_OWNED_FLAGS = {
     "--host": "mtpwatch start --host; ab --start and bench --start listen on 127.0.0.1",
     "--port": "mtpwatch start --port; ab --start and bench --start pick free ports themselves",
     "--api-key": "mtpwatch's own --api-key, or $VLLM_API_KEY",
@@ -198,7 +195,7 @@ def _check_extra(extra: Sequence[str]) -> None:
         name = arg.split("=", 1)[0]
         if name in _OWNED_FLAGS:
             raise VllmArgsError(
-                f"{name} is set by mtpwatch ({_OWNED_HINTS[name]}): drop it from the vLLM flags"
+                f"{name} is set by mtpwatch ({_OWNED_FLAGS[name]}): drop it from the vLLM flags"
             )
 
 
@@ -224,20 +221,13 @@ def build_vllm_argv(
     """
     if not model.strip():
         raise VllmArgsError("MODEL is empty")
-    if not 1 <= port <= 65535:
-        raise VllmArgsError(f"--port must be between 1 and 65535, got {port}")
-    spec_flags = [
-        name
-        for name, value in (
-            ("--drafter", drafter),
-            ("-k", k),
-            ("--method", method),
-            ("--speculative-config", speculative_config),
-        )
-        if value is not None
-    ]
-    if no_spec and spec_flags:
-        raise VllmArgsError(f"--no-spec cannot be combined with {', '.join(spec_flags)}")
+    spec_flags = {
+        "--drafter": drafter,
+        "-k": k,
+        "--method": method,
+        "--speculative-config": speculative_config,
+    }
+    check_server_flags(port, no_spec, spec_flags)
     _check_extra(extra)
     config = (
         None
@@ -268,8 +258,7 @@ def build_sim_argv(
     startup_delay: float | None = None,
 ) -> list[str]:
     """The argv of ``mtpwatch sim`` (the simulator) run by this Python interpreter."""
-    if not 1 <= port <= 65535:
-        raise VllmArgsError(f"--port must be between 1 and 65535, got {port}")
+    check_server_flags(port)
     argv = [sys.executable, "-m", "mtpwatch", "sim", "--preset", preset, "--host", host, "--port", str(port)]
     if no_spec:
         argv.append("--no-spec")

@@ -56,10 +56,8 @@ def read_recording(path: str | Path) -> Recording:
         text, truncated = inflate(data, str(path))
     except CorruptFileError as exc:
         raise RecordingError(str(exc)) from exc
-    lines = text.split(b"\n")
-    if lines and lines[-1] != b"":
-        truncated = True  # a record cut in half: drop it
-    lines = lines[:-1]
+    *lines, rest = text.split(b"\n")
+    truncated = truncated or rest != b""  # a record cut in half: drop it
     if not lines and truncated:
         raise RecordingError(f"{path} is a corrupt gzip file: it stops before its first complete record")
     if not lines:

@@ -7,6 +7,7 @@ and, for per-server records, `s` (the server's index). See docs/recording.md.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,53 +52,45 @@ def apply_delta(before: Sequence[str] | None, record: Mapping[str, Any]) -> list
     return lines
 
 
+#: StreamEvent field → (record key, default): written only when it differs from its default, and
+#: read back with the default's type (token ids as a tuple of ints).
+_EVENT_KEYS: dict[str, tuple[str, Any]] = {
+    "text": ("x", ""),
+    "token_ids": ("ids", None),
+    "finish_reason": ("fin", None),
+    "reasoning": ("r", ""),
+    "output": ("o", True),
+    "estimated": ("est", False),
+    "exact": ("ex", True),
+    "prompt_tokens": ("pt", None),
+}
+
+
 def encode_event(event: StreamEvent) -> dict[str, Any]:
     """A stream event as a compact record body (defaults left out)."""
     out: dict[str, Any] = {"t": event.t, "n": event.tokens, "ct": event.completion_tokens}
-    if event.text:
-        out["x"] = event.text
-    if event.token_ids is not None:
-        out["ids"] = list(event.token_ids)
-    if event.finish_reason is not None:
-        out["fin"] = event.finish_reason
-    if event.reasoning:
-        out["r"] = event.reasoning
-    if not event.output:
-        out["o"] = False
-    if event.estimated:
-        out["est"] = True
-    if not event.exact:
-        out["ex"] = False
-    if event.prompt_tokens is not None:
-        out["pt"] = event.prompt_tokens
+    for name, (short, default) in _EVENT_KEYS.items():
+        value = getattr(event, name)
+        if value != default:
+            out[short] = list(value) if name == "token_ids" else value
     if event.spec_metrics is not None:
-        m = event.spec_metrics
-        out["sm"] = {
-            "num_spec_steps": m.num_spec_steps,
-            "num_draft_tokens": m.num_draft_tokens,
-            "num_accepted_draft_tokens": m.num_accepted_draft_tokens,
-            "num_spec_tokens": m.num_spec_tokens,
-            "acceptance_histogram": list(m.acceptance_histogram),
-        }
+        out["sm"] = dataclasses.asdict(event.spec_metrics)
     return out
 
 
 def decode_event(record: Mapping[str, Any]) -> StreamEvent:
     """Inverse of `encode_event`."""
+    fields: dict[str, Any] = {}
+    for name, (short, default) in _EVENT_KEYS.items():
+        value = record.get(short, default)
+        fields[name] = value if default is None else type(default)(value)
+    if fields["token_ids"] is not None:
+        fields["token_ids"] = tuple(int(i) for i in fields["token_ids"])
     sm = record.get("sm")
-    spec = RequestSpecMetrics.from_json(sm) if sm is not None else None
-    ids = record.get("ids")
     return StreamEvent(
         t=float(record["t"]),
-        text=str(record.get("x", "")),
         tokens=int(record["n"]),
         completion_tokens=int(record["ct"]),
-        token_ids=tuple(int(i) for i in ids) if ids is not None else None,
-        finish_reason=record.get("fin"),
-        reasoning=str(record.get("r", "")),
-        output=bool(record.get("o", True)),
-        estimated=bool(record.get("est", False)),
-        exact=bool(record.get("ex", True)),
-        prompt_tokens=record.get("pt"),
-        spec_metrics=spec,
+        spec_metrics=RequestSpecMetrics.from_json(sm) if sm is not None else None,
+        **fields,
     )

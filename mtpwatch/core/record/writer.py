@@ -35,7 +35,6 @@ class Recorder:
         *,
         secrets: Iterable[str | None] = (),
         clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
         self._secrets = tuple(s for s in secrets if s)
@@ -51,9 +50,7 @@ class Recorder:
         self._closed = False
         self.records = 0
         self.t0 = clock()
-        self.write({"kind": "header", "version": VERSION, "t": self.t0, "wall": wall()})
-
-    # -- low level --------------------------------------------------------------------------
+        self.write({"kind": "header", "version": VERSION, "t": self.t0, "wall": time.time()})
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (a JSON object on one line); flush if the last flush is ≥ 0.75 s old."""
@@ -84,8 +81,6 @@ class Recorder:
         self._closed = True
         self._gz.close()
         self._raw.close()
-
-    # -- records ----------------------------------------------------------------------------
 
     def session(self, info: Mapping[str, Any]) -> None:
         """What was watched: mode, title, display settings, servers (label, url, model)."""
