@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.reports.reportfile import Interval, SavedReport, speedup_interval
+from mtpwatch.core.reports.reportfile import Interval, SavedReport, opt_float, speedup_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +71,7 @@ def category_speedups(report: SavedReport) -> list[CategoryPoint]:
         if sp is None:
             continue
         b = (group.get("arms") or {}).get("b") or {}
-        acc = b.get("acceptance_rate")
-        out.append(CategoryPoint(str(name), sp, float(acc) if isinstance(acc, int | float) else None))
+        out.append(CategoryPoint(str(name), sp, opt_float(b.get("acceptance_rate"))))
     return out
 
 
@@ -122,13 +120,8 @@ def position_curves(report: SavedReport) -> dict[str, PositionCurve]:
         if not isinstance(marginal, list) or not marginal:
             continue
         values = tuple(float(x) for x in marginal if isinstance(x, int | float))
-        mal = data.get("mean_acceptance_length")
-        out[arm] = PositionCurve(
-            arm,
-            values,
-            F.conditional_from_marginal(values),
-            float(mal) if isinstance(mal, int | float) else None,
-        )
+        mal = opt_float(data.get("mean_acceptance_length"))
+        out[arm] = PositionCurve(arm, values, F.conditional_from_marginal(values), mal)
     return out
 
 
@@ -161,13 +154,11 @@ def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
         if not isinstance(n, int):
             continue
         arm = r.arm("b") or r.arm("a")
-        rate = arm.get("acceptance_rate")
         pos = arm.get("per_position")
         per_position = (
             tuple(float(x) for x in pos if isinstance(x, int | float)) if isinstance(pos, list) else ()
         )
-        acc = float(rate) if isinstance(rate, int | float) else None
-        out.append(ContextPoint(n, acc, per_position, r.speedup, r.name))
+        out.append(ContextPoint(n, opt_float(arm.get("acceptance_rate")), per_position, r.speedup, r.name))
     out.sort(key=lambda p: p.length)
     return out
 
@@ -179,7 +170,6 @@ def k_sweep(reports: Sequence[SavedReport]) -> list[KPoint]:
         sp = r.speedup
         if r.k is None or sp is None:
             continue
-        mal: Any = r.arm("b").get("mean_acceptance_length")
-        out.append(KPoint(r.k, sp, r.name, float(mal) if isinstance(mal, int | float) else None))
+        out.append(KPoint(r.k, sp, r.name, opt_float(r.arm("b").get("mean_acceptance_length"))))
     out.sort(key=lambda p: p.k)
     return out
