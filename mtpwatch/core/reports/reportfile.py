@@ -46,15 +46,12 @@ class Run:
     """Position in the file's `runs` list (0-based): the order the runs finished in."""
     arm: str
     prompt: str
-    category: str
     concurrency: int
     length: int | None
-    run: int
     warmup: bool
     pair: int | None
     rate: float | None
     """The speed the bench pairs: decode tok/s at concurrency 1, aggregate output tok/s above."""
-    tokens: int
     error: str | None
 
     @property
@@ -65,8 +62,6 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class SavedReport:
-    """One loaded bench report."""
-
     name: str
     """The report's `meta.label`, else the file name."""
     path: str
@@ -156,14 +151,11 @@ def _runs(rows: Sequence[Any], where: str) -> tuple[Run, ...]:
                 order=i,
                 arm=str(row.get("arm", "")),
                 prompt=str(row.get("prompt", "")),
-                category=str(row.get("category") or "default"),
                 concurrency=concurrency,
                 length=_opt_int(row.get("length")),
-                run=_opt_int(row.get("run")) or 0,
                 warmup=bool(row.get("warmup")),
                 pair=_opt_int(row.get("pair")),
                 rate=rate,
-                tokens=_opt_int(row.get("tokens")) or 0,
                 error=row.get("error") if isinstance(row.get("error"), str) else None,
             )
         )

@@ -71,8 +71,6 @@ class PairSample:
 
 @dataclass(frozen=True, slots=True)
 class KSample:
-    """Every measured pair of one k."""
-
     k: int
     pairs: tuple[PairSample, ...]
 

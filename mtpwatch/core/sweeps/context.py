@@ -42,8 +42,6 @@ class ContextError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Padded:
-    """One prompt padded to one length."""
-
     prompt: Prompt
     target: int
     tokens: int
@@ -76,7 +74,6 @@ def check_lengths(lengths: Sequence[int], prompts: Sequence[Prompt], max_model_l
 
 
 def filler_text(prompts: Sequence[Prompt]) -> str:
-    """The set's own text, every prompt once, joined by blank lines."""
     return "\n\n".join(p.text for p in prompts)
 
 
