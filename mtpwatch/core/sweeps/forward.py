@@ -43,7 +43,6 @@ class ForwardError(ValueError):
 class StepTime:
     """One timed decode/verify step: `batch` requests, each verifying `k` drafts."""
 
-    case: str
     batch: int
     k: int
     median_s: float
@@ -103,7 +102,7 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
         ks.add(d)
     if len(ks) != 1:
         return None
-    return StepTime(str(obj.get("case", "?")), len(requests), ks.pop(), median / 1e6)
+    return StepTime(len(requests), ks.pop(), median / 1e6)
 
 
 def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:
