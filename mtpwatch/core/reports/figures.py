@@ -79,23 +79,20 @@ def category_speedups(report: SavedReport) -> list[CategoryPoint]:
 class RunSeries:
     """One arm's measured speed per run, in the order the runs finished."""
 
-    arm: str
     order: list[int]
     """Index of each run in the report's run list (both arms share one axis)."""
     rate: list[float]
-    warmup: list[bool]
 
 
-def run_series(report: SavedReport, *, include_warmup: bool = False) -> dict[str, RunSeries]:
-    """Per arm, speed per successful run in run order (drift shows as a slope)."""
+def run_series(report: SavedReport) -> dict[str, RunSeries]:
+    """Per arm, speed per successful measured run in run order (drift shows as a slope)."""
     out: dict[str, RunSeries] = {}
     for r in report.runs:
-        if r.rate is None or r.error or (r.warmup and not include_warmup):
+        if r.rate is None or r.error or r.warmup:
             continue
-        s = out.setdefault(r.arm, RunSeries(r.arm, [], [], []))
+        s = out.setdefault(r.arm, RunSeries([], []))
         s.order.append(r.order)
         s.rate.append(r.rate)
-        s.warmup.append(r.warmup)
     return out
 
 
@@ -103,7 +100,6 @@ def run_series(report: SavedReport, *, include_warmup: bool = False) -> dict[str
 class PositionCurve:
     """Per-position acceptance of one arm: marginal (vLLM's) and conditional."""
 
-    arm: str
     marginal: tuple[float, ...]
     """P(the first i+1 drafts were all accepted) = Δaccepted_per_pos[i] / Δdrafts."""
     conditional: tuple[float | None, ...]
@@ -121,7 +117,7 @@ def position_curves(report: SavedReport) -> dict[str, PositionCurve]:
             continue
         values = tuple(float(x) for x in marginal if isinstance(x, int | float))
         mal = opt_float(data.get("mean_acceptance_length"))
-        out[arm] = PositionCurve(arm, values, F.conditional_from_marginal(values), mal)
+        out[arm] = PositionCurve(values, F.conditional_from_marginal(values), mal)
     return out
 
 
@@ -143,7 +139,6 @@ class ContextPoint:
     acceptance_rate: float | None
     per_position: tuple[float, ...]
     speedup: Interval | None
-    name: str
 
 
 def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
@@ -158,7 +153,7 @@ def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
         per_position = (
             tuple(float(x) for x in pos if isinstance(x, int | float)) if isinstance(pos, list) else ()
         )
-        out.append(ContextPoint(n, opt_float(arm.get("acceptance_rate")), per_position, r.speedup, r.name))
+        out.append(ContextPoint(n, opt_float(arm.get("acceptance_rate")), per_position, r.speedup))
     out.sort(key=lambda p: p.length)
     return out
 
