@@ -20,7 +20,7 @@ from typing import Any
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.provenance import MUST_BE_KNOWN, arm_warnings, comparable_fields
-from mtpwatch.core.reports.reportfile import SavedReport
+from mtpwatch.core.reports.reportfile import SavedReport, opt_float
 
 Key = tuple[str, int, int | None]
 
@@ -58,10 +58,6 @@ class Comparison:
     unmatched: dict[str, int]
     """Per report, how many of its measurements were left out because another report lacks them."""
     warnings: list[str]
-
-
-def _num(x: Any) -> float | None:
-    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
 def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
@@ -106,9 +102,7 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
             f"{single[0]} has no measured A/B pairs (a one-server bench, or every run failed): "
             "compare needs --ab reports"
         )
-    common = set(paired[0])
-    for p in paired[1:]:
-        common &= set(p)
+    common = set.intersection(*(set(p) for p in paired))
     if not common:
         raise CompareError(
             "the reports have no measurement in common (same prompt, concurrency and length): "
@@ -137,8 +131,8 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
                 speedup=sp,
                 diff=diff,
                 diff_median=diff_median,
-                acceptance_rate=_num(arm_b.get("acceptance_rate")),
-                mean_acceptance_length=_num(arm_b.get("mean_acceptance_length")),
+                acceptance_rate=opt_float(arm_b.get("acceptance_rate")),
+                mean_acceptance_length=opt_float(arm_b.get("mean_acceptance_length")),
             )
         )
     unmatched = {

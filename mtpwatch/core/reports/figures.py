@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.reports.reportfile import Interval, SavedReport, speedup_interval
+from mtpwatch.core.reports.reportfile import Interval, SavedReport, opt_float, speedup_interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +71,7 @@ def category_speedups(report: SavedReport) -> list[CategoryPoint]:
         if sp is None:
             continue
         b = (group.get("arms") or {}).get("b") or {}
-        acc = b.get("acceptance_rate")
-        out.append(CategoryPoint(str(name), sp, float(acc) if isinstance(acc, int | float) else None))
+        out.append(CategoryPoint(str(name), sp, opt_float(b.get("acceptance_rate"))))
     return out
 
 
@@ -81,23 +79,20 @@ def category_speedups(report: SavedReport) -> list[CategoryPoint]:
 class RunSeries:
     """One arm's measured speed per run, in the order the runs finished."""
 
-    arm: str
     order: list[int]
     """Index of each run in the report's run list (both arms share one axis)."""
     rate: list[float]
-    warmup: list[bool]
 
 
-def run_series(report: SavedReport, *, include_warmup: bool = False) -> dict[str, RunSeries]:
-    """Per arm, speed per successful run in run order (drift shows as a slope)."""
+def run_series(report: SavedReport) -> dict[str, RunSeries]:
+    """Per arm, speed per successful measured run in run order (drift shows as a slope)."""
     out: dict[str, RunSeries] = {}
     for r in report.runs:
-        if r.rate is None or r.error or (r.warmup and not include_warmup):
+        if r.rate is None or r.error or r.warmup:
             continue
-        s = out.setdefault(r.arm, RunSeries(r.arm, [], [], []))
+        s = out.setdefault(r.arm, RunSeries([], []))
         s.order.append(r.order)
         s.rate.append(r.rate)
-        s.warmup.append(r.warmup)
     return out
 
 
@@ -105,7 +100,6 @@ def run_series(report: SavedReport, *, include_warmup: bool = False) -> dict[str
 class PositionCurve:
     """Per-position acceptance of one arm: marginal (vLLM's) and conditional."""
 
-    arm: str
     marginal: tuple[float, ...]
     """P(the first i+1 drafts were all accepted) = Δaccepted_per_pos[i] / Δdrafts."""
     conditional: tuple[float | None, ...]
@@ -122,13 +116,8 @@ def position_curves(report: SavedReport) -> dict[str, PositionCurve]:
         if not isinstance(marginal, list) or not marginal:
             continue
         values = tuple(float(x) for x in marginal if isinstance(x, int | float))
-        mal = data.get("mean_acceptance_length")
-        out[arm] = PositionCurve(
-            arm,
-            values,
-            F.conditional_from_marginal(values),
-            float(mal) if isinstance(mal, int | float) else None,
-        )
+        mal = opt_float(data.get("mean_acceptance_length"))
+        out[arm] = PositionCurve(values, F.conditional_from_marginal(values), mal)
     return out
 
 
@@ -150,7 +139,6 @@ class ContextPoint:
     acceptance_rate: float | None
     per_position: tuple[float, ...]
     speedup: Interval | None
-    name: str
 
 
 def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
@@ -161,13 +149,11 @@ def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
         if not isinstance(n, int):
             continue
         arm = r.arm("b") or r.arm("a")
-        rate = arm.get("acceptance_rate")
         pos = arm.get("per_position")
         per_position = (
             tuple(float(x) for x in pos if isinstance(x, int | float)) if isinstance(pos, list) else ()
         )
-        acc = float(rate) if isinstance(rate, int | float) else None
-        out.append(ContextPoint(n, acc, per_position, r.speedup, r.name))
+        out.append(ContextPoint(n, opt_float(arm.get("acceptance_rate")), per_position, r.speedup))
     out.sort(key=lambda p: p.length)
     return out
 
@@ -179,7 +165,6 @@ def k_sweep(reports: Sequence[SavedReport]) -> list[KPoint]:
         sp = r.speedup
         if r.k is None or sp is None:
             continue
-        mal: Any = r.arm("b").get("mean_acceptance_length")
-        out.append(KPoint(r.k, sp, r.name, float(mal) if isinstance(mal, int | float) else None))
+        out.append(KPoint(r.k, sp, r.name, opt_float(r.arm("b").get("mean_acceptance_length"))))
     out.sort(key=lambda p: p.k)
     return out

@@ -46,15 +46,12 @@ class Run:
     """Position in the file's `runs` list (0-based): the order the runs finished in."""
     arm: str
     prompt: str
-    category: str
     concurrency: int
     length: int | None
-    run: int
     warmup: bool
     pair: int | None
     rate: float | None
     """The speed the bench pairs: decode tok/s at concurrency 1, aggregate output tok/s above."""
-    tokens: int
     error: str | None
 
     @property
@@ -65,8 +62,6 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class SavedReport:
-    """One loaded bench report."""
-
     name: str
     """The report's `meta.label`, else the file name."""
     path: str
@@ -112,9 +107,7 @@ class SavedReport:
             if r.arm != "b" or r.pair is None or r.warmup:
                 continue
             mate = a.get((r.key, r.pair))
-            if mate is None or mate.error or r.error or mate.rate is None or r.rate is None:
-                continue
-            if mate.rate <= 0:
+            if mate is None or mate.error or r.error or mate.rate is None or r.rate is None or mate.rate <= 0:
                 continue
             out.setdefault(r.key, []).append((mate.rate, r.rate))
         return out
@@ -139,7 +132,8 @@ def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _opt_float(value: Any) -> float | None:
+def opt_float(value: Any) -> float | None:
+    """A JSON number as a float; None for anything else (a boolean too)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
@@ -151,20 +145,17 @@ def _runs(rows: Sequence[Any], where: str) -> tuple[Run, ...]:
         if not isinstance(row, Mapping):
             raise ReportFileError(f"{where}: runs[{i}] is not an object")
         concurrency = _opt_int(row.get("concurrency")) or 1
-        rate = _opt_float(row.get("decode_tok_s") if concurrency == 1 else row.get("output_tok_s"))
+        rate = opt_float(row.get("decode_tok_s") if concurrency == 1 else row.get("output_tok_s"))
         out.append(
             Run(
                 order=i,
                 arm=str(row.get("arm", "")),
                 prompt=str(row.get("prompt", "")),
-                category=str(row.get("category") or "default"),
                 concurrency=concurrency,
                 length=_opt_int(row.get("length")),
-                run=_opt_int(row.get("run")) or 0,
                 warmup=bool(row.get("warmup")),
                 pair=_opt_int(row.get("pair")),
                 rate=rate,
-                tokens=_opt_int(row.get("tokens")) or 0,
                 error=row.get("error") if isinstance(row.get("error"), str) else None,
             )
         )
@@ -206,10 +197,8 @@ def parse_all(document: Any, *, path: str) -> list[SavedReport]:
     meta = document.get("meta")
     label = meta.get("label") if isinstance(meta, Mapping) else None
     stem = label if isinstance(label, str) and label else Path(path).name
-    out = []
-    for key in sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9):
-        out.append(parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}"))
-    return out
+    order = sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9)
+    return [parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}") for key in order]
 
 
 def _context_reports(document: Mapping[str, Any], path: str) -> list[SavedReport]:

@@ -5,16 +5,15 @@ saved F6 measurements alike, so `plot` and `compare` read both; the bench's --cs
 from __future__ import annotations
 
 import csv
-import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mtpwatch.core import jsonout
 from mtpwatch.core.ab.records import CSV_FIELDS
 from mtpwatch.core.ab.report import BenchReport
-from mtpwatch.core.jsonout import json_safe
 from mtpwatch.core.outfile import write_complete
 from mtpwatch.core.provenance import with_meta
 
@@ -28,7 +27,7 @@ def report_document(
 
 def dumps(document: Mapping[str, Any]) -> str:
     """The document as indented JSON (NaN and infinities become null)."""
-    return json.dumps(json_safe(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return jsonout.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def write_document(path: Path, document: Mapping[str, Any]) -> None:
@@ -61,7 +60,7 @@ def write_outputs(
     Returns one line per problem (empty when all went where asked).
     """
     problems: list[str] = []
-    document = dumps(report_document(report, meta, require_identical)).rstrip("\n")
+    document = dumps(report_document(report, meta, require_identical))
 
     def write(path: Path, suffix: str, writer: Callable[[Path], object]) -> None:
         try:
@@ -74,7 +73,7 @@ def write_outputs(
             problems.append(f"cannot write {path} ({exc.strerror or exc}); wrote {fallback} instead")
 
     if json_path is not None:
-        write(json_path, ".json", lambda p: p.write_text(document + "\n", encoding="utf-8"))
+        write(json_path, ".json", lambda p: p.write_text(document, encoding="utf-8"))
     if csv_path is not None:
         write(csv_path, ".csv", lambda p: write_csv(report, p))
     return problems

@@ -59,8 +59,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.sweeps.acceptance import (
     acceptance_scale,
     acceptance_source,
@@ -95,35 +96,28 @@ STEP_MODEL = (
 
 
 @dataclass(frozen=True, slots=True)
-class KPrediction:
+class KPrediction(JsonFields):
     """What the advisor expects at one k'."""
 
     k: int
-    tokens_per_step: float
-    step_s: float
-    decode_tok_s: float
-    speedup: float
+    tokens_per_step: float = field(metadata=key(nd=4))
+    step_s: float = field(metadata=key("step_ms", times=1000, nd=4))
+    decode_tok_s: float = field(metadata=key(nd=3))
+    speedup: float = field(metadata=key(nd=4))
     """Over the baseline (k = 0)."""
     extrapolated: bool = False
     """Above the largest measured k: acceptance from the geometric fit, step time from the line."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "tokens_per_step": round(self.tokens_per_step, 4),
-            "step_ms": round(self.step_s * 1000, 4),
-            "decode_tok_s": round(self.decode_tok_s, 3),
-            "speedup": round(self.speedup, 4),
-            "extrapolated": self.extrapolated,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Advice:
+class Advice(JsonFields):
     """Predictions for k' = 0 … k and the k the advisor would choose."""
 
+    JSON_KEYS = "from_k per_position_cost_s step_model best_k predictions"
+    step_model: ClassVar[str] = STEP_MODEL
+
     from_k: int
-    per_position_cost_s: float
+    per_position_cost_s: float = field(metadata=key("per_position_cost_ms", times=1000, nd=4))
     predictions: tuple[KPrediction, ...]
     best_k: int
     caveat: str | None = None
@@ -140,15 +134,6 @@ class Advice:
         best = self.at(self.best_k)
         gain = f" ({best.speedup:.2f}× baseline)" if best else ""
         return f"k advisor (from k={self.from_k}): best k={self.best_k}{gain} · predicted tok/s {parts}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "from_k": self.from_k,
-            "per_position_cost_ms": round(self.per_position_cost_s * 1000, 4),
-            "step_model": STEP_MODEL,
-            "best_k": self.best_k,
-            "predictions": [p.to_json() for p in self.predictions],
-        }
 
 
 def step_time_from_rate(decode_tok_s: float, mean_acceptance_length: float = 1.0) -> float:
@@ -260,9 +245,6 @@ class StepFit:
     def top_k(self) -> int:
         return max(self.measured)
 
-    def line_ratio(self, k: int) -> float:
-        return 1.0 if k == 0 else 1.0 + self.fixed + self.per_position * k
-
     def ratio(self, k: int) -> float:
         """Predicted t(k)/t0. The line (above the largest measured k its slope continues from
         there); the table: linear between the two nearest measured ks, beyond them from the two
@@ -274,7 +256,7 @@ class StepFit:
         if self.kind != "table":
             if k > top:
                 return self.ratio(top) + self.per_position * (k - top)
-            return self.line_ratio(k)
+            return 1.0 + self.fixed + self.per_position * k
         if k in self.measured:
             return self.measured[k]
         ks = sorted(self.measured)  # a table has three ks or more (two always fit a line)
@@ -426,10 +408,6 @@ class SweepAdvice:
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
-
-    @property
-    def per_position_cost_s(self) -> float:
-        return self.fit.per_position_s
 
     @property
     def extrapolated_best(self) -> KPrediction | None:

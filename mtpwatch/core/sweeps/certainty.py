@@ -71,8 +71,6 @@ class PairSample:
 
 @dataclass(frozen=True, slots=True)
 class KSample:
-    """Every measured pair of one k."""
-
     k: int
     pairs: tuple[PairSample, ...]
 
@@ -248,12 +246,12 @@ class Certainty:
 
 
 def step_ratio_spread(
-    samples: Mapping[int, KSample], resamples: int = RESAMPLES, seed: int = SEED
+    samples: Mapping[int, KSample], resamples: int = RESAMPLES
 ) -> dict[int, tuple[float, float]]:
     """Each measured k's ρ(k) = τ_k / S_k interval (bootstrap over its runs)."""
     out = {}
     for k, sample in sorted(samples.items()):
-        rng = random.Random(seed + k)
+        rng = random.Random(SEED + k)
         reps = [sample.resample(rng).measure().step_ratio for _ in range(resamples)]
         out[k] = percentile_bounds(reps, CONFIDENCE)
     return out
@@ -264,10 +262,9 @@ def certainty(
     advice: SweepAdvice,
     ks: Sequence[int],
     resamples: int = RESAMPLES,
-    seed: int = SEED,
 ) -> Certainty:
     """The intervals of `advice`'s predictions and held-out figures, redrawing every measured k's runs."""
-    rng = random.Random(seed)
+    rng = random.Random(SEED)
     top = max(samples)
     kind: Literal["linear", "table"] | None = advice.fit.kind if advice.fit.kind != "two-point" else None
     draws: dict[int, list[float]] = {}

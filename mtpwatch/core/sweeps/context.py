@@ -42,10 +42,7 @@ class ContextError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Padded:
-    """One prompt padded to one length."""
-
     prompt: Prompt
-    target: int
     tokens: int
     """The padded prompt's length: the server's count, or the estimate (`counted` False)."""
     counted: bool
@@ -76,7 +73,6 @@ def check_lengths(lengths: Sequence[int], prompts: Sequence[Prompt], max_model_l
 
 
 def filler_text(prompts: Sequence[Prompt]) -> str:
-    """The set's own text, every prompt once, joined by blank lines."""
     return "\n\n".join(p.text for p in prompts)
 
 
@@ -90,9 +86,9 @@ def pad_prompt(prompt: Prompt, target: int, filler: str, count: Callable[[str], 
     if own is None:
         need_chars = max(0, (target - len(prompt.text) // CHARS_PER_TOKEN) * CHARS_PER_TOKEN)
         text = _padded(prompt.text, filler, need_chars)
-        return Padded(_with(prompt, text, target), target, max(target, len(text) // CHARS_PER_TOKEN), False)
+        return Padded(_with(prompt, text, target), max(target, len(text) // CHARS_PER_TOKEN), False)
     if own >= target:
-        return Padded(prompt, target, own, True)
+        return Padded(prompt, own, True)
     low, high = 0, 1
     while (n := count(_padded(prompt.text, filler, high))) is not None and n < target:
         low, high = high, high * 2
@@ -104,7 +100,7 @@ def pad_prompt(prompt: Prompt, target: int, filler: str, count: Callable[[str], 
         else:
             high = mid
     text = _padded(prompt.text, filler, low)
-    return Padded(_with(prompt, text, target), target, count(text) or 0, True)
+    return Padded(_with(prompt, text, target), count(text) or 0, True)
 
 
 def _padded(text: str, filler: str, chars: int) -> str:

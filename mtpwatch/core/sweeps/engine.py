@@ -139,7 +139,6 @@ class EngineMode(JsonFields):
         return f"{what} ({version}from the {self.source})"
 
     def lines(self) -> list[str]:
-        """The headline, then one line per flag."""
         return [self.headline(), *(f.line() for f in self.flags)]
 
 

@@ -43,10 +43,8 @@ class ForwardError(ValueError):
 class StepTime:
     """One timed decode/verify step: `batch` requests, each verifying `k` drafts."""
 
-    case: str
     batch: int
     k: int
-    kv_len: int
     median_s: float
 
 
@@ -93,7 +91,6 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
     if not isinstance(requests, list) or not requests or not isinstance(median, int | float) or median <= 0:
         return None
     ks: set[int] = set()
-    kvs: list[int] = []
     for req in requests:
         if not isinstance(req, Mapping):
             return None
@@ -103,12 +100,9 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
         if not (kv > q and q == 1 + d):  # a decode/verify step (shapes.BenchRequest.is_decode)
             return None
         ks.add(d)
-        kvs.append(kv)
     if len(ks) != 1:
         return None
-    return StepTime(
-        str(obj.get("case", "?")), len(requests), ks.pop(), int(statistics.median(kvs)), median / 1e6
-    )
+    return StepTime(len(requests), ks.pop(), median / 1e6)
 
 
 def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:

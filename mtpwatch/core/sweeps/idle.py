@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.jsonout import round_or_none
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
 
 __all__ = ["IDLE", "IDLE_SCHEDULE", "IdleCost", "idle_config", "idle_cost", "idle_refusal", "parse_sweep_ks"]
@@ -99,22 +100,19 @@ class IdleCost:
         return None if self.ci is None else (1.0 - self.ci[1], 1.0 - self.ci[0])
 
     def to_json(self) -> dict[str, Any]:
-        def r(x: float | None) -> float | None:
-            return None if x is None else round(x, 4)
-
         return {
             "arm": IDLE,
             "schedule": [list(x) for x in IDLE_SCHEDULE],
             "num_speculative_tokens": self.num_speculative_tokens,
-            "speedup_vs_k0": r(self.speedup),
+            "speedup_vs_k0": round_or_none(self.speedup, 4),
             "speedup_ci": [round(x, 4) for x in self.ci] if self.ci else None,
             "ci_coverage": round(self.ci_coverage, 4),
-            "cost": r(self.cost),
+            "cost": round_or_none(self.cost, 4),
             "cost_ci": [round(x, 4) for x in self.cost_ci] if self.cost_ci else None,
             "pairs": self.pairs,
-            "decode_tok_s": r(self.decode_tok_s),
-            "baseline_decode_tok_s": r(self.baseline_tok_s),
-            "drafted_share": r(self.drafted_share),
+            "decode_tok_s": round_or_none(self.decode_tok_s, 4),
+            "baseline_decode_tok_s": round_or_none(self.baseline_tok_s, 4),
+            "drafted_share": round_or_none(self.drafted_share, 4),
             "interrupted": self.interrupted,
         }
 

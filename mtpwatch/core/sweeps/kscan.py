@@ -96,7 +96,6 @@ class KSweep:
         return str((config or {}).get("method") or "?")
 
     def title(self, model: str) -> str:
-        """The sweep table's title."""
         swept = ",".join([*map(str, self.ks), *([IDLE] if self.idle else [])])
         return f"mtpwatch bench · k sweep {swept} · {model} · {self.method_name} · restart schedule"
 
@@ -235,22 +234,17 @@ def concurrency_advice(
     return dataclasses.replace(conc, verification=tuple(rows), verification_note=interrupted), pairs
 
 
-def idle_argv(top_argv: Sequence[str]) -> tuple[list[str], int | None]:
-    """The 0s server's command line (the largest k's, its config given the all-zero schedule) and
-    its num_speculative_tokens."""
-    base = spec_config_from_argv(top_argv) or {}
-    k = base.get("num_speculative_tokens")
-    return replace_spec_config(top_argv, idle_config(base)), k if isinstance(k, int) else None
-
-
 def run_idle(
     config: BenchConfig, baseline: Server, top: Server, options: Mapping[str, Any], echo: Echo
 ) -> tuple[IdleCost, PairRun]:
-    """Plain k=0 (A) against 0s (B), one server at a time; `top` is the largest k's (url, argv)."""
-    argv, k = idle_argv(top[1])
+    """Plain k=0 (A) against 0s (B), one server at a time; `top` is the largest k's (url, argv): the
+    0s server's is the same, its config given the all-zero schedule."""
+    base = spec_config_from_argv(top[1]) or {}
+    argv = replace_spec_config(top[1], idle_config(base))
     echo(f"mtpwatch bench: k=0 vs k={IDLE} (speculation on, k=0; one server at a time)")
     pair = asyncio.run(run_pair(config, baseline, (f"k={IDLE}", top[0], argv), **options))
-    return idle_cost(pair.report, k, pair.interrupted), pair
+    k = base.get("num_speculative_tokens")
+    return idle_cost(pair.report, k if isinstance(k, int) else None, pair.interrupted), pair
 
 
 def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -269,7 +263,6 @@ __all__ = [
     "KSweep",
     "checked_ks",
     "concurrency_advice",
-    "idle_argv",
     "idle_document",
     "plan_k_sweep",
     "run_idle",

@@ -48,7 +48,6 @@ __all__ = [
     "advise_table",
     "batch_schedule",
     "best_per_concurrency",
-    "cells_of_report",
     "choices_of",
     "concurrency_table",
     "fixed_config",
@@ -91,36 +90,28 @@ class Cell:
         }
 
 
-def cells_of_report(k: int, report: Any) -> dict[int, Cell]:
-    """The cells of one bench report (a `core.ab.report.BenchReport`) by concurrency, at the
-    primary length (the natural one unless forced lengths were swept)."""
-    out: dict[int, Cell] = {}
-    length = report.primary.point.length
-    for pt in report.points:
-        sp = pt.overall.speedup
-        if pt.point.length != length or sp is None:
-            continue
-        a, b = pt.overall.arms.get("a"), pt.overall.arms.get("b")
-        out[pt.point.concurrency] = Cell(
-            k=k,
-            concurrency=pt.point.concurrency,
-            speedup=sp.median,
-            low=sp.ci.low,
-            high=sp.ci.high,
-            pairs=sp.n_pairs,
-            rate=b.rate.median if b is not None and b.rate is not None else None,
-            baseline_rate=a.rate.median if a is not None and a.rate is not None else None,
-            coverage=sp.ci.coverage,
-        )
-    return out
-
-
 def concurrency_table(reports: Mapping[int, Any]) -> dict[int, dict[int, Cell]]:
-    """concurrency → k → cell, from each k's bench report."""
+    """concurrency → k → cell, from each k's bench report (a `core.ab.report.BenchReport`) at its
+    primary length (the natural one unless forced lengths were swept)."""
     table: dict[int, dict[int, Cell]] = {}
     for k in sorted(reports):
-        for c, cell in cells_of_report(k, reports[k]).items():
-            table.setdefault(c, {})[k] = cell
+        length = reports[k].primary.point.length
+        for pt in reports[k].points:
+            sp = pt.overall.speedup
+            if pt.point.length != length or sp is None:
+                continue
+            a, b = pt.overall.arms.get("a"), pt.overall.arms.get("b")
+            table.setdefault(pt.point.concurrency, {})[k] = Cell(
+                k=k,
+                concurrency=pt.point.concurrency,
+                speedup=sp.median,
+                low=sp.ci.low,
+                high=sp.ci.high,
+                pairs=sp.n_pairs,
+                rate=b.rate.median if b is not None and b.rate is not None else None,
+                baseline_rate=a.rate.median if a is not None and a.rate is not None else None,
+                coverage=sp.ci.coverage,
+            )
     return dict(sorted(table.items()))
 
 

@@ -28,7 +28,7 @@ from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.http_arm import LaunchedArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.jsonout import JsonFields, key
+from mtpwatch.core.jsonout import JsonFields, key, round_or_none
 from mtpwatch.core.launch.gpumem import device_free_bytes, local_gpu_memory, wait_memory_back
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import SWEEP_KIND
@@ -106,10 +106,6 @@ class SweepRow(JsonFields):
     """What `ci` achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
 
-def _r(x: float | None, nd: int = 3) -> float | None:
-    return None if x is None else round(x, nd)
-
-
 @dataclass(frozen=True, slots=True)
 class SweepReport:
     """Every k's row, the best k, and the advisor's predictions from the largest k."""
@@ -167,12 +163,8 @@ class SweepReport:
 
     def baseline_lives(self) -> dict[int, float]:
         """Per k > 0, the k=0 server's second life over its first in k's bench (`baseline_lives`)."""
-        out = {}
-        for k, report in sorted(self.reports.items()):
-            ratio = baseline_lives(report)
-            if ratio is not None:
-                out[k] = ratio
-        return out
+        lives = {k: baseline_lives(report) for k, report in sorted(self.reports.items())}
+        return {k: ratio for k, ratio in lives.items() if ratio is not None}
 
     def life_spread(self) -> float | None:
         """The largest |second life / first life − 1| of the k=0 server over the sweep's benches:
@@ -191,12 +183,9 @@ class SweepReport:
             pred = self.advice.at(row.k) if self.advice else None
             doc["predicted_decode_tok_s"] = round(pred.decode_tok_s, 3) if pred else None
             doc["predicted_speedup"] = round(pred.speedup, 4) if pred else None
-            err = self.error(row.k)
-            doc["prediction_error"] = round(err, 4) if err is not None else None
-            sp_err = self.speedup_error(row.k)
-            doc["speedup_prediction_error"] = round(sp_err, 4) if sp_err is not None else None
-            held = self.held_out_error(row.k)
-            doc["held_out_speedup_error"] = round(held, 4) if held is not None else None
+            doc["prediction_error"] = round_or_none(self.error(row.k), 4)
+            doc["speedup_prediction_error"] = round_or_none(self.speedup_error(row.k), 4)
+            doc["held_out_speedup_error"] = round_or_none(self.held_out_error(row.k), 4)
             ci = self.certainty.intervals.get(row.k) if self.certainty else None
             doc["predicted_speedup_ci"] = [round(x, 4) for x in ci] if ci else None
             rows.append(doc)
@@ -206,7 +195,7 @@ class SweepReport:
             "rows": rows,
             "advisor": self.advice.to_json() if self.advice else None,
             "baseline_lives": {str(k): round(r, 4) for k, r in self.baseline_lives().items()},
-            "baseline_life_spread": _r(self.life_spread(), 4),
+            "baseline_life_spread": round_or_none(self.life_spread(), 4),
             "interrupted": self.interrupted,
             "best_k_choice": self.choice.to_json() if self.choice else None,
             "advisor_certainty": self.certainty.to_json() if self.certainty else None,
@@ -255,8 +244,8 @@ def _row(k: int, report: Any) -> SweepRow:
         gsp = group.speedup
         rate = group.arms["b"].rate
         cats[cat] = {
-            "decode_tok_s": _r(rate.median if rate else None),
-            "speedup": _r(gsp.median if gsp else None, 4),
+            "decode_tok_s": round_or_none(rate.median if rate else None, 3),
+            "speedup": round_or_none(gsp.median if gsp else None, 4),
             "speedup_ci": [round(gsp.ci.low, 4), round(gsp.ci.high, 4)] if gsp else None,
         }
     return SweepRow(
@@ -296,18 +285,6 @@ def baseline_lives(report: Any) -> float | None:
     return statistics.median(ratios) if ratios else None
 
 
-def _forward_fit(
-    table: ForwardTable | None, reports: Mapping[int, Any], baseline_tok_s: float
-) -> StepFit | None:
-    """The step model from `vllm bench forward`'s table at the sweep's smallest concurrency (or
-    the nearest batch it timed); None without a table. ValueError (`ForwardError`) when unusable."""
-    if table is None:
-        return None
-    levels = sorted({c for r in reports.values() for c in r.config.concurrency}) or [1]
-    batch, ratios = steps_at(table, levels)
-    return fit_ratios(ratios, baseline_tok_s, f"vllm bench forward {table.source}, batch {batch}")
-
-
 def sweep_from_reports(
     reports: Mapping[int, Any],
     interrupted: str | None = None,
@@ -342,7 +319,8 @@ def _advise(
     step_times: ForwardTable | None,
 ) -> tuple[SweepAdvice | None, Certainty | None]:
     """The advisor over the measured rows and, where every k's runs carry their counters, its
-    intervals (`core.sweeps.certainty`: the step model's choice of line or table then reads them)."""
+    intervals (`core.sweeps.certainty`: the step model's choice of line or table then reads them);
+    with `step_times` the step model is `vllm bench forward`'s (a `ForwardError` there: no advice)."""
     top = rows[-1] if rows else None
     if top is None or not top.per_position or not baseline_tok_s:
         return None, None
@@ -356,8 +334,13 @@ def _advise(
     if set(samples) != {m.k for m in measures}:
         samples = {}
     ks = list(range(min(top.k + EXTRAPOLATE, K_MAX) + 1))
+    step_fit: StepFit | None = None
     try:
-        step_fit = _forward_fit(step_times, reports, baseline_tok_s)
+        if step_times is not None:  # at the sweep's smallest concurrency, or the nearest batch timed
+            levels = sorted({c for r in reports.values() for c in r.config.concurrency})
+            batch, ratios = steps_at(step_times, levels)
+            source = f"vllm bench forward {step_times.source}, batch {batch}"
+            step_fit = fit_ratios(ratios, baseline_tok_s, source)
         spread = step_ratio_spread(samples) if samples else None
         advice = advise_sweep(
             measures, top.per_position, baseline_tok_s, ks, step_fit, marginals=marginals, spread=spread
@@ -394,12 +377,11 @@ async def run_pair(
     """`baseline` (url, argv; k=0 unless `baseline_label` says otherwise) against `treatment`
     (label, url, argv), one server at a time."""
     config = replace(config, schedule="restart")
-    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat}
+    common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat, "env": env}
+    common["startup_timeout_s"] = startup_timeout_s
     label, url, argv = treatment
-    arm_a = SettlingArm(
-        baseline[0], baseline[1], env=env, startup_timeout_s=startup_timeout_s, label=baseline_label, **common
-    )
-    arm_b = SettlingArm(url, argv, env=env, startup_timeout_s=startup_timeout_s, label=label, **common)
+    arm_a = SettlingArm(baseline[0], baseline[1], label=baseline_label, **common)
+    arm_b = SettlingArm(url, argv, label=label, **common)
     runner = BenchRunner(config, arm_a, arm_b)
     report: Any | None = None
     interrupted: str | None = None
