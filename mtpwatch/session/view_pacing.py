@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["VIEW_HZ", "ViewPacer"]
-
 VIEW_HZ = 2.0
 """Views reach a panel at most this often: the numbers' repaints cost, and a reader takes in two
 a second (the default scrape interval is this rate's period, `DisplaySettings.scrape_interval_s`)."""

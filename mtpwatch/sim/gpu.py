@@ -31,8 +31,6 @@ from mtpwatch.core.launch.gpumem import gpu_from_table
 from mtpwatch.core.launch.memplan import GIB
 from mtpwatch.core.launch.simledger import SIM_LEDGER_ENV
 
-__all__ = ["WORKER_LINGER_S", "SimGpu", "default_ledger_dir", "spawn_worker"]
-
 LINGER_ENV = "MTPWATCH_SIM_WORKER_LINGER"
 """Seconds the worker outlives its API server, overriding `WORKER_LINGER_S` (a GPU worker that frees
 tens of GB takes longer)."""

@@ -22,8 +22,6 @@ from typing import Any
 
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
-__all__ = ["ServeArgs", "ServeArgsError", "parse_serve_args", "preset_for_model", "served_method"]
-
 #: vLLM flags that take no value (so the next word is not theirs).
 _BOOL_FLAGS = frozenset(
     {

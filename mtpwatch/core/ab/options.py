@@ -119,6 +119,3 @@ class BenchOptions:
 def workload_name(prompts_spec: str) -> str:
     """A built-in set's name, or the prompt file's name (the report and the table name it)."""
     return prompts_spec if prompts_spec in workloads.BUILTIN_SETS else Path(prompts_spec).name
-
-
-__all__ = ["RESUME_FIXED", "BenchOptions", "workload_name"]

@@ -18,8 +18,6 @@ from typing import Any
 from mtpwatch.core.fleet.outliers import GroupKey, group_key
 from mtpwatch.core.fleet.rows import FleetRow
 
-__all__ = ["STATES", "FleetGroup", "group_dict", "quantiles", "summarise"]
-
 STATES = ("up", "idle", "restarted", "stale", "down", "missing", "connecting")
 """Row states in the order a group counts them."""
 

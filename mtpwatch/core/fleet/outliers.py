@@ -19,16 +19,6 @@ from dataclasses import replace
 
 from mtpwatch.core.fleet.rows import FleetRow
 
-__all__ = [
-    "MAD_FACTOR",
-    "MIN_PEERS",
-    "OUTLIER_RULE",
-    "REL_FLOOR",
-    "GroupKey",
-    "group_key",
-    "mark_outliers",
-]
-
 MAD_FACTOR = 3.0
 """x is far when |x − median| exceeds this many MADs of the peers …"""
 REL_FLOOR = 0.25

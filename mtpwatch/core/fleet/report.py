@@ -11,8 +11,6 @@ from mtpwatch.core.fleet.outliers import OUTLIER_RULE
 from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.core.jsonout import round_or_none
 
-__all__ = ["fleet_report", "row_dict"]
-
 
 def row_dict(row: FleetRow) -> dict[str, Any]:
     """One row as JSON (rounded for reading; the counts are exact)."""

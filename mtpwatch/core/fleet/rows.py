@@ -21,17 +21,6 @@ from mtpwatch.core.metrics.snapshot import (
     snapshot_from_samples,
 )
 
-__all__ = [
-    "FLEET_PREFIXES",
-    "FleetRow",
-    "GroupKey",
-    "RowState",
-    "build_row",
-    "down_row",
-    "split_page",
-    "split_samples",
-]
-
 GroupKey = tuple[str | None, str | None]
 """(model_name, engine) of one row; (None, None) for llama.cpp, whose series carry no labels."""
 

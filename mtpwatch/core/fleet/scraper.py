@@ -28,8 +28,6 @@ from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import Collector
 from mtpwatch.core.timeouts import within
 
-__all__ = ["FleetScraper", "ScrapeStats", "Target", "Track"]
-
 Fetch = Callable[[], Awaitable[str]]
 
 

@@ -8,8 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Backoff", "ConnectionState", "ConnectionStatus"]
-
 
 @dataclass(slots=True, eq=False)
 class Backoff:

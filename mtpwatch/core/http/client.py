@@ -33,8 +33,6 @@ from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.filtered import ScrapeFilter, TieredScraper
 
-__all__ = ["VllmClient"]
-
 
 class VllmClient(ScrapeMethods, StreamMethods):
     """Async HTTP client for one vLLM server (or the simulator): scrape, health, models, stream."""

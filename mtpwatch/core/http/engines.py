@@ -28,17 +28,6 @@ from typing import Any
 
 from mtpwatch.core.metrics.engines import Engine
 
-__all__ = [
-    "EngineInfo",
-    "LlamaTimings",
-    "ModelEntry",
-    "draft_note",
-    "identify",
-    "parse_model_list",
-    "parse_props",
-    "stream_extras",
-]
-
 
 def stream_extras(engine: Engine) -> dict[str, Any]:
     """Request-body fields that make `engine` send exact per-chunk token counts.

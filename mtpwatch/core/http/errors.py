@@ -2,21 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "NO_METRICS_HINT",
-    "AuthError",
-    "HttpStatusError",
-    "NotVllmError",
-    "ServerError",
-    "ServerTimeout",
-    "ServerUnreachable",
-    "StreamError",
-    "causes",
-    "describe_transport",
-    "no_metrics_message",
-    "one_line",
-]
-
 NO_METRICS_HINT = (
     "it exposes no vllm: metrics: the server was started with --disable-log-stats, which removes them; "
     "restart it without that flag"

@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 from urllib.parse import urlsplit
 
-__all__ = ["FastGet", "FastGetUnsupported"]
-
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 2**20
 

@@ -32,8 +32,6 @@ import httpx
 from mtpwatch.core.http.sse import SseDecoder
 from mtpwatch.core.timeouts import within
 
-__all__ = ["SseConnection", "open_sse", "proxy_for"]
-
 _MAX_HEAD = 64 * 1024
 _PAUSE_AT = 4096
 """Undelivered payloads at which reading pauses (a consumer that stopped reading)."""

@@ -33,18 +33,6 @@ from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import one_line
 from mtpwatch.core.metrics import formulas as F
 
-__all__ = [
-    "ChunkDecoder",
-    "ChunkError",
-    "GenerationRequest",
-    "GenerationResult",
-    "GenerationStats",
-    "RequestSpecMetrics",
-    "StreamEvent",
-    "estimate_tokens",
-    "openai_error_message",
-]
-
 COMPLETIONS_PATH = "/v1/completions"
 CHAT_PATH = "/v1/chat/completions"
 

@@ -9,8 +9,6 @@ model can generate. Payloads stay bytes because `json.loads` takes bytes (one de
 
 from __future__ import annotations
 
-__all__ = ["DONE", "SseDecoder"]
-
 DONE = b"[DONE]"
 """The payload that ends an OpenAI-style stream."""
 

@@ -9,8 +9,6 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["normalize_url", "same_server"]
-
 _HOST = re.compile(r"[a-z0-9_]([a-z0-9._-]*[a-z0-9_])?\Z")
 # A host of digits and dots is an IPv4 address to httpx (httpx/_urlparse.py `IPv4_STYLE_HOSTNAME`),
 # which raises `InvalidURL` at the first request when it is not a valid one (256.1.1.1).

@@ -26,16 +26,6 @@ from typing import Literal, Protocol
 from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.rates import Rates, Scope
 
-__all__ = [
-    "LLAMACPP_REQUEST_SCOPE",
-    "PER_REQUEST_SCOPE",
-    "AcceptanceSource",
-    "DraftTimings",
-    "PerRequestSpec",
-    "PromptAcceptance",
-    "prompt_acceptance",
-]
-
 PER_REQUEST_SCOPE = "this request (vLLM per-request metrics)"
 """Scope of acceptance numbers taken from the response's `metrics.speculative_decoding`."""
 LLAMACPP_REQUEST_SCOPE = "this request (llama.cpp timings)"

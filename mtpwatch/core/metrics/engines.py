@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["ENGINE_NOTES", "Engine", "engine_of_schema"]
-
 Engine = Literal["vllm", "llama.cpp", "unknown"]
 
 ENGINE_NOTES: Mapping[str, Mapping[str, str]] = MappingProxyType(

@@ -73,21 +73,6 @@ from urllib.parse import quote
 from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
 from mtpwatch.core.metrics.snapshot import HISTOGRAM_SAMPLES, detect_schema
 
-__all__ = [
-    "ACTIVITY_NAMES",
-    "ALL_NAMES",
-    "FULL_PATH",
-    "HOT_NAMES",
-    "REQUIRED_NAMES",
-    "SLOW_NAMES",
-    "FilterRefused",
-    "ScrapeFilter",
-    "ScrapeState",
-    "TieredScraper",
-    "filter_path",
-    "sample_names",
-]
-
 FULL_PATH = "/metrics"
 """The whole page (prometheus-fastapi-instrumentator's route on vLLM; ignores the query string)."""
 

@@ -28,25 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = [
-    "EOS_OVERCOUNT",
-    "acceptance_rate",
-    "client_tokens_per_step",
-    "conditional_from_marginal",
-    "decode_tok_s",
-    "drafted_share",
-    "e2e_tok_s",
-    "eos_overcount",
-    "histogram_mean",
-    "mean_acceptance_length",
-    "per_position_conditional",
-    "per_position_from_histogram",
-    "per_position_marginal",
-    "ratio",
-    "self_check_residual",
-    "ttft_s",
-]
-
 
 def ratio(num: float, den: float) -> float | None:
     """num / den, or None when den is not positive."""

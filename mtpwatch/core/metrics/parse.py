@@ -20,14 +20,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = [
-    "DEFAULT_PREFIXES",
-    "MetricsFormatError",
-    "Sample",
-    "is_openmetrics",
-    "parse_samples",
-]
-
 #: Metric-name prefixes mtpwatch reads (vLLM and llama.cpp's server).
 DEFAULT_PREFIXES: tuple[str, ...] = ("vllm:", "llamacpp:")
 

@@ -18,17 +18,6 @@ from typing import Any, Literal
 from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.snapshot import HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
 
-__all__ = [
-    "Attribution",
-    "Collector",
-    "Rates",
-    "Scope",
-    "StepsSource",
-    "attribute",
-    "delta_rates",
-    "is_restart",
-]
-
 Scope = Literal["this request", "engine-wide"]
 StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
 

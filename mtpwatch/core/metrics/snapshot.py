@@ -22,20 +22,6 @@ from typing import Any, Literal
 
 from mtpwatch.core.metrics.parse import MetricsFormatError, Sample, is_openmetrics, parse_samples
 
-__all__ = [
-    "HISTOGRAM_FIELDS",
-    "HISTOGRAM_SAMPLES",
-    "SNAPSHOT_PREFIXES",
-    "Exposition",
-    "Histogram",
-    "MetricsSnapshot",
-    "Schema",
-    "UnknownModelError",
-    "detect_schema",
-    "parse_snapshot",
-    "snapshot_from_samples",
-]
-
 Schema = Literal["vllm", "llamacpp", "none"]
 Exposition = Literal["prometheus", "openmetrics"]
 

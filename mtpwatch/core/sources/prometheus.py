@@ -58,25 +58,6 @@ from mtpwatch.core.sources.prometheus_fit import (
     stale_limit,
 )
 
-__all__ = [
-    "COUNTERS",
-    "GROUP_BY",
-    "HISTORY_ONLY",
-    "NAMES",
-    "FleetRead",
-    "PrometheusError",
-    "PrometheusSource",
-    "QueryStats",
-    "check_selector",
-    "counters_snapshot",
-    "label_value",
-    "points",
-    "position_of",
-    "probe_queries",
-    "promql_queries",
-    "value_of",
-]
-
 GROUP_BY = ("instance", "model_name", "engine", "spec_method")
 """Labels every query keeps: one row per target, model and engine (data-parallel rank); `spec_method`
 is a target label a scrape config may set (vLLM does not export the method)."""

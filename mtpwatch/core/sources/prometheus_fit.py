@@ -32,24 +32,6 @@ from typing import Any
 
 from mtpwatch.core.fleet.rows import FleetRow
 
-__all__ = [
-    "INTERVAL_INSTANCES",
-    "INTERVAL_SPAN_S",
-    "MIN_SAMPLES",
-    "SEEN_S",
-    "SLOW_FACTOR",
-    "STALE_INTERVALS",
-    "Key",
-    "StoreFit",
-    "finish_row",
-    "fit_window",
-    "history_note",
-    "median_gap",
-    "missing_rows",
-    "refresh_period",
-    "stale_limit",
-]
-
 MIN_SAMPLES = 4
 """A window spans at least this many scrape intervals."""
 STALE_INTERVALS = 3.0

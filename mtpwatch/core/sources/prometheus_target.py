@@ -21,9 +21,6 @@ from mtpwatch.core.sources.prometheus import (
     value_of,
 )
 
-__all__ = ["target_history", "target_queries", "target_snapshot"]
-
-
 _EXTRA_NAMES: dict[str, tuple[str, ...]] = {
     "prompt_tokens": ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
     "itl_count": ("vllm:inter_token_latency_seconds_count",),

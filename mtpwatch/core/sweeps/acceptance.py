@@ -20,14 +20,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = [
-    "acceptance_scale",
-    "acceptance_source",
-    "chain_at",
-    "extend_marginal",
-    "geometric_conditional",
-]
-
 
 def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
     """(α, β) of the conditional acceptance fitted as α·β^(i−1), i = 1 … k (log-linear least squares).

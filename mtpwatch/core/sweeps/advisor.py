@@ -66,28 +66,8 @@ from mtpwatch.core.sweeps.acceptance import (
     acceptance_scale,
     acceptance_source,
     chain_at,
-    extend_marginal,
     geometric_conditional,
 )
-
-__all__ = [
-    "LINEAR_TOLERANCE",
-    "STEP_MODEL",
-    "SWEEP_STEP_MODEL",
-    "Advice",
-    "KMeasure",
-    "KPrediction",
-    "StepFit",
-    "SweepAdvice",
-    "acceptance_source",
-    "advise",
-    "advise_sweep",
-    "extend_marginal",
-    "fit_ratios",
-    "fit_step_model",
-    "geometric_conditional",
-    "step_time_from_rate",
-]
 
 STEP_MODEL = (
     "t(k') = t0 + k'·(tk − t0)/k: each draft position costs the same, measured from the step time at k "

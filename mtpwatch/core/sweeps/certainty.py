@@ -40,19 +40,6 @@ from mtpwatch.core.ab.records import match_pairs
 from mtpwatch.core.ab.stats import percentile_bounds
 from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, advise_sweep
 
-__all__ = [
-    "CONFIDENCE",
-    "RESAMPLES",
-    "AcceptanceShift",
-    "Certainty",
-    "KSample",
-    "PairSample",
-    "acceptance_shifts",
-    "certainty",
-    "samples_of",
-    "step_ratio_spread",
-]
-
 #: Resamples of the bootstrap (seeded: the same sweep gives the same intervals).
 RESAMPLES = 1000
 CONFIDENCE = 0.95

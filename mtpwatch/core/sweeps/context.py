@@ -22,16 +22,6 @@ from dataclasses import dataclass, replace
 
 from mtpwatch.core.ab.workloads import Prompt
 
-__all__ = [
-    "CHARS_PER_TOKEN",
-    "ContextError",
-    "Padded",
-    "check_lengths",
-    "filler_text",
-    "pad_prompt",
-    "parse_lengths",
-]
-
 #: The estimate when the server cannot count (no /tokenize).
 CHARS_PER_TOKEN = 4
 

@@ -33,20 +33,6 @@ from typing import Any
 
 from mtpwatch.core.jsonout import JsonFields
 
-__all__ = [
-    "BLOCK_DRAFTERS",
-    "DYNAMIC_K_SINCE",
-    "LOSSLESS_VERIFICATION",
-    "EngineFlag",
-    "EngineMode",
-    "dynamic_k_missing",
-    "engine_mode",
-    "engine_mode_of_arm",
-    "llamacpp_synthetic",
-    "parse_schedule",
-    "version_tuple",
-]
-
 #: Methods whose `num_speculative_tokens` is a block size, not a chain length.
 BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 #: `rejection_sample_method` values that keep the target's distribution.

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ForwardError", "ForwardTable", "StepTime", "load_forward", "parse_forward", "steps_at"]
-
 
 class ForwardError(ValueError):
     """The file is not `vllm bench forward` output, or holds no usable step at the batch asked."""

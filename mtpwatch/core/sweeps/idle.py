@@ -31,8 +31,6 @@ from typing import Any
 from mtpwatch.core.jsonout import round_or_none
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
 
-__all__ = ["IDLE", "IDLE_SCHEDULE", "IdleCost", "idle_config", "idle_cost", "idle_refusal", "parse_sweep_ks"]
-
 #: The token `--sweep-k` takes for the arm.
 IDLE = "0s"
 #: k = 0 from batch size 1 on (vLLM carries the last range forward: see the module's docstring).

@@ -257,14 +257,3 @@ def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]
         None if pair.report is None else reportio.report_document(pair.report, {**meta, "arms": pair.arms})
     )
     return {**cost.to_json(), "bench": bench}
-
-
-__all__ = [
-    "KSweep",
-    "checked_ks",
-    "concurrency_advice",
-    "idle_document",
-    "plan_k_sweep",
-    "run_idle",
-    "run_k_sweep",
-]

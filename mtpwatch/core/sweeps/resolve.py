@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 
 from mtpwatch.core.jsonout import JsonFields, key
 
-__all__ = ["RULE", "Choice", "Estimate", "common_choice", "resolve"]
-
 RULE = (
     "best k = highest median paired speed-up; named only where its 95% CI's lower end lies above the "
     "next-best k's median (k=0 counts as 1.0); otherwise the smallest k whose median lies inside the "

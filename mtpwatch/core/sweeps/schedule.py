@@ -40,24 +40,6 @@ from mtpwatch.core.ab.records import match_pairs, pair_ratio
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
 from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, common_choice, resolve
 
-__all__ = [
-    "Cell",
-    "ConcurrencyAdvice",
-    "VerifyRow",
-    "advise_concurrency",
-    "advise_table",
-    "batch_schedule",
-    "best_per_concurrency",
-    "choices_of",
-    "concurrency_table",
-    "fixed_config",
-    "head_to_head",
-    "replace_spec_config",
-    "schedule_config",
-    "verify",
-    "verify_groups",
-]
-
 Range = tuple[int, int, int]
 
 

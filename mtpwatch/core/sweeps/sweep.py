@@ -52,22 +52,6 @@ K_MAX = 64
 #: the smaller k); the JSON keeps every prediction.
 PREDICTED_ROWS = 6
 
-__all__ = [
-    "EXTRAPOLATE",
-    "K_MAX",
-    "PREDICTED_ROWS",
-    "SWEEP_KIND",
-    "PairRun",
-    "SettlingArm",
-    "SweepReport",
-    "SweepRow",
-    "baseline_lives",
-    "run_pair",
-    "run_sweep",
-    "sweep_document",
-    "sweep_from_reports",
-]
-
 
 class SettlingArm(LaunchedArm):
     """A launched arm that, once its server stopped (every process of its group gone), also waits

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from mtpwatch.core.sweeps.acceptance import extend_marginal, geometric_conditional
 from mtpwatch.core.sweeps.advisor import (
     KMeasure,
     advise,
     advise_sweep,
-    extend_marginal,
     fit_step_model,
-    geometric_conditional,
     step_time_from_rate,
 )
 

@@ -11,8 +11,8 @@ from mtpwatch.core.ab.plan import BenchConfig, RunUnits, build_plan
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import build_report
 from mtpwatch.core.ab.workloads import Prompt
-from mtpwatch.core.sweeps.acceptance import acceptance_scale
-from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, acceptance_source, advise_sweep, fit_ratios
+from mtpwatch.core.sweeps.acceptance import acceptance_scale, acceptance_source
+from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, advise_sweep, fit_ratios
 from mtpwatch.core.sweeps.certainty import (
     AcceptanceShift,
     Certainty,
