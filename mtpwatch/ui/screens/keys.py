@@ -2,7 +2,8 @@
 
 A screen owns its keys: its `BINDINGS` (each with an id) and, for the help, one row per key or pair
 of keys (`HelpRow`: the binding ids and what they do). `key_table` writes the help's Markdown table
-from the bindings themselves, so a key the help lists is the key that is bound.
+from the bindings themselves (the screen's, its widgets' and `app_keys`), so a key the help lists
+is the key that is bound: the monitor's (`MONITOR_HELP`) and the fleet's (`screens/fleet.FLEET_HELP`).
 
 The replay player's keys live here, not in `screens/replay.py`: every monitor's help documents them
 (`screens/monitor.MonitorScreen.help_text`), and `replay.py` imports the monitor, not the other way.
@@ -11,7 +12,9 @@ The replay player's keys live here, not in `screens/replay.py`: every monitor's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
+from textual.app import App
 from textual.binding import Binding, BindingType
 
 from mtpwatch.ui.widgets.prompt_input import PromptInput
@@ -143,6 +146,7 @@ _NAMES = {
     "right": "→",
     "space": "Space",
     "home": "Home",
+    "end": "End",
     "full_stop": ".",
     "plus": "+",
     "minus": "-",
@@ -163,20 +167,24 @@ def binding_keys(binding: Binding) -> str:
     return " / ".join(key_name(k.strip()) for k in binding.key.split(","))
 
 
-def key_table(rows: Sequence[HelpRow], bindings: Iterable[Binding]) -> str:
+def key_table(rows: Sequence[HelpRow], bindings: Iterable[BindingType]) -> str:
     """The help's Markdown table of `rows`, each key column read from the bindings the row names
     (KeyError for an id no binding has: the help never names a key that is not bound)."""
-    by_id = {b.id: b for b in bindings if b.id}
+    by_id = {b.id: b for b in bindings if isinstance(b, Binding) and b.id}
     lines = ["| key | action |", "|---|---|"]
     lines += [f"| {' / '.join(binding_keys(by_id[i]) for i in ids)} | {words} |" for ids, words in rows]
     return "\n".join(lines)
 
 
-def monitor_help_text(bound: Iterable[BindingType], palette_key: str) -> str:
-    """A monitor's help: every number, its key table read from `bound` (the screen's and the app's
-    bindings) and the prompt box's, `palette_key` (the command palette's) and the replay player's."""
+def app_keys(app: App[Any]) -> list[BindingType]:
+    """The keys of every screen: the app's bindings and its command palette's."""
+    return [*app.BINDINGS, Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Palette", id="palette")]
+
+
+def monitor_help_text(bound: Iterable[BindingType]) -> str:
+    """A monitor's help: every number, its key table read from `bound` (the screen's and `app_keys`)
+    and the prompt box's, and the replay player's."""
     from mtpwatch.ui.screens.help import monitor_help  # the help loads when asked for
 
-    every = [*bound, *PromptInput.BINDINGS, Binding(palette_key, "command_palette", "Palette", id="palette")]
-    bindings = [b for b in every if isinstance(b, Binding)]
-    return monitor_help(key_table(MONITOR_HELP, bindings), key_table(PLAYER_HELP, PLAYER_KEYS))
+    keys = key_table(MONITOR_HELP, [*bound, *PromptInput.BINDINGS])
+    return monitor_help(keys, key_table(PLAYER_HELP, PLAYER_KEYS))

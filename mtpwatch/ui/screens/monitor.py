@@ -28,7 +28,7 @@ from mtpwatch.ui.markup.titles import render_title
 from mtpwatch.ui.screens.ab_lines import ABLines
 from mtpwatch.ui.screens.console import abba_order, stream_prompt
 from mtpwatch.ui.screens.feeding import PanelFeeds
-from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, monitor_help_text
+from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, app_keys, monitor_help_text
 from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -281,8 +281,7 @@ class MonitorScreen(FrameScreen):
 
     def help_text(self) -> str:
         """The help (`MtpWatchApp.action_help`): every number, this screen's keys and the player's."""
-        app = type(self.app)
-        return monitor_help_text([*MonitorScreen.BINDINGS, *app.BINDINGS], app.COMMAND_PALETTE_BINDING)
+        return monitor_help_text([*MonitorScreen.BINDINGS, *app_keys(self.app)])
 
     def system_commands(self) -> Iterable[SystemCommand]:
         """This screen's commands in the palette (after the app's help and pause)."""

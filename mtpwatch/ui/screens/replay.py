@@ -171,6 +171,11 @@ class ReplayScreen(MonitorScreen):
 
     # -- keys -------------------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """F4 and F6 are not offered (Textual hides a binding whose action is checked False): the
+        replay's driver refuses to send or measure (`session/replay_driver.REFUSALS`)."""
+        return action not in ("sample_prompt", "measure")
+
     def action_play_pause(self) -> None:
         self.playing = not self.playing
         if self.playing and self.source.at_end:

@@ -111,12 +111,12 @@ class LineTable(Static, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "cursor(-10)", "Page up", show=False),
-        Binding("pagedown", "cursor(10)", "Page down", show=False),
-        Binding("home", "cursor(-100000)", "First", show=False),
-        Binding("end", "cursor(100000)", "Last", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="row-up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="row-down"),
+        Binding("pageup", "cursor(-10)", "Page up", show=False, id="row-page-up"),
+        Binding("pagedown", "cursor(10)", "Page down", show=False, id="row-page-down"),
+        Binding("home", "cursor(-100000)", "First", show=False, id="row-first"),
+        Binding("end", "cursor(100000)", "Last", show=False, id="row-last"),
     ]
 
     DEFAULT_CSS = """
