@@ -16,6 +16,7 @@ from typing import Any
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.keys import format_key
 
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
@@ -134,32 +135,18 @@ PLAYER_HELP: tuple[HelpRow, ...] = (
     (("replay-start",), "back to the start"),
 )
 
-_NAMES = {
-    "question_mark": "?",
-    "escape": "Escape",
-    "enter": "Enter",
-    "pageup": "PgUp",
-    "pagedown": "PgDn",
-    "up": "↑",
-    "down": "↓",
-    "left": "←",
-    "right": "→",
-    "space": "Space",
-    "home": "Home",
-    "end": "End",
-    "full_stop": ".",
-    "plus": "+",
-    "minus": "-",
-    "equals_sign": "=",
-    "slash": "/",
-}
+_NAMES = {"escape": "Escape", "enter": "Enter", "pageup": "PgUp", "pagedown": "PgDn"}
+"""Keys the help names in words where Textual's footer writes `esc`, `⏎`, `pgup`, `pgdn`."""
 
 
 def key_name(key: str) -> str:
-    """One key as the help writes it: 'ctrl+q' → 'Ctrl+Q', 'f1' → 'F1', 'question_mark' → '?', 'n' → 'n'."""
+    """One key as the help writes it: 'ctrl+q' → 'Ctrl+Q', 'f1' → 'F1', 'question_mark' → '?', 'n' → 'n'
+    (a character or arrow as Textual's `format_key` draws it, a word capitalised)."""
     *mods, last = key.split("+")
-    name = _NAMES.get(last) or (last.upper() if len(last) > 1 and last[0] == "f" else last)
-    return "+".join([*(m.capitalize() for m in mods), name.upper() if mods else name])
+    name = _NAMES.get(last) or format_key(last)
+    if name == last and (mods or len(name) > 1):
+        name = name.capitalize()
+    return "+".join([*(m.capitalize() for m in mods), name])
 
 
 def binding_keys(binding: Binding) -> str:
