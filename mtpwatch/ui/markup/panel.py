@@ -257,7 +257,7 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
     Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
     whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
     Where even that is wider than `width` (a 56-cell A/B pane at 120 columns), it wraps between its
-    client and server parts, each with its label: two lines (`_draw_summaries` counts them).
+    client and server parts, each with its label: two lines (`ServerPanel.draw_summaries` counts them).
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,14 +133,10 @@ class ABLines:
         panels = screen.panels
         arms: tuple[FeedArm, FeedArm] | None = None
         if screen.restart_mode:
-            arms = (
-                FeedArm(
-                    screen.feeds[0], progress=panels[0].startup_progress, on_up=lambda up: self.arm_up(0, up)
-                ),
-                FeedArm(
-                    screen.feeds[1], progress=panels[1].startup_progress, on_up=lambda up: self.arm_up(1, up)
-                ),
+            a, b = (
+                FeedArm(screen.feeds[i], panels[i].startup_progress, partial(self.arm_up, i)) for i in (0, 1)
             )
+            arms = (a, b)
         try:
             session = Measurement(
                 screen.feeds, list(prompts), screen.measure_settings, screen.schedule, arms=arms
@@ -201,14 +198,14 @@ class ABLines:
         screen = self.screen
         panel = screen.panels[index]
         if up:
-            panel.show_monitor()
+            panel.show_pane("monitor")
             poll = screen.feeding.poll_forever(screen.feeds[index], panel)
             self._pollers[index] = screen.run_worker(poll, exit_on_error=False)
             label = screen.config.servers[index].label
             self.set_measure_line(f"server {'AB'[index]} is up ({label}); the other is stopped")
         else:
             panel.show_startup(render_stopped("AB"[index]), [])
-            panel.show_startup_pane()
+            panel.show_pane("startup")
 
     # -- Ctrl+S --------------------------------------------------------------------------------
 

@@ -194,15 +194,7 @@ class MonitorScreen(FrameScreen):
     def start_servers(self) -> None:
         """Start every server's worker: launch it if its spec says so, then poll it."""
         for index in range(len(self.feeds)):
-            self.run_server(index)
-
-    def run_server(self, index: int) -> None:
-        """Start server `index` if its spec says so, then poll it for the screen's life."""
-        self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
-
-    def views_due(self, index: int | None = None, *, now: bool = False) -> None:
-        """Feed `index` (None: every feed) changed: its panel gets a fresh view (`PanelFeeds.views_due`)."""
-        self.feeding.views_due(index, now=now)
+            self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
 
     @property
     def restart_mode(self) -> bool:
@@ -300,13 +292,13 @@ class MonitorScreen(FrameScreen):
         self.set_class(paused, "-paused")
         self.update_title()
         if not paused:
-            self.views_due(now=True)
+            self.feeding.views_due(now=True)
 
     def action_cycle_window(self) -> None:
         """Next acceptance window; redraw at once."""
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
-        self.views_due(now=True)
+        self.feeding.views_due(now=True)
 
     def action_measure(self) -> None:
         self.ab.start_measurement()
