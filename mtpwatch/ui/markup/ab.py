@@ -189,14 +189,8 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
 
 
 LOSSLESS_WAITING = "[dim]lossless check (temperature 0): — send a prompt[/]"
-
-
 LOSSLESS_NEEDS_T0 = "[dim]lossless check needs temperature 0[/]"
-
-
 PAIRS_WAITING = "speed-up B/A [dim](paired runs)[/] — waiting for the first pair"
-
-
 RESTART_WAITING = "[dim]waiting: one server at a time (restart schedule)[/]"
 
 

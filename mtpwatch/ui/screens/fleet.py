@@ -91,7 +91,6 @@ class FleetScreen(FrameScreen):
             "open_row",
             "Open",
             tooltip="Open this server's monitor (Escape returns).",
-            show=True,
             id="fleet-open",
         ),
         Binding(

@@ -127,9 +127,6 @@ class HelpScreen(ModalScreen[None]):
         last = min(first + height - 1, rows)
         body.border_subtitle = f"lines {first}–{last} of {rows} · ↑/↓ PgUp/PgDn scroll"
 
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
-
 
 def fast_paint_words() -> str:
     """The help's last section: whether the fast paint is on (`ui/fastpaint/gate`), and how to turn it off."""

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from mtpwatch.core.fleet.groups import FleetGroup, Spread
 from mtpwatch.core.fleet.rows import FleetRow
-from mtpwatch.render.numbers import fixed
+from mtpwatch.render.numbers import fixed, percent
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 SPARK = "▁▂▃▄▅▆▇█"
@@ -89,13 +89,13 @@ def cells(row: FleetRow) -> list[Text]:
         Text(state[:64], style=state_style.get(row.state, "")),
         Text(fixed(row.decode_tok_s, 1), justify="right", style=bad if "tok/s" in row.outliers else ""),
         Text(
-            "—" if row.acceptance is None else f"{row.acceptance * 100:.1f} %",
+            percent(row.acceptance, style="spaced"),
             justify="right",
             style=bad if "acceptance" in row.outliers else "",
         ),
         Text(fixed(row.mean_length, 2), justify="right"),
         Text(mini_bar(row.per_position) or "—", style="cyan"),
-        Text("—" if row.kv_usage is None else f"{row.kv_usage * 100:.0f} %", justify="right"),
+        Text(percent(row.kv_usage, 0, style="spaced"), justify="right"),
         Text(run_wait, justify="right"),
         Text(sparkline(row.history), style="cyan"),
     ]
@@ -271,7 +271,6 @@ class GroupTable(LineTable):
     """A large fleet by group: Enter lists a group's instances."""
 
     COLUMNS = GROUP_COLUMNS
-    EMPTY = "waiting for the first answers…"
 
     def cells_of(self, row: Any) -> list[Text]:
         return group_cells(row)
