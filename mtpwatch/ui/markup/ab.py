@@ -134,7 +134,6 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
 
 
 def render_measure(update: MeasureUpdate) -> MeasureLines:
-    """The lines of one measurement update."""
     line = summary = ""
     if update.report is not None:
         line = measure_line(update.report, done=update.done, total=update.total)

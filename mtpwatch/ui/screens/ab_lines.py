@@ -173,7 +173,6 @@ class ABLines:
             self._pollers.clear()
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
-        """Apply one measurement update to the lines and panels."""
         lines = render_measure(update)
         panels = self.screen.panels
         if lines.line:
@@ -209,17 +208,16 @@ class ABLines:
 
     # -- Ctrl+S --------------------------------------------------------------------------------
 
-    def save_results(self, path: Path | None = None) -> Path:
-        """Save the last measurement as a bench report (raises LookupError without one, OSError)."""
+    def save_results(self) -> Path:
+        """Save the last measurement as a bench report where --save says, else at
+        `results.default_path()` (raises LookupError without one, OSError)."""
         if self.last_report is None:
             raise LookupError("nothing measured yet: F6 measures the last prompt")
         from mtpwatch.session import results
 
-        settings, screen = self.screen.measure_settings, self.screen
-        target = path or (Path(settings.save_path) if settings.save_path else None)
-        written = results.save(
-            self.last_report, screen.feeds, screen.config.display, target or results.default_path()
-        )
+        screen, save_path = self.screen, self.screen.measure_settings.save_path
+        target = Path(save_path) if save_path else results.default_path()
+        written = results.save(self.last_report, screen.feeds, screen.config.display, target)
         self.saved_to = written
         return written
 

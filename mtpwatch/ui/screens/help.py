@@ -89,13 +89,6 @@ when it is not — the counters alone do not say which method drafted.
 """
 
 
-def monitor_help(keys: str, player_keys: str) -> str:
-    """The monitor's help: every number, then its key table and the replay player's (`screens/keys.key_table`)."""
-    return (
-        f"{HELP_TEXT}## Keys\n\n{keys}\n\n{METHOD_NAMES}## Replay (`mtpwatch replay FILE`)\n\n{player_keys}\n"
-    )
-
-
 class HelpScreen(ModalScreen[None]):
     """Explains every number, its formula and its source."""
 

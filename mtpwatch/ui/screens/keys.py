@@ -171,7 +171,8 @@ def app_keys(app: App[Any]) -> list[BindingType]:
 def monitor_help_text(bound: Iterable[BindingType]) -> str:
     """A monitor's help: every number, its key table read from `bound` (the screen's and `app_keys`)
     and the prompt box's, and the replay player's."""
-    from mtpwatch.ui.screens.help import monitor_help  # the help loads when asked for
+    from mtpwatch.ui.screens.help import HELP_TEXT, METHOD_NAMES  # the help loads when asked for
 
     keys = key_table(MONITOR_HELP, [*bound, *PromptInput.BINDINGS])
-    return monitor_help(keys, key_table(PLAYER_HELP, PLAYER_KEYS))
+    player = key_table(PLAYER_HELP, PLAYER_KEYS)
+    return f"{HELP_TEXT}## Keys\n\n{keys}\n\n{METHOD_NAMES}## Replay (`mtpwatch replay FILE`)\n\n{player}\n"

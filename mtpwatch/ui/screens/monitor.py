@@ -313,7 +313,6 @@ class MonitorScreen(FrameScreen):
         self.send(SAMPLE_PROMPT)
 
     def action_clear_answers(self) -> None:
-        """Empty every answer pane."""
         for panel in self.panels:
             panel.stream.reset()
 
