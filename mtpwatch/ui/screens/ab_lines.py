@@ -75,18 +75,8 @@ class ABLines:
         screen = self.screen
         shown = self.speedups.compare(a, b, screen.feeds, window=screen.window, race=self.race)
         advice = advice_groups(shown.advice)
-        wide, narrow = (
-            speedup_groups(
-                shown.last,
-                shown.median,
-                shown.count,
-                race=self.race,
-                label=shown.label,
-                warnings=shown.warnings,
-                compact=c,
-            )
-            for c in (False, True)
-        )
+        line = partial(speedup_groups, shown.last, shown.median, shown.count, race=self.race)
+        wide, narrow = (line(label=shown.label, warnings=shown.warnings, compact=c) for c in (False, True))
         screen.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
         t0 = screen.config.display.temperature == 0
         verdict = render_lossless(a, b, lossy=shown.lossy) if t0 else LOSSLESS_NEEDS_T0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import time
 from collections.abc import Callable
 
@@ -281,8 +282,7 @@ class FleetScreen(FrameScreen):
         marked = [f"{r.name} ({', '.join(r.outliers)})" for r in rows if r.outliers]
         cycle_ms = None
         if self.scraper is not None and self.scraper.stats.cycles:
-            recent = sorted(self.scraper.stats.cycles[-40:])
-            cycle_ms = recent[len(recent) // 2] * 1000
+            cycle_ms = statistics.median_high(self.scraper.stats.cycles[-40:]) * 1000
         up = sum(1 for r in rows if r.state in ("up", "idle", "restarted"))
         notes = list(self.last_read.fit.notes) if self.last_read is not None else []
         if self.slow_note:

@@ -230,16 +230,8 @@ class MonitorScreen(FrameScreen):
         if not self.sent_any or self.loop is not None:
             self.sent_any = True
             self.update_title()
-        if self.restart_mode:  # one server at a time: a prompt runs as a measurement
-            from mtpwatch.session.measure import measurement_prompt
-
-            self.ab.start_measurement(
-                [
-                    measurement_prompt(
-                        prompt, self.measure_settings.max_tokens or self.config.display.max_tokens
-                    )
-                ]
-            )
+        if self.restart_mode:  # one server at a time: a prompt runs as a measurement (of `last_prompt`)
+            self.ab.start_measurement()
             return
         self.generating = True
         self.generate(prompt)

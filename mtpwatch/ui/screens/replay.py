@@ -3,8 +3,7 @@
 The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
 Its feeds run on the recording's clock, and the panels get their views the live way: the player
 marks the feeds changed, the screen's view tick (`PanelFeeds.tick_views`) builds and shows them.
-Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
-+/- speed (¼× … 16×), Home back to the start.
+Its keys: `screens/keys.PLAYER_KEYS`.
 """
 
 from __future__ import annotations

@@ -343,8 +343,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         width = self.content_region.width
         height = self.content_region.height
         total = len(self.lines)
-        top = self._frame_top
-        index = top + y
+        index = self._frame_top + y
         bar = " "
         if total > height > 0:
             start, size = self._bar()
