@@ -65,10 +65,8 @@ def render_gauges(view: ServerView) -> str:
     empty while the server has shown none (starting, down: the panel says so)."""
     if view.kv_cache_usage is None and view.running is None and view.waiting is None:
         return ""
-    clock = view.bandwidth.clock_speed
-    note = (
-        f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
-    )  # `compact_numbers` left it out
+    clock = view.bandwidth.clock_speed  # a simulated clock: `compact_numbers` left its note for here
+    note = f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
     return pack([Group(_gauges(view, short=False), gauges_label(view))], None) + note
 
 

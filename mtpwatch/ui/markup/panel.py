@@ -9,14 +9,7 @@ from textual.markup import escape
 
 from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
 from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
-from mtpwatch.session.views import (
-    PromptSummary,
-    ServerView,
-    StartupView,
-    dynamic_k,
-    spec_label,
-    window_words,
-)
+from mtpwatch.session.views import PromptSummary, ServerView, StartupView, dynamic_k, spec_label, window_words
 from mtpwatch.ui.pack import SEP, Group, cell_width, fit, pack, wrap
 
 EOS_ISSUE = "vllm#56101"

@@ -6,12 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from textual.markup import escape
 
-from mtpwatch.session.views import (
-    ServerView,
-    method_name,
-    spec_label,
-    window_words,
-)
+from mtpwatch.session.views import ServerView, method_name, spec_label, window_words
 from mtpwatch.ui.pack import cell_width
 
 

@@ -43,8 +43,6 @@ if TYPE_CHECKING:  # the first frame waits for none of F6's, Ctrl+S's or a compa
 
 
 class ABLines:
-    """The speed-up, lossless and measure lines of one monitor screen, and its F6 measurement."""
-
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.speedups = SpeedupSeries()

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 
 class PanelFeeds:
-    """The servers' workers and the view tick of one monitor screen."""
-
     def __init__(self, screen: MonitorScreen, max_fps: float) -> None:
         self.screen = screen
         self.pacer = ViewPacer(min(VIEW_HZ, max_fps))

@@ -81,8 +81,6 @@ FLEET_HELP: tuple[HelpRow, ...] = (
 
 
 class FleetScreen(FrameScreen):
-    """The fleet table, a status line, the footer."""
-
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", tooltip="Cycle the sort order.", id="fleet-sort"),
         Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order.", id="fleet-reverse"),

@@ -25,8 +25,6 @@ GONE = ("down", "failed", "stopped")
 
 
 class PromptGate:
-    """Holds the console's prompt until the arms it goes to are up (one `MonitorScreen`'s)."""
-
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.pending: str | None = None

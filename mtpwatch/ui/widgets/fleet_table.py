@@ -20,20 +20,20 @@ from mtpwatch.render.numbers import fixed, percent
 BLOCKS = " ▁▂▃▄▅▆▇█"
 SPARK = "▁▂▃▄▅▆▇█"
 
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("flag", " "),
-    ("server", "server"),
-    ("model", "model"),
-    ("method", "method"),
-    ("k", "k"),
-    ("state", "state"),
-    ("tok_s", "tok/s"),
-    ("acceptance", "accept"),
-    ("mean_length", "mean len"),
-    ("per_pos", "per pos"),
-    ("kv", "KV"),
-    ("run_wait", "run/wait"),
-    ("history", "tok/s 60 s"),
+COLUMNS = (
+    " ",
+    "server",
+    "model",
+    "method",
+    "k",
+    "state",
+    "tok/s",
+    "accept",
+    "mean len",
+    "per pos",
+    "KV",
+    "run/wait",
+    "tok/s 60 s",
 )
 
 SORTS: tuple[tuple[str, Callable[[FleetRow], tuple[int, float | str]]], ...] = (
@@ -119,13 +119,8 @@ class LineTable(Static, can_focus=True):
         Binding("end", "cursor(100000)", "Last", show=False, id="row-last"),
     ]
 
-    DEFAULT_CSS = """
-    LineTable {
-        width: auto;
-        height: auto;
-    }
-    """
-    COLUMNS: tuple[tuple[str, str], ...] = COLUMNS
+    DEFAULT_CSS = "LineTable { width: auto; height: auto; }"
+    COLUMNS: tuple[str, ...] = COLUMNS
     EMPTY = "waiting for the first answers…"
 
     def __init__(self, **kwargs: Any) -> None:
@@ -161,7 +156,7 @@ class LineTable(Static, can_focus=True):
 
     def redraw(self) -> None:
         """Draw the rows in view (the screen calls it when the view scrolls)."""
-        header = [Text(label, style="bold") for _, label in self.COLUMNS]
+        header = [Text(label, style="bold") for label in self.COLUMNS]
         view = self.in_view()
         lines = {i: self.cells_of(self.rows_shown[i]) for i in view}
         self.drawn = len(lines)
@@ -225,18 +220,18 @@ def _spread(s: Spread | None, fmt: str, scale: float = 1.0) -> str:
     return " ".join(f"{v * scale:{fmt}}" for v in s)
 
 
-GROUP_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("flag", " "),
-    ("group", "group (model · method k)"),
-    ("n", "n"),
-    ("outliers", "out"),
-    ("stale", "stale"),
-    ("down", "down"),
-    ("missing", "miss"),
-    ("acceptance", "accept % p10 p50 p90"),
-    ("mean_length", "mean len"),
-    ("tok_s", "tok/s p10 p50 p90"),
-    ("live", "up/idle/rst"),
+GROUP_COLUMNS = (
+    " ",
+    "group (model · method k)",
+    "n",
+    "out",
+    "stale",
+    "down",
+    "miss",
+    "accept % p10 p50 p90",
+    "mean len",
+    "tok/s p10 p50 p90",
+    "up/idle/rst",
 )
 """The group table's columns, what needs attention leftmost (an 80-column terminal shows those)."""
 
