@@ -178,13 +178,17 @@ def _line(
 def render_drafted(view: ServerView, width: int | None = None) -> str:
     """'drafted on 23 % of steps (server, 10 s)': Δdrafts / Δ ITL count (F1 has the formula), and
     the schedule when the command line set one."""
-    share = view.drafted_share
-    pct = "—" if share is None else f"{100 * min(max(share, 0.0), 1.0):.0f} %"
-    items: tuple[str, ...] = (f"drafted on [b]{pct}[/] of steps",)
+    items: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
     if view.k_schedule:
         ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
         items = (*items, f"k by batch size {escape(ranges)}")
     return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
+
+
+def drafted_on(view: ServerView) -> str:
+    """The share of steps that drafted, within 0–100 % (`23 %`; `—` when unknown)."""
+    share = view.drafted_share
+    return spaced_percent(None if share is None else min(max(share, 0.0), 1.0))
 
 
 def render_positions(marginal: Sequence[float]) -> str:
