@@ -134,11 +134,9 @@ class ABLines:
             screen.notify(str(exc).splitlines()[0], severity="error")
             return
         names = ", ".join(p.id for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
+        header = f"measure {len(prompts)} prompt(s) × {screen.measure_settings.runs} runs: {names}"
         for panel in panels:
-            panel.begin_answer(
-                f"measure {len(prompts)} prompt(s) × {screen.measure_settings.runs} runs: {names}",
-                summary_follows=False,
-            )
+            panel.begin_answer(header, summary_follows=False)
         self.set_measure_line(f"measuring: run 0/{session.total}")
         screen.query_one("#speedup", PackedLine).update(Content.from_markup(PAIRS_WAITING), layout=False)
         try:
@@ -162,11 +160,10 @@ class ABLines:
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
         lines = render_measure(update)
-        panels = self.screen.panels
+        screen = self.screen
+        panels = screen.panels
         if lines.line:
-            self.screen.query_one("#speedup", PackedLine).update(
-                Content.from_markup(lines.line), layout=False
-            )
+            screen.query_one("#speedup", PackedLine).update(Content.from_markup(lines.line), layout=False)
         if lines.progress:
             self.set_measure_line(lines.progress)
         if update.arm is not None and lines.run_line:

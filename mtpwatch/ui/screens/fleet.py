@@ -196,9 +196,8 @@ class FleetScreen(FrameScreen):
         if self.by_group:
             sort += " · by group (g: rows)"
         elif self.group_open is not None:
-            sort += (
-                f" · group {self.group_open[1]} {self.group_open[2]} k={self.group_open[3]} (Escape: groups)"
-            )
+            _, model, method, k = self.group_open
+            sort += f" · group {model} {method} k={k} (Escape: groups)"
         window = self.window_s
         if self.last_read is not None and self.last_read.fit.window_s != window:
             window = self.last_read.fit.window_s
