@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from os import _exit as exit_at_once  # os._exit: no cleanup (the servers are stopped already)
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -62,15 +62,10 @@ class MtpWatchApp(App[int]):
         replay: ReplaySource | None = None,
     ) -> None:
         super().__init__()
-        self.speed = config.speed
-        self.loop = config.loop
         self.replay = replay
-        self.measure = config.measure
         self.config = config
         self.autostart = autostart
         self.clock = clock
-        self.schedule = config.schedule
-        self.prefill = config.prefill
         self.monitors_opened: list[MonitorScreen] = []
         """Every monitor screen mounted (`MonitorScreen.on_mount`), for `shutdown_servers`."""
         self.title = config.title
@@ -82,27 +77,25 @@ class MtpWatchApp(App[int]):
         goes away (`HangupDriver`; the web and headless drivers are left as they are)."""
         return terminal_driver(super().get_driver_class())
 
-    def get_default_screen(self) -> Screen[object]:
-        if self.config.fleet is not None:
+    def get_default_screen(self) -> Screen[Any]:
+        config = self.config
+        if config.fleet is not None:
             from mtpwatch.ui.screens.fleet import FleetScreen
 
-            fleet = FleetScreen(self.config, autostart=self.autostart, clock=self.clock)
-            return fleet  # type: ignore[return-value]
+            return FleetScreen(config, autostart=self.autostart, clock=self.clock)
         if self.replay is not None:
             from mtpwatch.ui.screens.replay import ReplayScreen
 
-            replay = ReplayScreen(self.config, self.replay, loop=self.loop, speed=self.speed)
-            return replay  # type: ignore[return-value]
-        screen = MonitorScreen(
-            self.config,
+            return ReplayScreen(config, self.replay, loop=config.loop, speed=config.speed)
+        return MonitorScreen(
+            config,
             autostart=self.autostart,
             clock=self.clock,
-            schedule=self.schedule,
-            prefill=self.prefill,
-            measure=self.measure,
-            loop=self.loop,
+            schedule=config.schedule,
+            prefill=config.prefill,
+            measure=config.measure,
+            loop=config.loop,
         )
-        return screen  # type: ignore[return-value]
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -162,14 +155,9 @@ def make_app(
     clock: Callable[[], float] = time.monotonic,
     replay: ReplaySource | None = None,
 ) -> MtpWatchApp:
-    """Build the app (CLI, tests and screenshots share this factory).
-
-    Args:
-        config: servers, display settings, the A/B schedule, measurements, prefill, loop, speed.
-        autostart: start/poll servers; False leaves panels empty for injected states.
-        clock: monotonic clock for every time the app measures.
-        replay: play this recording instead of watching servers (`mtpwatch replay`).
-    """
+    """Build the app (CLI, tests and screenshots share this factory): `autostart=False` starts and
+    polls no server (the panels wait for injected states); `replay` plays a recording instead
+    (`mtpwatch replay`)."""
     return MtpWatchApp(config, autostart=autostart, clock=clock, replay=replay)
 
 

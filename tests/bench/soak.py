@@ -390,7 +390,7 @@ class Soak:
         for panel, feed in zip(monitor.panels, server_feeds(monitor), strict=True):
             name = feed.spec.label
             self.fig.kept_at_end[f"{name}: pane characters"] = panel.stream._raw_chars
-            self.fig.kept_at_end[f"{name}: pane lines"] = len(panel.stream._lines)
+            self.fig.kept_at_end[f"{name}: pane lines"] = len(panel.stream.lines)
             self.fig.kept_at_end[f"{name}: scrapes kept"] = len(feed.watch.collector)
         await pilot.press("ctrl+q")
 

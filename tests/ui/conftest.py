@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 from textual.pilot import Pilot
 
 from mtpwatch.ui.fastpaint.gate import gate
 from tests.waits import DEFAULT_LIMIT_S, wait_for
+
+if TYPE_CHECKING:
+    from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 needs_fast_paint = pytest.mark.skipif(
     not gate().on, reason=f"holds the fast paint itself, which is off here ({gate().words()})"
@@ -52,3 +55,18 @@ def mid_stream_recording(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.ui.recorded import make_mid_stream_recording
 
     return make_mid_stream_recording(tmp_path_factory.mktemp("recording") / "mid-stream.mtpw.gz")
+
+
+ROWS = {
+    "header": ".panel-header",
+    "verdict": ".verdict",
+    "numbers": ".numbers",
+    "bars": ".bars",
+    "bandwidth": ".bandwidth",
+}
+"""A server panel's text rows (name: selector), as `panel_rows` returns them."""
+
+
+def panel_rows(panel: ServerPanel) -> dict[str, str]:
+    """The markup of the panel's rows now (header, verdict, numbers, bars, roofline), by row."""
+    return {name: panel._shown.get(selector, "") for name, selector in ROWS.items()}

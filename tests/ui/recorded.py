@@ -17,7 +17,7 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 from tests.feeds import monitor_of, server_feeds
-from tests.ui.conftest import _wait_until
+from tests.ui.conftest import _wait_until, panel_rows
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"
 PROMPTS = (SAMPLE_PROMPT, "Write a haiku about bandwidth.")
@@ -71,7 +71,7 @@ def _drawn(index: int, panel: ServerPanel, out: Recorded) -> _Draws:
         built = next((e for e in reversed(out.seen) if e[1] == index and e[3] is view), None)
         if built is not None:  # None: the panel's first view (before any scrape)
             t, _, window, _ = built
-            out.shown.append((t, index, window, panel.rows()))
+            out.shown.append((t, index, window, panel_rows(panel)))
 
     return drawn
 

@@ -11,7 +11,7 @@ from textual.content import Content
 from mtpwatch.session.views import BandwidthView, ServerView
 from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
-from tests.ui.conftest import WaitUntil, needs_fast_paint
+from tests.ui.conftest import WaitUntil, needs_fast_paint, panel_rows
 
 LABELS = (
     "(server, 10 s, engine-wide)",
@@ -107,9 +107,9 @@ async def test_80x24_puts_the_gauges_on_the_bottom_border(size: tuple[int, int])
             subtitle = Content.from_markup(panel.border_subtitle or "").plain
             if size == (80, 24):
                 assert subtitle.startswith("KV ") and subtitle.endswith("(server, now)"), subtitle
-                assert "KV" not in panel.rows()["numbers"]
+                assert "KV" not in panel_rows(panel)["numbers"]
             else:
-                assert subtitle == "" and "(server, now)" in panel.rows()["numbers"]
+                assert subtitle == "" and "(server, now)" in panel_rows(panel)["numbers"]
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,10 @@ from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import SUMMARY_FULL_CELLS, render_header, render_numbers, render_summary
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import Group, fit
-from mtpwatch.ui.widgets.server_panel import CHART_ROWS_AB, MIN_ANSWER_ROWS, ROWS, ServerPanel
+from mtpwatch.ui.widgets.server_panel import CHART_ROWS_AB, MIN_ANSWER_ROWS, ServerPanel
 from mtpwatch.ui.widgets.throughput_chart import ThroughputChart
 from tests.ui import samples
+from tests.ui.conftest import ROWS, panel_rows
 
 A_B_PANE = 76
 """Cells of a row in an A/B pane at 160 columns (80 a panel, less its border and padding)."""
@@ -56,7 +57,7 @@ async def test_no_panel_line_is_wider_than_its_row(mode: str, size: tuple[int, i
         await samples.load(app, mode)
         await pilot.pause(0.2)
         for panel in app.screen.query(ServerPanel):
-            shown = panel.rows() | {"summary": panel._shown.get(".summary", "")}
+            shown = panel_rows(panel) | {"summary": panel._shown.get(".summary", "")}
             for name, selector in [*ROWS.items(), ("summary", ".summary")]:
                 widget = panel.query_one(selector)
                 if not widget.display or not shown[name]:
@@ -165,12 +166,12 @@ async def test_a_short_ab_pane_gives_the_roofline_rows_to_the_answer_and_takes_t
         await wait_for(pilot, lambda: b.has_class("-roomless"), "the roofline to give way")
         await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
         assert not b.bandwidth_visible  # and the GPU sampler stops with it (`PanelFeeds.poll_forever`)
-        numbers = _plain(b.rows()["numbers"])
+        numbers = _plain(panel_rows(b)["numbers"])
         assert numbers[-1] == "BW 58 % of 273 GB/s (analytic) · roofline hidden: too few rows"
         await pilot.resize_terminal(160, 48)
         await wait_for(pilot, lambda: not b.has_class("-roomless"), "the roofline back at 160×48")
         await wait_for(pilot, lambda: b.bandwidth_visible, "the roofline block shown")
-        assert "roofline hidden" not in b.rows()["numbers"]
+        assert "roofline hidden" not in panel_rows(b)["numbers"]
         assert b.stream.region.height >= 8
 
 
@@ -207,7 +208,7 @@ async def test_shorter_ab_panes_give_the_chart_then_the_bars_then_the_verdict_to
         await wait_for(pilot, lambda: b.has_class("-cramped"), "the bars to give way at k = 8")
         await wait_for(pilot, lambda: b.stream.region.height >= MIN_ANSWER_ROWS, "the answer's rows")
         assert not b.query_one(".bars").display
-        assert "pos 80 70 60 50 40 30 20 15 %" in "\n".join(_plain(b.rows()["numbers"]))  # compact
+        assert "pos 80 70 60 50 40 30 20 15 %" in "\n".join(_plain(panel_rows(b)["numbers"]))  # compact
         await pilot.resize_terminal(110, 36)  # stacked
         await wait_for(pilot, lambda: not b.query_one(".verdict").display, "the verdict to give way")
         assert b.stream.region.height > 2

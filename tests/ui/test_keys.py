@@ -5,8 +5,10 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from mtpwatch.ui.app import MtpWatchApp
+from mtpwatch.ui.screens.fleet import FLEET_HELP, FleetScreen
 from mtpwatch.ui.screens.keys import MONITOR_HELP, PLAYER_HELP, PLAYER_KEYS, binding_keys, key_name, key_table
 from mtpwatch.ui.screens.monitor import MonitorScreen
+from mtpwatch.ui.widgets.fleet_table import LineTable
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 
@@ -14,10 +16,12 @@ def _ids(bindings: list[object]) -> set[str]:
     return {b.id for b in bindings if isinstance(b, Binding) and b.id}
 
 
-def test_every_monitor_and_player_key_is_in_the_help() -> None:
+def test_every_monitor_fleet_and_player_key_is_in_the_help() -> None:
     listed = {i for ids, _ in MONITOR_HELP for i in ids}
     bound = _ids([*MonitorScreen.BINDINGS, *PromptInput.BINDINGS, *MtpWatchApp.BINDINGS]) | {"palette"}
     assert listed == bound
+    listed = {i for ids, _ in FLEET_HELP for i in ids}
+    assert listed == _ids([*FleetScreen.BINDINGS, *LineTable.BINDINGS, *MtpWatchApp.BINDINGS]) | {"palette"}
     assert {i for ids, _ in PLAYER_HELP for i in ids} == _ids(list(PLAYER_KEYS))
 
 

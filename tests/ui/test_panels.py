@@ -16,6 +16,7 @@ from mtpwatch.ui.markup.ab import speedup_groups
 from mtpwatch.ui.markup.roofline import render_bandwidth
 from mtpwatch.ui.pack import pack
 from tests.feeds import monitor_of
+from tests.ui.conftest import panel_rows
 from tests.ui.refreshes import record_refreshes, record_relayouts
 
 ROOF = BandwidthView(
@@ -374,7 +375,7 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
         long = replace(base, bandwidth=replace(base.bandwidth, summary="below the roof " * 30))
         short = replace(base, bandwidth=replace(base.bandwidth, summary="bandwidth-bound"))
         panel.show(long)
-        tall = panel.rows()["bandwidth"].count("\n") + 1
+        tall = panel_rows(panel)["bandwidth"].count("\n") + 1
         await wait_for(pilot, lambda: block.size.height == tall, f"the long block's {tall} rows")
         layouts = record_relayouts(app.screen)
         for view in (short, long, short):
@@ -382,7 +383,7 @@ async def test_a_block_that_gets_shorter_keeps_its_rows_and_the_screen_is_not_la
             await pilot.pause()
             assert block.size.height == tall
         assert not layouts
-        shown = panel.rows()["bandwidth"]
+        shown = panel_rows(panel)["bandwidth"]
         assert "bandwidth-bound" in shown and not shown.endswith("\n")  # what was asked, unpadded
         assert Content.from_markup(shown).plain.count("\n") + 1 < tall
         await pilot.resize_terminal(250, 60)  # the panel draws the same view again at its new size

@@ -17,6 +17,7 @@ from mtpwatch.session.watch import ServerFeed
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.replay import ReplayScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
+from tests.ui.conftest import panel_rows
 from tests.ui.recorded import Recorded
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ async def _replayed_rows_equal_live(recorded: Recorded, how: str, wait_until: Wa
                 return panel.view == feed.view(screen.window)
 
             await wait_until(pilot, shown)
-            replayed = _content(panel.rows())
+            replayed = _content(panel_rows(panel))
             live = _content(live)
             diff = {row: (live[row], replayed[row]) for row in live if live[row] != replayed[row]}
             at = f"t={t - source.t_start:.3f} s server {index} window {window}"
@@ -124,7 +125,7 @@ async def test_the_replayed_panel_follows_playback_after_a_seek(
         t_seek = source.now
         assert t_seek == source.prompt_times[0]
         rest = source.t_end - t_seek  # both prompts stream in it
-        drawn_at = screen.panels[1].rows()["numbers"]
+        drawn_at = panel_rows(screen.panels[1])["numbers"]
         seen: list[str] = []
         await pilot.press("space")  # play
         for offset in (0.15 * rest, 0.4 * rest, 0.8 * rest):
@@ -145,7 +146,7 @@ async def test_the_replayed_panel_follows_playback_after_a_seek(
 
             await wait_until(pilot, drawn_now, limit_s=30)
             assert source.now == t
-            seen.append(screen.panels[1].rows()["numbers"])
+            seen.append(panel_rows(screen.panels[1])["numbers"])
             await pilot.press("space")  # play on
         assert len({drawn_at, *seen}) >= 3, seen
         await pilot.press("ctrl+q")
@@ -172,8 +173,8 @@ async def test_at_the_end_the_streaming_arm_shows_its_stream(
         a, b = (source.feeds[i].view(screen.window) for i in (0, 1))
         assert b.running and b.server_tok_s, "B streams at the end of the recording"
         await wait_until(pilot, lambda: screen.panels[1].view == b and screen.panels[0].view == a)
-        shown = _tok_s(screen.panels[1].rows())
-        assert shown == f"{b.server_tok_s:.1f}", screen.panels[1].rows()["numbers"]
+        shown = _tok_s(panel_rows(screen.panels[1]))
+        assert shown == f"{b.server_tok_s:.1f}", panel_rows(screen.panels[1])["numbers"]
         # The live app showed B streaming too at its last view before the quit; no stale number.
         assert "running 1" in live_last["numbers"] and _tok_s(live_last) not in (None, "—", "0.0")
         await pilot.press("ctrl+q")

@@ -70,6 +70,8 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
         await wait_until(pilot, shown, limit_s=30)
         await pilot.press("f4")  # a replay sends nothing: no server, no network
         assert not screen.generating
+        actions = {active.binding.action for active in screen.active_bindings.values()}
+        assert not {"sample_prompt", "measure"} & actions and "play_pause" in actions  # F4, F6: not offered
         await pilot.press("question_mark")  # help opens: the prompt box is disabled in a replay
         assert app.screen.__class__.__name__ == "HelpScreen"
         await pilot.press("escape")

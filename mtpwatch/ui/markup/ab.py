@@ -134,7 +134,6 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
 
 
 def render_measure(update: MeasureUpdate) -> MeasureLines:
-    """The lines of one measurement update."""
     line = summary = ""
     if update.report is not None:
         line = measure_line(update.report, done=update.done, total=update.total)
@@ -189,14 +188,8 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
 
 
 LOSSLESS_WAITING = "[dim]lossless check (temperature 0): — send a prompt[/]"
-
-
 LOSSLESS_NEEDS_T0 = "[dim]lossless check needs temperature 0[/]"
-
-
 PAIRS_WAITING = "speed-up B/A [dim](paired runs)[/] — waiting for the first pair"
-
-
 RESTART_WAITING = "[dim]waiting: one server at a time (restart schedule)[/]"
 
 

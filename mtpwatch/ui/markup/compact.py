@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtpwatch.render.numbers import fixed
 from mtpwatch.session.views import ServerView, dynamic_k, window_words
-from mtpwatch.ui.markup.panel import as_of, gauges_label, ms_per, render_positions, spaced_percent
+from mtpwatch.ui.markup.panel import as_of, drafted_on, gauges_label, ms_per, render_positions, spaced_percent
 from mtpwatch.ui.markup.roofline import bandwidth_figure, render_bandwidth_short
 from mtpwatch.ui.pack import Group, pack
 
@@ -32,10 +32,7 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
         if not notes:  # an engine with notes (llama.cpp) has no per-position counters
             items.append(render_positions(view.per_position))
         if dynamic_k(view):  # Δdrafts / ΔITL count: a schedule, or steps that did not draft
-            share = view.drafted_share
-            items.append(
-                f"drafted [b]{'—' if share is None else f'{100 * min(max(share, 0.0), 1.0):.0f} %'}[/]"
-            )
+            items.append(f"drafted [b]{drafted_on(view)}[/]")
         acc = Group(tuple(items), f"[dim](server, {w}, {view.scope})[/]", new_line=True)
     lat = "ITL n/a" if "latency" in notes else f"ITL {ms_per(view.mean_step_s, '/step')}"
     speed = (f"[b]{fixed(view.server_tok_s, 1)}[/] tok/s", lat)
@@ -65,10 +62,8 @@ def render_gauges(view: ServerView) -> str:
     empty while the server has shown none (starting, down: the panel says so)."""
     if view.kv_cache_usage is None and view.running is None and view.waiting is None:
         return ""
-    clock = view.bandwidth.clock_speed
-    note = (
-        f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
-    )  # `compact_numbers` left it out
+    clock = view.bandwidth.clock_speed  # a simulated clock: `compact_numbers` left its note for here
+    note = f" · [$text-warning]sim ×{clock:g} clock[/]" if clock != 1.0 else ""
     return pack([Group(_gauges(view, short=False), gauges_label(view))], None) + note
 
 

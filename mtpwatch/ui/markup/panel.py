@@ -9,14 +9,7 @@ from textual.markup import escape
 
 from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
 from mtpwatch.render.numbers import MISSING, fixed, missing, ms, percent
-from mtpwatch.session.views import (
-    PromptSummary,
-    ServerView,
-    StartupView,
-    dynamic_k,
-    spec_label,
-    window_words,
-)
+from mtpwatch.session.views import PromptSummary, ServerView, StartupView, dynamic_k, spec_label, window_words
 from mtpwatch.ui.pack import SEP, Group, cell_width, fit, pack, wrap
 
 EOS_ISSUE = "vllm#56101"
@@ -185,13 +178,17 @@ def _line(
 def render_drafted(view: ServerView, width: int | None = None) -> str:
     """'drafted on 23 % of steps (server, 10 s)': Δdrafts / Δ ITL count (F1 has the formula), and
     the schedule when the command line set one."""
-    share = view.drafted_share
-    pct = "—" if share is None else f"{100 * min(max(share, 0.0), 1.0):.0f} %"
-    items: tuple[str, ...] = (f"drafted on [b]{pct}[/] of steps",)
+    items: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
     if view.k_schedule:
         ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
         items = (*items, f"k by batch size {escape(ranges)}")
     return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
+
+
+def drafted_on(view: ServerView) -> str:
+    """The share of steps that drafted, within 0–100 % (`23 %`; `—` when unknown)."""
+    share = view.drafted_share
+    return spaced_percent(None if share is None else min(max(share, 0.0), 1.0))
 
 
 def render_positions(marginal: Sequence[float]) -> str:
@@ -257,7 +254,7 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
     Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
     whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
     Where even that is wider than `width` (a 56-cell A/B pane at 120 columns), it wraps between its
-    client and server parts, each with its label: two lines (`_draw_summaries` counts them).
+    client and server parts, each with its label: two lines (`ServerPanel.draw_summaries` counts them).
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"

@@ -5,12 +5,7 @@ from __future__ import annotations
 from textual.markup import escape
 
 from mtpwatch.render.numbers import fixed
-from mtpwatch.session.views import (
-    BandwidthView,
-    clock_note,
-    method_name,
-    window_words,
-)
+from mtpwatch.session.views import BandwidthView, clock_note, method_name, window_words
 from mtpwatch.ui.pack import Group, cell_width, fit, pack, wrap
 
 

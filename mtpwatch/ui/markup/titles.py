@@ -6,12 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from textual.markup import escape
 
-from mtpwatch.session.views import (
-    ServerView,
-    method_name,
-    spec_label,
-    window_words,
-)
+from mtpwatch.session.views import ServerView, method_name, spec_label, window_words
 from mtpwatch.ui.pack import cell_width
 
 
@@ -60,13 +55,13 @@ def render_title(
         parts.insert(0, f"[b $accent]self-running demo[/] [dim](prompt {demo_sent})[/]")
         short[parts[0]] = f"[b $accent]self-running[/] [dim]#{demo_sent}[/]"
     elif queued and waiting:
-        parts.insert(0, f"[b $warning]prompt waiting for {_names(waiting)}[/] [dim](Esc cancels)[/]")
-        short[parts[0]] = f"[b $warning]waiting for {_names(waiting)}[/]"
+        parts.insert(0, f"[b $warning]prompt waiting for {and_list(waiting)}[/] [dim](Esc cancels)[/]")
+        short[parts[0]] = f"[b $warning]waiting for {and_list(waiting)}[/]"
     elif suggest and waiting:
         parts.insert(
-            0, f"[b $accent]Enter[/] sends the suggested prompt once {_names(waiting)} {_are(waiting)} up"
+            0, f"[b $accent]Enter[/] sends the suggested prompt once {and_list(waiting)} {_are(waiting)} up"
         )
-        short[parts[0]] = f"[b $accent]Enter[/] sends it once {_names(waiting)} {_are(waiting)} up"
+        short[parts[0]] = f"[b $accent]Enter[/] sends it once {and_list(waiting)} {_are(waiting)} up"
     elif suggest:
         parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
         short[parts[0]] = "[b $accent]Enter[/] sends it"
@@ -75,7 +70,8 @@ def render_title(
     return fit_title(parts, width, short)
 
 
-def _names(names: tuple[str, ...]) -> str:
+def and_list(names: tuple[str, ...]) -> str:
+    """'A', 'A and B', 'A, B and C' (markup: the names escaped)."""
     return escape(names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,8 +43,6 @@ if TYPE_CHECKING:  # the first frame waits for none of F6's, Ctrl+S's or a compa
 
 
 class ABLines:
-    """The speed-up, lossless and measure lines of one monitor screen, and its F6 measurement."""
-
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.speedups = SpeedupSeries()
@@ -74,18 +73,8 @@ class ABLines:
         screen = self.screen
         shown = self.speedups.compare(a, b, screen.feeds, window=screen.window, race=self.race)
         advice = advice_groups(shown.advice)
-        wide, narrow = (
-            speedup_groups(
-                shown.last,
-                shown.median,
-                shown.count,
-                race=self.race,
-                label=shown.label,
-                warnings=shown.warnings,
-                compact=c,
-            )
-            for c in (False, True)
-        )
+        line = partial(speedup_groups, shown.last, shown.median, shown.count, race=self.race)
+        wide, narrow = (line(label=shown.label, warnings=shown.warnings, compact=c) for c in (False, True))
         screen.query_one("#speedup", PackedLine).show(wide + advice, narrow + advice)
         t0 = screen.config.display.temperature == 0
         verdict = render_lossless(a, b, lossy=shown.lossy) if t0 else LOSSLESS_NEEDS_T0
@@ -132,14 +121,10 @@ class ABLines:
         panels = screen.panels
         arms: tuple[FeedArm, FeedArm] | None = None
         if screen.restart_mode:
-            arms = (
-                FeedArm(
-                    screen.feeds[0], progress=panels[0].startup_progress, on_up=lambda up: self.arm_up(0, up)
-                ),
-                FeedArm(
-                    screen.feeds[1], progress=panels[1].startup_progress, on_up=lambda up: self.arm_up(1, up)
-                ),
+            a, b = (
+                FeedArm(screen.feeds[i], panels[i].startup_progress, partial(self.arm_up, i)) for i in (0, 1)
             )
+            arms = (a, b)
         try:
             session = Measurement(
                 screen.feeds, list(prompts), screen.measure_settings, screen.schedule, arms=arms
@@ -149,11 +134,9 @@ class ABLines:
             screen.notify(str(exc).splitlines()[0], severity="error")
             return
         names = ", ".join(p.id for p in prompts[:3]) + (" …" if len(prompts) > 3 else "")
+        header = f"measure {len(prompts)} prompt(s) × {screen.measure_settings.runs} runs: {names}"
         for panel in panels:
-            panel.begin_answer(
-                f"measure {len(prompts)} prompt(s) × {screen.measure_settings.runs} runs: {names}",
-                summary_follows=False,
-            )
+            panel.begin_answer(header, summary_follows=False)
         self.set_measure_line(f"measuring: run 0/{session.total}")
         screen.query_one("#speedup", PackedLine).update(Content.from_markup(PAIRS_WAITING), layout=False)
         try:
@@ -176,13 +159,11 @@ class ABLines:
             self._pollers.clear()
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
-        """Apply one measurement update to the lines and panels."""
         lines = render_measure(update)
-        panels = self.screen.panels
+        screen = self.screen
+        panels = screen.panels
         if lines.line:
-            self.screen.query_one("#speedup", PackedLine).update(
-                Content.from_markup(lines.line), layout=False
-            )
+            screen.query_one("#speedup", PackedLine).update(Content.from_markup(lines.line), layout=False)
         if lines.progress:
             self.set_measure_line(lines.progress)
         if update.arm is not None and lines.run_line:
@@ -201,28 +182,27 @@ class ABLines:
         screen = self.screen
         panel = screen.panels[index]
         if up:
-            panel.show_monitor()
+            panel.show_pane("monitor")
             poll = screen.feeding.poll_forever(screen.feeds[index], panel)
             self._pollers[index] = screen.run_worker(poll, exit_on_error=False)
             label = screen.config.servers[index].label
             self.set_measure_line(f"server {'AB'[index]} is up ({label}); the other is stopped")
         else:
             panel.show_startup(render_stopped("AB"[index]), [])
-            panel.show_startup_pane()
+            panel.show_pane("startup")
 
     # -- Ctrl+S --------------------------------------------------------------------------------
 
-    def save_results(self, path: Path | None = None) -> Path:
-        """Save the last measurement as a bench report (raises LookupError without one, OSError)."""
+    def save_results(self) -> Path:
+        """Save the last measurement as a bench report where --save says, else at
+        `results.default_path()` (raises LookupError without one, OSError)."""
         if self.last_report is None:
             raise LookupError("nothing measured yet: F6 measures the last prompt")
         from mtpwatch.session import results
 
-        settings, screen = self.screen.measure_settings, self.screen
-        target = path or (Path(settings.save_path) if settings.save_path else None)
-        written = results.save(
-            self.last_report, screen.feeds, screen.config.display, target or results.default_path()
-        )
+        screen, save_path = self.screen, self.screen.measure_settings.save_path
+        target = Path(save_path) if save_path else results.default_path()
+        written = results.save(self.last_report, screen.feeds, screen.config.display, target)
         self.saved_to = written
         return written
 

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 
 class PanelFeeds:
-    """The servers' workers and the view tick of one monitor screen."""
-
     def __init__(self, screen: MonitorScreen, max_fps: float) -> None:
         self.screen = screen
         self.pacer = ViewPacer(min(VIEW_HZ, max_fps))
@@ -38,10 +36,10 @@ class PanelFeeds:
             ok = await feed.launch(panel.startup_progress)
             if not ok:
                 self.views_due(index, now=True)
-                panel.show_startup_pane()
+                panel.show_pane("startup")
                 screen.gate.check()
                 return
-            panel.show_monitor()
+            panel.show_pane("monitor")
         await self.poll_forever(feed, panel)
 
     async def poll_forever(self, feed: Source, panel: ServerPanel) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import time
 from collections.abc import Callable
 
@@ -40,6 +41,7 @@ from mtpwatch.session.drivers import LiveDriver
 from mtpwatch.session.prometheus import prometheus_feed_factory
 from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.titles import render_fleet_status, render_fleet_title
+from mtpwatch.ui.screens.keys import HelpRow, app_keys, key_table
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.fleet_table import GROUP_SORTS, SORTS, FleetTable, GroupTable, LineTable
 
@@ -56,10 +58,29 @@ GROUP_AT = 40
 HISTORY_AT = 100
 """Rows up to which a Prometheus refresh also reads each row's tok/s history (a range query)."""
 
+FLEET_HELP: tuple[HelpRow, ...] = (
+    (("row-up", "row-down"), "move between rows"),
+    (("row-page-up", "row-page-down", "row-first", "row-last"), "a page up / down, the first / last row"),
+    (("fleet-open",), "open the row's single-server monitor (prompt console, charts); Escape returns"),
+    (("fleet-sort", "fleet-reverse"), "cycle the sort order / reverse it"),
+    (
+        ("fleet-groups",),
+        "the fleet by group (model, method, k: p10/p50/p90, counts) or by instance; more than "
+        f"{GROUP_AT} rows open by group",
+    ),
+    (("fleet-open", "fleet-back"), "on a group: list its instances / back to the groups"),
+    (("fleet-filter",), "filter rows by a word (server, model, method, state, reason); empty clears"),
+    (("fleet-window",), "window 10 s / 60 s"),
+    (("pause",), "pause the display"),
+    (("help",), "this help"),
+    (("screenshot",), "save a screenshot of the screen (SVG)"),
+    (("palette",), "command palette"),
+    (("quit", "quit-ctrl-c"), "quit"),
+)
+"""The fleet's help rows (`screens/keys.key_table`: the keys come from the bindings these ids name)."""
+
 
 class FleetScreen(FrameScreen):
-    """The fleet table, a status line, the footer."""
-
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", tooltip="Cycle the sort order.", id="fleet-sort"),
         Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order.", id="fleet-reverse"),
@@ -69,7 +90,6 @@ class FleetScreen(FrameScreen):
             "open_row",
             "Open",
             tooltip="Open this server's monitor (Escape returns).",
-            show=True,
             id="fleet-open",
         ),
         Binding(
@@ -161,7 +181,8 @@ class FleetScreen(FrameScreen):
 
     def help_text(self) -> str:
         """The help (`MtpWatchApp.action_help`): the columns, the outlier rule, the PromQL, the keys."""
-        return fleet_help(self.fleet, self.cost_words())
+        keys = key_table(FLEET_HELP, [*FleetScreen.BINDINGS, *LineTable.BINDINGS, *app_keys(self.app)])
+        return fleet_help(self.fleet, keys, self.cost_words())
 
     def source_words(self) -> str:
         if self.fleet.prometheus is not None:
@@ -175,9 +196,8 @@ class FleetScreen(FrameScreen):
         if self.by_group:
             sort += " · by group (g: rows)"
         elif self.group_open is not None:
-            sort += (
-                f" · group {self.group_open[1]} {self.group_open[2]} k={self.group_open[3]} (Escape: groups)"
-            )
+            _, model, method, k = self.group_open
+            sort += f" · group {model} {method} k={k} (Escape: groups)"
         window = self.window_s
         if self.last_read is not None and self.last_read.fit.window_s != window:
             window = self.last_read.fit.window_s
@@ -259,8 +279,7 @@ class FleetScreen(FrameScreen):
         marked = [f"{r.name} ({', '.join(r.outliers)})" for r in rows if r.outliers]
         cycle_ms = None
         if self.scraper is not None and self.scraper.stats.cycles:
-            recent = sorted(self.scraper.stats.cycles[-40:])
-            cycle_ms = recent[len(recent) // 2] * 1000
+            cycle_ms = statistics.median_high(self.scraper.stats.cycles[-40:]) * 1000
         up = sum(1 for r in rows if r.state in ("up", "idle", "restarted"))
         notes = list(self.last_read.fit.notes) if self.last_read is not None else []
         if self.slow_note:
@@ -375,9 +394,9 @@ class FleetScreen(FrameScreen):
             self.workers.cancel_group(self, "fleet")
 
 
-def fleet_help(fleet: FleetSettings, cost: str = "") -> str:
-    """The help screen of the fleet view: columns, the outlier rule, the PromQL it runs and (`cost`)
-    what the newest refresh asked."""
+def fleet_help(fleet: FleetSettings, keys: str, cost: str = "") -> str:
+    """The help screen of the fleet view: columns, the outlier rule, the PromQL it runs, (`cost`)
+    what the newest refresh asked, and its `keys` (`FLEET_HELP`)."""
     queries = promql_queries(fleet.window_s, fleet.selector)
     query_rows = "\n".join(f"| {name} | `{q}` |" for name, q in queries.items())
     probes = "\n".join(f"| {name} | `{q}` |" for name, q in probe_queries(fleet.selector).items())
@@ -437,18 +456,7 @@ scraped together.
 
 ## Keys
 
-| key | action |
-|---|---|
-| ↑ / ↓ | move between rows |
-| Enter | open the row's single-server monitor (prompt console, charts); Escape returns |
-| s / r | cycle the sort order / reverse it |
-| g | the fleet by group (model, method, k: p10/p50/p90, counts) or by instance; more than {GROUP_AT} rows open by group |
-| Enter (group) / Escape | list that group's instances / back to the groups |
-| / | filter rows by a word (server, model, method, state, reason); empty clears |
-| F3 | window 10 s / 60 s |
-| F2 | pause the display |
-| F1 / ? | this help |
-| Ctrl+Q / Ctrl+C | quit |
+{keys}
 """
 
 

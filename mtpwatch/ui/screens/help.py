@@ -89,27 +89,21 @@ when it is not — the counters alone do not say which method drafted.
 """
 
 
-def monitor_help(keys: str, player_keys: str) -> str:
-    """The monitor's help: every number, then its key table and the replay player's (`screens/keys.key_table`)."""
-    return (
-        f"{HELP_TEXT}## Keys\n\n{keys}\n\n{METHOD_NAMES}## Replay (`mtpwatch replay FILE`)\n\n{player_keys}\n"
-    )
-
-
 class HelpScreen(ModalScreen[None]):
-    """Explains every number, its formula and its source."""
-
-    BINDINGS = [
-        Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="close-help"),
-    ]
+    BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close help", id="close-help")]
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
 
     def compose(self) -> ComposeResult:
+        drawing = (  # whether the fast paint is on (`ui/fastpaint/gate`), and how to turn it off
+            f"{gate().words()}\n\nThe fast paint draws a streamed answer's rows without Textual's full repaint."
+            f" It runs on the Textual releases it was checked against; `{ENV}=0` turns it off (the same"
+            " screens, at a higher CPU cost: docs/cost.md)."
+        )
         with VerticalScroll(id="help-body"):
-            yield Markdown(f"{self.text}\n\n## Drawing\n\n{fast_paint_words()}\n")
+            yield Markdown(f"{self.text}\n\n## Drawing\n\n{drawing}\n")
 
     def on_mount(self) -> None:
         # No scrollbar (its thumb's ends are drawn in block glyphs, ▂▂ and ▅▅, read as stray marks
@@ -126,15 +120,3 @@ class HelpScreen(ModalScreen[None]):
         first = round(body.scroll_y) + 1
         last = min(first + height - 1, rows)
         body.border_subtitle = f"lines {first}–{last} of {rows} · ↑/↓ PgUp/PgDn scroll"
-
-    async def action_dismiss(self, result: None = None) -> None:
-        self.dismiss(result)
-
-
-def fast_paint_words() -> str:
-    """The help's last section: whether the fast paint is on (`ui/fastpaint/gate`), and how to turn it off."""
-    return (
-        f"{gate().words()}\n\nThe fast paint draws a streamed answer's rows without Textual's full repaint."
-        f" It runs on the Textual releases it was checked against; `{ENV}=0` turns it off (the same"
-        " screens, at a higher CPU cost: docs/cost.md)."
-    )

@@ -2,7 +2,8 @@
 
 A screen owns its keys: its `BINDINGS` (each with an id) and, for the help, one row per key or pair
 of keys (`HelpRow`: the binding ids and what they do). `key_table` writes the help's Markdown table
-from the bindings themselves, so a key the help lists is the key that is bound.
+from the bindings themselves (the screen's, its widgets' and `app_keys`), so a key the help lists
+is the key that is bound: the monitor's (`MONITOR_HELP`) and the fleet's (`screens/fleet.FLEET_HELP`).
 
 The replay player's keys live here, not in `screens/replay.py`: every monitor's help documents them
 (`screens/monitor.MonitorScreen.help_text`), and `replay.py` imports the monitor, not the other way.
@@ -11,8 +12,11 @@ The replay player's keys live here, not in `screens/replay.py`: every monitor's 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
+from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.keys import format_key
 
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
@@ -131,31 +135,18 @@ PLAYER_HELP: tuple[HelpRow, ...] = (
     (("replay-start",), "back to the start"),
 )
 
-_NAMES = {
-    "question_mark": "?",
-    "escape": "Escape",
-    "enter": "Enter",
-    "pageup": "PgUp",
-    "pagedown": "PgDn",
-    "up": "↑",
-    "down": "↓",
-    "left": "←",
-    "right": "→",
-    "space": "Space",
-    "home": "Home",
-    "full_stop": ".",
-    "plus": "+",
-    "minus": "-",
-    "equals_sign": "=",
-    "slash": "/",
-}
+_NAMES = {"escape": "Escape", "enter": "Enter", "pageup": "PgUp", "pagedown": "PgDn"}
+"""Keys the help names in words where Textual's footer writes `esc`, `⏎`, `pgup`, `pgdn`."""
 
 
 def key_name(key: str) -> str:
-    """One key as the help writes it: 'ctrl+q' → 'Ctrl+Q', 'f1' → 'F1', 'question_mark' → '?', 'n' → 'n'."""
+    """One key as the help writes it: 'ctrl+q' → 'Ctrl+Q', 'f1' → 'F1', 'question_mark' → '?', 'n' → 'n'
+    (a character or arrow as Textual's `format_key` draws it, a word capitalised)."""
     *mods, last = key.split("+")
-    name = _NAMES.get(last) or (last.upper() if len(last) > 1 and last[0] == "f" else last)
-    return "+".join([*(m.capitalize() for m in mods), name.upper() if mods else name])
+    name = _NAMES.get(last) or format_key(last)
+    if name == last and (mods or len(name) > 1):
+        name = name.capitalize()
+    return "+".join([*(m.capitalize() for m in mods), name])
 
 
 def binding_keys(binding: Binding) -> str:
@@ -163,20 +154,25 @@ def binding_keys(binding: Binding) -> str:
     return " / ".join(key_name(k.strip()) for k in binding.key.split(","))
 
 
-def key_table(rows: Sequence[HelpRow], bindings: Iterable[Binding]) -> str:
+def key_table(rows: Sequence[HelpRow], bindings: Iterable[BindingType]) -> str:
     """The help's Markdown table of `rows`, each key column read from the bindings the row names
     (KeyError for an id no binding has: the help never names a key that is not bound)."""
-    by_id = {b.id: b for b in bindings if b.id}
+    by_id = {b.id: b for b in bindings if isinstance(b, Binding) and b.id}
     lines = ["| key | action |", "|---|---|"]
     lines += [f"| {' / '.join(binding_keys(by_id[i]) for i in ids)} | {words} |" for ids, words in rows]
     return "\n".join(lines)
 
 
-def monitor_help_text(bound: Iterable[BindingType], palette_key: str) -> str:
-    """A monitor's help: every number, its key table read from `bound` (the screen's and the app's
-    bindings) and the prompt box's, `palette_key` (the command palette's) and the replay player's."""
-    from mtpwatch.ui.screens.help import monitor_help  # the help loads when asked for
+def app_keys(app: App[Any]) -> list[BindingType]:
+    """The keys of every screen: the app's bindings and its command palette's."""
+    return [*app.BINDINGS, Binding(app.COMMAND_PALETTE_BINDING, "command_palette", "Palette", id="palette")]
 
-    every = [*bound, *PromptInput.BINDINGS, Binding(palette_key, "command_palette", "Palette", id="palette")]
-    bindings = [b for b in every if isinstance(b, Binding)]
-    return monitor_help(key_table(MONITOR_HELP, bindings), key_table(PLAYER_HELP, PLAYER_KEYS))
+
+def monitor_help_text(bound: Iterable[BindingType]) -> str:
+    """A monitor's help: every number, its key table read from `bound` (the screen's and `app_keys`)
+    and the prompt box's, and the replay player's."""
+    from mtpwatch.ui.screens.help import HELP_TEXT, METHOD_NAMES  # the help loads when asked for
+
+    keys = key_table(MONITOR_HELP, [*bound, *PromptInput.BINDINGS])
+    player = key_table(PLAYER_HELP, PLAYER_KEYS)
+    return f"{HELP_TEXT}## Keys\n\n{keys}\n\n{METHOD_NAMES}## Replay (`mtpwatch replay FILE`)\n\n{player}\n"

@@ -28,7 +28,7 @@ from mtpwatch.ui.markup.titles import render_title
 from mtpwatch.ui.screens.ab_lines import ABLines
 from mtpwatch.ui.screens.console import abba_order, stream_prompt
 from mtpwatch.ui.screens.feeding import PanelFeeds
-from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, monitor_help_text
+from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, app_keys, monitor_help_text
 from mtpwatch.ui.screens.prompt_gate import PromptGate
 from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -194,15 +194,7 @@ class MonitorScreen(FrameScreen):
     def start_servers(self) -> None:
         """Start every server's worker: launch it if its spec says so, then poll it."""
         for index in range(len(self.feeds)):
-            self.run_server(index)
-
-    def run_server(self, index: int) -> None:
-        """Start server `index` if its spec says so, then poll it for the screen's life."""
-        self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
-
-    def views_due(self, index: int | None = None, *, now: bool = False) -> None:
-        """Feed `index` (None: every feed) changed: its panel gets a fresh view (`PanelFeeds.views_due`)."""
-        self.feeding.views_due(index, now=now)
+            self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
 
     @property
     def restart_mode(self) -> bool:
@@ -238,16 +230,8 @@ class MonitorScreen(FrameScreen):
         if not self.sent_any or self.loop is not None:
             self.sent_any = True
             self.update_title()
-        if self.restart_mode:  # one server at a time: a prompt runs as a measurement
-            from mtpwatch.session.measure import measurement_prompt
-
-            self.ab.start_measurement(
-                [
-                    measurement_prompt(
-                        prompt, self.measure_settings.max_tokens or self.config.display.max_tokens
-                    )
-                ]
-            )
+        if self.restart_mode:  # one server at a time: a prompt runs as a measurement (of `last_prompt`)
+            self.ab.start_measurement()
             return
         self.generating = True
         self.generate(prompt)
@@ -281,8 +265,7 @@ class MonitorScreen(FrameScreen):
 
     def help_text(self) -> str:
         """The help (`MtpWatchApp.action_help`): every number, this screen's keys and the player's."""
-        app = type(self.app)
-        return monitor_help_text([*MonitorScreen.BINDINGS, *app.BINDINGS], app.COMMAND_PALETTE_BINDING)
+        return monitor_help_text([*MonitorScreen.BINDINGS, *app_keys(self.app)])
 
     def system_commands(self) -> Iterable[SystemCommand]:
         """This screen's commands in the palette (after the app's help and pause)."""
@@ -301,13 +284,13 @@ class MonitorScreen(FrameScreen):
         self.set_class(paused, "-paused")
         self.update_title()
         if not paused:
-            self.views_due(now=True)
+            self.feeding.views_due(now=True)
 
     def action_cycle_window(self) -> None:
         """Next acceptance window; redraw at once."""
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
-        self.views_due(now=True)
+        self.feeding.views_due(now=True)
 
     def action_measure(self) -> None:
         self.ab.start_measurement()
@@ -322,7 +305,6 @@ class MonitorScreen(FrameScreen):
         self.send(SAMPLE_PROMPT)
 
     def action_clear_answers(self) -> None:
-        """Empty every answer pane."""
         for panel in self.panels:
             panel.stream.reset()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mtpwatch.ui.markup.titles import and_list
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ GONE = ("down", "failed", "stopped")
 
 
 class PromptGate:
-    """Holds the console's prompt until the arms it goes to are up (one `MonitorScreen`'s)."""
-
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.pending: str | None = None
@@ -54,7 +53,7 @@ class PromptGate:
             return
         self.pending = prompt
         self.screen.update_title()
-        self.screen.notify(f"Waiting for {_words(waiting)} to come up: the prompt goes then.", timeout=4)
+        self.screen.notify(f"Waiting for {and_list(waiting)} to come up: the prompt goes then.", timeout=4)
 
     def check(self) -> None:
         """An arm's state may have changed: redraw the title, send or give back the held prompt."""
@@ -90,7 +89,3 @@ class PromptGate:
             box.cursor_position = len(prompt)
         self.screen.update_title()
         self.screen.notify(message, severity=severity, timeout=8)  # type: ignore[arg-type]
-
-
-def _words(names: tuple[str, ...]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

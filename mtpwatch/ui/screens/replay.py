@@ -3,8 +3,7 @@
 The panels, lines and windows are the live screen's; a `ReplaySource` stands in for the network.
 Its feeds run on the recording's clock, and the panels get their views the live way: the player
 marks the feeds changed, the screen's view tick (`PanelFeeds.tick_views`) builds and shows them.
-Keys: Space play/pause, ←/→ ±10 s, n/p next/previous prompt, . step to the next scrape,
-+/- speed (¼× … 16×), Home back to the start.
+Its keys: `screens/keys.PLAYER_KEYS`.
 """
 
 from __future__ import annotations
@@ -75,9 +74,9 @@ class ReplayScreen(MonitorScreen):
             self.query_one("#measure", Static).display = False  # F6 measures servers, not files
         self.driver.open()
         for panel in self.panels:
-            panel.show_monitor()
+            panel.show_pane("monitor")
         self._apply(self.source.advance(self.source.t_start))
-        self.views_due(now=True)
+        self.feeding.views_due(now=True)
         self._last_tick = self.player_clock()  # playing starts now, not when the screen was made
         self.set_interval(TICK_S, self._tick, name="replay")
 
@@ -116,7 +115,7 @@ class ReplayScreen(MonitorScreen):
                 self.seek_to(source.t_start)
             return
         self._apply(source.advance(min(source.now + dt * self.speed, source.t_end)))
-        self.views_due()  # the recording's clock moved: the view tick draws it, as a scrape live
+        self.feeding.views_due()  # the recording's clock moved: the view tick draws it, as a scrape live
         self.update_title()
 
     def _apply(self, actions: list[Action], *, from_index: dict[int, int] | None = None) -> None:
@@ -161,15 +160,17 @@ class ReplayScreen(MonitorScreen):
             self.ab.speedups.clear()
             self._answers = {}
         actions = self.driver.seek(t)
-        last_begin: dict[int, int] = {}
-        for i, action in enumerate(actions):
-            if action.kind == "begin":
-                last_begin[action.server] = i
+        last_begin = {action.server: i for i, action in enumerate(actions) if action.kind == "begin"}
         self._apply(actions, from_index=last_begin)
-        self.views_due(now=True)
+        self.feeding.views_due(now=True)
         self.update_title()
 
     # -- keys -------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """F4 and F6 are not offered (Textual hides a binding whose action is checked False): the
+        replay's driver refuses to send or measure (`session/replay_driver.REFUSALS`)."""
+        return action not in ("sample_prompt", "measure")
 
     def action_play_pause(self) -> None:
         self.playing = not self.playing

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 from textual.strip import Strip
 
-__all__ = ["MERGE_GAP", "Cell", "cells", "changed_runs"]
-
 Cell = tuple[str, object]
 """(character, style) of one cell."""
 

@@ -15,25 +15,25 @@ from textual.widgets import Static
 
 from mtpwatch.core.fleet.groups import FleetGroup, Spread
 from mtpwatch.core.fleet.rows import FleetRow
-from mtpwatch.render.numbers import fixed
+from mtpwatch.render.numbers import fixed, percent
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 SPARK = "▁▂▃▄▅▆▇█"
 
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("flag", " "),
-    ("server", "server"),
-    ("model", "model"),
-    ("method", "method"),
-    ("k", "k"),
-    ("state", "state"),
-    ("tok_s", "tok/s"),
-    ("acceptance", "accept"),
-    ("mean_length", "mean len"),
-    ("per_pos", "per pos"),
-    ("kv", "KV"),
-    ("run_wait", "run/wait"),
-    ("history", "tok/s 60 s"),
+COLUMNS = (
+    " ",
+    "server",
+    "model",
+    "method",
+    "k",
+    "state",
+    "tok/s",
+    "accept",
+    "mean len",
+    "per pos",
+    "KV",
+    "run/wait",
+    "tok/s 60 s",
 )
 
 SORTS: tuple[tuple[str, Callable[[FleetRow], tuple[int, float | str]]], ...] = (
@@ -89,13 +89,13 @@ def cells(row: FleetRow) -> list[Text]:
         Text(state[:64], style=state_style.get(row.state, "")),
         Text(fixed(row.decode_tok_s, 1), justify="right", style=bad if "tok/s" in row.outliers else ""),
         Text(
-            "—" if row.acceptance is None else f"{row.acceptance * 100:.1f} %",
+            percent(row.acceptance, style="spaced"),
             justify="right",
             style=bad if "acceptance" in row.outliers else "",
         ),
         Text(fixed(row.mean_length, 2), justify="right"),
         Text(mini_bar(row.per_position) or "—", style="cyan"),
-        Text("—" if row.kv_usage is None else f"{row.kv_usage * 100:.0f} %", justify="right"),
+        Text(percent(row.kv_usage, 0, style="spaced"), justify="right"),
         Text(run_wait, justify="right"),
         Text(sparkline(row.history), style="cyan"),
     ]
@@ -111,21 +111,16 @@ class LineTable(Static, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Up", show=False),
-        Binding("down,j", "cursor(1)", "Down", show=False),
-        Binding("pageup", "cursor(-10)", "Page up", show=False),
-        Binding("pagedown", "cursor(10)", "Page down", show=False),
-        Binding("home", "cursor(-100000)", "First", show=False),
-        Binding("end", "cursor(100000)", "Last", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="row-up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="row-down"),
+        Binding("pageup", "cursor(-10)", "Page up", show=False, id="row-page-up"),
+        Binding("pagedown", "cursor(10)", "Page down", show=False, id="row-page-down"),
+        Binding("home", "cursor(-100000)", "First", show=False, id="row-first"),
+        Binding("end", "cursor(100000)", "Last", show=False, id="row-last"),
     ]
 
-    DEFAULT_CSS = """
-    LineTable {
-        width: auto;
-        height: auto;
-    }
-    """
-    COLUMNS: tuple[tuple[str, str], ...] = COLUMNS
+    DEFAULT_CSS = "LineTable { width: auto; height: auto; }"
+    COLUMNS: tuple[str, ...] = COLUMNS
     EMPTY = "waiting for the first answers…"
 
     def __init__(self, **kwargs: Any) -> None:
@@ -161,7 +156,7 @@ class LineTable(Static, can_focus=True):
 
     def redraw(self) -> None:
         """Draw the rows in view (the screen calls it when the view scrolls)."""
-        header = [Text(label, style="bold") for _, label in self.COLUMNS]
+        header = [Text(label, style="bold") for label in self.COLUMNS]
         view = self.in_view()
         lines = {i: self.cells_of(self.rows_shown[i]) for i in view}
         self.drawn = len(lines)
@@ -225,18 +220,18 @@ def _spread(s: Spread | None, fmt: str, scale: float = 1.0) -> str:
     return " ".join(f"{v * scale:{fmt}}" for v in s)
 
 
-GROUP_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("flag", " "),
-    ("group", "group (model · method k)"),
-    ("n", "n"),
-    ("outliers", "out"),
-    ("stale", "stale"),
-    ("down", "down"),
-    ("missing", "miss"),
-    ("acceptance", "accept % p10 p50 p90"),
-    ("mean_length", "mean len"),
-    ("tok_s", "tok/s p10 p50 p90"),
-    ("live", "up/idle/rst"),
+GROUP_COLUMNS = (
+    " ",
+    "group (model · method k)",
+    "n",
+    "out",
+    "stale",
+    "down",
+    "miss",
+    "accept % p10 p50 p90",
+    "mean len",
+    "tok/s p10 p50 p90",
+    "up/idle/rst",
 )
 """The group table's columns, what needs attention leftmost (an 80-column terminal shows those)."""
 
@@ -271,7 +266,6 @@ class GroupTable(LineTable):
     """A large fleet by group: Enter lists a group's instances."""
 
     COLUMNS = GROUP_COLUMNS
-    EMPTY = "waiting for the first answers…"
 
     def cells_of(self, row: Any) -> list[Text]:
         return group_cells(row)

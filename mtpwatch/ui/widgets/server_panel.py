@@ -40,15 +40,6 @@ CHART_ROWS_AB = 6
 """The chart's rows in an A/B pane (`#panels.-ab ServerPanel .chart` in the CSS): counted, not read,
 since a hidden chart has none."""
 
-ROWS = {
-    "header": ".panel-header",
-    "verdict": ".verdict",
-    "numbers": ".numbers",
-    "bars": ".bars",
-    "bandwidth": ".bandwidth",
-}
-"""The panel's text rows (name: selector), as `ServerPanel.rows` returns them."""
-
 
 class ServerPanel(RowRefresh, Vertical):
     """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
@@ -117,10 +108,6 @@ class ServerPanel(RowRefresh, Vertical):
     def show(self, view: ServerView) -> None:
         """Draw `view` (the screen's view tick; tests and screenshots)."""
         self.view = view
-
-    def rows(self) -> dict[str, str]:
-        """The markup of the panel's rows now (header, verdict, numbers, bars, roofline), by row."""
-        return {name: self._shown.get(selector, "") for name, selector in ROWS.items()}
 
     @property
     def bandwidth_visible(self) -> bool:
@@ -224,7 +211,7 @@ class ServerPanel(RowRefresh, Vertical):
             return
         drawn_at = self._room()
         self.watch_view(self.view)
-        self._draw_summaries()
+        self.draw_summaries()
         if room is None:
             self.call_after_refresh(self._redraw, drawn_at)
 
@@ -297,15 +284,8 @@ class ServerPanel(RowRefresh, Vertical):
         """A launch's progress (`session.launching.StartupProgress`): its phase and new log lines."""
         self.show_startup(render_startup(view), lines)
 
-    def show_monitor(self) -> None:
-        """Switch from the startup log to the monitor."""
-        self._show_pane("monitor")
-
-    def show_startup_pane(self) -> None:
-        """Switch to the startup log (used when a launch fails, to show the last lines)."""
-        self._show_pane("startup")
-
-    def _show_pane(self, pane: str) -> None:
+    def show_pane(self, pane: str) -> None:
+        """Show the "monitor" or the "startup" log (a launch that failed: its last lines)."""
         self._one("#startup", Vertical).display = pane == "startup"
         self._one("#monitor", Horizontal).display = pane == "monitor"
 
@@ -334,7 +314,7 @@ class ServerPanel(RowRefresh, Vertical):
         self.keep_summary(summary, number)
         self.stream.finish(cancelled=summary.cancelled)
         self._one(".summary", Static).remove_class("-answering")
-        self._draw_summaries()
+        self.draw_summaries()
 
     def keep_summary(self, summary: PromptSummary, number: int | None = None) -> None:
         """Keep a finished prompt's summary line without touching the answer pane (a replay's seek
@@ -351,12 +331,9 @@ class ServerPanel(RowRefresh, Vertical):
         self._set_summary(ANSWERS_HINT)
 
     def draw_summaries(self) -> None:
-        """Draw the summary lines kept (`keep_summary`)."""
-        self._draw_summaries()
-
-    def _draw_summaries(self) -> None:
-        """The newest summary lines that fit the summary's rows (1 to 3, set by the CSS), newest at
-        the bottom: a Static shows its first lines, so lines that do not fit are not sent at all."""
+        """Draw the summary lines kept (`keep_summary`): the newest that fit the summary's rows (1 to
+        3, set by the CSS), newest at the bottom: a Static shows its first lines, so lines that do
+        not fit are not sent at all."""
         if not self._summaries:
             return
         summary = self._one(".summary", Static)

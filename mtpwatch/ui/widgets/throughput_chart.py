@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from rich.segment import Segment
-from rich.style import Style
 from textual import events
 from textual.geometry import Region
 from textual.strip import Strip
@@ -33,12 +34,8 @@ def nice_ceiling(value: float) -> float:
     """The smallest 1/2/2.5/5 × 10^n at or above `value` (an axis maximum), at least 1."""
     if value <= 1:
         return 1.0
-    exp = math.floor(math.log10(value))
-    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
-        top = step * 10.0**exp
-        if top >= value:
-            return top
-    return 10.0 ** (exp + 1)
+    scale = 10.0 ** math.floor(math.log10(value))
+    return next(step * scale for step in (1.0, 2.0, 2.5, 5.0, 10.0) if step * scale >= value)
 
 
 def span_points(series: Sequence[Sequence[float]]) -> int:
@@ -197,17 +194,9 @@ class ThroughputChart(PlainLines):
         for row in range(plot_h):
             label = _fmt(y_max) if row == 0 else "0" if row == plot_h - 1 else ""
             segments = [Segment(f"{label:>{self.LABEL_WIDTH - 1}}┤", axis)]
-            run: list[str] = []
-            run_style: Style = base
-            for bits, index in grid[row]:
-                style = styles[index] if bits else base
-                if style is not run_style and run:
-                    segments.append(Segment("".join(run), run_style))
-                    run = []
-                run_style = style
-                run.append(chr(0x2800 + bits) if bits else " ")
-            if run:
-                segments.append(Segment("".join(run), run_style))
+            dots = ((chr(0x2800 + bits), styles[index]) if bits else (" ", base) for bits, index in grid[row])
+            for style, run in groupby(dots, key=itemgetter(1)):  # one segment per run of a style
+                segments.append(Segment("".join(char for char, _ in run), style))
             strips.append(Strip(segments).crop_extend(0, width, base))
         left, mid = f"-{span - 1} s", f"-{(span - 1) / 2:.0f} s"
         labels = f"{left:<{plot_w // 2}}{mid:<{plot_w - plot_w // 2 - 3}}now"

@@ -73,14 +73,14 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def __init__(self, *, min_paint_interval_s: float | None = None, **kwargs: Any) -> None:
         """`min_paint_interval_s`: seconds between two paints at least (1 / `--fps`; None: the class's)."""
         super().__init__(**kwargs)
-        self._lines: list[str] = []
+        self.lines: list[str] = []
+        """The wrapped lines written so far (the last one may still grow)."""
         self._raw: list[str] = []
         """Everything appended, unwrapped (re-wrapped when the pane's width changes)."""
         self._raw_chars = 0
         self._wrapped_at = 0
         self._pending: list[str] = []
         self._queued = False
-        self._col = 0
         self._top = 0
         """First line shown when not following."""
         self.following = True
@@ -135,7 +135,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def _settle(self) -> bool:
         """Following: put the last line at the bottom again (after a jump); True if that moved it."""
-        bottom = max(0, len(self._lines) - self.content_region.height)
+        bottom = max(0, len(self.lines) - self.content_region.height)
         moved = self._follow_top != bottom
         self._follow_top = bottom
         return moved
@@ -143,7 +143,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def _bar(self) -> tuple[int, int]:
         """(start, size) of the position bar's thumb, (0, 0) when there is none."""
         height = self.content_region.height
-        total = len(self._lines)
+        total = len(self.lines)
         if not total > height > 0:
             return 0, 0
         size = max(1, height * height // total)
@@ -158,23 +158,22 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         width = self._text_width()
         self._wrapped_at = width
         top_before, bar_before = self.top, self._bar()
-        if not self._lines:
-            self._lines.append("")
+        if not self.lines:
+            self.lines.append("")
         # The last line is wrapped again with the new text: a word cut by a chunk boundary that no
         # longer fits moves to the next line whole.
-        first = len(self._lines) - 1
-        tail = self._lines.pop()
-        wrapped, self._col = wrap_stream(tail + text, 0, width)
-        self._lines.extend(wrapped.split("\n"))
-        excess = len(self._lines) - self.MAX_LINES
+        first = len(self.lines) - 1
+        tail = self.lines.pop()
+        self.lines.extend(wrap_stream(tail + text, width).split("\n"))
+        excess = len(self.lines) - self.MAX_LINES
         if excess > 0:
-            del self._lines[:excess]
+            del self.lines[:excess]
             self._top = max(0, self._top - excess)
             self._follow_top = max(0, self._follow_top - excess)
         height = self.content_region.height
-        if self.following and height > 0 and len(self._lines) > self._follow_top + height:
+        if self.following and height > 0 and len(self.lines) > self._follow_top + height:
             # Jump: the last line lands 1/JUMP of the pane above the bottom.
-            self._follow_top = max(0, len(self._lines) - height + height // self.JUMP)
+            self._follow_top = max(0, len(self.lines) - height + height // self.JUMP)
         if not (self.following or excess > 0):
             return  # a scrolled-back view only changes when lines were dropped
         top = self.top
@@ -183,11 +182,11 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
             return
         # Only the rows from the old last line down changed (and the bar, if it moved); on the old
         # last line, only from where it changed (over SSH every repainted cell is bytes).
-        y0, y1 = max(0, first - top), min(height, len(self._lines) - top)
+        y0, y1 = max(0, first - top), min(height, len(self.lines) - top)
         width = self.content_region.width
         regions = []
         if y1 > y0:
-            x0, x1 = _changed_span(tail, self._lines[first], width) if first - top == y0 else (0, width - 1)
+            x0, x1 = _changed_span(tail, self.lines[first], width) if first - top == y0 else (0, width - 1)
             if x1 > x0:
                 regions.append(Region(x0, y0, x1 - x0, 1))
             if y1 > y0 + 1:
@@ -236,9 +235,9 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def start_block(self, header: str) -> None:
         """Flush, leave a blank line, write `header` on its own line and follow the new text."""
         self.flush()
-        if self._lines and self._lines[-1]:
+        if self.lines and self.lines[-1]:
             self._append("\n")
-        if len(self._lines) > 1:
+        if len(self.lines) > 1:
             self._append("\n")
         self.following = True
         self.feed(header + "\n")
@@ -248,7 +247,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         """End the answer: flush everything and, if cancelled, say so under the partial text."""
         self.flush()
         if cancelled:
-            if self._lines and self._lines[-1]:
+            if self.lines and self.lines[-1]:
                 self._append("\n")
             self._append(CANCEL_MARK + "\n")
             self.flush()
@@ -256,10 +255,9 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def reset(self) -> None:
         """Drop pending and shown text."""
         self._pending.clear()
-        self._lines.clear()
+        self.lines.clear()
         self._raw.clear()
         self._raw_chars = 0
-        self._col = 0
         self._top = 0
         self._follow_top = 0
         self.following = True
@@ -268,19 +266,14 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     # -- text out ------------------------------------------------------------------------------
 
     @property
-    def lines(self) -> list[str]:
-        """The wrapped lines written so far (the last one may still grow)."""
-        return self._lines
-
-    @property
     def line_count(self) -> int:
         """Number of wrapped lines written so far."""
-        return len(self._lines)
+        return len(self.lines)
 
     @property
     def text(self) -> str:
         """All text written so far (wrapped)."""
-        return "\n".join(self._lines)
+        return "\n".join(self.lines)
 
     @property
     def pending_text(self) -> str:
@@ -297,7 +290,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def top(self) -> int:
         """Index of the first line shown."""
         height = self.content_region.height
-        total = len(self._lines)
+        total = len(self.lines)
         bottom = max(0, total - height)
         if self.following:
             # After a jump the last lines sit above the bottom; never past the last line.
@@ -307,7 +300,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def scroll_lines(self, delta: int) -> None:
         """Scroll by `delta` lines (negative: back in time); reaching the end follows again."""
         height = self.content_region.height
-        bottom = max(0, len(self._lines) - height)
+        bottom = max(0, len(self.lines) - height)
         top = min(max(self.top + delta, 0), bottom)
         self._top = top
         self.following = top >= bottom
@@ -349,14 +342,13 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
         height = self.content_region.height
-        total = len(self._lines)
-        top = self._frame_top
-        index = top + y
+        total = len(self.lines)
+        index = self._frame_top + y
         bar = " "
         if total > height > 0:
             start, size = self._bar()
             bar = "┃" if start <= y < start + size else "│"
-        line = self._lines[index] if index < total else ""
+        line = self.lines[index] if index < total else ""
         key = (line, width, bar)
         strip = self._strips.get(key)
         if strip is None:
@@ -380,9 +372,8 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         """Wrap the whole text again at the new width (a resize; never while tokens stream)."""
         width = self._text_width()
         self._wrapped_at = width
-        wrapped, self._col = wrap_stream("".join(self._raw), 0, width)
-        self._lines = wrapped.split("\n")[-self.MAX_LINES :]
-        self._top = min(self._top, max(0, len(self._lines) - 1))
+        self.lines = wrap_stream("".join(self._raw), width).split("\n")[-self.MAX_LINES :]
+        self._top = min(self._top, max(0, len(self.lines) - 1))
         self._settle()
         self.refresh()
 
@@ -397,24 +388,13 @@ def _line_style(line: str) -> str:
 def _changed_span(old: str, new: str, width: int) -> tuple[int, int]:
     """The columns [x0, x1) of a row drawn as `new` that differ from `old`: from the first changed
     character to the end of the longer text (the cells after both are blank in both); the row's
-    whole text width when `_changed_from` cannot tell cells from characters."""
+    whole text width when the line's style changed or a character is not one column wide (cells
+    are not characters then)."""
     text_width = max(0, width - 1)  # the last column is the position bar's
-    x0 = _changed_from(old, new)
-    if x0 == 0 and (_line_style(old) != _line_style(new) or not (old + new).isascii()):
-        return 0, text_width
-    return x0, min(text_width, max(len(old), len(new)))
-
-
-def _changed_from(old: str, new: str) -> int:
-    """The first column where `new` is drawn differently from `old` (0 when the line's style
-    changed or either holds a character that is not one column wide)."""
     if _line_style(old) != _line_style(new) or not (old + new).isascii():
-        return 0
-    n = min(len(old), len(new))
-    for i in range(n):
-        if old[i] != new[i]:
-            return i
-    return n
+        return 0, text_width
+    x0 = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    return x0, min(text_width, max(len(old), len(new)))
 
 
 class _Painter:
@@ -460,13 +440,11 @@ _PAINTERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Painter] = weak
 _WORDS = re.compile(r"\n|[^\S\n]+|\S+")
 
 
-def wrap_stream(text: str, col: int, width: int) -> tuple[str, int]:
-    """Soft-wrap streamed `text` that continues a line already `col` characters long.
-
-    The pane does not re-wrap, and a stream cannot be re-wrapped once written, so words are placed
-    as they arrive. Returns the text with newlines inserted and the column where it ends.
-    """
+def wrap_stream(text: str, width: int) -> str:
+    """Soft-wrap `text`, which starts a line, to `width`: the text with newlines inserted (a word
+    wider than the width is cut)."""
     out: list[str] = []
+    col = 0
     for piece in _WORDS.findall(text):
         if piece == "\n":
             out.append("\n")
@@ -487,4 +465,4 @@ def wrap_stream(text: str, col: int, width: int) -> tuple[str, int]:
                 piece = piece[width:]
             out.append(piece)
             col += len(piece)
-    return "".join(out), col
+    return "".join(out)
