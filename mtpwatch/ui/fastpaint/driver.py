@@ -29,8 +29,6 @@ from textual.driver import Driver
 from textual.drivers._writer_thread import WriterThread
 from textual.drivers.linux_driver import LinuxDriver
 
-__all__ = ["HANGUP_STATUS", "HangupDriver", "terminal_driver"]
-
 HANGUP_STATUS = 128 + signal.SIGHUP
 """The app's exit status when its terminal went away (as a SIGHUP's)."""
 
