@@ -11,6 +11,8 @@ simulators' start and Textual's first compose are all inside the figure. With `-
 source trees run in turn (A B A B …) and the paired ratios NEW/OLD are printed too. The app's own
 CPU seconds at its first frame are printed beside the wall time: on a shared, loaded machine the
 wall time is mostly waiting for a core. Prints JSON.
+With `--floor`, `floor_first_frame.py` (a minimal Textual app of the demo's shape) runs in turn too,
+and the paired ratios app/floor are printed: what the same visible first frame costs at the least.
 Target (issue 39): ≤ 0.5 s at 160×48.
 """
 
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FLOOR = Path(__file__).resolve().parent / "floor_first_frame.py"
 ALT_SCREEN = b"\x1b[?1049h"
 TITLE = b"mtpwatch demo"
 
@@ -46,7 +49,7 @@ def cpu_s(pid: int) -> float:
 
 
 def one_run(
-    tree: Path, cols: int, rows: int, timeout_s: float = 30.0, *, bytecode: bool = True
+    tree: Path, cols: int, rows: int, timeout_s: float = 30.0, *, bytecode: bool = True, floor: bool = False
 ) -> tuple[float, float]:
     """Seconds from spawn to the first frame of `mtpwatch demo` from `tree`'s sources, and the CPU
     seconds the app had used by then (its own process: on a loaded machine the wall time is mostly
@@ -62,8 +65,9 @@ def one_run(
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     t0 = time.perf_counter()
+    argv = [sys.executable, str(FLOOR)] if floor else [sys.executable, "-c", code, "demo"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "demo"],
+        argv,
         stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True, cwd=tree,
     )  # fmt: skip
     os.close(slave)
@@ -117,6 +121,7 @@ def main() -> None:
         help="compile mtpwatch from source on every run (trees without __pycache__: a checkout run "
         "with PYTHONDONTWRITEBYTECODE set)",
     )
+    p.add_argument("--floor", action="store_true", help="also time floor_first_frame.py; prints app/floor")
     args = p.parse_args()
     trees = [Path(t).resolve() for t in args.trees.split(",")] if args.trees else [ROOT]
     bytecode = not args.no_bytecode
@@ -125,11 +130,14 @@ def main() -> None:
         one_run(tree, args.cols, args.rows, bytecode=bytecode)
     times: dict[str, list[float]] = {str(t): [] for t in trees}
     cpus: dict[str, list[float]] = {str(t): [] for t in trees}
+    floor: list[float] = []
     for _ in range(args.runs):
         for tree in trees:
             wall, cpu = one_run(tree, args.cols, args.rows, bytecode=bytecode)
             times[str(tree)].append(wall)
             cpus[str(tree)].append(cpu)
+        if args.floor:
+            floor.append(one_run(ROOT, args.cols, args.rows, bytecode=bytecode, floor=True)[0])
     out: dict[str, object] = {
         "size": f"{args.cols}x{args.rows}",
         "runs": args.runs,
@@ -142,6 +150,19 @@ def main() -> None:
             t: {"median": statistics.median(v), "min": min(v), "max": max(v)} for t, v in cpus.items()
         },
     }
+    if floor:
+        app = times[str(trees[-1])]
+        over = sorted(a / f for a, f in zip(app, floor, strict=True))
+        out["floor_first_frame_s"] = {
+            "median": statistics.median(floor),
+            "min": min(floor),
+            "max": max(floor),
+        }
+        out["paired_ratio_app_over_floor"] = {
+            "median": statistics.median(over),
+            "min": over[0],
+            "max": over[-1],
+        }
     if len(trees) == 2:
         old, new = (times[str(t)] for t in trees)
         ratios = sorted(n / o for o, n in zip(old, new, strict=True))

@@ -184,9 +184,11 @@ def test_server_cpu_measures_each_state_watched_and_not() -> None:
 
 def test_first_frame_times_the_demo_on_a_pty() -> None:
     """Launch → first frame of `mtpwatch demo` (issue 39's ≤ 0.5 s is read from its figures, not here)."""
-    report = bench("first_frame.py", ["--runs", "2", "--cols", "80", "--rows", "24"])
+    report = bench("first_frame.py", ["--runs", "2", "--cols", "80", "--rows", "24", "--floor"])
     times = report["first_frame_s"][str(ROOT)]
     assert report["size"] == "80x24" and 0 < times["min"] <= times["median"] <= times["max"]
+    floor, over = report["floor_first_frame_s"], report["paired_ratio_app_over_floor"]
+    assert 0 < floor["min"] <= floor["median"] <= floor["max"] and 0 < over["min"] <= over["max"]
 
 
 def _sweep_file(path: Path, ks: tuple[int, ...], seed: int) -> None:
