@@ -212,7 +212,13 @@ def test_ctrl_c_says_how_to_resume(sims: tuple[str, str], tmp_path: Path, jsonl:
             "--runs", "400", "--max-tokens", "48", "--progress"]  # fmt: skip
     argv += ["--jsonl", str(log)] if jsonl else []
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A suite started in the background (`bash tests/run.sh &`) ignores SIGINT, and the bench
+        # would inherit that: Ctrl-C as a terminal sends it reaches a process that takes it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     err: list[bytes] = []
     assert _stderr_until(proc, b"[2/", err).wait(120), b"".join(err)
