@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from mtpwatch.core.ab.plan import Point
+from mtpwatch.core.ab.plan import OnPoint, Point
 from mtpwatch.core.ab.records import RunRecord, match_pairs
 from mtpwatch.core.jsonout import JsonFields, key
 
@@ -19,7 +19,7 @@ Compared = Literal["token_ids", "text"]
 
 
 @dataclass(frozen=True, slots=True)
-class Divergence(JsonFields):
+class Divergence(JsonFields, OnPoint):
     """Where the two arms' outputs first differ; `to_json()` is the report's `first_divergence`."""
 
     JSON_KEYS = (
@@ -40,14 +40,6 @@ class Divergence(JsonFields):
     b_tokens: tuple[int, ...] | None
     a_context: str
     b_context: str
-
-    @property
-    def concurrency(self) -> int:
-        return self.point.concurrency
-
-    @property
-    def length(self) -> int | None:
-        return self.point.length
 
 
 @dataclass(frozen=True, slots=True)

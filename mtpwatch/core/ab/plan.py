@@ -47,6 +47,22 @@ class Point:
         return f"c{self.concurrency}" + (f" L{self.length}" if self.length is not None else "")
 
 
+class OnPoint:
+    """`concurrency` and `length` of a record's `point`, the names its JSON gives them (a run's
+    record, a divergence)."""
+
+    __slots__ = ()
+    point: Point
+
+    @property
+    def concurrency(self) -> int:
+        return self.point.concurrency
+
+    @property
+    def length(self) -> int | None:
+        return self.point.length
+
+
 @dataclass(frozen=True, slots=True)
 class BenchConfig(JsonFields):
     """What to run; `to_json()` holds everything needed to build it again (the run log's header)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtpwatch.core.ab.arms import ArmName
-from mtpwatch.core.ab.plan import Point
+from mtpwatch.core.ab.plan import OnPoint, Point
 from mtpwatch.core.jsonout import JsonFields, key, round_or_none
 from mtpwatch.core.metrics import formulas as F
 
@@ -35,7 +35,7 @@ class RequestTiming(JsonFields):
 
 
 @dataclass(frozen=True, slots=True)
-class RunRecord(JsonFields):
+class RunRecord(JsonFields, OnPoint):
     """One finished unit: client numbers and the server-counter deltas around it; `to_json()` is
     all of it (the run log's line, `core.ab.runlog`), `row()` the report's summary."""
 
@@ -78,14 +78,6 @@ class RunRecord(JsonFields):
     denominator of the drafted share (`formulas.drafted_share`)."""
     requests: tuple[RequestTiming, ...] = field(default=(), repr=False)
     """Each completed request of the unit (one at concurrency 1), for the latency percentiles."""
-
-    @property
-    def concurrency(self) -> int:
-        return self.point.concurrency
-
-    @property
-    def length(self) -> int | None:
-        return self.point.length
 
     @property
     def rate(self) -> float | None:
