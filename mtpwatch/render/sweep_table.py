@@ -113,8 +113,8 @@ def _advisor_lines(report: SweepReport) -> list[str]:
     if sure is not None:
         lines.extend(f"  {verdict}" for verdict in sure.verdicts(advice))
         lines.append(
-            f"  intervals: {sure.method}, {sure.resamples} resamples (this sweep's noise, not a new "
-            "server start's); measured ks are preferred: the best k above comes from them"
+            f"  intervals: {sure.method}, {sure.resamples} resamples ({sure.scope()}); measured ks "
+            "are preferred: the best k above comes from them"
         )
         bias = sure.bias_line()
         if bias:

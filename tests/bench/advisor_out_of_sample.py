@@ -158,7 +158,8 @@ class Sweep:
 
     def advise(self, kind: str | None = None, shift: bool = True) -> tuple[SweepAdvice, Certainty]:
         advice = self.plain(kind, shift)
-        return advice, certainty(self.samples, advice, self.ks)
+        lives = [float(r) for r in self.doc.get("baseline_lives", {}).values()]
+        return advice, certainty(self.samples, advice, self.ks, lives=lives)
 
     def plain(self, kind: str | None = None, shift: bool = True) -> SweepAdvice:
         """The advisor without intervals (a forced fit, or without the acceptance shift)."""

@@ -22,9 +22,13 @@ per-position acceptance (a few hundred drafts). Here both are resampled together
   its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a smaller k from
   a larger one, which the advisor limits by reading each k from the nearest measured k above it.
 
-The interval covers the noise of this sweep's runs, not the difference between two starts of the
-same server (`sweep.baseline_lives`, printed beside it): a later sweep's measurement may differ by
-that much more.
+- **server lives**: a later measurement runs on new starts of both servers, and two starts of one
+  server differ (`sweep.baseline_lives`: the k=0 server's second life over its first in each bench;
+  up to 6 % on a quiet CPU build, 20–39 % on a loaded one). Where the sweep measured lives, each
+  drawn prediction is multiplied by a life ratio drawn from them and their reciprocals: if a k
+  server's lives vary as the k=0 server's, its new life over the k=0 server's new life is distributed
+  as the k=0 server's second life over its first. Without measured lives the interval covers this
+  sweep's runs only, and says so (`Certainty.lives`).
 """
 
 from __future__ import annotations
@@ -175,6 +179,15 @@ class Certainty:
     method: str = "percentile bootstrap over runs, within each prompt"
     held_out: Mapping[int, tuple[float, float]] = field(default_factory=dict)
     """Per measured k below the largest, the interval of its held-out prediction."""
+    lives: tuple[float, ...] = ()
+    """The k=0 server's measured life ratios the intervals were widened by (empty: not widened)."""
+
+    def scope(self) -> str:
+        """What the intervals cover, in words."""
+        if not self.lives:
+            return "this sweep's runs only, not a new server start's"
+        spread = max(abs(r - 1.0) for r in self.lives)
+        return f"this sweep's runs and a new server start's (lives up to {100 * spread:.1f}% apart)"
 
     @property
     def best_measured(self) -> tuple[int, float] | None:
@@ -229,6 +242,7 @@ class Certainty:
             "best_measured_k": best[0] if best else None,
             "measure_it": [k for k in sorted(self.intervals) if self.worth_measuring(k)],
             "acceptance_shifts": [s.to_json() for s in self.shifts],
+            "life_ratios": [round(r, 4) for r in self.lives],
         }
 
 
@@ -249,9 +263,12 @@ def certainty(
     advice: SweepAdvice,
     ks: Sequence[int],
     resamples: int = RESAMPLES,
+    lives: Sequence[float] = (),
 ) -> Certainty:
-    """The intervals of `advice`'s predictions and held-out figures, redrawing every measured k's runs."""
+    """The intervals of `advice`'s predictions and held-out figures, redrawing every measured k's runs
+    and, with `lives` (the k=0 server's life ratios), a new server start's ratio for each figure."""
     rng = random.Random(SEED)
+    life = [f for r in lives if r > 0 for f in (r, 1.0 / r)] or [1.0]
     top = max(samples)
     kind: Literal["linear", "table"] | None = advice.fit.kind if advice.fit.kind != "two-point" else None
     draws: dict[int, list[float]] = {}
@@ -269,9 +286,9 @@ def certainty(
         except ValueError:
             continue
         for p in again.predictions:
-            draws.setdefault(p.k, []).append(p.speedup)
+            draws.setdefault(p.k, []).append(p.speedup * rng.choice(life))
         for k, v in again.held_out.items():
-            held.setdefault(k, []).append(v)
+            held.setdefault(k, []).append(v * rng.choice(life))
     measured = {k: s.measure().speedup for k, s in samples.items()}
     point = {k: s.marginal() for k, s in samples.items()}
     return Certainty(
@@ -280,4 +297,5 @@ def certainty(
         acceptance_shifts(point, marginal_draws),
         resamples,
         held_out={k: percentile_bounds(v, CONFIDENCE) for k, v in held.items()},
+        lives=tuple(r for r in lives if r > 0),
     )

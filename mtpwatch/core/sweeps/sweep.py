@@ -331,7 +331,8 @@ def _advise(
         )
     except ValueError:
         return None, None
-    return advice, certainty(samples, advice, ks) if samples else None
+    lives = [r for report in reports.values() if (r := baseline_lives(report)) is not None]
+    return advice, certainty(samples, advice, ks, lives=lives) if samples else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,32 @@ def test_intervals_hold_the_prediction_and_widen_with_the_noise() -> None:
     assert widths[0.25] > 2 * widths[0.02]
 
 
+def test_server_lives_widen_every_interval_by_their_measured_ratio() -> None:
+    samples = {k: _sample(k, 0.02, seed=k) for k in (1, 2, 4)}
+    measures = [s.measure() for s in samples.values()]
+    marginals = {k: s.marginal() for k, s in samples.items()}
+    ks = list(range(7))
+    advice = advise_sweep(measures, marginals[4], 20.0, ks, marginals=marginals)
+    runs_only = certainty(samples, advice, ks, resamples=300)
+    lives = certainty(samples, advice, ks, resamples=300, lives=[1.2, 0.95])
+    assert runs_only.lives == () and "runs only" in runs_only.scope()
+    assert lives.scope() == "this sweep's runs and a new server start's (lives up to 20.0% apart)"
+    assert lives.to_json()["life_ratios"] == [1.2, 0.95]
+    for k in (3, 5, 6):
+        lo, hi = runs_only.intervals[k]
+        wide_lo, wide_hi = lives.intervals[k]
+        # a life ratio of 1.2 or its reciprocal lands in the tails: the bounds move out by about it
+        assert wide_lo < lo / 1.1 and wide_hi > hi * 1.1
+        assert wide_lo > lo / 1.2 / 1.01 and wide_hi < hi * 1.2 * 1.01
+    assert set(lives.held_out) == {1, 2}
+    for k in (1, 2):
+        (lo, hi), (wide_lo, wide_hi) = runs_only.held_out[k], lives.held_out[k]
+        assert wide_hi - wide_lo > hi - lo
+    # ratios of 1.0 change nothing
+    same = certainty(samples, advice, ks, resamples=300, lives=[1.0])
+    assert same.intervals == runs_only.intervals
+
+
 def test_measure_it_only_where_the_interval_admits_a_win() -> None:
     # quiet runs: k=5 and k=6's intervals lie below k=4's measured speed-up (positions 5, 6 add
     # ~0.03 tokens for 0.1 of a step); noisy runs: more intervals reach above it
@@ -209,5 +235,8 @@ def test_a_sweep_from_its_benches_prints_and_writes_the_intervals() -> None:
     text = format_sweep(report, "t")
     assert "(predicted, 95% CI" in text and "acceptance across ks: position 1 at k=2 reads" in text
     assert "k=3 predicted" in text and "measured ks are preferred" in text
+    # the restart benches measured the k=0 server's two lives: the intervals are widened by them
+    assert sure.lives == tuple(report.baseline_lives().values()) and cert["life_ratios"]
+    assert "this sweep's runs and a new server start's (lives up to" in text
     assert "extrapolated: measure it" not in text  # the intervals decide that now
     assert "held out (each k predicted from a fit over the other ks" in text and "× vs " in text
