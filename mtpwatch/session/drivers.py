@@ -17,11 +17,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from mtpwatch.config import AppConfig
-from mtpwatch.core.record.writer import Recorder, RecordError
-from mtpwatch.session.recording import FeedTap, open_recording
 from mtpwatch.session.sources import Source, SourceFactory
 
-if TYPE_CHECKING:  # a live session never loads the replay
+if TYPE_CHECKING:  # a live session never loads the replay; the recorder is loaded by `open`
+    from mtpwatch.core.record.writer import Recorder
     from mtpwatch.session.replay import Action
 
 Operation = Literal["send", "measure", "seek"]
@@ -75,6 +74,9 @@ class LiveDriver:
 
     def open(self) -> str | None:
         """Build one source per server, each recorded when `--record` says so."""
+        # Imported here, after the monitor's first frame (`MonitorScreen.open_driver`), not before it.
+        from mtpwatch.core.record.writer import RecordError
+        from mtpwatch.session.recording import FeedTap, open_recording
         from mtpwatch.session.watch import ServerFeed  # the default factory
 
         factory: SourceFactory = self.factory or ServerFeed
@@ -91,6 +93,8 @@ class LiveDriver:
         return error
 
     def cannot(self, what: Operation) -> str | None:
+        if what != "seek" and len(self.sources) < len(self.config.servers):  # `open` has not run yet
+            return "The servers are being set up: try again in a moment."
         if what == "send" and not self.sources:
             return "Not connected to any server."
         if what == "measure" and (self.config.mode != "ab" or len(self.sources) != 2):

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.core.http.engines import EngineInfo
-from mtpwatch.core.launch.logparse import LogFacts
-from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.session.answers import Answer
-from mtpwatch.session.launching import StartupProgress
-from mtpwatch.session.observers import Observers
-from mtpwatch.session.views import ServerView, Status
+if TYPE_CHECKING:  # annotations only: the monitor's first frame imports this module, not these
+    from mtpwatch.config import DisplaySettings, ServerSpec
+    from mtpwatch.core.http.engines import EngineInfo
+    from mtpwatch.core.launch.logparse import LogFacts
+    from mtpwatch.core.metrics.rates import Rates
+    from mtpwatch.session.answers import Answer
+    from mtpwatch.session.launching import StartupProgress
+    from mtpwatch.session.observers import Observers
+    from mtpwatch.session.views import ServerView, Status
 
 
 @dataclass(frozen=True, slots=True)

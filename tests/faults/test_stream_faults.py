@@ -14,7 +14,7 @@ import pytest
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
-from tests.feeds import monitor_of, server_feeds
+from tests.feeds import monitor_of, opened_feeds, server_feeds
 from tests.waits import wait_for
 
 from .conftest import (
@@ -79,7 +79,7 @@ async def test_server_restarts_mid_prompt() -> None:
     async with running_sim(speed=2) as url:
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=LONG))
         async with app.run_test(size=(160, 48)) as pilot:
-            panel, feed = monitor_of(app.screen).panels[0], server_feeds(app.screen)[0]
+            panel, feed = monitor_of(app.screen).panels[0], (await opened_feeds(pilot))[0]
             await wait_for(pilot, lambda: status_of(app)[0] == "up", "the panel to be up")
             monitor_of(app.screen).send("write a long story")
             await wait_for(pilot, lambda: streaming(app), "tokens on screen")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.launch.process import descendants, group_members
-from tests.feeds import monitor_of, server_feeds, server_process
+from tests.feeds import monitor_of, opened_feeds, server_feeds, server_process
 
 from .conftest import STARTUP_LIMIT_S, VLLM_ENV, RealEnv
 
@@ -51,7 +51,7 @@ def test_ab_start_ngram_twins_real(real_env: RealEnv, monkeypatch: pytest.Monkey
         async def main() -> None:
             app = make_app(config, **kwargs)
             async with app.run_test(size=(160, 48)) as pilot:
-                panels, feeds = monitor_of(app.screen).panels, server_feeds(app.screen)
+                panels, feeds = monitor_of(app.screen).panels, await opened_feeds(pilot)
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 2 * STARTUP_LIMIT_S
                 while not all(p.view is not None and p.view.status == "up" for p in panels):

@@ -29,7 +29,7 @@ from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header
-from tests.feeds import monitor_of, server_feeds
+from tests.feeds import monitor_of, opened_feeds, server_feeds
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 
@@ -71,7 +71,7 @@ async def test_record_real_vllm_and_replay_it(real_env: RealEnv, tmp_path: Path)
     app = make_app(config)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = monitor_of(app.screen)
-        feeds = server_feeds(screen)
+        feeds = await opened_feeds(pilot)
         for i, feed in enumerate(feeds):
             _capture(feed, i, seen)
         await wait_for(

@@ -16,7 +16,7 @@ from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-from tests.feeds import monitor_of, server_feeds
+from tests.feeds import monitor_of, opened_feeds, server_feeds
 from tests.ui.conftest import _wait_until, panel_rows
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"
@@ -97,7 +97,7 @@ async def record_ab(path: Path) -> Recorded:
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
             screen = monitor_of(app.screen)
-            feeds = server_feeds(screen)
+            feeds = await opened_feeds(pilot)
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)
@@ -139,7 +139,7 @@ async def record_mid_stream(path: Path) -> Recorded:
         app = make_app(config)
         async with app.run_test(size=(160, 48)) as pilot:
             screen = monitor_of(app.screen)
-            feeds = server_feeds(screen)
+            feeds = await opened_feeds(pilot)
             for i, feed in enumerate(feeds):
                 _capture(feed, i, out.seen)
             _capture_panels(screen, out)

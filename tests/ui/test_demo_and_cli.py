@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
-from tests.feeds import monitor_of, server_feeds, server_process
+from tests.feeds import monitor_of, opened_feeds, server_feeds, server_process
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -33,7 +33,7 @@ async def test_demo_starts_and_stops_its_servers(wait_until: WaitUntil) -> None:
     assert [s.launch is not None and s.launch.kind == "sim" for s in config.servers] == [True, True]
     app = make_app(config)
     async with app.run_test(size=(120, 40)) as pilot:
-        feeds = server_feeds(app.screen)
+        feeds = await opened_feeds(pilot)
         await wait_until(
             pilot,
             lambda: all(p.view is not None and p.view.status == "up" for p in monitor_of(app.screen).panels),

@@ -9,7 +9,7 @@ from mtpwatch.session.diagnosis import MIN_DRAFTS
 from mtpwatch.sim.harness import running_sim
 from mtpwatch.ui.app import MtpWatchApp, make_app
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-from tests.feeds import monitor_of, server_feeds
+from tests.feeds import monitor_of, opened_feeds, server_feeds
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil
@@ -114,7 +114,7 @@ async def test_pause_freezes_display_while_collection_continues(wait_until: Wait
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.screen)[0]
+            feed = (await opened_feeds(pilot))[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f2")
             assert app.paused and app.screen.has_class("-paused")
@@ -187,7 +187,7 @@ async def test_prompt_window_ends_with_the_prompt(wait_until: WaitUntil) -> None
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.screen)[0]
+            feed = (await opened_feeds(pilot))[0]
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press("f3", "f3", *"hello", "enter")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
@@ -209,7 +209,7 @@ async def test_a_prompt_on_an_idle_server_scrapes_at_once(wait_until: WaitUntil)
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=display))
         async with app.run_test(size=(160, 48)) as pilot:
             panel = _panel(app)
-            feed = server_feeds(app.screen)[0]
+            feed = (await opened_feeds(pilot))[0]
             await wait_until(pilot, lambda: bool(panel.view and panel.view.scrape.endswith("every 60 s")))
             await pilot.press(*"hello", "enter")
             await wait_until(pilot, lambda: feed.prompt.t0 is not None)
@@ -231,8 +231,7 @@ async def test_at_the_default_interval_each_scrape_is_drawn_as_it_lands(wait_unt
         app = make_app(AppConfig(servers=[ServerSpec(label="sim", url=url)], display=DisplaySettings()))
         async with app.run_test(size=(120, 40)) as pilot:
             panel = _panel(app)
-            await wait_until(pilot, lambda: bool(monitor_of(app.screen).feeds))
-            feed = server_feeds(app.screen)[0]
+            feed = (await opened_feeds(pilot))[0]
             assert feed.display.scrape_interval_s == 0.5
             drawn_from: list[float | None] = []  # the newest scrape's time at each view shown
             at_rest: list[tuple[float | None, float | None]] = []  # (newest scrape, what the panel shows)

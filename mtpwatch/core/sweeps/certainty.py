@@ -121,6 +121,8 @@ class AcceptanceShift:
         """'position 1 at k=6 reads 11.0% below k=4 (0.81 vs 0.91; 95% CI −16.0% … −5.0%)'."""
         word = "below" if self.change < 0 else "above"
         ci = f"; 95% CI {100 * self.ci[0]:+.1f}% … {100 * self.ci[1]:+.1f}%" if self.ci else ""
+        if self.ci and self.ci[1] - self.ci[0] < 5e-4:  # every run of a prompt drafted alike
+            ci = "; the same in every run: the runs repeat at temperature 0, the prompts are the sample"
         return (
             f"position {self.position} at k={self.k_high} reads {100 * abs(self.change):.1f}% {word} "
             f"k={self.k_low} ({self.at_high:.3f} vs {self.at_low:.3f}{ci})"

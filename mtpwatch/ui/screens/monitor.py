@@ -83,6 +83,10 @@ class MonitorScreen(FrameScreen):
         self.prefill = prefill
         self.window_index = 0
         self.prompt_index = 0
+        self.opened = not autostart
+        """The driver's sources are built (with autostart, just after the first frame)."""
+        self.stopping = False
+        """`stop_servers` ran: nothing starts any more."""
         self.generating = False
         self.feeding = PanelFeeds(self, float(config.display.max_fps))  # servers' workers, view tick
         self.gate = PromptGate(self)  # holds a console prompt until the arms it goes to are up
@@ -123,19 +127,30 @@ class MonitorScreen(FrameScreen):
             self.ab.show_waiting()
         self.query_one(PromptInput).focus()
         if self.autostart:
-            error = self.driver.open()
-            if error:
-                self.notify(error, severity="error", timeout=10)
-            if self.restart_mode:
-                for panel in self.panels:
-                    panel.show_startup(RESTART_WAITING, [])
-                if self.measure_settings.prompts:
-                    self.ab.start_measurement(list(self.measure_settings.prompts))
-            else:  # after the first frame: it waits for no server's spawn (issue 39)
-                self.call_after_refresh(self.start_servers)
-            if self.loop is not None:
-                self.set_interval(1.0, self._loop_tick, name="demo-loop")
-            self.gate.check()  # the first frame says which arms a prompt would wait for
+            self.gate.check()  # the first frame says which arms a prompt would wait for: all
+            # After the first frame: opening builds the sources (importing the HTTP client and the
+            # server watch) and starting spawns the servers; the first frame waits for neither.
+            self.call_after_refresh(self.open_driver)
+
+    def open_driver(self) -> None:
+        """Build the sources, then start the servers (or, in restart mode, the measurement); not once
+        the screen has stopped its servers (a quit before this ran must not start one)."""
+        if self.stopping:
+            return
+        error = self.driver.open()
+        self.opened = True
+        if error:
+            self.notify(error, severity="error", timeout=10)
+        if self.restart_mode:
+            for panel in self.panels:
+                panel.show_startup(RESTART_WAITING, [])
+            if self.measure_settings.prompts:
+                self.ab.start_measurement(list(self.measure_settings.prompts))
+        else:
+            self.start_servers()
+        if self.loop is not None:
+            self.set_interval(1.0, self._loop_tick, name="demo-loop")
+        self.gate.check()
 
     def on_resize(self, event: events.Resize) -> None:
         # Narrow (the app's -narrow breakpoint): the footer drops the padding around its keys, so
@@ -203,6 +218,7 @@ class MonitorScreen(FrameScreen):
 
     async def stop_servers(self) -> None:
         """Stop owned server processes (unless `keep`) and close clients."""
+        self.stopping = True
         await self.driver.stop()
 
     # -- console -------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ class PromptGate:
         """The arms still on their way up (none in restart mode: a measurement starts them)."""
         if self.screen.restart_mode:
             return ()
+        if not self.screen.opened:  # the first frame: every arm is on its way (starting or connecting)
+            return tuple(self.name(i) for i in range(len(self.screen.config.servers)))
         states = (feed.state() for feed in self.screen.feeds)
         return tuple(self.name(i) for i, state in enumerate(states) if state.status in COMING)
 

@@ -137,6 +137,12 @@ def test_the_acceptance_shift_between_ks_is_shown() -> None:
     for s in firsts:
         assert s.change < 0 and s.ci is not None and s.ci[0] <= s.change <= s.ci[1]
     assert "position 1 at k=2 reads" in (sure.bias_line() or "")
+    # runs that repeat (temperature 0): no run-to-run interval to give, and the line says so
+    same = AcceptanceShift(1, 3, 6, 0.614, 0.591, (-0.0375, -0.0375))
+    assert same.line().endswith(
+        "(0.591 vs 0.614; the same in every run: the runs repeat at temperature 0, "
+        "the prompts are the sample)"
+    )
     # positions common to both ks only
     assert {(s.position, s.k_high) for s in acceptance_shifts({2: (0.9, 0.8), 4: (0.8, 0.7, 0.6, 0.5)})} == {
         (1, 4),
