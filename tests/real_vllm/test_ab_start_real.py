@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from mtpwatch.cli import cli
 from mtpwatch.core.launch.process import descendants, group_members
-from tests.feeds import monitor_of, opened_feeds, server_feeds, server_process
+from tests.feeds import monitor_of, opened_feeds, server_process
 
 from .conftest import STARTUP_LIMIT_S, VLLM_ENV, RealEnv
 

@@ -29,7 +29,7 @@ from mtpwatch.session.replay import ReplaySource
 from mtpwatch.session.views import WINDOWS, ServerView
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.markup.panel import render_header
-from tests.feeds import monitor_of, opened_feeds, server_feeds
+from tests.feeds import monitor_of, opened_feeds
 from tests.ui.recorded import _capture
 from tests.waits import wait_for
 

@@ -17,7 +17,8 @@ def test_a_live_driver_refuses_only_what_its_servers_cannot_do() -> None:
     one = AppConfig(servers=[ServerSpec(label="A", url="http://127.0.0.1:1")])
     driver = LiveDriver(one, clock=time.monotonic)
     # the monitor opens its driver just after its first frame: until then it says so
-    assert driver.cannot("send") == driver.cannot("measure") == "The servers are being set up: try again in a moment."
+    setting_up = "The servers are being set up: try again in a moment."
+    assert driver.cannot("send") == driver.cannot("measure") == setting_up
     assert driver.open() is None and len(driver.sources) == 1
     assert driver.cannot("send") is None
     assert driver.cannot("measure") == "Measuring needs two servers (mtpwatch ab / demo)."

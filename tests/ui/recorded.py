@@ -16,7 +16,7 @@ from mtpwatch.sim.harness import SimThread
 from mtpwatch.ui.app import make_app
 from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT, MonitorScreen
 from mtpwatch.ui.widgets.server_panel import ServerPanel
-from tests.feeds import monitor_of, opened_feeds, server_feeds
+from tests.feeds import monitor_of, opened_feeds
 from tests.ui.conftest import _wait_until, panel_rows
 
 KEY = "sk-test-0123456789abcdef-never-in-a-recording"

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mtpwatch.commands.demo import demo_config
 from mtpwatch.ui.app import make_app
-from tests.feeds import monitor_of, opened_feeds, server_feeds, server_process
+from tests.feeds import monitor_of, opened_feeds, server_process
 
 if TYPE_CHECKING:
     from tests.ui.conftest import WaitUntil

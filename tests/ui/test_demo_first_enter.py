@@ -72,12 +72,12 @@ async def test_a_prompt_held_for_an_arm_that_never_comes_up_is_given_back(wait_u
         screen = monitor_of(app.screen)
         box = screen.query_one(PromptInput)
         await box.action_submit()
-        await wait_until(
-            pilot, lambda: screen.gate.pending is not None or screen.feeds[0].state().status == "failed"
-        )
-        await wait_until(
-            pilot, lambda: screen.feeds[0].state().status == "failed" and screen.gate.pending is None, 120
-        )
+
+        def a_status() -> str | None:  # the driver opens just after the first frame
+            return screen.feeds[0].state().status if screen.opened else None
+
+        await wait_until(pilot, lambda: screen.gate.pending is not None or a_status() == "failed")
+        await wait_until(pilot, lambda: a_status() == "failed" and screen.gate.pending is None, 120)
         assert box.value == SAMPLE_PROMPT  # nothing lost: back in the box
         assert not screen.generating and all(p.prompt_count == 0 for p in screen.panels)
         messages = [str(n.message) for n in app._notifications]
