@@ -83,3 +83,20 @@ async def test_a_prompt_held_for_an_arm_that_never_comes_up_is_given_back(wait_u
         messages = [str(n.message) for n in app._notifications]
         assert any(m.startswith("A did not come up (") for m in messages), messages
         await pilot.press("ctrl+q")
+
+
+async def test_a_quit_before_the_driver_opens_starts_no_server() -> None:
+    """The driver opens just after the first frame (`MonitorScreen.open_driver`); a screen whose
+    servers were stopped before that (a quit at the first frame) builds and starts nothing."""
+    app = make_app(_demo(), autostart=False)  # type: ignore[arg-type]
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = monitor_of(app.screen)
+        assert screen.feeds == [] and screen.driver.cannot("send") is not None
+        await screen.stop_servers()
+        screen.open_driver()  # what the after-refresh callback would run now
+        assert screen.feeds == [] and not screen.workers
+        screen.stopping = False
+        screen.open_driver()  # the same call, not stopped: sources built, servers starting
+        assert len(screen.feeds) == 2 and screen.opened
+        await screen.stop_servers()
+        await pilot.press("ctrl+q")
