@@ -32,31 +32,24 @@ from mtpwatch.session.views import BandwidthView, ServerView, VerdictLevel, meth
 MIN_DRAFTS = 50
 """Drafts needed before a verdict is more than a hint (fewer is noise or warm-up)."""
 
-
 LOW_ACCEPTANCE = 0.05
 """Position-1 acceptance (or, without per-position counters, acceptance rate) under which the
 drafter disagrees with its target; also the marginal acceptance past which positions add little."""
 
-
 LOW_MEAN_LENGTH = 1.2
 """Mean acceptance length (tokens per verify step) under which drafting costs more than it saves."""
 
-
 MIN_PROMPTS = 3
 """Prompts on both arms before the A/B line's diagnosis is more than a hint."""
-
 
 SHORT_ANSWER = 64
 """Completion tokens under which an answer is short: its prefill and the drafter's warm-up weigh
 more than the decode steps speculation shortens."""
 
-
 DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target with its -it assistant"
-
 
 MTP_SLOWER = "is slower here"
 """The head of the A/B line's warning when speculation loses (`ab_warnings` adds the name and why)."""
-
 
 PART = " · "
 """Between the parts of an A/B warning: the line wraps there, not inside a part (`ui.pack`)."""

@@ -19,7 +19,7 @@ from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.ab.workloads import Prompt, resolve
+from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.launch.process import StartupError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.session.launching import StartupProgress
@@ -49,6 +49,13 @@ class MeasureUpdate:
     runs/arm, 1 warm-up dropped)'); the line of `report` follows it on screen."""
 
 
+def http_arm(feed: Source, model: str | None) -> HttpArm:
+    """An `HttpArm` to `feed`'s server asking for `model` (None: the first it serves)."""
+    state = feed.state()
+    spec = state.spec
+    return HttpArm(spec.url, label=spec.label, model=model, api_key=spec.api_key, chat=state.display.chat)
+
+
 class FeedArm:
     """A bench `ManagedArm` over a `ServerFeed` (restart mode): the feed launches the server, so its
     panel shows the startup log and phases; while up the screen polls it; stop frees the GPU."""
@@ -60,14 +67,10 @@ class FeedArm:
         on_up: Callable[[bool], None],
     ) -> None:
         self.feed = feed
-        state = feed.state()
-        spec = state.spec
-        self.label = spec.label
+        self.label = feed.state().spec.label
         self._progress = progress
         self._on_up = on_up
-        self._http = HttpArm(
-            spec.url, label=spec.label, model=spec.model, api_key=spec.api_key, chat=state.display.chat
-        )
+        self._http = http_arm(feed, feed.state().spec.model)
 
     async def start(self) -> None:
         """Launch the server through the feed (its panel says 'starting'); raises `StartupError`
@@ -131,12 +134,7 @@ class Measurement:
         self.report: BenchReport | None = None
 
     def _http_arm(self, feed: Source) -> HttpArm:
-        state = feed.state()
-        spec = state.spec
-        arm = HttpArm(
-            spec.url, label=spec.label, model=state.model or spec.model, api_key=spec.api_key,
-            chat=state.display.chat,
-        )  # fmt: skip
+        arm = http_arm(feed, feed.state().model or feed.state().spec.model)
         self._owned.append(arm)
         return arm
 
@@ -191,8 +189,3 @@ class Measurement:
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:
     """A console prompt as a bench `Prompt`."""
     return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)
-
-
-def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Prompt]:
-    """`core.ab.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
-    return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -1,11 +1,12 @@
 """`build_server_view`: the panel's numbers from a `ServerWatch` and its `PromptWindow`, pure.
 
 `Collector.window/since` over the window shown (the prompt window's ends from
-`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` → `core.metrics.attribution.
-prompt_acceptance` picks the acceptance shown (`acceptance_of`; the prompt's summary line calls it
-too) → the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict
-(`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`. Reads only.
-"""
+`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` (vLLM's formulas, `core.metrics.
+formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (`acceptance_of`;
+the prompt's summary line calls it too) → the roofline (`session.bandwidth_inputs.BandwidthModel.
+view`), the verdict (`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`. The
+window's rates and the newest page's gauges become its fields in `rate_fields` and `snapshot_fields`,
+so what a field means is written once. Reads only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 from mtpwatch.core.http import engines
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES
 from mtpwatch.core.metrics.rates import Rates
@@ -21,7 +23,6 @@ from mtpwatch.session.advice import engine_mode_of
 from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.server_watch import ServerWatch
-from mtpwatch.session.view_fields import rate_fields, snapshot_fields
 from mtpwatch.session.views import ServerView, stale_age
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
@@ -54,8 +55,13 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     snap = watch.collector.latest
     r, window = _shown_rates(watch, prompts, window, now)
     k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
-    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=watch.hardware_line())
-    speculative = None if snap is None else (snap.speculative or _props_speculating(watch))
+    hardware = watch.hardware.line(
+        identified=watch.identified, local=watch.is_local, simulated=watch.bandwidth.simulated
+    )
+    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=hardware)
+    # llama-server says it drafts (/slots) before its first request fills the spec counters
+    props = watch.engine_info is not None and bool(watch.engine_info.speculative)
+    speculative = None if snap is None else (snap.speculative or props)
     if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
         log = watch.launch_facts
         speculative = snap.speculating(bool(log and log.spec_method))
@@ -102,6 +108,34 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
         **_series_fields(watch, prompts, now),
         **_engine_fields(watch, snap, r),
     )
+
+
+def rate_fields(r: Rates | None) -> dict[str, Any]:
+    """ServerView fields read from the window's rates (None: all unknown), the dynamic-k ones among
+    them: the drafted share and the mean number of drafts a drafting step verified (Δdraft_tokens /
+    Δdrafts, below k when lengths mix)."""
+    if r is None:
+        keys = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s")
+        return dict.fromkeys((*keys, "drafted_share", "mean_draft_len"))
+    return {
+        "server_tok_s": r.server_tok_s,
+        "steps_per_s": r.steps_per_s,
+        "mean_step_s": r.mean_step_s,
+        "mean_ttft_s": r.mean_ttft_s,
+        "mean_tpot_s": r.mean_tpot_s,
+        "drafted_share": r.drafted_share,
+        "mean_draft_len": F.ratio(r.draft_tokens, r.drafts),
+    }
+
+
+def snapshot_fields(snap: MetricsSnapshot | None) -> dict[str, Any]:
+    """ServerView fields read from the newest page's gauges (what the server has now)."""
+    return {
+        "kv_cache_usage": snap.kv_cache_usage if snap else None,
+        "acceptance_since_start": F.acceptance_rate(snap.accepted, snap.draft_tokens) if snap else None,
+        "running": snap.requests_running if snap else None,
+        "waiting": snap.requests_waiting if snap else None,
+    }
 
 
 def _shown_rates(
@@ -155,11 +189,6 @@ def _engine_fields(watch: ServerWatch, snap: MetricsSnapshot | None, r: Rates | 
     k = snap.num_speculative_tokens if snap is not None else 0
     note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
     return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
-
-
-def _props_speculating(watch: ServerWatch) -> bool:
-    """llama-server says it drafts (/slots) before its first request fills the spec counters."""
-    return watch.engine_info is not None and bool(watch.engine_info.speculative)
 
 
 def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:

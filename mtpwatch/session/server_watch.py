@@ -29,7 +29,6 @@ from mtpwatch.core.launch.logparse import LogFacts
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.metrics.engines import Engine, engine_of_schema
 from mtpwatch.core.metrics.rates import Collector, idle_between
-from mtpwatch.core.roofline.nvml import HardwareReading
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
 from mtpwatch.session.hardware import Hardware
 from mtpwatch.session.launching import LaunchOutcome, log_facts
@@ -278,23 +277,11 @@ class ServerWatch:
         """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
         return is_loopback(urlsplit(self.spec.url).hostname or "")
 
-    @property
-    def can_sample_hardware(self) -> bool:
-        """A local GPU reading applies: the server is identified, on loopback and not simulated."""
-        return self.identified and self.is_local and not self.bandwidth.simulated
-
     def sample_hardware(self, on: bool) -> None:
-        """Start the NVML sampler where a reading applies (`on`, idempotent), or stop it."""
-        if on and not self.hardware.running and self.can_sample_hardware:
+        """Start the NVML sampler where a reading applies (`on`, idempotent: the server is identified,
+        on loopback and not simulated), or stop it."""
+        applies = self.identified and self.is_local and not self.bandwidth.simulated
+        if on and not self.hardware.running and applies:
             self.observers.nvml(self.clock(), self.hardware.start(self.bandwidth.peak_gbps))
         elif not on and self.hardware.stop():
             self.observers.nvml(self.clock(), None)
-
-    def restore_reading(self, reading: HardwareReading | None) -> None:
-        """Show a recorded NVML reading (a replay's 'nvml' record)."""
-        self.hardware.restore(reading)
-
-    def hardware_line(self) -> str:
-        """The reading shown, in words, or why there is none."""
-        local, simulated = self.is_local, self.bandwidth.simulated
-        return self.hardware.line(identified=self.identified, local=local, simulated=simulated)
