@@ -180,12 +180,11 @@ def ab_arms(views: Sequence[ServerView | None]) -> tuple[int, int, str | None]:
     """(baseline index, speculating index, its method's name) of the A/B ratio when exactly one arm
     speculates (its counters say so), else (0, 1, None): B over A."""
     spec = [v.speculative if v is not None else None for v in views]
-    names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
-    if len(spec) == 2 and spec[0] is False and spec[1] is True:
-        return 0, 1, names[1]
-    if len(spec) == 2 and spec[0] is True and spec[1] is False:
-        return 1, 0, names[0]
-    return 0, 1, None
+    if spec not in ([False, True], [True, False]):
+        return 0, 1, None
+    mtp = spec.index(True)
+    view = views[mtp]
+    return 1 - mtp, mtp, method_name(view.method) if view is not None and view.method else "spec"
 
 
 def ab_warnings(

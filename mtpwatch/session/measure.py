@@ -177,13 +177,10 @@ class Measurement:
 
     async def aclose(self) -> None:
         """Close the HTTP clients this measurement opened."""
-        for arm in self._owned:
+        arms: list[HttpArm | FeedArm] = [*self._owned, *(a for a in self.arms if isinstance(a, FeedArm))]
+        for arm in arms:
             with contextlib.suppress(Exception):
                 await arm.aclose()
-        for feed_arm in self.arms:
-            if isinstance(feed_arm, FeedArm):
-                with contextlib.suppress(Exception):
-                    await feed_arm.aclose()
 
 
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:

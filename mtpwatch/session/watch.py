@@ -148,9 +148,9 @@ class ServerFeed:
 
     # -- view ---------------------------------------------------------------------------------
 
-    def rates(self, window: str, now: float | None = None) -> Rates | None:
-        """Rates over `window` ('10 s', '60 s' or 'prompt')."""
-        return window_rates(self.watch, self.prompt, window, self.clock() if now is None else now)
+    def rates(self, window: str) -> Rates | None:
+        """Rates over `window` ('10 s', '60 s' or 'prompt') now."""
+        return window_rates(self.watch, self.prompt, window, self.clock())
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
