@@ -4,9 +4,8 @@
 `session.prompts.PromptWindow`) → `core.metrics.rates.Rates` (vLLM's formulas, `core.metrics.
 formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (`acceptance_of`;
 the prompt's summary line calls it too) → the roofline (`session.bandwidth_inputs.BandwidthModel.
-view`), the verdict (`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`. The
-window's rates and the newest page's gauges become its fields in `rate_fields` and `snapshot_fields`,
-so what a field means is written once. Reads only."""
+view`), the verdict (`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`, its
+fields read from the window's rates (`rate_fields`) and the newest page's gauges. Reads only."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES
 from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.session.advice import engine_mode_of
 from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.prompts import PromptWindow
@@ -54,7 +52,8 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     now = watch.clock()
     snap = watch.collector.latest
     r, window = _shown_rates(watch, prompts, window, now)
-    k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
+    k_listed = snap.num_speculative_tokens if snap is not None else 0  # the `position` labels
+    k = k_listed if snap is not None and snap.speculative else 0
     hardware = watch.hardware.line(
         identified=watch.identified, local=watch.is_local, simulated=watch.bandwidth.simulated
     )
@@ -87,7 +86,7 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
         version=watch.version,
         method=watch.method,
         speculative=speculative,
-        k=(snap.num_speculative_tokens or None) if snap is not None else None,
+        k=k_listed or None,
         facts=watch.facts,
         window=window,
         scope=acc.scope,
@@ -103,10 +102,18 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
         verdict_level=level,
         k_schedule=_k_schedule(watch),
         as_of_s=stale_age(watch.status, watch.collector.latest_t, now, 2 * watch.display.idle_interval_s),
+        kv_cache_usage=snap.kv_cache_usage if snap else None,
+        acceptance_since_start=F.acceptance_rate(snap.accepted, snap.draft_tokens) if snap else None,
+        running=snap.requests_running if snap else None,
+        waiting=snap.requests_waiting if snap else None,
+        server_series=_per_second(watch.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0), now),
+        client_series=tuple(v for t, v in prompts.client_points if t >= now - CHART_POINTS),
+        engine=watch.engine,
+        draft_note=engines.draft_note(
+            watch.engine, k_listed, r.draft_tokens if r else 0.0, r.drafts if r else 0.0
+        ),
+        notes=ENGINE_NOTES.get(watch.engine, {}),
         **rate_fields(r),
-        **snapshot_fields(snap),
-        **_series_fields(watch, prompts, now),
-        **_engine_fields(watch, snap, r),
     )
 
 
@@ -125,16 +132,6 @@ def rate_fields(r: Rates | None) -> dict[str, Any]:
         "mean_tpot_s": r.mean_tpot_s,
         "drafted_share": r.drafted_share,
         "mean_draft_len": F.ratio(r.draft_tokens, r.drafts),
-    }
-
-
-def snapshot_fields(snap: MetricsSnapshot | None) -> dict[str, Any]:
-    """ServerView fields read from the newest page's gauges (what the server has now)."""
-    return {
-        "kv_cache_usage": snap.kv_cache_usage if snap else None,
-        "acceptance_since_start": F.acceptance_rate(snap.accepted, snap.draft_tokens) if snap else None,
-        "running": snap.requests_running if snap else None,
-        "waiting": snap.requests_waiting if snap else None,
     }
 
 
@@ -172,23 +169,6 @@ def _k_schedule(watch: ServerWatch) -> tuple[tuple[int, int, int], ...] | None:
     if watch.spec.launch is None:
         return None
     return engine_mode_of(watch.spec, watch.engine_info, watch.spec_method, watch.version).schedule
-
-
-def _series_fields(watch: ServerWatch, prompts: PromptWindow, now: float) -> dict[str, Any]:
-    """The chart's series: server tok/s and the running prompt's client decode tok/s, per second."""
-    series = watch.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
-    return {
-        "server_series": _per_second(series, now),
-        "client_series": tuple(v for t, v in prompts.client_points if t >= now - CHART_POINTS),
-    }
-
-
-def _engine_fields(watch: ServerWatch, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
-    """ServerView fields that differ by engine (core.http.engines knows how)."""
-    engine = watch.engine
-    k = snap.num_speculative_tokens if snap is not None else 0
-    note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
-    return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
 
 
 def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:
