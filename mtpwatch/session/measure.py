@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from mtpwatch.config import MeasureSettings, Schedule
-from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult
 from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import BenchConfig
@@ -116,12 +116,9 @@ class Measurement:
         arms: tuple[FeedArm, FeedArm] | None = None,
     ) -> None:
         """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
-        self.feeds = feeds
         self.schedule: Schedule = "restart" if settings.restart else schedule
-        self._owned: list[HttpArm] = []
-        self.arms: tuple[Arm, Arm] = (
-            (self._http_arm(feeds[0]), self._http_arm(feeds[1])) if arms is None else arms
-        )
+        models = [feed.state().model or feed.state().spec.model for feed in feeds]
+        self.arms = arms or (http_arm(feeds[0], models[0]), http_arm(feeds[1], models[1]))
         config = BenchConfig(
             prompts=prompts,
             runs=settings.runs,
@@ -132,11 +129,6 @@ class Measurement:
         self.runner = BenchRunner(config, self.arms[0], self.arms[1])
         self.total = self.runner.total
         self.report: BenchReport | None = None
-
-    def _http_arm(self, feed: Source) -> HttpArm:
-        arm = http_arm(feed, feed.state().model or feed.state().spec.model)
-        self._owned.append(arm)
-        return arm
 
     async def updates(self) -> AsyncIterator[MeasureUpdate]:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
@@ -177,8 +169,7 @@ class Measurement:
 
     async def aclose(self) -> None:
         """Close the HTTP clients this measurement opened."""
-        arms: list[HttpArm | FeedArm] = [*self._owned, *(a for a in self.arms if isinstance(a, FeedArm))]
-        for arm in arms:
+        for arm in self.arms:
             with contextlib.suppress(Exception):
                 await arm.aclose()
 

@@ -2,10 +2,12 @@
 
 `Collector.window/since` over the window shown (the prompt window's ends from
 `session.prompts.PromptWindow`) → `core.metrics.rates.Rates` (vLLM's formulas, `core.metrics.
-formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (`acceptance_of`;
-the prompt's summary line calls it too) → the roofline (`session.bandwidth_inputs.BandwidthModel.
-view`), the verdict (`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`, its
-fields read from the window's rates (`rate_fields`) and the newest page's gauges. Reads only."""
+formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (the prompt
+window's own, `PromptWindow.acceptance`, for the 'prompt' window; the summary line calls it too) →
+the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict (`session.diagnosis.
+make_verdict`) → one frozen `session.views.ServerView`, its fields read from the window's rates
+(`rate_fields`) and the newest page's gauges. Reads only.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from mtpwatch.core.http import engines
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
+from mtpwatch.core.metrics.attribution import prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES
 from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.session.advice import engine_mode_of
@@ -35,18 +37,6 @@ def window_rates(watch: ServerWatch, prompts: PromptWindow, window: str, now: fl
     return watch.collector.window(WINDOW_SECONDS[window], now)
 
 
-def acceptance_of(
-    watch: ServerWatch, prompts: PromptWindow, window: str, rates: Rates | None
-) -> PromptAcceptance:
-    """The acceptance shown for `window` with counter `rates`: `core.metrics.attribution`'s rule.
-
-    The prompt window passes this prompt's own numbers (`PromptWindow.acceptance`).
-    """
-    if window != "prompt":
-        return prompt_acceptance(counters=rates, scope="engine-wide")
-    return prompts.acceptance(watch.collector, rates)
-
-
 def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) -> ServerView:
     """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
     now = watch.clock()
@@ -64,7 +54,11 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
         log = watch.launch_facts
         speculative = snap.speculating(bool(log and log.spec_method))
-    acc = acceptance_of(watch, prompts, window, r)
+    # `core.metrics.attribution`'s rule; the prompt window passes this prompt's own numbers
+    if window == "prompt":
+        acc = prompts.acceptance(watch.collector, r)
+    else:
+        acc = prompt_acceptance(counters=r, scope="engine-wide")
     verdict, level = make_verdict(
         method=watch.method,
         speculative=speculative,
