@@ -121,15 +121,10 @@ class ReplaySource:
         self.t_start = recording.t0
         self.t_end = float(recording.records[-1]["t"]) if recording.records else self.t_start
         self._wall0 = float(recording.header.get("wall", 0.0))
-        self.now = self.t_start
-        self.pos = 0
         self.feeds: list[ServerFeed] = []
         self.prompt_times = [float(r["t"]) for r in recording.records if r["kind"] == "prompt"]
         """Start times of every prompt (any server), for 'jump to prompt'."""
         self.scrape_times = sorted({float(r["t"]) for r in recording.records if r["kind"] == "scrape"})
-        self._stats: dict[int, GenerationStats] = {}
-        self._results: dict[int, GenerationResult] = {}
-        self._done: dict[int, int] = {}
         self.reset()
 
     @classmethod
@@ -161,9 +156,9 @@ class ReplaySource:
             feed.sample_hardware(False)
         self.now = self.t_start
         self.pos = 0
-        self._stats.clear()
-        self._results.clear()
-        self._done.clear()
+        self._stats: dict[int, GenerationStats] = {}
+        self._results: dict[int, GenerationResult] = {}
+        self._done: dict[int, int] = {}
         self.feeds = []
         self._scrapes: list[ReplayScrapes] = []
         for spec, info in zip(self.config.servers, self.session.get("servers") or [], strict=False):
@@ -239,9 +234,8 @@ class ReplaySource:
         elif kind == "end":
             feed.end_prompt(t)
         elif kind == "done":
-            result = self._results.pop(s, None)
-            if result is None:
-                result = (self._stats.get(s) or GenerationStats(clock=self.clock)).finish(t=t)
+            stats = self._stats.get(s) or GenerationStats(clock=self.clock)
+            result = self._results.pop(s, None) or stats.finish(t=t)
             answer = feed.close_prompt(result, t)
             self._done[s] = self._done.get(s, 0) + 1
             actions.append(Action("answer", s, answer=answer, t=t, number=self._done[s]))
