@@ -37,7 +37,7 @@ from mtpwatch.commands.planning import (
     split_args,
 )
 from mtpwatch.config import AppConfig, LaunchSpec, MeasureSettings, Schedule, ServerSpec
-from mtpwatch.core.ab.workloads import Prompt
+from mtpwatch.core.ab.workloads import Prompt, resolve
 from mtpwatch.core.launch.memplan import NoGpuMemoryError, PlanError, free_now_refusal
 from mtpwatch.core.launch.servers import plan_twins
 from mtpwatch.core.launch.specrule import read_vllm_version
@@ -242,11 +242,9 @@ def _twins(
 def _restart_prompts(prompts_spec: str, limit: int | None, max_tokens: int) -> list[Prompt]:
     """The set `--restart` measures at startup. Each prompt keeps its set's length (short: 8 tokens,
     long: 256) unless --max-tokens is given: the console's default of 256 is for typed prompts."""
-    from mtpwatch.session.measure import prompt_set  # lazy: Textual loads only once the arguments are checked
-
     source = click.get_current_context().get_parameter_source("max_tokens")
     chosen = source not in (None, click.core.ParameterSource.DEFAULT)
     try:
-        return prompt_set(prompts_spec, limit, max_tokens if chosen else None)
+        return list(resolve(prompts_spec, limit=limit, max_tokens=max_tokens if chosen else None))
     except (ValueError, OSError) as exc:
         raise click.UsageError(f"--prompts: {str(exc).splitlines()[0]}") from None

@@ -23,6 +23,9 @@ from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, ModelSpe
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 from mtpwatch.session.views import BandwidthView
 
+PLAIN_INPUTS = ("gpu", "peak_gbps", "error", "simulated", "clock_speed", "method", "sources")
+"""`BandwidthModel` attributes a recording holds as they are (`to_json`; the model specs beside them)."""
+
 
 class BandwidthModel:
     """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates (its
@@ -49,17 +52,8 @@ class BandwidthModel:
     def to_json(self) -> dict[str, Any]:
         """What `load` resolved, as plain JSON (a recording's 'server' record: the replay prices
         steps the same way without asking anything again)."""
-        return {
-            "spec": spec_to_json(self.spec),
-            "drafter": spec_to_json(self.drafter),
-            "gpu": self.gpu,
-            "peak_gbps": self.peak_gbps,
-            "error": self.error,
-            "simulated": self.simulated,
-            "clock_speed": self.clock_speed,
-            "method": self.method,
-            "sources": self.sources,
-        }
+        plain = {key: getattr(self, key) for key in PLAIN_INPUTS}
+        return {"spec": spec_to_json(self.spec), "drafter": spec_to_json(self.drafter), **plain}
 
     def restore(self, info: dict[str, Any]) -> None:
         """Take what `to_json` wrote instead of loading (a replay: no network)."""

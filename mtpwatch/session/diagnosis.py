@@ -32,31 +32,24 @@ from mtpwatch.session.views import BandwidthView, ServerView, VerdictLevel, meth
 MIN_DRAFTS = 50
 """Drafts needed before a verdict is more than a hint (fewer is noise or warm-up)."""
 
-
 LOW_ACCEPTANCE = 0.05
 """Position-1 acceptance (or, without per-position counters, acceptance rate) under which the
 drafter disagrees with its target; also the marginal acceptance past which positions add little."""
 
-
 LOW_MEAN_LENGTH = 1.2
 """Mean acceptance length (tokens per verify step) under which drafting costs more than it saves."""
 
-
 MIN_PROMPTS = 3
 """Prompts on both arms before the A/B line's diagnosis is more than a hint."""
-
 
 SHORT_ANSWER = 64
 """Completion tokens under which an answer is short: its prefill and the drafter's warm-up weigh
 more than the decode steps speculation shortens."""
 
-
 DRAFTER_MISMATCH = "drafter and target disagree — check you pair an -it target with its -it assistant"
-
 
 MTP_SLOWER = "is slower here"
 """The head of the A/B line's warning when speculation loses (`ab_warnings` adds the name and why)."""
-
 
 PART = " · "
 """Between the parts of an A/B warning: the line wraps there, not inside a part (`ui.pack`)."""
@@ -187,12 +180,11 @@ def ab_arms(views: Sequence[ServerView | None]) -> tuple[int, int, str | None]:
     """(baseline index, speculating index, its method's name) of the A/B ratio when exactly one arm
     speculates (its counters say so), else (0, 1, None): B over A."""
     spec = [v.speculative if v is not None else None for v in views]
-    names = [method_name(v.method) if v is not None and v.method else "spec" for v in views]
-    if len(spec) == 2 and spec[0] is False and spec[1] is True:
-        return 0, 1, names[1]
-    if len(spec) == 2 and spec[0] is True and spec[1] is False:
-        return 1, 0, names[0]
-    return 0, 1, None
+    if spec not in ([False, True], [True, False]):
+        return 0, 1, None
+    mtp = spec.index(True)
+    view = views[mtp]
+    return 1 - mtp, mtp, method_name(view.method) if view is not None and view.method else "spec"
 
 
 def ab_warnings(

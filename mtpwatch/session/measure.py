@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from mtpwatch.config import MeasureSettings, Schedule
-from mtpwatch.core.ab.arms import Arm, ArmRequest, ArmResult
+from mtpwatch.core.ab.arms import ArmRequest, ArmResult
 from mtpwatch.core.ab.events import BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.http_arm import HttpArm
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.ab.records import RunRecord
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
-from mtpwatch.core.ab.workloads import Prompt, resolve
+from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.launch.process import StartupError
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.session.launching import StartupProgress
@@ -49,6 +49,13 @@ class MeasureUpdate:
     runs/arm, 1 warm-up dropped)'); the line of `report` follows it on screen."""
 
 
+def http_arm(feed: Source, model: str | None) -> HttpArm:
+    """An `HttpArm` to `feed`'s server asking for `model` (None: the first it serves)."""
+    state = feed.state()
+    spec = state.spec
+    return HttpArm(spec.url, label=spec.label, model=model, api_key=spec.api_key, chat=state.display.chat)
+
+
 class FeedArm:
     """A bench `ManagedArm` over a `ServerFeed` (restart mode): the feed launches the server, so its
     panel shows the startup log and phases; while up the screen polls it; stop frees the GPU."""
@@ -60,14 +67,10 @@ class FeedArm:
         on_up: Callable[[bool], None],
     ) -> None:
         self.feed = feed
-        state = feed.state()
-        spec = state.spec
-        self.label = spec.label
+        self.label = feed.state().spec.label
         self._progress = progress
         self._on_up = on_up
-        self._http = HttpArm(
-            spec.url, label=spec.label, model=spec.model, api_key=spec.api_key, chat=state.display.chat
-        )
+        self._http = http_arm(feed, feed.state().spec.model)
 
     async def start(self) -> None:
         """Launch the server through the feed (its panel says 'starting'); raises `StartupError`
@@ -113,12 +116,9 @@ class Measurement:
         arms: tuple[FeedArm, FeedArm] | None = None,
     ) -> None:
         """Raises `BenchConfigError` (one line) for runs/warm-up that measure nothing."""
-        self.feeds = feeds
         self.schedule: Schedule = "restart" if settings.restart else schedule
-        self._owned: list[HttpArm] = []
-        self.arms: tuple[Arm, Arm] = (
-            (self._http_arm(feeds[0]), self._http_arm(feeds[1])) if arms is None else arms
-        )
+        models = [feed.state().model or feed.state().spec.model for feed in feeds]
+        self.arms = arms or (http_arm(feeds[0], models[0]), http_arm(feeds[1], models[1]))
         config = BenchConfig(
             prompts=prompts,
             runs=settings.runs,
@@ -129,16 +129,6 @@ class Measurement:
         self.runner = BenchRunner(config, self.arms[0], self.arms[1])
         self.total = self.runner.total
         self.report: BenchReport | None = None
-
-    def _http_arm(self, feed: Source) -> HttpArm:
-        state = feed.state()
-        spec = state.spec
-        arm = HttpArm(
-            spec.url, label=spec.label, model=state.model or spec.model, api_key=spec.api_key,
-            chat=state.display.chat,
-        )  # fmt: skip
-        self._owned.append(arm)
-        return arm
 
     async def updates(self) -> AsyncIterator[MeasureUpdate]:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
@@ -179,20 +169,11 @@ class Measurement:
 
     async def aclose(self) -> None:
         """Close the HTTP clients this measurement opened."""
-        for arm in self._owned:
+        for arm in self.arms:
             with contextlib.suppress(Exception):
                 await arm.aclose()
-        for feed_arm in self.arms:
-            if isinstance(feed_arm, FeedArm):
-                with contextlib.suppress(Exception):
-                    await feed_arm.aclose()
 
 
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:
     """A console prompt as a bench `Prompt`."""
     return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)
-
-
-def prompt_set(spec: str, limit: int | None, max_tokens: int | None) -> list[Prompt]:
-    """`core.ab.workloads.resolve` (built-in set name or JSONL path); raises `ValueError` with one line."""
-    return list(resolve(spec, limit=limit, max_tokens=max_tokens))

@@ -48,58 +48,49 @@ class FeedObserver(Protocol):
         """A hardware reading shown with the scrape at `t` (None: the sampler stopped)."""
 
 
-class Observers:
-    """The observers of one feed, called in the order they were added (a `FeedObserver` itself)."""
-
-    def __init__(self) -> None:
-        self._observers: list[FeedObserver] = []
+class Observers(list[FeedObserver]):
+    """The observers of one feed, called in the order they were added (a `FeedObserver` itself);
+    `clear` tells nobody any more (a recording closed)."""
 
     def add(self, observer: FeedObserver) -> None:
-        self._observers.append(observer)
-
-    def clear(self) -> None:
-        """Tell nobody any more (a recording closed)."""
-        self._observers.clear()
-
-    def __len__(self) -> int:
-        return len(self._observers)
+        self.append(observer)
 
     def server(self, t: float, identity: dict[str, Any]) -> None:
-        for o in self._observers:
+        for o in self:
             o.server(t, identity)
 
     def life(self, t: float, what: str, detail: str = "") -> None:
-        for o in self._observers:
+        for o in self:
             o.life(t, what, detail)
 
     def scrape(self, t: float, text: str, via: str = "") -> None:
-        for o in self._observers:
+        for o in self:
             o.scrape(t, text, via)
 
     def down(self, t: float, reason: str) -> None:
-        for o in self._observers:
+        for o in self:
             o.down(t, reason)
 
     def prompt(self, t: float, text: str) -> None:
-        for o in self._observers:
+        for o in self:
             o.prompt(t, text)
 
     def event(self, event: StreamEvent) -> None:
-        for o in self._observers:
+        for o in self:
             o.event(event)
 
     def result(self, t: float, result: GenerationResult) -> None:
-        for o in self._observers:
+        for o in self:
             o.result(t, result)
 
     def end(self, t: float) -> None:
-        for o in self._observers:
+        for o in self:
             o.end(t)
 
     def done(self, t: float) -> None:
-        for o in self._observers:
+        for o in self:
             o.done(t)
 
     def nvml(self, t: float, reading: HardwareReading | None) -> None:
-        for o in self._observers:
+        for o in self:
             o.nvml(t, reading)

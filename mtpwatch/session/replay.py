@@ -6,14 +6,14 @@ network), and applies the records in the order they were written: a scrape is po
 page fetched through `ReplayScrapes.fetch` by the feed's `session.server_watch.ServerWatch` (so
 `core.metrics.rates.Collector` sees the same pages at the same times), an identity, a failure, a
 lifecycle event and an NVML reading go through the watch's `restore_identity`, `mark_down`,
-`restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a prompt's end
+`restore_life` and `hardware.restore`, a stream event through `GenerationStats.add`, a prompt's end
 through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
 therefore comes from the code that showed it live. No network, no server, no Textual.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,8 @@ from mtpwatch.session.views import spec_label
 from mtpwatch.session.watch import ServerFeed
 
 ActionKind = Literal["begin", "text", "answer"]
+NOT_IN_JSON = ("client_tokens_per_step", "eos_overcount")
+"""`PromptSummary` fields that `mtpwatch replay FILE --json` leaves out of each prompt (it has the rest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +63,8 @@ def config_from_session(session: dict[str, Any]) -> AppConfig:
     if not servers:
         raise ValueError("the recording names no servers (no 'session' record)")
     title = f"replay · {session.get('title') or 'mtpwatch'}"
-    if session.get("mode") == "ab":
-        return AppConfig(servers=servers, display=display, mode="ab", title=title)
-    return AppConfig(servers=servers, display=display, mode="single", title=title)
+    mode = session.get("mode")
+    return AppConfig(servers=servers, display=display, mode="ab" if mode == "ab" else "single", title=title)
 
 
 class ReplayScrapes:
@@ -120,15 +121,10 @@ class ReplaySource:
         self.t_start = recording.t0
         self.t_end = float(recording.records[-1]["t"]) if recording.records else self.t_start
         self._wall0 = float(recording.header.get("wall", 0.0))
-        self.now = self.t_start
-        self.pos = 0
         self.feeds: list[ServerFeed] = []
         self.prompt_times = [float(r["t"]) for r in recording.records if r["kind"] == "prompt"]
         """Start times of every prompt (any server), for 'jump to prompt'."""
         self.scrape_times = sorted({float(r["t"]) for r in recording.records if r["kind"] == "scrape"})
-        self._stats: dict[int, GenerationStats] = {}
-        self._results: dict[int, GenerationResult] = {}
-        self._done: dict[int, int] = {}
         self.reset()
 
     @classmethod
@@ -160,9 +156,9 @@ class ReplaySource:
             feed.sample_hardware(False)
         self.now = self.t_start
         self.pos = 0
-        self._stats.clear()
-        self._results.clear()
-        self._done.clear()
+        self._stats: dict[int, GenerationStats] = {}
+        self._results: dict[int, GenerationResult] = {}
+        self._done: dict[int, int] = {}
         self.feeds = []
         self._scrapes: list[ReplayScrapes] = []
         for spec, info in zip(self.config.servers, self.session.get("servers") or [], strict=False):
@@ -238,19 +234,19 @@ class ReplaySource:
         elif kind == "end":
             feed.end_prompt(t)
         elif kind == "done":
-            result = self._results.pop(s, None)
-            if result is None:
-                result = (self._stats.get(s) or GenerationStats(clock=self.clock)).finish(t=t)
+            stats = self._stats.get(s) or GenerationStats(clock=self.clock)
+            result = self._results.pop(s, None) or stats.finish(t=t)
             answer = feed.close_prompt(result, t)
             self._done[s] = self._done.get(s, 0) + 1
             actions.append(Action("answer", s, answer=answer, t=t, number=self._done[s]))
         elif kind == "nvml":
-            reading = record.get("reading")
-            if reading is None:  # the sampler stopped (panel hidden, server stopped)
-                watch.restore_reading(None)
-            else:
-                fields = set(HardwareReading.__dataclass_fields__)
-                watch.restore_reading(HardwareReading(**{k: v for k, v in reading.items() if k in fields}))
+            reading = record.get("reading")  # None: the sampler stopped (panel hidden, server stopped)
+            fields = set(HardwareReading.__dataclass_fields__)
+            watch.hardware.restore(
+                None
+                if reading is None
+                else HardwareReading(**{k: v for k, v in reading.items() if k in fields})
+            )
 
     # -- headless ---------------------------------------------------------------------------------
 
@@ -269,7 +265,8 @@ class ReplaySource:
             if snap is not None:
                 entry["speculative"] = snap.speculative
                 entry["k"] = snap.num_speculative_tokens if snap.speculative else 0
-            entry["method_label"] = method_label(entry.get("method"), entry.get("k"))
+            k = entry.get("k")  # 'MTP k=4', 'speculative k=4' (method unknown), None without speculation
+            entry["method_label"] = spec_label(entry.get("method"), k) if k else None
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -282,22 +279,13 @@ class ReplaySource:
             if action.kind == "begin":
                 current[action.server] = action.text
             elif action.kind == "answer" and action.answer is not None:
-                s = action.answer.summary
                 prompts.append(
                     {
                         "server": action.server,
                         "label": self.config.servers[action.server].label,
                         "t_s": round(action.t - self.t_start, 3),
                         "prompt": current.get(action.server, ""),
-                        "tokens": s.tokens,
-                        "ttft_s": s.ttft_s,
-                        "decode_tok_s": s.decode_tok_s,
-                        "acceptance_rate": s.acceptance_rate,
-                        "mean_acceptance_length": s.mean_acceptance_length,
-                        "scope": s.scope,
-                        "approximate": s.approximate,
-                        "cancelled": s.cancelled,
-                        "error": s.error,
+                        **{k: v for k, v in asdict(action.answer.summary).items() if k not in NOT_IN_JSON},
                     }
                 )
         return {
@@ -308,10 +296,3 @@ class ReplaySource:
             "servers": self.servers(),
             "prompts": prompts,
         }
-
-
-def method_label(method: str | None, k: int | None) -> str | None:
-    """'MTP k=4', 'ngram k=4', 'speculative k=4' (method unknown), None without speculation."""
-    if not k:
-        return None
-    return spec_label(method, k)

@@ -12,7 +12,6 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from mtpwatch.config import DisplaySettings
@@ -56,10 +55,9 @@ def _gpu(display: DisplaySettings, feeds: Sequence[Source]) -> provenance.GpuInf
     return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
-def results_document(
-    report: BenchReport, feeds: Sequence[Source], display: DisplaySettings
-) -> dict[str, Any]:
-    """The report document of a measurement, with its provenance."""
+def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings, path: Path) -> Path:
+    """Write the measurement's report document, with its provenance, to `path` (raises OSError);
+    returns the path written."""
     arms: dict[str, provenance.ArmInfo] = {}
     for name, feed in zip(("a", "b"), feeds, strict=False):
         arm = report.primary.overall.arms.get(name)
@@ -75,10 +73,5 @@ def results_document(
         gpu=_gpu(display, feeds),
         temperature=report.config.temperature,
     )
-    return reportio.report_document(report, meta)
-
-
-def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings, path: Path) -> Path:
-    """Write the measurement to `path` (raises OSError); returns the path written."""
-    reportio.write_document(path, results_document(report, feeds, display))
+    reportio.write_document(path, reportio.report_document(report, meta))
     return path

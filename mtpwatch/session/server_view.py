@@ -1,10 +1,12 @@
 """`build_server_view`: the panel's numbers from a `ServerWatch` and its `PromptWindow`, pure.
 
 `Collector.window/since` over the window shown (the prompt window's ends from
-`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` → `core.metrics.attribution.
-prompt_acceptance` picks the acceptance shown (`acceptance_of`; the prompt's summary line calls it
-too) → the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict
-(`session.diagnosis.make_verdict`) → one frozen `session.views.ServerView`. Reads only.
+`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` (vLLM's formulas, `core.metrics.
+formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (the prompt
+window's own, `PromptWindow.acceptance`, for the 'prompt' window; the summary line calls it too) →
+the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict (`session.diagnosis.
+make_verdict`) → one frozen `session.views.ServerView`, its fields read from the window's rates
+(`rate_fields`) and the newest page's gauges. Reads only.
 """
 
 from __future__ import annotations
@@ -13,15 +15,14 @@ import time
 from typing import Any
 
 from mtpwatch.core.http import engines
-from mtpwatch.core.metrics.attribution import PromptAcceptance, prompt_acceptance
+from mtpwatch.core.metrics import formulas as F
+from mtpwatch.core.metrics.attribution import prompt_acceptance
 from mtpwatch.core.metrics.engines import ENGINE_NOTES
 from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 from mtpwatch.session.advice import engine_mode_of
 from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.server_watch import ServerWatch
-from mtpwatch.session.view_fields import rate_fields, snapshot_fields
 from mtpwatch.session.views import ServerView, stale_age
 
 WINDOW_SECONDS = {"10 s": 10.0, "60 s": 60.0}
@@ -36,30 +37,28 @@ def window_rates(watch: ServerWatch, prompts: PromptWindow, window: str, now: fl
     return watch.collector.window(WINDOW_SECONDS[window], now)
 
 
-def acceptance_of(
-    watch: ServerWatch, prompts: PromptWindow, window: str, rates: Rates | None
-) -> PromptAcceptance:
-    """The acceptance shown for `window` with counter `rates`: `core.metrics.attribution`'s rule.
-
-    The prompt window passes this prompt's own numbers (`PromptWindow.acceptance`).
-    """
-    if window != "prompt":
-        return prompt_acceptance(counters=rates, scope="engine-wide")
-    return prompts.acceptance(watch.collector, rates)
-
-
 def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) -> ServerView:
     """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
     now = watch.clock()
     snap = watch.collector.latest
     r, window = _shown_rates(watch, prompts, window, now)
-    k = snap.num_speculative_tokens if snap is not None and snap.speculative else 0
-    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=watch.hardware_line())
-    speculative = None if snap is None else (snap.speculative or _props_speculating(watch))
+    k_listed = snap.num_speculative_tokens if snap is not None else 0  # the `position` labels
+    k = k_listed if snap is not None and snap.speculative else 0
+    hardware = watch.hardware.line(
+        identified=watch.identified, local=watch.is_local, simulated=watch.bandwidth.simulated
+    )
+    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=hardware)
+    # llama-server says it drafts (/slots) before its first request fills the spec counters
+    props = watch.engine_info is not None and bool(watch.engine_info.speculative)
+    speculative = None if snap is None else (snap.speculative or props)
     if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
         log = watch.launch_facts
         speculative = snap.speculating(bool(log and log.spec_method))
-    acc = acceptance_of(watch, prompts, window, r)
+    # `core.metrics.attribution`'s rule; the prompt window passes this prompt's own numbers
+    if window == "prompt":
+        acc = prompts.acceptance(watch.collector, r)
+    else:
+        acc = prompt_acceptance(counters=r, scope="engine-wide")
     verdict, level = make_verdict(
         method=watch.method,
         speculative=speculative,
@@ -81,7 +80,7 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
         version=watch.version,
         method=watch.method,
         speculative=speculative,
-        k=(snap.num_speculative_tokens or None) if snap is not None else None,
+        k=k_listed or None,
         facts=watch.facts,
         window=window,
         scope=acc.scope,
@@ -97,11 +96,37 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
         verdict_level=level,
         k_schedule=_k_schedule(watch),
         as_of_s=stale_age(watch.status, watch.collector.latest_t, now, 2 * watch.display.idle_interval_s),
+        kv_cache_usage=snap.kv_cache_usage if snap else None,
+        acceptance_since_start=F.acceptance_rate(snap.accepted, snap.draft_tokens) if snap else None,
+        running=snap.requests_running if snap else None,
+        waiting=snap.requests_waiting if snap else None,
+        server_series=_per_second(watch.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0), now),
+        client_series=tuple(v for t, v in prompts.client_points if t >= now - CHART_POINTS),
+        engine=watch.engine,
+        draft_note=engines.draft_note(
+            watch.engine, k_listed, r.draft_tokens if r else 0.0, r.drafts if r else 0.0
+        ),
+        notes=ENGINE_NOTES.get(watch.engine, {}),
         **rate_fields(r),
-        **snapshot_fields(snap),
-        **_series_fields(watch, prompts, now),
-        **_engine_fields(watch, snap, r),
     )
+
+
+def rate_fields(r: Rates | None) -> dict[str, Any]:
+    """ServerView fields read from the window's rates (None: all unknown), the dynamic-k ones among
+    them: the drafted share and the mean number of drafts a drafting step verified (Δdraft_tokens /
+    Δdrafts, below k when lengths mix)."""
+    if r is None:
+        keys = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s")
+        return dict.fromkeys((*keys, "drafted_share", "mean_draft_len"))
+    return {
+        "server_tok_s": r.server_tok_s,
+        "steps_per_s": r.steps_per_s,
+        "mean_step_s": r.mean_step_s,
+        "mean_ttft_s": r.mean_ttft_s,
+        "mean_tpot_s": r.mean_tpot_s,
+        "drafted_share": r.drafted_share,
+        "mean_draft_len": F.ratio(r.draft_tokens, r.drafts),
+    }
 
 
 def _shown_rates(
@@ -138,28 +163,6 @@ def _k_schedule(watch: ServerWatch) -> tuple[tuple[int, int, int], ...] | None:
     if watch.spec.launch is None:
         return None
     return engine_mode_of(watch.spec, watch.engine_info, watch.spec_method, watch.version).schedule
-
-
-def _series_fields(watch: ServerWatch, prompts: PromptWindow, now: float) -> dict[str, Any]:
-    """The chart's series: server tok/s and the running prompt's client decode tok/s, per second."""
-    series = watch.collector.tok_s_series(since=now - CHART_POINTS, smooth_s=1.0)
-    return {
-        "server_series": _per_second(series, now),
-        "client_series": tuple(v for t, v in prompts.client_points if t >= now - CHART_POINTS),
-    }
-
-
-def _engine_fields(watch: ServerWatch, snap: MetricsSnapshot | None, r: Rates | None) -> dict[str, Any]:
-    """ServerView fields that differ by engine (core.http.engines knows how)."""
-    engine = watch.engine
-    k = snap.num_speculative_tokens if snap is not None else 0
-    note = engines.draft_note(engine, k, r.draft_tokens if r else 0.0, r.drafts if r else 0.0)
-    return {"engine": engine, "draft_note": note, "notes": ENGINE_NOTES.get(engine, {})}
-
-
-def _props_speculating(watch: ServerWatch) -> bool:
-    """llama-server says it drafts (/slots) before its first request fills the spec counters."""
-    return watch.engine_info is not None and bool(watch.engine_info.speculative)
 
 
 def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:

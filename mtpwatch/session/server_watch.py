@@ -5,7 +5,7 @@ Prometheus, a recording) and alone writes what they mean: the status and its rea
 (`core.http.backoff`), the identity (model, models, version, llama-server's /props, the roofline's
 inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
 `core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown
-(`session.hardware.Hardware`). It tells its `session.observers.Observers` each moment. A replay
+(`Hardware`). It tells its `session.observers.Observers` each moment. A replay
 polls it too (its `session.replay.ReplayScrapes` hand the recorded pages) and hands it recorded
 identities (`restore_identity`), failures (`mark_down`) and lifecycle events (`restore_life`).
 `session.server_view.build_server_view` reads it.
@@ -29,18 +29,69 @@ from mtpwatch.core.launch.logparse import LogFacts
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.core.metrics.engines import Engine, engine_of_schema
 from mtpwatch.core.metrics.rates import Collector, idle_between
-from mtpwatch.core.roofline.nvml import HardwareReading
+from mtpwatch.core.roofline.nvml import HardwareReading, Sampler
 from mtpwatch.session.bandwidth_inputs import BandwidthModel
-from mtpwatch.session.hardware import Hardware
 from mtpwatch.session.launching import LaunchOutcome, log_facts
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.scrapes import Identity, Page, Scrapes
-from mtpwatch.session.views import Status
+from mtpwatch.session.views import Status, describe_hardware
 
 RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 """Retry delays after a failed scrape: 0.5, 1, 2, 4, 8 s, then 8 s (`Backoff`, no jitter)."""
 CADENCE = ", every "
 """Between how a page was read and the idle cadence added to it ('filtered, 3.3 KB, every 2 s')."""
+
+
+class Hardware:
+    """One server's NVML reading shown, from the sampler the screen starts and stops, or a replay's.
+
+    The sampler (`core.roofline.nvml.Sampler`) runs in a thread while the roofline panel shows; the
+    reading shown is taken at each scrape (so a recording holds exactly what was shown). A replay
+    restores the recorded reading instead. `line` says it in words, or why there is none.
+    """
+
+    def __init__(self) -> None:
+        self._sampler: Sampler | None = None
+        self.reading: HardwareReading | None = None
+        """The reading the panel shows: the sampler's at the last scrape, or a replay's recorded one."""
+
+    @property
+    def running(self) -> bool:
+        return self._sampler is not None
+
+    def start(self, peak_gbps: float | None) -> HardwareReading | None:
+        """Start the sampler thread; returns its first reading."""
+        self._sampler = Sampler(peak_gbps=peak_gbps).start()
+        self.reading = self._sampler.latest()
+        return self.reading
+
+    def stop(self) -> bool:
+        """Stop the sampler thread; False when none ran."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is None:
+            return False
+        sampler.stop(timeout=2.0)
+        self.reading = None
+        return True
+
+    def sample(self) -> bool:
+        """Take the sampler's latest reading (a scrape landed); False when no sampler runs."""
+        if self._sampler is None:
+            return False
+        self.reading = self._sampler.latest()
+        return True
+
+    def restore(self, reading: HardwareReading | None) -> None:
+        """Show a recorded reading (a replay's 'nvml' record; None: the sampler stopped)."""
+        self.reading = reading
+
+    def line(self, *, identified: bool, local: bool, simulated: bool) -> str:
+        """The reading in words, or why there is none ('' before the server is identified)."""
+        if not identified:
+            return ""
+        if self.reading is None:
+            return describe_hardware(None, local=local, simulated=simulated)
+        return describe_hardware(self.reading, local=True)
 
 
 class ServerWatch:
@@ -278,23 +329,11 @@ class ServerWatch:
         """The server runs on this machine (loopback URL), so its GPU is the one NVML sees."""
         return is_loopback(urlsplit(self.spec.url).hostname or "")
 
-    @property
-    def can_sample_hardware(self) -> bool:
-        """A local GPU reading applies: the server is identified, on loopback and not simulated."""
-        return self.identified and self.is_local and not self.bandwidth.simulated
-
     def sample_hardware(self, on: bool) -> None:
-        """Start the NVML sampler where a reading applies (`on`, idempotent), or stop it."""
-        if on and not self.hardware.running and self.can_sample_hardware:
+        """Start the NVML sampler where a reading applies (`on`, idempotent: the server is identified,
+        on loopback and not simulated), or stop it."""
+        applies = self.identified and self.is_local and not self.bandwidth.simulated
+        if on and not self.hardware.running and applies:
             self.observers.nvml(self.clock(), self.hardware.start(self.bandwidth.peak_gbps))
         elif not on and self.hardware.stop():
             self.observers.nvml(self.clock(), None)
-
-    def restore_reading(self, reading: HardwareReading | None) -> None:
-        """Show a recorded NVML reading (a replay's 'nvml' record)."""
-        self.hardware.restore(reading)
-
-    def hardware_line(self) -> str:
-        """The reading shown, in words, or why there is none."""
-        local, simulated = self.is_local, self.bandwidth.simulated
-        return self.hardware.line(identified=self.identified, local=local, simulated=simulated)

@@ -28,7 +28,7 @@ from mtpwatch.session.launching import StartupProgress, launch_server
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
 from mtpwatch.session.scrapes import LiveScrapes, Scrapes
-from mtpwatch.session.server_view import acceptance_of, build_server_view, window_rates
+from mtpwatch.session.server_view import build_server_view, window_rates
 from mtpwatch.session.server_watch import ServerWatch
 from mtpwatch.session.sources import SourceState
 from mtpwatch.session.views import ServerView
@@ -148,9 +148,9 @@ class ServerFeed:
 
     # -- view ---------------------------------------------------------------------------------
 
-    def rates(self, window: str, now: float | None = None) -> Rates | None:
-        """Rates over `window` ('10 s', '60 s' or 'prompt')."""
-        return window_rates(self.watch, self.prompt, window, self.clock() if now is None else now)
+    def rates(self, window: str) -> Rates | None:
+        """Rates over `window` ('10 s', '60 s' or 'prompt') now."""
+        return window_rates(self.watch, self.prompt, window, self.clock())
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
@@ -208,7 +208,7 @@ class ServerFeed:
         """The prompt's window closes at `t_end`; its answer and summary from `result`."""
         self.prompt.close(result, t_end)
         self.observers.done(t_end)
-        acc = acceptance_of(self.watch, self.prompt, "prompt", self.rates("prompt"))
+        acc = self.prompt.acceptance(self.watch.collector, self.rates("prompt"))
         return self.prompt.answer(result, acc)
 
     def cancelled_answer(self) -> Answer:

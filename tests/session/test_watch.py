@@ -10,7 +10,7 @@ import pytest
 from mtpwatch.commands.options import free_port
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.ab.http_arm import HttpArm
-from mtpwatch.session import hardware as hardware_module
+from mtpwatch.session import server_watch as hardware_module
 from mtpwatch.session import watch as feed_module
 from mtpwatch.session.views import StartupView
 from mtpwatch.session.watch import ServerFeed
