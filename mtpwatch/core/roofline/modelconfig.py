@@ -142,7 +142,7 @@ class ModelSpec:
             raw: Mapping[str, Any] = config
         else:
             path = resolve_config(str(config))
-            raw = _read_json(path)
+            raw = read_json(path)
             source = str(path)
             checkpoint = checkpoint_total_bytes(path.parent)
         spec = _parse(raw, name=name or _default_name(raw, source), source=source)
@@ -412,7 +412,8 @@ def resolve_config(ref: str) -> Path:
     )
 
 
-def _read_json(path: Path) -> Mapping[str, Any]:
+def read_json(path: Path) -> Mapping[str, Any]:
+    """A config file's JSON object; `ConfigError` (one line) when it is unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
