@@ -27,7 +27,7 @@ from typing import Any
 
 from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
-from mtpwatch.core.roofline.nvml import meminfo_used_bytes
+from mtpwatch.core.roofline.nvml import meminfo_used_bytes, nvml_text
 
 UNIFIED_OS_RESERVE = 8.0 * GIB
 """Memory assumed used by the OS, desktop and tools on a unified-memory box planned from afar
@@ -143,45 +143,31 @@ def smi_gpu_memory(
     return GpuMemory(gpu.name, gpu.total_mib * MIB, gpu.free_mib * MIB, "nvidia-smi")
 
 
-def _nvml_gpu_memory(nvml: Any | None, meminfo: str) -> GpuMemory | bool | None:
-    """GPU 0 through NVML; False when NVML cannot answer at all (then nvidia-smi is asked)."""
-    if nvml is None:
-        try:
-            nvml = importlib.import_module("pynvml")
-        except ImportError:
-            return False
-    try:
-        nvml.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return False
-    try:
-        if int(nvml.nvmlDeviceGetCount()) < 1:
-            return None
-        handle = nvml.nvmlDeviceGetHandleByIndex(0)
-        raw = nvml.nvmlDeviceGetName(handle)
-        name = raw.decode() if isinstance(raw, bytes) else str(raw)
-        try:
-            info = nvml.nvmlDeviceGetMemoryInfo(handle)
-            return GpuMemory(name, float(info.total), float(info.free), "nvml")
-        except nvml.NVMLError:
-            pass  # GB10: NOT_SUPPORTED — the memory is the system's
-        return _unified(name, meminfo)
-    except Exception:  # any NVMLError (or an nvidia-ml-py that lacks a function): ask nvidia-smi
-        return False
-    finally:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
-
-
 def local_gpu_memory(
     nvml: Any | None = None, meminfo: str = "/proc/meminfo", smi: str | None = "nvidia-smi"
 ) -> GpuMemory | None:
     """GPU 0 of this machine: NVML, else nvidia-smi (`smi`; None: not asked); None when neither
     finds an NVIDIA GPU whose memory can be read."""
-    found = _nvml_gpu_memory(nvml, meminfo)
-    if found is not False:
-        return found if isinstance(found, GpuMemory) else None
-    return smi_gpu_memory(smi, meminfo) if smi else None
+    try:
+        nvml = nvml or importlib.import_module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # no nvidia-ml-py; NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return smi_gpu_memory(smi, meminfo) if smi else None
+    try:
+        if int(nvml.nvmlDeviceGetCount()) < 1:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(0)
+        name = nvml_text(nvml.nvmlDeviceGetName(handle))
+        try:
+            info = nvml.nvmlDeviceGetMemoryInfo(handle)
+        except nvml.NVMLError:  # GB10: NOT_SUPPORTED — the memory is the system's
+            return _unified(name, meminfo)
+        return GpuMemory(name, float(info.total), float(info.free), "nvml")
+    except Exception:  # any NVMLError (or an nvidia-ml-py that lacks a function): ask nvidia-smi
+        return smi_gpu_memory(smi, meminfo) if smi else None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
 
 
 DEVICE_SOURCES = frozenset({"nvml", "nvidia-smi"})

@@ -132,7 +132,14 @@ def build_speculative_config(
         config[key] = value
     if not config:
         return None
-    _choose_method(config, version)
+    drafter, given = config.get("model"), config.get("method")
+    if given != "ngram" and drafter not in ("ngram", "[ngram]"):  # name it where `specrule` says to
+        try:
+            choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
+        except MethodRuleError as exc:
+            raise VllmArgsError(str(exc)) from None
+        if choice.sent is not None:
+            config["method"] = choice.sent
     chosen = config.get("method")
     if chosen == "ngram":
         if "model" in config:
@@ -146,20 +153,6 @@ def build_speculative_config(
     return {key: config[key] for key in order if key in config} | {
         key: value for key, value in config.items() if key not in order
     }
-
-
-def _choose_method(config: dict[str, Any], version: VllmVersion | None) -> None:
-    """Name the method in `config` where `specrule` says to (never over one given)."""
-    drafter = config.get("model")
-    given = config.get("method")
-    if given == "ngram" or drafter in ("ngram", "[ngram]"):
-        return
-    try:
-        choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
-    except MethodRuleError as exc:
-        raise VllmArgsError(str(exc)) from None
-    if choice.sent is not None:
-        config["method"] = choice.sent
 
 
 def split_command(command: str, flag: str, example: str) -> list[str]:

@@ -79,7 +79,8 @@ def meminfo_used_bytes(path: str | Path = "/proc/meminfo") -> tuple[int, int] | 
     return values["MemTotal"] - values["MemAvailable"], values["MemTotal"]
 
 
-def _text(value: Any) -> str:
+def nvml_text(value: Any) -> str:
+    """A string NVML returned: bytes in older nvidia-ml-py, str in newer."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -186,12 +187,12 @@ class Sampler:
                 self._failed = f"no GPU {self._index} (NVML sees {count})"
                 return
             self._handle = nvml.nvmlDeviceGetHandleByIndex(self._index)
-            self._name = _text(nvml.nvmlDeviceGetName(self._handle))
+            self._name = nvml_text(nvml.nvmlDeviceGetName(self._handle))
         except nvml.NVMLError as exc:
             self._failed = f"NVML error: {exc}"
             return
         with contextlib.suppress(nvml.NVMLError):
-            self._driver = _text(nvml.nvmlSystemGetDriverVersion())
+            self._driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
         self._peak, self._peak_source = self._find_peak(nvml)
         try:
             supported = bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice)
