@@ -117,9 +117,7 @@ def _unified(name: str, meminfo: str) -> GpuMemory | None:
     return GpuMemory(name, float(total), float(total - used), "/proc/meminfo (MemAvailable)", True)
 
 
-def smi_gpu_memory(
-    exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo", timeout_s: float = 15.0
-) -> GpuMemory | None:
+def smi_gpu_memory(exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo") -> GpuMemory | None:
     """GPU 0 as nvidia-smi reports it; None when nvidia-smi is missing, fails or lists no GPU.
 
     A row without memory figures (GB10: ``[N/A]``) is read as unified memory (/proc/meminfo).
@@ -128,9 +126,7 @@ def smi_gpu_memory(
     if path is None:
         return None
     try:
-        done = subprocess.run(
-            [path, *SMI_QUERY], capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        done = subprocess.run([path, *SMI_QUERY], capture_output=True, text=True, timeout=15.0, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -181,11 +177,7 @@ def device_free_bytes(gpu: GpuMemory | None) -> float | None:
 
 
 def resolve_gpu_memory(
-    gpu: str | None,
-    *,
-    total_gib: float | None = None,
-    free_gib: float | None = None,
-    nvml: Any | None = None,
+    gpu: str | None, *, total_gib: float | None = None, free_gib: float | None = None, nvml: Any | None = None
 ) -> GpuMemory | None:
     """The device to plan for: `gpu` from the table when named, else this machine's GPU 0.
 
@@ -210,11 +202,7 @@ def resolve_gpu_memory(
 
 
 async def wait_memory_back(
-    expected_free_bytes: float | None,
-    *,
-    timeout_s: float = 30.0,
-    poll_s: float = 0.5,
-    read: Any = None,
+    expected_free_bytes: float | None, *, timeout_s: float = 30.0, poll_s: float = 0.5, read: Any = None
 ) -> float | None:
     """After a server stopped: wait until the GPU's free memory (NVML or nvidia-smi) is back
     (≥ `expected_free_bytes`, or steady over two reads), at most `timeout_s`. Returns the free bytes

@@ -10,13 +10,7 @@ Overheads: the fixed allowances of `memplan`, plus the profiling pass's activati
 
 from __future__ import annotations
 
-from mtpwatch.core.launch.memplan import (
-    ACTIVATION_TOKENS,
-    GIB,
-    OVERHEAD_FIXED,
-    OVERHEAD_GRAPHS,
-    ServerNeed,
-)
+from mtpwatch.core.launch.memplan import ACTIVATION_TOKENS, GIB, OVERHEAD_FIXED, OVERHEAD_GRAPHS, ServerNeed
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
 from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, read_json, resolve_config
 

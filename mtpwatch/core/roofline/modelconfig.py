@@ -146,9 +146,9 @@ class ModelSpec:
             source = str(path)
             checkpoint = checkpoint_total_bytes(path.parent)
         spec = _parse(raw, name=name or _default_name(raw, source), source=source)
-        spec = replace(spec, checkpoint_bytes=checkpoint)
         dtypes = {"weight_dtype": weight_dtype, "embed_dtype": embed_dtype, "kv_dtype": kv_dtype}
         changes: dict[str, Any] = {k: normalize_dtype(d) for k, d in dtypes.items() if d}
+        changes["checkpoint_bytes"] = checkpoint
         if weights_gb is not None:
             if weights_gb <= 0:
                 raise ConfigError("weights_gb must be > 0")
@@ -161,7 +161,7 @@ class ModelSpec:
             if checkpoint is None:
                 raise ConfigError("no model.safetensors(.index.json) next to the config: no checkpoint size")
             changes["weights_bytes_override"] = checkpoint
-        return replace(spec, **changes) if changes else spec
+        return replace(spec, **changes)
 
     @property
     def is_moe(self) -> bool:

@@ -220,13 +220,11 @@ class Sampler:
     def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
         if self._peak_override:
             return self._peak_override, "given"
-        try:
+        with contextlib.suppress(nvml.NVMLError, AttributeError):
             clock = float(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM))
             bus = float(nvml.nvmlDeviceGetMemoryBusWidth(self._handle))
             if clock > 0 and bus > 0:
                 return 2 * clock * 1e6 * bus / 8 / 1e9, "NVML 2·memory clock·bus width"
-        except (nvml.NVMLError, AttributeError):
-            pass
         try:
             gpu = lookup_gpu(self._name or "")
         except UnknownGpuError:
@@ -240,15 +238,13 @@ class Sampler:
             nvml.nvmlGpmSampleGet(self._handle, cur)
         except nvml.NVMLError as exc:
             return None, None, f"GPM sample failed ({exc})"
-        if self._prev_t is None:
-            self._samples.reverse()
-            self._prev_t = now
+        prev_t, self._prev_t = self._prev_t, now
+        self._samples.reverse()  # cur becomes prev for the next tick
+        if prev_t is None:
             return None, None, "GPM: first sample, bandwidth from the next tick"
         mg = self._metrics_get
         mg.sample1, mg.sample2 = prev, cur
-        interval = now - self._prev_t
-        self._samples.reverse()  # cur becomes prev for the next tick
-        self._prev_t = now
+        interval = now - prev_t
         try:
             nvml.nvmlGpmMetricsGet(mg)
         except nvml.NVMLError as exc:
@@ -270,11 +266,9 @@ class Sampler:
         if self._gpm:
             util_pct, interval, reason = self._gpm_tick(nvml, now)
         busy = gpu_util = None
-        try:
+        with contextlib.suppress(nvml.NVMLError):
             rates = nvml.nvmlDeviceGetUtilizationRates(self._handle)
             busy, gpu_util = float(rates.memory), float(rates.gpu)
-        except nvml.NVMLError:
-            pass
         used = total = None
         mem_source = None
         try:
