@@ -210,7 +210,6 @@ def name_method(drafter: str) -> str | None:
 class DrafterCheckpoint:
     """What the drafter's ``config.json`` says, read offline."""
 
-    ref: str
     config_path: str | None
     """Where its config.json was found; None: not found offline."""
     config: Mapping[str, Any]
@@ -224,9 +223,9 @@ def read_drafter(ref: str) -> DrafterCheckpoint:
     """The drafter's config.json: a local folder or file, a bundled config, the HF cache (offline)."""
     try:
         path = resolve_config(ref)
-        return DrafterCheckpoint(ref, str(path), read_json(path))
+        return DrafterCheckpoint(str(path), read_json(path))
     except ConfigError:
-        return DrafterCheckpoint(ref, None, {})
+        return DrafterCheckpoint(None, {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,19 +240,13 @@ class MethodChoice:
     """For the plan line: 'dflash (the drafter's config.json)', 'method: vLLM detects', …"""
 
 
-def choose_method(
-    *,
-    method: str | None,
-    drafter: str | None,
-    version: VllmVersion,
-    checkpoint: DrafterCheckpoint | None = None,
-) -> MethodChoice:
+def choose_method(*, method: str | None, drafter: str | None, version: VllmVersion) -> MethodChoice:
     """The method for `drafter` under `version`'s rule (see the module's docstring)."""
     if drafter is None:
         chosen = method or "mtp"
         why = f"{chosen} (--method)" if method else "mtp (no drafter: the target's own MTP heads)"
         return MethodChoice(chosen, chosen, why)
-    ckpt = checkpoint if checkpoint is not None else read_drafter(drafter)
+    ckpt = read_drafter(drafter)
     declared = ckpt.declared
     hint = name_method(drafter)
     if method is not None:

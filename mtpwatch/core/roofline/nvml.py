@@ -96,14 +96,12 @@ class Sampler:
     def __init__(
         self,
         *,
-        device_index: int = 0,
         period_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         nvml: Any | None = None,
         meminfo_path: str | Path = "/proc/meminfo",
         peak_gbps: float | None = None,
     ) -> None:
-        self._index = device_index
         self._period = period_s
         self._clock = clock
         self._nvml = nvml
@@ -183,10 +181,10 @@ class Sampler:
             return
         try:
             count = int(nvml.nvmlDeviceGetCount())
-            if self._index >= count:
-                self._failed = f"no GPU {self._index} (NVML sees {count})"
+            if count < 1:
+                self._failed = f"no GPU 0 (NVML sees {count})"
                 return
-            self._handle = nvml.nvmlDeviceGetHandleByIndex(self._index)
+            self._handle = nvml.nvmlDeviceGetHandleByIndex(0)
             self._name = nvml_text(nvml.nvmlDeviceGetName(self._handle))
         except nvml.NVMLError as exc:
             self._failed = f"NVML error: {exc}"
@@ -314,9 +312,9 @@ class Sampler:
         self._prev_t = None
 
 
-def local_gpu_reading(nvml: Any | None = None) -> HardwareReading:
+def local_gpu_reading() -> HardwareReading:
     """One reading without bandwidth (GPM needs two samples): name, memory, peak; for a quick probe."""
-    sampler = Sampler(nvml=nvml)
+    sampler = Sampler()
     try:
         return sampler.sample()
     finally:
