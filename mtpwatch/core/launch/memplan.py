@@ -204,9 +204,8 @@ class MemoryFlags:
 
 def _parse_bytes(text: str) -> int:
     """vLLM's human-readable integers: 8192, 8k, 1M, 4G (decimal), 4GiB-style 'Ki/Mi/Gi' binary."""
-    t = text.strip()
     units = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
-    low = t.lower().removesuffix("b")
+    low = text.strip().lower().removesuffix("b")
     for suffix in sorted(units, key=len, reverse=True):
         if low.endswith(suffix):
             try:
