@@ -132,10 +132,10 @@ def build_speculative_config(
         config[key] = value
     if not config:
         return None
-    drafter, given = config.get("model"), config.get("method")
-    if given != "ngram" and drafter not in ("ngram", "[ngram]"):  # name it where `specrule` says to
+    model, given = config.get("model"), config.get("method")
+    if given != "ngram" and model not in ("ngram", "[ngram]"):  # name it where `specrule` says to
         try:
-            choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
+            choice = choose_method(method=given, drafter=model, version=version or UNKNOWN_VERSION)
         except MethodRuleError as exc:
             raise VllmArgsError(str(exc)) from None
         if choice.sent is not None:
