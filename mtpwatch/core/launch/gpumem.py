@@ -27,7 +27,7 @@ from typing import Any
 
 from mtpwatch.core.launch.memplan import GIB, GpuMemory, PlanError
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
-from mtpwatch.core.roofline.nvml import meminfo_used_bytes
+from mtpwatch.core.roofline.nvml import meminfo_used_bytes, nvml_text
 
 UNIFIED_OS_RESERVE = 8.0 * GIB
 """Memory assumed used by the OS, desktop and tools on a unified-memory box planned from afar
@@ -117,9 +117,7 @@ def _unified(name: str, meminfo: str) -> GpuMemory | None:
     return GpuMemory(name, float(total), float(total - used), "/proc/meminfo (MemAvailable)", True)
 
 
-def smi_gpu_memory(
-    exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo", timeout_s: float = 15.0
-) -> GpuMemory | None:
+def smi_gpu_memory(exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo") -> GpuMemory | None:
     """GPU 0 as nvidia-smi reports it; None when nvidia-smi is missing, fails or lists no GPU.
 
     A row without memory figures (GB10: ``[N/A]``) is read as unified memory (/proc/meminfo).
@@ -128,9 +126,7 @@ def smi_gpu_memory(
     if path is None:
         return None
     try:
-        done = subprocess.run(
-            [path, *SMI_QUERY], capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        done = subprocess.run([path, *SMI_QUERY], capture_output=True, text=True, timeout=15.0, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -143,45 +139,31 @@ def smi_gpu_memory(
     return GpuMemory(gpu.name, gpu.total_mib * MIB, gpu.free_mib * MIB, "nvidia-smi")
 
 
-def _nvml_gpu_memory(nvml: Any | None, meminfo: str) -> GpuMemory | bool | None:
-    """GPU 0 through NVML; False when NVML cannot answer at all (then nvidia-smi is asked)."""
-    if nvml is None:
-        try:
-            nvml = importlib.import_module("pynvml")
-        except ImportError:
-            return False
-    try:
-        nvml.nvmlInit()
-    except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
-        return False
-    try:
-        if int(nvml.nvmlDeviceGetCount()) < 1:
-            return None
-        handle = nvml.nvmlDeviceGetHandleByIndex(0)
-        raw = nvml.nvmlDeviceGetName(handle)
-        name = raw.decode() if isinstance(raw, bytes) else str(raw)
-        try:
-            info = nvml.nvmlDeviceGetMemoryInfo(handle)
-            return GpuMemory(name, float(info.total), float(info.free), "nvml")
-        except nvml.NVMLError:
-            pass  # GB10: NOT_SUPPORTED — the memory is the system's
-        return _unified(name, meminfo)
-    except Exception:  # any NVMLError (or an nvidia-ml-py that lacks a function): ask nvidia-smi
-        return False
-    finally:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
-
-
 def local_gpu_memory(
     nvml: Any | None = None, meminfo: str = "/proc/meminfo", smi: str | None = "nvidia-smi"
 ) -> GpuMemory | None:
     """GPU 0 of this machine: NVML, else nvidia-smi (`smi`; None: not asked); None when neither
     finds an NVIDIA GPU whose memory can be read."""
-    found = _nvml_gpu_memory(nvml, meminfo)
-    if found is not False:
-        return found if isinstance(found, GpuMemory) else None
-    return smi_gpu_memory(smi, meminfo) if smi else None
+    try:
+        nvml = nvml or importlib.import_module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # no nvidia-ml-py; NVMLError_LibraryNotFound, DriverNotLoaded, ...
+        return smi_gpu_memory(smi, meminfo) if smi else None
+    try:
+        if int(nvml.nvmlDeviceGetCount()) < 1:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(0)
+        name = nvml_text(nvml.nvmlDeviceGetName(handle))
+        try:
+            info = nvml.nvmlDeviceGetMemoryInfo(handle)
+        except nvml.NVMLError:  # GB10: NOT_SUPPORTED — the memory is the system's
+            return _unified(name, meminfo)
+        return GpuMemory(name, float(info.total), float(info.free), "nvml")
+    except Exception:  # any NVMLError (or an nvidia-ml-py that lacks a function): ask nvidia-smi
+        return smi_gpu_memory(smi, meminfo) if smi else None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
 
 
 DEVICE_SOURCES = frozenset({"nvml", "nvidia-smi"})
@@ -195,11 +177,7 @@ def device_free_bytes(gpu: GpuMemory | None) -> float | None:
 
 
 def resolve_gpu_memory(
-    gpu: str | None,
-    *,
-    total_gib: float | None = None,
-    free_gib: float | None = None,
-    nvml: Any | None = None,
+    gpu: str | None, *, total_gib: float | None = None, free_gib: float | None = None, nvml: Any | None = None
 ) -> GpuMemory | None:
     """The device to plan for: `gpu` from the table when named, else this machine's GPU 0.
 
@@ -224,11 +202,7 @@ def resolve_gpu_memory(
 
 
 async def wait_memory_back(
-    expected_free_bytes: float | None,
-    *,
-    timeout_s: float = 30.0,
-    poll_s: float = 0.5,
-    read: Any = None,
+    expected_free_bytes: float | None, *, timeout_s: float = 30.0, poll_s: float = 0.5, read: Any = None
 ) -> float | None:
     """After a server stopped: wait until the GPU's free memory (NVML or nvidia-smi) is back
     (≥ `expected_free_bytes`, or steady over two reads), at most `timeout_s`. Returns the free bytes

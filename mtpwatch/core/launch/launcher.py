@@ -113,12 +113,7 @@ class Launch:
             self._emit(events)
 
     async def wait_ready(
-        self,
-        url: str,
-        timeout_s: float,
-        *,
-        headers: Mapping[str, str] | None = None,
-        poll_s: float = 0.25,
+        self, url: str, timeout_s: float, *, headers: Mapping[str, str] | None = None, poll_s: float = 0.25
     ) -> float:
         """Wait until `GET {url}/health` answers 200; returns the seconds since the start.
 

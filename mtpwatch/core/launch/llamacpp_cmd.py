@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_server_flags
+from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_server_flags, split_command
 
 LLAMACPP_SPEC_TYPES = (
     "draft-simple",
@@ -67,16 +67,6 @@ def _spec_type(method: str | None, drafter: str | None, k: int | None) -> str | 
     raise VllmArgsError(f"--method {method!r} is not one llama-server knows; use one of {names}")
 
 
-def _check_extra(extra: Sequence[str]) -> None:
-    for arg in extra:
-        name = arg.split("=", 1)[0]
-        if name in _OWNED_FLAGS:
-            raise VllmArgsError(
-                f"{name} is set by mtpwatch start --engine llama.cpp (its --host/--port/--api-key/"
-                "--served-model-name/--drafter/-k/--method); do not pass it after --"
-            )
-
-
 def build_llamacpp_argv(
     model: str,
     *,
@@ -101,18 +91,18 @@ def build_llamacpp_argv(
     if k is not None and (isinstance(k, bool) or not 1 <= k <= 64):
         raise VllmArgsError(f"-k must be between 1 and 64, got {k}")
     check_server_flags(port, no_spec, {"--drafter": drafter, "-k": k, "--method": method})
-    _check_extra(extra)
-    spec_type = None if no_spec else _spec_type(method, drafter, k)
+    for arg in extra:
+        if (name := arg.split("=", 1)[0]) in _OWNED_FLAGS:
+            raise VllmArgsError(
+                f"{name} is set by mtpwatch start --engine llama.cpp (its --host/--port/--api-key/"
+                "--served-model-name/--drafter/-k/--method); do not pass it after --"
+            )
+    spec_type = _spec_type(method, drafter, k)  # None with --no-spec: the flags were checked
     if spec_type in _NEEDS_DRAFTER and drafter is None:
         raise VllmArgsError(f"--method {method or spec_type} needs a drafter model: add --drafter DRAFT.gguf")
     if spec_type is not None and spec_type.startswith("ngram") and drafter is not None:
         raise VllmArgsError(f"{spec_type} drafts from the text itself: drop --drafter")
-    try:
-        prefix = shlex.split(server)
-    except ValueError as exc:
-        raise VllmArgsError(f"--llama-server {server!r}: {exc}") from None
-    if not prefix:
-        raise VllmArgsError("--llama-server is empty; give the llama-server command or its path")
+    prefix = split_command(server, "--llama-server", "the llama-server command or its path")
     argv = [*prefix, "-m", model, "--host", host, "--port", str(port), "--metrics"]
     if served_model_name:
         argv += ["--alias", served_model_name]

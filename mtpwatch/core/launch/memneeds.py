@@ -10,18 +10,9 @@ Overheads: the fixed allowances of `memplan`, plus the profiling pass's activati
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from mtpwatch.core.launch.memplan import (
-    ACTIVATION_TOKENS,
-    GIB,
-    OVERHEAD_FIXED,
-    OVERHEAD_GRAPHS,
-    ServerNeed,
-)
+from mtpwatch.core.launch.memplan import ACTIVATION_TOKENS, GIB, OVERHEAD_FIXED, OVERHEAD_GRAPHS, ServerNeed
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
-from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, resolve_config
+from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, read_json, resolve_config
 
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
@@ -41,8 +32,8 @@ def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
 def config_max_len(ref: str) -> int | None:
     """The context length vLLM uses without ``--max-model-len`` (``max_position_embeddings``)."""
     try:
-        raw = json.loads(Path(resolve_config(ref)).read_text(encoding="utf-8"))
-    except (ConfigError, OSError, ValueError):
+        raw = read_json(resolve_config(ref))
+    except ConfigError:
         return None
     for cfg in (raw.get("text_config") or {}, raw):
         value = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None

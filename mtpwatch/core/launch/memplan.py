@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mtpwatch.core.jsonout import JsonFields, key
@@ -204,9 +204,8 @@ class MemoryFlags:
 
 def _parse_bytes(text: str) -> int:
     """vLLM's human-readable integers: 8192, 8k, 1M, 4G (decimal), 4GiB-style 'Ki/Mi/Gi' binary."""
-    t = text.strip()
     units = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
-    low = t.lower().removesuffix("b")
+    low = text.strip().lower().removesuffix("b")
     for suffix in sorted(units, key=len, reverse=True):
         if low.endswith(suffix):
             try:
@@ -265,7 +264,6 @@ class MemoryPlan:
     servers: tuple[ServerPlan, ...]
     schedule: Schedule
     why: str
-    notes: tuple[str, ...] = field(default=())
     rule: MemoryRule = RULE_034
     """The installed vLLM's default share and start-up check the plan followed."""
 
@@ -276,7 +274,7 @@ class MemoryPlan:
             "schedule": self.schedule,
             "why": self.why,
             "servers": [s.to_json(total) for s in self.servers],
-            "notes": [*self.notes, self.rule.note()],
+            "notes": [self.rule.note()],
         }
 
     def lines(self) -> list[str]:
@@ -312,7 +310,7 @@ class MemoryPlan:
                 )
             out.append(" ".join(parts))
         out.append(f"schedule: {self.schedule} — {self.why}")
-        out.extend(f"note: {n}" for n in (*self.notes, self.rule.note()))
+        out.append(f"note: {self.rule.note()}")
         return out
 
 
@@ -365,7 +363,7 @@ def plan_memory(
             own ``--gpu-memory-utilization`` (vLLM's default 0.9 each cannot both start).
     """
     if gpu is None:
-        return replace(_unplanned(servers, together), rule=rule)
+        return _unplanned(servers, together, rule)
     total, usable = gpu.total_bytes, _usable(gpu)
     free_s = f"{fmt_gib(gpu.free_bytes)} GiB free of {fmt_gib(gpu.total_bytes)}"
     _check_each_fits(gpu, servers, usable, free_s, rule)
@@ -385,9 +383,7 @@ def plan_memory(
     )
     if not restart_allowed:
         raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
-    return MemoryPlan(
-        gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time", rule=rule
-    )
+    return MemoryPlan(gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time", rule)
 
 
 def is_gb10(gpu: GpuMemory) -> bool:
@@ -408,7 +404,7 @@ def _gb10_words(gpu: GpuMemory) -> str:
 _Servers = Sequence[tuple[str, ServerNeed | None, MemoryFlags]]
 
 
-def _unplanned(servers: _Servers, together: bool) -> MemoryPlan:
+def _unplanned(servers: _Servers, together: bool, rule: MemoryRule) -> MemoryPlan:
     """No GPU to plan for: the user's shares as given; twins need one each."""
     sized = all(flags.gpu_memory_utilization is not None for _, _, flags in servers)
     if together and len(servers) > 1 and not sized:
@@ -417,7 +413,7 @@ def _unplanned(servers: _Servers, together: bool) -> MemoryPlan:
     why = "no GPU to plan for"
     if together and len(servers) > 1:
         why += "; the shares are your --gpu-memory-utilization"
-    return MemoryPlan(None, bare, "alternate" if together else "restart", why)
+    return MemoryPlan(None, bare, "alternate" if together else "restart", why, rule)
 
 
 def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: str, rule: MemoryRule) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from mtpwatch.core.launch.memneeds import estimate_need
@@ -120,9 +120,6 @@ def _spec_k(config: Mapping[str, Any] | None) -> int:
     return 0 if config is None else int(config.get("num_speculative_tokens", 1))
 
 
-NeedFn = Callable[..., ServerNeed | None]
-
-
 def plan_twins(
     model: str,
     *,
@@ -139,7 +136,6 @@ def plan_twins(
     b_args: Sequence[str] = (),
     gpu: GpuMemory | None = None,
     restart: bool | None = None,
-    need: NeedFn = estimate_need,
     version: VllmVersion = UNKNOWN_VERSION,
     drafter_gib: float | None = None,
 ) -> LaunchPlan:
@@ -160,12 +156,10 @@ def plan_twins(
         ("A · MTP off", "baseline", None, [*extra, *a_args], ports[0]),
         ("B · " + _name(config), "treatment", config, [*extra, *b_args], ports[1]),
     ]
-    plan = _plan(
+    return _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=restart is not True,
-        restart_allowed=restart is not False, need=need, choice=choice, version=version,
-        drafter_gib=drafter_gib,
+        restart_allowed=restart is not False, choice=choice, version=version, drafter_gib=drafter_gib,
     )  # fmt: skip
-    return replace(plan, version=version, method=choice.why)
 
 
 def plan_sweep(
@@ -180,7 +174,6 @@ def plan_sweep(
     api_key: str | None = None,
     extra: Sequence[str] = (),
     gpu: GpuMemory | None = None,
-    need: NeedFn = estimate_need,
     version: VllmVersion = UNKNOWN_VERSION,
     drafter_gib: float | None = None,
 ) -> LaunchPlan:
@@ -197,19 +190,17 @@ def plan_sweep(
         specs.append(
             (f"k={kk} · {config.get('method') or 'vLLM detects'}", "treatment", config, list(extra), port)
         )
-    plan = _plan(
+    return _plan(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=False, restart_allowed=True,
-        need=need, choice=choice, version=version, drafter_gib=drafter_gib,
+        choice=choice, version=version, drafter_gib=drafter_gib,
     )  # fmt: skip
-    return replace(plan, version=version, method=choice.why if choice else "")
 
 
 def _choice(config: Mapping[str, Any], given: str | None, version: VllmVersion) -> MethodChoice:
     """How the built config's method was chosen, `given` being the user's own (--method or JSON)."""
     drafter = config.get("model")
-    if config.get("method") == "ngram" or not isinstance(drafter, str):
-        return choose_method(method=given, drafter=None, version=version)
-    return choose_method(method=given, drafter=drafter, version=version)
+    usable = drafter if isinstance(drafter, str) and config.get("method") != "ngram" else None
+    return choose_method(method=given, drafter=usable, version=version)
 
 
 def _given_method(method: str | None, speculative_config: str | None) -> str | None:
@@ -244,11 +235,11 @@ def _plan(
     gpu: GpuMemory | None,
     together: bool,
     restart_allowed: bool,
-    need: NeedFn,
-    choice: MethodChoice | None = None,
-    version: VllmVersion = UNKNOWN_VERSION,
-    drafter_gib: float | None = None,
+    choice: MethodChoice | None,
+    version: VllmVersion,
+    drafter_gib: float | None,
 ) -> LaunchPlan:
+    """The servers of `specs` (label, role, speculative config, own flags, port) and their memory plan."""
     env = server_env(api_key)
     argvs: list[list[str]] = []
     rows: list[tuple[str, ServerNeed | None, MemoryFlags]] = []
@@ -261,19 +252,16 @@ def _plan(
         flags = MemoryFlags.from_argv(args)
         drafter = config.get("model") if config else None
         method = (choice.expected if choice else None) or (config.get("method") if config else None)
-        sized = {"drafter_gib": drafter_gib} if drafter_gib is not None and drafter else {}
-        server_need = (
-            need(
+        server_need = None
+        if gpu is not None:  # `estimate_need` counts `drafter_gib` only for a drafter
+            server_need = estimate_need(
                 model,
                 method=method,
                 drafter=drafter,
                 max_model_len=flags.max_model_len,
                 enforce_eager=flags.enforce_eager,
-                **sized,
+                drafter_gib=drafter_gib,
             )
-            if gpu is not None
-            else None
-        )
         rows.append((label, server_need, flags))
     rule = memory_rule(version.release)
     memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed, rule=rule)
@@ -282,4 +270,4 @@ def _plan(
     for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
         url = f"http://{url_host}:{port}"
         servers.append(PlannedServer(label, role, _spec_k(config), (*argv, *mem.added_flags), dict(env), url))
-    return LaunchPlan(tuple(servers), memory)
+    return LaunchPlan(tuple(servers), memory, version, choice.why if choice else "")

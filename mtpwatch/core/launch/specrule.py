@@ -44,7 +44,6 @@ conservative.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import shutil
@@ -55,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from mtpwatch.core.jsonout import JsonFields, key
-from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, resolve_config
+from mtpwatch.core.roofline.modelconfig import PRESET_DIR, ConfigError, read_json, resolve_config
 
 CHECKS_METHOD_FROM = (0, 34)
 """The first release that checks a configured method against the checkpoint instead of rewriting it."""
@@ -89,12 +88,6 @@ class MethodRuleError(ValueError):
     """A method the detected vLLM would refuse for this drafter (one line a user can act on)."""
 
 
-def parse_version(text: str) -> tuple[int, int] | None:
-    """(major, minor) of the first version number in `text`, or None."""
-    match = _VERSION.search(text)
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 @dataclass(frozen=True, slots=True)
 class VllmVersion(JsonFields):
     """The installed vLLM's version as far as mtpwatch could read it."""
@@ -106,7 +99,9 @@ class VllmVersion(JsonFields):
 
     @property
     def release(self) -> tuple[int, int] | None:
-        return parse_version(self.text) if self.text else None
+        """(major, minor) of the version's first number; None: unknown."""
+        match = _VERSION.search(self.text or "")
+        return (int(match.group(1)), int(match.group(2))) if match else None
 
     @property
     def checks_method(self) -> bool:
@@ -215,7 +210,6 @@ def name_method(drafter: str) -> str | None:
 class DrafterCheckpoint:
     """What the drafter's ``config.json`` says, read offline."""
 
-    ref: str
     config_path: str | None
     """Where its config.json was found; None: not found offline."""
     config: Mapping[str, Any]
@@ -229,12 +223,9 @@ def read_drafter(ref: str) -> DrafterCheckpoint:
     """The drafter's config.json: a local folder or file, a bundled config, the HF cache (offline)."""
     try:
         path = resolve_config(ref)
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ConfigError, OSError, ValueError):
-        return DrafterCheckpoint(ref, None, {})
-    if not isinstance(data, dict):
-        return DrafterCheckpoint(ref, None, {})
-    return DrafterCheckpoint(ref, str(path), data)
+        return DrafterCheckpoint(str(path), read_json(path))
+    except ConfigError:
+        return DrafterCheckpoint(None, {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,19 +240,13 @@ class MethodChoice:
     """For the plan line: 'dflash (the drafter's config.json)', 'method: vLLM detects', …"""
 
 
-def choose_method(
-    *,
-    method: str | None,
-    drafter: str | None,
-    version: VllmVersion,
-    checkpoint: DrafterCheckpoint | None = None,
-) -> MethodChoice:
+def choose_method(*, method: str | None, drafter: str | None, version: VllmVersion) -> MethodChoice:
     """The method for `drafter` under `version`'s rule (see the module's docstring)."""
     if drafter is None:
         chosen = method or "mtp"
         why = f"{chosen} (--method)" if method else "mtp (no drafter: the target's own MTP heads)"
         return MethodChoice(chosen, chosen, why)
-    ckpt = checkpoint if checkpoint is not None else read_drafter(drafter)
+    ckpt = read_drafter(drafter)
     declared = ckpt.declared
     hint = name_method(drafter)
     if method is not None:

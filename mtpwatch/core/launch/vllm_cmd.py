@@ -132,7 +132,14 @@ def build_speculative_config(
         config[key] = value
     if not config:
         return None
-    _choose_method(config, version)
+    model, given = config.get("model"), config.get("method")
+    if given != "ngram" and model not in ("ngram", "[ngram]"):  # name it where `specrule` says to
+        try:
+            choice = choose_method(method=given, drafter=model, version=version or UNKNOWN_VERSION)
+        except MethodRuleError as exc:
+            raise VllmArgsError(str(exc)) from None
+        if choice.sent is not None:
+            config["method"] = choice.sent
     chosen = config.get("method")
     if chosen == "ngram":
         if "model" in config:
@@ -148,27 +155,19 @@ def build_speculative_config(
     }
 
 
-def _choose_method(config: dict[str, Any], version: VllmVersion | None) -> None:
-    """Name the method in `config` where `specrule` says to (never over one given)."""
-    drafter = config.get("model")
-    given = config.get("method")
-    if given == "ngram" or drafter in ("ngram", "[ngram]"):
-        return
+def split_command(command: str, flag: str, example: str) -> list[str]:
+    """The words of the server command given as `flag`; one line when it is unreadable or empty."""
     try:
-        choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
-    except MethodRuleError as exc:
-        raise VllmArgsError(str(exc)) from None
-    if choice.sent is not None:
-        config["method"] = choice.sent
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise VllmArgsError(f"{flag} {command!r}: {exc}") from None
+    if not words:
+        raise VllmArgsError(f"{flag} is empty; give {example}")
+    return words
 
 
 def _serve_prefix(vllm: str, model: str) -> list[str]:
-    try:
-        tokens = shlex.split(vllm)
-    except ValueError as exc:
-        raise VllmArgsError(f"--vllm {vllm!r}: {exc}") from None
-    if not tokens:
-        raise VllmArgsError("--vllm is empty; give the vLLM command, e.g. 'vllm' or 'uv run vllm'")
+    tokens = split_command(vllm, "--vllm", "the vLLM command, e.g. 'vllm' or 'uv run vllm'")
     if tokens[-1] == "--model":
         return [*tokens, model]
     if _API_SERVER_MODULE in tokens:
@@ -188,15 +187,6 @@ _OWNED_FLAGS = {
     "--served-model-name": "mtpwatch start --served-model-name",
     "--speculative-config": "--method, --drafter and -k, or mtpwatch start --speculative-config",
 }
-
-
-def _check_extra(extra: Sequence[str]) -> None:
-    for arg in extra:
-        name = arg.split("=", 1)[0]
-        if name in _OWNED_FLAGS:
-            raise VllmArgsError(
-                f"{name} is set by mtpwatch ({_OWNED_FLAGS[name]}): drop it from the vLLM flags"
-            )
 
 
 def build_vllm_argv(
@@ -227,14 +217,14 @@ def build_vllm_argv(
         "--method": method,
         "--speculative-config": speculative_config,
     }
-    check_server_flags(port, no_spec, spec_flags)
-    _check_extra(extra)
-    config = (
-        None
-        if no_spec
-        else build_speculative_config(
-            drafter=drafter, k=k, method=method, speculative_config=speculative_config
-        )
+    check_server_flags(port, no_spec, spec_flags)  # so with --no-spec no config is built
+    for arg in extra:
+        if (name := arg.split("=", 1)[0]) in _OWNED_FLAGS:
+            raise VllmArgsError(
+                f"{name} is set by mtpwatch ({_OWNED_FLAGS[name]}): drop it from the vLLM flags"
+            )
+    config = build_speculative_config(
+        drafter=drafter, k=k, method=method, speculative_config=speculative_config
     )
     argv = _serve_prefix(vllm, model)
     argv += ["--host", host, "--port", str(port)]

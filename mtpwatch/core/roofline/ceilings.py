@@ -86,8 +86,6 @@ class Roofline:
     speedup_bound: float
     speedup_bound_naive: float
     binding: Binding
-    summary: str
-    """One sentence in words, e.g. 'bandwidth-bound at 84 % of GB10's peak (229 of 273 GB/s)'."""
     steps_per_s: float | None = None
     tok_s: float | None = None
     effective_gbps: float | None = None
@@ -104,9 +102,40 @@ class Roofline:
         return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
 
     @property
-    def bytes_per_step(self) -> float:
-        """Target verify pass, bytes (weights incl. expert union, LM head, embedding rows)."""
-        return self.step.target
+    def summary(self) -> str:
+        """One sentence in words, e.g. 'bandwidth-bound at 84 % of GB10's peak (229 of 273 GB/s)':
+        the measured state first when there is one, else the binding term."""
+        gpu, k, tau, bound = self.gpu, self.k, self.mean_acceptance_length, self.speedup_bound
+        step, base, binding = self.step, self.baseline_step, self.binding
+        if self.effective_gbps is not None and self.pct_of_peak is not None:
+            where = (
+                f"{self.pct_of_peak:.0f} % of {gpu}'s peak ({self.effective_gbps:.0f} of "
+                f"{self.peak_gbps:.0f} GB/s, analytic)"
+            )
+            if bandwidth_bound(self.pct_of_peak):
+                head = f"bandwidth-bound at {where}"
+            else:
+                head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
+            if k == 0:
+                return head
+            return f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
+        if k == 0:
+            return f"plain decoding reads {base.total / GB:.2f} GB per token step on {gpu}"
+        ratio = step.total / base.total
+        if binding == "acceptance":
+            return (
+                f"acceptance-bound: τ = {tau:.2f} tokens per step; drafting adds only "
+                f"{100 * (ratio - 1):.1f} % bytes per step"
+            )
+        if binding == "bandwidth":
+            return (
+                f"bandwidth-bound: a k={k} step reads {ratio:.2f}× the bytes of a plain step "
+                f"(drafter {step.drafter / GB:.2f} GB), so the bound is {bound:.2f}×, not τ = {tau:.2f}×"
+            )
+        return (
+            f"compute-bound: {step.tokens_per_pass} tokens per pass exceed {gpu}'s arithmetic roof "
+            f"({bound:.2f}×)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON-able dict; byte figures in bytes, rates per second, every figure analytic."""
@@ -203,7 +232,9 @@ def compute_roofline(
     tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
     step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)
     base = bytes_per_step(spec, 0, context, None, batch)
-    ceiling_base, ceiling_steps, ceiling_spec = _ceilings(step, base, peak_gbps, tau, batch)
+    ceiling_base = batch * peak_gbps * GB / base.total
+    ceiling_steps = peak_gbps * GB / step.total
+    ceiling_spec = tau * batch * ceiling_steps  # τ tokens per verify step
     bandwidth_term = ceiling_spec / ceiling_base  # the naive rule prices a verify step like a plain one: τ
     compute_term, compute_naive = _compute_terms(
         spec, k, context, drafter, batch, step.draft_passes, peak_tflops, tau, ceiling_base
@@ -213,7 +244,6 @@ def compute_roofline(
     effective = None if steps_per_s is None else steps_per_s * step.total / GB
     pct_peak = None if effective is None else 100.0 * effective / peak_gbps
     pct_ceiling = None if tok_s is None else 100.0 * tok_s / (ceiling_spec if k else ceiling_base)
-    summary = _summary(gpu, peak_gbps, k, tau, step, base, binding, bound, effective, pct_peak)
     return Roofline(
         model=spec.name,
         drafter_model=drafter.name if drafter else None,
@@ -238,7 +268,6 @@ def compute_roofline(
         speedup_bound=bound,
         speedup_bound_naive=bound_naive,
         binding=binding,
-        summary=summary,
         steps_per_s=steps_per_s,
         tok_s=tok_s,
         effective_gbps=effective,
@@ -272,16 +301,6 @@ def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | 
     return float(k + 1), "assumed: every draft accepted (upper bound)"
 
 
-def _ceilings(
-    step: StepBytes, base: StepBytes, peak_gbps: float, tau: float, batch: int
-) -> tuple[float, float, float]:
-    """Bandwidth ceilings: plain decoding's tok/s, verify steps/s, and speculative tok/s (τ per step)."""
-    bw = peak_gbps * GB
-    ceiling_base = batch * bw / base.total
-    ceiling_steps = bw / step.total
-    return ceiling_base, ceiling_steps, tau * batch * ceiling_steps
-
-
 def _compute_terms(
     spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int,
     peak_tflops: float | None, tau: float, ceiling_base: float,
@@ -310,43 +329,3 @@ def _binding(
         binding = "acceptance"
     naive_terms = [acceptance_term] + ([compute_naive] if compute_naive is not None else [])
     return binding, min(terms.values()), min(naive_terms)
-
-
-def _summary(
-    gpu: str,
-    peak_gbps: float,
-    k: int,
-    tau: float,
-    step: StepBytes,
-    base: StepBytes,
-    binding: Binding,
-    bound: float,
-    effective: float | None,
-    pct_peak: float | None,
-) -> str:
-    """The roofline in one sentence: measured state first when there is one, else the binding term."""
-    if effective is not None and pct_peak is not None:
-        where = f"{pct_peak:.0f} % of {gpu}'s peak ({effective:.0f} of {peak_gbps:.0f} GB/s, analytic)"
-        if bandwidth_bound(pct_peak):
-            head = f"bandwidth-bound at {where}"
-        else:
-            head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
-        if k == 0:
-            return head
-        return f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
-    if k == 0:
-        return f"plain decoding reads {base.total / GB:.2f} GB per token step on {gpu}"
-    ratio = step.total / base.total
-    if binding == "acceptance":
-        return (
-            f"acceptance-bound: τ = {tau:.2f} tokens per step; drafting adds only "
-            f"{100 * (ratio - 1):.1f} % bytes per step"
-        )
-    if binding == "bandwidth":
-        return (
-            f"bandwidth-bound: a k={k} step reads {ratio:.2f}× the bytes of a plain step "
-            f"(drafter {step.drafter / GB:.2f} GB), so the bound is {bound:.2f}×, not τ = {tau:.2f}×"
-        )
-    return (
-        f"compute-bound: {step.tokens_per_pass} tokens per pass exceed {gpu}'s arithmetic roof ({bound:.2f}×)"
-    )

@@ -142,13 +142,13 @@ class ModelSpec:
             raw: Mapping[str, Any] = config
         else:
             path = resolve_config(str(config))
-            raw = _read_json(path)
+            raw = read_json(path)
             source = str(path)
             checkpoint = checkpoint_total_bytes(path.parent)
         spec = _parse(raw, name=name or _default_name(raw, source), source=source)
-        spec = replace(spec, checkpoint_bytes=checkpoint)
         dtypes = {"weight_dtype": weight_dtype, "embed_dtype": embed_dtype, "kv_dtype": kv_dtype}
         changes: dict[str, Any] = {k: normalize_dtype(d) for k, d in dtypes.items() if d}
+        changes["checkpoint_bytes"] = checkpoint
         if weights_gb is not None:
             if weights_gb <= 0:
                 raise ConfigError("weights_gb must be > 0")
@@ -161,7 +161,7 @@ class ModelSpec:
             if checkpoint is None:
                 raise ConfigError("no model.safetensors(.index.json) next to the config: no checkpoint size")
             changes["weights_bytes_override"] = checkpoint
-        return replace(spec, **changes) if changes else spec
+        return replace(spec, **changes)
 
     @property
     def is_moe(self) -> bool:
@@ -412,7 +412,8 @@ def resolve_config(ref: str) -> Path:
     )
 
 
-def _read_json(path: Path) -> Mapping[str, Any]:
+def read_json(path: Path) -> Mapping[str, Any]:
+    """A config file's JSON object; `ConfigError` (one line) when it is unreadable or not an object."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

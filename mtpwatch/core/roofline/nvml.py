@@ -79,7 +79,8 @@ def meminfo_used_bytes(path: str | Path = "/proc/meminfo") -> tuple[int, int] | 
     return values["MemTotal"] - values["MemAvailable"], values["MemTotal"]
 
 
-def _text(value: Any) -> str:
+def nvml_text(value: Any) -> str:
+    """A string NVML returned: bytes in older nvidia-ml-py, str in newer."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -95,14 +96,12 @@ class Sampler:
     def __init__(
         self,
         *,
-        device_index: int = 0,
         period_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         nvml: Any | None = None,
         meminfo_path: str | Path = "/proc/meminfo",
         peak_gbps: float | None = None,
     ) -> None:
-        self._index = device_index
         self._period = period_s
         self._clock = clock
         self._nvml = nvml
@@ -182,16 +181,16 @@ class Sampler:
             return
         try:
             count = int(nvml.nvmlDeviceGetCount())
-            if self._index >= count:
-                self._failed = f"no GPU {self._index} (NVML sees {count})"
+            if count < 1:
+                self._failed = f"no GPU 0 (NVML sees {count})"
                 return
-            self._handle = nvml.nvmlDeviceGetHandleByIndex(self._index)
-            self._name = _text(nvml.nvmlDeviceGetName(self._handle))
+            self._handle = nvml.nvmlDeviceGetHandleByIndex(0)
+            self._name = nvml_text(nvml.nvmlDeviceGetName(self._handle))
         except nvml.NVMLError as exc:
             self._failed = f"NVML error: {exc}"
             return
         with contextlib.suppress(nvml.NVMLError):
-            self._driver = _text(nvml.nvmlSystemGetDriverVersion())
+            self._driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
         self._peak, self._peak_source = self._find_peak(nvml)
         try:
             supported = bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice)
@@ -219,13 +218,11 @@ class Sampler:
     def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
         if self._peak_override:
             return self._peak_override, "given"
-        try:
+        with contextlib.suppress(nvml.NVMLError, AttributeError):
             clock = float(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM))
             bus = float(nvml.nvmlDeviceGetMemoryBusWidth(self._handle))
             if clock > 0 and bus > 0:
                 return 2 * clock * 1e6 * bus / 8 / 1e9, "NVML 2·memory clock·bus width"
-        except (nvml.NVMLError, AttributeError):
-            pass
         try:
             gpu = lookup_gpu(self._name or "")
         except UnknownGpuError:
@@ -239,15 +236,13 @@ class Sampler:
             nvml.nvmlGpmSampleGet(self._handle, cur)
         except nvml.NVMLError as exc:
             return None, None, f"GPM sample failed ({exc})"
-        if self._prev_t is None:
-            self._samples.reverse()
-            self._prev_t = now
+        prev_t, self._prev_t = self._prev_t, now
+        self._samples.reverse()  # cur becomes prev for the next tick
+        if prev_t is None:
             return None, None, "GPM: first sample, bandwidth from the next tick"
         mg = self._metrics_get
         mg.sample1, mg.sample2 = prev, cur
-        interval = now - self._prev_t
-        self._samples.reverse()  # cur becomes prev for the next tick
-        self._prev_t = now
+        interval = now - prev_t
         try:
             nvml.nvmlGpmMetricsGet(mg)
         except nvml.NVMLError as exc:
@@ -269,11 +264,9 @@ class Sampler:
         if self._gpm:
             util_pct, interval, reason = self._gpm_tick(nvml, now)
         busy = gpu_util = None
-        try:
+        with contextlib.suppress(nvml.NVMLError):
             rates = nvml.nvmlDeviceGetUtilizationRates(self._handle)
             busy, gpu_util = float(rates.memory), float(rates.gpu)
-        except nvml.NVMLError:
-            pass
         used = total = None
         mem_source = None
         try:
@@ -319,9 +312,9 @@ class Sampler:
         self._prev_t = None
 
 
-def local_gpu_reading(nvml: Any | None = None) -> HardwareReading:
+def local_gpu_reading() -> HardwareReading:
     """One reading without bandwidth (GPM needs two samples): name, memory, peak; for a quick probe."""
-    sampler = Sampler(nvml=nvml)
+    sampler = Sampler()
     try:
         return sampler.sample()
     finally:
