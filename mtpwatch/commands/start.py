@@ -38,18 +38,9 @@ from mtpwatch.core.launch.llamacpp_cmd import (
     llamacpp_env,
     llamacpp_key_env,
 )
-from mtpwatch.core.launch.ports import port_in_use_message
+from mtpwatch.core.launch.ports import connect_url, port_in_use_message
 from mtpwatch.core.launch.process import install_signal_handlers
 from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError, bind_warning, build_vllm_argv, server_env
-
-
-def connect_url(host: str, port: int) -> str:
-    """The URL a client on this machine uses: a wildcard bind is reached through loopback."""
-    if host in ("0.0.0.0", "::", "[::]", ""):
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
 
 
 @dataclass(frozen=True, slots=True)

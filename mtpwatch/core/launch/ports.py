@@ -31,15 +31,18 @@ def port_in_use_message(host: str, port: int) -> str | None:
                 shown = f"[{bind_host}]" if ":" in bind_host else bind_host
                 return (
                     f"port {port} on {shown} is already in use (another server listens there): "
-                    f"pick another --port, or watch that one with: mtpwatch attach {_url(bind_host, port)}"
+                    "pick another --port, or watch that one with: mtpwatch attach "
+                    f"{connect_url(bind_host, port)}"
                 )
             return None  # e.g. an address of another machine: the server reports it
     return None
 
 
-def _url(host: str, port: int) -> str:
-    if host in ("0.0.0.0", "::"):
+def connect_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses: a wildcard bind is reached through loopback, an IPv6
+    address in brackets."""
+    if host in ("0.0.0.0", "::", "[::]", ""):
         host = "127.0.0.1"
-    elif ":" in host:
+    elif ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"http://{host}:{port}"

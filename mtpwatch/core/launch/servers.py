@@ -24,6 +24,7 @@ from mtpwatch.core.launch.memplan import (
     memory_rule,
     plan_memory,
 )
+from mtpwatch.core.launch.ports import connect_url
 from mtpwatch.core.launch.specrule import MethodChoice, VllmVersion, choose_method
 from mtpwatch.core.launch.vllm_cmd import (
     UNKNOWN_VERSION,
@@ -266,8 +267,7 @@ def _plan(
     rule = memory_rule(version.release)
     memory = plan_memory(gpu, rows, together=together, restart_allowed=restart_allowed, rule=rule)
     servers = []
-    url_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     for (label, role, config, _args, port), argv, mem in zip(specs, argvs, memory.servers, strict=True):
-        url = f"http://{url_host}:{port}"
+        url = connect_url(host, port)
         servers.append(PlannedServer(label, role, _spec_k(config), (*argv, *mem.added_flags), dict(env), url))
     return LaunchPlan(tuple(servers), memory, version, choice.why if choice else "")

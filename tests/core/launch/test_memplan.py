@@ -179,3 +179,19 @@ async def test_wait_memory_back_polls_until_the_memory_is_free() -> None:
     steady = iter([50 * GIB, 70 * GIB, 70 * GIB, 99 * GIB])
     assert await wait_memory_back(None, poll_s=0.01, read=lambda: next(steady)) == 70 * GIB
     assert await wait_memory_back(1.0, read=lambda: None) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "url_host"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("0.0.0.0", "127.0.0.1"),
+        ("::", "127.0.0.1"),
+        ("::1", "[::1]"),
+        ("[::1]", "[::1]"),
+    ],
+)
+def test_a_planned_server_s_url_is_the_one_a_client_here_connects_to(host: str, url_host: str) -> None:
+    # a wildcard bind through loopback, an IPv6 address in brackets (`core.launch.ports.connect_url`)
+    plan = plan_twins(E4B, ports=PORTS, drafter=E4B_D, k=2, gpu=gpu_from_table("GB10"), host=host)
+    assert [s.url for s in plan.servers] == [f"http://{url_host}:{port}" for port in PORTS]
