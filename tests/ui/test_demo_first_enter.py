@@ -80,8 +80,10 @@ async def test_a_prompt_held_for_an_arm_that_never_comes_up_is_given_back(wait_u
         await wait_until(pilot, lambda: a_status() == "failed" and screen.gate.pending is None, 120)
         assert box.value == SAMPLE_PROMPT  # nothing lost: back in the box
         assert not screen.generating and all(p.prompt_count == 0 for p in screen.panels)
-        messages = [str(n.message) for n in app._notifications]
-        assert any(m.startswith("A did not come up (") for m in messages), messages
+        # a notification reaches the app as a message: wait for it, do not read it at once
+        await wait_until(
+            pilot, lambda: any(str(n.message).startswith("A did not come up (") for n in app._notifications)
+        )
         await pilot.press("ctrl+q")
 
 
