@@ -66,13 +66,13 @@ def default_ledger_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"mtpwatch-sim-gpu-{os.getuid()}"
 
 
-def spawn_worker(linger_s: float | None = None) -> subprocess.Popen[bytes]:
-    """The process that holds this server's memory; it exits `linger_s` after this one."""
-    if linger_s is None:
-        try:
-            linger_s = float(os.environ.get(LINGER_ENV, WORKER_LINGER_S))
-        except ValueError:
-            linger_s = WORKER_LINGER_S
+def spawn_worker() -> subprocess.Popen[bytes]:
+    """The process that holds this server's memory; it exits `WORKER_LINGER_S` (or `LINGER_ENV`'s) after
+    this one."""
+    try:
+        linger_s = float(os.environ.get(LINGER_ENV, WORKER_LINGER_S))
+    except ValueError:
+        linger_s = WORKER_LINGER_S
     return subprocess.Popen(
         [sys.executable, "-c", _WORKER, str(os.getpid()), f"{linger_s:g}"],
         stdin=subprocess.DEVNULL,

@@ -48,7 +48,9 @@ class SimThread:
         self.url = ""
 
     def __enter__(self) -> str:
-        self._thread = threading.Thread(target=self._main, name="mtpwatch-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._amain(),), name="mtpwatch-sim", daemon=True
+        )
         self._thread.start()
         if not self._started.wait(timeout=60):
             raise RuntimeError("simulator did not start within 60 s")
@@ -61,9 +63,6 @@ class SimThread:
             self._loop.call_soon_threadsafe(self._stop.set)
         if self._thread is not None:
             self._thread.join(timeout=30)
-
-    def _main(self) -> None:
-        asyncio.run(self._amain())
 
     async def _amain(self) -> None:
         self._loop = asyncio.get_running_loop()

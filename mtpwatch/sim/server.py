@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
@@ -73,8 +74,6 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         self._sock: socket.socket | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
-        self.ready = asyncio.Event()
-        self.closed = asyncio.Event()
 
     # -- construction ------------------------------------------------------------------------
     def _new_metrics(self) -> SimMetrics:
@@ -152,7 +151,6 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         for slot in range(self.options.load):
             self._spawn(self._load_loop(slot))
         self._log_serving()
-        self.ready.set()
         return self.url
 
     async def stop(self) -> None:
@@ -170,7 +168,6 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        self.closed.set()
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -227,8 +224,8 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/metrics/", self._metrics_filtered)
-        app.router.add_post("/v1/completions", self._completions)
-        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", functools.partial(self._generate, chat=False))
+        app.router.add_post("/v1/chat/completions", functools.partial(self._generate, chat=True))
         app.router.add_get("/sim/info", self._info)
         app.router.add_post("/sim/fault", self._fault)
         app.router.add_get("/sim/fault", self._fault_get)
