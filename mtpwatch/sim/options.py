@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset
+from mtpwatch.sim.replies import VLLM_VERSIONS
 
 
 @dataclass
@@ -75,10 +76,6 @@ class SimOptions:
     vllm_log: Literal["0.32-cpu", "0.34-gpu"] = "0.32-cpu"
     """Which start-up log to print: vLLM 0.32's CPU build (Model Runner V1) or 0.34 on a GPU (Model
     Runner V2); docs/vllm-startup-lines.md has the lines of each."""
-
-
-VLLM_VERSIONS: dict[str, str] = {"0.32-cpu": "0.32.0", "0.34-gpu": "0.34.0"}
-"""The vLLM version each start-up log flavour claims (in the log, /version and /sim/info)."""
 
 
 def claimed_version(opts: SimOptions) -> str:

@@ -66,9 +66,7 @@ class Physics:
     def target_bytes(self, tokens: int) -> float:
         """Target weight bytes a step processing ``tokens`` tokens reads."""
         moe = self.preset.moe
-        if moe is None:
-            return self.preset.target_bytes
-        return moe.step_bytes(tokens)
+        return self.preset.target_bytes if moe is None else moe.step_bytes(tokens)
 
     def kv_bytes(self, context: int) -> float:
         """KV bytes one request with ``context`` tokens of context reads per step."""
@@ -137,10 +135,10 @@ class Physics:
             accepted += 1
         return accepted
 
-    def expected_tokens_per_step(self, generated: int = 10**9, category_factor: float = 1.0) -> float:
-        """τ = 1 + Σ marginal acceptance, for a step after ``generated`` tokens."""
+    def expected_tokens_per_step(self) -> float:
+        """τ = 1 + Σ marginal acceptance, for a step past the warm-up ramp (prose)."""
         tau, marginal = 1.0, 1.0
-        for prob in self.conditional_at(generated, category_factor):
+        for prob in self.conditional_at(10**9):
             marginal *= prob
             tau += marginal
         return tau
