@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator
-from typing import Any, TextIO
+from typing import Any
 
 from mtpwatch.sim.options import make_options
 from mtpwatch.sim.server import SimServer
@@ -37,14 +37,12 @@ class SimThread:
     """
 
     def __init__(self, **options: Any) -> None:
-        self._log: TextIO | None = options.pop("log", None)
-        self._options = make_options(**{"host": "127.0.0.1", "port": 0, **options})
+        self._options = options
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
-        self.server: SimServer | None = None
         self.url = ""
 
     def __enter__(self) -> str:
@@ -68,12 +66,9 @@ class SimThread:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         try:
-            self.server = SimServer(self._options, log=self._log)
-            self.url = await self.server.start()
+            async with running_sim(**self._options) as self.url:
+                self._started.set()
+                await self._stop.wait()
         except BaseException as exc:  # reported to the caller's thread
             self._error = exc
             self._started.set()
-            return
-        self._started.set()
-        await self._stop.wait()
-        await self.server.stop()
