@@ -96,9 +96,8 @@ class SimRequest:
                 return out, "stop"
             if self.generated >= self.max_tokens:
                 return out, "length"
-        if len(out) < n:  # the source ran dry (cannot happen unless it ended on a natural end)
-            return out, "stop"
-        return out, None
+        # fewer than n: the source ran dry (cannot happen unless it ended on a natural end)
+        return out, "stop" if len(out) < n else None
 
 
 @dataclass(slots=True)

@@ -76,7 +76,6 @@ class SimMetrics:
         k: int,
         max_model_len: int,
         cache_info: dict[str, str],
-        engine: str = "0",
         frontend: Frontend = "python",
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -87,7 +86,7 @@ class SimMetrics:
             PlatformCollector(registry=reg)
             GCCollector(registry=reg)
         self.k = k
-        self._lv = {"model_name": model_name, "engine": engine}
+        self._lv = {"model_name": model_name, "engine": "0"}
         self._names = list(self._lv)
         if k > 0 or frontend == "rust":
             self._spec_series(k)
@@ -100,7 +99,7 @@ class SimMetrics:
             labelnames=sorted([*cache_info, "engine"]),
             registry=reg,
         )
-        info.labels(**cache_info, engine=engine).set(1)
+        info.labels(**cache_info, engine="0").set(1)
 
         self._first_children(model_name, rejections, cached_by_source)
 

@@ -113,9 +113,7 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
     def url(self) -> str:
         """Base URL (http://host:port)."""
         host = self.options.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def bind(self) -> str:

@@ -266,18 +266,19 @@ class StartupLog:
                 continue
             had_activity = active
             rust = self.options.frontend == "rust"
+            emit = self._rust_log if rust else self.log
             prompt, generation = stats.prompt_tokens / elapsed, stats.generation_tokens / elapsed
             kv = self.engine.kv_usage * 100
             if rust:
                 # rust/src/llm/src/log_stats.rs:262-300 (vLLM 0.34.0 sdist)
-                self._rust_log(
+                emit(
                     "log_stats.rs:300",
                     f"Avg prompt tput: {prompt:.1f} toks/s, Avg generation tput: {generation:.1f} toks/s, "
                     f"Reqs Running: {running}, Waiting: {waiting}, GPU KV cache used: {kv:.1f}%, "
                     "Prefix cache hit rate: 0.0%",
                 )
             else:
-                self.log(
+                emit(
                     "loggers.py:335",
                     f"Engine 000: Avg prompt throughput: {prompt:.1f} tokens/s, "
                     f"Avg generation throughput: {generation:.1f} tokens/s, "
@@ -287,19 +288,16 @@ class StartupLog:
             if stats.drafts:
                 mean_len = 1 + stats.accepted / stats.drafts
                 per_pos = ", ".join(f"{n / stats.drafts:.3f}" for n in stats.per_pos)
-                rate = stats.accepted / stats.draft_tokens * 100 if stats.draft_tokens else float("nan")
+                rate = stats.accepted / stats.draft_tokens * 100  # drafts > 0: k >= 1 drafted
                 # the same text from vllm/v1/spec_decode/metrics.py:120 and log_stats.rs:302-329
-                line = (
+                emit(
+                    "log_stats.rs:329" if rust else "metrics.py:120",
                     f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
                     f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
                     f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
                     f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
-                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%"
+                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
                 )
-                if rust:
-                    self._rust_log("log_stats.rs:329", line)
-                else:
-                    self.log("metrics.py:120", line)
 
     def _rust_log(self, where: str, message: str) -> None:
         """A line of the Rust frontend's log (`rust/src/tracing/src/lib.rs`: its process label, level,
