@@ -113,10 +113,9 @@ _HAN = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
-_POEM_WORDS = (
-    *("haiku", "haïku", "poem", "poèm", "poés", "poes", "verse", "sonnet", "limerick", "rhyme"),
-    *("gedicht", "reim", "poema", "poesía", "rima"),
-)
+_EN_POEM_WORDS = ("haiku", "poem", "verse", "sonnet", "limerick", "rhyme")
+"""Stems of the English words that ask for a poem."""
+_POEM_WORDS = (*_EN_POEM_WORDS, "haïku", "poèm", "poés", "poes", "gedicht", "reim", "poema", "poesía", "rima")
 """Stems of the words that ask for a poem, in the corpus's Latin-script languages."""
 _CJK_POEM = ("俳句", "詩", "诗")
 
@@ -161,7 +160,7 @@ def categorize(prompt: str) -> str:
     if any(w in lowered for w in ("solve", "equation", "math", "prove", "integral", "calculate", "=")):
         return "math"
     stems = _WORD.findall(lowered)
-    if any(w.startswith(("haiku", "poem", "verse", "sonnet", "limerick", "rhyme")) for w in stems):
+    if any(w.startswith(_EN_POEM_WORDS) for w in stems):
         return "poem"
     if any(w.startswith(("list", "bullet", "checklist", "steps", "tips", "ingredient")) for w in stems):
         return "list"

@@ -162,8 +162,7 @@ class StartupLog:
 
     async def _cpu_startup_log(self, phases: tuple[float, ...]) -> None:
         """vLLM 0.32's CPU build (Model Runner V1): its drafter and MTP lines (tests/data's real log)."""
-        p, opts = self.preset, self.options
-        log = self.log
+        p, opts, log = self.preset, self.options, self.log
         weights_s, drafter_s, kv_s, graphs_s = phases
         log("api_server.py:1880", f"vLLM API server version {claimed_version(opts)}")
         tags = ("utils.py:253", "model.py:637", "model.py:1880", "core.py:133", "speculative.py:1381")
@@ -197,8 +196,7 @@ class StartupLog:
         """vLLM 0.34 on a GPU (Model Runner V2), tagged with the 0.34.0 wheel's file:line of each
         logging call (docs/vllm-startup-lines.md): one `Loading model from scratch...`, the drafter
         loaded inside it without a line of its own, no `Detected MTP model`."""
-        p, opts = self.preset, self.options
-        log = self.log
+        p, opts, log = self.preset, self.options, self.log
         weights_s, drafter_s, kv_s, graphs_s = phases
         log("startup.py:38", f"vLLM server version {claimed_version(opts)}, serving model {p.model}")
         tags = ("startup.py:96", "model.py:761", "model.py:2214", "core.py:153", "config.py:94")
