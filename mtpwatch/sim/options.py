@@ -6,7 +6,7 @@ speculative method, drafter).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from mtpwatch.sim.faults import Faults
@@ -92,10 +92,7 @@ def check_frontend(opts: SimOptions) -> None:
 def make_options(**options: Any) -> SimOptions:
     """`SimOptions` from keyword arguments; fault fields (cut_stream_after, ...) may be given flat."""
     faults = Faults(**{k: options.pop(k) for k in list(options) if k in Faults.__dataclass_fields__})
-    opts = SimOptions(**options)
-    if any(v not in (None, 0.0) for v in asdict(faults).values()):
-        opts = replace(opts, faults=faults)
-    return opts
+    return SimOptions(**options, faults=faults)
 
 
 def served_preset(preset: Preset, opts: SimOptions) -> Preset:

@@ -50,9 +50,8 @@ LOAD_PROMPTS = (
 class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
     """One simulated vLLM server: socket, engine, metrics, logs, faults."""
 
-    def __init__(self, options: SimOptions | None = None, *, log: TextIO | None = None) -> None:
-        self.options = options or SimOptions()
-        opts = self.options
+    def __init__(self, options: SimOptions, *, log: TextIO | None = None) -> None:
+        self.options = opts = options
         check_frontend(opts)
         self.preset: Preset = served_preset(get_preset(opts.preset), opts)
         self._worker: Any = None
