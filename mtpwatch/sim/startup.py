@@ -60,7 +60,7 @@ class StartupLog:
         opts, p = self.options, self.preset
         gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
         self._worker = spawn_worker()
-        weights = p.weights_gib * 2**30 + (p.drafter_bytes if opts.spec else 0.0)
+        weights = self._weights_bytes()
         overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
         share = gpu.total_bytes * opts.gpu_memory_utilization
         kv_bytes = opts.kv_cache_memory_bytes
@@ -98,10 +98,12 @@ class StartupLog:
         """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds: weights
         ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it."""
         phases = tuple(delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
-        if self.options.vllm_log == "0.34-gpu":
-            await self._gpu_startup_log(phases)
-        else:
-            await self._cpu_startup_log(phases)
+        flavour = self._gpu_startup_log if self.options.vllm_log == "0.34-gpu" else self._cpu_startup_log
+        await flavour(phases)
+
+    def _weights_bytes(self) -> float:
+        """The weights this server loads: the target's and, speculating, the drafter's."""
+        return self.preset.weights_gib * 2**30 + (self.preset.drafter_bytes if self.options.spec else 0.0)
 
     def _log_engine_config(self, where: tuple[str, str, str, str, str], *, any_method: bool) -> None:
         """The lines up to the engine's config: non-default args, architecture, model length,
@@ -178,7 +180,7 @@ class StartupLog:
                 "Detected MTP model. Sharing target model embedding weights with the draft model.",
             )
             self._log_centroids("gemma4_mtp.py:536")
-        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        gib = self._weights_bytes() / 2**30
         log(
             "gpu_model_runner.py:4246",
             f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
@@ -212,7 +214,7 @@ class StartupLog:
         if opts.spec:
             await asyncio.sleep(drafter_s)
             self._log_centroids("gemma4_mtp.py:510")
-        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        gib = self._weights_bytes() / 2**30
         # format_gib (vllm/utils/mem_utils.py:31): round(x, 2)
         log(
             "model_runner.py:441",
