@@ -129,6 +129,15 @@ class CompletionRoutes:
             raise ValueError("prompt must be a string or a list")
         return prompt, prompt_token_ids(prompt)
 
+    def _head(self, req: SimRequest, chat_object: str | None) -> dict[str, Any]:
+        """The fields a reply and each event of a stream start with (`chat_object`: None for a completion)."""
+        return {
+            "id": ("chatcmpl-" if chat_object else "cmpl-") + req.request_id,
+            "object": chat_object or "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
+
     def _usage(self, req: SimRequest, done: int) -> dict[str, int]:
         return {
             "prompt_tokens": req.prompt_tokens,
@@ -140,12 +149,7 @@ class CompletionRoutes:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
         await resp.prepare(request)
         chat = reply.chat
-        head = {
-            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
-            "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": self.model_name,
-        }
+        head = self._head(req, "chat.completion.chunk" if chat else None)
         cut = self.faults.cut_stream_after
         sent = 0
         try:
@@ -272,12 +276,7 @@ class CompletionRoutes:
         ids = [t.token_id for t in tokens] if reply.return_ids else None
         prompt_ids = reply.prompt_ids if reply.return_ids else None
         usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
-        head = {
-            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
-            "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": self.model_name,
-        }
+        head = self._head(req, "chat.completion" if chat else None)
         if chat:
             choice: dict[str, Any] = {
                 "index": 0,

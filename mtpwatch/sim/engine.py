@@ -30,6 +30,7 @@ from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.physics import Physics
 
 KV_BLOCK = 16
+"""Tokens per KV-cache block (vLLM's default `block_size`, as `vllm:cache_config_info` shows it)."""
 
 
 def check_schedule(schedule: Sequence[tuple[int, int, int]], k: int) -> None:

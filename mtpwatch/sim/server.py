@@ -29,7 +29,7 @@ from aiohttp import web
 from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.completions import CompletionRoutes, outputs
 from mtpwatch.sim.corpus import TextSource, prompt_token_ids
-from mtpwatch.sim.engine import Engine, SimRequest
+from mtpwatch.sim.engine import KV_BLOCK, Engine, SimRequest
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.options import SimOptions, check_frontend, served_preset
@@ -81,11 +81,11 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
     def _new_metrics(self) -> SimMetrics:
         p = self.preset
         cache_info = {
-            "block_size": "16",
+            "block_size": str(KV_BLOCK),
             "cache_dtype": "auto",
             "enable_prefix_caching": "True",
             "gpu_memory_utilization": "0.9",
-            "num_gpu_blocks": str(p.kv_cache_tokens // 16),
+            "num_gpu_blocks": str(p.kv_cache_tokens // KV_BLOCK),
             "kv_cache_size_tokens": str(p.kv_cache_tokens),
             "num_cpu_blocks": "None",
             "sliding_window": "None",
