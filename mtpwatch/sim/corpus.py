@@ -196,8 +196,6 @@ def _stream(category: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One output token."""
-
     text: str
     token_id: int
     natural_end: bool

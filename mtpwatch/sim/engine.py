@@ -58,8 +58,6 @@ class Output:
 
 @dataclass(eq=False)
 class SimRequest:
-    """One request inside the engine."""
-
     request_id: str
     prompt_tokens: int
     max_tokens: int

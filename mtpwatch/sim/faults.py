@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 @dataclass
 class Faults:
-    """Fault switches; set from CLI flags or POST /sim/fault."""
-
     cut_stream_after: int | None = None
     """Drop the connection of each stream after this many tokens."""
     metrics_status: int | None = None

@@ -16,8 +16,6 @@ from mtpwatch.sim.replies import VLLM_VERSIONS
 
 @dataclass
 class SimOptions:
-    """Everything that configures one simulated server."""
-
     preset: str = DEFAULT_PRESET
     host: str = "127.0.0.1"
     port: int = 0

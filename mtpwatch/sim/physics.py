@@ -64,7 +64,6 @@ class Physics:
 
     # -- bytes -------------------------------------------------------------------------------
     def target_bytes(self, tokens: int) -> float:
-        """Target weight bytes a step processing ``tokens`` tokens reads."""
         moe = self.preset.moe
         return self.preset.target_bytes if moe is None else moe.step_bytes(tokens)
 
