@@ -48,12 +48,6 @@ class CompletionRoutes:
     model_name: str
     fingerprint: str
 
-    async def _completions(self, request: web.Request) -> web.StreamResponse:
-        return await self._generate(request, chat=False)
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._generate(request, chat=True)
-
     async def _generate(self, request: web.Request, *, chat: bool) -> web.StreamResponse:
         try:
             body = await request.json()
@@ -65,7 +59,8 @@ class CompletionRoutes:
         if model is not None and model != self.model_name:
             return error_response(404, f"The model `{model}` does not exist.", "NotFoundError")
         try:
-            prompt_text, prompt_tokens, prompt_ids = self._prompt(body, chat=chat)
+            prompt_text, prompt_ids = self._prompt(body, chat=chat)
+            prompt_tokens = len(prompt_ids)
             max_len = self.preset.max_model_len
             max_tokens_raw = body.get("max_completion_tokens", body.get("max_tokens"))
             max_tokens = int(max_tokens_raw) if max_tokens_raw is not None else max_len - prompt_tokens
@@ -105,7 +100,8 @@ class CompletionRoutes:
             return await self._stream(request, req, reply)
         return await self._complete(request, req, reply)
 
-    def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, int, list[int]]:
+    def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, list[int]]:
+        """The prompt's text (what picks the answer) and its token ids."""
         if chat:
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
@@ -119,27 +115,30 @@ class CompletionRoutes:
             text = "\n".join(parts)
             ids = prompt_token_ids(text)
             extra = CHAT_TEMPLATE_TOKENS * len(messages) + 2
-            ids = ids + [106, 107] * (extra // 2) + [106] * (extra % 2)
-            return text, len(ids), ids
+            return text, ids + [106, 107] * (extra // 2) + [106] * (extra % 2)
         prompt = body.get("prompt")
         if isinstance(prompt, list):
             if not prompt:
                 raise ValueError("prompt must not be empty")
             first = prompt[0]
-            if isinstance(first, int):  # token ids
-                ids = [int(x) for x in prompt]
-                return " ".join(map(str, ids)), len(ids), ids
-            if isinstance(first, list):
-                ids = [int(x) for x in first]
-                return " ".join(map(str, ids)), len(ids), ids
+            if isinstance(first, (int, list)):  # token ids, or a batch of them (the first answered)
+                ids = [int(x) for x in (prompt if isinstance(first, int) else first)]
+                return " ".join(map(str, ids)), ids
             prompt = str(first)
         if not isinstance(prompt, str):
             raise ValueError("prompt must be a string or a list")
-        ids = prompt_token_ids(prompt)
-        return prompt, len(ids), ids
+        return prompt, prompt_token_ids(prompt)
 
-    def _usage(self, req: SimRequest, completion: int | None = None) -> dict[str, int]:
-        done = req.generated if completion is None else completion
+    def _head(self, req: SimRequest, chat_object: str | None) -> dict[str, Any]:
+        """The fields a reply and each event of a stream start with (`chat_object`: None for a completion)."""
+        return {
+            "id": ("chatcmpl-" if chat_object else "cmpl-") + req.request_id,
+            "object": chat_object or "text_completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+        }
+
+    def _usage(self, req: SimRequest, done: int) -> dict[str, int]:
         return {
             "prompt_tokens": req.prompt_tokens,
             "total_tokens": req.prompt_tokens + done,
@@ -150,12 +149,7 @@ class CompletionRoutes:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
         await resp.prepare(request)
         chat = reply.chat
-        head = {
-            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
-            "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": self.model_name,
-        }
+        head = self._head(req, "chat.completion.chunk" if chat else None)
         cut = self.faults.cut_stream_after
         sent = 0
         try:
@@ -166,11 +160,9 @@ class CompletionRoutes:
                     # the engine stopped (restart/exit fault): the connection dies mid-stream
                     drop_transport(request)
                     return resp
-                tokens = out.tokens
-                truncated = cut is not None and sent + len(tokens) > cut
-                if truncated:
-                    assert cut is not None
-                    tokens = tokens[: cut - sent]
+                room = len(out.tokens) if cut is None else cut - sent
+                truncated = len(out.tokens) > room
+                tokens = out.tokens[:room]
                 sent += len(tokens)
                 finish = None if truncated else out.finish_reason
                 if tokens or finish is not None:
@@ -189,7 +181,7 @@ class CompletionRoutes:
                 await resp.write(self._usage_chunk(head, req, sent))
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
-        except (ConnectionResetError, ConnectionError):
+        except ConnectionError:
             self.engine.abort(req)
         except asyncio.CancelledError:
             self.engine.abort(req)
@@ -284,12 +276,7 @@ class CompletionRoutes:
         ids = [t.token_id for t in tokens] if reply.return_ids else None
         prompt_ids = reply.prompt_ids if reply.return_ids else None
         usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
-        head = {
-            "id": ("chatcmpl-" if chat else "cmpl-") + req.request_id,
-            "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()),
-            "model": self.model_name,
-        }
+        head = self._head(req, "chat.completion" if chat else None)
         if chat:
             choice: dict[str, Any] = {
                 "index": 0,

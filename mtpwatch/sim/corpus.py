@@ -109,15 +109,13 @@ def stable_hash(text: str) -> int:
 
 
 _KANA = re.compile(r"[\u3040-\u30ff]")
-_WORD_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
-_POEM_WORDS = (
-    *("haiku", "haïku", "poem", "poèm", "poés", "poes", "verse", "sonnet", "limerick", "rhyme"),
-    *("gedicht", "reim", "poema", "poesía", "rima"),
-)
+_EN_POEM_WORDS = ("haiku", "poem", "verse", "sonnet", "limerick", "rhyme")
+"""Stems of the English words that ask for a poem."""
+_POEM_WORDS = (*_EN_POEM_WORDS, "haïku", "poèm", "poés", "poes", "gedicht", "reim", "poema", "poesía", "rima")
 """Stems of the words that ask for a poem, in the corpus's Latin-script languages."""
 _CJK_POEM = ("俳句", "詩", "诗")
 
@@ -129,7 +127,7 @@ def _language(prompt: str, lowered: str) -> str | None:
         if any(re.search(rf"\b(in|into|to|en|auf|al)\s+{re.escape(n)}\b", lowered) for n in names):
             return language
     # A few CJK characters in a prompt written in French (a word it quotes) do not make it Japanese.
-    letters = len(_WORD_LETTERS.findall(prompt))
+    letters = sum(map(len, _WORD.findall(prompt)))
     kana, han = len(_KANA.findall(prompt)), len(_HAN.findall(prompt))
     if kana and 2 * (kana + han) > letters:
         return "japanese"
@@ -162,7 +160,7 @@ def categorize(prompt: str) -> str:
     if any(w in lowered for w in ("solve", "equation", "math", "prove", "integral", "calculate", "=")):
         return "math"
     stems = _WORD.findall(lowered)
-    if any(w.startswith(("haiku", "poem", "verse", "sonnet", "limerick", "rhyme")) for w in stems):
+    if any(w.startswith(_EN_POEM_WORDS) for w in stems):
         return "poem"
     if any(w.startswith(("list", "bullet", "checklist", "steps", "tips", "ingredient")) for w in stems):
         return "list"
@@ -198,8 +196,6 @@ def _stream(category: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One output token."""
-
     text: str
     token_id: int
     natural_end: bool
@@ -215,20 +211,19 @@ class TextSource:
         self.category = categorize(prompt)
         self._pieces, starts = _stream(self.category)
         h = stable_hash(prompt)
+        entry = pick_entry(self.category, prompt)
         self.temperature = max(0.0, temperature)
         self._rng: random.Random | None = None
         if self.temperature > 0:
             self._rng = random.Random(h ^ (seed if seed is not None else random.getrandbits(32)))
             self._pos = self._rng.randrange(len(self._pieces))
         else:
-            self._pos = starts[pick_entry(self.category, prompt)]
+            self._pos = starts[entry]
         if ignore_eos:
             self.natural_length: int | None = None
         elif self.category in SHORT_FORMS:
             # a poem or a list ends with itself: its pieces, then the first line break after them
-            entry = pick_entry(self.category, prompt)
-            nxt = starts[entry + 1] if entry + 1 < len(starts) else len(self._pieces)
-            self.natural_length = nxt - starts[entry] - 1
+            self.natural_length = (*starts, len(self._pieces))[entry + 1] - starts[entry] - 1
         else:
             # the answer ends at the first sentence end after a prompt-dependent length
             self.natural_length = 120 + (h >> 8) % 600

@@ -22,7 +22,7 @@ import itertools
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mtpwatch.sim.corpus import TextSource, Token
@@ -30,6 +30,7 @@ from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.physics import Physics
 
 KV_BLOCK = 16
+"""Tokens per KV-cache block (vLLM's default `block_size`, as `vllm:cache_config_info` shows it)."""
 
 
 def check_schedule(schedule: Sequence[tuple[int, int, int]], k: int) -> None:
@@ -57,8 +58,6 @@ class Output:
 
 @dataclass(eq=False)
 class SimRequest:
-    """One request inside the engine."""
-
     request_id: str
     prompt_tokens: int
     max_tokens: int
@@ -96,9 +95,8 @@ class SimRequest:
                 return out, "stop"
             if self.generated >= self.max_tokens:
                 return out, "length"
-        if len(out) < n:  # the source ran dry (cannot happen unless it ended on a natural end)
-            return out, "stop"
-        return out, None
+        # fewer than n: the source ran dry (cannot happen unless it ended on a natural end)
+        return out, "stop" if len(out) < n else None
 
 
 @dataclass(slots=True)
@@ -145,7 +143,6 @@ class Engine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._deadline = 0.0
-        self.on_finished: Callable[[SimRequest], None] | None = None
         self.decode_steps = 0
         """Decode outputs (one per running request per step, vLLM's ITL observations): ground truth."""
         self.drafted_steps = 0
@@ -177,13 +174,10 @@ class Engine:
         """The client went away: drop the request at the next step boundary."""
         if req.finish_reason is None:
             req.finish_reason = "abort"
-            now = time.monotonic()
-            if req in self.waiting:
-                self.waiting.remove(req)
-                self._count_finished(req, "abort", now)
-            elif req in self.running:
-                self.running.remove(req)
-                self._count_finished(req, "abort", now)
+            for queue in (self.waiting, self.running):
+                if req in queue:
+                    queue.remove(req)
+                    self._count_finished(req, "abort", time.monotonic())
 
     @property
     def kv_usage(self) -> float:
@@ -307,13 +301,11 @@ class Engine:
             self._count_finished(req, reason, now)
         else:
             req.outputs.put_nowait(Output([], reason))
-        if self.on_finished is not None:
-            self.on_finished(req)
 
     def _count_finished(self, req: SimRequest, reason: str, now: float) -> None:
-        scheduled = req.scheduled if req.scheduled is not None else now
-        first = req.first_token if req.first_token is not None else now
-        last = req.last_token if req.last_token is not None else now
+        scheduled, first, last = (
+            now if t is None else t for t in (req.scheduled, req.first_token, req.last_token)
+        )
         self.metrics.observe_finished(
             reason=reason,
             prompt_tokens=req.prompt_tokens,

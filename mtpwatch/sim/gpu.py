@@ -66,13 +66,13 @@ def default_ledger_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"mtpwatch-sim-gpu-{os.getuid()}"
 
 
-def spawn_worker(linger_s: float | None = None) -> subprocess.Popen[bytes]:
-    """The process that holds this server's memory; it exits `linger_s` after this one."""
-    if linger_s is None:
-        try:
-            linger_s = float(os.environ.get(LINGER_ENV, WORKER_LINGER_S))
-        except ValueError:
-            linger_s = WORKER_LINGER_S
+def spawn_worker() -> subprocess.Popen[bytes]:
+    """The process that holds this server's memory; it exits `WORKER_LINGER_S` (or `LINGER_ENV`'s) after
+    this one."""
+    try:
+        linger_s = float(os.environ.get(LINGER_ENV, WORKER_LINGER_S))
+    except ValueError:
+        linger_s = WORKER_LINGER_S
     return subprocess.Popen(
         [sys.executable, "-c", _WORKER, str(os.getpid()), f"{linger_s:g}"],
         stdin=subprocess.DEVNULL,
@@ -83,8 +83,7 @@ def spawn_worker(linger_s: float | None = None) -> subprocess.Popen[bytes]:
 
 def _alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode(errors="replace")
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
     except OSError:
         return False
     state = raw[raw.rfind(")") + 2 :].split()[:1]
@@ -115,23 +114,18 @@ class SimGpu:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, Any]]:
         self.ledger_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a+") as lock:
+        with open(self.path.with_suffix(".lock"), "a+") as lock:  # closing it releases the lock
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                try:
-                    data = json.loads(self.path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    data = {}
-                entries = data.get("servers", []) if isinstance(data, dict) else []
-                data = {
-                    "servers": [e for e in entries if isinstance(e, dict) and _alive(int(e.get("pid", 0)))]
-                }
-                yield data
-                tmp = self.path.with_suffix(".tmp")
-                tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-                tmp.replace(self.path)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}
+            entries = data.get("servers", []) if isinstance(data, dict) else []
+            data = {"servers": [e for e in entries if isinstance(e, dict) and _alive(int(e.get("pid", 0)))]}
+            yield data
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+            tmp.replace(self.path)
 
     def held(self) -> float:
         """Bytes the live servers hold now."""

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator
-from typing import Any, TextIO
+from typing import Any
 
 from mtpwatch.sim.options import make_options
 from mtpwatch.sim.server import SimServer
@@ -37,18 +37,18 @@ class SimThread:
     """
 
     def __init__(self, **options: Any) -> None:
-        self._log: TextIO | None = options.pop("log", None)
-        self._options = make_options(**{"host": "127.0.0.1", "port": 0, **options})
+        self._options = options
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
-        self.server: SimServer | None = None
         self.url = ""
 
     def __enter__(self) -> str:
-        self._thread = threading.Thread(target=self._main, name="mtpwatch-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=asyncio.run, args=(self._amain(),), name="mtpwatch-sim", daemon=True
+        )
         self._thread.start()
         if not self._started.wait(timeout=60):
             raise RuntimeError("simulator did not start within 60 s")
@@ -62,19 +62,13 @@ class SimThread:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
-    def _main(self) -> None:
-        asyncio.run(self._amain())
-
     async def _amain(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         try:
-            self.server = SimServer(self._options, log=self._log)
-            self.url = await self.server.start()
+            async with running_sim(**self._options) as self.url:
+                self._started.set()
+                await self._stop.wait()
         except BaseException as exc:  # reported to the caller's thread
             self._error = exc
             self._started.set()
-            return
-        self._started.set()
-        await self._stop.wait()
-        await self.server.stop()

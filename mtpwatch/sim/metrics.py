@@ -62,15 +62,8 @@ LATENCY_HISTOGRAMS = {
 
 def build_1_2_5_buckets(max_value: int) -> list[int]:
     """vLLM's 1-2-5 series up to ``max_value`` (request token histograms use max_model_len)."""
-    out: list[int] = []
-    exponent = 0
-    while True:
-        for mantissa in (1, 2, 5):
-            value = mantissa * 10**exponent
-            if value > max_value:
-                return out
-            out.append(value)
-        exponent += 1
+    series = (mantissa * 10**exponent for exponent in range(len(str(max_value))) for mantissa in (1, 2, 5))
+    return [value for value in series if value <= max_value]
 
 
 class SimMetrics:
@@ -83,7 +76,6 @@ class SimMetrics:
         k: int,
         max_model_len: int,
         cache_info: dict[str, str],
-        engine: str = "0",
         frontend: Frontend = "python",
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -94,10 +86,8 @@ class SimMetrics:
             PlatformCollector(registry=reg)
             GCCollector(registry=reg)
         self.k = k
-        names = ["model_name", "engine"]
-        lv = {"model_name": model_name, "engine": engine}
-        self._lv = lv
-        self._names = names
+        self._lv = {"model_name": model_name, "engine": "0"}
+        self._names = list(self._lv)
         if k > 0 or frontend == "rust":
             self._spec_series(k)
         self._gpu_and_queue_series()
@@ -109,7 +99,7 @@ class SimMetrics:
             labelnames=sorted([*cache_info, "engine"]),
             registry=reg,
         )
-        info.labels(**cache_info, engine=engine).set(1)
+        info.labels(**cache_info, engine="0").set(1)
 
         self._first_children(model_name, rejections, cached_by_source)
 
@@ -149,13 +139,13 @@ class SimMetrics:
     def _gpu_and_queue_series(self) -> None:
         """MFU estimates, the scheduler's gauges, the KV and prefix caches, preemptions."""
         mfu = "(for Model Flops Utilization calculations)."
-        self.est_flops = self._counter(
+        self._counter(
             "vllm:estimated_flops_per_gpu", f"Estimated number of floating point operations per GPU {mfu}"
         )
         self.est_read = self._counter(
             "vllm:estimated_read_bytes_per_gpu", f"Estimated number of bytes read from memory per GPU {mfu}"
         )
-        self.est_write = self._counter(
+        self._counter(
             "vllm:estimated_write_bytes_per_gpu", f"Estimated number of bytes written to memory per GPU {mfu}"
         )
         self.running = self._gauge(
@@ -179,9 +169,7 @@ class SimMetrics:
         self.prefix_queries = self._counter(
             "vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."
         )
-        self.prefix_hits = self._counter(
-            "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."
-        )
+        self._counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.")
         ext = "from KV connector cross-instance cache sharing, in terms of number of"
         self._counter(
             "vllm:external_prefix_cache_queries", f"External prefix cache queries {ext} queried tokens."

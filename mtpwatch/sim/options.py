@@ -6,17 +6,16 @@ speculative method, drafter).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset
+from mtpwatch.sim.replies import VLLM_VERSIONS
 
 
 @dataclass
 class SimOptions:
-    """Everything that configures one simulated server."""
-
     preset: str = DEFAULT_PRESET
     host: str = "127.0.0.1"
     port: int = 0
@@ -77,10 +76,6 @@ class SimOptions:
     Runner V2); docs/vllm-startup-lines.md has the lines of each."""
 
 
-VLLM_VERSIONS: dict[str, str] = {"0.32-cpu": "0.32.0", "0.34-gpu": "0.34.0"}
-"""The vLLM version each start-up log flavour claims (in the log, /version and /sim/info)."""
-
-
 def claimed_version(opts: SimOptions) -> str:
     """The vLLM version this simulated server claims: its log flavour's."""
     return VLLM_VERSIONS[opts.vllm_log]
@@ -95,10 +90,7 @@ def check_frontend(opts: SimOptions) -> None:
 def make_options(**options: Any) -> SimOptions:
     """`SimOptions` from keyword arguments; fault fields (cut_stream_after, ...) may be given flat."""
     faults = Faults(**{k: options.pop(k) for k in list(options) if k in Faults.__dataclass_fields__})
-    opts = SimOptions(**options)
-    if any(v not in (None, 0.0) for v in asdict(faults).values()):
-        opts = replace(opts, faults=faults)
-    return opts
+    return SimOptions(**options, faults=faults)
 
 
 def served_preset(preset: Preset, opts: SimOptions) -> Preset:

