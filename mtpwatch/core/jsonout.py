@@ -41,6 +41,7 @@ class _Key(NamedTuple):
     times: float
     per: float
     omit: bool
+    str_keys: bool = False
 
 
 _PLAIN = _Key(None, None, 1.0, 1.0, False)
@@ -53,9 +54,11 @@ def key(
     times: float = 1.0,
     per: float = 1.0,
     omit: bool = False,
+    str_keys: bool = False,
 ) -> dict[str, Any]:
-    """A field's metadata for `JsonFields`: written as `name`, as round(value × times / per, nd), or not."""
-    return {"json": _Key(name, nd, times, per, omit)}
+    """A field's (or, in `JSON_PROPS`, a property's) metadata for `JsonFields`: written as `name`, as
+    round(value × times / per, nd) (NaN: null), a mapping's keys as sorted strings, or not at all."""
+    return {"json": _Key(name, nd, times, per, omit, str_keys)}
 
 
 def _encode(value: Any, how: _Key) -> Any:
@@ -63,9 +66,13 @@ def _encode(value: Any, how: _Key) -> Any:
         return value
     if isinstance(value, int | float):
         scaled = value * how.times / how.per if (how.times, how.per) != (1.0, 1.0) else value
-        return scaled if how.nd is None else round(scaled, how.nd)
+        if how.nd is None:
+            return scaled
+        return None if math.isnan(scaled) else round(scaled, how.nd)  # as `round_or_none`
     if hasattr(value, "to_json"):
         return value.to_json()
+    if isinstance(value, Mapping) and how.str_keys:
+        return {str(k): _encode(v, how) for k, v in sorted(value.items())}
     if isinstance(value, Mapping):
         return {k: _encode(v, how) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -76,13 +83,16 @@ def _encode(value: Any, how: _Key) -> Any:
 class JsonFields:
     """A dataclass's `to_json()`: every field in order, as its `key(...)` metadata says (none: as is);
     a class whose document also holds properties names them all, in order, in `JSON_KEYS` (one string,
-    names apart by spaces, as `namedtuple` takes them)."""
+    names apart by spaces, as `namedtuple` takes them), and gives a property its `key(...)` in
+    `JSON_PROPS`."""
 
     __slots__ = ()
     JSON_KEYS: ClassVar[str] = ""
+    JSON_PROPS: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def to_json(self) -> dict[str, Any]:
-        how = {f.name: f.metadata.get("json", _PLAIN) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        how = {name: m["json"] for name, m in self.JSON_PROPS.items()}
+        how |= {f.name: f.metadata.get("json", _PLAIN) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
         out: dict[str, Any] = {}
         for name in self.JSON_KEYS.split() or how:
             spec = how.get(name, _PLAIN)

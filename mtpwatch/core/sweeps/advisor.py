@@ -190,23 +190,35 @@ class KMeasure:
 
 
 @dataclass(frozen=True, slots=True)
-class StepFit:
+class StepFit(JsonFields):
     """The step-time model of a sweep, normalised by the baseline's step time t0."""
+
+    JSON_KEYS = (
+        "kind t0_s fixed_s per_position_s measured residuals max_residual linear_tolerance source spread"
+    )
+    JSON_PROPS = {
+        "fixed_s": key("fixed_ms", times=1000, nd=4),
+        "per_position_s": key("per_position_ms", times=1000, nd=4),
+        "max_residual": key(nd=5),
+    }
+    linear_tolerance: ClassVar[float] = LINEAR_TOLERANCE
 
     kind: Literal["linear", "table", "two-point"]
     """linear: the least-squares line; table: the measured ρ (the line missed); two-point: one k only."""
-    t0_s: float
+    t0_s: float = field(metadata=key("t0_ms", times=1000, nd=4))
     fixed: float
     """σ = s / t0 (0 for two-point)."""
     per_position: float
     """γ = c / t0."""
-    measured: Mapping[int, float]
+    measured: Mapping[int, float] = field(metadata=key("measured_step_ratio", nd=5, str_keys=True))
     """ρ(k) measured at each k ≥ 1."""
-    residuals: Mapping[int, float] = field(default_factory=dict)
+    residuals: Mapping[int, float] = field(default_factory=dict, metadata=key(nd=5, str_keys=True))
     """(ρ_line − ρ_measured) / ρ_measured at each measured k."""
     source: str = "serving runs"
     """Where ρ(k) came from: the sweep's serving runs, or `vllm bench forward` (`core.sweeps.forward`)."""
-    spread: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    spread: Mapping[int, tuple[float, float]] = field(
+        default_factory=dict, metadata=key("measured_step_ratio_ci", nd=5, str_keys=True)
+    )
     """The 95 % interval of each measured ρ(k) (bootstrap over runs, `core.sweeps.certainty`)."""
 
     @property
@@ -277,22 +289,6 @@ class StepFit:
         elif any(abs(r) > LINEAR_TOLERANCE for r in self.residuals.values()):
             line += " — the line misses by more than 5% but within the noise (inside each CI): the line"
         return line
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "t0_ms": round(1000 * self.t0_s, 4),
-            "fixed_ms": round(1000 * self.fixed_s, 4),
-            "per_position_ms": round(1000 * self.per_position_s, 4),
-            "measured_step_ratio": {str(k): round(v, 5) for k, v in sorted(self.measured.items())},
-            "residuals": {str(k): round(v, 5) for k, v in sorted(self.residuals.items())},
-            "max_residual": round(self.max_residual, 5),
-            "linear_tolerance": LINEAR_TOLERANCE,
-            "source": self.source,
-            "measured_step_ratio_ci": {
-                str(k): [round(lo, 5), round(hi, 5)] for k, (lo, hi) in sorted(self.spread.items())
-            },
-        }
 
 
 def fit_step_model(

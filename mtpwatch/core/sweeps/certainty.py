@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from mtpwatch.core.ab.records import match_pairs
 from mtpwatch.core.ab.stats import percentile_bounds
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, advise_sweep
 
 #: Resamples of the bootstrap (seeded: the same sweep gives the same intervals).
@@ -100,16 +101,19 @@ def samples_of(k: int, report: Any) -> KSample | None:
 
 
 @dataclass(frozen=True, slots=True)
-class AcceptanceShift:
+class AcceptanceShift(JsonFields):
     """Position i's acceptance at a larger k against a smaller one, on the same prompts."""
+
+    JSON_KEYS = "position k_low k_high at_low at_high change ci"
+    JSON_PROPS = {"change": key(nd=4)}
 
     position: int
     """1-based."""
     k_low: int
     k_high: int
-    at_low: float
-    at_high: float
-    ci: tuple[float, float] | None
+    at_low: float = field(metadata=key(nd=4))
+    at_high: float = field(metadata=key(nd=4))
+    ci: tuple[float, float] | None = field(metadata=key("change_ci", nd=4))
     """95 % interval of the relative change (bootstrap over runs)."""
 
     @property
@@ -127,17 +131,6 @@ class AcceptanceShift:
             f"position {self.position} at k={self.k_high} reads {100 * abs(self.change):.1f}% {word} "
             f"k={self.k_low} ({self.at_high:.3f} vs {self.at_low:.3f}{ci})"
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "position": self.position,
-            "k_low": self.k_low,
-            "k_high": self.k_high,
-            "at_low": round(self.at_low, 4),
-            "at_high": round(self.at_high, 4),
-            "change": round(self.change, 4),
-            "change_ci": [round(x, 4) for x in self.ci] if self.ci else None,
-        }
 
 
 def _shift_values(marginals: Mapping[int, Sequence[float]]) -> dict[tuple[int, int, int], float]:

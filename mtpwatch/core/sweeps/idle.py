@@ -25,10 +25,10 @@ its figure is B/A: the paired speed-up with its CI; the cost is 1 − that.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
 
 #: The token `--sweep-k` takes for the arm.
@@ -71,20 +71,28 @@ def idle_refusal(version: str | None) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class IdleCost:
+class IdleCost(JsonFields):
     """0s against plain k = 0 on the same prompts: the paired speed-up B/A and its CI."""
 
-    speedup: float | None
-    ci: tuple[float, float] | None
-    ci_coverage: float
+    JSON_KEYS = (
+        "arm schedule num_speculative_tokens speedup ci ci_coverage cost cost_ci pairs decode_tok_s "
+        "baseline_tok_s drafted_share interrupted"
+    )
+    JSON_PROPS = {"cost": key(nd=4), "cost_ci": key(nd=4)}
+    arm: ClassVar[str] = IDLE
+    schedule: ClassVar[tuple[tuple[int, int, int], ...]] = IDLE_SCHEDULE
+
+    speedup: float | None = field(metadata=key("speedup_vs_k0", nd=4))
+    ci: tuple[float, float] | None = field(metadata=key("speedup_ci", nd=4))
+    ci_coverage: float = field(metadata=key(nd=4))
     pairs: int
-    decode_tok_s: float | None
+    decode_tok_s: float | None = field(metadata=key(nd=4))
     """The 0s server's median decode tok/s."""
-    baseline_tok_s: float | None
+    baseline_tok_s: float | None = field(metadata=key("baseline_decode_tok_s", nd=4))
     """The plain k = 0 server's, in the same bench."""
     num_speculative_tokens: int | None
     interrupted: str | None = None
-    drafted_share: float | None = None
+    drafted_share: float | None = field(default=None, metadata=key(nd=4))
     """The 0s server's Δdrafts / Δdecode steps from its counters (`formulas.drafted_share`): 0 when
     the schedule held; None without the counters."""
 
@@ -96,23 +104,6 @@ class IdleCost:
     @property
     def cost_ci(self) -> tuple[float, float] | None:
         return None if self.ci is None else (1.0 - self.ci[1], 1.0 - self.ci[0])
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "arm": IDLE,
-            "schedule": [list(x) for x in IDLE_SCHEDULE],
-            "num_speculative_tokens": self.num_speculative_tokens,
-            "speedup_vs_k0": round_or_none(self.speedup, 4),
-            "speedup_ci": [round(x, 4) for x in self.ci] if self.ci else None,
-            "ci_coverage": round(self.ci_coverage, 4),
-            "cost": round_or_none(self.cost, 4),
-            "cost_ci": [round(x, 4) for x in self.cost_ci] if self.cost_ci else None,
-            "pairs": self.pairs,
-            "decode_tok_s": round_or_none(self.decode_tok_s, 4),
-            "baseline_decode_tok_s": round_or_none(self.baseline_tok_s, 4),
-            "drafted_share": round_or_none(self.drafted_share, 4),
-            "interrupted": self.interrupted,
-        }
 
 
 def idle_cost(report: Any, k: int | None, interrupted: str | None = None) -> IdleCost:

@@ -37,6 +37,7 @@ from typing import Any
 
 from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.records import match_pairs, pair_ratio
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
 from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, common_choice, resolve
 
@@ -212,14 +213,17 @@ def verify_groups(best: Mapping[int, int]) -> dict[int, tuple[int, ...]]:
 
 
 @dataclass(frozen=True, slots=True)
-class VerifyRow:
+class VerifyRow(JsonFields):
     """The schedule against the best fixed k at one concurrency, head to head."""
 
+    JSON_KEYS = "concurrency best_k best_speedup head ratio no_slower"
+    JSON_PROPS = {"best_speedup": key("best_fixed_speedup", nd=4), "ratio": key(nd=4)}
+
     concurrency: int
-    best_k: int
+    best_k: int = field(metadata=key("best_fixed_k"))
     best: Cell | None
     """The best fixed k's cell in the sweep, against k=0 (None when the best is k=0: 1.0)."""
-    head: Cell | None
+    head: Cell | None = field(metadata=key("schedule_vs_best_fixed"))
     """The schedule against the best fixed k (`head_to_head`, both orders pooled): `speedup` =
     schedule / fixed k and its CI, `k` the fixed k (None: not measured)."""
 
@@ -241,16 +245,6 @@ class VerifyRow:
     def weak(self) -> bool:
         """The head-to-head interval covers less than 95 % (too few pairs): its verdict is a hint."""
         return self.head is not None and self.head.coverage < 0.95
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "best_fixed_k": self.best_k,
-            "best_fixed_speedup": round(self.best_speedup, 4),
-            "schedule_vs_best_fixed": self.head.to_json() if self.head else None,
-            "ratio": None if self.ratio is None else round(self.ratio, 4),
-            "no_slower": self.no_slower,
-        }
 
 
 def verify(
