@@ -163,14 +163,25 @@ def stop_all(timeout: float = 10.0) -> None:
 
 
 def _stop_groups(groups: Sequence[_Group], timeout: float) -> None:
-    """SIGTERM every group, wait up to `timeout` s for all to go, SIGKILL what is left. Synchronous."""
+    """SIGTERM every group, wait up to `timeout` s for all to go, SIGKILL what is left, then wait up to
+    5 s for that to go. Synchronous.
+
+    Stopped means every process of the group is gone, not only the leader (a GPU worker frees its
+    memory last): the next server on this device may start only then. /proc is the only place that
+    says when.
+    """
     for group in groups:
         group.terminate()
+    _wait_gone(groups, timeout)
+    for group in groups:
+        group.kill_left()
+    _wait_gone(groups, 5.0)
+
+
+def _wait_gone(groups: Sequence[_Group], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while any(g.remaining() for g in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for group in groups:
-        group.kill_left()
 
 
 def _register(group: _Group) -> None:
@@ -405,13 +416,11 @@ class ServerProcess:
         """
         next_seq = self._seq - len(self._ring) if replay else self._seq
         while True:
-            oldest = self._seq - len(self._ring)
-            next_seq = max(next_seq, oldest)
             while next_seq < self._seq:
-                yield self._ring[next_seq - oldest]
-                next_seq += 1
                 oldest = self._seq - len(self._ring)
                 next_seq = max(next_seq, oldest)
+                yield self._ring[next_seq - oldest]
+                next_seq += 1
             if self._eof:
                 return
             await self._new_line.wait()
@@ -439,23 +448,10 @@ class ServerProcess:
         """SIGTERM the whole group, SIGKILL it after `timeout` s, reap; returns the exit status."""
         if self._proc is None or self._group is None:
             return None
-        group = self._group
         self._stopping = True
-        group.terminate()
-        deadline = time.monotonic() + timeout
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._proc.wait()), timeout)
-        # Children exit after the leader; /proc is the only place that says when.
-        while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        group.kill_left()
+        await asyncio.to_thread(_stop_groups, [self._group], timeout)
         returncode = await self._proc.wait()
-        # Stopped means every process of the group is gone (a GPU worker frees its memory last):
-        # the next server on this device may start only then.
-        deadline = time.monotonic() + 5.0
-        while group.remaining() and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        _REGISTRY.pop(group.pgid, None)
+        _REGISTRY.pop(self._group.pgid, None)
         # The pipe closes once every writer is gone: let the pump keep the last lines.
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(*self._tasks, return_exceptions=True), 2.0)
