@@ -6,7 +6,7 @@ hint, a ``SpecDecoding metrics`` line) and keeps the state: `phase`, `phase_star
 Runner V1) and of 0.33/0.34 on a GPU (Model Runner V2), and the Rust frontend's lines;
 docs/vllm-startup-lines.md says which line gives which phase and fact in each, and
 tests/data/vllm-startup-*.log hold one log of each. A line that matches nothing costs one cheap
-substring check per family.
+substring check per family (one search of all hint patterns at once for the hints).
 """
 
 from __future__ import annotations
@@ -215,26 +215,8 @@ _HINTS: tuple[tuple[re.Pattern[str], Hint], ...] = tuple(
         ),
     )
 )
-_HINT_PREFILTER = (
-    "already in use",
-    "Errno 98",
-    "memory",
-    "architecture",
-    "not supported",
-    "Unrecognized",
-    "drafting layers",
-    "torchvision",
-    "PackageNotFoundError",
-    "OutOfMemory",
-    "infer device",
-    "recognize",
-    "Free memory",
-    "unrecognized arguments",
-    "Invalid repository",
-    "model identifier",
-    "Repository Not Found",
-    "Repo id must be",
-)
+_ANY_HINT = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _HINTS))
+"""Every hint's pattern at once: one search tells whether a line can hold any hint."""
 
 
 def _strip(line: str) -> str:
@@ -437,10 +419,10 @@ class LogWatcher:
                 facts.listening = f"{match.group(2) or 'http'}://{match.group(1)}"
 
     def _hints_from(self, message: str, now: float, events: list[LogEvent]) -> None:
-        if not any(word in message for word in _HINT_PREFILTER):
+        if "Retrying with a new port" in message:  # vLLM's own internal port, handled by vLLM
             return
-        if "Retrying with a new port" in message:
-            return  # vLLM's own internal port, handled by vLLM
+        if not _ANY_HINT.search(message):
+            return
         for pattern, hint in _HINTS:
             if hint not in self.hints and pattern.search(message):
                 self.hints.append(hint)
