@@ -70,7 +70,8 @@ def estimate_need(
     weights, source = model_weight_bytes(target)
     length = max_model_len or config_max_len(model) or 8192
     kv = kv_cache_bytes(target, length)
-    drafter_bytes, uncounted = 0.0, ""
+    drafter_bytes = 0.0
+    uncounted: str | None = None
     if drafter and method != "ngram":
         try:
             dspec: ModelSpec | None = ModelSpec.from_config(drafter)

@@ -33,9 +33,8 @@ from mtpwatch.core.jsonout import JsonFields, key
 
 GIB = float(2**30)
 DEFAULT_UTILIZATION = 0.92
-"""vLLM's default ``--gpu-memory-utilization`` without the extensible KV cache (0.32/0.33 always:
-``vllm/config/cache.py`` 0.32 :102, 0.33 :215; 0.34 ``CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION``
-:186); the most the plan gives one server."""
+"""vLLM's default ``--gpu-memory-utilization`` without the extensible KV cache (0.34
+``CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION``; see above); the most the plan gives one server."""
 GB10_TOTAL_SHARE = 0.85
 """The most a plan gives all servers together on a GB10 (DGX Spark). vllm-project/recipes#632
 (merged 2026-07-13, the Nemotron-3-Super NVFP4 recipe on one DGX Spark): "--gpu-memory-utilization
@@ -126,38 +125,31 @@ class GpuMemory(JsonFields):
 
 
 @dataclass(frozen=True, slots=True)
-class ServerNeed:
-    """What one server needs, by part (bytes)."""
+class ServerNeed(JsonFields):
+    """What one server needs, by part (bytes; GiB in its JSON)."""
 
-    weights: float
+    JSON_KEYS = "weights drafter kv overhead total max_model_len source drafter_uncounted"
+    JSON_PROPS = {"total": key("total_gib", per=GIB, nd=2)}
+
+    weights: float = field(metadata=key("weights_gib", per=GIB, nd=2))
     """Target weights."""
-    drafter: float = 0.0
+    drafter: float = field(default=0.0, metadata=key("drafter_gib", per=GIB, nd=2))
     """Drafter weights (MTP assistant, EAGLE head, draft model); 0 for ngram or the target's own heads."""
-    kv: float = 0.0
+    kv: float = field(default=0.0, metadata=key("kv_gib", per=GIB, nd=2))
     """KV cache for one `max_model_len` sequence (target + a drafter that keeps its own cache)."""
-    overhead: float = OVERHEAD_FIXED + OVERHEAD_GRAPHS
+    overhead: float = field(
+        default=OVERHEAD_FIXED + OVERHEAD_GRAPHS, metadata=key("overhead_gib", per=GIB, nd=2)
+    )
     """Activations, CUDA graphs, CUDA context."""
     max_model_len: int | None = None
     source: str = ""
     """How the weights were found ('checkpoint', 'config × dtype', …)."""
-    drafter_uncounted: str = ""
+    drafter_uncounted: str | None = None
     """Why the drafter is not in the sum (its size unknown offline): said on the plan line."""
 
     @property
     def total(self) -> float:
         return self.weights + self.drafter + self.kv + self.overhead
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "weights_gib": round(self.weights / GIB, 2),
-            "drafter_gib": round(self.drafter / GIB, 2),
-            "kv_gib": round(self.kv / GIB, 2),
-            "overhead_gib": round(self.overhead / GIB, 2),
-            "total_gib": round(self.total / GIB, 2),
-            "max_model_len": self.max_model_len,
-            "source": self.source,
-            "drafter_uncounted": self.drafter_uncounted or None,
-        }
 
 
 _VALUE_FLAGS = ("--gpu-memory-utilization", "--kv-cache-memory-bytes", "--max-model-len")
@@ -231,9 +223,10 @@ class ServerPlan:
     user_set: bool = False
     """The user's own flag decided this server's share."""
 
-    def asks(self, total: float) -> float:
-        """Bytes vLLM's start-up check requires free (``utilization × total``)."""
-        return math.ceil(total * (self.utilization or DEFAULT_UTILIZATION))
+    def asks(self, total: float, default: float = DEFAULT_UTILIZATION) -> float:
+        """Bytes vLLM's start-up check requires free (``utilization × total``; `default`: vLLM's share
+        without the flag)."""
+        return math.ceil(total * (self.utilization or default))
 
     def takes(self, total: float) -> float:
         """Bytes the running server holds: its whole share, or weights + overheads + a fixed KV."""
@@ -360,7 +353,7 @@ def plan_memory(
     Raises:
         PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
         NoGpuMemoryError: no `gpu`, several servers `together`, and not every one has the user's
-            own ``--gpu-memory-utilization`` (vLLM's default 0.9 each cannot both start).
+            own ``--gpu-memory-utilization`` (vLLM's default share each cannot both start).
     """
     if gpu is None:
         return _unplanned(servers, together, rule)
@@ -505,9 +498,7 @@ def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
     servers take turns."""
     if plan.rule.checks_free or live is None or plan.schedule != "alternate" or len(plan.servers) < 2:
         return None
-    asked = sum(
-        math.ceil(live.total_bytes * (s.utilization or plan.rule.default_utilization)) for s in plan.servers
-    )
+    asked = sum(s.asks(live.total_bytes, plan.rule.default_utilization) for s in plan.servers)
     if asked <= live.free_bytes:
         return None
     shares = " + ".join(f"{s.utilization or plan.rule.default_utilization:g}" for s in plan.servers)
