@@ -120,18 +120,15 @@ class ModelSpec:
         *,
         name: str | None = None,
         weight_dtype: str | None = None,
-        embed_dtype: str | None = None,
         kv_dtype: str | None = None,
         weights_gb: float | None = None,
         active_params: float | None = None,
-        weights_from_checkpoint: bool = False,
     ) -> ModelSpec:
         """Build a spec from a config dict, a config.json path, a preset name or a HF model id.
 
         Dtypes default to what the config says (`torch_dtype`/`dtype`, `quantization_config`).
-        `weights_gb`/`active_params` override the computed weight bytes per pass (the KV cache is
-        still computed from the config). `weights_from_checkpoint` uses the safetensors index
-        total as the weight bytes: right only for dense text-only checkpoints.
+        `weights_gb`/`active_params` (positive: `mtpwatch roofline` checks) override the computed
+        weight bytes per pass (the KV cache is still computed from the config).
 
         Raises:
             ConfigError: unreadable or unsupported config (one line).
@@ -146,22 +143,14 @@ class ModelSpec:
             source = str(path)
             checkpoint = checkpoint_total_bytes(path.parent)
         spec = _parse(raw, name=name or _default_name(raw, source), source=source)
-        dtypes = {"weight_dtype": weight_dtype, "embed_dtype": embed_dtype, "kv_dtype": kv_dtype}
-        changes: dict[str, Any] = {k: normalize_dtype(d) for k, d in dtypes.items() if d}
-        changes["checkpoint_bytes"] = checkpoint
-        if weights_gb is not None:
-            if weights_gb <= 0:
-                raise ConfigError("weights_gb must be > 0")
-            changes["weights_bytes_override"] = weights_gb * GB
-        if active_params is not None:
-            if active_params <= 0:
-                raise ConfigError("active_params must be > 0")
-            changes["active_params_override"] = float(active_params)
-        if weights_from_checkpoint:
-            if checkpoint is None:
-                raise ConfigError("no model.safetensors(.index.json) next to the config: no checkpoint size")
-            changes["weights_bytes_override"] = checkpoint
-        return replace(spec, **changes)
+        return replace(
+            spec,
+            weight_dtype=normalize_dtype(weight_dtype) if weight_dtype else spec.weight_dtype,
+            kv_dtype=normalize_dtype(kv_dtype) if kv_dtype else spec.kv_dtype,
+            checkpoint_bytes=checkpoint,
+            weights_bytes_override=None if weights_gb is None else weights_gb * GB,
+            active_params_override=None if active_params is None else float(active_params),
+        )
 
     @property
     def is_moe(self) -> bool:
@@ -429,7 +418,7 @@ def checkpoint_total_bytes(model_dir: Path) -> float | None:
     """Checkpoint size from `model.safetensors.index.json` (metadata.total_size) or a single file's header.
 
     A footprint (all experts, vision/audio towers, per-layer tables, drafter heads), never bytes
-    per step; used as a cross-check or, for dense text-only models, as an explicit override.
+    per step: the weights a server holds (`memneeds`), and a cross-check of the byte model.
     """
     index = model_dir / "model.safetensors.index.json"
     if index.is_file():

@@ -163,7 +163,6 @@ def test_resolve_config_paths_presets_and_hf_cache(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     s = ModelSpec.from_config("acme/tiny")
     assert s.name == "acme/tiny" and s.checkpoint_bytes == 123456
-    assert ModelSpec.from_config("acme/tiny", weights_from_checkpoint=True).weights_bytes_override == 123456
     with pytest.raises(ConfigError, match="not in the local Hugging Face cache"):
         resolve_config("acme/absent")
 
