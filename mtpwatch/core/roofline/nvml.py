@@ -118,11 +118,10 @@ class Sampler:
         self._driver: str | None = None
         self._peak: float | None = None
         self._peak_source: str | None = None
-        self._gpm = False
         self._gpm_reason: str | None = None
         self._samples: list[Any] = []
         self._prev_t: float | None = None
-        self._metrics_get: Any = None
+        self._metrics_get: Any = None  # GPM's DRAM_BW_UTIL query; None: no GPM bandwidth
         self.ticks = 0
 
     def latest(self) -> HardwareReading:
@@ -166,14 +165,11 @@ class Sampler:
 
     def _init(self) -> None:
         self._ready = True
-        nvml = self._nvml
-        if nvml is None:
-            try:
-                nvml = importlib.import_module("pynvml")
-            except ImportError:
-                self._failed = "nvidia-ml-py (pynvml) is not installed"
-                return
-            self._nvml = nvml
+        try:
+            nvml = self._nvml = self._nvml or importlib.import_module("pynvml")
+        except ImportError:
+            self._failed = "nvidia-ml-py (pynvml) is not installed"
+            return
         try:
             nvml.nvmlInit()
         except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
@@ -192,28 +188,26 @@ class Sampler:
         with contextlib.suppress(nvml.NVMLError):
             self._driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
         self._peak, self._peak_source = self._find_peak(nvml)
+        if (why_not := self._open_gpm(nvml)) is not None:
+            self._gpm_reason = f"{why_not}: bandwidth on {self._name} is analytic (no hardware counter)"
+
+    def _open_gpm(self, nvml: Any) -> str | None:
+        """Allocate GPM's two samples and the DRAM_BW_UTIL query; why not, when there is no GPM."""
         try:
-            supported = bool(nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice)
+            if not nvml.nvmlGpmQueryDeviceSupport(self._handle).isSupportedDevice:
+                return "GPM not supported on this GPU (Hopper or newer needed)"
         except (nvml.NVMLError, AttributeError) as exc:
-            supported = False
-            self._gpm_reason = f"GPM query failed ({exc})"
-        if supported:
-            try:
-                self._samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
-                mg = nvml.c_nvmlGpmMetricsGet_t()
-                mg.version = nvml.NVML_GPM_METRICS_GET_VERSION
-                mg.numMetrics = 1
-                mg.metrics[0].metricId = GPM_DRAM_BW_UTIL
-                self._metrics_get = mg
-                self._gpm = True
-            except nvml.NVMLError as exc:
-                self._gpm_reason = f"GPM sample allocation failed ({exc})"
-        elif self._gpm_reason is None:
-            self._gpm_reason = "GPM not supported on this GPU (Hopper or newer needed)"
-        if not self._gpm:
-            self._gpm_reason = (
-                f"{self._gpm_reason}: bandwidth on {self._name} is analytic (no hardware counter)"
-            )
+            return f"GPM query failed ({exc})"
+        try:
+            self._samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
+            mg = nvml.c_nvmlGpmMetricsGet_t()
+            mg.version = nvml.NVML_GPM_METRICS_GET_VERSION
+            mg.numMetrics = 1
+            mg.metrics[0].metricId = GPM_DRAM_BW_UTIL
+        except nvml.NVMLError as exc:
+            return f"GPM sample allocation failed ({exc})"
+        self._metrics_get = mg
+        return None
 
     def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
         if self._peak_override:
@@ -261,7 +255,7 @@ class Sampler:
         nvml: Any = self._nvml
         reason = self._gpm_reason
         util_pct = interval = None
-        if self._gpm:
+        if self._metrics_get is not None:
             util_pct, interval, reason = self._gpm_tick(nvml, now)
         busy = gpu_util = None
         with contextlib.suppress(nvml.NVMLError):
@@ -280,7 +274,7 @@ class Sampler:
                 mem_source = "/proc/meminfo (unified memory)"
         gbps = util_pct * self._peak / 100.0 if util_pct is not None and self._peak else None
         return HardwareReading(
-            source="nvml+gpm" if self._gpm else "nvml",
+            source="nvml" if self._metrics_get is None else "nvml+gpm",
             reason=reason,
             timestamp=now,
             device_name=self._name,
@@ -305,7 +299,7 @@ class Sampler:
             with contextlib.suppress(Exception):
                 nvml.nvmlGpmSampleFree(s)
         self._samples = []
-        self._gpm = False
+        self._metrics_get = None
         with contextlib.suppress(Exception):
             nvml.nvmlShutdown()
         self._ready = False
