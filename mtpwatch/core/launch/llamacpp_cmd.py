@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_server_flags, split_command
+from mtpwatch.core.launch.vllm_cmd import VllmArgsError, check_k, check_server_flags, split_command
 
 LLAMACPP_SPEC_TYPES = (
     "draft-simple",
@@ -88,8 +88,8 @@ def build_llamacpp_argv(
     """
     if not model.strip():
         raise VllmArgsError("MODEL is empty: give the path of a GGUF file")
-    if k is not None and (isinstance(k, bool) or not 1 <= k <= 64):
-        raise VllmArgsError(f"-k must be between 1 and 64, got {k}")
+    if k is not None:
+        check_k(k, "-k")
     check_server_flags(port, no_spec, {"--drafter": drafter, "-k": k, "--method": method})
     for arg in extra:
         if (name := arg.split("=", 1)[0]) in _OWNED_FLAGS:

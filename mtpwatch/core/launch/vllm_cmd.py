@@ -83,7 +83,8 @@ def check_server_flags(port: int, no_spec: bool = False, spec_flags: Mapping[str
         raise VllmArgsError(f"--no-spec cannot be combined with {', '.join(given)}")
 
 
-def _check_k(k: Any, source: str) -> int:
+def check_k(k: Any, source: str) -> int:
+    """The one check of a k for either engine's command line: an integer from 1 to 64."""
     if isinstance(k, bool) or not isinstance(k, int):
         raise VllmArgsError(f"{source} must be an integer, got {k!r}")
     if not 1 <= k <= 64:
@@ -107,16 +108,15 @@ def build_speculative_config(
     config.json found offline says it; else left out for vLLM to detect from the checkpoint.
     """
     config = _parse_config(speculative_config) if speculative_config is not None else {}
-    if "method" in config and not isinstance(config["method"], str):
-        raise VllmArgsError(f'--speculative-config: "method" must be a string, got {config["method"]!r}')
+    for name in ("method", "model"):
+        if name in config and not isinstance(config[name], str):
+            raise VllmArgsError(f'--speculative-config: "{name}" must be a string, got {config[name]!r}')
     if "num_speculative_tokens" in config:
-        _check_k(config["num_speculative_tokens"], '--speculative-config: "num_speculative_tokens"')
-    if "model" in config and not isinstance(config["model"], str):
-        raise VllmArgsError(f'--speculative-config: "model" must be a string, got {config["model"]!r}')
+        check_k(config["num_speculative_tokens"], '--speculative-config: "num_speculative_tokens"')
     if method is not None and method not in METHODS:
         raise VllmArgsError(f"--method must be one of {', '.join(METHODS)}; got {method!r}")
     if k is not None:
-        _check_k(k, "-k")
+        check_k(k, "-k")
 
     for key, value, flag in (
         ("method", method, "--method"),
@@ -253,7 +253,7 @@ def build_sim_argv(
     if no_spec:
         argv.append("--no-spec")
     if k is not None:
-        argv += ["-k", str(_check_k(k, "-k"))]
+        argv += ["-k", str(check_k(k, "-k"))]
     if served_model_name:
         argv += ["--served-model-name", served_model_name]
     if startup_delay is not None:
