@@ -150,11 +150,6 @@ _TOKENS = itertools.count()
 _ATEXIT_REGISTERED = False
 
 
-def live_groups() -> list[int]:
-    """Process-group ids that mtpwatch still owns (and would stop on exit)."""
-    return sorted(_REGISTRY)
-
-
 def stop_all(timeout: float = 10.0) -> None:
     """Stop every owned group: SIGTERM to all at once, then SIGKILL after `timeout`. Synchronous."""
     groups = list(_REGISTRY.values())

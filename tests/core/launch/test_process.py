@@ -18,7 +18,13 @@ import pytest
 
 from mtpwatch.commands.options import free_port
 from mtpwatch.core.launch import process
-from mtpwatch.core.launch.process import ServerProcess, StartupError, descendants, group_members, live_groups
+from mtpwatch.core.launch.process import ServerProcess, StartupError, descendants, group_members
+
+
+def live_groups() -> list[int]:
+    """Process-group ids that mtpwatch still owns (and would stop on exit)."""
+    return sorted(process._REGISTRY)
+
 
 # A server stand-in: a leader with a child in its group and a grandchild that left it (setsid).
 TREE = textwrap.dedent(
