@@ -193,6 +193,11 @@ class MemoryFlags:
             raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
         return cls(util, kv, mml, eager)
 
+    @property
+    def sized(self) -> bool:
+        """The user's own flags size this server (a share, or the KV cache's bytes)."""
+        return self.gpu_memory_utilization is not None or self.kv_cache_memory_bytes is not None
+
 
 def _parse_bytes(text: str) -> int:
     """vLLM's human-readable integers: 8192, 8k, 1M, 4G (decimal), 4GiB-style 'Ki/Mi/Gi' binary."""
@@ -364,16 +369,14 @@ def plan_memory(
         why = "one server at a time" if len(servers) > 1 else "one server"
         schedule: Schedule = "restart" if len(servers) > 1 else "alternate"
         return MemoryPlan(gpu, _alone(servers, total, usable), schedule, why, rule=rule)
-    plans, wanted, user_fixed = _together(gpu, servers, total, usable)
+    plans, wanted = _together(gpu, servers, total, usable)
     if plans is not None:
         shares = " + ".join(f"{p.utilization:g}" for p in plans)
         why = f"both fit at once ({shares} of {fmt_gib(total)} GiB; {free_s}{_gb10_words(gpu)})"
         return MemoryPlan(gpu, tuple(plans), "alternate", why, rule=rule)
-    reason = (
-        f"both at once need {fmt_gib(wanted)} GiB"
-        + (" (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if user_fixed else "")
-        + f" but the GPU has {free_s}"
-    )
+    yours = any(flags.sized for _, _, flags in servers)
+    said = " (your --gpu-memory-utilization/--kv-cache-memory-bytes)" if yours else ""
+    reason = f"both at once need {fmt_gib(wanted)} GiB{said} but the GPU has {free_s}"
     if not restart_allowed:
         raise PlanError(f"{reason}; use the restart schedule (one server at a time) or smaller shares")
     return MemoryPlan(gpu, _alone(servers, total, usable), "restart", f"{reason}: one server at a time", rule)
@@ -431,7 +434,7 @@ def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: s
                 f"{label}: --gpu-memory-utilization {flags.gpu_memory_utilization:g} asks for "
                 f"{fmt_gib(flags.gpu_memory_utilization * total)} GiB but the GPU has {free_s}; {outcome}"
             )
-        if need is None and flags.gpu_memory_utilization is None and flags.kv_cache_memory_bytes is None:
+        if need is None and not flags.sized:
             raise PlanError(
                 f"{label}: the model's size is unknown (no config.json found offline), so no memory "
                 "share can be planned; give --gpu-memory-utilization for it"
@@ -442,7 +445,7 @@ def _alone(servers: _Servers, total: float, usable: float) -> tuple[ServerPlan, 
     """One server at a time: each its own share of what is free (the user's where given)."""
     out = []
     for label, need, flags in servers:
-        if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None:
+        if flags.sized:
             out.append(_with_user(label, need, flags, total))
             continue
         util = min(DEFAULT_UTILIZATION, _floor2(usable / total))
@@ -454,14 +457,10 @@ def _alone(servers: _Servers, total: float, usable: float) -> tuple[ServerPlan, 
 
 def _together(
     gpu: GpuMemory, servers: _Servers, total: float, usable: float
-) -> tuple[list[ServerPlan] | None, float, bool]:
+) -> tuple[list[ServerPlan] | None, float]:
     """Together: the user's shares are fixed; the rest split what is left. (The plans, or None when
-    they do not fit; the bytes both need; whether any share is the user's.)"""
-    fixed = [
-        _with_user(label, need, flags, total)
-        for label, need, flags in servers
-        if flags.gpu_memory_utilization is not None or flags.kv_cache_memory_bytes is not None
-    ]
+    they do not fit; the bytes both need.)"""
+    fixed = [_with_user(label, need, flags, total) for label, need, flags in servers if flags.sized]
     fixed_by_label = {p.label: p for p in fixed}
     fixed_held = sum(p.takes(total) for p in fixed)
     open_ = [(label, need) for label, need, flags in servers if label not in fixed_by_label]
@@ -469,7 +468,7 @@ def _together(
     left = usable - fixed_held
     wanted = fixed_held + open_need
     if left < open_need:
-        return None, wanted, bool(fixed)
+        return None, wanted
     plans: list[ServerPlan] = []
     extra = (left - open_need) / max(1, len(open_))
     for label, need, _flags in servers:
@@ -486,9 +485,9 @@ def _together(
     held = 0.0
     for p in plans:
         if p.asks(total) > gpu.free_bytes - held:
-            return None, wanted, bool(fixed)
+            return None, wanted
         held += p.takes(total)
-    return plans, wanted, bool(fixed)
+    return plans, wanted
 
 
 def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
