@@ -151,12 +151,11 @@ def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
 def drafter_kv_read_bytes(drafter: ModelSpec, target: ModelSpec, context: int, batch: int = 1) -> float:
     """KV bytes one draft pass reads: the target's cache (Gemma 4 assistant) or the drafter's own."""
     owner = target if drafter.kv_from_target else drafter
-    total = 0.0
-    for lt in drafter.layer_types:
-        window = drafter.sliding_window or owner.sliding_window
-        seen = min(context, window) if lt == "sliding" and window else context
-        total += kv_bytes_per_token(owner, lt) * seen
-    return total * batch
+    windowed = drafter if drafter.sliding_window else owner  # the drafter's own window, else the cache's
+    per_req = sum(
+        kv_bytes_per_token(owner, lt) * tokens_seen(windowed, lt, context) for lt in drafter.layer_types
+    )
+    return per_req * batch
 
 
 def bytes_per_step(
