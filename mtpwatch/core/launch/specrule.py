@@ -247,10 +247,10 @@ def choose_method(*, method: str | None, drafter: str | None, version: VllmVersi
         why = f"{chosen} (--method)" if method else "mtp (no drafter: the target's own MTP heads)"
         return MethodChoice(chosen, chosen, why)
     ckpt = read_drafter(drafter)
+    if method is not None:
+        return _explicit(method, drafter, version, ckpt)
     declared = ckpt.declared
     hint = name_method(drafter)
-    if method is not None:
-        return _explicit(method, drafter, version, ckpt, declared, hint)
     if declared is not None:
         return MethodChoice(declared, declared, f"{declared} (the drafter's config.json: {_where(ckpt)})")
     guess = hint or ("draft_model" if ckpt.config_path else None)
@@ -267,14 +267,8 @@ def _where(ckpt: DrafterCheckpoint) -> str:
     return str(path)
 
 
-def _explicit(
-    method: str,
-    drafter: str,
-    version: VllmVersion,
-    ckpt: DrafterCheckpoint,
-    declared: str | None,
-    hint: str | None,
-) -> MethodChoice:
+def _explicit(method: str, drafter: str, version: VllmVersion, ckpt: DrafterCheckpoint) -> MethodChoice:
+    declared, hint = ckpt.declared, name_method(drafter)
     if version.checks_method:
         if declared is not None and declared != method and _declared_class(ckpt.config) is not None:
             if version.text is not None:
