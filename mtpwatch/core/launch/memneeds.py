@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtpwatch.core.launch.memplan import ACTIVATION_TOKENS, GIB, OVERHEAD_FIXED, OVERHEAD_GRAPHS, ServerNeed
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes, stored_params
-from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec, read_json, resolve_config
+from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSpec
 
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
@@ -27,19 +27,6 @@ def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
         return spec.checkpoint_bytes, "checkpoint size"
     w = DTYPE_BYTES[spec.weight_dtype]
     return stored_params(spec) * w, f"config: stored parameters × {spec.weight_dtype}"
-
-
-def config_max_len(ref: str) -> int | None:
-    """The context length vLLM uses without ``--max-model-len`` (``max_position_embeddings``)."""
-    try:
-        raw = read_json(resolve_config(ref))
-    except ConfigError:
-        return None
-    for cfg in (raw.get("text_config") or {}, raw):
-        value = cfg.get("max_position_embeddings") if isinstance(cfg, dict) else None
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def _activation_bytes(spec: ModelSpec) -> float:
@@ -68,7 +55,7 @@ def estimate_need(
     except ConfigError:
         return None
     weights, source = model_weight_bytes(target)
-    length = max_model_len or config_max_len(model) or 8192
+    length = max_model_len or target.max_position_embeddings or 8192  # vLLM's without --max-model-len
     kv = kv_cache_bytes(target, length)
     drafter_bytes = 0.0
     uncounted: str | None = None

@@ -104,6 +104,8 @@ class ModelSpec:
     embed_dtype: str = "bf16"
     """Dtype of embeddings, LM head and routers (quantised checkpoints keep these in BF16)."""
     kv_dtype: str = "bf16"
+    max_position_embeddings: int = 0
+    """The context length vLLM serves without ``--max-model-len``; 0: the config gives none."""
     weights_bytes_override: float | None = None
     """`weights_gb` given by the user: bytes of weights read per pass, replacing the computed ones."""
     active_params_override: float | None = None
@@ -349,6 +351,9 @@ def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
         weight_dtype=weight,
         embed_dtype=embed,
         kv_dtype=kv,
+        max_position_embeddings=_int(
+            tc, "max_position_embeddings", default=_int(raw, "max_position_embeddings", default=0)
+        ),
         source=source,
         notes=tuple(notes),
     )
