@@ -307,7 +307,6 @@ class ServerProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             # Handed to the child and closed below; opening a local file does not block the loop.
             log_fh = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230
-            # This run's lines start here: the child may write before the pump first reads.
             log_offset = os.fstat(log_fh.fileno()).st_size
         try:
             self._proc = await asyncio.create_subprocess_exec(
@@ -388,15 +387,12 @@ class ServerProcess:
             yield chunk
 
     async def _file_chunks(self, path: Path, offset: int) -> AsyncIterator[bytes]:
-        """Follow `path` from `offset`, its size before the child started (the file is appended to),
-        until the child exits.
-
-        Reading from there, not from the end at the pump's first run, keeps the lines the child
-        wrote before this task was first scheduled (vLLM's first lines under `start --keep`).
-        """
+        """Follow the appended-to `path` from `offset`, its size before the child started, until the
+        child exits: not from its end at the pump's first run, which would lose the lines the child
+        wrote before this task was first scheduled (vLLM's first lines under `start --keep`)."""
         assert self._proc is not None
         with open(path, "rb") as fh:  # noqa: ASYNC230 - a local log file
-            fh.seek(offset)  # only this run's lines
+            fh.seek(offset)
             while (chunk := fh.read(65536)) or self._proc.returncode is None:
                 if chunk:
                     yield chunk
@@ -421,7 +417,7 @@ class ServerProcess:
             await self._new_line.wait()
 
     async def wait(self) -> int:
-        """Wait for the leader to exit; returns its exit status."""
+        """Wait for the leader (not its group) to exit; returns its exit status."""
         assert self._proc is not None
         return await self._proc.wait()
 
