@@ -120,8 +120,8 @@ class _Group:
         self.known: set[int] = set()  # descendants seen so far, including those that left the group
 
     def refresh(self) -> None:
-        if _alive({self.pid}):
-            self.known.update(descendants(self.pid))
+        if _alive({self.pid}):  # a new set, not updated in place: a stop's thread may be reading it
+            self.known = self.known | set(descendants(self.pid))
 
     def remaining(self) -> set[int]:
         return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
