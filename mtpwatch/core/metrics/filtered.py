@@ -59,7 +59,7 @@ gets the full page's numbers exactly, its closing scrape asking both tiers (`fre
 
 A restart (a `_created` changed or a `_total` went down on the hot tier, `rates.is_restart`'s rule)
 probes again at once, so the slow tier never mixes two server lives and a replaced server is
-re-checked. `fresh=True` (the scrape that closes a prompt's window) fetches the slow tier too.
+re-checked.
 """
 
 from __future__ import annotations
@@ -95,9 +95,8 @@ HOT_NAMES: tuple[str, ...] = (
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
 SLOW_NAMES: tuple[str, ...] = (*HISTOGRAM_SAMPLES, "vllm:cache_config_info")
-"""Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms the views
-read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config. Only `_sum` and `_count`: the
-views show window means (Δsum / Δcount) and `snapshot` parses no bucket (`SNAPSHOT_PREFIXES`)."""
+"""Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms' `_sum` and
+`_count` the views read (`snapshot.HISTOGRAM_SAMPLES`) and the cache config."""
 
 ACTIVITY_NAMES: tuple[str, ...] = (
     "vllm:num_requests_running",
@@ -192,7 +191,6 @@ class ScrapeState:
     """How the last scrape was made, for the panel's source line and `snapshot --json`."""
 
     mode: Mode = "unprobed"
-    """'filtered', 'full' (the whole page) or 'unprobed' (nothing scraped yet)."""
     reason: str = ""
     """Why the full page: 'filter ignored', 'filtered answer empty: several API servers?', 'filter refused:
     404 Not Found', 'not vLLM', ...; '' for a filtered scrape."""

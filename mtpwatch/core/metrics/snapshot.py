@@ -35,6 +35,8 @@ _HISTOGRAMS: dict[str, str] = {
 }
 HISTOGRAM_FIELDS: tuple[str, ...] = tuple(_HISTOGRAMS.values())
 """The `MetricsSnapshot` fields that hold a histogram."""
+COUNTER_FIELDS: tuple[str, ...] = ("drafts", "draft_tokens", "accepted", "generation_tokens", "prompt_tokens")
+"""The `MetricsSnapshot` fields that hold a whole counter (`Rates` holds their deltas by the same names)."""
 
 HISTOGRAM_SAMPLES: tuple[str, ...] = tuple(
     f"vllm:{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")
@@ -103,17 +105,10 @@ class UnknownModelError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Histogram:
-    """A Prometheus histogram summed over engines."""
+    """A Prometheus histogram's `_count` and `_sum`, summed over engines."""
 
     count: float
-    """`_count`: number of observations."""
     sum: float
-    """`_sum`: sum of the observed values."""
-
-    @property
-    def mean(self) -> float | None:
-        """`sum / count`, or None before the first observation."""
-        return self.sum / self.count if self.count > 0 else None
 
 
 def _empty_mapping() -> Mapping[str, Any]:
@@ -160,11 +155,9 @@ class MetricsSnapshot:
     e2e: Histogram | None = None
     """End-to-end request latency, seconds."""
     requests_running: float | None = None
-    """Gauge: requests running now (None when the page has no such gauge)."""
+    """Gauges now, as `requests_waiting` and `kv_cache_usage` (a fraction 0..1); None: not on the page."""
     requests_waiting: float | None = None
-    """Gauge: requests waiting now."""
     kv_cache_usage: float | None = None
-    """Gauge: KV-cache usage as a fraction 0..1."""
     request_success: Mapping[str, float] = field(default_factory=_empty_mapping)
     """Finished requests by `finished_reason` (stop, length, abort, error, repetition)."""
     created: float | None = None
@@ -195,13 +188,7 @@ class MetricsSnapshot:
 
     def counters(self) -> dict[str, float]:
         """The monotonic counters by name (for restart detection and deltas)."""
-        out = {
-            "drafts": self.drafts,
-            "draft_tokens": self.draft_tokens,
-            "accepted": self.accepted,
-            "generation_tokens": self.generation_tokens,
-            "prompt_tokens": self.prompt_tokens,
-        }
+        out = {name: getattr(self, name) for name in COUNTER_FIELDS}
         for i, v in enumerate(self.accepted_per_pos):
             out[f"accepted_per_pos[{i}]"] = v
         for name in HISTOGRAM_FIELDS:
@@ -364,6 +351,8 @@ class _Fold:
         waiting = _finite_or_none(gauges.get("requests_waiting"))
         if kv is not None and len(engines) > 1:
             kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
+        totals: dict[str, Any] = {name: sums.get(name, 0.0) for name in COUNTER_FIELDS}
+        totals |= {name: hists.get(name) for name in HISTOGRAM_FIELDS}
         return MetricsSnapshot(
             schema=schema,
             model=chosen,
@@ -371,17 +360,8 @@ class _Fold:
             engines=tuple(engines),
             speculative=speculative,
             num_speculative_tokens=len(per_pos),
-            drafts=sums.get("drafts", 0.0),
-            draft_tokens=sums.get("draft_tokens", 0.0),
-            accepted=sums.get("accepted", 0.0),
             accepted_per_pos=accepted_per_pos,
-            generation_tokens=sums.get("generation_tokens", 0.0),
-            prompt_tokens=sums.get("prompt_tokens", 0.0),
-            iteration_tokens=hists.get("iteration_tokens"),
-            ttft=hists.get("ttft"),
-            itl=hists.get("itl"),
-            tpot=hists.get("tpot"),
-            e2e=hists.get("e2e"),
+            **totals,
             requests_running=running,
             requests_waiting=waiting,
             kv_cache_usage=kv,
