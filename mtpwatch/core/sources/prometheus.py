@@ -43,7 +43,7 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, Histogram, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -374,12 +374,6 @@ class PrometheusSource:
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": _duration(step_s)}
         return await self._api("/api/v1/query_range", params)
 
-    async def rows(
-        self, window_s: float, at: float | None = None, *, history_s: float = 0.0
-    ) -> list[FleetRow]:
-        """Fleet rows over the window ending at `at` (default now), outliers marked (see `read`)."""
-        return (await self.read(window_s, at, history_s=history_s)).rows
-
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
         """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
         missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
@@ -512,17 +506,14 @@ def counters_snapshot(
             return None
         return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
 
+    totals: dict[str, Any] = {name: values.get(name, 0.0) for name in COUNTER_FIELDS}
     return MetricsSnapshot(
         schema=schema,
         model=model,
         speculative=spec,
         num_speculative_tokens=k,
-        drafts=values.get("drafts", 0.0),
-        draft_tokens=values.get("draft_tokens", 0.0),
-        accepted=values.get("accepted", 0.0),
+        **totals,
         accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        generation_tokens=values.get("generation_tokens", 0.0),
-        prompt_tokens=values.get("prompt_tokens", 0.0),
         itl=hist("itl"),
         ttft=hist("ttft"),
         requests_running=values.get("running"),
