@@ -9,7 +9,6 @@ the same `snapshot_from_samples` the single-server monitor uses. Rows are built 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -65,24 +64,20 @@ class FleetRow:
     window_s: float | None = None
     """Seconds the numbers span (shorter than asked right after start)."""
     decode_tok_s: float | None = None
-    """Δgeneration_tokens / Δt: tokens per second the engine emitted (all its requests)."""
+    """The window's `Rates.server_tok_s` (all the engine's requests); `acceptance`, `mean_length`,
+    `per_position` and the counts below: its `acceptance_rate`, `mean_acceptance_length`, … (`build_row`)."""
     acceptance: float | None = None
-    """Δaccepted / Δdraft_tokens."""
     mean_length: float | None = None
-    """1 + Δaccepted / Δdrafts."""
     per_position: tuple[float, ...] = ()
-    """Marginal per-position rates Δper_pos[i] / Δdrafts."""
     drafts: float = 0.0
-    """Δ drafts in the window (how much evidence the ratios rest on)."""
+    """How much evidence the ratios rest on."""
     draft_tokens: float = 0.0
     accepted: float = 0.0
     generation_tokens: float = 0.0
     kv_usage: float | None = None
-    """KV-cache use, fraction 0..1 (latest scrape)."""
+    """KV-cache use, fraction 0..1; it, `running` and `waiting`: the latest scrape's gauges."""
     running: float | None = None
-    """Requests running (latest scrape)."""
     waiting: float | None = None
-    """Requests waiting (latest scrape)."""
     outliers: tuple[str, ...] = ()
     """Which numbers are outliers against the row's group (`core.fleet.outliers`): "acceptance",
     "tok/s", "k"."""
@@ -105,11 +100,19 @@ class FleetRow:
         return base
 
 
-def split_samples(samples: Sequence[Sample]) -> dict[GroupKey, list[Sample]]:
-    """Samples grouped by (`model_name`, `engine`); series without `model_name` join no model group
-    when the page has models (e.g. `cache_config_info`), and form the one group when it has none."""
+def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
+    """One `/metrics` page → one snapshot per (model, engine), in page order. Series without
+    `model_name` join no model group when the page has models (e.g. `cache_config_info`), and form the
+    one group when it has none.
+
+    Raises:
+        MetricsFormatError: as `parse_snapshot`.
+    """
+    schema = detect_schema(text)
+    if schema == "none":
+        return {}
     groups: dict[GroupKey, list[Sample]] = {}
-    for s in samples:
+    for s in parse_samples(text, FLEET_PREFIXES):
         model = engine = None
         for k, v in s.labels:
             if k == "model_name":
@@ -119,19 +122,6 @@ def split_samples(samples: Sequence[Sample]) -> dict[GroupKey, list[Sample]]:
         groups.setdefault((model, engine), []).append(s)
     if any(m is not None for m, _ in groups):
         groups = {k: v for k, v in groups.items() if k[0] is not None}
-    return groups
-
-
-def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
-    """One `/metrics` page → one snapshot per (model, engine), in page order.
-
-    Raises:
-        MetricsFormatError: as `parse_snapshot`.
-    """
-    schema = detect_schema(text)
-    if schema == "none":
-        return {}
-    groups = split_samples(parse_samples(text, FLEET_PREFIXES))
     return {key: snapshot_from_samples(group, key[0], schema) for key, group in groups.items()}
 
 
