@@ -50,7 +50,6 @@ class FleetRow:
     engines_on_source: int = 1
     """How many engines this source has (the view names the engine only when there are several)."""
     schema: str = "none"
-    """"vllm", "llamacpp" or "none"."""
     method: str = "?"
     """"spec" when spec-decode counters exist (vLLM does not export the method), "off" when not."""
     k: int | None = None

@@ -71,9 +71,7 @@ class PromptAcceptance:
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     per_position: tuple[float, ...] = ()
-    """Marginal per-position rates."""
     per_position_conditional: tuple[float | None, ...] = ()
-    """Position i given i−1 accepted (position 0: the marginal rate)."""
     drafts: float | None = None
     """Verify steps with drafts the numbers rest on (None when the source does not say)."""
 

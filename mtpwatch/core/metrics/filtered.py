@@ -71,23 +71,14 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
-from mtpwatch.core.metrics.snapshot import HISTOGRAM_SAMPLES, detect_schema
+from mtpwatch.core.metrics.snapshot import FAMILY_NAMES, HISTOGRAM_SAMPLES, detect_schema
 
 FULL_PATH = "/metrics"
 """The whole page (prometheus-fastapi-instrumentator's route on vLLM; ignores the query string)."""
 
 HOT_NAMES: tuple[str, ...] = (
-    "vllm:spec_decode_num_drafts_total",
-    "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-    "vllm:generation_tokens_total",
-    "vllm:prompt_tokens_total",
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
+    *(f"vllm:{name}" for name, _ in FAMILY_NAMES.values()),  # counters, per position, gauges
     "vllm:request_success_total",
-    "vllm:estimated_read_bytes_per_gpu_total",
     # restart detection (`snapshot._CREATED`) must see these at every scrape, as on a full page
     "vllm:generation_tokens_created",
     "vllm:spec_decode_num_drafts_created",

@@ -61,39 +61,32 @@ SNAPSHOT_PREFIXES: tuple[str, ...] = (
     "llamacpp:",
 )
 
-# Short name (after the schema prefix) -> field. llama.cpp's server uses vLLM's spec_decode names
-# (tools/server/server-task.cpp) but its own names for the rest.
-_SPEC_COUNTERS = {
-    "spec_decode_num_drafts_total": "drafts",
-    "spec_decode_num_draft_tokens_total": "draft_tokens",
-    "spec_decode_num_accepted_tokens_total": "accepted",
+# Field -> its sample name after `vllm:` and after `llamacpp:` (None: not exported there). llama.cpp's
+# server uses vLLM's spec_decode names (tools/server/server-task.cpp) but its own names for the rest.
+FAMILY_NAMES: dict[str, tuple[str, str | None]] = {
+    "drafts": ("spec_decode_num_drafts_total",) * 2,
+    "draft_tokens": ("spec_decode_num_draft_tokens_total",) * 2,
+    "accepted": ("spec_decode_num_accepted_tokens_total",) * 2,
+    "accepted_per_pos": ("spec_decode_num_accepted_tokens_per_pos_total",) * 2,
+    "generation_tokens": ("generation_tokens_total", "tokens_predicted_total"),
+    "prompt_tokens": ("prompt_tokens_total",) * 2,
+    "estimated_read_bytes": ("estimated_read_bytes_per_gpu_total", None),
+    "requests_running": ("num_requests_running", "requests_processing"),
+    "requests_waiting": ("num_requests_waiting", "requests_deferred"),
+    "kv_cache_usage": ("kv_cache_usage_perc", "kv_cache_usage_ratio"),
 }
-_COUNTERS: dict[str, dict[str, str]] = {
-    "vllm": {
-        **_SPEC_COUNTERS,
-        "generation_tokens_total": "generation_tokens",
-        "prompt_tokens_total": "prompt_tokens",
-        "estimated_read_bytes_per_gpu_total": "estimated_read_bytes",
-    },
-    "llamacpp": {
-        **_SPEC_COUNTERS,
-        "tokens_predicted_total": "generation_tokens",
-        "prompt_tokens_total": "prompt_tokens",
-    },
-}
-_GAUGES: dict[str, dict[str, str]] = {
-    "vllm": {
-        "num_requests_running": "requests_running",
-        "num_requests_waiting": "requests_waiting",
-        "kv_cache_usage_perc": "kv_cache_usage",
-    },
-    "llamacpp": {
-        "requests_processing": "requests_running",
-        "requests_deferred": "requests_waiting",
-        "kv_cache_usage_ratio": "kv_cache_usage",
-    },
-}
-_PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+_PER_POS = FAMILY_NAMES["accepted_per_pos"][0]
+
+
+def _short_names(schema: int, fields: Iterable[str]) -> dict[str, str]:
+    """Short name -> field of the `fields` that schema 0 (vLLM) or 1 (llama.cpp) exports."""
+    return {name: f for f in fields if (name := FAMILY_NAMES[f][schema]) is not None}
+
+
+_SUMMED = (*COUNTER_FIELDS, "estimated_read_bytes")
+_GAUGE_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage")
+_COUNTERS = {"vllm": _short_names(0, _SUMMED), "llamacpp": _short_names(1, _SUMMED)}
+_GAUGES = {"vllm": _short_names(0, _GAUGE_FIELDS), "llamacpp": _short_names(1, _GAUGE_FIELDS)}
 # `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
 _CREATED = ("generation_tokens_created", "spec_decode_num_drafts_created")
 _PREFIX = {"vllm": "vllm:", "llamacpp": "llamacpp:"}
@@ -234,8 +227,9 @@ def _choose_model(
     return (names[0] if names else None), names
 
 
-def _finite_or_none(x: float | None) -> float | None:
-    # A gauge may be NaN (Prometheus allows it); the UI and JSON show "unknown" instead.
+def finite_or_none(x: float | None) -> float | None:
+    """`x`, or None for None, NaN and ±Inf: a gauge may be NaN (Prometheus allows it) and JSON has no
+    NaN/Infinity; the UI and JSON show "unknown" (null) instead."""
     return x if x is not None and math.isfinite(x) else None
 
 
@@ -346,9 +340,9 @@ class _Fold:
         # llama.cpp and vLLM's Rust frontend export the spec counters whether or not they speculate
         drafted = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
         speculative = drafted if schema == "llamacpp" or exposition == "openmetrics" else self.spec_seen
-        kv = _finite_or_none(gauges.get("kv_cache_usage"))
-        running = _finite_or_none(gauges.get("requests_running"))
-        waiting = _finite_or_none(gauges.get("requests_waiting"))
+        kv = finite_or_none(gauges.get("kv_cache_usage"))
+        running = finite_or_none(gauges.get("requests_running"))
+        waiting = finite_or_none(gauges.get("requests_waiting"))
         if kv is not None and len(engines) > 1:
             kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
         totals: dict[str, Any] = {name: sums.get(name, 0.0) for name in COUNTER_FIELDS}

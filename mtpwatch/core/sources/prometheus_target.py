@@ -22,7 +22,6 @@ from mtpwatch.core.sources.prometheus import (
 )
 
 _EXTRA_NAMES: dict[str, tuple[str, ...]] = {
-    "prompt_tokens": ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
     "itl_count": ("vllm:inter_token_latency_seconds_count",),
     "itl_sum": ("vllm:inter_token_latency_seconds_sum",),
     "ttft_count": ("vllm:time_to_first_token_seconds_count",),
@@ -48,7 +47,7 @@ def target_queries(
         return "|".join(found)
 
     q: dict[str, str] = {}
-    for key in (*COUNTERS, *_EXTRA_NAMES, *GAUGES):
+    for key in (*COUNTERS, "prompt_tokens", *_EXTRA_NAMES, *GAUGES):
         q[key] = f'{"avg" if key == "kv_usage" else "sum"}({{__name__=~"{names(key)}", {m}}})'
     q["per_position"] = f'sum by (position) ({{__name__=~"{names("per_position")}", {m}}})'
     q["schema"] = f'count by (__name__) ({{__name__=~"{names("drafts")}|{names("generation_tokens")}", {m}}})'
