@@ -33,7 +33,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -100,23 +100,24 @@ def check_selector(selector: str) -> str:
     return text[1:-1].strip().rstrip(",").strip()
 
 
-def _vector(key: str, matchers: str) -> str:
-    vllm, llamacpp = NAMES[key]
+def vector(names: Iterable[str], matchers: str) -> str:
+    """The series of any of `names` that match `matchers` (a checked selector's inside, or '')."""
     extra = f", {matchers}" if matchers else ""
-    return f'{{__name__=~"{re.escape(vllm)}|{re.escape(llamacpp)}"{extra}}}'.replace("\\:", ":")
+    return f'{{__name__=~"{"|".join(map(re.escape, names))}"{extra}}}'.replace("\\:", ":")
 
 
 def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     """Every query the source runs, by what it gives (for the help screen: paste them into Grafana)."""
     matchers = check_selector(selector)
     w = f"[{_duration(window_s)}]"
+    gen = f"{vector(NAMES['generation_tokens'], matchers)}{w}"
     q: dict[str, str] = {}
     for key in COUNTERS:
-        q[key] = f"sum by ({_BY}) (increase({_vector(key, matchers)}{w}))"
-    q["per_position"] = f"sum by ({_BY}, position) (increase({_vector('per_position', matchers)}{w}))"
-    q["tok_s"] = f"sum by ({_BY}) (rate({_vector('generation_tokens', matchers)}{w}))"
+        q[key] = f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))"
+    q["per_position"] = f"sum by ({_BY}, position) (increase({vector(NAMES['per_position'], matchers)}{w}))"
+    q["tok_s"] = f"sum by ({_BY}) (rate({gen}))"
     for key in GAUGES:
-        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({_BY}) ({_vector(key, matchers)})"
+        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({_BY}) ({vector(NAMES[key], matchers)})"
     extra = f", {matchers}" if matchers else ""
     # One query per name: timestamp() drops the name, so one query over all four would mix them, and
     # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
@@ -126,7 +127,6 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
             q[f"{LAST_SAMPLE}{name}"] = f'max by ({_BY}) (timestamp({{__name__="{name}"{extra}}}))'
     # only the answers that change a row: targets down, series that reset (not one series per target)
     q["up"] = (f"up{{{matchers}}}" if matchers else "up") + " == 0"
-    gen = f"{_vector('generation_tokens', matchers)}{w}"
     q["resets"] = f"sum by ({_BY}) (resets({gen})) > 0"
     q["samples"] = f"max(count_over_time({gen}))"
     q["store_time"] = "vector(time())"
@@ -138,10 +138,10 @@ def probe_queries(selector: str = "") -> dict[str, str]:
     series), and (`interval_query`) the raw samples of a few of those instances."""
     matchers = check_selector(selector)
     seen = f"[{_duration(SEEN_S)}]"
-    gen = _vector("generation_tokens", matchers)
+    gen = vector(NAMES["generation_tokens"], matchers)
     return {
         "seen": f"count by ({_BY}) (last_over_time({gen}{seen}))",
-        "seen_k": f"count by ({_BY}) (last_over_time({_vector('per_position', matchers)}{seen}))",
+        "seen_k": f"count by ({_BY}) (last_over_time({vector(NAMES['per_position'], matchers)}{seen}))",
     }
 
 
@@ -150,7 +150,7 @@ def interval_query(instance: str, selector: str = "") -> str:
     an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
     matchers = check_selector(selector)
     one = f'instance="{label_value(instance)}"' + (f", {matchers}" if matchers else "")
-    return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
+    return f"{vector(NAMES['generation_tokens'], one)}[{_duration(INTERVAL_SPAN_S)}]"
 
 
 def label_value(value: str) -> str:
