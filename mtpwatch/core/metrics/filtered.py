@@ -363,8 +363,7 @@ class TieredScraper:
         return page
 
     def _give_up(self, why: str) -> None:
-        """A later answer was not an honoured one: the full page from now on (until a restart or a
-        failed scrape probes again), so a server that honours it only now and then costs no probes."""
+        """A later answer was not an honoured one: the full page from now on (module docstring)."""
         self.state = ScrapeState("full", why, 0, 0, 0, self.state.full_bytes)
 
     async def _full(self) -> str:
@@ -487,8 +486,7 @@ class TieredScraper:
 
     def _slow_due(self, now: float) -> bool:
         """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
-        it was fetched. Asked before a scrape (then both tiers go in one answer: while tokens flow,
-        every second) and after a hot-only answer (the first of a busy spell: a second request)."""
+        it was fetched (asked before a scrape and after a hot-only answer: the module docstring)."""
         if self._slow_t is None:
             return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks

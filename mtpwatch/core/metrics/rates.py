@@ -26,7 +26,7 @@ StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
 class Rates:
     """Deltas between two snapshots and the numbers derived from them with vLLM's formulas.
 
-    The counts (`drafts` … `prompt_tokens`, `itl_count`, `requests_finished`) are deltas over the window,
+    The counts (`drafts` … `prompt_tokens`, `itl_count`) are deltas over the window,
     named as the `MetricsSnapshot` counters they come from; a ratio named as a `formulas` function is that
     function of them. Every derived number is None when its denominator is zero (nothing happened).
     """
@@ -57,8 +57,6 @@ class Rates:
     server_tok_s: float | None = None
     """Δgeneration_tokens / Δt (all requests on the engine)."""
     prompt_tok_s: float | None = None
-    drafts_per_s: float | None = None
-    """Δdrafts / Δt (verify steps × running requests)."""
     steps_per_s: float | None = None
     """Engine steps per second; `steps_source` says which counter gave it."""
     steps_source: StepsSource = "none"
@@ -72,18 +70,12 @@ class Rates:
     """Mean time to first token of requests that got one in the window."""
     mean_tpot_s: float | None = None
     """Mean per-token time of requests that finished in the window."""
-    mean_e2e_s: float | None = None
-    """Mean end-to-end latency of requests that finished in the window."""
     itl_count: float = 0.0
     """Δ ITL observations (outputs after the first, per request)."""
     drafted_share: float | None = None
     """Δdrafts / Δ ITL count: the share of decode steps that drafted (`formulas.drafted_share`)."""
-    requests_finished: float = 0.0
-    """Δ finished requests (all finish reasons)."""
     max_running: float | None = None
     """Most requests running at any scrape in the window (None when unknown)."""
-    read_bytes_per_s: float | None = None
-    """Δestimated_read_bytes_per_gpu / Δt (vLLM's analytic estimate; only with --enable-mfu-metrics)."""
 
 
 def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
@@ -155,13 +147,9 @@ def delta_rates(
 
     hist = {name: _hist_delta(getattr(base, name), getattr(after, name)) for name in HISTOGRAM_FIELDS}
     itl_count, iter_count = hist["itl"][1], hist["iteration_tokens"][1]
-    finished = _pos(sum(after.request_success.values()) - sum(base.request_success.values()))
 
     rate_dt = dt_s if dt_s is not None and dt_s > 0 else None
     steps, source = _steps_per_s(after.speculative, drafts, itl_count, iter_count, rate_dt, max_running)
-    read_bps: float | None = None
-    if rate_dt is not None and after.estimated_read_bytes is not None:
-        read_bps = _pos(after.estimated_read_bytes - (base.estimated_read_bytes or 0.0)) / rate_dt
 
     return Rates(
         window_label=label,
@@ -182,19 +170,15 @@ def delta_rates(
         output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
         prompt_tok_s=prompt / rate_dt if rate_dt is not None else None,
-        drafts_per_s=drafts / rate_dt if rate_dt is not None else None,
         steps_per_s=steps,
         steps_source=source,
         mean_step_s=F.histogram_mean(*hist["itl"]),
         tokens_per_step=F.ratio(gen, itl_count),
         mean_ttft_s=F.histogram_mean(*hist["ttft"]),
         mean_tpot_s=F.histogram_mean(*hist["tpot"]),
-        mean_e2e_s=F.histogram_mean(*hist["e2e"]),
         itl_count=itl_count,
         drafted_share=F.drafted_share(drafts, itl_count) if after.speculative else None,
-        requests_finished=finished,
         max_running=max_running,
-        read_bytes_per_s=read_bps,
     )
 
 
@@ -251,10 +235,7 @@ def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
 
 
 class Collector:
-    """Scrape history of one server: windows, restarts, tok/s series, attribution.
-
-    Timestamps (`now`, `t0`) come from the caller's monotonic clock; they must not go backwards.
-    """
+    """Scrape history of one server (module docstring); its timestamps must not go backwards."""
 
     def __init__(self, horizon_s: float = 600.0) -> None:
         """Keep `horizon_s` seconds of history (the longest window asked for should fit)."""
