@@ -10,7 +10,7 @@ the same `snapshot_from_samples` the single-server monitor uses. Rows are built 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from mtpwatch.core.metrics.parse import Sample, parse_samples
 from mtpwatch.core.metrics.rates import Rates
@@ -174,16 +174,10 @@ def build_row(
 
 def down_row(source: str, state: RowState, reason: str, previous: FleetRow | None = None) -> FleetRow:
     """A row for a source that does not answer; keeps the model/k it showed before, clears the rates."""
-    if previous is None:
-        return FleetRow(source=source, model=None, engine=None, state=state, reason=reason)
-    return FleetRow(
-        source=source,
-        model=previous.model,
-        engine=previous.engine,
-        engines_on_source=previous.engines_on_source,
-        schema=previous.schema,
-        method=previous.method,
-        k=previous.k,
-        state=state,
-        reason=reason,
-    )
+    kept: dict[str, Any] = {"model": None, "engine": None}
+    if previous is not None:
+        kept = {
+            name: getattr(previous, name)
+            for name in ("model", "engine", "engines_on_source", "schema", "method", "k")
+        }
+    return FleetRow(source=source, state=state, reason=reason, **kept)
