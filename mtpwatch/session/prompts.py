@@ -107,7 +107,7 @@ class PromptWindow:
         t0 = self.t0
         return prompt_acceptance(
             counters=counters,
-            scope=collector.attribution(t0, self.t1).scope if t0 is not None else "engine-wide",
+            scope=collector.attribution(t0, self.t1) if t0 is not None else "engine-wide",
             per_request=self.request_spec if self.t_end is not None else None,
             timings=timings,
         )

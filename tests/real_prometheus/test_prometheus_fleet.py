@@ -222,7 +222,7 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
 
     source = PrometheusSource(prom, selector='{job="vllm"}', stale_after_s=5)
     try:
-        via_prom = await source.rows(window, at=t_end)
+        via_prom = (await source.read(window, at=t_end)).rows
     finally:
         await source.aclose()
 
@@ -327,14 +327,14 @@ async def test_prometheus_fleet_equals_direct_scrapes(procs: Procs, tmp_path: Pa
     factor = extrapolation_factor(pts, round(t_end2 * 1000) - w2_ms, round(t_end2 * 1000))
     source = PrometheusSource(prom, selector='{job="vllm"}', stale_after_s=5)
     try:
-        across = by_instance(await source.rows(w2_ms / 1000, at=t_end2), strip_scheme=False)[hosts[0]]
+        across = by_instance((await source.read(w2_ms / 1000, at=t_end2)).rows, strip_scheme=False)[hosts[0]]
     finally:
         await source.aclose()
     assert across.drafts == pytest.approx(after_restart.drafts * factor, rel=1e-9)
     assert across.acceptance is not None and 0 < across.acceptance < 1
     source = PrometheusSource(prom, selector='{job="vllm"}', stale_after_s=5)
     try:
-        later = by_instance(await source.rows(10.0), strip_scheme=False)
+        later = by_instance((await source.read(10.0)).rows, strip_scheme=False)
     finally:
         await source.aclose()
     assert later[collapsed].state == "down" and "up == 0" in later[collapsed].reason

@@ -9,9 +9,8 @@ the same `snapshot_from_samples` the single-server monitor uses. Rows are built 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from mtpwatch.core.metrics.parse import Sample, parse_samples
 from mtpwatch.core.metrics.rates import Rates
@@ -51,7 +50,6 @@ class FleetRow:
     engines_on_source: int = 1
     """How many engines this source has (the view names the engine only when there are several)."""
     schema: str = "none"
-    """"vllm", "llamacpp" or "none"."""
     method: str = "?"
     """"spec" when spec-decode counters exist (vLLM does not export the method), "off" when not."""
     k: int | None = None
@@ -65,24 +63,20 @@ class FleetRow:
     window_s: float | None = None
     """Seconds the numbers span (shorter than asked right after start)."""
     decode_tok_s: float | None = None
-    """Δgeneration_tokens / Δt: tokens per second the engine emitted (all its requests)."""
+    """The window's `Rates.server_tok_s` (all the engine's requests); `acceptance`, `mean_length`,
+    `per_position` and the counts below: its `acceptance_rate`, `mean_acceptance_length`, … (`build_row`)."""
     acceptance: float | None = None
-    """Δaccepted / Δdraft_tokens."""
     mean_length: float | None = None
-    """1 + Δaccepted / Δdrafts."""
     per_position: tuple[float, ...] = ()
-    """Marginal per-position rates Δper_pos[i] / Δdrafts."""
     drafts: float = 0.0
-    """Δ drafts in the window (how much evidence the ratios rest on)."""
+    """How much evidence the ratios rest on."""
     draft_tokens: float = 0.0
     accepted: float = 0.0
     generation_tokens: float = 0.0
     kv_usage: float | None = None
-    """KV-cache use, fraction 0..1 (latest scrape)."""
+    """KV-cache use, fraction 0..1; it, `running` and `waiting`: the latest scrape's gauges."""
     running: float | None = None
-    """Requests running (latest scrape)."""
     waiting: float | None = None
-    """Requests waiting (latest scrape)."""
     outliers: tuple[str, ...] = ()
     """Which numbers are outliers against the row's group (`core.fleet.outliers`): "acceptance",
     "tok/s", "k"."""
@@ -105,11 +99,19 @@ class FleetRow:
         return base
 
 
-def split_samples(samples: Sequence[Sample]) -> dict[GroupKey, list[Sample]]:
-    """Samples grouped by (`model_name`, `engine`); series without `model_name` join no model group
-    when the page has models (e.g. `cache_config_info`), and form the one group when it has none."""
+def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
+    """One `/metrics` page → one snapshot per (model, engine), in page order. Series without
+    `model_name` join no model group when the page has models (e.g. `cache_config_info`), and form the
+    one group when it has none.
+
+    Raises:
+        MetricsFormatError: as `parse_snapshot`.
+    """
+    schema = detect_schema(text)
+    if schema == "none":
+        return {}
     groups: dict[GroupKey, list[Sample]] = {}
-    for s in samples:
+    for s in parse_samples(text, FLEET_PREFIXES):
         model = engine = None
         for k, v in s.labels:
             if k == "model_name":
@@ -119,19 +121,6 @@ def split_samples(samples: Sequence[Sample]) -> dict[GroupKey, list[Sample]]:
         groups.setdefault((model, engine), []).append(s)
     if any(m is not None for m, _ in groups):
         groups = {k: v for k, v in groups.items() if k[0] is not None}
-    return groups
-
-
-def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
-    """One `/metrics` page → one snapshot per (model, engine), in page order.
-
-    Raises:
-        MetricsFormatError: as `parse_snapshot`.
-    """
-    schema = detect_schema(text)
-    if schema == "none":
-        return {}
-    groups = split_samples(parse_samples(text, FLEET_PREFIXES))
     return {key: snapshot_from_samples(group, key[0], schema) for key, group in groups.items()}
 
 
@@ -185,16 +174,10 @@ def build_row(
 
 def down_row(source: str, state: RowState, reason: str, previous: FleetRow | None = None) -> FleetRow:
     """A row for a source that does not answer; keeps the model/k it showed before, clears the rates."""
-    if previous is None:
-        return FleetRow(source=source, model=None, engine=None, state=state, reason=reason)
-    return FleetRow(
-        source=source,
-        model=previous.model,
-        engine=previous.engine,
-        engines_on_source=previous.engines_on_source,
-        schema=previous.schema,
-        method=previous.method,
-        k=previous.k,
-        state=state,
-        reason=reason,
-    )
+    kept: dict[str, Any] = {"model": None, "engine": None}
+    if previous is not None:
+        kept = {
+            name: getattr(previous, name)
+            for name in ("model", "engine", "engines_on_source", "schema", "method", "k")
+        }
+    return FleetRow(source=source, state=state, reason=reason, **kept)

@@ -205,8 +205,7 @@ class FleetScraper:
         self.clock = clock
         self.stats = ScrapeStats()
         self._semaphore = asyncio.Semaphore(max_concurrency)
-        self._closers: list[Callable[[], Awaitable[None]]] = []
-        self._clients: dict[str, VllmClient] = {}
+        self._clients: list[tuple[str, VllmClient]] = []
         self.tracks: list[Track] = []
         for target in targets:
             if fetch_factory is not None:
@@ -218,8 +217,7 @@ class FleetScraper:
                     target.url, api_key=target.api_key, timeout=timeout_s, scrape_filter=FLEET_FILTER
                 )
                 fetch = client.scrape_text
-                self._closers.append(client.aclose)
-                self._clients[target.url] = client
+                self._clients.append((target.url, client))
             self.tracks.append(Track(target, fetch, horizon_s=horizon_s))
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -299,11 +297,7 @@ class FleetScraper:
     def scrape_modes(self) -> dict[str, str]:
         """How each server's /metrics is read now ('filtered, 3.3 KB', 'full page (filter ignored)';
         '' before its first scrape), by URL; servers of a `fetch_factory` are not listed."""
-        out: dict[str, str] = {}
-        for url, client in self._clients.items():
-            state = client.scrape_state
-            out[url] = state.text if state is not None else ""
-        return out
+        return {url: client.scrape_state.text if client.scrape_state else "" for url, client in self._clients}
 
     def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
         """Every row now, in target order, outliers marked."""
@@ -317,6 +311,6 @@ class FleetScraper:
         """Cancel scrapes in flight and close the HTTP clients."""
         for task in list(self._tasks):
             task.cancel()
-        for close in self._closers:
+        for _, client in self._clients:
             with contextlib.suppress(Exception):
-                await close()
+                await client.aclose()

@@ -20,7 +20,7 @@ The verdict sentence reads the same `PromptAcceptance` as the numbers it sits be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from mtpwatch.core.metrics import formulas as F
@@ -40,22 +40,16 @@ class PerRequestSpec(Protocol):
     @property
     def num_spec_steps(self) -> int:
         """Verify steps of this request that had drafts."""
-        ...
 
     @property
-    def acceptance_rate(self) -> float | None:
-        """Accepted / drafted tokens of this request."""
-        ...
+    def acceptance_rate(self) -> float | None: ...
 
     @property
-    def mean_acceptance_length(self) -> float | None:
-        """1 + accepted / steps."""
-        ...
+    def mean_acceptance_length(self) -> float | None: ...
 
     @property
     def per_position(self) -> tuple[float, ...]:
         """Marginal acceptance per draft position."""
-        ...
 
 
 class DraftTimings(Protocol):
@@ -64,7 +58,6 @@ class DraftTimings(Protocol):
     @property
     def acceptance_rate(self) -> float | None:
         """draft_n_accepted / draft_n; None when the request has not drafted."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +71,7 @@ class PromptAcceptance:
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     per_position: tuple[float, ...] = ()
-    """Marginal per-position rates."""
     per_position_conditional: tuple[float | None, ...] = ()
-    """Position i given i−1 accepted (position 0: the marginal rate)."""
     drafts: float | None = None
     """Verify steps with drafts the numbers rest on (None when the source does not say)."""
 
@@ -114,25 +105,24 @@ def prompt_acceptance(
             ),
             drafts=float(per_request.num_spec_steps),
         )
-    alone = counters is not None and scope == "this request"
+    from_counters = PromptAcceptance(source="none", scope=scope)
+    if counters is not None:
+        from_counters = PromptAcceptance(
+            source="counters",
+            scope=scope,
+            acceptance_rate=counters.acceptance_rate,
+            mean_acceptance_length=counters.mean_acceptance_length,
+            per_position=counters.per_position,
+            per_position_conditional=counters.per_position_conditional,
+            drafts=counters.drafts,
+        )
     if timings is not None and timings.acceptance_rate is not None:
-        return PromptAcceptance(
+        # the rate from the timings; the rest from the counters only when the window was this request
+        kept = from_counters if scope == "this request" else PromptAcceptance(source="none", scope=scope)
+        return replace(
+            kept,
             source="llama.cpp timings",
             scope=LLAMACPP_REQUEST_SCOPE,
             acceptance_rate=timings.acceptance_rate,
-            mean_acceptance_length=counters.mean_acceptance_length if alone and counters else None,
-            per_position=counters.per_position if alone and counters else (),
-            per_position_conditional=counters.per_position_conditional if alone and counters else (),
-            drafts=counters.drafts if alone and counters else None,
         )
-    if counters is None:
-        return PromptAcceptance(source="none", scope=scope)
-    return PromptAcceptance(
-        source="counters",
-        scope=scope,
-        acceptance_rate=counters.acceptance_rate,
-        mean_acceptance_length=counters.mean_acceptance_length,
-        per_position=counters.per_position,
-        per_position_conditional=counters.per_position_conditional,
-        drafts=counters.drafts,
-    )
+    return from_counters

@@ -59,7 +59,7 @@ gets the full page's numbers exactly, its closing scrape asking both tiers (`fre
 
 A restart (a `_created` changed or a `_total` went down on the hot tier, `rates.is_restart`'s rule)
 probes again at once, so the slow tier never mixes two server lives and a replaced server is
-re-checked. `fresh=True` (the scrape that closes a prompt's window) fetches the slow tier too.
+re-checked.
 """
 
 from __future__ import annotations
@@ -71,23 +71,14 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from mtpwatch.core.metrics.parse import is_openmetrics, parse_samples
-from mtpwatch.core.metrics.snapshot import HISTOGRAM_SAMPLES, detect_schema
+from mtpwatch.core.metrics.snapshot import FAMILY_NAMES, HISTOGRAM_SAMPLES, detect_schema
 
 FULL_PATH = "/metrics"
 """The whole page (prometheus-fastapi-instrumentator's route on vLLM; ignores the query string)."""
 
 HOT_NAMES: tuple[str, ...] = (
-    "vllm:spec_decode_num_drafts_total",
-    "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-    "vllm:generation_tokens_total",
-    "vllm:prompt_tokens_total",
-    "vllm:num_requests_running",
-    "vllm:num_requests_waiting",
-    "vllm:kv_cache_usage_perc",
+    *(f"vllm:{name}" for name, _ in FAMILY_NAMES.values()),  # counters, per position, gauges
     "vllm:request_success_total",
-    "vllm:estimated_read_bytes_per_gpu_total",
     # restart detection (`snapshot._CREATED`) must see these at every scrape, as on a full page
     "vllm:generation_tokens_created",
     "vllm:spec_decode_num_drafts_created",
@@ -95,9 +86,8 @@ HOT_NAMES: tuple[str, ...] = (
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
 SLOW_NAMES: tuple[str, ...] = (*HISTOGRAM_SAMPLES, "vllm:cache_config_info")
-"""Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms the views
-read (ITL, TPOT, TTFT, e2e, iteration tokens) and the cache config. Only `_sum` and `_count`: the
-views show window means (Δsum / Δcount) and `snapshot` parses no bucket (`SNAPSHOT_PREFIXES`)."""
+"""Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms' `_sum` and
+`_count` the views read (`snapshot.HISTOGRAM_SAMPLES`) and the cache config."""
 
 ACTIVITY_NAMES: tuple[str, ...] = (
     "vllm:num_requests_running",
@@ -192,7 +182,6 @@ class ScrapeState:
     """How the last scrape was made, for the panel's source line and `snapshot --json`."""
 
     mode: Mode = "unprobed"
-    """'filtered', 'full' (the whole page) or 'unprobed' (nothing scraped yet)."""
     reason: str = ""
     """Why the full page: 'filter ignored', 'filtered answer empty: several API servers?', 'filter refused:
     404 Not Found', 'not vLLM', ...; '' for a filtered scrape."""
@@ -374,8 +363,7 @@ class TieredScraper:
         return page
 
     def _give_up(self, why: str) -> None:
-        """A later answer was not an honoured one: the full page from now on (until a restart or a
-        failed scrape probes again), so a server that honours it only now and then costs no probes."""
+        """A later answer was not an honoured one: the full page from now on (module docstring)."""
         self.state = ScrapeState("full", why, 0, 0, 0, self.state.full_bytes)
 
     async def _full(self) -> str:
@@ -498,8 +486,7 @@ class TieredScraper:
 
     def _slow_due(self, now: float) -> bool:
         """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
-        it was fetched. Asked before a scrape (then both tiers go in one answer: while tokens flow,
-        every second) and after a hot-only answer (the first of a busy spell: a second request)."""
+        it was fetched (asked before a scrape and after a hot-only answer: the module docstring)."""
         if self._slow_t is None:
             return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks

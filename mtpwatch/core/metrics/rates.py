@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from mtpwatch.core.metrics import formulas as F
-from mtpwatch.core.metrics.snapshot import HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
+from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
 
 Scope = Literal["this request", "engine-wide"]
 StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
@@ -26,7 +26,9 @@ StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
 class Rates:
     """Deltas between two snapshots and the numbers derived from them with vLLM's formulas.
 
-    Every derived number is None when its denominator is zero (nothing happened in the window).
+    The counts (`drafts` … `prompt_tokens`, `itl_count`) are deltas over the window,
+    named as the `MetricsSnapshot` counters they come from; a ratio named as a `formulas` function is that
+    function of them. Every derived number is None when its denominator is zero (nothing happened).
     """
 
     window_label: str
@@ -36,37 +38,25 @@ class Rates:
     restarted: bool = False
     """The server restarted inside the window; the deltas count from the restart."""
     drafts: float = 0.0
-    """Δ verify steps with drafts (one per request per step)."""
+    """Verify steps with drafts (one per request per step)."""
     draft_tokens: float = 0.0
-    """Δ draft tokens proposed."""
     accepted: float = 0.0
-    """Δ draft tokens accepted."""
     accepted_per_pos: tuple[float, ...] = ()
-    """Δ accepted per draft position."""
     generation_tokens: float = 0.0
-    """Δ tokens emitted by the engine."""
     prompt_tokens: float = 0.0
-    """Δ prompt tokens."""
     num_speculative_tokens: int = 0
     """k (number of `position` labels) of the later snapshot."""
     acceptance_rate: float | None = None
-    """Δaccepted / Δdraft_tokens."""
     mean_acceptance_length: float | None = None
-    """1 + Δaccepted / Δdrafts (includes the bonus token, so 1 … k+1)."""
     per_position: tuple[float, ...] = ()
-    """Marginal per-position rate Δper_pos[i] / Δdrafts (empty when Δdrafts is 0)."""
+    """Marginal (`formulas.per_position_marginal`)."""
     per_position_conditional: tuple[float | None, ...] = ()
-    """Δper_pos[i] / Δper_pos[i−1]; position 0 is the marginal rate; None after a position with 0."""
     self_check_residual: float | None = None
-    """(1 + Σ per_position) − mean_acceptance_length; 0 when per-position counts add up to accepted."""
     output_from_drafts: float | None = None
     """Share of emitted tokens that were accepted drafts: Δaccepted / Δgeneration_tokens."""
     server_tok_s: float | None = None
     """Δgeneration_tokens / Δt (all requests on the engine)."""
     prompt_tok_s: float | None = None
-    """Δprompt_tokens / Δt."""
-    drafts_per_s: float | None = None
-    """Δdrafts / Δt (verify steps × running requests)."""
     steps_per_s: float | None = None
     """Engine steps per second; `steps_source` says which counter gave it."""
     steps_source: StepsSource = "none"
@@ -80,18 +70,12 @@ class Rates:
     """Mean time to first token of requests that got one in the window."""
     mean_tpot_s: float | None = None
     """Mean per-token time of requests that finished in the window."""
-    mean_e2e_s: float | None = None
-    """Mean end-to-end latency of requests that finished in the window."""
     itl_count: float = 0.0
     """Δ ITL observations (outputs after the first, per request)."""
     drafted_share: float | None = None
     """Δdrafts / Δ ITL count: the share of decode steps that drafted (`formulas.drafted_share`)."""
-    requests_finished: float = 0.0
-    """Δ finished requests (all finish reasons)."""
     max_running: float | None = None
     """Most requests running at any scrape in the window (None when unknown)."""
-    read_bytes_per_s: float | None = None
-    """Δestimated_read_bytes_per_gpu / Δt (vLLM's analytic estimate; only with --enable-mfu-metrics)."""
 
 
 def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
@@ -114,11 +98,12 @@ def _pos(x: float) -> float:
 
 
 def _hist_delta(before: Histogram | None, after: Histogram | None) -> tuple[float, float]:
+    """(Δsum, Δcount), the order `formulas.histogram_mean` takes them in."""
     if after is None:
         return 0.0, 0.0
     if before is None:
-        return after.count, after.sum
-    return _pos(after.count - before.count), _pos(after.sum - before.sum)
+        return after.sum, after.count
+    return _pos(after.sum - before.sum), _pos(after.count - before.count)
 
 
 def _max_opt(values: Iterable[float | None]) -> float | None:
@@ -150,25 +135,21 @@ def delta_rates(
     accepted = _pos(after.accepted - base.accepted)
     gen = _pos(after.generation_tokens - base.generation_tokens)
     prompt = _pos(after.prompt_tokens - base.prompt_tokens)
-    per_pos_delta = _per_pos_delta(base.accepted_per_pos, after.accepted_per_pos)
+    old_pos = base.accepted_per_pos  # a position new on `after` counts from 0
+    per_pos_delta = tuple(
+        _pos(x - (old_pos[i] if i < len(old_pos) else 0.0)) for i, x in enumerate(after.accepted_per_pos)
+    )
 
     mal = F.mean_acceptance_length(accepted, drafts)
     per_position = F.per_position_marginal(per_pos_delta, drafts)
     conditional = F.per_position_conditional(per_pos_delta, drafts)
     residual = F.self_check_residual(per_position, mal)
 
-    itl_count, itl_sum = _hist_delta(base.itl, after.itl)
-    ttft_count, ttft_sum = _hist_delta(base.ttft, after.ttft)
-    tpot_count, tpot_sum = _hist_delta(base.tpot, after.tpot)
-    e2e_count, e2e_sum = _hist_delta(base.e2e, after.e2e)
-    iter_count, _ = _hist_delta(base.iteration_tokens, after.iteration_tokens)
-    finished = _pos(sum(after.request_success.values()) - sum(base.request_success.values()))
+    hist = {name: _hist_delta(getattr(base, name), getattr(after, name)) for name in HISTOGRAM_FIELDS}
+    itl_count, iter_count = hist["itl"][1], hist["iteration_tokens"][1]
 
     rate_dt = dt_s if dt_s is not None and dt_s > 0 else None
     steps, source = _steps_per_s(after.speculative, drafts, itl_count, iter_count, rate_dt, max_running)
-    read_bps: float | None = None
-    if rate_dt is not None and after.estimated_read_bytes is not None:
-        read_bps = _pos(after.estimated_read_bytes - (base.estimated_read_bytes or 0.0)) / rate_dt
 
     return Rates(
         window_label=label,
@@ -189,25 +170,16 @@ def delta_rates(
         output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
         prompt_tok_s=prompt / rate_dt if rate_dt is not None else None,
-        drafts_per_s=drafts / rate_dt if rate_dt is not None else None,
         steps_per_s=steps,
         steps_source=source,
-        mean_step_s=F.histogram_mean(itl_sum, itl_count),
+        mean_step_s=F.histogram_mean(*hist["itl"]),
         tokens_per_step=F.ratio(gen, itl_count),
-        mean_ttft_s=F.histogram_mean(ttft_sum, ttft_count),
-        mean_tpot_s=F.histogram_mean(tpot_sum, tpot_count),
-        mean_e2e_s=F.histogram_mean(e2e_sum, e2e_count),
+        mean_ttft_s=F.histogram_mean(*hist["ttft"]),
+        mean_tpot_s=F.histogram_mean(*hist["tpot"]),
         itl_count=itl_count,
         drafted_share=F.drafted_share(drafts, itl_count) if after.speculative else None,
-        requests_finished=finished,
         max_running=max_running,
-        read_bytes_per_s=read_bps,
     )
-
-
-def _per_pos_delta(before: tuple[float, ...], after: tuple[float, ...]) -> tuple[float, ...]:
-    """Accepted tokens per draft position between two pages (a position new on `after` counts from 0)."""
-    return tuple(_pos(after[i] - (before[i] if i < len(before) else 0.0)) for i in range(len(after)))
 
 
 def _steps_per_s(
@@ -250,24 +222,6 @@ def attribute(running: Iterable[float | None]) -> Scope:
     return "this request" if seen else "engine-wide"
 
 
-@dataclass(frozen=True, slots=True)
-class Attribution:
-    """Whether a prompt's counter deltas belong to that request alone."""
-
-    scope: Scope
-    """"this request" (≤ 1 request running at every scrape of its lifetime) or "engine-wide"."""
-    max_running: float | None
-    """Most requests running at those scrapes."""
-    scrapes: int
-    """How many scrapes the verdict rests on."""
-
-    @classmethod
-    def from_running(cls, running: Iterable[float | None]) -> Attribution:
-        """Judge from the `requests_running` gauge at each scrape of the prompt's lifetime."""
-        values = list(running)
-        return cls(attribute(values), _max_opt(values), len(values))
-
-
 def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
     """`last` shows an idle server: no request running or waiting, and no prompt or generated token
     counted since `prev` (`Collector.idle`: the monitor scrapes such a server less often). A page
@@ -281,10 +235,7 @@ def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
 
 
 class Collector:
-    """Scrape history of one server: windows, restarts, tok/s series, attribution.
-
-    Timestamps (`now`, `t0`) come from the caller's monotonic clock; they must not go backwards.
-    """
+    """Scrape history of one server (module docstring); its timestamps must not go backwards."""
 
     def __init__(self, horizon_s: float = 600.0) -> None:
         """Keep `horizon_s` seconds of history (the longest window asked for should fit)."""
@@ -360,6 +311,8 @@ class Collector:
         # End: the newest entry at or before `until` (the newest of all without it). Base: the newest
         # entry at or before t (the oldest when history starts after t). Walk from the newest end:
         # windows are short compared with the history.
+        if len(self._history) < 2:
+            return None
         entries = reversed(self._history)
         t1, end = self._history[-1]
         if until is not None:
@@ -387,8 +340,6 @@ class Collector:
         Shorter history gives a shorter window (see `Rates.dt_s`). None with fewer than two scrapes in
         reach, e.g. when the newest scrape is older than the window.
         """
-        if len(self._history) < 2:
-            return None
         return self._rates_from(now - seconds, label or f"{seconds:g} s")
 
     def since(self, t0: float, now: float, label: str = "prompt", until: float | None = None) -> Rates | None:
@@ -398,8 +349,6 @@ class Collector:
 
         After a restart the window starts at the restart and `Rates.restarted` is True.
         """
-        if len(self._history) < 2:
-            return None
         rates = self._rates_from(t0, label, until)
         restart = self.last_restart_at
         if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
@@ -429,40 +378,28 @@ class Collector:
             out.append((t, sum_tok / sum_dt if sum_dt > 0 else 0.0))
         return out
 
-    def max_running_since(self, t0: float) -> float | None:
-        """Most requests running at any scrape taken at or after `t0` (None: no scrape or no gauge)."""
-        return _max_opt(s.requests_running for t, s in self._history if t >= t0)
-
-    def running_between(self, t_start: float, t_end: float | None = None) -> list[float | None]:
-        """`requests_running` at each scrape from `t_start` through the first scrape at or after `t_end`."""
-        out: list[float | None] = []
-        for t, s in self._history:
-            if t < t_start:
-                continue
-            out.append(s.requests_running)
-            if t_end is not None and t >= t_end:
-                break
-        return out
-
-    def attribution(self, t_start: float, t_end: float | None = None) -> Attribution:
-        """Whether a prompt sent at `t_start` (finished at `t_end`, None = still running) ran alone."""
+    def attribution(self, t_start: float, t_end: float | None = None) -> Scope:
+        """Whether a prompt sent at `t_start` (finished at `t_end`, None = still running) ran alone:
+        `attribute` of `requests_running` at each scrape from `t_start` through the first at or after
+        `t_end`; "engine-wide" when a restart fell inside."""
         if self.last_restart_at is not None and self.last_restart_at > t_start:
-            return Attribution("engine-wide", self.max_running_since(t_start), 0)
-        return Attribution.from_running(self.running_between(t_start, t_end))
+            return "engine-wide"
+        running: list[float | None] = []
+        for t, s in self._history:
+            if t >= t_start:
+                running.append(s.requests_running)
+                if t_end is not None and t >= t_end:
+                    break
+        return attribute(running)
 
 
 def _zeroed(snap: MetricsSnapshot) -> MetricsSnapshot:
     """`snap` with every counter and histogram at zero: the state of a freshly restarted server."""
-    hists: dict[str, Any] = {h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None}
+    zeros: dict[str, Any] = {h: Histogram(0.0, 0.0) for h in HISTOGRAM_FIELDS if getattr(snap, h) is not None}
     return replace(
         snap,
-        drafts=0.0,
-        draft_tokens=0.0,
-        accepted=0.0,
+        **zeros | dict.fromkeys(COUNTER_FIELDS, 0.0),
         accepted_per_pos=tuple(0.0 for _ in snap.accepted_per_pos),
-        generation_tokens=0.0,
-        prompt_tokens=0.0,
         request_success={reason: 0.0 for reason in snap.request_success},
         estimated_read_bytes=None if snap.estimated_read_bytes is None else 0.0,
-        **hists,
     )

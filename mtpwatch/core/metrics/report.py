@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, engine_of_schema
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import MetricsSnapshot
-
-
-def _num(x: float | None) -> float | None:
-    # JSON has no NaN/Infinity; a missing or undefined number is null.
-    if x is None or math.isnan(x) or math.isinf(x):
-        return None
-    return x
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, finite_or_none
 
 
 def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = None) -> dict[str, Any]:
@@ -42,22 +34,22 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
         "drafts": r.drafts,
         "draft_tokens": r.draft_tokens,
         "accepted": r.accepted,
-        "acceptance_rate": _num(r.acceptance_rate),
-        "mean_acceptance_length": _num(r.mean_acceptance_length),
-        "per_position": [_num(x) for x in r.per_position],
-        "per_position_conditional": [_num(x) for x in r.per_position_conditional],
-        "self_check_residual": _num(r.self_check_residual),
-        "output_from_drafts": _num(r.output_from_drafts),
+        "acceptance_rate": finite_or_none(r.acceptance_rate),
+        "mean_acceptance_length": finite_or_none(r.mean_acceptance_length),
+        "per_position": [finite_or_none(x) for x in r.per_position],
+        "per_position_conditional": [finite_or_none(x) for x in r.per_position_conditional],
+        "self_check_residual": finite_or_none(r.self_check_residual),
+        "output_from_drafts": finite_or_none(r.output_from_drafts),
         "generation_tokens": r.generation_tokens,
         "prompt_tokens": r.prompt_tokens,
-        "requests_running": _num(after.requests_running),
-        "requests_waiting": _num(after.requests_waiting),
-        "kv_cache_usage": _num(after.kv_cache_usage),
-        "mean_step_s": _num(r.mean_step_s),
-        "mean_ttft_s": _num(r.mean_ttft_s),
-        "mean_tpot_s": _num(r.mean_tpot_s),
-        "tokens_per_step": _num(r.tokens_per_step),
+        "requests_running": finite_or_none(after.requests_running),
+        "requests_waiting": finite_or_none(after.requests_waiting),
+        "kv_cache_usage": finite_or_none(after.kv_cache_usage),
+        "mean_step_s": finite_or_none(r.mean_step_s),
+        "mean_ttft_s": finite_or_none(r.mean_ttft_s),
+        "mean_tpot_s": finite_or_none(r.mean_tpot_s),
+        "tokens_per_step": finite_or_none(r.tokens_per_step),
         "engine": engine_of_schema(after.schema),
-        "mean_draft_length": _num(r.draft_tokens / r.drafts) if r.drafts else None,
+        "mean_draft_length": finite_or_none(r.draft_tokens / r.drafts) if r.drafts else None,
         "missing": dict(ENGINE_NOTES.get(engine_of_schema(after.schema), {})),
     }

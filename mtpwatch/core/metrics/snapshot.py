@@ -35,6 +35,8 @@ _HISTOGRAMS: dict[str, str] = {
 }
 HISTOGRAM_FIELDS: tuple[str, ...] = tuple(_HISTOGRAMS.values())
 """The `MetricsSnapshot` fields that hold a histogram."""
+COUNTER_FIELDS: tuple[str, ...] = ("drafts", "draft_tokens", "accepted", "generation_tokens", "prompt_tokens")
+"""The `MetricsSnapshot` fields that hold a whole counter (`Rates` holds their deltas by the same names)."""
 
 HISTOGRAM_SAMPLES: tuple[str, ...] = tuple(
     f"vllm:{h}_{part}" for h in _HISTOGRAMS for part in ("sum", "count")
@@ -59,39 +61,32 @@ SNAPSHOT_PREFIXES: tuple[str, ...] = (
     "llamacpp:",
 )
 
-# Short name (after the schema prefix) -> field. llama.cpp's server uses vLLM's spec_decode names
-# (tools/server/server-task.cpp) but its own names for the rest.
-_SPEC_COUNTERS = {
-    "spec_decode_num_drafts_total": "drafts",
-    "spec_decode_num_draft_tokens_total": "draft_tokens",
-    "spec_decode_num_accepted_tokens_total": "accepted",
+# Field -> its sample name after `vllm:` and after `llamacpp:` (None: not exported there). llama.cpp's
+# server uses vLLM's spec_decode names (tools/server/server-task.cpp) but its own names for the rest.
+FAMILY_NAMES: dict[str, tuple[str, str | None]] = {
+    "drafts": ("spec_decode_num_drafts_total",) * 2,
+    "draft_tokens": ("spec_decode_num_draft_tokens_total",) * 2,
+    "accepted": ("spec_decode_num_accepted_tokens_total",) * 2,
+    "accepted_per_pos": ("spec_decode_num_accepted_tokens_per_pos_total",) * 2,
+    "generation_tokens": ("generation_tokens_total", "tokens_predicted_total"),
+    "prompt_tokens": ("prompt_tokens_total",) * 2,
+    "estimated_read_bytes": ("estimated_read_bytes_per_gpu_total", None),
+    "requests_running": ("num_requests_running", "requests_processing"),
+    "requests_waiting": ("num_requests_waiting", "requests_deferred"),
+    "kv_cache_usage": ("kv_cache_usage_perc", "kv_cache_usage_ratio"),
 }
-_COUNTERS: dict[str, dict[str, str]] = {
-    "vllm": {
-        **_SPEC_COUNTERS,
-        "generation_tokens_total": "generation_tokens",
-        "prompt_tokens_total": "prompt_tokens",
-        "estimated_read_bytes_per_gpu_total": "estimated_read_bytes",
-    },
-    "llamacpp": {
-        **_SPEC_COUNTERS,
-        "tokens_predicted_total": "generation_tokens",
-        "prompt_tokens_total": "prompt_tokens",
-    },
-}
-_GAUGES: dict[str, dict[str, str]] = {
-    "vllm": {
-        "num_requests_running": "requests_running",
-        "num_requests_waiting": "requests_waiting",
-        "kv_cache_usage_perc": "kv_cache_usage",
-    },
-    "llamacpp": {
-        "requests_processing": "requests_running",
-        "requests_deferred": "requests_waiting",
-        "kv_cache_usage_ratio": "kv_cache_usage",
-    },
-}
-_PER_POS = "spec_decode_num_accepted_tokens_per_pos_total"
+_PER_POS = FAMILY_NAMES["accepted_per_pos"][0]
+
+
+def _short_names(schema: int, fields: Iterable[str]) -> dict[str, str]:
+    """Short name -> field of the `fields` that schema 0 (vLLM) or 1 (llama.cpp) exports."""
+    return {name: f for f in fields if (name := FAMILY_NAMES[f][schema]) is not None}
+
+
+_SUMMED = (*COUNTER_FIELDS, "estimated_read_bytes")
+_GAUGE_FIELDS = ("requests_running", "requests_waiting", "kv_cache_usage")
+_COUNTERS = {"vllm": _short_names(0, _SUMMED), "llamacpp": _short_names(1, _SUMMED)}
+_GAUGES = {"vllm": _short_names(0, _GAUGE_FIELDS), "llamacpp": _short_names(1, _GAUGE_FIELDS)}
 # `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
 _CREATED = ("generation_tokens_created", "spec_decode_num_drafts_created")
 _PREFIX = {"vllm": "vllm:", "llamacpp": "llamacpp:"}
@@ -103,17 +98,10 @@ class UnknownModelError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Histogram:
-    """A Prometheus histogram summed over engines."""
+    """A Prometheus histogram's `_count` and `_sum`, summed over engines."""
 
     count: float
-    """`_count`: number of observations."""
     sum: float
-    """`_sum`: sum of the observed values."""
-
-    @property
-    def mean(self) -> float | None:
-        """`sum / count`, or None before the first observation."""
-        return self.sum / self.count if self.count > 0 else None
 
 
 def _empty_mapping() -> Mapping[str, Any]:
@@ -160,11 +148,9 @@ class MetricsSnapshot:
     e2e: Histogram | None = None
     """End-to-end request latency, seconds."""
     requests_running: float | None = None
-    """Gauge: requests running now (None when the page has no such gauge)."""
+    """Gauges now, as `requests_waiting` and `kv_cache_usage` (a fraction 0..1); None: not on the page."""
     requests_waiting: float | None = None
-    """Gauge: requests waiting now."""
     kv_cache_usage: float | None = None
-    """Gauge: KV-cache usage as a fraction 0..1."""
     request_success: Mapping[str, float] = field(default_factory=_empty_mapping)
     """Finished requests by `finished_reason` (stop, length, abort, error, repetition)."""
     created: float | None = None
@@ -195,13 +181,7 @@ class MetricsSnapshot:
 
     def counters(self) -> dict[str, float]:
         """The monotonic counters by name (for restart detection and deltas)."""
-        out = {
-            "drafts": self.drafts,
-            "draft_tokens": self.draft_tokens,
-            "accepted": self.accepted,
-            "generation_tokens": self.generation_tokens,
-            "prompt_tokens": self.prompt_tokens,
-        }
+        out = {name: getattr(self, name) for name in COUNTER_FIELDS}
         for i, v in enumerate(self.accepted_per_pos):
             out[f"accepted_per_pos[{i}]"] = v
         for name in HISTOGRAM_FIELDS:
@@ -247,8 +227,9 @@ def _choose_model(
     return (names[0] if names else None), names
 
 
-def _finite_or_none(x: float | None) -> float | None:
-    # A gauge may be NaN (Prometheus allows it); the UI and JSON show "unknown" instead.
+def finite_or_none(x: float | None) -> float | None:
+    """`x`, or None for None, NaN and ±Inf: a gauge may be NaN (Prometheus allows it) and JSON has no
+    NaN/Infinity; the UI and JSON show "unknown" (null) instead."""
     return x if x is not None and math.isfinite(x) else None
 
 
@@ -359,11 +340,13 @@ class _Fold:
         # llama.cpp and vLLM's Rust frontend export the spec counters whether or not they speculate
         drafted = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
         speculative = drafted if schema == "llamacpp" or exposition == "openmetrics" else self.spec_seen
-        kv = _finite_or_none(gauges.get("kv_cache_usage"))
-        running = _finite_or_none(gauges.get("requests_running"))
-        waiting = _finite_or_none(gauges.get("requests_waiting"))
+        kv = finite_or_none(gauges.get("kv_cache_usage"))
+        running = finite_or_none(gauges.get("requests_running"))
+        waiting = finite_or_none(gauges.get("requests_waiting"))
         if kv is not None and len(engines) > 1:
             kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
+        totals: dict[str, Any] = {name: sums.get(name, 0.0) for name in COUNTER_FIELDS}
+        totals |= {name: hists.get(name) for name in HISTOGRAM_FIELDS}
         return MetricsSnapshot(
             schema=schema,
             model=chosen,
@@ -371,17 +354,8 @@ class _Fold:
             engines=tuple(engines),
             speculative=speculative,
             num_speculative_tokens=len(per_pos),
-            drafts=sums.get("drafts", 0.0),
-            draft_tokens=sums.get("draft_tokens", 0.0),
-            accepted=sums.get("accepted", 0.0),
             accepted_per_pos=accepted_per_pos,
-            generation_tokens=sums.get("generation_tokens", 0.0),
-            prompt_tokens=sums.get("prompt_tokens", 0.0),
-            iteration_tokens=hists.get("iteration_tokens"),
-            ttft=hists.get("ttft"),
-            itl=hists.get("itl"),
-            tpot=hists.get("tpot"),
-            e2e=hists.get("e2e"),
+            **totals,
             requests_running=running,
             requests_waiting=waiting,
             kv_cache_usage=kv,

@@ -33,7 +33,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -43,7 +43,7 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, FAMILY_NAMES, Histogram, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -61,29 +61,26 @@ from mtpwatch.core.sources.prometheus_fit import (
 GROUP_BY = ("instance", "model_name", "engine", "spec_method")
 """Labels every query keeps: one row per target, model and engine (data-parallel rank); `spec_method`
 is a target label a scrape config may set (vLLM does not export the method)."""
+_BY = ", ".join(GROUP_BY)
 
-NAMES: dict[str, tuple[str, str]] = {
-    # field -> (vLLM name, llama.cpp name)
-    "drafts": ("vllm:spec_decode_num_drafts_total", "llamacpp:spec_decode_num_drafts_total"),
-    "draft_tokens": (
-        "vllm:spec_decode_num_draft_tokens_total",
-        "llamacpp:spec_decode_num_draft_tokens_total",
-    ),
-    "accepted": (
-        "vllm:spec_decode_num_accepted_tokens_total",
-        "llamacpp:spec_decode_num_accepted_tokens_total",
-    ),
-    "generation_tokens": ("vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"),
-    "per_position": (
-        "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-        "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
-    ),
-    "running": ("vllm:num_requests_running", "llamacpp:requests_processing"),
-    "waiting": ("vllm:num_requests_waiting", "llamacpp:requests_deferred"),
-    "kv_usage": ("vllm:kv_cache_usage_perc", "llamacpp:kv_cache_usage_ratio"),
-}
 COUNTERS = ("drafts", "draft_tokens", "accepted", "generation_tokens")
 GAUGES = ("running", "waiting", "kv_usage")
+_FIELDS = {
+    # query key -> `MetricsSnapshot` field (a counter's key is its field), named by `snapshot.FAMILY_NAMES`
+    **{key: key for key in COUNTERS},
+    "per_position": "accepted_per_pos",
+    "prompt_tokens": "prompt_tokens",
+    "running": "requests_running",
+    "waiting": "requests_waiting",
+    "kv_usage": "kv_cache_usage",
+}
+NAMES: dict[str, tuple[str, ...]] = {
+    key: tuple(
+        f"{schema}:{name}" for schema, name in zip(("vllm", "llamacpp"), FAMILY_NAMES[field], strict=True)
+    )
+    for key, field in _FIELDS.items()
+}
+"""Query key -> (vLLM name, llama.cpp name)."""
 _SELECTOR = re.compile(r'^\{\s*(?:[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*,?\s*)*\}$')
 
 
@@ -103,35 +100,34 @@ def check_selector(selector: str) -> str:
     return text[1:-1].strip().rstrip(",").strip()
 
 
-def _vector(key: str, matchers: str) -> str:
-    vllm, llamacpp = NAMES[key]
+def vector(names: Iterable[str], matchers: str) -> str:
+    """The series of any of `names` that match `matchers` (a checked selector's inside, or '')."""
     extra = f", {matchers}" if matchers else ""
-    return f'{{__name__=~"{re.escape(vllm)}|{re.escape(llamacpp)}"{extra}}}'.replace("\\:", ":")
+    return f'{{__name__=~"{"|".join(map(re.escape, names))}"{extra}}}'.replace("\\:", ":")
 
 
 def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     """Every query the source runs, by what it gives (for the help screen: paste them into Grafana)."""
     matchers = check_selector(selector)
     w = f"[{_duration(window_s)}]"
-    by = ", ".join(GROUP_BY)
+    gen = f"{vector(NAMES['generation_tokens'], matchers)}{w}"
     q: dict[str, str] = {}
     for key in COUNTERS:
-        q[key] = f"sum by ({by}) (increase({_vector(key, matchers)}{w}))"
-    q["per_position"] = f"sum by ({by}, position) (increase({_vector('per_position', matchers)}{w}))"
-    q["tok_s"] = f"sum by ({by}) (rate({_vector('generation_tokens', matchers)}{w}))"
+        q[key] = f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))"
+    q["per_position"] = f"sum by ({_BY}, position) (increase({vector(NAMES['per_position'], matchers)}{w}))"
+    q["tok_s"] = f"sum by ({_BY}) (rate({gen}))"
     for key in GAUGES:
-        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({by}) ({_vector(key, matchers)})"
+        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'} by ({_BY}) ({vector(NAMES[key], matchers)})"
     extra = f", {matchers}" if matchers else ""
     # One query per name: timestamp() drops the name, so one query over all four would mix them, and
     # timestamp() of anything but a plain selector (label_replace(…) to keep the name) is the
     # evaluation time in Prometheus, not the sample's: every series would look fresh.
     for key in ("generation_tokens", "drafts"):
         for name in NAMES[key]:
-            q[f"{LAST_SAMPLE}{name}"] = f'max by ({by}) (timestamp({{__name__="{name}"{extra}}}))'
+            q[f"{LAST_SAMPLE}{name}"] = f'max by ({_BY}) (timestamp({{__name__="{name}"{extra}}}))'
     # only the answers that change a row: targets down, series that reset (not one series per target)
     q["up"] = (f"up{{{matchers}}}" if matchers else "up") + " == 0"
-    gen = f"{_vector('generation_tokens', matchers)}{w}"
-    q["resets"] = f"sum by ({by}) (resets({gen})) > 0"
+    q["resets"] = f"sum by ({_BY}) (resets({gen})) > 0"
     q["samples"] = f"max(count_over_time({gen}))"
     q["store_time"] = "vector(time())"
     return q
@@ -141,12 +137,11 @@ def probe_queries(selector: str = "") -> dict[str, str]:
     """The slower queries run once a minute: what was seen in the last hour (k from the per-position
     series), and (`interval_query`) the raw samples of a few of those instances."""
     matchers = check_selector(selector)
-    by = ", ".join(GROUP_BY)
     seen = f"[{_duration(SEEN_S)}]"
-    gen = _vector("generation_tokens", matchers)
+    gen = vector(NAMES["generation_tokens"], matchers)
     return {
-        "seen": f"count by ({by}) (last_over_time({gen}{seen}))",
-        "seen_k": f"count by ({by}) (last_over_time({_vector('per_position', matchers)}{seen}))",
+        "seen": f"count by ({_BY}) (last_over_time({gen}{seen}))",
+        "seen_k": f"count by ({_BY}) (last_over_time({vector(NAMES['per_position'], matchers)}{seen}))",
     }
 
 
@@ -155,7 +150,7 @@ def interval_query(instance: str, selector: str = "") -> str:
     an instant query answers the samples themselves, on Prometheus and VictoriaMetrics alike)."""
     matchers = check_selector(selector)
     one = f'instance="{label_value(instance)}"' + (f", {matchers}" if matchers else "")
-    return f"{_vector('generation_tokens', one)}[{_duration(INTERVAL_SPAN_S)}]"
+    return f"{vector(NAMES['generation_tokens'], one)}[{_duration(INTERVAL_SPAN_S)}]"
 
 
 def label_value(value: str) -> str:
@@ -374,12 +369,6 @@ class PrometheusSource:
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": _duration(step_s)}
         return await self._api("/api/v1/query_range", params)
 
-    async def rows(
-        self, window_s: float, at: float | None = None, *, history_s: float = 0.0
-    ) -> list[FleetRow]:
-        """Fleet rows over the window ending at `at` (default now), outliers marked (see `read`)."""
-        return (await self.read(window_s, at, history_s=history_s)).rows
-
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
         """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
         missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
@@ -512,17 +501,14 @@ def counters_snapshot(
             return None
         return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
 
+    totals: dict[str, Any] = {name: values.get(name, 0.0) for name in COUNTER_FIELDS}
     return MetricsSnapshot(
         schema=schema,
         model=model,
         speculative=spec,
         num_speculative_tokens=k,
-        drafts=values.get("drafts", 0.0),
-        draft_tokens=values.get("draft_tokens", 0.0),
-        accepted=values.get("accepted", 0.0),
+        **totals,
         accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        generation_tokens=values.get("generation_tokens", 0.0),
-        prompt_tokens=values.get("prompt_tokens", 0.0),
         itl=hist("itl"),
         ttft=hist("ttft"),
         requests_running=values.get("running"),

@@ -1,8 +1,9 @@
 """How a window and a freshness rule fit the store behind `--prometheus` (Prometheus or VictoriaMetrics).
 
 - **Scrape interval, from the data.** The median gap between the raw samples of the last 10 minutes
-  of a few instances (`prometheus.interval_query`): the store's real scrape interval, whatever its
-  configuration says (Grafana's `$__rate_interval` uses the configured one for the same purpose).
+  (`INTERVAL_SPAN_S`) of a few instances (`INTERVAL_INSTANCES`, `prometheus.interval_query`): the
+  store's real scrape interval, whatever its configuration says (Grafana's `$__rate_interval` uses
+  the configured one for the same purpose).
 - **Window.** A window shorter than `MIN_SAMPLES` scrape intervals holds fewer than two samples of
   some series, and `increase()` then answers nothing (every row reads idle). `fit_window` widens it to
   4 intervals — Grafana's `$__rate_interval` floor (max($__interval + scrape interval,
@@ -33,17 +34,11 @@ from typing import Any
 from mtpwatch.core.fleet.rows import FleetRow
 
 MIN_SAMPLES = 4
-"""A window spans at least this many scrape intervals."""
 STALE_INTERVALS = 3.0
-"""A series is stale after this many scrape intervals without a sample."""
 SEEN_S = 3600.0
-"""An instance with samples this recently that gives none now is listed as missing."""
 SLOW_FACTOR = 4.0
-"""The refresh period is at least this many times one round of queries."""
 INTERVAL_SPAN_S = 600.0
-"""The scrape interval is measured over this many seconds of data …"""
 INTERVAL_INSTANCES = 5
-"""… of this many instances."""
 
 
 Key = tuple[str, str | None, str | None]

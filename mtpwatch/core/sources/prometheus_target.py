@@ -19,10 +19,10 @@ from mtpwatch.core.sources.prometheus import (
     points,
     position_of,
     value_of,
+    vector,
 )
 
 _EXTRA_NAMES: dict[str, tuple[str, ...]] = {
-    "prompt_tokens": ("vllm:prompt_tokens_total", "llamacpp:prompt_tokens_total"),
     "itl_count": ("vllm:inter_token_latency_seconds_count",),
     "itl_sum": ("vllm:inter_token_latency_seconds_sum",),
     "ttft_count": ("vllm:time_to_first_token_seconds_count",),
@@ -35,23 +35,19 @@ def target_queries(
 ) -> dict[str, str]:
     """PromQL for one target's cumulative counters and gauges (the raw series, not increases):
     what a direct scrape of that server would read, so a `Collector` can take windows of it."""
-    matchers = [f'instance="{label_value(instance)}"']
-    matchers.append(f'model_name="{label_value(model or "")}"')  # "" also matches no label (llama.cpp)
-    matchers.append(f'engine="{label_value(engine or "")}"')
-    extra = check_selector(selector)
-    if extra:
-        matchers.append(extra)
-    m = ", ".join(matchers)
-
-    def names(key: str) -> str:
-        found = NAMES.get(key) or _EXTRA_NAMES[key]
-        return "|".join(found)
-
+    matchers = (
+        f'instance="{label_value(instance)}"',
+        f'model_name="{label_value(model or "")}"',  # "" also matches no label (llama.cpp)
+        f'engine="{label_value(engine or "")}"',
+        check_selector(selector),
+    )
+    m = ", ".join(x for x in matchers if x)
+    names = NAMES | _EXTRA_NAMES
     q: dict[str, str] = {}
-    for key in (*COUNTERS, *_EXTRA_NAMES, *GAUGES):
-        q[key] = f'{"avg" if key == "kv_usage" else "sum"}({{__name__=~"{names(key)}", {m}}})'
-    q["per_position"] = f'sum by (position) ({{__name__=~"{names("per_position")}", {m}}})'
-    q["schema"] = f'count by (__name__) ({{__name__=~"{names("drafts")}|{names("generation_tokens")}", {m}}})'
+    for key in (*COUNTERS, "prompt_tokens", *_EXTRA_NAMES, *GAUGES):
+        q[key] = f"{'avg' if key == 'kv_usage' else 'sum'}({vector(names[key], m)})"
+    q["per_position"] = f"sum by (position) ({vector(names['per_position'], m)})"
+    q["schema"] = f"count by (__name__) ({vector(names['drafts'] + names['generation_tokens'], m)})"
     return q
 
 

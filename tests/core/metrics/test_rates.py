@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mtpwatch.core.metrics.rates import Attribution, Collector, attribute, delta_rates, is_restart
+from mtpwatch.core.metrics.rates import Collector, attribute, delta_rates, is_restart
 from mtpwatch.core.metrics.snapshot import Histogram, MetricsSnapshot, parse_snapshot
 from tests.datadir import DataDir
 from tests.reference_metrics import self_check_ok
@@ -124,7 +124,6 @@ def test_formulas_on_non_uniform_per_position() -> None:
     assert r.self_check_residual == pytest.approx(0.0, abs=1e-9) and self_check_ok(r)
     assert r.output_from_drafts == pytest.approx(sum(per_pos) / 1300.0)
     assert r.server_tok_s == pytest.approx(1300.0 / 4.0)
-    assert r.drafts_per_s == pytest.approx(312.0 / 4.0)
 
 
 def test_self_check_flags_inconsistent_counters() -> None:
@@ -307,8 +306,6 @@ def test_attribution_helper() -> None:
     assert attribute([1.0, 2.0, 1.0]) == "engine-wide"
     assert attribute([]) == "engine-wide"
     assert attribute([1.0, None]) == "engine-wide"
-    a = Attribution.from_running([1.0, 2.0])
-    assert a.scope == "engine-wide" and a.max_running == 2.0 and a.scrapes == 2
 
 
 def test_collector_attribution_and_max_running() -> None:
@@ -316,11 +313,8 @@ def test_collector_attribution_and_max_running() -> None:
     running = [0, 1, 1, 1, 0, 0, 1, 2, 1, 0]
     for i, r in enumerate(running):
         c.add(snap(requests_running=float(r), generation_tokens=float(i)), float(i))
-    assert c.attribution(0.5, 4.5).scope == "this request"  # scrapes 1..5 all <= 1
-    assert c.attribution(5.5, 8.5).scope == "engine-wide"  # scrape 7 saw 2
-    assert c.max_running_since(5.5) == 2.0
-    assert c.max_running_since(8.5) == 0.0
-    assert c.max_running_since(100.0) is None
+    assert c.attribution(0.5, 4.5) == "this request"  # scrapes 1..5 all <= 1
+    assert c.attribution(5.5, 8.5) == "engine-wide"  # scrape 7 saw 2
     w = c.since(5.5, 9.0)
     assert w is not None and w.max_running == 2.0
 

@@ -75,7 +75,7 @@ async def test_engines_missing_positions_and_stale_series() -> None:
     seen: list[str] = []
     source = PrometheusSource("http://prom:9090", selector='{job="vllm"}', transport=transport(seen))
     try:
-        rows = await source.rows(30.0, at=NOW)
+        rows = (await source.read(30.0, at=NOW)).rows
     finally:
         await source.aclose()
     by = {(r.source, r.engine): r for r in rows}
@@ -116,7 +116,7 @@ async def test_prometheus_errors_are_one_line() -> None:
 
     source = PrometheusSource("http://prom:9090", transport=httpx.MockTransport(refuse))
     with pytest.raises(PrometheusError, match=r"refused the query \(400\): parse error"):
-        await source.rows(10.0)
+        await source.read(10.0)
     await source.aclose()
 
     def html(request: httpx.Request) -> httpx.Response:
@@ -124,7 +124,7 @@ async def test_prometheus_errors_are_one_line() -> None:
 
     source = PrometheusSource("http://prom:9090", transport=httpx.MockTransport(html))
     with pytest.raises(PrometheusError, match="without JSON"):
-        await source.rows(10.0)
+        await source.read(10.0)
     await source.aclose()
 
 
