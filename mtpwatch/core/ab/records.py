@@ -92,26 +92,12 @@ class RunRecord(JsonFields, OnPoint):
         return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     def row(self) -> dict[str, Any]:
-        """Flat per-run row for JSON `runs` and the CSV."""
+        """Flat per-run row for JSON `runs` and the CSV: `CSV_FIELDS`, rounded as `ROW_DIGITS` says."""
         return {
-            "arm": self.arm,
-            "prompt": self.prompt,
-            "category": self.category,
-            "concurrency": self.concurrency,
-            "length": self.length,
-            "run": self.run,
-            "warmup": self.warmup,
-            "pair": self.pair,
-            "tokens": self.tokens,
-            "ttft_s": round_or_none(self.ttft_s, 5),
-            "decode_tok_s": round_or_none(self.decode_tok_s, 3),
-            "output_tok_s": round_or_none(self.output_tok_s, 3),
-            "wall_s": round_or_none(self.wall_s, 4),
-            "acceptance_rate": round_or_none(self.acceptance_rate, 4),
-            "drafts": self.drafts,
-            "accepted": self.accepted,
-            "contended": self.contended,
-            "error": self.error,
+            name: round_or_none(getattr(self, name), ROW_DIGITS[name])
+            if name in ROW_DIGITS
+            else getattr(self, name)
+            for name in CSV_FIELDS
         }
 
 
@@ -119,6 +105,8 @@ CSV_FIELDS: tuple[str, ...] = (
     "arm", "prompt", "category", "concurrency", "length", "run", "warmup", "pair", "tokens", "ttft_s",
     "decode_tok_s", "output_tok_s", "wall_s", "acceptance_rate", "drafts", "accepted", "contended", "error",
 )  # fmt: skip
+ROW_DIGITS = {"ttft_s": 5, "decode_tok_s": 3, "output_tok_s": 3, "wall_s": 4, "acceptance_rate": 4}
+"""Digits each rounded column of `row()` keeps."""
 
 
 def pair_ratio(a: RunRecord, b: RunRecord) -> float | None:
