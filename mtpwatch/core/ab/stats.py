@@ -51,11 +51,6 @@ class Summary:
     min: float
     max: float
 
-    @property
-    def noisy(self) -> bool:
-        """True when the coefficient of variation is above `CV_FLAG` (10 %)."""
-        return self.cv > CV_FLAG
-
 
 def summarize(values: Sequence[float]) -> Summary:
     """Median, mean, sample standard deviation and CV of `values` (must not be empty)."""
