@@ -2,7 +2,6 @@
 
 Speed per run is the client-measured decode tok/s = (tokens − 1) / (t_last − t_first) at
 concurrency 1, and aggregate output tok/s (tokens of all concurrent requests / wall time) above 1.
-Acceptance comes from the server's counters, differenced around the run, with vLLM's formulas.
 """
 
 from __future__ import annotations
@@ -19,14 +18,13 @@ from mtpwatch.core.metrics import formulas as F
 
 @dataclass(frozen=True, slots=True)
 class RequestTiming(JsonFields):
-    """One completed request's client-side latencies (`core.ab.latency` makes percentiles of them)."""
+    """One completed request's client-side latencies (`ArmResult`'s; `core.ab.latency` makes percentiles
+    of them and says what each is)."""
 
     tokens: int
     ttft_s: float | None
     e2el_s: float | None
-    """Request sent → last chunk with output."""
     itl_s: tuple[float, ...] = field(default=(), metadata=key(nd=6))
-    """Gaps between successive chunks with output."""
 
     @property
     def tpot_s(self) -> float | None:

@@ -6,7 +6,7 @@ summed, with vLLM's formulas.
 
 The runner is a library: `BenchRunner.events()` is an async iterator of progress events (a run
 finished, a pair finished with the running speed-up) for the TUI; `BenchRunner.run()` returns
-the report. The arms over HTTP (`HttpArm`, `LaunchedArm`) are in `mtpwatch.core.ab.http_arm`.
+the report.
 """
 
 from __future__ import annotations
