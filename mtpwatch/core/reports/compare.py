@@ -135,9 +135,7 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
                 mean_acceptance_length=opt_float(arm_b.get("mean_acceptance_length")),
             )
         )
-    unmatched = {
-        r.name: len(set(p) - common) for r, p in zip(reports, paired, strict=True) if len(set(p) - common)
-    }
+    unmatched = {r.name: n for r, p in zip(reports, paired, strict=True) if (n := len(set(p) - common))}
     return Comparison(rows, matched, unmatched, provenance_warnings(reports))
 
 
