@@ -4,7 +4,6 @@ Arm A is the baseline (MTP off), arm B the treatment (MTP on); every speed-up is
 An arm generates (`ArmRequest` → `ArmResult`, measured on the client) and can be scraped (a
 `MetricsSnapshot`, differenced by the runner with `core.metrics.rates.delta_rates`); a `ManagedArm`
 can also start and stop its server (the restart schedule).
-`mtpwatch.core.ab.http_arm` holds the arms that talk HTTP to a server.
 """
 
 from __future__ import annotations
@@ -61,10 +60,7 @@ class Arm(Protocol):
         ...
 
     async def counters(self) -> MetricsSnapshot | None:
-        """The server's counters now (one scrape); None when it has no spec-decode counters.
-
-        The runner differences two of these with `delta_rates`, whose `is_restart` is the restart rule.
-        """
+        """The server's counters now (one scrape); None when it has no spec-decode counters."""
         ...
 
 

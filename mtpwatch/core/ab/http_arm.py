@@ -101,13 +101,8 @@ class LaunchedArm(HttpArm):
         startup_timeout_s: float = 900.0,
         **kwargs: Any,
     ) -> None:
-        """Args:
-        url: where the launched server will listen.
-        argv: the full server command line (e.g. `vllm serve MODEL --port 8001 ...`).
-        env: extra environment variables.
-        startup_timeout_s: give up when /health has not answered after this long.
-        **kwargs: passed to `HttpArm`.
-        """
+        """`argv`: the whole server command line (`vllm serve MODEL --port 8001 ...`), listening at `url`,
+        run with `env` added; `startup_timeout_s`: how long /health may stay silent before the start fails."""
         super().__init__(url, **kwargs)
         self.argv = tuple(argv)
         self.env = dict(env or {})

@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from mtpwatch.core.ab.records import RunRecord
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.metrics import formulas as F
 
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
@@ -75,17 +75,24 @@ def distribution(values: Iterable[float]) -> Distribution | None:
 
 
 @dataclass(frozen=True, slots=True)
-class LatencySummary:
-    """One arm's per-request latencies and request throughput over its measured runs."""
+class LatencySummary(JsonFields):
+    """One arm's per-request latencies and request throughput over its measured runs; `to_json()` is
+    the `arms.<a|b>.latency` object (milliseconds; request throughput in requests/s)."""
+
+    JSON_KEYS = "source completed duration_s request_throughput output_throughput ttft tpot itl e2el"
+    JSON_PROPS = {"request_throughput": key(nd=4), "output_throughput": key(nd=4)}
+    source: ClassVar[str] = (
+        "client, per request, as vllm bench serve (TPOT excludes the first token; ITL is per streamed chunk)"
+    )
 
     completed: int
     """Requests that finished without an error."""
-    duration_s: float
+    duration_s: float = field(metadata=key(nd=4))
     """Σ wall time of the arm's measured runs."""
-    ttft: Distribution | None
-    tpot: Distribution | None
-    itl: Distribution | None
-    e2el: Distribution | None
+    ttft: Distribution | None = field(metadata=key("ttft_ms"))
+    tpot: Distribution | None = field(metadata=key("tpot_ms"))
+    itl: Distribution | None = field(metadata=key("itl_ms"))
+    e2el: Distribution | None = field(metadata=key("e2el_ms"))
     output_tokens: int = 0
     """Σ completion tokens of the arm's measured runs (server usage)."""
 
@@ -98,25 +105,6 @@ class LatencySummary:
     def output_throughput(self) -> float | None:
         """Output tokens per second of the arm's own running time (`vllm bench serve`'s)."""
         return F.output_throughput(self.output_tokens, self.duration_s)
-
-    def to_json(self) -> dict[str, Any]:
-        """The `arms.<a|b>.latency` object (milliseconds; request throughput in requests/s)."""
-
-        def js(d: Distribution | None) -> dict[str, Any] | None:
-            return d.to_json() if d is not None else None
-
-        return {
-            "source": "client, per request, as vllm bench serve (TPOT excludes the first token; "
-            "ITL is per streamed chunk)",
-            "completed": self.completed,
-            "duration_s": round(self.duration_s, 4),
-            "request_throughput": round_or_none(self.request_throughput, 4),
-            "output_throughput": round_or_none(self.output_throughput, 4),
-            "ttft_ms": js(self.ttft),
-            "tpot_ms": js(self.tpot),
-            "itl_ms": js(self.itl),
-            "e2el_ms": js(self.e2el),
-        }
 
 
 def summarize_latency(records: Sequence[RunRecord]) -> LatencySummary | None:

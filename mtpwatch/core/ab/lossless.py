@@ -89,7 +89,6 @@ class OutputComparison:
     """How two outputs compare."""
 
     compared: Compared
-    """'token_ids' when both outputs carry token ids, else 'text'."""
     token_index: int | None
     """First differing token id (a length mismatch counts); None when equal or compared by text."""
     char_index: int | None
@@ -114,23 +113,17 @@ def _divergence(a: RunRecord, b: RunRecord, cmp: OutputComparison) -> Divergence
     c = cmp.char_index if cmp.char_index is not None else min(len(a.text), len(b.text))
     lo = max(0, c - CONTEXT_CHARS)
     hi = c + CONTEXT_CHARS
-    return Divergence(
-        prompt=a.prompt,
-        category=a.category,
-        point=a.point,
-        pair=a.pair if a.pair is not None else -1,
-        compared=cmp.compared,
-        token_index=tok,
-        char_index=c,
-        a_tokens=a.token_ids[max(0, tok - CONTEXT_TOKENS) : tok + CONTEXT_TOKENS]
-        if tok is not None and a.token_ids
-        else None,
-        b_tokens=b.token_ids[max(0, tok - CONTEXT_TOKENS) : tok + CONTEXT_TOKENS]
-        if tok is not None and b.token_ids
-        else None,
-        a_context=a.text[lo:hi],
-        b_context=b.text[lo:hi],
-    )
+
+    def tokens(r: RunRecord) -> tuple[int, ...] | None:
+        return (
+            r.token_ids[max(0, tok - CONTEXT_TOKENS) : tok + CONTEXT_TOKENS]
+            if tok is not None and r.token_ids
+            else None
+        )
+
+    pair = a.pair if a.pair is not None else -1
+    ctx = (a.text[lo:hi], b.text[lo:hi])
+    return Divergence(a.prompt, a.category, a.point, pair, cmp.compared, tok, c, tokens(a), tokens(b), *ctx)
 
 
 def lossless_check(records: Sequence[RunRecord], temperature: float, paired: bool) -> LosslessReport:

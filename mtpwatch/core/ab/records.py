@@ -2,7 +2,6 @@
 
 Speed per run is the client-measured decode tok/s = (tokens − 1) / (t_last − t_first) at
 concurrency 1, and aggregate output tok/s (tokens of all concurrent requests / wall time) above 1.
-Acceptance comes from the server's counters, differenced around the run, with vLLM's formulas.
 """
 
 from __future__ import annotations
@@ -19,14 +18,13 @@ from mtpwatch.core.metrics import formulas as F
 
 @dataclass(frozen=True, slots=True)
 class RequestTiming(JsonFields):
-    """One completed request's client-side latencies (`core.ab.latency` makes percentiles of them)."""
+    """One completed request's client-side latencies (`ArmResult`'s; `core.ab.latency` makes percentiles
+    of them and says what each is)."""
 
     tokens: int
     ttft_s: float | None
     e2el_s: float | None
-    """Request sent → last chunk with output."""
     itl_s: tuple[float, ...] = field(default=(), metadata=key(nd=6))
-    """Gaps between successive chunks with output."""
 
     @property
     def tpot_s(self) -> float | None:
@@ -92,26 +90,12 @@ class RunRecord(JsonFields, OnPoint):
         return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     def row(self) -> dict[str, Any]:
-        """Flat per-run row for JSON `runs` and the CSV."""
+        """Flat per-run row for JSON `runs` and the CSV: `CSV_FIELDS`, rounded as `ROW_DIGITS` says."""
         return {
-            "arm": self.arm,
-            "prompt": self.prompt,
-            "category": self.category,
-            "concurrency": self.concurrency,
-            "length": self.length,
-            "run": self.run,
-            "warmup": self.warmup,
-            "pair": self.pair,
-            "tokens": self.tokens,
-            "ttft_s": round_or_none(self.ttft_s, 5),
-            "decode_tok_s": round_or_none(self.decode_tok_s, 3),
-            "output_tok_s": round_or_none(self.output_tok_s, 3),
-            "wall_s": round_or_none(self.wall_s, 4),
-            "acceptance_rate": round_or_none(self.acceptance_rate, 4),
-            "drafts": self.drafts,
-            "accepted": self.accepted,
-            "contended": self.contended,
-            "error": self.error,
+            name: round_or_none(getattr(self, name), ROW_DIGITS[name])
+            if name in ROW_DIGITS
+            else getattr(self, name)
+            for name in CSV_FIELDS
         }
 
 
@@ -119,6 +103,8 @@ CSV_FIELDS: tuple[str, ...] = (
     "arm", "prompt", "category", "concurrency", "length", "run", "warmup", "pair", "tokens", "ttft_s",
     "decode_tok_s", "output_tok_s", "wall_s", "acceptance_rate", "drafts", "accepted", "contended", "error",
 )  # fmt: skip
+ROW_DIGITS = {"ttft_s": 5, "decode_tok_s": 3, "output_tok_s": 3, "wall_s": 4, "acceptance_rate": 4}
+"""Digits each rounded column of `row()` keeps."""
 
 
 def pair_ratio(a: RunRecord, b: RunRecord) -> float | None:

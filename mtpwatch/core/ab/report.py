@@ -380,17 +380,14 @@ def build_report(
         points.append(PointReport(point, _group(recs, paired), cats))
     primary = next((pt for pt in points if pt.point == config.primary), points[0])
     be_points: dict[int, list[tuple[int, float]]] = {}
-    if paired and config.lengths:
-        for c in config.concurrency:
-            pts = [
-                (pt.point.length, pt.overall.speedup.median)
-                for pt in points
-                if pt.point.concurrency == c
-                and pt.point.length is not None
-                and pt.overall.speedup is not None
-            ]
-            if pts:
-                be_points[c] = pts
+    for c in config.concurrency if paired and config.lengths else ():
+        pts = [
+            (pt.point.length, pt.overall.speedup.median)
+            for pt in points
+            if pt.point.concurrency == c and pt.point.length is not None and pt.overall.speedup is not None
+        ]
+        if pts:
+            be_points[c] = pts
     return BenchReport(
         config=config,
         paired=paired,

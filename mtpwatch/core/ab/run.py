@@ -50,10 +50,6 @@ class BenchRun:
     def names(self) -> list[str]:
         return ["a", "b"][: len(self.arms)]
 
-    def _gpu(self) -> provenance.GpuInfo:
-        local = all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms)
-        return provenance.report_gpu(self.gpu, list(self.infos.values()), local=local)
-
     async def start(self) -> None:
         """Collect the provenance (asking the servers) and open the run log."""
         for name, arm in zip(self.names, self.arms, strict=True):
@@ -80,12 +76,13 @@ class BenchRun:
             ]
             self.meta = meta
         else:
+            local = all(is_loopback(urlsplit(arm.url).hostname or "") for arm in self.arms)
             self.meta = provenance.build_meta(
                 label=self.label,
                 metadata=self.metadata,
                 arms=self.infos,
                 prompts=provenance.prompt_set(self.workload, self.config.prompts),
-                gpu=self._gpu(),
+                gpu=provenance.report_gpu(self.gpu, list(self.infos.values()), local=local),
                 temperature=self.config.temperature,
             )
         if self.jsonl_path is None:

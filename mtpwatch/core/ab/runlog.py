@@ -36,10 +36,7 @@ class RunLogError(ValueError):
 def config_from_json(obj: Mapping[str, Any]) -> BenchConfig:
     """The inverse of `BenchConfig.to_json` (raises KeyError/TypeError/ValueError on a bad object)."""
     prompts = [
-        Prompt(
-            id=str(p["id"]), text=str(p["text"]), category=str(p["category"]), max_tokens=int(p["max_tokens"])
-        )
-        for p in obj["prompts"]
+        Prompt(str(p["id"]), str(p["text"]), str(p["category"]), int(p["max_tokens"])) for p in obj["prompts"]
     ]
     return BenchConfig(
         prompts=prompts,
@@ -250,20 +247,16 @@ def resumed_plan(plan: Sequence[Step], done: Sequence[RunRecord]) -> list[Step]:
     """
     finished = done_keys(done)
     out: list[Step] = []
-    session: list[Step] = []
-    in_session = False
+    session: list[Step] | None = None  # the steps of the restart session under way, from its StartArm
     for step in plan:
         if isinstance(step, StartArm):
-            in_session, session = True, [step]
-            continue
-        if isinstance(step, RunUnits):
+            session = [step]
+        elif isinstance(step, RunUnits):
             units = tuple(u for u in step.units if unit_key(u.arm, u.point, u.prompt, u.run) not in finished)
             if units:
-                (session if in_session else out).append(RunUnits(units))
-            continue
-        # StopArm: keep the session only if some run in it is left
-        if in_session and any(isinstance(s, RunUnits) for s in session):
-            out.extend(session)
-            out.append(step)
-        in_session, session = False, []
+                (out if session is None else session).append(RunUnits(units))
+        else:  # StopArm: keep the session only if some run in it is left
+            if session is not None and len(session) > 1:
+                out.extend([*session, step])
+            session = None
     return out

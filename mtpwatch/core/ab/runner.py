@@ -6,7 +6,7 @@ summed, with vLLM's formulas.
 
 The runner is a library: `BenchRunner.events()` is an async iterator of progress events (a run
 finished, a pair finished with the running speed-up) for the TUI; `BenchRunner.run()` returns
-the report. The arms over HTTP (`HttpArm`, `LaunchedArm`) are in `mtpwatch.core.ab.http_arm`.
+the report.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mtpwatch.core.ab.plan import (
     Unit,
     build_plan,
 )
-from mtpwatch.core.ab.records import RequestTiming, RunRecord, match_pairs, pair_ratio
+from mtpwatch.core.ab.records import RequestTiming, RunRecord, pair_ratio
 from mtpwatch.core.ab.report import BenchReport, build_report
 from mtpwatch.core.ab.runlog import resumed_plan
 from mtpwatch.core.ab.workloads import Prompt
@@ -108,61 +108,50 @@ class BenchRunner:
         """Run the plan, yielding progress events; the last event is `BenchFinished`."""
         records = self.records
         records[:] = self.done
-        by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {
-            (r.arm, r.point, r.prompt_index, r.pair): r for r in self.done if r.pair is not None
-        }
+        by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
         ratios: dict[Point, list[float]] = {}
-        for ra, rb in match_pairs(self.done):
-            ratio = pair_ratio(ra, rb)
+
+        def pair_finished(rec: RunRecord, done: int) -> PairFinished | None:
+            """The pair `rec` completes, with its point's running speed-up; None when it completes none."""
+            if rec.pair is None or len(self.arms) < 2:
+                return None
+            by_pair[(rec.arm, rec.point, rec.prompt_index, rec.pair)] = rec
+            mate = by_pair.get(("b" if rec.arm == "a" else "a", rec.point, rec.prompt_index, rec.pair))
+            if mate is None:
+                return None
+            ratio = pair_ratio(mate, rec) if rec.arm == "b" else pair_ratio(rec, mate)
+            series = ratios.setdefault(rec.point, [])
             if ratio is not None:
-                ratios.setdefault(ra.point, []).append(ratio)
+                series.append(ratio)
+            median = statistics.median(series) if series else None
+            return PairFinished(rec.point, rec.prompt, rec.pair, ratio, median, len(series), done, self.total)
+
+        for rec in self.done:
+            pair_finished(rec, 0)
         done = len(self.done)
         try:
             for step in self.plan:
-                if isinstance(step, StartArm):
-                    yield StatusChanged(f"starting server {step.arm.upper()} ({ARM_ROLES[step.arm]})")
+                if isinstance(step, StartArm | StopArm):
                     managed = self.arms[step.arm]
                     assert isinstance(managed, ManagedArm)
+                    if isinstance(step, StopArm):
+                        yield StatusChanged(f"stopping server {step.arm.upper()}")
+                        self._running.discard(step.arm)
+                        await managed.stop()
+                        continue
+                    yield StatusChanged(f"starting server {step.arm.upper()} ({ARM_ROLES[step.arm]})")
                     self._last[step.arm] = None  # counters restart from zero
                     self._running.add(step.arm)
                     await managed.start()
                     yield StatusChanged(f"server {step.arm.upper()} is up; warming up")
-                    continue
-                if isinstance(step, StopArm):
-                    yield StatusChanged(f"stopping server {step.arm.upper()}")
-                    managed = self.arms[step.arm]
-                    assert isinstance(managed, ManagedArm)
-                    self._running.discard(step.arm)
-                    await managed.stop()
                     continue
                 finished = await asyncio.gather(*(self._execute(u) for u in step.units))
                 for rec in finished:
                     records.append(rec)
                     done += 1
                     yield RunFinished(rec, done, self.total)
-                    if rec.pair is None or len(self.arms) < 2:
-                        continue
-                    key = (rec.arm, rec.point, rec.prompt_index, rec.pair)
-                    by_pair[key] = rec
-                    other: ArmName = "b" if rec.arm == "a" else "a"
-                    mate = by_pair.get((other, rec.point, key[2], rec.pair))
-                    if mate is None:
-                        continue
-                    ra, rb = (mate, rec) if rec.arm == "b" else (rec, mate)
-                    ratio = pair_ratio(ra, rb)
-                    series = ratios.setdefault(rec.point, [])
-                    if ratio is not None:
-                        series.append(ratio)
-                    yield PairFinished(
-                        point=rec.point,
-                        prompt=rec.prompt,
-                        pair=rec.pair,
-                        ratio=ratio,
-                        running_speedup=statistics.median(series) if series else None,
-                        pairs_done=len(series),
-                        done=done,
-                        total=self.total,
-                    )
+                    if (event := pair_finished(rec, done)) is not None:
+                        yield event
         finally:
             for name in list(self._running):
                 managed = self.arms[name]

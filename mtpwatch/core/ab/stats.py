@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mtpwatch.core.ab.arms import ArmName
 from mtpwatch.core.jsonout import round_or_none
 
 #: A coefficient of variation above this is flagged as "noisy" (AIPerf's threshold).
@@ -50,11 +51,6 @@ class Summary:
     """stdev / mean; 0.0 when n < 2 or the mean is 0."""
     min: float
     max: float
-
-    @property
-    def noisy(self) -> bool:
-        """True when the coefficient of variation is above `CV_FLAG` (10 %)."""
-        return self.cv > CV_FLAG
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -193,20 +189,17 @@ def speedup(baseline: Sequence[float], treatment: Sequence[float]) -> SpeedupSum
     )
 
 
-Arm = Literal["a", "b"]
-
-
-def abba_order(runs: int, first: Arm = "a") -> list[tuple[Arm, Arm]]:
+def abba_order(runs: int, first: ArmName = "a") -> list[tuple[ArmName, ArmName]]:
     """Order of the two arms for each run of one prompt: AB, BA, AB, BA, ...
 
     Alternating which arm goes first makes a slow drift (thermals, page cache, a neighbour's job)
     add to A in half the pairs and to B in the other half, so it cancels in the paired ratios.
     """
-    other: Arm = "b" if first == "a" else "a"
+    other: ArmName = "b" if first == "a" else "a"
     return [(first, other) if i % 2 == 0 else (other, first) for i in range(runs)]
 
 
-def restart_phases(measured_runs: int) -> list[tuple[Arm, int]]:
+def restart_phases(measured_runs: int) -> list[tuple[ArmName, int]]:
     """Server sessions for the restart schedule: A, then B, then A again (the ABBA of sessions).
 
     Returns (arm, measured runs in that session). B's two middle sessions are one session (no point
@@ -214,7 +207,7 @@ def restart_phases(measured_runs: int) -> list[tuple[Arm, int]]:
     halves of A equally.
     """
     first = (measured_runs + 1) // 2
-    phases: list[tuple[Arm, int]] = [("a", first), ("b", measured_runs)]
+    phases: list[tuple[ArmName, int]] = [("a", first), ("b", measured_runs)]
     if measured_runs - first > 0:
         phases.append(("a", measured_runs - first))
     return phases

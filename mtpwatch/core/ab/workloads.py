@@ -88,11 +88,7 @@ def _prompt_from_obj(obj: Any, *, source: str, index: int) -> Prompt:
     where = f"{source}:{index}"
     if not isinstance(obj, dict):
         raise WorkloadError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    text: Any = None
-    for key in ("prompt", "question", "text"):
-        if key in obj:
-            text = obj[key]
-            break
+    text: Any = next((obj[key] for key in ("prompt", "question", "text") if key in obj), None)
     for key in ("conversations", "conversation", "messages"):
         if text is None and key in obj:
             text = _first_user_turn(obj[key], where)

@@ -135,20 +135,12 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
                 mean_acceptance_length=opt_float(arm_b.get("mean_acceptance_length")),
             )
         )
-    unmatched = {
-        r.name: len(set(p) - common) for r, p in zip(reports, paired, strict=True) if len(set(p) - common)
-    }
+    unmatched = {r.name: n for r, p in zip(reports, paired, strict=True) if (n := len(set(p) - common))}
     return Comparison(rows, matched, unmatched, provenance_warnings(reports))
 
 
 def to_json(comparison: Comparison) -> dict[str, Any]:
     """A JSON document of the comparison (`mtpwatch compare --json`)."""
-
-    def sp(s: stats.SpeedupSummary | None) -> Mapping[str, Any] | None:
-        if s is None:
-            return None
-        return {"median": s.median, "ci_low": s.ci.low, "ci_high": s.ci.high, "pairs": s.n_pairs}
-
     return {
         "tool": "mtpwatch compare",
         "matched": [{"prompt": p, "concurrency": c, "length": length} for p, c, length in comparison.matched],
@@ -160,7 +152,14 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
                 "pairs": r.pairs,
                 "a_tok_s_median": r.a_rate,
                 "b_tok_s_median": r.b_rate,
-                "speedup": sp(r.speedup),
+                "speedup": None
+                if r.speedup is None
+                else {
+                    "median": r.speedup.median,
+                    "ci_low": r.speedup.ci.low,
+                    "ci_high": r.speedup.ci.high,
+                    "pairs": r.speedup.n_pairs,
+                },
                 "diff_vs_reference": None
                 if r.diff is None
                 else {

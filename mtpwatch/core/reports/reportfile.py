@@ -63,7 +63,7 @@ class Run:
 @dataclass(frozen=True, slots=True)
 class SavedReport:
     name: str
-    """The report's `meta.label`, else the file name."""
+    """The report's `meta.label`, else the file name (`_label_or_file`)."""
     path: str
     data: Mapping[str, Any]
     runs: tuple[Run, ...]
@@ -162,23 +162,27 @@ def _runs(rows: Sequence[Any], where: str) -> tuple[Run, ...]:
     return tuple(out)
 
 
+def _label_or_file(document: Mapping[str, Any], path: str) -> str:
+    """The document's `meta.label`, else the file name."""
+    meta = document.get("meta")
+    label = meta.get("label") if isinstance(meta, Mapping) else None
+    return label if isinstance(label, str) and label else Path(path).name
+
+
+def _bench_tool(document: Mapping[str, Any], path: str) -> None:
+    if document.get("tool") != "mtpwatch bench":
+        raise ReportFileError(f'{path}: not an mtpwatch bench report (no "tool": "mtpwatch bench")')
+
+
 def parse(document: Any, *, path: str, name: str | None = None) -> SavedReport:
     """A `SavedReport` from a decoded JSON document; raises `ReportFileError` when it is not one."""
     if not isinstance(document, Mapping):
         raise ReportFileError(f"{path}: not a JSON object")
-    if document.get("tool") != "mtpwatch bench":
-        raise ReportFileError(f'{path}: not an mtpwatch bench report (no "tool": "mtpwatch bench")')
+    _bench_tool(document, path)
     rows = document.get("runs") or []
     if not isinstance(rows, list):
         raise ReportFileError(f"{path}: 'runs' is not a list")
-    meta = document.get("meta")
-    label = meta.get("label") if isinstance(meta, Mapping) else None
-    return SavedReport(
-        name=name or (label if isinstance(label, str) and label else Path(path).name),
-        path=path,
-        data=document,
-        runs=_runs(rows, path),
-    )
+    return SavedReport(name or _label_or_file(document, path), path, document, _runs(rows, path))
 
 
 def parse_all(document: Any, *, path: str) -> list[SavedReport]:
@@ -189,14 +193,11 @@ def parse_all(document: Any, *, path: str) -> list[SavedReport]:
         return _context_reports(document, path)
     if not isinstance(document, Mapping) or document.get("kind") != SWEEP_KIND:
         return [parse(document, path=path)]
-    if document.get("tool") != "mtpwatch bench":
-        raise ReportFileError(f'{path}: not an mtpwatch bench report (no "tool": "mtpwatch bench")')
+    _bench_tool(document, path)
     bench = document.get("bench")
     if not isinstance(bench, Mapping) or not bench:
         raise ReportFileError(f"{path}: a k sweep without its per-k reports ('bench')")
-    meta = document.get("meta")
-    label = meta.get("label") if isinstance(meta, Mapping) else None
-    stem = label if isinstance(label, str) and label else Path(path).name
+    stem = _label_or_file(document, path)
     order = sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9)
     return [parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}") for key in order]
 
