@@ -33,7 +33,8 @@ from mtpwatch.core.launch.vllm_cmd import (
     server_env,
 )
 
-SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN"})
+SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "LLAMA_API_KEY"})
+"""Masked in plans and their JSON (`LLAMA_API_KEY`: llama-server's key, `llamacpp_cmd.llamacpp_key_env`)."""
 MASK = "***"
 
 

@@ -18,7 +18,7 @@ from mtpwatch.core.launch.specrule import MethodRuleError, VllmVersion, choose_m
 
 METHODS = ("mtp", "ngram", "draft_model", "eagle", "eagle3", "dflash", "dspark")
 """Methods the short flags know; a ``--speculative-config`` may name any other vLLM method."""
-DRAFTER_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash"})
+DRAFTER_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
 """Methods that need a separate drafter model (``--drafter`` / ``"model"``)."""
 NGRAM_DEFAULTS: Mapping[str, Any] = {
     "num_speculative_tokens": 4,

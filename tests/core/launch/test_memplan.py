@@ -8,8 +8,10 @@ import json
 import pytest
 
 from mtpwatch.core.launch.gpumem import gpu_from_table, local_gpu_memory, resolve_gpu_memory
+from mtpwatch.core.launch.llamacpp_cmd import llamacpp_key_env
 from mtpwatch.core.launch.memplan import GIB, GpuMemory, MemoryFlags, PlanError, ServerNeed, plan_memory
-from mtpwatch.core.launch.servers import plan_sweep, plan_twins
+from mtpwatch.core.launch.servers import PlannedServer, plan_sweep, plan_twins, shell_line
+from mtpwatch.core.launch.vllm_cmd import server_env
 
 E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 B26, B26_D = "google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B-it-assistant"
@@ -195,3 +197,11 @@ def test_a_planned_server_s_url_is_the_one_a_client_here_connects_to(host: str, 
     # a wildcard bind through loopback, an IPv6 address in brackets (`core.launch.ports.connect_url`)
     plan = plan_twins(E4B, ports=PORTS, drafter=E4B_D, k=2, gpu=gpu_from_table("GB10"), host=host)
     assert [s.url for s in plan.servers] == [f"http://{url_host}:{port}" for port in PORTS]
+
+
+def test_every_server_key_is_masked_in_a_plan_line() -> None:
+    """llama-server takes its key as LLAMA_API_KEY (`llamacpp_key_env`): masked like vLLM's."""
+    env = {**llamacpp_key_env("s3cret"), **server_env("t0ken")}
+    server = PlannedServer(label="A", role="baseline", k=0, argv=("llama-server", "-m", "m"), env=env)
+    text = shell_line(server.argv, server.env) + json.dumps(server.to_json())
+    assert "s3cret" not in text and "t0ken" not in text and "LLAMA_API_KEY=***" in text

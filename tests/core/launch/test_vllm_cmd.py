@@ -63,7 +63,7 @@ def test_ngram_gets_prompt_lookup_defaults_and_rejects_drafter() -> None:
         build_vllm_argv("m", method="ngram", drafter="d")
 
 
-@pytest.mark.parametrize("method", ["draft_model", "eagle3", "dflash"])
+@pytest.mark.parametrize("method", ["draft_model", "eagle3", "dflash", "dspark"])
 def test_drafter_methods_need_a_drafter(method: str) -> None:
     with pytest.raises(VllmArgsError, match="needs a drafter model"):
         build_vllm_argv("m", method=method, k=3)
