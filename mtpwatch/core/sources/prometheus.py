@@ -454,9 +454,8 @@ class PrometheusSource:
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
         counters = g.counters
-        draft_tokens = counters.get("draft_tokens", 0.0)
-        speculative = g.has_drafts_series if g.schema == "vllm" else (bool(g.per_pos) or draft_tokens > 0)
-        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, speculative)
+        spec = speculative(g.schema, g.has_drafts_series, counters, g.per_pos)
+        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, spec)
         if g.engine is not None:
             after = replace(after, engines=(g.engine,))
         per_pos = after.accepted_per_pos
@@ -465,10 +464,10 @@ class PrometheusSource:
         reason = ""
         state = None
         est_k: int | None = None
-        if speculative and not per_pos and after.drafts > 0:
+        if spec and not per_pos and after.drafts > 0:
             reason = "no per-position series (older vLLM): k estimated from draft tokens / drafts"
             if g.schema == "vllm":
-                est_k = round(draft_tokens / after.drafts)
+                est_k = round(after.draft_tokens / after.drafts)
         if down.get(g.instance):
             state, reason = "down", "Prometheus: up == 0 (its scrapes of this target fail)"
         elif g.last_sample is None or t - g.last_sample > limit_s:
@@ -487,6 +486,14 @@ class PrometheusSource:
             k=est_k,
             history=history,
         )
+
+
+def speculative(
+    schema: Schema, drafts_series: bool, values: Mapping[str, float], per_pos: Mapping[int, float]
+) -> bool:
+    """Whether the target speculates: vLLM has a drafts series only then; llama-server exports its
+    draft counters either way, so it is its per-position counts or a drafted token."""
+    return drafts_series if schema == "vllm" else bool(per_pos) or values.get("draft_tokens", 0.0) > 0
 
 
 def counters_snapshot(

@@ -18,6 +18,7 @@ from mtpwatch.core.sources.prometheus import (
     label_value,
     points,
     position_of,
+    speculative,
     value_of,
     vector,
 )
@@ -74,8 +75,9 @@ async def target_snapshot(
     schema, drafts_series = _schema(by["schema"])
     if schema == "none":
         return MetricsSnapshot()
-    spec = drafts_series if schema == "vllm" else bool(per_pos) or values.get("draft_tokens", 0.0) > 0
-    return counters_snapshot(model, values, per_pos, schema, spec)
+    return counters_snapshot(
+        model, values, per_pos, schema, speculative(schema, drafts_series, values, per_pos)
+    )
 
 
 def _schema(present: Iterable[Mapping[str, Any]]) -> tuple[Schema, bool]:
@@ -120,6 +122,6 @@ async def target_history(
     out: list[tuple[float, MetricsSnapshot]] = []
     for t in sorted(at):
         values, per_pos = at[t], pos_at.get(t, {})
-        spec = drafts_series if schema == "vllm" else bool(per_pos)
+        spec = speculative(schema, drafts_series, values, per_pos)
         out.append((t, counters_snapshot(model, values, per_pos, schema, spec)))
     return out
