@@ -30,7 +30,6 @@ class DemoLoop:
         self.prompts = tuple(prompts)
         self.pause_s = pause_s
         self.sent = 0
-        """Prompts sent so far."""
         self._idle_since: float | None = None
 
     def due(self, now: float, *, busy: bool, ready: bool) -> str | None:

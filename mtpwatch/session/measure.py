@@ -35,7 +35,6 @@ class MeasureUpdate:
     done: int = 0
     """Runs done, for the line's run count (0 with `total` 0: no count, the final line)."""
     total: int = 0
-    """Runs planned."""
     progress: str = ""
     """Progress in words (plain text): run i/N and its prompt, which server is up."""
     arm: int | None = None

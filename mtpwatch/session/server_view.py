@@ -11,6 +11,7 @@ make_verdict`) → one frozen `session.views.ServerView`, its fields read from t
 
 from __future__ import annotations
 
+import bisect
 import time
 from typing import Any
 
@@ -166,18 +167,14 @@ def _k_schedule(watch: ServerWatch) -> tuple[tuple[int, int, int], ...] | None:
 
 
 def _per_second(series: list[tuple[float, float]], now: float) -> tuple[float, ...]:
-    """Resample (t, tok/s) points to one per second for the last CHART_POINTS seconds."""
+    """Resample (t, tok/s) points to one per second for the last CHART_POINTS seconds: each second
+    takes the last point at or before it."""
     if not series:
         return ()
+    times = [t for t, _ in series]
     out: list[float] = []
-    j = 0
-    start = max(series[0][0], now - CHART_POINTS)
-    t = start
-    value = series[0][1]
+    t = max(times[0], now - CHART_POINTS)
     while t <= now:
-        while j < len(series) and series[j][0] <= t:
-            value = series[j][1]
-            j += 1
-        out.append(value)
+        out.append(series[bisect.bisect_right(times, t) - 1][1])
         t += 1.0
     return tuple(out)

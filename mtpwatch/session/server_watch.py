@@ -128,8 +128,7 @@ class ServerWatch:
         self.models: tuple[str, ...] = ()
         self.version: str | None = None
         self.facts: tuple[str, ...] = ()
-        self.engine_info: engines.EngineInfo | None = None
-        """What llama-server says about itself (/props, /slots); None for vLLM."""
+        self.engine_info: engines.EngineInfo | None = None  # None for vLLM
         self.drafter_ref: str | None = None
         """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.spec_method: str | None = None

@@ -56,7 +56,7 @@ class SourceState:
     launch_facts: LogFacts | None
     """What the start-up log said (None: not launched here)."""
     engine_info: EngineInfo | None
-    """What llama-server says about itself (/props, /slots); None for vLLM."""
+    """llama-server's /props and /slots; None for vLLM."""
     prompt_rates: Rates | None
     """The counter rates over the last console prompt's window (the k advisor reads them)."""
 

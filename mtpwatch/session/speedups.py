@@ -31,7 +31,6 @@ class Comparison:
     median: float | None
     """The median over every prompt so far."""
     count: int
-    """Prompts in the median."""
     label: str
     """'B/A' or 'A/B': the speculating arm over the baseline."""
     warnings: tuple[str, ...]

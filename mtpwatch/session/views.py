@@ -118,7 +118,6 @@ class ServerView:
     """Panel name: 'A', 'MTP on', ..."""
     url: str
     status: Status = "connecting"
-    """What the poller last saw."""
     status_detail: str = ""
     """One line: 'disconnected since 12:00:01 (connection refused), retrying in 2.0 s'."""
     model: str | None = None
@@ -179,7 +178,6 @@ class ServerView:
     verdict: str = ""
     """One sentence on whether MTP pays off, from the numbers above (`session.diagnosis.make_verdict`)."""
     verdict_level: VerdictLevel = "info"
-    """How to colour the verdict."""
     engine: str = "vllm"
     """'vllm' or 'llama.cpp' (from the metrics schema); 'unknown' before the first scrape."""
     draft_note: str = ""

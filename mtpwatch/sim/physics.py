@@ -27,7 +27,6 @@ class StepCost:
     """What one engine step costs and reads."""
 
     seconds: float
-    """Simulated duration of the step."""
     target_bytes: float
     """Target weights read (MoE: shared + expert union)."""
     kv_bytes: float

@@ -87,7 +87,6 @@ class Preset:
     kv_window: int = 0
     """Sliding window length of those layers."""
     moe: MoeSpec | None = None
-    """Set for mixture-of-experts targets."""
     compute_s_per_token: float = 0.0
     """Extra time per token a decode/verify step processes (why step cost rises with batch)."""
     prefill_s_per_token: float = 0.0
@@ -113,7 +112,6 @@ class Preset:
     targets: dict[str, float] = field(default_factory=dict)
     """Public figures this preset reproduces: decode tok/s 'baseline', 'mtp', 'short_ratio'..."""
     derivation: str = ""
-    """How the constants reproduce the public numbers."""
 
     def conditional_acceptance(self, k: int | None = None) -> tuple[float, ...]:
         """Conditional acceptance for positions 0..k-1; extends the profile geometrically if k is longer."""
