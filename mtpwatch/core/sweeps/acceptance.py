@@ -18,6 +18,7 @@ Predicting another k' from it has two parts:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -38,10 +39,8 @@ def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
     logs = [math.log(c) for c in cond]
     if len(logs) == 1:
         return cond[0], 1.0
-    xs = list(range(len(logs)))
-    mx, my = sum(xs) / len(xs), sum(logs) / len(logs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, logs, strict=True)) / sum((x - mx) ** 2 for x in xs)
-    return math.exp(my - slope * mx), math.exp(slope)
+    slope, intercept = statistics.linear_regression(range(len(logs)), logs)
+    return math.exp(intercept), math.exp(slope)
 
 
 def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:

@@ -183,16 +183,9 @@ def concurrency_advice(
     options: Mapping[str, Any],
     echo: Echo,
 ) -> tuple[ConcurrencyAdvice | None, list[PairRun]]:
-    """The per-concurrency advice, and with `verify_schedule` the schedule measured head to head
-    against the best fixed k at the concurrencies where it is best (`schedule.verify_groups`), one
-    server at a time, in both orders (`schedule.head_to_head` pools them).
-
-    Args:
-        baseline: (url, argv) of the k=0 server.
-        top: (url, argv) of the largest k's server; the schedule's and the fixed ks' servers replace
-            its config.
-        options: `run_pair`'s keyword options.
-    """
+    """The per-concurrency advice, and with `verify_schedule` its head-to-head check as the `schedule`
+    module says; the schedule's and the fixed ks' servers are `top`'s (the largest k's) with their
+    config; `options` are `run_pair`'s."""
     conc = advise_concurrency(report.reports, spec_config_from_argv(top[1]))
     if conc is None:
         if verify_schedule:
@@ -215,7 +208,6 @@ def concurrency_advice(
         fixed = (f"k={k}", baseline[0] if k == 0 else top[0], argv)
         where = ", ".join(map(str, levels))
         reports: list[Any] = []
-        # both orders: whatever favours one arm's place in the restart schedule cancels in the pool
         for a, b in ((fixed, schedule), (schedule, fixed)):
             echo(f"mtpwatch bench: {a[0]} vs {b[0]} at concurrency {where} (one at a time)")
             level_config = dataclasses.replace(config, concurrency=levels)

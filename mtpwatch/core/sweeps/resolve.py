@@ -75,11 +75,7 @@ class Choice(JsonFields):
 
 
 def resolve(estimates: Mapping[int, Estimate]) -> Choice:
-    """The choice among measured ks ≥ 1 (k=0 is always a candidate at 1.0).
-
-    Raises:
-        ValueError: no estimate.
-    """
+    """The choice among measured ks ≥ 1 (k=0 is always a candidate at 1.0); ValueError: no estimate."""
     if not estimates:
         raise ValueError("nothing measured")
     best_k = max(sorted(estimates), key=lambda k: estimates[k].speedup)

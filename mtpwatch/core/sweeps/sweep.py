@@ -121,29 +121,24 @@ class SweepReport:
         shown = sorted(predicted, key=lambda k: (abs(k - best), k))[:PREDICTED_ROWS]
         return sorted(measured | set(shown)), len(predicted) - len(shown)
 
+    def _off(self, k: int, what: str, predicted: float | None) -> float | None:
+        """(predicted − measured) / measured `what` (a `SweepRow` figure) at k."""
+        measured = next((getattr(r, what) for r in self.rows if r.k == k), None)
+        return None if predicted is None or not measured else (predicted - measured) / measured
+
     def error(self, k: int) -> float | None:
-        """(predicted − measured) / measured decode tok/s at k."""
-        row = next((r for r in self.rows if r.k == k), None)
-        pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.decode_tok_s or k == 0:
-            return None
-        return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
+        """(predicted − measured) / measured decode tok/s at k (k ≥ 1)."""
+        pred = self.advice.at(k) if self.advice and k else None
+        return self._off(k, "decode_tok_s", pred.decode_tok_s if pred else None)
 
     def held_out_error(self, k: int) -> float | None:
         """(held-out predicted − measured) / measured paired speed-up at k (`SweepAdvice.held_out`)."""
-        row = next((r for r in self.rows if r.k == k), None)
-        held = self.advice.held_out.get(k) if self.advice else None
-        if row is None or held is None or not row.speedup:
-            return None
-        return (held - row.speedup) / row.speedup
+        return self._off(k, "speedup", self.advice.held_out.get(k) if self.advice else None)
 
     def speedup_error(self, k: int) -> float | None:
         """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
-        row = next((r for r in self.rows if r.k == k), None)
-        pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.speedup or k == 0:
-            return None
-        return (pred.speedup - row.speedup) / row.speedup
+        pred = self.advice.at(k) if self.advice and k else None
+        return self._off(k, "speedup", pred.speedup if pred else None)
 
     def baseline_lives(self) -> dict[int, float]:
         """Per k > 0, the k=0 server's second life over its first in k's bench (`baseline_lives`)."""
@@ -394,15 +389,8 @@ async def run_sweep(
     step_times: ForwardTable | None = None,
     **options: Any,
 ) -> SweepReport:
-    """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
-
-    Args:
-        config: prompts, runs, warm-up, concurrencies (the schedule is forced to restart).
-        baseline: (url, argv) of the k = 0 server.
-        treatments: (k, url, argv) of each speculative server.
-        on_k: called with k before its pairs start.
-        **options: `run_pair`'s (env, api_key, model, chat, startup_timeout_s, on_event).
-    """
+    """`baseline` (url, argv: k=0) vs each of `treatments` ((k, url, argv)), one server at a time (the
+    restart schedule, forced), then the advisor; `on_k(k)` before each k, `options` are `run_pair`'s."""
     reports: dict[int, Any] = {}
     interrupted: str | None = None
     infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
