@@ -117,13 +117,6 @@ class Advice(JsonFields):
         return f"k advisor (from k={self.from_k}): best k={self.best_k}{gain} · predicted tok/s {parts}"
 
 
-def step_time_from_rate(decode_tok_s: float, mean_acceptance_length: float = 1.0) -> float:
-    """Seconds per engine step from a decode rate and the tokens each step yields."""
-    if decode_tok_s <= 0:
-        raise ValueError("decode tok/s must be positive")
-    return mean_acceptance_length / decode_tok_s
-
-
 def advise(
     marginal: Sequence[float],
     step_s: float,

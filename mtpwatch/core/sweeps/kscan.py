@@ -47,7 +47,6 @@ def checked_ks(ks: Sequence[int]) -> list[int]:
     of range or nothing is compared."""
     out = sorted(set(ks))
     if not out or any(k < 0 or k > K_MAX for k in out):
-        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`sweep.K_MAX`)
         raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
     if 0 not in out:
         out = [0, *out]

@@ -368,8 +368,7 @@ async def run_pair(
     try:
         report = await runner.run(on_event)
     except Exception as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        interrupted = f"{label}: {message}"
+        interrupted = f"{label}: {provenance.first_line(exc)}"
         if runner.records:
             report = runner.partial_report(interrupted)
     finally:
