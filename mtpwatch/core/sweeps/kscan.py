@@ -21,7 +21,6 @@ from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.provenance import spec_config_from_argv
-from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
 from mtpwatch.core.sweeps.forward import ForwardTable
 from mtpwatch.core.sweeps.idle import IDLE, IdleCost, idle_config, idle_cost
@@ -123,11 +122,7 @@ class KSweep:
             "method": self.method_name,
             "plan": self.plan.to_json(),
             "concurrency": self.concurrency.to_json() if self.concurrency is not None else None,
-            "schedule_benches": [
-                reportio.report_document(pair.report, {**meta, "arms": pair.arms})
-                for pair in self.checked
-                if pair.report is not None
-            ],
+            "schedule_benches": [pair.document(meta) for pair in self.checked if pair.report is not None],
             "speculation_on_k0": idle_document(self.spec_idle, meta),
         }
         return sweep_document(self.report, meta, head)
@@ -244,7 +239,4 @@ def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]
     if idle is None:
         return None
     cost, pair = idle
-    bench = (
-        None if pair.report is None else reportio.report_document(pair.report, {**meta, "arms": pair.arms})
-    )
-    return {**cost.to_json(), "bench": bench}
+    return {**cost.to_json(), "bench": pair.document(meta)}

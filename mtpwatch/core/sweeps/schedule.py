@@ -39,7 +39,7 @@ from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.records import match_pairs, pair_ratio
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
-from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, common_choice, resolve
+from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, best_median, common_choice, resolve
 
 Range = tuple[int, int, int]
 
@@ -90,13 +90,11 @@ def concurrency_table(reports: Mapping[int, Any]) -> dict[int, dict[int, Cell]]:
 
 def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, int]:
     """The k with the highest median speed-up at each concurrency; 0 when none beats 1.0."""
-    out: dict[int, int] = {}
-    for c, cells in sorted(table.items()):
-        if not cells:
-            continue
-        best = max(cells.values(), key=lambda cell: (cell.speedup, -cell.k))
-        out[c] = best.k if best.speedup > 1.0 else 0
-    return out
+    return {
+        c: best_median({k: cell.speedup for k, cell in cells.items()})
+        for c, cells in sorted(table.items())
+        if cells
+    }
 
 
 def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
@@ -151,11 +149,9 @@ def fixed_config(base: Mapping[str, Any], k: int) -> dict[str, Any]:
 
 
 def head_to_head(k: int, forward: Any, reverse: Any | None) -> dict[int, Cell]:
-    """The schedule against fixed k at each concurrency, from two bench reports
-    (`core.ab.report.BenchReport`): `forward` with fixed k as arm A and the schedule as B, `reverse`
-    the other way round (None: not run). Each cell pools the pairs of both at the primary length,
-    schedule / fixed k (the reverse bench's B/A inverted): median and its distribution-free CI;
-    `rate` is the schedule's median speed, `baseline_rate` fixed k's."""
+    """The schedule / fixed k at each concurrency, pooled from two `core.ab.report.BenchReport`s at the
+    primary length, `forward` (fixed k as arm A) and `reverse` (the schedule as A; None: not run): median
+    and its distribution-free CI; `rate` is the schedule's median speed, `baseline_rate` fixed k's."""
     ratios: dict[int, list[float]] = {}
     speeds: dict[tuple[int, str], list[float]] = {}
     for report, flip in ((forward, False), (reverse, True)):

@@ -36,7 +36,7 @@ from mtpwatch.core.sweeps.advisor import KMeasure, StepFit, SweepAdvice, advise_
 from mtpwatch.core.sweeps.certainty import Certainty, certainty, samples_of, step_ratio_spread
 from mtpwatch.core.sweeps.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.sweeps.forward import ForwardTable, steps_at
-from mtpwatch.core.sweeps.resolve import Choice, Estimate, resolve
+from mtpwatch.core.sweeps.resolve import Choice, Estimate, best_median, resolve
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
@@ -109,9 +109,8 @@ class SweepReport:
     None without per-run counters (a sweep read back from a file)."""
 
     def table_ks(self) -> tuple[list[int], int]:
-        """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
-        predictions it leaves out: every measured k, and `PREDICTED_ROWS` predicted ones nearest
-        the predicted best (ties to the smaller k)."""
+        """The ks the table prints, sorted (every measured k and the `PREDICTED_ROWS` predicted ones),
+        and how many predictions it leaves out."""
         measured = {r.k for r in self.rows}
         predicted = [p.k for p in self.advice.predictions if p.k not in measured] if self.advice else []
         if self.advice is None:
@@ -278,12 +277,11 @@ def sweep_from_reports(
     baseline = SweepRow(
         0, baseline_tok_s, baseline_tok_s, 1.0 if base else None, None, 0, None, None, None, {}
     )
-    measured = [r for r in rows if r.speedup is not None]
-    best = max(measured, key=lambda r: r.speedup or 0.0) if measured else None
-    best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
+    speedups = {r.k: r.speedup for r in rows if r.speedup is not None}
+    best_k = best_median(speedups) if speedups else None
     advice, sure = _advise(rows, reports, baseline_tok_s, step_times)
     estimates = {
-        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in measured if r.speedup is not None and r.ci
+        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in rows if r.speedup is not None and r.ci
     }
     choice = resolve(estimates) if estimates else None
     return SweepReport(
@@ -339,6 +337,14 @@ class PairRun:
     interrupted: str | None
     arms: Mapping[str, Mapping[str, Any]]
     """The provenance of arms "a" and "b" as they ran."""
+
+    def document(self, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The bench's file, its `meta` with these arms; None when nothing ran."""
+        return (
+            None
+            if self.report is None
+            else reportio.report_document(self.report, {**meta, "arms": self.arms})
+        )
 
 
 async def run_pair(
