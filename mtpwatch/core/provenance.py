@@ -177,12 +177,10 @@ class ArmInfo(JsonFields):
         if not config:
             return
         self.spec_config = {**(self.spec_config or {}), **dict(config)}
-        method = config.get("method")
-        k = config.get("num_speculative_tokens")
-        drafter = config.get("model")
-        self.method = str(method) if isinstance(method, str) else self.method
+        method, k, drafter = config.get("method"), config.get("num_speculative_tokens"), config.get("model")
+        self.method = method if isinstance(method, str) else self.method
         self.k = k if isinstance(k, int) and not isinstance(k, bool) else self.k
-        self.drafter = str(drafter) if isinstance(drafter, str) else self.drafter
+        self.drafter = drafter if isinstance(drafter, str) else self.drafter
 
     def apply_log_facts(self, facts: Any) -> None:
         """Fill what the start-up log said (a `core.launch.logparse.LogFacts`)."""

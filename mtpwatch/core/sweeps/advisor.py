@@ -41,11 +41,9 @@ k, not two points:
   is not a point of it, having no fixed cost), and the residual says why;
 - t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
   predicted tok/s = that k=0 rate × predicted speed-up;
-- τ(k') comes from the per-position acceptance of the smallest measured k ≥ k' (truncation, as
-  above), scaled by position 1's shift between the measured ks (`core.sweeps.acceptance`: a larger
-  k reads lower acceptance on the same prompts). Above the largest measured k the conditional
-  acceptance a_i / a_(i−1) is fitted geometrically (log-linear least squares over the measured
-  positions) and the chain continued; those predictions are marked extrapolated;
+- τ(k') comes from the measured acceptance as `core.sweeps.acceptance` carries it to k' (the smallest
+  measured k ≥ k', scaled by position 1's shift with k; above the largest, continued geometrically:
+  those predictions are marked extrapolated);
 - how sure each prediction is — its 95 % interval from redrawing the runs, and where a k not run
   is worth a run — is `core.sweeps.certainty`'s.
 

@@ -16,11 +16,10 @@ per-position acceptance (a few hundred drafts). Here both are resampled together
 - **measure it** only where the interval says a k could win: an unmeasured k whose interval's
   upper end lies above the best measured k's median speed-up. Measured ks are always preferred —
   the best k is chosen among them (`core.sweeps.resolve`), a prediction never replaces one;
-- **acceptance across ks**: position i's acceptance measured at two ks on the same prompts
-  (vllm#48892: position 1 read 83.4 % at k=1 and 76.2 % at k=8: a run at a larger k starts more
-  drafts after rejections). Each pair of neighbouring measured ks gives its relative change with
-  its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a smaller k from
-  a larger one, which the advisor limits by reading each k from the nearest measured k above it.
+- **acceptance across ks**: position i's acceptance at two ks on the same prompts shifts
+  (`core.sweeps.acceptance`, vllm#48892). Each pair of neighbouring measured ks gives its relative
+  change with its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a
+  smaller k from a larger one, which the advisor limits by reading each k from the nearest above.
 
 - **server lives**: a later measurement runs on new starts of both servers, and two starts of one
   server differ (`sweep.baseline_lives`: the k=0 server's second life over its first in each bench;
