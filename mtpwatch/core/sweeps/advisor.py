@@ -260,8 +260,7 @@ class StepFit(JsonFields):
         line = (
             f"t(k) = t0 + s + c·k fitted over k={','.join(map(str, sorted(self.measured)))}: "
             f"t0 {ms:.2f} ms (the k=0 row), s {1000 * self.fixed_s:.2f} ms, "
-            f"c {1000 * self.per_position_s:.2f} ms"
-            f" · residual {res}"
+            f"c {1000 * self.per_position_s:.2f} ms · residual {res}"
         )
         if self.spread:
             cis = " ".join(f"k={k}:[{lo:.2f}, {hi:.2f}]" for k, (lo, hi) in sorted(self.spread.items()))
@@ -374,8 +373,7 @@ class SweepAdvice:
         return (
             f"k advisor (acceptance from {self._sources()}, step model from "
             f"{'every k' if self.fit.source == 'serving runs' else self.fit.source}): "
-            f"best k={self.best_k}{gain}"
-            f"{more} · predicted tok/s {parts}{star}"
+            f"best k={self.best_k}{gain}{more} · predicted tok/s {parts}{star}"
         )
 
     def _sources(self) -> str:
