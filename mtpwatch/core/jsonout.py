@@ -66,9 +66,7 @@ def _encode(value: Any, how: _Key) -> Any:
         return value
     if isinstance(value, int | float):
         scaled = value * how.times / how.per if (how.times, how.per) != (1.0, 1.0) else value
-        if how.nd is None:
-            return scaled
-        return None if math.isnan(scaled) else round(scaled, how.nd)  # as `round_or_none`
+        return scaled if how.nd is None else round_or_none(scaled, how.nd)
     if hasattr(value, "to_json"):
         return value.to_json()
     if isinstance(value, Mapping) and how.str_keys:

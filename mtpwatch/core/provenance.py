@@ -16,6 +16,7 @@ Collection never fails a run: whatever cannot be read is None, with the reason u
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -23,7 +24,7 @@ import platform
 import re
 import socket
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -176,21 +177,16 @@ class ArmInfo(JsonFields):
         if not config:
             return
         self.spec_config = {**(self.spec_config or {}), **dict(config)}
-        method = config.get("method")
-        k = config.get("num_speculative_tokens")
-        drafter = config.get("model")
-        self.method = str(method) if isinstance(method, str) else self.method
+        method, k, drafter = config.get("method"), config.get("num_speculative_tokens"), config.get("model")
+        self.method = method if isinstance(method, str) else self.method
         self.k = k if isinstance(k, int) and not isinstance(k, bool) else self.k
-        self.drafter = str(drafter) if isinstance(drafter, str) else self.drafter
+        self.drafter = drafter if isinstance(drafter, str) else self.drafter
 
     def apply_log_facts(self, facts: Any) -> None:
         """Fill what the start-up log said (a `core.launch.logparse.LogFacts`)."""
-        if facts.spec_method:
-            self.method = facts.spec_method
-        if facts.num_spec_tokens is not None:
-            self.k = facts.num_spec_tokens
-        if facts.spec_model:
-            self.drafter = facts.spec_model
+        self.method = facts.spec_method or self.method
+        self.k = facts.num_spec_tokens if facts.num_spec_tokens is not None else self.k
+        self.drafter = facts.spec_model or self.drafter
         if facts.vllm_version and not self.vllm_version:
             self.vllm_version = facts.vllm_version
         logged = {
@@ -203,9 +199,19 @@ class ArmInfo(JsonFields):
             self.spec_config = {**(self.spec_config or {}), "from_log": logged}
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error as one line: its message's first line, else its type's name."""
     text = str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _noted(errors: list[str], where: str) -> Iterator[None]:
+    """What the block raises goes to `errors` as 'where: first line' (collection never fails)."""
+    try:
+        yield
+    except Exception as exc:
+        errors.append(f"{where}: {first_line(exc)}")
 
 
 async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
@@ -214,31 +220,23 @@ async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
     `model` picks the served model when there are several (None: the first /v1/models lists).
     """
     info = ArmInfo(url=client.base_url)
-    try:
+    with _noted(info.errors, "/v1/models"):
         models = await client.models()
         chosen = next((m for m in models if m.id == model), models[0] if models else None)
         if chosen is not None:
             info.served_name = chosen.id
             info.model = chosen.root or chosen.id
             info.max_model_len = chosen.max_model_len
-    except Exception as exc:
-        info.errors.append(f"/v1/models: {_first_line(exc)}")
-    try:
+    with _noted(info.errors, "/version"):
         info.vllm_version = await client.version() or info.vllm_version
-    except Exception as exc:
-        info.errors.append(f"/version: {_first_line(exc)}")
-    try:
+    with _noted(info.errors, "/sim/info"):
         info.server_gpu = _sim_gpu(await client.get_json("/sim/info"))
-    except Exception as exc:
-        info.errors.append(f"/sim/info: {_first_line(exc)}")
-    try:
+    with _noted(info.errors, "/metrics"):
         snap = await client.scrape(model or info.served_name)
         info.speculative = snap.speculative
         if snap.speculative and info.k is None:
             info.k = snap.num_speculative_tokens
         info.engine = dict(snap.cache_config)
-    except Exception as exc:
-        info.errors.append(f"/metrics: {_first_line(exc)}")
     return info
 
 

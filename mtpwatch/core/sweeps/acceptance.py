@@ -4,7 +4,7 @@ A run at k measures the marginal acceptance a_1 … a_k (vLLM's per-position cou
 Predicting another k' from it has two parts:
 
 - **the source**: the smallest measured k ≥ k' (`acceptance_source`), truncated to k' positions
-  (position i is accepted only when every earlier one is, whatever comes after it); above every
+  (the truncation rule, `core.sweeps.advisor`); above every
   measured k, the largest, its conditional acceptance a_i / a_(i−1) continued geometrically
   (`geometric_conditional`, `extend_marginal`);
 - **the shift with k** (`acceptance_scale`): the same prompts read lower acceptance at a larger k
@@ -18,6 +18,7 @@ Predicting another k' from it has two parts:
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -38,10 +39,8 @@ def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
     logs = [math.log(c) for c in cond]
     if len(logs) == 1:
         return cond[0], 1.0
-    xs = list(range(len(logs)))
-    mx, my = sum(xs) / len(xs), sum(logs) / len(logs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, logs, strict=True)) / sum((x - mx) ** 2 for x in xs)
-    return math.exp(my - slope * mx), math.exp(slope)
+    slope, intercept = statistics.linear_regression(range(len(logs)), logs)
+    return math.exp(intercept), math.exp(slope)
 
 
 def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:
@@ -56,10 +55,8 @@ def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:
 
 
 def acceptance_source(k: int, measured_ks: Iterable[int]) -> int:
-    """The measured k whose per-position acceptance predicts τ at k: the smallest measured k ≥ k
-    (acceptance read at a larger k runs low — drafts there start more often after rejections, in
-    harder text —, so the nearest k above is the least biased), else the largest (continued
-    geometrically)."""
+    """The measured k whose per-position acceptance predicts τ at k: the smallest measured k ≥ k (the
+    least shifted, see the module), else the largest (continued geometrically)."""
     ks = sorted(measured_ks)
     return next((m for m in ks if m >= k), ks[-1])
 

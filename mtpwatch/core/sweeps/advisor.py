@@ -41,11 +41,9 @@ k, not two points:
   is not a point of it, having no fixed cost), and the residual says why;
 - t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
   predicted tok/s = that k=0 rate × predicted speed-up;
-- τ(k') comes from the per-position acceptance of the smallest measured k ≥ k' (truncation, as
-  above), scaled by position 1's shift between the measured ks (`core.sweeps.acceptance`: a larger
-  k reads lower acceptance on the same prompts). Above the largest measured k the conditional
-  acceptance a_i / a_(i−1) is fitted geometrically (log-linear least squares over the measured
-  positions) and the chain continued; those predictions are marked extrapolated;
+- τ(k') comes from the measured acceptance as `core.sweeps.acceptance` carries it to k' (the smallest
+  measured k ≥ k', scaled by position 1's shift with k; above the largest, continued geometrically:
+  those predictions are marked extrapolated);
 - how sure each prediction is — its 95 % interval from redrawing the runs, and where a k not run
   is worth a run — is `core.sweeps.certainty`'s.
 
@@ -57,6 +55,7 @@ how well the advisor predicts a k it has not run.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -116,30 +115,15 @@ class Advice(JsonFields):
         return f"k advisor (from k={self.from_k}): best k={self.best_k}{gain} · predicted tok/s {parts}"
 
 
-def step_time_from_rate(decode_tok_s: float, mean_acceptance_length: float = 1.0) -> float:
-    """Seconds per engine step from a decode rate and the tokens each step yields."""
-    if decode_tok_s <= 0:
-        raise ValueError("decode tok/s must be positive")
-    return mean_acceptance_length / decode_tok_s
-
-
 def advise(
     marginal: Sequence[float],
     step_s: float,
     baseline_step_s: float,
     ks: Sequence[int] | None = None,
 ) -> Advice:
-    """Predict every k' in `ks` (default 0 … k) from a run at k = len(marginal).
-
-    Args:
-        marginal: per-position marginal acceptance at the running k, position 1 first.
-        step_s: measured seconds per engine step at k.
-        baseline_step_s: measured seconds per token (= per step) without speculation.
-        ks: the k' to predict, each ≤ k.
-
-    Raises:
-        ValueError: no positions, a non-positive step time, or a k' above k.
-    """
+    """Predict every k' ≤ k in `ks` (default 0 … k) from a run at k = len(marginal): `marginal` its
+    per-position acceptance (position 1 first), `step_s` and `baseline_step_s` the module's t_k and t_0.
+    ValueError: no positions, a non-positive step time, or a k' above k."""
     k = len(marginal)
     if k < 1:
         raise ValueError("the running k must be at least 1 (per-position acceptance needed)")
@@ -238,10 +222,8 @@ class StepFit(JsonFields):
         return max(self.measured)
 
     def ratio(self, k: int) -> float:
-        """Predicted t(k)/t0. The line (above the largest measured k its slope continues from
-        there); the table: linear between the two nearest measured ks, beyond them from the two
-        nearest (never below a plain step's 1). k=0 is not a point of the table: it has no fixed
-        cost of speculating (s), so a k below the smallest measured one is not interpolated to it."""
+        """Predicted t(k)/t0: the line (its slope continued above the largest measured k), or the
+        table as the module says (never below a plain step's 1)."""
         if k == 0:
             return 1.0
         top = self.top_k
@@ -278,8 +260,7 @@ class StepFit(JsonFields):
         line = (
             f"t(k) = t0 + s + c·k fitted over k={','.join(map(str, sorted(self.measured)))}: "
             f"t0 {ms:.2f} ms (the k=0 row), s {1000 * self.fixed_s:.2f} ms, "
-            f"c {1000 * self.per_position_s:.2f} ms"
-            f" · residual {res}"
+            f"c {1000 * self.per_position_s:.2f} ms · residual {res}"
         )
         if self.spread:
             cis = " ".join(f"k={k}:[{lo:.2f}, {hi:.2f}]" for k, (lo, hi) in sorted(self.spread.items()))
@@ -297,22 +278,13 @@ def fit_step_model(
     spread: Mapping[int, tuple[float, float]] | None = None,
     kind: Literal["linear", "table"] | None = None,
 ) -> StepFit:
-    """The step model from every measured k ≥ 1 (see the module's text; `fit_ratios` for `spread`
-    and `kind`).
-
-    Raises:
-        ValueError: no k ≥ 1, a k measured twice, a non-positive speed-up or rate.
-    """
-    if baseline_tok_s <= 0:
-        raise ValueError("the baseline's tok/s must be positive")
-    pts = sorted(measures, key=lambda m: m.k)
-    if not pts or pts[0].k < 1:
-        raise ValueError("a step model needs measured ks ≥ 1")
-    if len({m.k for m in pts}) != len(pts):
+    """The step model from every measured k ≥ 1 (`fit_ratios` for `spread` and `kind`); ValueError: no
+    k ≥ 1, a k measured twice, a non-positive speed-up or rate."""
+    if len({m.k for m in measures}) != len(measures):
         raise ValueError("each k once")
-    if any(m.speedup <= 0 or m.tokens_per_step <= 0 for m in pts):
+    if any(m.speedup <= 0 or m.tokens_per_step <= 0 for m in measures):
         raise ValueError("speed-ups and tokens per step must be positive")
-    return fit_ratios({m.k: m.step_ratio for m in pts}, baseline_tok_s, spread=spread, kind=kind)
+    return fit_ratios({m.k: m.step_ratio for m in measures}, baseline_tok_s, spread=spread, kind=kind)
 
 
 def fit_ratios(
@@ -323,16 +295,10 @@ def fit_ratios(
     spread: Mapping[int, tuple[float, float]] | None = None,
     kind: Literal["linear", "table"] | None = None,
 ) -> StepFit:
-    """The step model from ρ(k) = t(k)/t0 at each k ≥ 1 (a sweep's, or `vllm bench forward`'s).
-
-    `spread`: each ρ's 95 % interval; the line then gives way to the table only where it misses a
-    measured ρ by more than `LINEAR_TOLERANCE` *and* lies outside that ρ's interval (a miss inside
-    the noise is noise, and a table would fit it). `kind` forces the choice (the bootstrap keeps
-    the point estimate's model in every resample).
-
-    Raises:
-        ValueError: no k ≥ 1, a non-positive ratio or baseline.
-    """
+    """The step model from ρ(k) = t(k)/t0 at each k ≥ 1 (a sweep's, or `vllm bench forward`'s), line or
+    table as the module says; `spread`: each ρ's 95 % interval; `kind` forces the choice (the bootstrap
+    keeps the point estimate's model in every resample). ValueError: no k ≥ 1, a non-positive ratio or
+    baseline."""
     if baseline_tok_s <= 0 or not measured or min(measured) < 1 or min(measured.values()) <= 0:
         raise ValueError("a step model needs positive ratios at ks ≥ 1 and a positive baseline")
     t0 = 1.0 / baseline_tok_s
@@ -343,13 +309,8 @@ def fit_ratios(
         return StepFit(
             "two-point", t0, 0.0, (measured[k] - 1.0) / k, dict(measured), source=source, spread=spread
         )
-    n = len(ks)
-    mean_k = sum(ks) / n
-    mean_r = sum(measured.values()) / n
-    sxx = sum((k - mean_k) ** 2 for k in ks)
-    sxy = sum((k - mean_k) * (measured[k] - mean_r) for k in ks)
-    gamma = sxy / sxx
-    sigma = mean_r - gamma * mean_k - 1.0
+    gamma, intercept = statistics.linear_regression(ks, [measured[k] for k in ks])
+    sigma = intercept - 1.0
     residuals = {k: (1.0 + sigma + gamma * k - measured[k]) / measured[k] for k in ks}
 
     def misses(k: int) -> bool:
@@ -407,8 +368,7 @@ class SweepAdvice:
         return (
             f"k advisor (acceptance from {self._sources()}, step model from "
             f"{'every k' if self.fit.source == 'serving runs' else self.fit.source}): "
-            f"best k={self.best_k}{gain}"
-            f"{more} · predicted tok/s {parts}{star}"
+            f"best k={self.best_k}{gain}{more} · predicted tok/s {parts}{star}"
         )
 
     def _sources(self) -> str:
@@ -462,20 +422,10 @@ def advise_sweep(
     kind: Literal["linear", "table"] | None = None,
     shift: bool = True,
 ) -> SweepAdvice:
-    """Predict every k in `ks` from a sweep: the step model from all `measures`, τ from the acceptance.
-
-    Args:
-        measures: each measured k ≥ 1 (paired speed-up and mean acceptance length).
-        marginal: per-position acceptance of the largest measured k.
-        baseline_tok_s: the k=0 decode tok/s the table shows.
-        ks: the ks to predict; those above len(marginal) are extrapolated.
-        step_fit: a step model from elsewhere (`vllm bench forward`: `fit_ratios`) used instead of
-            the serving runs' (which `SweepAdvice.serving_fit` keeps beside it).
-        marginals: per-position acceptance of every measured k; τ at k then comes from the
-            smallest measured k ≥ k (`acceptance_source`), not from the largest alone.
-        spread, kind: each measured ρ's 95 % interval, and a forced fit (`fit_ratios`).
-        shift: scale each source's acceptance by position 1's shift with k (`acceptance.acceptance_scale`).
-    """
+    """Predict every k in `ks` (above len(marginal): extrapolated) from a sweep: the step model from
+    all `measures`, or `step_fit` (`vllm bench forward`'s, the serving runs' kept beside it); τ from
+    `marginal` (the largest measured k's) or, with `marginals`, each measured k's (`acceptance_source`),
+    scaled by position 1's shift with k when `shift`; `spread` and `kind` as `fit_ratios` takes them."""
     serving = fit_step_model(measures, baseline_tok_s, spread, kind)
     fit = step_fit or serving
     if not marginal:

@@ -16,11 +16,10 @@ per-position acceptance (a few hundred drafts). Here both are resampled together
 - **measure it** only where the interval says a k could win: an unmeasured k whose interval's
   upper end lies above the best measured k's median speed-up. Measured ks are always preferred —
   the best k is chosen among them (`core.sweeps.resolve`), a prediction never replaces one;
-- **acceptance across ks**: position i's acceptance measured at two ks on the same prompts
-  (vllm#48892: position 1 read 83.4 % at k=1 and 76.2 % at k=8: a run at a larger k starts more
-  drafts after rejections). Each pair of neighbouring measured ks gives its relative change with
-  its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a smaller k from
-  a larger one, which the advisor limits by reading each k from the nearest measured k above it.
+- **acceptance across ks**: position i's acceptance at two ks on the same prompts shifts
+  (`core.sweeps.acceptance`, vllm#48892). Each pair of neighbouring measured ks gives its relative
+  change with its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a
+  smaller k from a larger one, which the advisor limits by reading each k from the nearest above.
 
 - **server lives**: a later measurement runs on new starts of both servers, and two starts of one
   server differ (`sweep.baseline_lives`: the k=0 server's second life over its first in each bench;
@@ -38,7 +37,7 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from mtpwatch.core.ab.records import match_pairs
 from mtpwatch.core.ab.stats import percentile_bounds
@@ -162,19 +161,24 @@ def acceptance_shifts(
 
 
 @dataclass(frozen=True, slots=True)
-class Certainty:
+class Certainty(JsonFields):
     """The advisor's intervals, the acceptance shifts between ks, and which ks are worth measuring."""
 
-    intervals: Mapping[int, tuple[float, float]]
+    JSON_KEYS = "method confidence resamples intervals held_out best_measured_k measure_it shifts lives"
+    confidence: ClassVar[float] = CONFIDENCE
+
+    intervals: Mapping[int, tuple[float, float]] = field(metadata=key("speedup_ci", nd=4, str_keys=True))
     """Per predicted k, the 95 % interval of the predicted paired speed-up."""
     measured: Mapping[int, float]
     """Each measured k's median paired speed-up (what a prediction must beat to be worth a run)."""
-    shifts: tuple[AcceptanceShift, ...] = ()
+    shifts: tuple[AcceptanceShift, ...] = field(default=(), metadata=key("acceptance_shifts"))
     resamples: int = RESAMPLES
     method: str = "percentile bootstrap over runs, within each prompt"
-    held_out: Mapping[int, tuple[float, float]] = field(default_factory=dict)
+    held_out: Mapping[int, tuple[float, float]] = field(
+        default_factory=dict, metadata=key("held_out_speedup_ci", nd=4, str_keys=True)
+    )
     """Per measured k below the largest, the interval of its held-out prediction."""
-    lives: tuple[float, ...] = ()
+    lives: tuple[float, ...] = field(default=(), metadata=key("life_ratios", nd=4))
     """The k=0 server's measured life ratios the intervals were widened by (empty: not widened)."""
 
     def scope(self) -> str:
@@ -192,6 +196,15 @@ class Certainty:
         measured = {0: 1.0, **self.measured}
         k = max(sorted(measured), key=lambda m: measured[m])
         return k, measured[k]
+
+    @property
+    def best_measured_k(self) -> int | None:
+        return self.best_measured[0] if self.best_measured else None
+
+    @property
+    def measure_it(self) -> list[int]:
+        """Every k `worth_measuring`."""
+        return [k for k in sorted(self.intervals) if self.worth_measuring(k)]
 
     def worth_measuring(self, k: int) -> bool:
         """An unmeasured k whose interval reaches above the best measured k's median."""
@@ -221,24 +234,6 @@ class Certainty:
         """Position 1's shift between each pair of neighbouring measured ks, in one line."""
         first = [s for s in self.shifts if s.position == 1]
         return "acceptance across ks: " + "; ".join(s.line() for s in first) if first else None
-
-    def to_json(self) -> dict[str, Any]:
-        best = self.best_measured
-        return {
-            "method": self.method,
-            "confidence": CONFIDENCE,
-            "resamples": self.resamples,
-            "speedup_ci": {
-                str(k): [round(lo, 4), round(hi, 4)] for k, (lo, hi) in sorted(self.intervals.items())
-            },
-            "held_out_speedup_ci": {
-                str(k): [round(lo, 4), round(hi, 4)] for k, (lo, hi) in sorted(self.held_out.items())
-            },
-            "best_measured_k": best[0] if best else None,
-            "measure_it": [k for k in sorted(self.intervals) if self.worth_measuring(k)],
-            "acceptance_shifts": [s.to_json() for s in self.shifts],
-            "life_ratios": [round(r, 4) for r in self.lives],
-        }
 
 
 def step_ratio_spread(

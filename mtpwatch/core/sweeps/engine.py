@@ -283,19 +283,12 @@ def engine_mode(
     vllm_version: str | None = None,
     source: str | None = None,
 ) -> EngineMode:
-    """The mode from a `--speculative-config` object (or None) and what else is known.
-
-    Args:
-        spec_config: the command line's speculative config (a `provenance.ArmInfo.spec_config`);
-            its "from_log" entry, when present, is what the start-up log said.
-        method: the method the server ran (its start-up log): it wins over the command line's,
-            which may be absent (vLLM detects it) or, before vLLM 0.34, rewritten by the drafter's
-            name (`core.launch.specrule`).
-        k: from the start-up log or /metrics when there is no command line.
-        vllm_version: `/version` or the start-up log.
-        source: where `spec_config` came from (default: 'command line' when given, else
-            'start-up log' when method/k are, else 'unknown').
-    """
+    """The mode from a `--speculative-config` object (a `provenance.ArmInfo.spec_config`, its "from_log"
+    entry what the start-up log said; or None) and what else is known: `k` (start-up log or /metrics)
+    and `vllm_version` (/version or the log). The method the server ran (the log's, else `method`)
+    wins over the command line's, which may be absent (vLLM detects it) or, before vLLM 0.34, rewritten
+    by the drafter's name (`core.launch.specrule`). `source` defaults to 'command line' when a config
+    is given, else 'start-up log' when method/k are, else 'unknown'."""
     raw = dict(spec_config or {})
     logged = raw.get("from_log")
     config = {key: v for key, v in raw.items() if key != "from_log"}

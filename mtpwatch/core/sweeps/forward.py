@@ -104,11 +104,8 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
 
 
 def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:
-    """The steps of a parsed `--output-json` document.
-
-    Raises:
-        ForwardError: not a list of cases, or no decode/verify case in it.
-    """
+    """The steps of a parsed `--output-json` document; ForwardError: not a list of cases, or no
+    decode/verify case in it."""
     if not isinstance(doc, list) or not all(isinstance(x, Mapping) and "case" in x for x in doc):
         raise ForwardError(f"{source}: not `vllm bench forward --output-json` output (a list of cases)")
     steps, skipped = [], []

@@ -21,7 +21,6 @@ from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig
 from mtpwatch.core.launch.servers import LaunchPlan, plan_sweep
 from mtpwatch.core.provenance import spec_config_from_argv
-from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
 from mtpwatch.core.sweeps.forward import ForwardTable
 from mtpwatch.core.sweeps.idle import IDLE, IdleCost, idle_config, idle_cost
@@ -47,7 +46,6 @@ def checked_ks(ks: Sequence[int]) -> list[int]:
     of range or nothing is compared."""
     out = sorted(set(ks))
     if not out or any(k < 0 or k > K_MAX for k in out):
-        # vLLM wants num_speculative_tokens > 0 and sets no upper bound (`sweep.K_MAX`)
         raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
     if 0 not in out:
         out = [0, *out]
@@ -124,11 +122,7 @@ class KSweep:
             "method": self.method_name,
             "plan": self.plan.to_json(),
             "concurrency": self.concurrency.to_json() if self.concurrency is not None else None,
-            "schedule_benches": [
-                reportio.report_document(pair.report, {**meta, "arms": pair.arms})
-                for pair in self.checked
-                if pair.report is not None
-            ],
+            "schedule_benches": [pair.document(meta) for pair in self.checked if pair.report is not None],
             "speculation_on_k0": idle_document(self.spec_idle, meta),
         }
         return sweep_document(self.report, meta, head)
@@ -183,16 +177,9 @@ def concurrency_advice(
     options: Mapping[str, Any],
     echo: Echo,
 ) -> tuple[ConcurrencyAdvice | None, list[PairRun]]:
-    """The per-concurrency advice, and with `verify_schedule` the schedule measured head to head
-    against the best fixed k at the concurrencies where it is best (`schedule.verify_groups`), one
-    server at a time, in both orders (`schedule.head_to_head` pools them).
-
-    Args:
-        baseline: (url, argv) of the k=0 server.
-        top: (url, argv) of the largest k's server; the schedule's and the fixed ks' servers replace
-            its config.
-        options: `run_pair`'s keyword options.
-    """
+    """The per-concurrency advice, and with `verify_schedule` its head-to-head check as the `schedule`
+    module says; the schedule's and the fixed ks' servers are `top`'s (the largest k's) with their
+    config; `options` are `run_pair`'s."""
     conc = advise_concurrency(report.reports, spec_config_from_argv(top[1]))
     if conc is None:
         if verify_schedule:
@@ -215,7 +202,6 @@ def concurrency_advice(
         fixed = (f"k={k}", baseline[0] if k == 0 else top[0], argv)
         where = ", ".join(map(str, levels))
         reports: list[Any] = []
-        # both orders: whatever favours one arm's place in the restart schedule cancels in the pool
         for a, b in ((fixed, schedule), (schedule, fixed)):
             echo(f"mtpwatch bench: {a[0]} vs {b[0]} at concurrency {where} (one at a time)")
             level_config = dataclasses.replace(config, concurrency=levels)
@@ -253,7 +239,4 @@ def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]
     if idle is None:
         return None
     cost, pair = idle
-    bench = (
-        None if pair.report is None else reportio.report_document(pair.report, {**meta, "arms": pair.arms})
-    )
-    return {**cost.to_json(), "bench": bench}
+    return {**cost.to_json(), "bench": pair.document(meta)}

@@ -74,20 +74,22 @@ class Choice(JsonFields):
         return f"k={self.k} (best median k={self.best}; k={ks} within the noise)"
 
 
-def resolve(estimates: Mapping[int, Estimate]) -> Choice:
-    """The choice among measured ks ≥ 1 (k=0 is always a candidate at 1.0).
+def best_median(speedups: Mapping[int, float]) -> int:
+    """The k with the highest median paired speed-up (ties to the smaller k); 0 when none beats 1.0."""
+    k = max(sorted(speedups), key=lambda m: speedups[m])
+    return k if speedups[k] > 1.0 else 0
 
-    Raises:
-        ValueError: no estimate.
-    """
+
+def resolve(estimates: Mapping[int, Estimate]) -> Choice:
+    """The choice among measured ks ≥ 1 (k=0 is always a candidate at 1.0); ValueError: no estimate."""
     if not estimates:
         raise ValueError("nothing measured")
-    best_k = max(sorted(estimates), key=lambda k: estimates[k].speedup)
-    best = estimates[best_k]
-    if best.speedup <= 1.0:
+    best_k = best_median({k: e.speedup for k, e in estimates.items()})
+    if best_k == 0:
         within = [0, *(k for k, e in estimates.items() if e.high >= 1.0)]
         weak = any(e.coverage < 0.95 for e in estimates.values())
         return Choice(0, tuple(sorted(within)), weak)
+    best = estimates[best_k]
     within = [k for k, e in estimates.items() if e.speedup >= best.low]
     if best.low <= 1.0:
         within.append(0)

@@ -39,38 +39,33 @@ from mtpwatch.core.ab import stats
 from mtpwatch.core.ab.records import match_pairs, pair_ratio
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.provenance import SPEC_CONFIG_FLAGS
-from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, common_choice, resolve
+from mtpwatch.core.sweeps.resolve import RULE, Choice, Estimate, best_median, common_choice, resolve
 
 Range = tuple[int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
-class Cell:
+class Cell(JsonFields):
     """k against k=0 at one concurrency."""
+
+    JSON_KEYS = "k concurrency speedup ci pairs coverage rate baseline_rate"
+    JSON_PROPS = {"ci": key("speedup_ci", nd=4)}
 
     k: int
     concurrency: int
-    speedup: float
+    speedup: float = field(metadata=key(nd=4))
     low: float
     high: float
     pairs: int
-    rate: float | None
+    rate: float | None = field(metadata=key("tok_s", nd=3))
     """Median speed of the k arm (decode tok/s at concurrency 1, aggregate output tok/s above)."""
-    baseline_rate: float | None
-    coverage: float = 0.95
+    baseline_rate: float | None = field(metadata=key("baseline_tok_s", nd=3))
+    coverage: float = field(default=0.95, metadata=key("ci_coverage", nd=4))
     """What [low, high] achieves (`core.ab.stats.median_ci`): below 0.95 with too few pairs."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "concurrency": self.concurrency,
-            "speedup": round(self.speedup, 4),
-            "speedup_ci": [round(self.low, 4), round(self.high, 4)],
-            "pairs": self.pairs,
-            "ci_coverage": round(self.coverage, 4),
-            "tok_s": None if self.rate is None else round(self.rate, 3),
-            "baseline_tok_s": None if self.baseline_rate is None else round(self.baseline_rate, 3),
-        }
+    @property
+    def ci(self) -> tuple[float, float]:
+        return self.low, self.high
 
 
 def concurrency_table(reports: Mapping[int, Any]) -> dict[int, dict[int, Cell]]:
@@ -84,29 +79,22 @@ def concurrency_table(reports: Mapping[int, Any]) -> dict[int, dict[int, Cell]]:
             if pt.point.length != length or sp is None:
                 continue
             a, b = pt.overall.arms.get("a"), pt.overall.arms.get("b")
-            table.setdefault(pt.point.concurrency, {})[k] = Cell(
-                k=k,
-                concurrency=pt.point.concurrency,
-                speedup=sp.median,
-                low=sp.ci.low,
-                high=sp.ci.high,
-                pairs=sp.n_pairs,
-                rate=b.rate.median if b is not None and b.rate is not None else None,
-                baseline_rate=a.rate.median if a is not None and a.rate is not None else None,
-                coverage=sp.ci.coverage,
+            rate = b.rate.median if b is not None and b.rate is not None else None
+            base = a.rate.median if a is not None and a.rate is not None else None
+            c = pt.point.concurrency
+            table.setdefault(c, {})[k] = Cell(
+                k, c, sp.median, sp.ci.low, sp.ci.high, sp.n_pairs, rate, base, sp.ci.coverage
             )
     return dict(sorted(table.items()))
 
 
 def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, int]:
     """The k with the highest median speed-up at each concurrency; 0 when none beats 1.0."""
-    out: dict[int, int] = {}
-    for c, cells in sorted(table.items()):
-        if not cells:
-            continue
-        best = max(cells.values(), key=lambda cell: (cell.speedup, -cell.k))
-        out[c] = best.k if best.speedup > 1.0 else 0
-    return out
+    return {
+        c: best_median({k: cell.speedup for k, cell in cells.items()})
+        for c, cells in sorted(table.items())
+        if cells
+    }
 
 
 def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
@@ -121,11 +109,8 @@ def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
 
 
 def batch_schedule(best: Mapping[int, int]) -> tuple[Range, ...]:
-    """Inclusive (first_batch_size, last_batch_size, k) ranges covering 1 … the largest concurrency.
-
-    Raises:
-        ValueError: no concurrency, or one below 1.
-    """
+    """Inclusive (first_batch_size, last_batch_size, k) ranges covering 1 … the largest concurrency;
+    ValueError: no concurrency, or one below 1."""
     levels = sorted(best)
     if not levels or levels[0] < 1:
         raise ValueError("a schedule needs measured concurrencies ≥ 1")
@@ -164,11 +149,9 @@ def fixed_config(base: Mapping[str, Any], k: int) -> dict[str, Any]:
 
 
 def head_to_head(k: int, forward: Any, reverse: Any | None) -> dict[int, Cell]:
-    """The schedule against fixed k at each concurrency, from two bench reports
-    (`core.ab.report.BenchReport`): `forward` with fixed k as arm A and the schedule as B, `reverse`
-    the other way round (None: not run). Each cell pools the pairs of both at the primary length,
-    schedule / fixed k (the reverse bench's B/A inverted): median and its distribution-free CI;
-    `rate` is the schedule's median speed, `baseline_rate` fixed k's."""
+    """The schedule / fixed k at each concurrency, pooled from two `core.ab.report.BenchReport`s at the
+    primary length, `forward` (fixed k as arm A) and `reverse` (the schedule as A; None: not run): median
+    and its distribution-free CI; `rate` is the schedule's median speed, `baseline_rate` fixed k's."""
     ratios: dict[int, list[float]] = {}
     speeds: dict[tuple[int, str], list[float]] = {}
     for report, flip in ((forward, False), (reverse, True)):
@@ -185,21 +168,12 @@ def head_to_head(k: int, forward: Any, reverse: Any | None) -> dict[int, Cell]:
             for role, rec in (("fixed", fixed), ("schedule", sched)):
                 if rec.rate is not None:
                     speeds.setdefault((c, role), []).append(rec.rate)
+    medians = {key: statistics.median(v) for key, v in speeds.items()}
     out: dict[int, Cell] = {}
     for c, values in sorted(ratios.items()):
         ci = stats.median_ci(values)
-        rate, base = speeds.get((c, "schedule")), speeds.get((c, "fixed"))
-        out[c] = Cell(
-            k=k,
-            concurrency=c,
-            speedup=statistics.median(values),
-            low=ci.low,
-            high=ci.high,
-            pairs=len(values),
-            rate=statistics.median(rate) if rate else None,
-            baseline_rate=statistics.median(base) if base else None,
-            coverage=ci.coverage,
-        )
+        rate, base = medians.get((c, "schedule")), medians.get((c, "fixed"))
+        out[c] = Cell(k, c, statistics.median(values), ci.low, ci.high, len(values), rate, base, ci.coverage)
     return out
 
 

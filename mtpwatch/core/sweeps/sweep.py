@@ -36,7 +36,7 @@ from mtpwatch.core.sweeps.advisor import KMeasure, StepFit, SweepAdvice, advise_
 from mtpwatch.core.sweeps.certainty import Certainty, certainty, samples_of, step_ratio_spread
 from mtpwatch.core.sweeps.engine import EngineMode, engine_mode_of_arm
 from mtpwatch.core.sweeps.forward import ForwardTable, steps_at
-from mtpwatch.core.sweeps.resolve import Choice, Estimate, resolve
+from mtpwatch.core.sweeps.resolve import Choice, Estimate, best_median, resolve
 
 #: ks predicted above the largest measured k (geometric acceptance, marked extrapolated).
 EXTRAPOLATE = 2
@@ -109,9 +109,8 @@ class SweepReport:
     None without per-run counters (a sweep read back from a file)."""
 
     def table_ks(self) -> tuple[list[int], int]:
-        """The ks the table prints, sorted (measured and predicted rows interleaved), and how many
-        predictions it leaves out: every measured k, and `PREDICTED_ROWS` predicted ones nearest
-        the predicted best (ties to the smaller k)."""
+        """The ks the table prints, sorted (every measured k and the `PREDICTED_ROWS` predicted ones),
+        and how many predictions it leaves out."""
         measured = {r.k for r in self.rows}
         predicted = [p.k for p in self.advice.predictions if p.k not in measured] if self.advice else []
         if self.advice is None:
@@ -121,29 +120,24 @@ class SweepReport:
         shown = sorted(predicted, key=lambda k: (abs(k - best), k))[:PREDICTED_ROWS]
         return sorted(measured | set(shown)), len(predicted) - len(shown)
 
+    def _off(self, k: int, what: str, predicted: float | None) -> float | None:
+        """(predicted − measured) / measured `what` (a `SweepRow` figure) at k."""
+        measured = next((getattr(r, what) for r in self.rows if r.k == k), None)
+        return None if predicted is None or not measured else (predicted - measured) / measured
+
     def error(self, k: int) -> float | None:
-        """(predicted − measured) / measured decode tok/s at k."""
-        row = next((r for r in self.rows if r.k == k), None)
-        pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.decode_tok_s or k == 0:
-            return None
-        return (pred.decode_tok_s - row.decode_tok_s) / row.decode_tok_s
+        """(predicted − measured) / measured decode tok/s at k (k ≥ 1)."""
+        pred = self.advice.at(k) if self.advice and k else None
+        return self._off(k, "decode_tok_s", pred.decode_tok_s if pred else None)
 
     def held_out_error(self, k: int) -> float | None:
         """(held-out predicted − measured) / measured paired speed-up at k (`SweepAdvice.held_out`)."""
-        row = next((r for r in self.rows if r.k == k), None)
-        held = self.advice.held_out.get(k) if self.advice else None
-        if row is None or held is None or not row.speedup:
-            return None
-        return (held - row.speedup) / row.speedup
+        return self._off(k, "speedup", self.advice.held_out.get(k) if self.advice else None)
 
     def speedup_error(self, k: int) -> float | None:
         """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
-        row = next((r for r in self.rows if r.k == k), None)
-        pred = self.advice.at(k) if self.advice else None
-        if row is None or pred is None or not row.speedup or k == 0:
-            return None
-        return (pred.speedup - row.speedup) / row.speedup
+        pred = self.advice.at(k) if self.advice and k else None
+        return self._off(k, "speedup", pred.speedup if pred else None)
 
     def baseline_lives(self) -> dict[int, float]:
         """Per k > 0, the k=0 server's second life over its first in k's bench (`baseline_lives`)."""
@@ -283,12 +277,11 @@ def sweep_from_reports(
     baseline = SweepRow(
         0, baseline_tok_s, baseline_tok_s, 1.0 if base else None, None, 0, None, None, None, {}
     )
-    measured = [r for r in rows if r.speedup is not None]
-    best = max(measured, key=lambda r: r.speedup or 0.0) if measured else None
-    best_k = best.k if best is not None and (best.speedup or 0.0) > 1.0 else 0 if measured else None
+    speedups = {r.k: r.speedup for r in rows if r.speedup is not None}
+    best_k = best_median(speedups) if speedups else None
     advice, sure = _advise(rows, reports, baseline_tok_s, step_times)
     estimates = {
-        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in measured if r.speedup is not None and r.ci
+        r.k: Estimate(r.speedup, *r.ci, r.ci_coverage) for r in rows if r.speedup is not None and r.ci
     }
     choice = resolve(estimates) if estimates else None
     return SweepReport(
@@ -345,6 +338,14 @@ class PairRun:
     arms: Mapping[str, Mapping[str, Any]]
     """The provenance of arms "a" and "b" as they ran."""
 
+    def document(self, meta: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The bench's file, its `meta` with these arms; None when nothing ran."""
+        return (
+            None
+            if self.report is None
+            else reportio.report_document(self.report, {**meta, "arms": self.arms})
+        )
+
 
 async def run_pair(
     config: BenchConfig,
@@ -373,8 +374,7 @@ async def run_pair(
     try:
         report = await runner.run(on_event)
     except Exception as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        interrupted = f"{label}: {message}"
+        interrupted = f"{label}: {provenance.first_line(exc)}"
         if runner.records:
             report = runner.partial_report(interrupted)
     finally:
@@ -394,15 +394,8 @@ async def run_sweep(
     step_times: ForwardTable | None = None,
     **options: Any,
 ) -> SweepReport:
-    """Baseline vs each k, one server at a time (the restart schedule), then the advisor.
-
-    Args:
-        config: prompts, runs, warm-up, concurrencies (the schedule is forced to restart).
-        baseline: (url, argv) of the k = 0 server.
-        treatments: (k, url, argv) of each speculative server.
-        on_k: called with k before its pairs start.
-        **options: `run_pair`'s (env, api_key, model, chat, startup_timeout_s, on_event).
-    """
+    """`baseline` (url, argv: k=0) vs each of `treatments` ((k, url, argv)), one server at a time (the
+    restart schedule, forced), then the advisor; `on_k(k)` before each k, `options` are `run_pair`'s."""
     reports: dict[int, Any] = {}
     interrupted: str | None = None
     infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}

@@ -10,7 +10,6 @@ from mtpwatch.core.sweeps.advisor import (
     advise,
     advise_sweep,
     fit_step_model,
-    step_time_from_rate,
 )
 
 
@@ -47,9 +46,6 @@ def test_bad_inputs() -> None:
         advise([0.5], 0.0, 0.02)
     with pytest.raises(ValueError, match="between 0 and the running k=2"):
         advise([0.5, 0.3], 0.03, 0.02, ks=[4])
-    assert step_time_from_rate(40.0, 2.0) == pytest.approx(0.05)
-    with pytest.raises(ValueError):
-        step_time_from_rate(0.0)
 
 
 # --- a sweep: the step model from every measured k ----------------------------------------------
