@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +15,6 @@ from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
 if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator runs
-    from mtpwatch.sim.faults import Faults
     from mtpwatch.sim.options import SimOptions
     from mtpwatch.sim.server import SimServer
 
@@ -181,36 +180,7 @@ def _print_version(ctx: click.Context) -> None:
     "(VLLM_USE_RUST_FRONTEND=1: OpenMetrics /metrics, no /metrics/ filter, its own stats line).",
 )
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
-def command(
-    vllm_args: tuple[str, ...],
-    preset: str,
-    host: str,
-    port: int,
-    no_spec: bool,
-    k: int | None,
-    acceptance: float,
-    served_model_name: str | None,
-    seed: int,
-    speed: float,
-    startup_delay: float,
-    log_interval: float,
-    api_key: str | None,
-    max_num_seqs: int | None,
-    mfu_metrics: bool,
-    per_request: str,
-    fault_cut_stream: int | None,
-    fault_metrics_500: bool,
-    fault_metrics_delay: float,
-    fault_metrics_filter: str,
-    fault_exit_after: float | None,
-    fault_restart_after: float | None,
-    gpu_ledger: str | None,
-    load: int,
-    count: int,
-    vllm_log: str | None,
-    frontend: str,
-    list_presets: bool,
-) -> None:
+def command(**params: Any) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
 
     Faults can also be switched at run time: POST /sim/fault with JSON such as
@@ -225,124 +195,107 @@ def command(
     simulated GPU share its memory and refuse to start, as vLLM does, when it is not free.
     Other vLLM flags are logged and ignored.
     """
-    if list_presets:
+    if params.pop("list_presets"):
         for p in PRESETS.values():
             click.echo(f"{p.name:24} {p.description}")
         return
     # Lazy: the server pulls aiohttp; `mtpwatch sim --help` and --list-presets do not need it.
-    from mtpwatch.sim.options import SimOptions
+    from mtpwatch.sim.options import make_options
 
-    _warn_if_exposed(host)
-    preset, no_spec, k, serve_options = _from_serve_args(vllm_args, preset, no_spec, k, gpu_ledger)
-    options = SimOptions(
-        preset=preset,
-        host=host,
-        port=port,
-        spec=not no_spec,
-        k=k,
-        acceptance_scale=acceptance,
-        served_model_name=served_model_name,
-        seed=seed,
-        speed=speed,
-        startup_delay_s=startup_delay,
-        log_interval_s=log_interval,
-        api_key=api_key,
-        max_num_seqs=max_num_seqs,
-        mfu_metrics=mfu_metrics,
-        per_request_spec_metrics=per_request == "summary",
-        exit_mode="process",
-        exit_after_s=fault_exit_after,
-        restart_after_s=fault_restart_after,
-        load=load,
-        frontend=frontend,  # type: ignore[arg-type]
-        vllm_log=vllm_log or ("0.34-gpu" if frontend == "rust" else "0.32-cpu"),  # type: ignore[arg-type]
-        faults=_faults(fault_cut_stream, fault_metrics_500, fault_metrics_delay, fault_metrics_filter),
-        **serve_options,  # type: ignore[arg-type]
-    )
-    _run(_servers(options, count, port, seed), host, options.spec)
-
-
-def _faults(cut_stream: int | None, metrics_500: bool, metrics_delay: float, metrics_filter: str) -> Faults:
-    """The faults switched on from the start (POST /sim/fault switches them at run time)."""
-    from mtpwatch.sim.faults import Faults
-
-    return Faults(
-        cut_stream_after=cut_stream,
-        metrics_status=500 if metrics_500 else None,
-        metrics_delay_s=metrics_delay,
-        metrics_filter=metrics_filter,
-    )
-
-
-def _warn_if_exposed(host: str) -> None:
-    if not is_loopback(host):
+    if not is_loopback(params["host"]):
         click.echo(
-            f"warning: binding {host} exposes the simulator beyond this machine; "
+            f"warning: binding {params['host']} exposes the simulator beyond this machine; "
             "use 127.0.0.1 unless you mean it",
             err=True,
         )
+    vllm_args, count = params.pop("vllm_args"), params.pop("count")
+    params["spec"] = not params.pop("no_spec")
+    params["metrics_status"] = 500 if params.pop("fault_metrics_500") else None
+    params["per_request_spec_metrics"] = params.pop("per_request") == "summary"
+    params["vllm_log"] = params["vllm_log"] or ("0.34-gpu" if params["frontend"] == "rust" else "0.32-cpu")
+    options = make_options(
+        **{_FIELDS.get(name, name): value for name, value in params.items()}, exit_mode="process"
+    )
+    options = _from_serve_args(vllm_args, options)
+    _run(_servers(options, count), options.host, options.spec)
 
 
-def _from_serve_args(
-    vllm_args: tuple[str, ...], preset: str, no_spec: bool, k: int | None, gpu_ledger: str | None
-) -> tuple[str, bool, int | None, dict[str, object]]:
-    """(preset, no_spec, k, SimOptions fields) from `sim serve MODEL …`, vLLM's command line; the
-    flags as given when there is none."""
+_FIELDS = {
+    "acceptance": "acceptance_scale",
+    "startup_delay": "startup_delay_s",
+    "log_interval": "log_interval_s",
+    "fault_exit_after": "exit_after_s",
+    "fault_restart_after": "restart_after_s",
+    "fault_cut_stream": "cut_stream_after",
+    "fault_metrics_delay": "metrics_delay_s",
+    "fault_metrics_filter": "metrics_filter",
+    "gpu_ledger": "gpu_ledger_dir",
+}
+"""The `SimOptions` (or `Faults`) field of each flag whose parameter is named otherwise."""
+
+
+def _from_serve_args(vllm_args: tuple[str, ...], options: SimOptions) -> SimOptions:
+    """`options` as `sim serve MODEL …`, vLLM's command line, sets them; as given when there is none."""
     from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
     try:
         serve = parse_serve_args(vllm_args)
     except ServeArgsError as exc:
         raise click.UsageError(str(exc)) from None
-    serve_options: dict[str, object] = {}
-    if serve is not None:
-        ctx = click.get_current_context()
-        if ctx.get_parameter_source("preset") is not click.core.ParameterSource.COMMANDLINE:
-            preset = preset_for_model(serve.model)
-        spec_cfg = serve.speculative_config
-        no_spec = spec_cfg is None
-        if spec_cfg is not None:
-            try:
-                k = int(spec_cfg.get("num_speculative_tokens", k or 1))
-            except (TypeError, ValueError):
-                raise click.UsageError(
-                    "--speculative-config: num_speculative_tokens must be an integer"
-                ) from None
-        schedule = None
-        if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
-            from mtpwatch.core.sweeps.engine import parse_schedule
-            from mtpwatch.sim.engine import check_schedule
+    if serve is None:
+        if vllm_args:
+            raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
+        return options
+    preset, k = options.preset, options.k
+    if (
+        click.get_current_context().get_parameter_source("preset")
+        is not click.core.ParameterSource.COMMANDLINE
+    ):
+        preset = preset_for_model(serve.model)
+    spec_cfg = serve.speculative_config
+    if spec_cfg is not None:
+        try:
+            k = int(spec_cfg.get("num_speculative_tokens", k or 1))
+        except (TypeError, ValueError):
+            raise click.UsageError(
+                "--speculative-config: num_speculative_tokens must be an integer"
+            ) from None
+    schedule = None
+    if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
+        from mtpwatch.core.sweeps.engine import parse_schedule
+        from mtpwatch.sim.engine import check_schedule
 
-            schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
-            try:
-                if schedule is None:
-                    raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
-                check_schedule(schedule, k or 1)
-            except ValueError as exc:
-                raise click.UsageError(f"--speculative-config: {exc}") from None
-        serve_options = {
-            "k_schedule": schedule,
-            "model": serve.model,
-            "method": served_method(spec_cfg),
-            "drafter": spec_cfg.get("model") if spec_cfg else None,
-            "gpu_memory": True,
-            "gpu_memory_utilization": serve.gpu_memory_utilization or 0.9,
-            "kv_cache_memory_bytes": serve.kv_cache_memory_bytes,
-            "max_model_len": serve.max_model_len,
-            "enforce_eager": serve.enforce_eager,
-            "gpu_ledger_dir": gpu_ledger,
-        }
-        if serve.ignored:
-            click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
-    elif vllm_args:
-        raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
-    return preset, no_spec, k, serve_options
+        schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
+        try:
+            if schedule is None:
+                raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
+            check_schedule(schedule, k or 1)
+        except ValueError as exc:
+            raise click.UsageError(f"--speculative-config: {exc}") from None
+    if serve.ignored:
+        click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
+    return replace(
+        options,
+        preset=preset,
+        spec=spec_cfg is not None,
+        k=k,
+        k_schedule=schedule,
+        model=serve.model,
+        method=served_method(spec_cfg),
+        drafter=spec_cfg.get("model") if spec_cfg else None,
+        gpu_memory=True,
+        gpu_memory_utilization=serve.gpu_memory_utilization or 0.9,
+        kv_cache_memory_bytes=serve.kv_cache_memory_bytes,
+        max_model_len=serve.max_model_len,
+        enforce_eager=serve.enforce_eager,
+    )
 
 
-def _servers(options: SimOptions, count: int, port: int, seed: int) -> list[SimServer]:
+def _servers(options: SimOptions, count: int) -> list[SimServer]:
     """The --count servers: each its own seed (independent acceptance draws) and its own port."""
     from mtpwatch.sim.server import SimServer, default_log_stream
 
+    port, seed = options.port, options.seed
     if count > 1 and port != 0 and port + count - 1 > 65535:
         raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
     try:
