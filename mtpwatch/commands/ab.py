@@ -88,7 +88,6 @@ class AbOptions:
 @click.option(
     "--start",
     "start_model",
-    default=None,
     metavar="MODEL",
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
@@ -104,11 +103,10 @@ class AbOptions:
 @click.option(
     "-a",
     "--a-args",
-    default=None,
     metavar="FLAGS",
     help="With --start: vLLM flags for A only, quoted: -a '--max-num-seqs 4'.",
 )
-@click.option("-b", "--b-args", default=None, metavar="FLAGS", help="With --start: vLLM flags for B only.")
+@click.option("-b", "--b-args", metavar="FLAGS", help="With --start: vLLM flags for B only.")
 @plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
 @schedule_option(

@@ -51,10 +51,9 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
     "--file",
     "url_file",
     type=click.Path(dir_okay=False),
-    default=None,
     help="A file of server URLs, one per line (# comments): the fleet view.",
 )
-@click.option("--prometheus", default=None, metavar="URL", help="Read the fleet from this Prometheus server.")
+@click.option("--prometheus", metavar="URL", help="Read the fleet from this Prometheus server.")
 @click.option(
     "--selector",
     default="",

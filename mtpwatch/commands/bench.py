@@ -51,12 +51,7 @@ from mtpwatch.core.ab.options import BenchOptions
 )
 @click.argument("url", required=False)
 @click.option(
-    "--ab",
-    "ab",
-    nargs=2,
-    metavar="URL_A URL_B",
-    default=None,
-    help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
+    "--ab", nargs=2, metavar="URL_A URL_B", help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on)."
 )
 @prompts_option(
     f"Built-in set ({', '.join(workloads.BUILTIN_SETS)}) or a JSONL file (prompt/category/max_tokens, "
@@ -65,15 +60,9 @@ from mtpwatch.core.ab.options import BenchOptions
 @limit_option("Use only the first N prompts of each category.")
 @runs_option("Runs per prompt and arm, warm-up included.")
 @warmup_option("Runs per prompt dropped as warm-up.")
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(1, 1_000_000),
-    default=None,
-    help="Override every prompt's max_tokens.",
-)
+@click.option("--max-tokens", type=click.IntRange(1, 1_000_000), help="Override every prompt's max_tokens.")
 @click.option(
     "--lengths",
-    default=None,
     metavar="8,32,...",
     help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
 )
@@ -82,12 +71,8 @@ from mtpwatch.core.ab.options import BenchOptions
     "restart = one server at a time (needs --launch-a/--launch-b).",
     type=click.Choice(("alternate", "race", "restart")),
 )
-@click.option(
-    "--launch-a", default=None, metavar="CMD", help="restart schedule: command line that starts server A."
-)
-@click.option(
-    "--launch-b", default=None, metavar="CMD", help="restart schedule: command line that starts server B."
-)
+@click.option("--launch-a", metavar="CMD", help="restart schedule: command line that starts server A.")
+@click.option("--launch-b", metavar="CMD", help="restart schedule: command line that starts server B.")
 @startup_timeout_option("restart schedule: seconds to wait for /health after each start.")
 @click.option(
     "--concurrency",
@@ -105,11 +90,7 @@ from mtpwatch.core.ab.options import BenchOptions
 )
 @json_options("the full report")
 @click.option(
-    "--csv",
-    "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write one row per run as CSV.",
+    "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write one row per run as CSV."
 )
 @click.option(
     "--progress/--no-progress",
@@ -138,14 +119,12 @@ from mtpwatch.core.ab.options import BenchOptions
     "--jsonl",
     "jsonl_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Write each run as a JSON line the moment it finishes (a killed bench keeps them; see --resume).",
 )
 @click.option(
     "--resume",
     "resume_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Finish the bench that wrote this --jsonl log: same prompts, settings and servers, only the "
     "runs it lacks; new runs are appended to it.",
 )

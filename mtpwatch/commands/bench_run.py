@@ -156,11 +156,7 @@ def bench_config(opts: BenchOptions, t: benchrun.Resumed) -> BenchConfig:
 
 
 def run(
-    runner: BenchRunner,
-    arms: list[HttpArm],
-    session: benchrun.BenchRun,
-    reporter: Progress,
-    check: bool,
+    runner: BenchRunner, arms: list[HttpArm], session: benchrun.BenchRun, reporter: Progress, check: bool
 ) -> tuple[BenchReport, int]:
     """The report and the exit status: a stopped or failed bench reports the runs that finished."""
 

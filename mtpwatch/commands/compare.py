@@ -22,7 +22,7 @@ from mtpwatch.render.compare_table import format_comparison
 )
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @json_options("the comparison")
-@click.option("--plot", "plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
+@click.option("--plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
 def command(reports: tuple[Path, ...], json_out: bool, json_path: Path | None, plot: bool) -> None:
     """Compare bench reports: matched prompts, speed-up differences with CIs, provenance warnings."""
     json_path = json_file(json_path)

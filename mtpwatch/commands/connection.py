@@ -32,7 +32,6 @@ def tls_options(func: F) -> F:
         click.option(
             "--ca-bundle",
             type=click.Path(dir_okay=False),
-            default=None,
             callback=_apply,
             expose_value=False,
             envvar="MTPWATCH_CA_BUNDLE",
@@ -41,7 +40,6 @@ def tls_options(func: F) -> F:
         click.option(
             "--insecure",
             is_flag=True,
-            default=False,
             callback=_apply,
             expose_value=False,
             envvar="MTPWATCH_INSECURE",

@@ -183,7 +183,6 @@ def format_context(doc: dict[str, Any], *, paired: bool) -> str:
 
 context_option = click.option(
     "--context-lengths",
-    default=None,
     metavar="256,1024,...",
     help="Acceptance against context length: pad every prompt to these lengths in tokens (the server's "
     "/tokenize count, else ~4 characters a token, said), the set's own text repeated before it; checked "

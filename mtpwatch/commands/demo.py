@@ -59,7 +59,7 @@ def demo_config(
 
 
 @click.command("demo")
-@click.option("--preset", default=None, help="Simulator preset (default: Gemma 4 E4B on GB10).")
+@click.option("--preset", help="Simulator preset (default: Gemma 4 E4B on GB10).")
 @click.option("--single", is_flag=True, help="One server (MTP on) instead of an A/B pair.")
 @schedule_option("A/B schedule.", type=click.Choice(("alternate", "race")))
 @click.option(

@@ -66,7 +66,6 @@ def json_options(what: str) -> Callable[[F], F]:
             "--json-file",
             "json_path",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
             metavar="PATH",
             help=f"Write {what} as JSON to PATH (the table is printed too).",
         )(func)
@@ -132,7 +131,6 @@ warmup_option = SharedOption(
 )
 api_key_option = SharedOption(
     "--api-key",
-    default=None,
     envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
     help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
@@ -146,20 +144,18 @@ startup_timeout_option = SharedOption(
 prompts_option = SharedOption(
     "--prompts", "prompts_spec", default="long", show_default=True, metavar="SET|FILE"
 )
-limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000), default=None)
+limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000))
 schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"), show_default=True)
-k_option = SharedOption(
-    "-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), default=None, metavar="N"
-)
-method_option = SharedOption("--method", default=None)
-drafter_option = SharedOption("--drafter", default=None, metavar="MODEL")
+k_option = SharedOption("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), metavar="N")
+method_option = SharedOption("--method")
+drafter_option = SharedOption("--drafter", metavar="MODEL")
 vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND")
 model_option = SharedOption("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
-gpu_option = SharedOption("--gpu", default=None, metavar="NAME")
-gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB")
-gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB")
-label_option = SharedOption("--label", default=None)
-metadata_option = SharedOption("--metadata", "metadata", multiple=True, metavar="KEY=VALUE")
+gpu_option = SharedOption("--gpu", metavar="NAME")
+gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), metavar="GIB")
+gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), metavar="GIB")
+label_option = SharedOption("--label")
+metadata_option = SharedOption("--metadata", multiple=True, metavar="KEY=VALUE")
 
 
 def stacked(func: F, *options: Callable[[F], F]) -> F:
@@ -214,31 +210,26 @@ def display_options(func: F) -> F:
         click.option(
             "--peak-gbps",
             type=click.FloatRange(1.0, 100_000.0),
-            default=None,
             help="Override the GPU's peak memory bandwidth (GB/s).",
         ),
         click.option(
             "--model-config",
             type=click.Path(dir_okay=False),
-            default=None,
             help="The served model's config.json, for the analytic bandwidth model.",
         ),
         click.option(
             "--drafter-config",
             type=click.Path(dir_okay=False),
-            default=None,
             help="The drafter's config.json (MTP assistant, EAGLE head), for the bandwidth model.",
         ),
         click.option(
             "--theme",
-            default=None,
             metavar="NAME",
             help="Colour theme: textual-dark, textual-light, nord, gruvbox, solarized-light, ... "
             "(Ctrl+P lists them).",
         ),
         click.option(
             "--spec-method",
-            default=None,
             metavar="NAME",
             help="The server's speculation method (mtp, ngram, eagle3, draft_model, …) when mtpwatch "
             "did not start it; unnamed methods show as 'speculative'.",
@@ -326,7 +317,6 @@ def record_option(func: F) -> F:
     return click.option(
         "--record",
         type=click.Path(dir_okay=False, writable=True),
-        default=None,
         metavar="FILE",
         help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
         "`mtpwatch replay FILE` plays it back, no server needed).",
@@ -357,7 +347,6 @@ def measure_options(func: F) -> F:
             "--save",
             "save_path",
             type=click.Path(dir_okay=False),
-            default=None,
             callback=_check_save_path,
             help="Save the last F6 measurement here (bench report JSON) on Ctrl+S and when the app exits.",
         ),

@@ -52,7 +52,6 @@ def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
     return click.option(
         "--drafter-gib",
         type=click.FloatRange(min=0.0, min_open=True),
-        default=None,
         metavar="GIB",
         help=help_prefix + "The drafter's weights in GiB, for the memory plan when its config.json or "
         "checkpoint is not found offline (a local folder or the Hugging Face cache).",

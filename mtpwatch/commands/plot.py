@@ -33,12 +33,9 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
     epilog=f"Figures: {FIGURE_HELP}. Example: mtpwatch plot sweep.json --only length",
 )
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--only", default=None, metavar="NAME,...", help=f"Draw only: {', '.join(plots.FIGURES)}.")
+@click.option("--only", metavar="NAME,...", help=f"Draw only: {', '.join(plots.FIGURES)}.")
 @click.option(
-    "--width",
-    type=click.IntRange(min=40),
-    default=None,
-    help="Columns (default: 80, or the terminal's if narrower).",
+    "--width", type=click.IntRange(min=40), help="Columns (default: 80, or the terminal's if narrower)."
 )
 @click.option("--height", type=click.IntRange(min=8), default=20, show_default=True, help="Rows per figure.")
 @click.option(
@@ -49,7 +46,6 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
     "--svg",
     "svg_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Also write the figures to an SVG file (for a README or a slide).",
 )
 def command(

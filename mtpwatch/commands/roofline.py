@@ -28,7 +28,6 @@ POSITIVE = click.FloatRange(0.0, min_open=True)
 @click.command(name="roofline")
 @click.option(
     "--config",
-    "config",
     required=True,
     metavar="CONFIG.json|NAME",
     help="Target config.json, a model directory, a bundled preset (e.g. gemma-4-31B-it) or a HF id "
@@ -59,7 +58,6 @@ POSITIVE = click.FloatRange(0.0, min_open=True)
 )
 @click.option(
     "--dtype",
-    "dtype",
     metavar="DTYPE",
     help="Weight dtype of linear layers: bf16, fp16, fp8, nvfp4, "
     "mxfp4, int4, int8 (default: from the config).",

@@ -304,7 +304,7 @@ async def _film_replay(recording: Path, path: Path) -> Path:
 
 @click.command("screenshots")
 @click.argument("directory", default="screenshots", type=click.Path(file_okay=False))
-@click.option("--preset", default=None, help="Simulator preset (default: the demo's).")
+@click.option("--preset", help="Simulator preset (default: the demo's).")
 @click.option(
     "--speed",
     type=click.FloatRange(0.5, 50.0),

@@ -61,7 +61,6 @@ def _print_version(ctx: click.Context) -> None:
     "--num-speculative-tokens",
     "k",
     type=click.IntRange(1, 32),
-    default=None,
     help="num_speculative_tokens (default: the preset's).",
 )
 @click.option(
@@ -71,7 +70,7 @@ def _print_version(ctx: click.Context) -> None:
     show_default=True,
     help="Scale the preset's acceptance profile.",
 )
-@click.option("--served-model-name", default=None, help="Model name in the API and metrics (default: HF id).")
+@click.option("--served-model-name", help="Model name in the API and metrics (default: HF id).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the acceptance RNG.")
 @click.option(
     "--speed",
@@ -82,7 +81,6 @@ def _print_version(ctx: click.Context) -> None:
 )
 @click.option(
     "--startup-delay",
-    "startup_delay",
     default=0.0,
     show_default=True,
     type=click.FloatRange(min=0.0),
@@ -95,8 +93,8 @@ def _print_version(ctx: click.Context) -> None:
     type=click.FloatRange(min=0.1),
     help="Seconds between the Engine/SpecDecoding stats lines.",
 )
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
-@click.option("--max-num-seqs", default=None, type=click.IntRange(1), help="Batch limit (default: preset's).")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
+@click.option("--max-num-seqs", type=click.IntRange(1), help="Batch limit (default: preset's).")
 @click.option("--mfu-metrics", is_flag=True, help="Increment vllm:estimated_read_bytes_per_gpu_total.")
 @click.option(
     "--per-request-spec-decode-metrics",
@@ -109,7 +107,6 @@ def _print_version(ctx: click.Context) -> None:
 @click.option(
     "--fault-cut-stream",
     type=click.IntRange(0),
-    default=None,
     metavar="N",
     help="Drop each stream's connection after N tokens.",
 )
@@ -132,21 +129,18 @@ def _print_version(ctx: click.Context) -> None:
 @click.option(
     "--fault-exit-after",
     type=click.FloatRange(min=0.0),
-    default=None,
     metavar="S",
     help="Exit the process (status 1) S seconds after start-up ('server died').",
 )
 @click.option(
     "--fault-restart-after",
     type=click.FloatRange(min=0.0),
-    default=None,
     metavar="S",
     help="Simulate a restart S seconds after start-up (counters reset, new _created).",
 )
 @click.option(
     "--gpu-ledger",
     type=click.Path(file_okay=False),
-    default=None,
     envvar="MTPWATCH_SIM_GPU_DIR",
     help="With `serve MODEL`: folder of the simulated GPUs' memory ledgers (default: a temp folder).",
 )
@@ -167,7 +161,6 @@ def _print_version(ctx: click.Context) -> None:
 @click.option(
     "--vllm-log",
     type=click.Choice(["0.32-cpu", "0.34-gpu"]),
-    default=None,
     help="Start-up log to print: vLLM 0.32's CPU build (Model Runner V1) or 0.34 on a GPU (Model "
     "Runner V2). Default 0.32-cpu (0.34-gpu with --frontend rust).",
 )

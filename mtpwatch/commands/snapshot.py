@@ -144,9 +144,7 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
 @click.argument("source", metavar="[URL|FILE]", required=False)
 @click.option(
     "--since",
-    "since",
     metavar="FILE|URL",
-    default=None,
     help="An earlier /metrics page: show deltas between the pages, not totals since server start.",
 )
 @model_option("model_name to show when several are served (default: the first).")
@@ -154,9 +152,7 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
     "Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
-@click.option(
-    "--prometheus", default=None, metavar="URL", help="The whole fleet, from this Prometheus server."
-)
+@click.option("--prometheus", metavar="URL", help="The whole fleet, from this Prometheus server.")
 @click.option(
     "--selector", default="", help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'."
 )

@@ -99,7 +99,6 @@ class StartOptions:
 )
 @click.option(
     "--llama-server",
-    "llama_server",
     default="llama-server",
     show_default=True,
     metavar="COMMAND",

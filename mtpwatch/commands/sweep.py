@@ -59,9 +59,7 @@ def sweep_options(func: Any) -> Any:
 
     return stacked(
         func,
-        click.option(
-            "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
-        ),
+        click.option("--start", "start_model", metavar="MODEL", help="k sweep: start MODEL's servers."),
         click.option(
             "--sweep-k",
             default="0,1,2,4",
@@ -82,7 +80,6 @@ def sweep_options(func: Any) -> Any:
         click.option(
             "--step-times",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            default=None,
             metavar="FILE.json",
             help="k sweep: the advisor's step times t(k) from `vllm bench forward --output-json` (vLLM "
             "0.33+) instead of the serving runs' (printed beside).",
