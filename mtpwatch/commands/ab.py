@@ -12,7 +12,6 @@ from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     api_key_option,
     check_runs,
-    checked_record,
     checked_url,
     display_options,
     display_settings,
@@ -176,7 +175,7 @@ def command(**params: Any) -> None:
         display=settings,
         mode="ab",
         title=title,
-        record=checked_record(opts.record),
+        record=opts.record,
         schedule="restart" if restart else opts.schedule,
         measure=measure,
     )

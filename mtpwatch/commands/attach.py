@@ -9,7 +9,6 @@ import click
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import (
     api_key_option,
-    checked_record,
     checked_url,
     display_options,
     display_settings,
@@ -120,7 +119,7 @@ def command(
             config = AppConfig(
                 servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
                 display=settings,
-                record=checked_record(record),
+                record=record,
             )
             from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 

@@ -10,7 +10,6 @@ import click
 
 from mtpwatch.commands.options import (
     check_runs,
-    checked_record,
     free_port,
     measure_options,
     record_option,
@@ -95,7 +94,6 @@ def command(
         raise click.UsageError("--restart needs the A/B pair (drop --single)")
     if restart and loop:
         raise click.UsageError("--loop sends prompts to both servers; drop --restart")
-    record = checked_record(record)
 
     try:
         config = demo_config(preset, single=single, record=record)

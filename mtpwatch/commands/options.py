@@ -23,13 +23,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def field_default(cls: type[Any], name: str) -> Any:
     """The default of the dataclass field `name` of `cls`: what the flag that fills it defaults to."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:
-                return f.default_factory()
-            break
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
     raise LookupError(f"{cls.__name__}.{name} has no default")
 
 
@@ -312,29 +310,28 @@ def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
-def record_option(func: F) -> F:
-    """Add --record FILE (everything the app sees, for `mtpwatch replay`)."""
-    return click.option(
-        "--record",
-        type=click.Path(dir_okay=False, writable=True),
-        metavar="FILE",
-        help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
-        "`mtpwatch replay FILE` plays it back, no server needed).",
-    )(func)
-
-
-def checked_record(path: str | None) -> str | None:
-    """One clear line when the recording cannot be created (before the TUI starts)."""
+def _checked_record(ctx: click.Context, param: click.Parameter, path: str | None) -> str | None:
+    """One clear line when the recording cannot be created (before the TUI starts); a folder is
+    refused by the type (`dir_okay=False`)."""
     if path is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise click.UsageError(f"--record: no such folder: {folder}")
-    if os.path.isdir(path):
-        raise click.UsageError(f"--record: {path} is a folder")
     if not os.access(folder, os.W_OK):
         raise click.UsageError(f"--record: cannot write in {folder}")
     return path
+
+
+record_option = click.option(
+    "--record",
+    type=click.Path(dir_okay=False, writable=True),
+    callback=_checked_record,
+    metavar="FILE",
+    help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
+    "`mtpwatch replay FILE` plays it back, no server needed).",
+)
+"""--record FILE: everything the app sees, for `mtpwatch replay`."""
 
 
 def measure_options(func: F) -> F:

@@ -21,7 +21,6 @@ import click
 
 from mtpwatch.commands.options import (
     api_key_option,
-    checked_record,
     drafter_option,
     k_option,
     method_option,
@@ -134,7 +133,6 @@ def command(**params: Any) -> None:
     missing = _missing_program(argv, opts.engine)
     if missing:  # before the UI, as `ab` refuses: not a TUI that says `cannot run 'vllm'` twice
         raise click.ClickException(missing)
-    record = checked_record(opts.record)
     warning = bind_warning(opts.host, opts.api_key)
     if warning:
         click.echo(warning, err=True)
@@ -157,7 +155,7 @@ def command(**params: Any) -> None:
             )
         )
         sys.exit(code)
-    _run_ui(opts, url, argv, env, record)
+    _run_ui(opts, url, argv, env)
 
 
 def _missing_program(argv: list[str], engine: str) -> str | None:
@@ -193,7 +191,7 @@ def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
         raise click.ClickException(str(exc)) from None
 
 
-def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str], record: str | None) -> None:
+def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str]) -> None:
     """The app watching the server it starts, with a panel named for what it runs."""
     from mtpwatch.core.provenance import spec_config_from_argv
     from mtpwatch.session.views import method_name
@@ -236,6 +234,6 @@ def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str], 
         servers=[spec],
         display=DisplaySettings(spec_method=spec_method),
         title=f"mtpwatch start {opts.model}",
-        record=record,
+        record=opts.record,
     )
     sys.exit(run_app(config))
