@@ -43,7 +43,11 @@ def bench(opts: BenchOptions) -> None:
     check_writable(opts.csv_path, "--csv")
     if log is None:
         check_writable(jsonl_path, "--jsonl")
-    config = bench_config(opts, t) if log is None else log.config
+    config = (
+        bench_config(opts, t.prompts_spec, t.schedule, int_list(opts.lengths, "--lengths"))
+        if log is None
+        else log.config
+    )
     arms, runner = arms_and_runner(config, log, t, {**opts.arm_options(), "model": t.model, "chat": t.chat})
     workload = workload_name(t.prompts_spec)
     reporter = Progress(  # in place on a terminal (or --progress), else lines; none with --no-progress
@@ -138,18 +142,21 @@ def resume_log(opts: BenchOptions) -> runlog.RunLog | None:
         raise click.ClickException(str(exc)) from None
 
 
-def bench_config(opts: BenchOptions, t: benchrun.Resumed) -> BenchConfig:
-    """The bench's settings from the flags (a --resume'd bench takes its log's)."""
+def bench_config(
+    opts: BenchOptions, prompts_spec: str, schedule: str, lengths: tuple[int, ...] = ()
+) -> BenchConfig:
+    """The bench's settings from the flags (a --resume'd bench takes its log's; the k sweep's
+    schedule is restart)."""
     try:
-        prompts = workloads.resolve(t.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
+        prompts = workloads.resolve(prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
     except workloads.WorkloadError as exc:
         raise click.BadParameter(str(exc), param_hint="--prompts") from None
     return BenchConfig(
         prompts=prompts,
         runs=opts.runs,
         warmup=opts.warmup,
-        schedule=t.schedule,  # type: ignore[arg-type]
-        lengths=int_list(opts.lengths, "--lengths"),
+        schedule=schedule,  # type: ignore[arg-type]
+        lengths=lengths,
         concurrency=int_list(opts.concurrency, "--concurrency") or (1,),
         temperature=opts.temperature,
     )

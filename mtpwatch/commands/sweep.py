@@ -18,22 +18,21 @@ from typing import Any
 import click
 
 from mtpwatch.commands.bench_progress import Progress, progress_mode
+from mtpwatch.commands.bench_run import bench_config
 from mtpwatch.commands.options import (
     check_writable,
     drafter_option,
     free_port,
     gpu_free_option,
     gpu_memory_option,
-    int_list,
     method_option,
     stacked,
     vllm_option,
 )
 from mtpwatch.commands.planning import drafter_gib_option, gpu_for_plan, print_plan
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
-from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan
@@ -98,7 +97,11 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     if (opts.url is not None and opts.typed("url")) or opts.ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     check_writable(opts.json_path, "--json-file")
-    config = _config(opts)
+    config = bench_config(opts, opts.prompts_spec, "restart")
+    try:
+        config.validate(paired=True)
+    except BenchConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         metadata = provenance.parse_metadata(opts.metadata)
     except ValueError as exc:
@@ -141,27 +144,6 @@ def sweep_from_bench(opts: BenchOptions) -> None:
             click.echo("\n" + format_concurrency(sweep.concurrency))
     if sweep.interrupted():
         sys.exit(1)
-
-
-def _config(opts: BenchOptions) -> BenchConfig:
-    """The sweep's bench settings (the restart schedule, paired), checked before anything starts."""
-    try:
-        prompts = workloads.resolve(opts.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
-    config = BenchConfig(
-        prompts=prompts,
-        runs=opts.runs,
-        warmup=opts.warmup,
-        schedule="restart",
-        temperature=opts.temperature,
-        concurrency=int_list(opts.concurrency, "--concurrency") or (1,),
-    )
-    try:
-        config.validate(paired=True)
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    return config
 
 
 def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
