@@ -188,7 +188,21 @@ def command(
         ctx = click.get_current_context()
         if ctx.get_parameter_source("source") != click.core.ParameterSource.COMMANDLINE:
             source = None  # a configured default URL does not fight --prometheus
-        _prometheus(prometheus, source, since, selector, window, as_json, label, extra)
+        if source is not None or since is not None:
+            raise click.UsageError(
+                "--prometheus reads every server from Prometheus: give no URL|FILE or --since"
+            )
+        from mtpwatch.commands import fleet
+
+        doc = fleet.prometheus_json(
+            checked_url(prometheus, "--prometheus"),
+            selector=fleet.checked_selector(selector),
+            window_s=window,
+        )
+        if as_json:
+            fleet.echo_json(doc, label, extra)
+        else:
+            click.echo(render_fleet(doc))
         return
     if source is None:
         source = DEFAULT_URL  # where `vllm serve` listens by default
@@ -210,26 +224,3 @@ def command(
         click.echo(json.dumps(json_safe({"meta": meta, **report}), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
-
-
-def _prometheus(
-    url: str,
-    source: str | None,
-    since: str | None,
-    selector: str,
-    window: float,
-    as_json: bool,
-    label: str | None,
-    metadata: dict[str, str],
-) -> None:
-    from mtpwatch.commands import fleet
-
-    if source is not None or since is not None:
-        raise click.UsageError("--prometheus reads every server from Prometheus: give no URL|FILE or --since")
-    doc = fleet.prometheus_json(
-        checked_url(url, "--prometheus"), selector=fleet.checked_selector(selector), window_s=window
-    )
-    if as_json:
-        fleet.echo_json(doc, label, metadata)
-    else:
-        click.echo(render_fleet(doc))
