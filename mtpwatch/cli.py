@@ -93,7 +93,12 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 
 @click.group(
-    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MTPWATCH"}
+    cls=LazyGroup,
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "auto_envvar_prefix": "MTPWATCH",
+        "show_default": True,
+    },
 )
 @click.option(
     "--version",

@@ -56,6 +56,7 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
 @click.option(
     "--selector",
     default="",
+    show_default=False,
     metavar="'{job=\"vllm\"}'",
     help="With --prometheus: extra PromQL label matchers for every query.",
 )
@@ -63,7 +64,6 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
     "--window",
     type=click.FloatRange(1.0, 3600.0),
     default=10.0,
-    show_default=True,
     help="Fleet view: seconds of the rates shown (F3 switches 10 s / 60 s).",
 )
 @click.option(

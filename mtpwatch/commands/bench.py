@@ -77,7 +77,6 @@ from mtpwatch.core.ab.options import BenchOptions
 @click.option(
     "--concurrency",
     default="1",
-    show_default=True,
     metavar="1,2,4",
     help="Concurrency sweep: requests in flight per arm (above 1 the speed is aggregate output tok/s).",
 )
@@ -104,7 +103,6 @@ from mtpwatch.core.ab.options import BenchOptions
     "--progress-interval",
     type=click.FloatRange(min=1.0),
     default=30.0,
-    show_default=True,
     help="Seconds between progress lines when stderr is not a terminal.",
 )
 @label_option("A name for this bench, kept in the report (plot/compare show it).")

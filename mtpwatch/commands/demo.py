@@ -8,13 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mtpwatch.commands.options import (
-    check_runs,
-    free_port,
-    measure_options,
-    record_option,
-    schedule_option,
-)
+from mtpwatch.commands.options import check_runs, free_port, measure_options, record_option, schedule_option
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 
 if TYPE_CHECKING:

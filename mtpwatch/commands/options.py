@@ -105,10 +105,7 @@ class SharedOption:
 
 
 temperature_option = SharedOption(
-    "--temperature",
-    type=click.FloatRange(0.0, 5.0),
-    default=field_default(DisplaySettings, "temperature"),
-    show_default=True,
+    "--temperature", type=click.FloatRange(0.0, 5.0), default=field_default(DisplaySettings, "temperature")
 )
 chat_option = SharedOption(
     "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
@@ -116,16 +113,10 @@ chat_option = SharedOption(
 # runs per prompt and arm, warm-up included; the default equals `BenchConfig.runs`
 # (tests/commands/test_options.py)
 runs_option = SharedOption(
-    "--runs",
-    type=click.IntRange(2, 10_000),
-    default=field_default(MeasureSettings, "runs"),
-    show_default=True,
+    "--runs", type=click.IntRange(2, 10_000), default=field_default(MeasureSettings, "runs")
 )
 warmup_option = SharedOption(
-    "--warmup",
-    type=click.IntRange(0, 10_000),
-    default=field_default(MeasureSettings, "warmup"),
-    show_default=True,
+    "--warmup", type=click.IntRange(0, 10_000), default=field_default(MeasureSettings, "warmup")
 )
 api_key_option = SharedOption(
     "--api-key",
@@ -136,18 +127,15 @@ startup_timeout_option = SharedOption(
     "--startup-timeout",
     type=click.FloatRange(min=1),
     default=field_default(LaunchSpec, "startup_timeout_s"),
-    show_default=True,
     metavar="S",
 )
-prompts_option = SharedOption(
-    "--prompts", "prompts_spec", default="long", show_default=True, metavar="SET|FILE"
-)
+prompts_option = SharedOption("--prompts", "prompts_spec", default="long", metavar="SET|FILE")
 limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000))
-schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"), show_default=True)
+schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"))
 k_option = SharedOption("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), metavar="N")
 method_option = SharedOption("--method")
 drafter_option = SharedOption("--drafter", metavar="MODEL")
-vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND")
+vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", metavar="COMMAND")
 model_option = SharedOption("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
 gpu_option = SharedOption("--gpu", metavar="NAME")
 gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), metavar="GIB")
@@ -173,7 +161,6 @@ def display_options(func: F) -> F:
             "--max-tokens",
             type=click.IntRange(1, 1_000_000),
             default=field_default(DisplaySettings, "max_tokens"),
-            show_default=True,
             help="max_tokens of prompts typed in the console.",
         ),
         temperature_option("Sampling temperature (0 makes MTP on/off outputs comparable)."),
@@ -181,14 +168,12 @@ def display_options(func: F) -> F:
             "--interval",
             type=click.FloatRange(0.05, 60.0),
             default=field_default(DisplaySettings, "scrape_interval_s"),
-            show_default=True,
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
             "--idle-interval",
             type=click.FloatRange(0.05, 60.0),
             default=field_default(DisplaySettings, "idle_interval_s"),
-            show_default=True,
             help="Seconds between /metrics scrapes while the server is idle (nothing running or "
             "waiting, no token counted since the last scrape); a prompt sent from the console "
             "scrapes at once. Never shorter than --interval.",
@@ -197,7 +182,6 @@ def display_options(func: F) -> F:
             "--fps",
             type=click.IntRange(1, 60),
             default=field_default(DisplaySettings, "max_fps"),
-            show_default=True,
             help="At most this many redraws a second while an answer streams; fewer cost less CPU and "
             "fewer bytes over SSH (8 still reads smoothly).",
         ),

@@ -37,7 +37,7 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
 @click.option(
     "--width", type=click.IntRange(min=40), help="Columns (default: 80, or the terminal's if narrower)."
 )
-@click.option("--height", type=click.IntRange(min=8), default=20, show_default=True, help="Rows per figure.")
+@click.option("--height", type=click.IntRange(min=8), default=20, help="Rows per figure.")
 @click.option(
     "--table", "tables", is_flag=True, help="Print tables instead of plots (the fallback without plotext)."
 )

@@ -45,17 +45,12 @@ POSITIVE = click.FloatRange(0.0, min_open=True)
     "k",
     type=click.IntRange(0, 64),
     default=0,
-    show_default=True,
     help="Speculative tokens per step.",
 )
 @click.option("--acceptance", type=click.FloatRange(0.0, 1.0), help="Draft acceptance rate α (τ = 1 + α·k).")
 @click.option("--acceptance-length", type=float, help="Mean acceptance length τ instead of --acceptance.")
-@click.option(
-    "--context", type=click.IntRange(0), default=4096, show_default=True, help="Tokens in the KV cache."
-)
-@click.option(
-    "--batch", type=click.IntRange(1), default=1, show_default=True, help="Requests decoded together."
-)
+@click.option("--context", type=click.IntRange(0), default=4096, help="Tokens in the KV cache.")
+@click.option("--batch", type=click.IntRange(1), default=1, help="Requests decoded together.")
 @click.option(
     "--dtype",
     metavar="DTYPE",

@@ -305,16 +305,9 @@ async def _film_replay(recording: Path, path: Path) -> Path:
     "--speed",
     type=click.FloatRange(0.5, 50.0),
     default=1.0,
-    show_default=True,
     help="Simulator time factor; above 1 every rate on screen is that many times the real figure.",
 )
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(16, 4096),
-    default=160,
-    show_default=True,
-    help="Sample answer length.",
-)
+@click.option("--max-tokens", type=click.IntRange(16, 4096), default=160, help="Sample answer length.")
 def command(directory: str, preset: str | None, speed: float, max_tokens: int) -> None:
     """Film the simulator: SVG screenshots of the main views into DIRECTORY (default: screenshots/)."""
     from mtpwatch.sim.presets import UnknownPresetError, get_preset

@@ -31,11 +31,7 @@ def _print_version(ctx: click.Context) -> None:
 @click.command(name="sim", context_settings={"ignore_unknown_options": True})
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
-    "--preset",
-    default=DEFAULT_PRESET,
-    show_default=True,
-    type=click.Choice(list(PRESETS)),
-    help="Model + GPU to simulate.",
+    "--preset", default=DEFAULT_PRESET, type=click.Choice(list(PRESETS)), help="Model + GPU to simulate."
 )
 @click.option(
     "--version",
@@ -45,13 +41,9 @@ def _print_version(ctx: click.Context) -> None:
     callback=lambda ctx, _param, value: _print_version(ctx) if value else None,
     help="Print the vLLM version the simulator imitates and exit, as `vllm --version` does.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--host", default="127.0.0.1", help="Address to bind.")
 @click.option(
-    "--port",
-    default=8000,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port; 0 picks a free one (printed).",
+    "--port", default=8000, type=click.IntRange(0, 65535), help="Port; 0 picks a free one (printed)."
 )
 @click.option(
     "--no-spec", is_flag=True, help="Baseline twin: no drafter, no spec counters, same timing otherwise."
@@ -67,29 +59,25 @@ def _print_version(ctx: click.Context) -> None:
     "--acceptance",
     type=click.FloatRange(0.0, 2.0),
     default=1.0,
-    show_default=True,
     help="Scale the preset's acceptance profile.",
 )
 @click.option("--served-model-name", help="Model name in the API and metrics (default: HF id).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the acceptance RNG.")
+@click.option("--seed", default=0, type=int, help="Seed of the acceptance RNG.")
 @click.option(
     "--speed",
     default=1.0,
-    show_default=True,
     type=click.FloatRange(min=0.01),
     help="Run the physics this many times faster than real time.",
 )
 @click.option(
     "--startup-delay",
     default=0.0,
-    show_default=True,
     type=click.FloatRange(min=0.0),
     help="Simulated model-load time (seconds) before serving.",
 )
 @click.option(
     "--log-interval",
     default=10.0,
-    show_default=True,
     type=click.FloatRange(min=0.1),
     help="Seconds between the Engine/SpecDecoding stats lines.",
 )
@@ -101,7 +89,6 @@ def _print_version(ctx: click.Context) -> None:
     "per_request",
     type=click.Choice(["none", "summary"]),
     default="none",
-    show_default=True,
     help="As vLLM >= 0.27: per-request acceptance on the final usage chunk.",
 )
 @click.option(
@@ -115,7 +102,6 @@ def _print_version(ctx: click.Context) -> None:
     "--fault-metrics-filter",
     type=click.Choice(METRICS_FILTER_MODES),
     default="honour",
-    show_default=True,
     help="How /metrics/?name[]=… answers: as vLLM 0.32 (honour), the whole page (ignore), an empty 200 "
     "(empty: several API servers), 404, or a redirect to /metrics.",
 )
@@ -123,6 +109,7 @@ def _print_version(ctx: click.Context) -> None:
     "--fault-metrics-delay",
     type=click.FloatRange(min=0.0),
     default=0.0,
+    show_default=False,
     metavar="S",
     help="Delay every /metrics answer by S seconds.",
 )
@@ -148,14 +135,12 @@ def _print_version(ctx: click.Context) -> None:
     "--load",
     type=click.IntRange(0, 1024),
     default=0,
-    show_default=True,
     help="Background traffic: keep N requests in flight inside the server (a busy server, no client).",
 )
 @click.option(
     "--count",
     type=click.IntRange(1, 1024),
     default=1,
-    show_default=True,
     help="Serve this many independent servers from one process (ports PORT, PORT+1, …; 0: free ports).",
 )
 @click.option(
@@ -168,7 +153,6 @@ def _print_version(ctx: click.Context) -> None:
     "--frontend",
     type=click.Choice(["python", "rust"]),
     default="python",
-    show_default=True,
     help="API server: vLLM's Python one, or the Rust frontend of vLLM 0.33/0.34 "
     "(VLLM_USE_RUST_FRONTEND=1: OpenMetrics /metrics, no /metrics/ filter, its own stats line).",
 )

@@ -154,13 +154,15 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option("--prometheus", metavar="URL", help="The whole fleet, from this Prometheus server.")
 @click.option(
-    "--selector", default="", help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'."
+    "--selector",
+    default="",
+    show_default=False,
+    help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'.",
 )
 @click.option(
     "--window",
     type=click.FloatRange(1.0, 86400.0),
     default=60.0,
-    show_default=True,
     help="With --prometheus: seconds of increase()/rate().",
 )
 @label_option("--json: a name kept in the meta block.")

@@ -80,8 +80,8 @@ class StartOptions:
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--host", default="127.0.0.1", help="Address vLLM listens on.")
+@click.option("--port", default=8000, type=click.IntRange(1, 65535))
 @api_key_option(
     "Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
     "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
@@ -93,13 +93,11 @@ class StartOptions:
     "--engine",
     type=click.Choice(["vllm", "llama.cpp"]),
     default="vllm",
-    show_default=True,
     help="vLLM, or llama.cpp's llama-server (MODEL is then a GGUF file; -k is --spec-draft-n-max).",
 )
 @click.option(
     "--llama-server",
     default="llama-server",
-    show_default=True,
     metavar="COMMAND",
     help="With --engine llama.cpp: how to run llama-server, e.g. '/opt/llama.cpp/build/bin/llama-server'.",
 )
@@ -109,7 +107,6 @@ class StartOptions:
 @click.option(
     "--status-interval",
     default=5.0,
-    show_default=True,
     type=click.FloatRange(min=0.1),
     metavar="S",
     help="Headless: seconds between status lines.",

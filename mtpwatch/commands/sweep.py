@@ -62,7 +62,6 @@ def sweep_options(func: Any) -> Any:
         click.option(
             "--sweep-k",
             default="0,1,2,4",
-            show_default=True,
             metavar="LIST",
             help="k sweep: the ks (0 = off; 0s = speculation on at k=0, a batch-size schedule of k=0 "
             "with the largest k's config, measured against 0: its cost; vLLM 0.32+).",
