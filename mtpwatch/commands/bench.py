@@ -44,7 +44,6 @@ from mtpwatch.core.ab.options import BenchOptions
 @click.command(
     "bench",
     cls=PassthroughCommand,
-    context_settings={"help_option_names": ["-h", "--help"]},
     epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
     "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long "
     "--json-file ab.json",

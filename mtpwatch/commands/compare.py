@@ -16,9 +16,7 @@ from mtpwatch.render.compare_table import format_comparison
 
 
 @click.command(
-    "compare",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="The first report is the reference. Example: mtpwatch compare k2.json k4.json k8.json",
+    "compare", epilog="The first report is the reference. Example: mtpwatch compare k2.json k4.json k8.json"
 )
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @json_options("the comparison")

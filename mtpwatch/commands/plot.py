@@ -27,11 +27,7 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
     return names
 
 
-@click.command(
-    "plot",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=f"Figures: {FIGURE_HELP}. Example: mtpwatch plot sweep.json --only length",
-)
+@click.command("plot", epilog=f"Figures: {FIGURE_HELP}. Example: mtpwatch plot sweep.json --only length")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--only", metavar="NAME,...", help=f"Draw only: {', '.join(plots.FIGURES)}.")
 @click.option(

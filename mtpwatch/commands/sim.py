@@ -62,7 +62,7 @@ def _print_version(ctx: click.Context) -> None:
     help="Scale the preset's acceptance profile.",
 )
 @click.option("--served-model-name", help="Model name in the API and metrics (default: HF id).")
-@click.option("--seed", default=0, type=int, help="Seed of the acceptance RNG.")
+@click.option("--seed", default=0, help="Seed of the acceptance RNG.")
 @click.option(
     "--speed",
     default=1.0,
