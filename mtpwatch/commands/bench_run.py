@@ -224,18 +224,17 @@ def print_outputs(
             err=True,
         )
 
-    require_identical = opts.require_identical
+    require_identical, meta = opts.require_identical, session.final_meta()
     problems = reportio.write_outputs(
-        report, opts.json_path, opts.csv_path, require_identical, session.final_meta(), echo=session.echo
+        report, opts.json_path, opts.csv_path, require_identical, meta, echo=session.echo
     )
     try:
-        arm_infos = (session.final_meta() or {}).get("arms")
         if opts.json_out:  # --json: the report's document on stdout instead of the table
-            click.echo(dumps(reportio.report_document(report, session.final_meta()), indent=2))
+            click.echo(dumps(reportio.report_document(report, meta), indent=2))
         else:
-            click.echo(format_report(report, workload, require_identical, arm_infos))
+            click.echo(format_report(report, workload, require_identical, (meta or {}).get("arms")))
         if opts.plot:
-            document = reportio.report_document(report, session.final_meta())
+            document = reportio.report_document(report, meta)
             click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report
         status = status or 1

@@ -41,7 +41,7 @@ from mtpwatch.core.launch.vllm_cmd import VllmArgsError
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.sweeps.idle import idle_refusal, parse_sweep_ks
-from mtpwatch.core.sweeps.kscan import KSweep, checked_ks, plan_k_sweep, run_k_sweep
+from mtpwatch.core.sweeps.kscan import checked_ks, plan_k_sweep, run_k_sweep
 from mtpwatch.render.idle_table import format_idle
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
@@ -112,8 +112,11 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         raise click.BadParameter(str(exc), param_hint="--sweep-k") from None
     step_times = _step_times(opts.step_times, config.concurrency)
     plan = _plan(opts, ks, idle)
-    if opts.show_plan:
-        _plan_only(plan, opts.json_out, opts.json_path)
+    if opts.show_plan:  # print the plan (as JSON with --json; and write it to --json-file), start nothing
+        print_plan(plan, opts.json_out)
+        if opts.json_path is not None:
+            doc = provenance.with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
+            reportio.write_document(opts.json_path, doc)
         return
     try:
         sweep = run_k_sweep(
@@ -128,7 +131,11 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
-    _exit_if_nothing_measured(sweep, opts.json_path)
+    if not sweep.measured():  # vLLM could not start, …: one line why, no report (`plot` would refuse it)
+        why = sweep.report.interrupted or "no run finished"
+        written = f"; {opts.json_path} not written" if opts.json_path is not None else ""
+        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
+        sys.exit(1)
     document = sweep.document(opts, config, metadata) if opts.json_out or opts.json_path else None
     if opts.json_path is not None and document is not None:
         reportio.write_document(opts.json_path, document)
@@ -173,22 +180,3 @@ def _step_times(path: Path | None, concurrency: Sequence[int]) -> ForwardTable |
     except ForwardError as exc:
         raise click.BadParameter(str(exc), param_hint="--step-times") from None
     return table
-
-
-def _plan_only(plan: LaunchPlan, as_json: bool, json_path: Path | None) -> None:
-    """`--plan`: print the sweep's plan (as JSON with --json; and write it to `json_path`), start nothing."""
-    print_plan(plan, as_json)
-    if json_path is not None:
-        from mtpwatch.core.provenance import with_meta
-
-        doc = with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
-        reportio.write_document(json_path, doc)
-
-
-def _exit_if_nothing_measured(sweep: KSweep, json_path: Path | None) -> None:
-    """No k measured (vLLM could not start, …): one line why, no report (`plot` would refuse it)."""
-    if not sweep.measured():
-        why = sweep.report.interrupted or "no run finished"
-        written = f"; {json_path} not written" if json_path is not None else ""
-        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
-        sys.exit(1)
