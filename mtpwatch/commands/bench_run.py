@@ -14,7 +14,7 @@ import click
 
 from mtpwatch.commands.bench_progress import Progress, progress_mode, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL
-from mtpwatch.commands.options import check_writable, int_list
+from mtpwatch.commands.options import check_writable, int_list, one_line
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import run as benchrun
 from mtpwatch.core.ab import runlog, workloads
@@ -32,10 +32,8 @@ from mtpwatch.render.charts import plots
 
 def bench(opts: BenchOptions) -> None:
     """One bench (or the rest of a --resume'd one): check, run, print and write, exit with its status."""
-    try:
+    with one_line(ValueError, option="--metadata"):
         extra_meta = provenance.parse_metadata(opts.metadata)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--metadata") from None
     log = resume_log(opts)
     t = target(opts, log)  # the flags, or what --resume's log says
     jsonl_path = opts.resume_path if log is not None else opts.jsonl_path
@@ -136,10 +134,8 @@ def resume_log(opts: BenchOptions) -> runlog.RunLog | None:
         )
     if opts.jsonl_path is not None:
         raise click.UsageError("--resume appends to its own log; drop --jsonl")
-    try:
+    with one_line(runlog.RunLogError, kind=click.ClickException):
         return runlog.load(opts.resume_path)
-    except runlog.RunLogError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 def bench_config(
@@ -147,10 +143,8 @@ def bench_config(
 ) -> BenchConfig:
     """The bench's settings from the flags (a --resume'd bench takes its log's; the k sweep's
     schedule is restart)."""
-    try:
+    with one_line(workloads.WorkloadError, option="--prompts"):
         prompts = workloads.resolve(prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
     return BenchConfig(
         prompts=prompts,
         runs=opts.runs,

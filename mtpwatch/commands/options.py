@@ -7,10 +7,11 @@ so `mtpwatch --help` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -267,6 +268,20 @@ def display_settings(
         theme=theme,
         spec_method=spec_method.strip().lower() if spec_method else None,
     )
+
+
+@contextlib.contextmanager
+def one_line(
+    *errors: type[Exception], kind: type[click.ClickException] = click.UsageError, option: str | None = None
+) -> Iterator[None]:
+    """`errors` raised inside become click's one-line error: `kind` (a usage mistake unless said
+    otherwise), or a BadParameter naming `option`."""
+    try:
+        yield
+    except errors as exc:
+        if option is not None:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+        raise kind(str(exc)) from None
 
 
 def checked_url(url: str, param: str = "URL") -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, stacked
+from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, one_line, stacked
 
 
 class PassthroughCommand(click.Command):
@@ -41,10 +41,8 @@ def split_args(value: str | None, option: str) -> tuple[str, ...]:
     """A shell-quoted string of vLLM flags (``-a '--max-num-seqs 4'``) as a list."""
     if not value:
         return ()
-    try:
+    with one_line(ValueError, option=option):
         return tuple(shlex.split(value))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
@@ -82,10 +80,8 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
     from mtpwatch.core.launch.gpumem import resolve_gpu_memory
     from mtpwatch.core.launch.memplan import PlanError
 
-    try:
+    with one_line(PlanError):
         return resolve_gpu_memory(gpu, total_gib=gpu_memory, free_gib=gpu_free)
-    except PlanError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def print_plan(plan: Any, as_json: bool) -> None:

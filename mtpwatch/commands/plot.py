@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from mtpwatch.commands.options import one_line
 from mtpwatch.core.reports import reportfile
 from mtpwatch.render.charts import plots
 
@@ -55,10 +56,8 @@ def command(
 ) -> None:
     """Draw speed-up vs length, per category, per run, per position and vs k from bench reports."""
     names = _figure_names(only)
-    try:
+    with one_line(reportfile.ReportFileError, kind=click.ClickException):
         loaded = reportfile.load_all(list(reports))
-    except reportfile.ReportFileError as exc:
-        raise click.ClickException(str(exc)) from None
     if width is None:
         width = min(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
     plt = None if tables else plots.load_plotext()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mtpwatch.commands.options import one_line
 from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings, MeasureSettings, ServerSpec
 
 if TYPE_CHECKING:  # Textual loads inside the command
@@ -313,10 +314,8 @@ def command(directory: str, preset: str | None, speed: float, max_tokens: int) -
     from mtpwatch.sim.presets import UnknownPresetError, get_preset
 
     if preset is not None:
-        try:
+        with one_line(UnknownPresetError):
             get_preset(preset)
-        except UnknownPresetError as exc:
-            raise click.UsageError(str(exc)) from None
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)  # save paths need the folder; done before the event loop
     for path in asyncio.run(write_screenshots(out, preset=preset, speed=speed, max_tokens=max_tokens)):

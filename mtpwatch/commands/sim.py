@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mtpwatch.commands.options import one_line
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
@@ -215,10 +216,8 @@ def _from_serve_args(vllm_args: tuple[str, ...], options: SimOptions) -> SimOpti
     """`options` as `sim serve MODEL …`, vLLM's command line, sets them; as given when there is none."""
     from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
-    try:
+    with one_line(ServeArgsError):
         serve = parse_serve_args(vllm_args)
-    except ServeArgsError as exc:
-        raise click.UsageError(str(exc)) from None
     if serve is None:
         if vllm_args:
             raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
@@ -275,7 +274,7 @@ def _servers(options: SimOptions, count: int) -> list[SimServer]:
     port, seed = options.port, options.seed
     if count > 1 and port != 0 and port + count - 1 > 65535:
         raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
-    try:
+    with one_line(ValueError):
         return [
             SimServer(
                 replace(options, port=port + i if port else 0, seed=seed + i, faults=replace(options.faults)),
@@ -283,8 +282,6 @@ def _servers(options: SimOptions, count: int) -> list[SimServer]:
             )
             for i in range(count)
         ]
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def _run(servers: list[SimServer], host: str, spec: bool) -> None:

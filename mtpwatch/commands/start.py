@@ -24,6 +24,7 @@ from mtpwatch.commands.options import (
     drafter_option,
     k_option,
     method_option,
+    one_line,
     record_option,
     startup_timeout_option,
     vllm_option,
@@ -171,7 +172,7 @@ def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
     """The server's command line and extra environment (the API key goes there, never on argv)."""
     shared = ("drafter", "k", "method", "no_spec", "host", "port", "served_model_name", "extra")
     common = {name: getattr(opts, name) for name in shared}
-    try:
+    with one_line(VllmArgsError, kind=click.ClickException):
         if opts.engine != "llama.cpp":
             argv = build_vllm_argv(
                 opts.model, speculative_config=opts.speculative_config, vllm=opts.vllm_cmd, **common
@@ -184,8 +185,6 @@ def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
             )
         argv = build_llamacpp_argv(opts.model, server=opts.llama_server, **common)
         return argv, {**llamacpp_env(opts.llama_server), **llamacpp_key_env(opts.api_key)}
-    except VllmArgsError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
 def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str]) -> None:

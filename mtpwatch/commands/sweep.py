@@ -26,6 +26,7 @@ from mtpwatch.commands.options import (
     gpu_free_option,
     gpu_memory_option,
     method_option,
+    one_line,
     stacked,
     vllm_option,
 )
@@ -97,19 +98,13 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     check_writable(opts.json_path, "--json-file")
     config = bench_config(opts, opts.prompts_spec, "restart")
-    try:
+    with one_line(BenchConfigError):
         config.validate(paired=True)
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    try:
+    with one_line(ValueError, option="--metadata"):
         metadata = provenance.parse_metadata(opts.metadata)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--metadata") from None
-    try:
+    with one_line(ValueError, option="--sweep-k"):
         ks, idle = parse_sweep_ks(opts.sweep_k)
         ks = checked_ks(ks)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--sweep-k") from None
     step_times = _step_times(opts.step_times, config.concurrency)
     plan = _plan(opts, ks, idle)
     if opts.show_plan:  # print the plan (as JSON with --json; and write it to --json-file), start nothing
@@ -154,7 +149,7 @@ def sweep_from_bench(opts: BenchOptions) -> None:
 
 def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
     """The sweep's servers and memory plan; one line when vLLM's flags or the memory refuse it."""
-    try:
+    with one_line(VllmArgsError, PlanError):
         plan = plan_k_sweep(
             opts,
             ks,
@@ -162,8 +157,6 @@ def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
             gpu=gpu_for_plan(opts.gpu, opts.gpu_memory, opts.gpu_free),
             version=read_vllm_version(opts.vllm_cmd),
         )
-    except (VllmArgsError, PlanError) as exc:
-        raise click.UsageError(str(exc)) from None
     refusal = idle_refusal(plan.version.text) if idle else None
     if refusal is not None:
         raise click.UsageError(refusal)
@@ -174,9 +167,7 @@ def _step_times(path: Path | None, concurrency: Sequence[int]) -> ForwardTable |
     """`--step-times`, read and checked before any server starts (a batch with a k=0 case)."""
     if path is None:
         return None
-    try:
+    with one_line(ForwardError, option="--step-times"):
         table = load_forward(path)
         steps_at(table, concurrency)
-    except ForwardError as exc:
-        raise click.BadParameter(str(exc), param_hint="--step-times") from None
     return table
