@@ -1,11 +1,9 @@
 """`mtpwatch bench`: the headless paired A/B benchmark (and a one-server benchmark).
 
-``mtpwatch bench --ab URL_A URL_B``: A is the baseline (MTP off), B the treatment (MTP on); the
-speed-up is B / A per pair. Prints a table on stdout, a progress line on stderr (TTY only), and
-optionally writes `--json-file` / `--csv` (`--json` prints the report as JSON instead of the table).
-Exits 1 when a sanity gate fails (failed requests, a
-per-position list whose length is not k, inconsistent counters, or diverging outputs with
-`--require-identical`), so scripts and CI can trust a zero exit.
+Prints a table on stdout (`--json`: the report instead), progress on stderr, and optionally writes
+`--json-file` / `--csv`. Exits 1 when a sanity gate fails (failed requests, a per-position list
+whose length is not k, inconsistent counters, or diverging outputs with `--require-identical`), so
+scripts and CI can trust a zero exit.
 """
 
 from __future__ import annotations

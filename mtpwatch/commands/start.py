@@ -2,10 +2,8 @@
 
 `--engine llama.cpp` launches llama.cpp's `llama-server` on a GGUF instead, with `--metrics` and the
 same short speculation flags (`core.launch.llamacpp_cmd`), through the same process ownership.
-
-With ``--headless`` it runs without the terminal UI (`commands.start_headless`: phases, /health,
-a status line every few seconds, the process group stopped on Ctrl-C, SIGTERM or SIGHUP unless
-``--keep``). Without it, the app starts the server itself (`LaunchSpec`).
+The app starts the server itself (`LaunchSpec`); ``--headless`` runs it without the terminal UI
+(`commands.start_headless`).
 """
 
 from __future__ import annotations
