@@ -22,6 +22,7 @@ from mtpwatch.commands.options import (
     measure_options,
     method_option,
     model_option,
+    one_line,
     prompts_option,
     record_option,
     schedule_option,
@@ -189,7 +190,8 @@ def _twins(
 ) -> tuple[list[ServerSpec], bool] | None:
     """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
     (the memory plan's restart schedule); None after printing the plan (--plan)."""
-    try:
+    # a refusal (no GPU memory) is not a usage mistake
+    with one_line(VllmArgsError, PlanError), one_line(NoGpuMemoryError, kind=click.ClickException):
         plan = plan_twins(
             model,
             ports=(free_port(), free_port()),
@@ -206,10 +208,6 @@ def _twins(
             version=read_vllm_version(opts.vllm_cmd),
             drafter_gib=opts.drafter_gib,
         )
-    except NoGpuMemoryError as exc:
-        raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
-    except (VllmArgsError, PlanError) as exc:
-        raise click.UsageError(str(exc)) from None
     if opts.show_plan:
         print_plan(plan, opts.plan_json)
         return None

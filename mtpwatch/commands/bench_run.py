@@ -103,7 +103,8 @@ def arms_and_runner(
     config: BenchConfig, log: runlog.RunLog | None, t: benchrun.Resumed, common: dict[str, Any]
 ) -> tuple[list[HttpArm], BenchRunner]:
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
-    try:
+    # a bad URL (ValueError): one line, like every other command
+    with one_line(ValueError, kind=click.ClickException), one_line(BenchConfigError):
         arms = benchrun.bench_arms(
             url=t.url,
             ab=t.ab,
@@ -116,10 +117,6 @@ def arms_and_runner(
         runner = BenchRunner(
             config, arms[0], arms[1] if len(arms) > 1 else None, done=log.finished if log else ()
         )
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except ValueError as exc:  # a bad URL: one line, like every other command
-        raise click.ClickException(str(exc)) from None
     return arms, runner
 
 
