@@ -153,8 +153,7 @@ def stacked(func: F, *options: Callable[[F], F]) -> F:
 
 
 def display_options(func: F) -> F:
-    """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
-    --model-config, --drafter-config, --theme."""
+    """Add the display options: the flags `display_settings` turns into `DisplaySettings`."""
     return stacked(
         func,
         chat_option(),

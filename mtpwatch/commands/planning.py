@@ -1,9 +1,7 @@
 """Options and output shared by the commands that launch several vLLM servers (`ab --start`, `bench --start`).
 
-`PassthroughCommand` keeps everything after ``--`` for vLLM (``ctx.meta["extra"]``) before click
-parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument.
-`plan_options` adds ``--plan``, ``--json``, ``--gpu-memory``, ``--gpu-free``, ``--drafter-gib``; `print_plan`
-prints a `LaunchPlan` (secrets masked) as text or JSON.
+`PassthroughCommand` keeps everything after ``--`` for vLLM before click parses the rest, so
+``-- --max-model-len 8192`` never lands in a positional argument.
 """
 
 from __future__ import annotations
@@ -85,7 +83,7 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
 
 
 def print_plan(plan: Any, as_json: bool) -> None:
-    """Print a `LaunchPlan` as text or JSON."""
+    """Print a `LaunchPlan` (secrets masked) as text or JSON."""
     if as_json:
         from mtpwatch.core.provenance import with_meta
 

@@ -49,12 +49,7 @@ from mtpwatch.render.sweep_table import format_sweep
 
 
 def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --drafter-gib,
-    --plan, --verify-schedule.
-
-    (--gpu, --concurrency, --label and --metadata are the bench's own options, which the sweep
-    shares.)
-    """
+    """The k sweep's options; it shares the bench's own --gpu, --concurrency, --label and --metadata."""
     from mtpwatch.core.launch.vllm_cmd import METHODS
 
     return stacked(
