@@ -94,7 +94,7 @@ def command(
     """
     from mtpwatch.commands import fleet
 
-    settings = display_settings(**display)  # type: ignore[arg-type]
+    settings = display_settings(**display)
     if record is not None and (prometheus is not None or url_file is not None or len(urls) > 1 or as_json):
         raise click.UsageError("--record goes with one server's monitor, not the fleet view or --json")
     if model is not None and (prometheus is not None or url_file is not None or len(urls) > 1):

@@ -219,53 +219,36 @@ def display_options(func: F) -> F:
     )
 
 
-def display_settings(
-    *,
-    chat: bool,
-    max_tokens: int,
-    temperature: float,
-    interval: float,
-    gpu: str | None,
-    idle_interval: float = field_default(DisplaySettings, "idle_interval_s"),
-    fps: int = field_default(DisplaySettings, "max_fps"),
-    peak_gbps: float | None,
-    model_config: str | None,
-    drafter_config: str | None = None,
-    theme: str | None = None,
-    spec_method: str | None = None,
-) -> DisplaySettings:
-    """Check the display options (raising click.UsageError with one line) and build the settings."""
-    if gpu is not None:
+DISPLAY_FIELDS = {"interval": "scrape_interval_s", "idle_interval": "idle_interval_s", "fps": "max_fps"}
+"""The `DisplaySettings` field of each display option whose parameter is named otherwise."""
+
+
+def display_settings(**options: Any) -> DisplaySettings:
+    """Check the display options (raising click.UsageError with one line) and build the settings;
+    an option left out keeps the field's default."""
+    given = DisplaySettings(**{DISPLAY_FIELDS.get(name, name): value for name, value in options.items()})
+    if given.gpu is not None:
         # lazy: `mtpwatch --help` imports only click and mtpwatch.config
         from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
         try:
-            lookup_gpu(gpu)
+            lookup_gpu(given.gpu)
         except UnknownGpuError as exc:
             raise click.UsageError(f"--gpu: {exc}") from None
-    if theme is not None:
+    if given.theme is not None:
         from textual.theme import BUILTIN_THEMES  # lazy: only when a theme is asked for
 
-        if theme not in BUILTIN_THEMES:
+        if given.theme not in BUILTIN_THEMES:
             raise click.UsageError(
-                f"--theme: unknown theme {theme!r}; themes: {', '.join(sorted(BUILTIN_THEMES))}"
+                f"--theme: unknown theme {given.theme!r}; themes: {', '.join(sorted(BUILTIN_THEMES))}"
             )
-    for flag, path in (("--model-config", model_config), ("--drafter-config", drafter_config)):
+    for flag, path in (("--model-config", given.model_config), ("--drafter-config", given.drafter_config)):
         if path is not None and not os.path.isfile(path):
             raise click.UsageError(f"{flag}: no such file: {path}")
-    return DisplaySettings(
-        scrape_interval_s=interval,
-        idle_interval_s=max(interval, idle_interval),
-        max_fps=fps,
-        chat=chat,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        gpu=gpu,
-        peak_gbps=peak_gbps,
-        model_config=model_config,
-        drafter_config=drafter_config,
-        theme=theme,
-        spec_method=spec_method.strip().lower() if spec_method else None,
+    return dataclasses.replace(
+        given,
+        idle_interval_s=max(given.scrape_interval_s, given.idle_interval_s),
+        spec_method=given.spec_method.strip().lower() if given.spec_method else None,
     )
 
 
