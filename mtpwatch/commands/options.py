@@ -231,10 +231,8 @@ def display_settings(**options: Any) -> DisplaySettings:
         # lazy: `mtpwatch --help` imports only click and mtpwatch.config
         from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
-        try:
+        with one_line(UnknownGpuError, prefix="--gpu: "):
             lookup_gpu(given.gpu)
-        except UnknownGpuError as exc:
-            raise click.UsageError(f"--gpu: {exc}") from None
     if given.theme is not None:
         from textual.theme import BUILTIN_THEMES  # lazy: only when a theme is asked for
 
@@ -254,16 +252,19 @@ def display_settings(**options: Any) -> DisplaySettings:
 
 @contextlib.contextmanager
 def one_line(
-    *errors: type[Exception], kind: type[click.ClickException] = click.UsageError, option: str | None = None
+    *errors: type[Exception],
+    kind: type[click.ClickException] = click.UsageError,
+    option: str | None = None,
+    prefix: str = "",
 ) -> Iterator[None]:
     """`errors` raised inside become click's one-line error: `kind` (a usage mistake unless said
-    otherwise), or a BadParameter naming `option`."""
+    otherwise) with `prefix` before the message, or a BadParameter naming `option`."""
     try:
         yield
     except errors as exc:
         if option is not None:
             raise click.BadParameter(str(exc), param_hint=option) from None
-        raise kind(str(exc)) from None
+        raise kind(prefix + str(exc)) from None
 
 
 def checked_url(url: str, param: str = "URL") -> str:
@@ -271,10 +272,8 @@ def checked_url(url: str, param: str = "URL") -> str:
     # lazy: `mtpwatch --help` imports only click and mtpwatch.config
     from mtpwatch.core.http.urls import normalize_url
 
-    try:
+    with one_line(ValueError, prefix=f"{param}: "):
         return normalize_url(url)
-    except ValueError as exc:
-        raise click.UsageError(f"{param}: {exc}") from None
 
 
 def free_port(host: str = "127.0.0.1") -> int:

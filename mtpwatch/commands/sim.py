@@ -242,12 +242,10 @@ def _from_serve_args(vllm_args: tuple[str, ...], options: SimOptions) -> SimOpti
         from mtpwatch.sim.engine import check_schedule
 
         schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
-        try:
+        with one_line(ValueError, prefix="--speculative-config: "):
             if schedule is None:
                 raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
             check_schedule(schedule, k or 1)
-        except ValueError as exc:
-            raise click.UsageError(f"--speculative-config: {exc}") from None
     if serve.ignored:
         click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
     return replace(
