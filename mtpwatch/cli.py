@@ -25,10 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
     "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (MTP on vs off), one prompt console."),
     "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check."),
-    "plot": (
-        "mtpwatch.commands.plot",
-        "Plot saved bench reports in the terminal (speed-up vs length, k).",
-    ),
+    "plot": ("mtpwatch.commands.plot", "Plot saved bench reports in the terminal (speed-up vs length, k)."),
     "compare": ("mtpwatch.commands.compare", "Compare several bench reports side by side, prompts matched."),
     "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
     "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
@@ -97,7 +94,11 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 @click.group(
     cls=LazyGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "MTPWATCH"},
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "auto_envvar_prefix": "MTPWATCH",
+        "show_default": True,
+    },
 )
 @click.option(
     "--version",

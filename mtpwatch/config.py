@@ -91,7 +91,6 @@ class MeasureSettings:
     runs: int = 12
     """Runs per prompt and arm, warm-up included (the public Spark benchmark: 12, first dropped)."""
     warmup: int = 1
-    """Runs per prompt dropped as warm-up."""
     restart: bool = False
     """One server at a time, started and stopped in A, B, A sessions by the bench engine."""
     prompts: tuple[Prompt, ...] = ()
@@ -134,7 +133,6 @@ class AppConfig:
     record: str | None = None
     """Write what the app sees to this file (`--record`); None = no recording."""
     schedule: Schedule = "alternate"
-    """How the A/B view runs a prompt on the two servers ('alternate', 'race', 'restart')."""
     prefill: str = ""
     """Text put in the prompt box at start (the demo suggests a prompt)."""
     measure: MeasureSettings | None = None

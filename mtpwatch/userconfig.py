@@ -1,22 +1,9 @@
 """Defaults for the flags people repeat: a TOML config file and `MTPWATCH_*` environment variables.
 
 The file is ``$MTPWATCH_CONFIG``, else ``$XDG_CONFIG_HOME/mtpwatch/config.toml``, else
-``~/.config/mtpwatch/config.toml``. Top-level keys apply to every command that has the option;
-a table named after a command applies to that command only::
-
-    url = "http://127.0.0.1:8000"   # attach, bench, snapshot (the URL argument's default)
-    api_key = "..."                 # every command with --api-key
-    interval = 0.5                  # --interval of attach, ab, start, demo
-    fps = 8                         # --fps of attach, ab
-    ca_bundle = "/etc/ssl/my-ca.pem"
-
-    [bench]
-    runs = 24
-    prompts = "all"
-
-    [ab]
-    url_a = "http://127.0.0.1:8001"
-    url_b = "http://127.0.0.1:8002"
+``~/.config/mtpwatch/config.toml``. Top-level keys (`GLOBAL_KEYS`: `url` is the URL argument's
+default) apply to every command that has the option; a table named after a command (``[bench]``)
+applies to that command only; the README shows a file.
 
 `MTPWATCH_URL`, `MTPWATCH_API_KEY`, `MTPWATCH_INTERVAL`, `MTPWATCH_FPS`, `MTPWATCH_THEME`,
 `MTPWATCH_CA_BUNDLE` and `MTPWATCH_INSECURE` override the file's top-level keys. Precedence,

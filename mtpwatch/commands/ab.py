@@ -12,7 +12,6 @@ from mtpwatch.commands.connection import tls_options
 from mtpwatch.commands.options import (
     api_key_option,
     check_runs,
-    checked_record,
     checked_url,
     display_options,
     display_settings,
@@ -23,6 +22,7 @@ from mtpwatch.commands.options import (
     measure_options,
     method_option,
     model_option,
+    one_line,
     prompts_option,
     record_option,
     schedule_option,
@@ -88,7 +88,6 @@ class AbOptions:
 @click.option(
     "--start",
     "start_model",
-    default=None,
     metavar="MODEL",
     help="Start both twins yourself: MODEL without speculation (A) and with it (B). Flags after -- go "
     "to both vLLM servers.",
@@ -104,11 +103,10 @@ class AbOptions:
 @click.option(
     "-a",
     "--a-args",
-    default=None,
     metavar="FLAGS",
     help="With --start: vLLM flags for A only, quoted: -a '--max-num-seqs 4'.",
 )
-@click.option("-b", "--b-args", default=None, metavar="FLAGS", help="With --start: vLLM flags for B only.")
+@click.option("-b", "--b-args", metavar="FLAGS", help="With --start: vLLM flags for B only.")
 @plan_options
 @click.option("--keep", is_flag=True, help="With --start: leave the servers running on exit.")
 @schedule_option(
@@ -178,7 +176,7 @@ def command(**params: Any) -> None:
         display=settings,
         mode="ab",
         title=title,
-        record=checked_record(opts.record),
+        record=opts.record,
         schedule="restart" if restart else opts.schedule,
         measure=measure,
     )
@@ -192,7 +190,8 @@ def _twins(
 ) -> tuple[list[ServerSpec], bool] | None:
     """The twins mtpwatch starts (A without speculation, B with it) and whether they must take turns
     (the memory plan's restart schedule); None after printing the plan (--plan)."""
-    try:
+    # a refusal (no GPU memory) is not a usage mistake
+    with one_line(VllmArgsError, PlanError), one_line(NoGpuMemoryError, kind=click.ClickException):
         plan = plan_twins(
             model,
             ports=(free_port(), free_port()),
@@ -209,10 +208,6 @@ def _twins(
             version=read_vllm_version(opts.vllm_cmd),
             drafter_gib=opts.drafter_gib,
         )
-    except NoGpuMemoryError as exc:
-        raise click.ClickException(str(exc)) from None  # a refusal, not a usage mistake
-    except (VllmArgsError, PlanError) as exc:
-        raise click.UsageError(str(exc)) from None
     if opts.show_plan:
         print_plan(plan, opts.plan_json)
         return None

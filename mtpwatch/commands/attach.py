@@ -9,7 +9,6 @@ import click
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import (
     api_key_option,
-    checked_record,
     checked_url,
     display_options,
     display_settings,
@@ -51,13 +50,13 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
     "--file",
     "url_file",
     type=click.Path(dir_okay=False),
-    default=None,
     help="A file of server URLs, one per line (# comments): the fleet view.",
 )
-@click.option("--prometheus", default=None, metavar="URL", help="Read the fleet from this Prometheus server.")
+@click.option("--prometheus", metavar="URL", help="Read the fleet from this Prometheus server.")
 @click.option(
     "--selector",
     default="",
+    show_default=False,
     metavar="'{job=\"vllm\"}'",
     help="With --prometheus: extra PromQL label matchers for every query.",
 )
@@ -65,7 +64,6 @@ def _refuse_non_vllm(url: str, api_key: str | None, model: str | None) -> None:
     "--window",
     type=click.FloatRange(1.0, 3600.0),
     default=10.0,
-    show_default=True,
     help="Fleet view: seconds of the rates shown (F3 switches 10 s / 60 s).",
 )
 @click.option(
@@ -96,7 +94,7 @@ def command(
     """
     from mtpwatch.commands import fleet
 
-    settings = display_settings(**display)  # type: ignore[arg-type]
+    settings = display_settings(**display)
     if record is not None and (prometheus is not None or url_file is not None or len(urls) > 1 or as_json):
         raise click.UsageError("--record goes with one server's monitor, not the fleet view or --json")
     if model is not None and (prometheus is not None or url_file is not None or len(urls) > 1):
@@ -121,7 +119,7 @@ def command(
             config = AppConfig(
                 servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
                 display=settings,
-                record=checked_record(record),
+                record=record,
             )
             from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 

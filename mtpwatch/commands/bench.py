@@ -1,11 +1,9 @@
 """`mtpwatch bench`: the headless paired A/B benchmark (and a one-server benchmark).
 
-``mtpwatch bench --ab URL_A URL_B``: A is the baseline (MTP off), B the treatment (MTP on); the
-speed-up is B / A per pair. Prints a table on stdout, a progress line on stderr (TTY only), and
-optionally writes `--json-file` / `--csv` (`--json` prints the report as JSON instead of the table).
-Exits 1 when a sanity gate fails (failed requests, a
-per-position list whose length is not k, inconsistent counters, or diverging outputs with
-`--require-identical`), so scripts and CI can trust a zero exit.
+Prints a table on stdout (`--json`: the report instead), progress on stderr, and optionally writes
+`--json-file` / `--csv`. Exits 1 when a sanity gate fails (failed requests, a per-position list
+whose length is not k, inconsistent counters, or diverging outputs with `--require-identical`), so
+scripts and CI can trust a zero exit.
 """
 
 from __future__ import annotations
@@ -44,19 +42,13 @@ from mtpwatch.core.ab.options import BenchOptions
 @click.command(
     "bench",
     cls=PassthroughCommand,
-    context_settings={"help_option_names": ["-h", "--help"]},
     epilog="A = baseline (MTP off), B = treatment (MTP on); speed-ups are B/A. "
     "Examples: mtpwatch bench --ab http://127.0.0.1:8001 http://127.0.0.1:8002 --prompts long "
     "--json-file ab.json",
 )
 @click.argument("url", required=False)
 @click.option(
-    "--ab",
-    "ab",
-    nargs=2,
-    metavar="URL_A URL_B",
-    default=None,
-    help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on).",
+    "--ab", nargs=2, metavar="URL_A URL_B", help="Paired A/B: A = baseline (MTP off), B = treatment (MTP on)."
 )
 @prompts_option(
     f"Built-in set ({', '.join(workloads.BUILTIN_SETS)}) or a JSONL file (prompt/category/max_tokens, "
@@ -65,15 +57,9 @@ from mtpwatch.core.ab.options import BenchOptions
 @limit_option("Use only the first N prompts of each category.")
 @runs_option("Runs per prompt and arm, warm-up included.")
 @warmup_option("Runs per prompt dropped as warm-up.")
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(1, 1_000_000),
-    default=None,
-    help="Override every prompt's max_tokens.",
-)
+@click.option("--max-tokens", type=click.IntRange(1, 1_000_000), help="Override every prompt's max_tokens.")
 @click.option(
     "--lengths",
-    default=None,
     metavar="8,32,...",
     help="Break-even sweep: force these output lengths (ignore_eos + min_tokens).",
 )
@@ -82,17 +68,12 @@ from mtpwatch.core.ab.options import BenchOptions
     "restart = one server at a time (needs --launch-a/--launch-b).",
     type=click.Choice(("alternate", "race", "restart")),
 )
-@click.option(
-    "--launch-a", default=None, metavar="CMD", help="restart schedule: command line that starts server A."
-)
-@click.option(
-    "--launch-b", default=None, metavar="CMD", help="restart schedule: command line that starts server B."
-)
+@click.option("--launch-a", metavar="CMD", help="restart schedule: command line that starts server A.")
+@click.option("--launch-b", metavar="CMD", help="restart schedule: command line that starts server B.")
 @startup_timeout_option("restart schedule: seconds to wait for /health after each start.")
 @click.option(
     "--concurrency",
     default="1",
-    show_default=True,
     metavar="1,2,4",
     help="Concurrency sweep: requests in flight per arm (above 1 the speed is aggregate output tok/s).",
 )
@@ -105,11 +86,7 @@ from mtpwatch.core.ab.options import BenchOptions
 )
 @json_options("the full report")
 @click.option(
-    "--csv",
-    "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write one row per run as CSV.",
+    "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Write one row per run as CSV."
 )
 @click.option(
     "--progress/--no-progress",
@@ -123,7 +100,6 @@ from mtpwatch.core.ab.options import BenchOptions
     "--progress-interval",
     type=click.FloatRange(min=1.0),
     default=30.0,
-    show_default=True,
     help="Seconds between progress lines when stderr is not a terminal.",
 )
 @label_option("A name for this bench, kept in the report (plot/compare show it).")
@@ -138,14 +114,12 @@ from mtpwatch.core.ab.options import BenchOptions
     "--jsonl",
     "jsonl_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Write each run as a JSON line the moment it finishes (a killed bench keeps them; see --resume).",
 )
 @click.option(
     "--resume",
     "resume_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Finish the bench that wrote this --jsonl log: same prompts, settings and servers, only the "
     "runs it lacks; new runs are appended to it.",
 )

@@ -14,7 +14,7 @@ import click
 
 from mtpwatch.commands.bench_progress import Progress, progress_mode, upcoming_runs
 from mtpwatch.commands.connection import DEFAULT_URL
-from mtpwatch.commands.options import check_writable, int_list
+from mtpwatch.commands.options import check_writable, int_list, one_line
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import run as benchrun
 from mtpwatch.core.ab import runlog, workloads
@@ -32,10 +32,8 @@ from mtpwatch.render.charts import plots
 
 def bench(opts: BenchOptions) -> None:
     """One bench (or the rest of a --resume'd one): check, run, print and write, exit with its status."""
-    try:
+    with one_line(ValueError, option="--metadata"):
         extra_meta = provenance.parse_metadata(opts.metadata)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--metadata") from None
     log = resume_log(opts)
     t = target(opts, log)  # the flags, or what --resume's log says
     jsonl_path = opts.resume_path if log is not None else opts.jsonl_path
@@ -43,7 +41,11 @@ def bench(opts: BenchOptions) -> None:
     check_writable(opts.csv_path, "--csv")
     if log is None:
         check_writable(jsonl_path, "--jsonl")
-    config = bench_config(opts, t) if log is None else log.config
+    config = (
+        bench_config(opts, t.prompts_spec, t.schedule, int_list(opts.lengths, "--lengths"))
+        if log is None
+        else log.config
+    )
     arms, runner = arms_and_runner(config, log, t, {**opts.arm_options(), "model": t.model, "chat": t.chat})
     workload = workload_name(t.prompts_spec)
     reporter = Progress(  # in place on a terminal (or --progress), else lines; none with --no-progress
@@ -101,7 +103,8 @@ def arms_and_runner(
     config: BenchConfig, log: runlog.RunLog | None, t: benchrun.Resumed, common: dict[str, Any]
 ) -> tuple[list[HttpArm], BenchRunner]:
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
-    try:
+    # a bad URL (ValueError): one line, like every other command
+    with one_line(ValueError, kind=click.ClickException), one_line(BenchConfigError):
         arms = benchrun.bench_arms(
             url=t.url,
             ab=t.ab,
@@ -114,10 +117,6 @@ def arms_and_runner(
         runner = BenchRunner(
             config, arms[0], arms[1] if len(arms) > 1 else None, done=log.finished if log else ()
         )
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    except ValueError as exc:  # a bad URL: one line, like every other command
-        raise click.ClickException(str(exc)) from None
     return arms, runner
 
 
@@ -132,35 +131,30 @@ def resume_log(opts: BenchOptions) -> runlog.RunLog | None:
         )
     if opts.jsonl_path is not None:
         raise click.UsageError("--resume appends to its own log; drop --jsonl")
-    try:
+    with one_line(runlog.RunLogError, kind=click.ClickException):
         return runlog.load(opts.resume_path)
-    except runlog.RunLogError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
-def bench_config(opts: BenchOptions, t: benchrun.Resumed) -> BenchConfig:
-    """The bench's settings from the flags (a --resume'd bench takes its log's)."""
-    try:
-        prompts = workloads.resolve(t.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
+def bench_config(
+    opts: BenchOptions, prompts_spec: str, schedule: str, lengths: tuple[int, ...] = ()
+) -> BenchConfig:
+    """The bench's settings from the flags (a --resume'd bench takes its log's; the k sweep's
+    schedule is restart)."""
+    with one_line(workloads.WorkloadError, option="--prompts"):
+        prompts = workloads.resolve(prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
     return BenchConfig(
         prompts=prompts,
         runs=opts.runs,
         warmup=opts.warmup,
-        schedule=t.schedule,  # type: ignore[arg-type]
-        lengths=int_list(opts.lengths, "--lengths"),
+        schedule=schedule,  # type: ignore[arg-type]
+        lengths=lengths,
         concurrency=int_list(opts.concurrency, "--concurrency") or (1,),
         temperature=opts.temperature,
     )
 
 
 def run(
-    runner: BenchRunner,
-    arms: list[HttpArm],
-    session: benchrun.BenchRun,
-    reporter: Progress,
-    check: bool,
+    runner: BenchRunner, arms: list[HttpArm], session: benchrun.BenchRun, reporter: Progress, check: bool
 ) -> tuple[BenchReport, int]:
     """The report and the exit status: a stopped or failed bench reports the runs that finished."""
 
@@ -221,18 +215,17 @@ def print_outputs(
             err=True,
         )
 
-    require_identical = opts.require_identical
+    require_identical, meta = opts.require_identical, session.final_meta()
     problems = reportio.write_outputs(
-        report, opts.json_path, opts.csv_path, require_identical, session.final_meta(), echo=session.echo
+        report, opts.json_path, opts.csv_path, require_identical, meta, echo=session.echo
     )
     try:
-        arm_infos = (session.final_meta() or {}).get("arms")
         if opts.json_out:  # --json: the report's document on stdout instead of the table
-            click.echo(dumps(reportio.report_document(report, session.final_meta()), indent=2))
+            click.echo(dumps(reportio.report_document(report, meta), indent=2))
         else:
-            click.echo(format_report(report, workload, require_identical, arm_infos))
+            click.echo(format_report(report, workload, require_identical, (meta or {}).get("arms")))
         if opts.plot:
-            document = reportio.report_document(report, session.final_meta())
+            document = reportio.report_document(report, meta)
             click.echo("\n" + plots.report_figures(document, label, color=sys.stdout.isatty()))
     except OSError:  # stdout gone (closed SSH session): the files above still hold the report
         status = status or 1

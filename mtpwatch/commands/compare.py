@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mtpwatch.commands.options import json_file, json_options
+from mtpwatch.commands.options import json_file, json_options, one_line
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.provenance import with_meta
 from mtpwatch.core.reports import compare as cmp
@@ -16,23 +16,19 @@ from mtpwatch.render.compare_table import format_comparison
 
 
 @click.command(
-    "compare",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog="The first report is the reference. Example: mtpwatch compare k2.json k4.json k8.json",
+    "compare", epilog="The first report is the reference. Example: mtpwatch compare k2.json k4.json k8.json"
 )
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @json_options("the comparison")
-@click.option("--plot", "plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
+@click.option("--plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
 def command(reports: tuple[Path, ...], json_out: bool, json_path: Path | None, plot: bool) -> None:
     """Compare bench reports: matched prompts, speed-up differences with CIs, provenance warnings."""
     json_path = json_file(json_path)
     if json_out and plot:
         raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
-    try:
+    with one_line(reportfile.ReportFileError, cmp.CompareError, kind=click.ClickException):
         loaded = reportfile.load_all(list(reports))
         comparison = cmp.compare(loaded)
-    except (reportfile.ReportFileError, cmp.CompareError) as exc:
-        raise click.ClickException(str(exc)) from None
     doc = with_meta(cmp.to_json(comparison), metadata={"reports": ", ".join(map(str, reports))})
     if json_out:
         click.echo(dumps(doc, indent=2, ensure_ascii=False))

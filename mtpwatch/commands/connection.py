@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.options import F, stacked
+from mtpwatch.commands.options import F, one_line, stacked
 from mtpwatch.core.http import tls
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -18,10 +18,8 @@ def _apply(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     ctx.meta[f"mtpwatch.tls.{param.name}"] = value
     insecure = bool(ctx.meta.get("mtpwatch.tls.insecure"))
     bundle = ctx.meta.get("mtpwatch.tls.ca_bundle")
-    try:
+    with one_line(tls.TlsConfigError):
         tls.configure(insecure=insecure, ca_bundle=bundle)
-    except tls.TlsConfigError as exc:
-        raise click.UsageError(str(exc)) from None
     return value
 
 
@@ -32,7 +30,6 @@ def tls_options(func: F) -> F:
         click.option(
             "--ca-bundle",
             type=click.Path(dir_okay=False),
-            default=None,
             callback=_apply,
             expose_value=False,
             envvar="MTPWATCH_CA_BUNDLE",
@@ -41,7 +38,6 @@ def tls_options(func: F) -> F:
         click.option(
             "--insecure",
             is_flag=True,
-            default=False,
             callback=_apply,
             expose_value=False,
             envvar="MTPWATCH_INSECURE",

@@ -15,6 +15,7 @@ import click
 import httpx
 
 from mtpwatch.commands.connection import DEFAULT_URL
+from mtpwatch.commands.options import one_line
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
@@ -73,17 +74,13 @@ def context_from_bench(opts: BenchOptions) -> None:
     """The bench's --context-lengths branch."""
     if opts.start_model is not None or opts.schedule == "restart":
         raise click.UsageError("--context-lengths measures running servers: give URL or --ab URL_A URL_B")
-    try:
+    with one_line(ContextError, workloads.WorkloadError, option="--context-lengths / --prompts"):
         lengths = parse_lengths(opts.context_lengths or "")
         prompts = workloads.resolve(opts.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
-    except (ContextError, workloads.WorkloadError) as exc:
-        raise click.BadParameter(str(exc), param_hint="--context-lengths / --prompts") from None
     urls = list(opts.ab) if opts.ab else [opts.url or DEFAULT_URL]
     server = _Server(urls[0], opts.api_key, opts.model)
-    try:
+    with one_line(ContextError):
         check_lengths(lengths, prompts, server.max_model_len())
-    except ContextError as exc:
-        raise click.UsageError(str(exc)) from None
     filler = filler_text(prompts)
     rows: list[dict[str, Any]] = []
     benches: dict[str, Any] = {}
@@ -114,7 +111,7 @@ def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:
         temperature=opts.temperature,
         concurrency=(1,),
     )
-    try:
+    with one_line(BenchConfigError):
         config.validate(paired=opts.ab is not None)
         arms = bench_arms(
             url=url,
@@ -125,8 +122,6 @@ def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:
             startup_timeout=opts.startup_timeout,
             common=opts.arm_options(),
         )
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
 
     async def go() -> Any:
         try:
@@ -183,7 +178,6 @@ def format_context(doc: dict[str, Any], *, paired: bool) -> str:
 
 context_option = click.option(
     "--context-lengths",
-    default=None,
     metavar="256,1024,...",
     help="Acceptance against context length: pad every prompt to these lengths in tokens (the server's "
     "/tokenize count, else ~4 characters a token, said), the set's own text repeated before it; checked "

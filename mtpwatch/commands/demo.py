@@ -8,14 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mtpwatch.commands.options import (
-    check_runs,
-    checked_record,
-    free_port,
-    measure_options,
-    record_option,
-    schedule_option,
-)
+from mtpwatch.commands.options import check_runs, free_port, measure_options, record_option, schedule_option
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, MeasureSettings, Schedule, ServerSpec
 
 if TYPE_CHECKING:
@@ -59,7 +52,7 @@ def demo_config(
 
 
 @click.command("demo")
-@click.option("--preset", default=None, help="Simulator preset (default: Gemma 4 E4B on GB10).")
+@click.option("--preset", help="Simulator preset (default: Gemma 4 E4B on GB10).")
 @click.option("--single", is_flag=True, help="One server (MTP on) instead of an A/B pair.")
 @schedule_option("A/B schedule.", type=click.Choice(("alternate", "race")))
 @click.option(
@@ -95,7 +88,6 @@ def command(
         raise click.UsageError("--restart needs the A/B pair (drop --single)")
     if restart and loop:
         raise click.UsageError("--loop sends prompts to both servers; drop --restart")
-    record = checked_record(record)
 
     try:
         config = demo_config(preset, single=single, record=record)

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.options import checked_url
+from mtpwatch.commands.options import checked_url, one_line
 from mtpwatch.core.jsonout import json_safe
 
 
@@ -48,10 +48,8 @@ def server_list(urls: tuple[str, ...], file: str | None) -> list[str]:
 def checked_selector(selector: str) -> str:
     from mtpwatch.core.sources.prometheus import check_selector
 
-    try:
+    with one_line(ValueError):
         check_selector(selector)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
     return selector
 
 
@@ -96,10 +94,8 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
     from mtpwatch.core.sources.prometheus import PrometheusError, PrometheusSource, promql_queries
 
     async def run() -> dict[str, Any]:
-        try:
+        with one_line(ValueError):
             source = PrometheusSource(url, selector=selector)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
         try:
             t = source.clock()
             read = await source.read(window_s, at=t)

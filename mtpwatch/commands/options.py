@@ -7,10 +7,11 @@ so `mtpwatch --help` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,13 +24,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def field_default(cls: type[Any], name: str) -> Any:
     """The default of the dataclass field `name` of `cls`: what the flag that fills it defaults to."""
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:
-                return f.default_factory()
-            break
+    field = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
     raise LookupError(f"{cls.__name__}.{name} has no default")
 
 
@@ -66,7 +65,6 @@ def json_options(what: str) -> Callable[[F], F]:
             "--json-file",
             "json_path",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
             metavar="PATH",
             help=f"Write {what} as JSON to PATH (the table is printed too).",
         )(func)
@@ -108,10 +106,7 @@ class SharedOption:
 
 
 temperature_option = SharedOption(
-    "--temperature",
-    type=click.FloatRange(0.0, 5.0),
-    default=field_default(DisplaySettings, "temperature"),
-    show_default=True,
+    "--temperature", type=click.FloatRange(0.0, 5.0), default=field_default(DisplaySettings, "temperature")
 )
 chat_option = SharedOption(
     "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
@@ -119,20 +114,13 @@ chat_option = SharedOption(
 # runs per prompt and arm, warm-up included; the default equals `BenchConfig.runs`
 # (tests/commands/test_options.py)
 runs_option = SharedOption(
-    "--runs",
-    type=click.IntRange(2, 10_000),
-    default=field_default(MeasureSettings, "runs"),
-    show_default=True,
+    "--runs", type=click.IntRange(2, 10_000), default=field_default(MeasureSettings, "runs")
 )
 warmup_option = SharedOption(
-    "--warmup",
-    type=click.IntRange(0, 10_000),
-    default=field_default(MeasureSettings, "warmup"),
-    show_default=True,
+    "--warmup", type=click.IntRange(0, 10_000), default=field_default(MeasureSettings, "warmup")
 )
 api_key_option = SharedOption(
     "--api-key",
-    default=None,
     envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
     help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
@@ -140,26 +128,21 @@ startup_timeout_option = SharedOption(
     "--startup-timeout",
     type=click.FloatRange(min=1),
     default=field_default(LaunchSpec, "startup_timeout_s"),
-    show_default=True,
     metavar="S",
 )
-prompts_option = SharedOption(
-    "--prompts", "prompts_spec", default="long", show_default=True, metavar="SET|FILE"
-)
-limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000), default=None)
-schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"), show_default=True)
-k_option = SharedOption(
-    "-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), default=None, metavar="N"
-)
-method_option = SharedOption("--method", default=None)
-drafter_option = SharedOption("--drafter", default=None, metavar="MODEL")
-vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", show_default=True, metavar="COMMAND")
+prompts_option = SharedOption("--prompts", "prompts_spec", default="long", metavar="SET|FILE")
+limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000))
+schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"))
+k_option = SharedOption("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), metavar="N")
+method_option = SharedOption("--method")
+drafter_option = SharedOption("--drafter", metavar="MODEL")
+vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", metavar="COMMAND")
 model_option = SharedOption("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
-gpu_option = SharedOption("--gpu", default=None, metavar="NAME")
-gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), default=None, metavar="GIB")
-gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), default=None, metavar="GIB")
-label_option = SharedOption("--label", default=None)
-metadata_option = SharedOption("--metadata", "metadata", multiple=True, metavar="KEY=VALUE")
+gpu_option = SharedOption("--gpu", metavar="NAME")
+gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), metavar="GIB")
+gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), metavar="GIB")
+label_option = SharedOption("--label")
+metadata_option = SharedOption("--metadata", multiple=True, metavar="KEY=VALUE")
 
 
 def stacked(func: F, *options: Callable[[F], F]) -> F:
@@ -170,8 +153,7 @@ def stacked(func: F, *options: Callable[[F], F]) -> F:
 
 
 def display_options(func: F) -> F:
-    """Add the display options: --chat, --max-tokens, --temperature, --interval, --fps, --gpu, --peak-gbps,
-    --model-config, --drafter-config, --theme."""
+    """Add the display options: the flags `display_settings` turns into `DisplaySettings`."""
     return stacked(
         func,
         chat_option(),
@@ -179,7 +161,6 @@ def display_options(func: F) -> F:
             "--max-tokens",
             type=click.IntRange(1, 1_000_000),
             default=field_default(DisplaySettings, "max_tokens"),
-            show_default=True,
             help="max_tokens of prompts typed in the console.",
         ),
         temperature_option("Sampling temperature (0 makes MTP on/off outputs comparable)."),
@@ -187,14 +168,12 @@ def display_options(func: F) -> F:
             "--interval",
             type=click.FloatRange(0.05, 60.0),
             default=field_default(DisplaySettings, "scrape_interval_s"),
-            show_default=True,
             help="Seconds between /metrics scrapes.",
         ),
         click.option(
             "--idle-interval",
             type=click.FloatRange(0.05, 60.0),
             default=field_default(DisplaySettings, "idle_interval_s"),
-            show_default=True,
             help="Seconds between /metrics scrapes while the server is idle (nothing running or "
             "waiting, no token counted since the last scrape); a prompt sent from the console "
             "scrapes at once. Never shorter than --interval.",
@@ -203,7 +182,6 @@ def display_options(func: F) -> F:
             "--fps",
             type=click.IntRange(1, 60),
             default=field_default(DisplaySettings, "max_fps"),
-            show_default=True,
             help="At most this many redraws a second while an answer streams; fewer cost less CPU and "
             "fewer bytes over SSH (8 still reads smoothly).",
         ),
@@ -214,31 +192,26 @@ def display_options(func: F) -> F:
         click.option(
             "--peak-gbps",
             type=click.FloatRange(1.0, 100_000.0),
-            default=None,
             help="Override the GPU's peak memory bandwidth (GB/s).",
         ),
         click.option(
             "--model-config",
             type=click.Path(dir_okay=False),
-            default=None,
             help="The served model's config.json, for the analytic bandwidth model.",
         ),
         click.option(
             "--drafter-config",
             type=click.Path(dir_okay=False),
-            default=None,
             help="The drafter's config.json (MTP assistant, EAGLE head), for the bandwidth model.",
         ),
         click.option(
             "--theme",
-            default=None,
             metavar="NAME",
             help="Colour theme: textual-dark, textual-light, nord, gruvbox, solarized-light, ... "
             "(Ctrl+P lists them).",
         ),
         click.option(
             "--spec-method",
-            default=None,
             metavar="NAME",
             help="The server's speculation method (mtp, ngram, eagle3, draft_model, …) when mtpwatch "
             "did not start it; unnamed methods show as 'speculative'.",
@@ -246,54 +219,52 @@ def display_options(func: F) -> F:
     )
 
 
-def display_settings(
-    *,
-    chat: bool,
-    max_tokens: int,
-    temperature: float,
-    interval: float,
-    gpu: str | None,
-    idle_interval: float = field_default(DisplaySettings, "idle_interval_s"),
-    fps: int = field_default(DisplaySettings, "max_fps"),
-    peak_gbps: float | None,
-    model_config: str | None,
-    drafter_config: str | None = None,
-    theme: str | None = None,
-    spec_method: str | None = None,
-) -> DisplaySettings:
-    """Check the display options (raising click.UsageError with one line) and build the settings."""
-    if gpu is not None:
+DISPLAY_FIELDS = {"interval": "scrape_interval_s", "idle_interval": "idle_interval_s", "fps": "max_fps"}
+"""The `DisplaySettings` field of each display option whose parameter is named otherwise."""
+
+
+def display_settings(**options: Any) -> DisplaySettings:
+    """Check the display options (raising click.UsageError with one line) and build the settings;
+    an option left out keeps the field's default."""
+    given = DisplaySettings(**{DISPLAY_FIELDS.get(name, name): value for name, value in options.items()})
+    if given.gpu is not None:
         # lazy: `mtpwatch --help` imports only click and mtpwatch.config
         from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 
-        try:
-            lookup_gpu(gpu)
-        except UnknownGpuError as exc:
-            raise click.UsageError(f"--gpu: {exc}") from None
-    if theme is not None:
+        with one_line(UnknownGpuError, prefix="--gpu: "):
+            lookup_gpu(given.gpu)
+    if given.theme is not None:
         from textual.theme import BUILTIN_THEMES  # lazy: only when a theme is asked for
 
-        if theme not in BUILTIN_THEMES:
+        if given.theme not in BUILTIN_THEMES:
             raise click.UsageError(
-                f"--theme: unknown theme {theme!r}; themes: {', '.join(sorted(BUILTIN_THEMES))}"
+                f"--theme: unknown theme {given.theme!r}; themes: {', '.join(sorted(BUILTIN_THEMES))}"
             )
-    for flag, path in (("--model-config", model_config), ("--drafter-config", drafter_config)):
+    for flag, path in (("--model-config", given.model_config), ("--drafter-config", given.drafter_config)):
         if path is not None and not os.path.isfile(path):
             raise click.UsageError(f"{flag}: no such file: {path}")
-    return DisplaySettings(
-        scrape_interval_s=interval,
-        idle_interval_s=max(interval, idle_interval),
-        max_fps=fps,
-        chat=chat,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        gpu=gpu,
-        peak_gbps=peak_gbps,
-        model_config=model_config,
-        drafter_config=drafter_config,
-        theme=theme,
-        spec_method=spec_method.strip().lower() if spec_method else None,
+    return dataclasses.replace(
+        given,
+        idle_interval_s=max(given.scrape_interval_s, given.idle_interval_s),
+        spec_method=given.spec_method.strip().lower() if given.spec_method else None,
     )
+
+
+@contextlib.contextmanager
+def one_line(
+    *errors: type[Exception],
+    kind: type[click.ClickException] = click.UsageError,
+    option: str | None = None,
+    prefix: str = "",
+) -> Iterator[None]:
+    """`errors` raised inside become click's one-line error: `kind` (a usage mistake unless said
+    otherwise) with `prefix` before the message, or a BadParameter naming `option`."""
+    try:
+        yield
+    except errors as exc:
+        if option is not None:
+            raise click.BadParameter(str(exc), param_hint=option) from None
+        raise kind(prefix + str(exc)) from None
 
 
 def checked_url(url: str, param: str = "URL") -> str:
@@ -301,10 +272,8 @@ def checked_url(url: str, param: str = "URL") -> str:
     # lazy: `mtpwatch --help` imports only click and mtpwatch.config
     from mtpwatch.core.http.urls import normalize_url
 
-    try:
+    with one_line(ValueError, prefix=f"{param}: "):
         return normalize_url(url)
-    except ValueError as exc:
-        raise click.UsageError(f"{param}: {exc}") from None
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -321,30 +290,28 @@ def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
-def record_option(func: F) -> F:
-    """Add --record FILE (everything the app sees, for `mtpwatch replay`)."""
-    return click.option(
-        "--record",
-        type=click.Path(dir_okay=False, writable=True),
-        default=None,
-        metavar="FILE",
-        help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
-        "`mtpwatch replay FILE` plays it back, no server needed).",
-    )(func)
-
-
-def checked_record(path: str | None) -> str | None:
-    """One clear line when the recording cannot be created (before the TUI starts)."""
+def _checked_record(ctx: click.Context, param: click.Parameter, path: str | None) -> str | None:
+    """One clear line when the recording cannot be created (before the TUI starts); a folder is
+    refused by the type (`dir_okay=False`)."""
     if path is None:
         return None
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise click.UsageError(f"--record: no such folder: {folder}")
-    if os.path.isdir(path):
-        raise click.UsageError(f"--record: {path} is a folder")
     if not os.access(folder, os.W_OK):
         raise click.UsageError(f"--record: cannot write in {folder}")
     return path
+
+
+record_option = click.option(
+    "--record",
+    type=click.Path(dir_okay=False, writable=True),
+    callback=_checked_record,
+    metavar="FILE",
+    help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
+    "`mtpwatch replay FILE` plays it back, no server needed).",
+)
+"""--record FILE: everything the app sees, for `mtpwatch replay`."""
 
 
 def measure_options(func: F) -> F:
@@ -357,7 +324,6 @@ def measure_options(func: F) -> F:
             "--save",
             "save_path",
             type=click.Path(dir_okay=False),
-            default=None,
             callback=_check_save_path,
             help="Save the last F6 measurement here (bench report JSON) on Ctrl+S and when the app exits.",
         ),

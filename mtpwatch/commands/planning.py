@@ -1,9 +1,7 @@
 """Options and output shared by the commands that launch several vLLM servers (`ab --start`, `bench --start`).
 
-`PassthroughCommand` keeps everything after ``--`` for vLLM (``ctx.meta["extra"]``) before click
-parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument.
-`plan_options` adds ``--plan``, ``--json``, ``--gpu-memory``, ``--gpu-free``, ``--drafter-gib``; `print_plan`
-prints a `LaunchPlan` (secrets masked) as text or JSON.
+`PassthroughCommand` keeps everything after ``--`` for vLLM before click parses the rest, so
+``-- --max-model-len 8192`` never lands in a positional argument.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any
 
 import click
 
-from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, stacked
+from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, one_line, stacked
 
 
 class PassthroughCommand(click.Command):
@@ -41,10 +39,8 @@ def split_args(value: str | None, option: str) -> tuple[str, ...]:
     """A shell-quoted string of vLLM flags (``-a '--max-num-seqs 4'``) as a list."""
     if not value:
         return ()
-    try:
+    with one_line(ValueError, option=option):
         return tuple(shlex.split(value))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
@@ -52,7 +48,6 @@ def drafter_gib_option(help_prefix: str = "") -> Callable[[F], F]:
     return click.option(
         "--drafter-gib",
         type=click.FloatRange(min=0.0, min_open=True),
-        default=None,
         metavar="GIB",
         help=help_prefix + "The drafter's weights in GiB, for the memory plan when its config.json or "
         "checkpoint is not found offline (a local folder or the Hugging Face cache).",
@@ -83,14 +78,12 @@ def gpu_for_plan(gpu: str | None, gpu_memory: float | None, gpu_free: float | No
     from mtpwatch.core.launch.gpumem import resolve_gpu_memory
     from mtpwatch.core.launch.memplan import PlanError
 
-    try:
+    with one_line(PlanError):
         return resolve_gpu_memory(gpu, total_gib=gpu_memory, free_gib=gpu_free)
-    except PlanError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def print_plan(plan: Any, as_json: bool) -> None:
-    """Print a `LaunchPlan` as text or JSON."""
+    """Print a `LaunchPlan` (secrets masked) as text or JSON."""
     if as_json:
         from mtpwatch.core.provenance import with_meta
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from mtpwatch.commands.options import one_line
 from mtpwatch.core.reports import reportfile
 from mtpwatch.render.charts import plots
 
@@ -27,20 +28,13 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
     return names
 
 
-@click.command(
-    "plot",
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=f"Figures: {FIGURE_HELP}. Example: mtpwatch plot sweep.json --only length",
-)
+@click.command("plot", epilog=f"Figures: {FIGURE_HELP}. Example: mtpwatch plot sweep.json --only length")
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--only", default=None, metavar="NAME,...", help=f"Draw only: {', '.join(plots.FIGURES)}.")
+@click.option("--only", metavar="NAME,...", help=f"Draw only: {', '.join(plots.FIGURES)}.")
 @click.option(
-    "--width",
-    type=click.IntRange(min=40),
-    default=None,
-    help="Columns (default: 80, or the terminal's if narrower).",
+    "--width", type=click.IntRange(min=40), help="Columns (default: 80, or the terminal's if narrower)."
 )
-@click.option("--height", type=click.IntRange(min=8), default=20, show_default=True, help="Rows per figure.")
+@click.option("--height", type=click.IntRange(min=8), default=20, help="Rows per figure.")
 @click.option(
     "--table", "tables", is_flag=True, help="Print tables instead of plots (the fallback without plotext)."
 )
@@ -49,7 +43,6 @@ def _figure_names(value: str | None) -> tuple[str, ...]:
     "--svg",
     "svg_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Also write the figures to an SVG file (for a README or a slide).",
 )
 def command(
@@ -63,10 +56,8 @@ def command(
 ) -> None:
     """Draw speed-up vs length, per category, per run, per position and vs k from bench reports."""
     names = _figure_names(only)
-    try:
+    with one_line(reportfile.ReportFileError, kind=click.ClickException):
         loaded = reportfile.load_all(list(reports))
-    except reportfile.ReportFileError as exc:
-        raise click.ClickException(str(exc)) from None
     if width is None:
         width = min(80, shutil.get_terminal_size((80, 24)).columns) if sys.stdout.isatty() else 80
     plt = None if tables else plots.load_plotext()

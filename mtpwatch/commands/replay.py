@@ -39,7 +39,6 @@ def _with_meta(file: str, summary: dict[str, Any]) -> dict[str, Any]:
     "--speed",
     type=click.Choice(["0.25", "0.5", "1", "2", "4", "8", "16"]),
     default="1",
-    show_default=True,
     help="Playback speed (+/- change it while playing).",
 )
 def command(file: str, as_json: bool, loop: bool, speed: str) -> None:

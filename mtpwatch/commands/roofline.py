@@ -28,7 +28,6 @@ POSITIVE = click.FloatRange(0.0, min_open=True)
 @click.command(name="roofline")
 @click.option(
     "--config",
-    "config",
     required=True,
     metavar="CONFIG.json|NAME",
     help="Target config.json, a model directory, a bundled preset (e.g. gemma-4-31B-it) or a HF id "
@@ -46,20 +45,14 @@ POSITIVE = click.FloatRange(0.0, min_open=True)
     "k",
     type=click.IntRange(0, 64),
     default=0,
-    show_default=True,
     help="Speculative tokens per step.",
 )
 @click.option("--acceptance", type=click.FloatRange(0.0, 1.0), help="Draft acceptance rate α (τ = 1 + α·k).")
 @click.option("--acceptance-length", type=float, help="Mean acceptance length τ instead of --acceptance.")
-@click.option(
-    "--context", type=click.IntRange(0), default=4096, show_default=True, help="Tokens in the KV cache."
-)
-@click.option(
-    "--batch", type=click.IntRange(1), default=1, show_default=True, help="Requests decoded together."
-)
+@click.option("--context", type=click.IntRange(0), default=4096, help="Tokens in the KV cache.")
+@click.option("--batch", type=click.IntRange(1), default=1, help="Requests decoded together.")
 @click.option(
     "--dtype",
-    "dtype",
     metavar="DTYPE",
     help="Weight dtype of linear layers: bf16, fp16, fp8, nvfp4, "
     "mxfp4, int4, int8 (default: from the config).",
@@ -142,28 +135,23 @@ def _peak(
 ) -> tuple[str, float, float | None, str]:
     """(GPU shown, peak GB/s, peak TFLOPS, where the peak comes from): --peak-gbps wins over the
     table, the table (--gpu, else this host's GPU) fills what is not given."""
-    gpu_name = gpu
-    peak_source = "given (--peak-gbps)"
-    tflops = peak_tflops
-    if gpu_name is None and peak_gbps is None:
-        gpu_name = local_gpu_reading().device_name  # NVML's name, when pynvml and a GPU are there
-        if gpu_name is None:
+    if gpu is None and peak_gbps is None:
+        gpu = local_gpu_reading().device_name  # NVML's name, when pynvml and a GPU are there
+        if gpu is None:
             _fail("no local GPU found: give --gpu NAME (e.g. GB10, 'H100 SXM') or --peak-gbps")
-    display = gpu_name or "custom GPU"
-    if gpu_name is not None:
-        try:
-            spec = lookup_gpu(gpu_name)
-        except UnknownGpuError as exc:
-            if peak_gbps is None:
-                _fail(str(exc))
-        else:
-            display = spec.key
-            tflops = tflops if tflops is not None else spec.peak_bf16_tflops
-            if peak_gbps is None:
-                peak_gbps = spec.peak_gbps
-                peak_source = f"table: {spec.source}"
-    assert peak_gbps is not None
-    return display, peak_gbps, tflops, peak_source
+    try:
+        spec = lookup_gpu(gpu) if gpu is not None else None
+    except UnknownGpuError as exc:
+        if peak_gbps is None:
+            _fail(str(exc))
+        spec = None
+    if spec is None:
+        assert peak_gbps is not None  # no GPU named (or none the table knows): --peak-gbps was given
+        return gpu or "custom GPU", peak_gbps, peak_tflops, "given (--peak-gbps)"
+    tflops = peak_tflops if peak_tflops is not None else spec.peak_bf16_tflops
+    if peak_gbps is None:
+        return spec.key, spec.peak_gbps, tflops, f"table: {spec.source}"
+    return spec.key, peak_gbps, tflops, "given (--peak-gbps)"
 
 
 def _json(

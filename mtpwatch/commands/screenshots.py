@@ -12,10 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from mtpwatch.commands.options import one_line
+from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings, MeasureSettings, ServerSpec
 
 if TYPE_CHECKING:  # Textual loads inside the command
     from mtpwatch.ui.screens.monitor import MonitorScreen
@@ -128,7 +132,6 @@ async def write_screenshots(
     `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
     """
     # lazy: the simulator and Textual load only when filming
-    from mtpwatch.config import DisplaySettings
     from mtpwatch.sim.harness import SimThread
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
 
@@ -154,10 +157,9 @@ async def write_screenshots(
 
 
 async def _film_ab(
-    out: Path, url_a: str, url_b: str, display: Any, title: str, recording: Path
+    out: Path, url_a: str, url_b: str, display: DisplaySettings, title: str, recording: Path
 ) -> list[Path]:
     """The A/B view after a prompt (recorded, for the replay view), after F6, and at 80×24."""
-    from mtpwatch.config import AppConfig, MeasureSettings, ServerSpec
     from mtpwatch.ui.app import make_app
 
     written: list[Path] = []
@@ -190,9 +192,8 @@ async def _film_ab(
     return written
 
 
-async def _film_single(out: Path, sim_b: Any, url_b: str, display: Any, title: str) -> list[Path]:
+async def _film_single(out: Path, sim_b: Any, url_b: str, display: DisplaySettings, title: str) -> list[Path]:
     """The single-server monitor, at 80×24, the help screen, then the server gone."""
-    from mtpwatch.config import AppConfig, ServerSpec
     from mtpwatch.ui.app import make_app
 
     written: list[Path] = []
@@ -225,7 +226,6 @@ async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
     from textual.widgets import Log
 
     from mtpwatch.commands.demo import demo_config
-    from mtpwatch.config import AppConfig
     from mtpwatch.ui.app import make_app
 
     # `mtpwatch demo --single`'s server, launched by the app as `mtpwatch start` launches vLLM
@@ -240,12 +240,9 @@ async def _film_start(path: Path, preset: str, startup_delay: float) -> Path:
     return written
 
 
-async def _film_fleet(path: Path, preset: str, speed: float, display: Any) -> Path:
+async def _film_fleet(path: Path, preset: str, speed: float, display: DisplaySettings) -> Path:
     """Six simulators with background traffic (the fifth with acceptance collapsed to 5 % of the
     preset's), plus a URL where nothing listens, in the fleet view once its window is full."""
-    from dataclasses import replace
-
-    from mtpwatch.config import AppConfig, FleetSettings
     from mtpwatch.sim.harness import SimThread
     from mtpwatch.ui.app import make_app
     from mtpwatch.ui.screens.fleet import FleetScreen
@@ -304,30 +301,21 @@ async def _film_replay(recording: Path, path: Path) -> Path:
 
 @click.command("screenshots")
 @click.argument("directory", default="screenshots", type=click.Path(file_okay=False))
-@click.option("--preset", default=None, help="Simulator preset (default: the demo's).")
+@click.option("--preset", help="Simulator preset (default: the demo's).")
 @click.option(
     "--speed",
     type=click.FloatRange(0.5, 50.0),
     default=1.0,
-    show_default=True,
     help="Simulator time factor; above 1 every rate on screen is that many times the real figure.",
 )
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(16, 4096),
-    default=160,
-    show_default=True,
-    help="Sample answer length.",
-)
+@click.option("--max-tokens", type=click.IntRange(16, 4096), default=160, help="Sample answer length.")
 def command(directory: str, preset: str | None, speed: float, max_tokens: int) -> None:
     """Film the simulator: SVG screenshots of the main views into DIRECTORY (default: screenshots/)."""
     from mtpwatch.sim.presets import UnknownPresetError, get_preset
 
     if preset is not None:
-        try:
+        with one_line(UnknownPresetError):
             get_preset(preset)
-        except UnknownPresetError as exc:
-            raise click.UsageError(str(exc)) from None
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)  # save paths need the folder; done before the event loop
     for path in asyncio.run(write_screenshots(out, preset=preset, speed=speed, max_tokens=max_tokens)):

@@ -6,16 +6,16 @@ import asyncio
 import signal
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from mtpwatch.commands.options import one_line
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 from mtpwatch.sim import METRICS_FILTER_MODES
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
 
 if TYPE_CHECKING:  # the server pulls aiohttp: imported only when a simulator runs
-    from mtpwatch.sim.faults import Faults
     from mtpwatch.sim.options import SimOptions
     from mtpwatch.sim.server import SimServer
 
@@ -32,11 +32,7 @@ def _print_version(ctx: click.Context) -> None:
 @click.command(name="sim", context_settings={"ignore_unknown_options": True})
 @click.argument("vllm_args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
-    "--preset",
-    default=DEFAULT_PRESET,
-    show_default=True,
-    type=click.Choice(list(PRESETS)),
-    help="Model + GPU to simulate.",
+    "--preset", default=DEFAULT_PRESET, type=click.Choice(list(PRESETS)), help="Model + GPU to simulate."
 )
 @click.option(
     "--version",
@@ -46,13 +42,9 @@ def _print_version(ctx: click.Context) -> None:
     callback=lambda ctx, _param, value: _print_version(ctx) if value else None,
     help="Print the vLLM version the simulator imitates and exit, as `vllm --version` does.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--host", default="127.0.0.1", help="Address to bind.")
 @click.option(
-    "--port",
-    default=8000,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port; 0 picks a free one (printed).",
+    "--port", default=8000, type=click.IntRange(0, 65535), help="Port; 0 picks a free one (printed)."
 )
 @click.option(
     "--no-spec", is_flag=True, help="Baseline twin: no drafter, no spec counters, same timing otherwise."
@@ -62,55 +54,47 @@ def _print_version(ctx: click.Context) -> None:
     "--num-speculative-tokens",
     "k",
     type=click.IntRange(1, 32),
-    default=None,
     help="num_speculative_tokens (default: the preset's).",
 )
 @click.option(
     "--acceptance",
     type=click.FloatRange(0.0, 2.0),
     default=1.0,
-    show_default=True,
     help="Scale the preset's acceptance profile.",
 )
-@click.option("--served-model-name", default=None, help="Model name in the API and metrics (default: HF id).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the acceptance RNG.")
+@click.option("--served-model-name", help="Model name in the API and metrics (default: HF id).")
+@click.option("--seed", default=0, help="Seed of the acceptance RNG.")
 @click.option(
     "--speed",
     default=1.0,
-    show_default=True,
     type=click.FloatRange(min=0.01),
     help="Run the physics this many times faster than real time.",
 )
 @click.option(
     "--startup-delay",
-    "startup_delay",
     default=0.0,
-    show_default=True,
     type=click.FloatRange(min=0.0),
     help="Simulated model-load time (seconds) before serving.",
 )
 @click.option(
     "--log-interval",
     default=10.0,
-    show_default=True,
     type=click.FloatRange(min=0.1),
     help="Seconds between the Engine/SpecDecoding stats lines.",
 )
-@click.option("--api-key", default=None, envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
-@click.option("--max-num-seqs", default=None, type=click.IntRange(1), help="Batch limit (default: preset's).")
+@click.option("--api-key", envvar="VLLM_API_KEY", help="Require this Bearer key on /v1/*.")
+@click.option("--max-num-seqs", type=click.IntRange(1), help="Batch limit (default: preset's).")
 @click.option("--mfu-metrics", is_flag=True, help="Increment vllm:estimated_read_bytes_per_gpu_total.")
 @click.option(
     "--per-request-spec-decode-metrics",
     "per_request",
     type=click.Choice(["none", "summary"]),
     default="none",
-    show_default=True,
     help="As vLLM >= 0.27: per-request acceptance on the final usage chunk.",
 )
 @click.option(
     "--fault-cut-stream",
     type=click.IntRange(0),
-    default=None,
     metavar="N",
     help="Drop each stream's connection after N tokens.",
 )
@@ -119,7 +103,6 @@ def _print_version(ctx: click.Context) -> None:
     "--fault-metrics-filter",
     type=click.Choice(METRICS_FILTER_MODES),
     default="honour",
-    show_default=True,
     help="How /metrics/?name[]=… answers: as vLLM 0.32 (honour), the whole page (ignore), an empty 200 "
     "(empty: several API servers), 404, or a redirect to /metrics.",
 )
@@ -127,27 +110,25 @@ def _print_version(ctx: click.Context) -> None:
     "--fault-metrics-delay",
     type=click.FloatRange(min=0.0),
     default=0.0,
+    show_default=False,
     metavar="S",
     help="Delay every /metrics answer by S seconds.",
 )
 @click.option(
     "--fault-exit-after",
     type=click.FloatRange(min=0.0),
-    default=None,
     metavar="S",
     help="Exit the process (status 1) S seconds after start-up ('server died').",
 )
 @click.option(
     "--fault-restart-after",
     type=click.FloatRange(min=0.0),
-    default=None,
     metavar="S",
     help="Simulate a restart S seconds after start-up (counters reset, new _created).",
 )
 @click.option(
     "--gpu-ledger",
     type=click.Path(file_okay=False),
-    default=None,
     envvar="MTPWATCH_SIM_GPU_DIR",
     help="With `serve MODEL`: folder of the simulated GPUs' memory ledgers (default: a temp folder).",
 )
@@ -155,20 +136,17 @@ def _print_version(ctx: click.Context) -> None:
     "--load",
     type=click.IntRange(0, 1024),
     default=0,
-    show_default=True,
     help="Background traffic: keep N requests in flight inside the server (a busy server, no client).",
 )
 @click.option(
     "--count",
     type=click.IntRange(1, 1024),
     default=1,
-    show_default=True,
     help="Serve this many independent servers from one process (ports PORT, PORT+1, …; 0: free ports).",
 )
 @click.option(
     "--vllm-log",
     type=click.Choice(["0.32-cpu", "0.34-gpu"]),
-    default=None,
     help="Start-up log to print: vLLM 0.32's CPU build (Model Runner V1) or 0.34 on a GPU (Model "
     "Runner V2). Default 0.32-cpu (0.34-gpu with --frontend rust).",
 )
@@ -176,41 +154,11 @@ def _print_version(ctx: click.Context) -> None:
     "--frontend",
     type=click.Choice(["python", "rust"]),
     default="python",
-    show_default=True,
     help="API server: vLLM's Python one, or the Rust frontend of vLLM 0.33/0.34 "
     "(VLLM_USE_RUST_FRONTEND=1: OpenMetrics /metrics, no /metrics/ filter, its own stats line).",
 )
 @click.option("--list-presets", is_flag=True, help="Print the presets and exit.")
-def command(
-    vllm_args: tuple[str, ...],
-    preset: str,
-    host: str,
-    port: int,
-    no_spec: bool,
-    k: int | None,
-    acceptance: float,
-    served_model_name: str | None,
-    seed: int,
-    speed: float,
-    startup_delay: float,
-    log_interval: float,
-    api_key: str | None,
-    max_num_seqs: int | None,
-    mfu_metrics: bool,
-    per_request: str,
-    fault_cut_stream: int | None,
-    fault_metrics_500: bool,
-    fault_metrics_delay: float,
-    fault_metrics_filter: str,
-    fault_exit_after: float | None,
-    fault_restart_after: float | None,
-    gpu_ledger: str | None,
-    load: int,
-    count: int,
-    vllm_log: str | None,
-    frontend: str,
-    list_presets: bool,
-) -> None:
+def command(**params: Any) -> None:
     """Run the vLLM simulator: a real HTTP server that speaks vLLM 0.32's API, /metrics and logs.
 
     Faults can also be switched at run time: POST /sim/fault with JSON such as
@@ -225,127 +173,106 @@ def command(
     simulated GPU share its memory and refuse to start, as vLLM does, when it is not free.
     Other vLLM flags are logged and ignored.
     """
-    if list_presets:
+    if params.pop("list_presets"):
         for p in PRESETS.values():
             click.echo(f"{p.name:24} {p.description}")
         return
     # Lazy: the server pulls aiohttp; `mtpwatch sim --help` and --list-presets do not need it.
-    from mtpwatch.sim.options import SimOptions
+    from mtpwatch.sim.options import make_options
 
-    _warn_if_exposed(host)
-    preset, no_spec, k, serve_options = _from_serve_args(vllm_args, preset, no_spec, k, gpu_ledger)
-    options = SimOptions(
-        preset=preset,
-        host=host,
-        port=port,
-        spec=not no_spec,
-        k=k,
-        acceptance_scale=acceptance,
-        served_model_name=served_model_name,
-        seed=seed,
-        speed=speed,
-        startup_delay_s=startup_delay,
-        log_interval_s=log_interval,
-        api_key=api_key,
-        max_num_seqs=max_num_seqs,
-        mfu_metrics=mfu_metrics,
-        per_request_spec_metrics=per_request == "summary",
-        exit_mode="process",
-        exit_after_s=fault_exit_after,
-        restart_after_s=fault_restart_after,
-        load=load,
-        frontend=frontend,  # type: ignore[arg-type]
-        vllm_log=vllm_log or ("0.34-gpu" if frontend == "rust" else "0.32-cpu"),  # type: ignore[arg-type]
-        faults=_faults(fault_cut_stream, fault_metrics_500, fault_metrics_delay, fault_metrics_filter),
-        **serve_options,  # type: ignore[arg-type]
-    )
-    _run(_servers(options, count, port, seed), host, options.spec)
-
-
-def _faults(cut_stream: int | None, metrics_500: bool, metrics_delay: float, metrics_filter: str) -> Faults:
-    """The faults switched on from the start (POST /sim/fault switches them at run time)."""
-    from mtpwatch.sim.faults import Faults
-
-    return Faults(
-        cut_stream_after=cut_stream,
-        metrics_status=500 if metrics_500 else None,
-        metrics_delay_s=metrics_delay,
-        metrics_filter=metrics_filter,
-    )
-
-
-def _warn_if_exposed(host: str) -> None:
-    if not is_loopback(host):
+    if not is_loopback(params["host"]):
         click.echo(
-            f"warning: binding {host} exposes the simulator beyond this machine; "
+            f"warning: binding {params['host']} exposes the simulator beyond this machine; "
             "use 127.0.0.1 unless you mean it",
             err=True,
         )
+    vllm_args, count = params.pop("vllm_args"), params.pop("count")
+    params["spec"] = not params.pop("no_spec")
+    params["metrics_status"] = 500 if params.pop("fault_metrics_500") else None
+    params["per_request_spec_metrics"] = params.pop("per_request") == "summary"
+    params["vllm_log"] = params["vllm_log"] or ("0.34-gpu" if params["frontend"] == "rust" else "0.32-cpu")
+    options = make_options(
+        **{_FIELDS.get(name, name): value for name, value in params.items()}, exit_mode="process"
+    )
+    options = _from_serve_args(vllm_args, options)
+    _run(_servers(options, count), options.host, options.spec)
 
 
-def _from_serve_args(
-    vllm_args: tuple[str, ...], preset: str, no_spec: bool, k: int | None, gpu_ledger: str | None
-) -> tuple[str, bool, int | None, dict[str, object]]:
-    """(preset, no_spec, k, SimOptions fields) from `sim serve MODEL …`, vLLM's command line; the
-    flags as given when there is none."""
+_FIELDS = {
+    "acceptance": "acceptance_scale",
+    "startup_delay": "startup_delay_s",
+    "log_interval": "log_interval_s",
+    "fault_exit_after": "exit_after_s",
+    "fault_restart_after": "restart_after_s",
+    "fault_cut_stream": "cut_stream_after",
+    "fault_metrics_delay": "metrics_delay_s",
+    "fault_metrics_filter": "metrics_filter",
+    "gpu_ledger": "gpu_ledger_dir",
+}
+"""The `SimOptions` (or `Faults`) field of each flag whose parameter is named otherwise."""
+
+
+def _from_serve_args(vllm_args: tuple[str, ...], options: SimOptions) -> SimOptions:
+    """`options` as `sim serve MODEL …`, vLLM's command line, sets them; as given when there is none."""
     from mtpwatch.sim.vllm_args import ServeArgsError, parse_serve_args, preset_for_model, served_method
 
-    try:
+    with one_line(ServeArgsError):
         serve = parse_serve_args(vllm_args)
-    except ServeArgsError as exc:
-        raise click.UsageError(str(exc)) from None
-    serve_options: dict[str, object] = {}
-    if serve is not None:
-        ctx = click.get_current_context()
-        if ctx.get_parameter_source("preset") is not click.core.ParameterSource.COMMANDLINE:
-            preset = preset_for_model(serve.model)
-        spec_cfg = serve.speculative_config
-        no_spec = spec_cfg is None
-        if spec_cfg is not None:
-            try:
-                k = int(spec_cfg.get("num_speculative_tokens", k or 1))
-            except (TypeError, ValueError):
-                raise click.UsageError(
-                    "--speculative-config: num_speculative_tokens must be an integer"
-                ) from None
-        schedule = None
-        if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
-            from mtpwatch.core.sweeps.engine import parse_schedule
-            from mtpwatch.sim.engine import check_schedule
+    if serve is None:
+        if vllm_args:
+            raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
+        return options
+    preset, k = options.preset, options.k
+    if (
+        click.get_current_context().get_parameter_source("preset")
+        is not click.core.ParameterSource.COMMANDLINE
+    ):
+        preset = preset_for_model(serve.model)
+    spec_cfg = serve.speculative_config
+    if spec_cfg is not None:
+        try:
+            k = int(spec_cfg.get("num_speculative_tokens", k or 1))
+        except (TypeError, ValueError):
+            raise click.UsageError(
+                "--speculative-config: num_speculative_tokens must be an integer"
+            ) from None
+    schedule = None
+    if spec_cfg is not None and "num_speculative_tokens_per_batch_size" in spec_cfg:
+        from mtpwatch.core.sweeps.engine import parse_schedule
+        from mtpwatch.sim.engine import check_schedule
 
-            schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
-            try:
-                if schedule is None:
-                    raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
-                check_schedule(schedule, k or 1)
-            except ValueError as exc:
-                raise click.UsageError(f"--speculative-config: {exc}") from None
-        serve_options = {
-            "k_schedule": schedule,
-            "model": serve.model,
-            "method": served_method(spec_cfg),
-            "drafter": spec_cfg.get("model") if spec_cfg else None,
-            "gpu_memory": True,
-            "gpu_memory_utilization": serve.gpu_memory_utilization or 0.9,
-            "kv_cache_memory_bytes": serve.kv_cache_memory_bytes,
-            "max_model_len": serve.max_model_len,
-            "enforce_eager": serve.enforce_eager,
-            "gpu_ledger_dir": gpu_ledger,
-        }
-        if serve.ignored:
-            click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
-    elif vllm_args:
-        raise click.UsageError(f"unexpected arguments: {' '.join(vllm_args)}")
-    return preset, no_spec, k, serve_options
+        schedule = parse_schedule(spec_cfg["num_speculative_tokens_per_batch_size"])
+        with one_line(ValueError, prefix="--speculative-config: "):
+            if schedule is None:
+                raise ValueError("num_speculative_tokens_per_batch_size must be [[first, last, k], ...]")
+            check_schedule(schedule, k or 1)
+    if serve.ignored:
+        click.echo(f"mtpwatch sim: vLLM flags not simulated (ignored): {' '.join(serve.ignored)}")
+    return replace(
+        options,
+        preset=preset,
+        spec=spec_cfg is not None,
+        k=k,
+        k_schedule=schedule,
+        model=serve.model,
+        method=served_method(spec_cfg),
+        drafter=spec_cfg.get("model") if spec_cfg else None,
+        gpu_memory=True,
+        gpu_memory_utilization=serve.gpu_memory_utilization or 0.9,
+        kv_cache_memory_bytes=serve.kv_cache_memory_bytes,
+        max_model_len=serve.max_model_len,
+        enforce_eager=serve.enforce_eager,
+    )
 
 
-def _servers(options: SimOptions, count: int, port: int, seed: int) -> list[SimServer]:
+def _servers(options: SimOptions, count: int) -> list[SimServer]:
     """The --count servers: each its own seed (independent acceptance draws) and its own port."""
     from mtpwatch.sim.server import SimServer, default_log_stream
 
+    port, seed = options.port, options.seed
     if count > 1 and port != 0 and port + count - 1 > 65535:
         raise click.UsageError(f"--count {count} from --port {port} runs past port 65535")
-    try:
+    with one_line(ValueError):
         return [
             SimServer(
                 replace(options, port=port + i if port else 0, seed=seed + i, faults=replace(options.faults)),
@@ -353,8 +280,6 @@ def _servers(options: SimOptions, count: int, port: int, seed: int) -> list[SimS
             )
             for i in range(count)
         ]
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
 
 
 def _run(servers: list[SimServer], host: str, spec: bool) -> None:

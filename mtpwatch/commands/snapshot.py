@@ -144,9 +144,7 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
 @click.argument("source", metavar="[URL|FILE]", required=False)
 @click.option(
     "--since",
-    "since",
     metavar="FILE|URL",
-    default=None,
     help="An earlier /metrics page: show deltas between the pages, not totals since server start.",
 )
 @model_option("model_name to show when several are served (default: the first).")
@@ -154,17 +152,17 @@ def _check_order(before: MetricsSnapshot, after: MetricsSnapshot, source: str, s
     "Bearer token for a server started with --api-key (default: $VLLM_API_KEY, else $OPENAI_API_KEY)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
+@click.option("--prometheus", metavar="URL", help="The whole fleet, from this Prometheus server.")
 @click.option(
-    "--prometheus", default=None, metavar="URL", help="The whole fleet, from this Prometheus server."
-)
-@click.option(
-    "--selector", default="", help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'."
+    "--selector",
+    default="",
+    show_default=False,
+    help="With --prometheus: extra PromQL label matchers, e.g. '{job=\"vllm\"}'.",
 )
 @click.option(
     "--window",
     type=click.FloatRange(1.0, 86400.0),
     default=60.0,
-    show_default=True,
     help="With --prometheus: seconds of increase()/rate().",
 )
 @label_option("--json: a name kept in the meta block.")
@@ -192,7 +190,21 @@ def command(
         ctx = click.get_current_context()
         if ctx.get_parameter_source("source") != click.core.ParameterSource.COMMANDLINE:
             source = None  # a configured default URL does not fight --prometheus
-        _prometheus(prometheus, source, since, selector, window, as_json, label, extra)
+        if source is not None or since is not None:
+            raise click.UsageError(
+                "--prometheus reads every server from Prometheus: give no URL|FILE or --since"
+            )
+        from mtpwatch.commands import fleet
+
+        doc = fleet.prometheus_json(
+            checked_url(prometheus, "--prometheus"),
+            selector=fleet.checked_selector(selector),
+            window_s=window,
+        )
+        if as_json:
+            fleet.echo_json(doc, label, extra)
+        else:
+            click.echo(render_fleet(doc))
         return
     if source is None:
         source = DEFAULT_URL  # where `vllm serve` listens by default
@@ -214,26 +226,3 @@ def command(
         click.echo(json.dumps(json_safe({"meta": meta, **report}), indent=2, allow_nan=False))
     else:
         click.echo(render_table(report, source, since))
-
-
-def _prometheus(
-    url: str,
-    source: str | None,
-    since: str | None,
-    selector: str,
-    window: float,
-    as_json: bool,
-    label: str | None,
-    metadata: dict[str, str],
-) -> None:
-    from mtpwatch.commands import fleet
-
-    if source is not None or since is not None:
-        raise click.UsageError("--prometheus reads every server from Prometheus: give no URL|FILE or --since")
-    doc = fleet.prometheus_json(
-        checked_url(url, "--prometheus"), selector=fleet.checked_selector(selector), window_s=window
-    )
-    if as_json:
-        fleet.echo_json(doc, label, metadata)
-    else:
-        click.echo(render_fleet(doc))

@@ -2,10 +2,8 @@
 
 `--engine llama.cpp` launches llama.cpp's `llama-server` on a GGUF instead, with `--metrics` and the
 same short speculation flags (`core.launch.llamacpp_cmd`), through the same process ownership.
-
-With ``--headless`` it runs without the terminal UI (`commands.start_headless`: phases, /health,
-a status line every few seconds, the process group stopped on Ctrl-C, SIGTERM or SIGHUP unless
-``--keep``). Without it, the app starts the server itself (`LaunchSpec`).
+The app starts the server itself (`LaunchSpec`); ``--headless`` runs it without the terminal UI
+(`commands.start_headless`).
 """
 
 from __future__ import annotations
@@ -21,10 +19,10 @@ import click
 
 from mtpwatch.commands.options import (
     api_key_option,
-    checked_record,
     drafter_option,
     k_option,
     method_option,
+    one_line,
     record_option,
     startup_timeout_option,
     vllm_option,
@@ -81,8 +79,8 @@ class StartOptions:
 )
 @click.option("--speculative-config", metavar="JSON", help="vLLM's --speculative-config, as JSON.")
 @click.option("--no-spec", is_flag=True, help="Serve without speculative decoding (the baseline).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address vLLM listens on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--host", default="127.0.0.1", help="Address vLLM listens on.")
+@click.option("--port", default=8000, type=click.IntRange(1, 65535))
 @api_key_option(
     "Require this key; mtpwatch uses it too. Given to vLLM through its environment (VLLM_API_KEY), "
     "never its command line. Default: $VLLM_API_KEY, else $OPENAI_API_KEY.",
@@ -94,14 +92,11 @@ class StartOptions:
     "--engine",
     type=click.Choice(["vllm", "llama.cpp"]),
     default="vllm",
-    show_default=True,
     help="vLLM, or llama.cpp's llama-server (MODEL is then a GGUF file; -k is --spec-draft-n-max).",
 )
 @click.option(
     "--llama-server",
-    "llama_server",
     default="llama-server",
-    show_default=True,
     metavar="COMMAND",
     help="With --engine llama.cpp: how to run llama-server, e.g. '/opt/llama.cpp/build/bin/llama-server'.",
 )
@@ -111,7 +106,6 @@ class StartOptions:
 @click.option(
     "--status-interval",
     default=5.0,
-    show_default=True,
     type=click.FloatRange(min=0.1),
     metavar="S",
     help="Headless: seconds between status lines.",
@@ -135,7 +129,6 @@ def command(**params: Any) -> None:
     missing = _missing_program(argv, opts.engine)
     if missing:  # before the UI, as `ab` refuses: not a TUI that says `cannot run 'vllm'` twice
         raise click.ClickException(missing)
-    record = checked_record(opts.record)
     warning = bind_warning(opts.host, opts.api_key)
     if warning:
         click.echo(warning, err=True)
@@ -158,7 +151,7 @@ def command(**params: Any) -> None:
             )
         )
         sys.exit(code)
-    _run_ui(opts, url, argv, env, record)
+    _run_ui(opts, url, argv, env)
 
 
 def _missing_program(argv: list[str], engine: str) -> str | None:
@@ -177,7 +170,7 @@ def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
     """The server's command line and extra environment (the API key goes there, never on argv)."""
     shared = ("drafter", "k", "method", "no_spec", "host", "port", "served_model_name", "extra")
     common = {name: getattr(opts, name) for name in shared}
-    try:
+    with one_line(VllmArgsError, kind=click.ClickException):
         if opts.engine != "llama.cpp":
             argv = build_vllm_argv(
                 opts.model, speculative_config=opts.speculative_config, vllm=opts.vllm_cmd, **common
@@ -190,11 +183,9 @@ def _argv_env(opts: StartOptions) -> tuple[list[str], dict[str, str]]:
             )
         argv = build_llamacpp_argv(opts.model, server=opts.llama_server, **common)
         return argv, {**llamacpp_env(opts.llama_server), **llamacpp_key_env(opts.api_key)}
-    except VllmArgsError as exc:
-        raise click.ClickException(str(exc)) from None
 
 
-def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str], record: str | None) -> None:
+def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str]) -> None:
     """The app watching the server it starts, with a panel named for what it runs."""
     from mtpwatch.core.provenance import spec_config_from_argv
     from mtpwatch.session.views import method_name
@@ -237,6 +228,6 @@ def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str], 
         servers=[spec],
         display=DisplaySettings(spec_method=spec_method),
         title=f"mtpwatch start {opts.model}",
-        record=record,
+        record=opts.record,
     )
     sys.exit(run_app(config))

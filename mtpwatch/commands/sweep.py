@@ -18,22 +18,22 @@ from typing import Any
 import click
 
 from mtpwatch.commands.bench_progress import Progress, progress_mode
+from mtpwatch.commands.bench_run import bench_config
 from mtpwatch.commands.options import (
     check_writable,
     drafter_option,
     free_port,
     gpu_free_option,
     gpu_memory_option,
-    int_list,
     method_option,
+    one_line,
     stacked,
     vllm_option,
 )
 from mtpwatch.commands.planning import drafter_gib_option, gpu_for_plan, print_plan
 from mtpwatch.core import provenance
-from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
-from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
+from mtpwatch.core.ab.plan import BenchConfigError
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan
@@ -42,30 +42,22 @@ from mtpwatch.core.launch.vllm_cmd import VllmArgsError
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.sweeps.idle import idle_refusal, parse_sweep_ks
-from mtpwatch.core.sweeps.kscan import KSweep, checked_ks, plan_k_sweep, run_k_sweep
+from mtpwatch.core.sweeps.kscan import checked_ks, plan_k_sweep, run_k_sweep
 from mtpwatch.render.idle_table import format_idle
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_sweep
 
 
 def sweep_options(func: Any) -> Any:
-    """--start MODEL, --sweep-k, --method, --drafter, --vllm, --gpu-memory, --gpu-free, --drafter-gib,
-    --plan, --verify-schedule.
-
-    (--gpu, --concurrency, --label and --metadata are the bench's own options, which the sweep
-    shares.)
-    """
+    """The k sweep's options; it shares the bench's own --gpu, --concurrency, --label and --metadata."""
     from mtpwatch.core.launch.vllm_cmd import METHODS
 
     return stacked(
         func,
-        click.option(
-            "--start", "start_model", default=None, metavar="MODEL", help="k sweep: start MODEL's servers."
-        ),
+        click.option("--start", "start_model", metavar="MODEL", help="k sweep: start MODEL's servers."),
         click.option(
             "--sweep-k",
             default="0,1,2,4",
-            show_default=True,
             metavar="LIST",
             help="k sweep: the ks (0 = off; 0s = speculation on at k=0, a batch-size schedule of k=0 "
             "with the largest k's config, measured against 0: its cost; vLLM 0.32+).",
@@ -82,7 +74,6 @@ def sweep_options(func: Any) -> Any:
         click.option(
             "--step-times",
             type=click.Path(exists=True, dir_okay=False, path_type=Path),
-            default=None,
             metavar="FILE.json",
             help="k sweep: the advisor's step times t(k) from `vllm bench forward --output-json` (vLLM "
             "0.33+) instead of the serving runs' (printed beside).",
@@ -101,20 +92,21 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     if (opts.url is not None and opts.typed("url")) or opts.ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     check_writable(opts.json_path, "--json-file")
-    config = _config(opts)
-    try:
+    config = bench_config(opts, opts.prompts_spec, "restart")
+    with one_line(BenchConfigError):
+        config.validate(paired=True)
+    with one_line(ValueError, option="--metadata"):
         metadata = provenance.parse_metadata(opts.metadata)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--metadata") from None
-    try:
+    with one_line(ValueError, option="--sweep-k"):
         ks, idle = parse_sweep_ks(opts.sweep_k)
         ks = checked_ks(ks)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--sweep-k") from None
     step_times = _step_times(opts.step_times, config.concurrency)
     plan = _plan(opts, ks, idle)
-    if opts.show_plan:
-        _plan_only(plan, opts.json_out, opts.json_path)
+    if opts.show_plan:  # print the plan (as JSON with --json; and write it to --json-file), start nothing
+        print_plan(plan, opts.json_out)
+        if opts.json_path is not None:
+            doc = provenance.with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
+            reportio.write_document(opts.json_path, doc)
         return
     try:
         sweep = run_k_sweep(
@@ -129,7 +121,11 @@ def sweep_from_bench(opts: BenchOptions) -> None:
     except KeyboardInterrupt:
         click.echo("mtpwatch bench: stopped by Ctrl-C", err=True)
         sys.exit(130)
-    _exit_if_nothing_measured(sweep, opts.json_path)
+    if not sweep.measured():  # vLLM could not start, …: one line why, no report (`plot` would refuse it)
+        why = sweep.report.interrupted or "no run finished"
+        written = f"; {opts.json_path} not written" if opts.json_path is not None else ""
+        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
+        sys.exit(1)
     document = sweep.document(opts, config, metadata) if opts.json_out or opts.json_path else None
     if opts.json_path is not None and document is not None:
         reportio.write_document(opts.json_path, document)
@@ -146,30 +142,9 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         sys.exit(1)
 
 
-def _config(opts: BenchOptions) -> BenchConfig:
-    """The sweep's bench settings (the restart schedule, paired), checked before anything starts."""
-    try:
-        prompts = workloads.resolve(opts.prompts_spec, limit=opts.limit, max_tokens=opts.max_tokens)
-    except workloads.WorkloadError as exc:
-        raise click.BadParameter(str(exc), param_hint="--prompts") from None
-    config = BenchConfig(
-        prompts=prompts,
-        runs=opts.runs,
-        warmup=opts.warmup,
-        schedule="restart",
-        temperature=opts.temperature,
-        concurrency=int_list(opts.concurrency, "--concurrency") or (1,),
-    )
-    try:
-        config.validate(paired=True)
-    except BenchConfigError as exc:
-        raise click.UsageError(str(exc)) from None
-    return config
-
-
 def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
     """The sweep's servers and memory plan; one line when vLLM's flags or the memory refuse it."""
-    try:
+    with one_line(VllmArgsError, PlanError):
         plan = plan_k_sweep(
             opts,
             ks,
@@ -177,8 +152,6 @@ def _plan(opts: BenchOptions, ks: Sequence[int], idle: bool) -> LaunchPlan:
             gpu=gpu_for_plan(opts.gpu, opts.gpu_memory, opts.gpu_free),
             version=read_vllm_version(opts.vllm_cmd),
         )
-    except (VllmArgsError, PlanError) as exc:
-        raise click.UsageError(str(exc)) from None
     refusal = idle_refusal(plan.version.text) if idle else None
     if refusal is not None:
         raise click.UsageError(refusal)
@@ -189,28 +162,7 @@ def _step_times(path: Path | None, concurrency: Sequence[int]) -> ForwardTable |
     """`--step-times`, read and checked before any server starts (a batch with a k=0 case)."""
     if path is None:
         return None
-    try:
+    with one_line(ForwardError, option="--step-times"):
         table = load_forward(path)
         steps_at(table, concurrency)
-    except ForwardError as exc:
-        raise click.BadParameter(str(exc), param_hint="--step-times") from None
     return table
-
-
-def _plan_only(plan: LaunchPlan, as_json: bool, json_path: Path | None) -> None:
-    """`--plan`: print the sweep's plan (as JSON with --json; and write it to `json_path`), start nothing."""
-    print_plan(plan, as_json)
-    if json_path is not None:
-        from mtpwatch.core.provenance import with_meta
-
-        doc = with_meta(plan.to_json(), metadata={"source": "k sweep plan"})
-        reportio.write_document(json_path, doc)
-
-
-def _exit_if_nothing_measured(sweep: KSweep, json_path: Path | None) -> None:
-    """No k measured (vLLM could not start, …): one line why, no report (`plot` would refuse it)."""
-    if not sweep.measured():
-        why = sweep.report.interrupted or "no run finished"
-        written = f"; {json_path} not written" if json_path is not None else ""
-        click.echo(f"mtpwatch bench: nothing measured ({why}){written}", err=True)
-        sys.exit(1)

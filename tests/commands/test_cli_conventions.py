@@ -208,8 +208,8 @@ async def test_the_app_uses_the_theme() -> None:
         "peak_gbps": None, "model_config": None,
     }  # fmt: skip
     with pytest.raises(click.UsageError, match="unknown theme 'neon'"):
-        display_settings(**common, theme="neon")  # type: ignore[arg-type]
-    settings = display_settings(**common, theme="nord")  # type: ignore[arg-type]
+        display_settings(**common, theme="neon")
+    settings = display_settings(**common, theme="nord")
     app = MtpWatchApp(
         AppConfig(servers=[ServerSpec(label="x", url="http://127.0.0.1:9")], display=settings),
         autostart=False,
