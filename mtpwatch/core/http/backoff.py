@@ -79,52 +79,32 @@ class ConnectionState:
     clock: Callable[[], float] = time.time
     recovered_hold_s: float = field(default=5.0, kw_only=True)
     """How long 'recovered' shows before it becomes 'up'."""
-    _state: Literal["unknown", "up", "down", "recovered"] = field(default="unknown", init=False)
-    _down_since: float | None = field(default=None, init=False)
-    _up_since: float | None = field(default=None, init=False)
-    _recovered_at: float | None = field(default=None, init=False)
-    _reason: str | None = field(default=None, init=False)
-    _failures: int = field(default=0, init=False)
-    _outage_s: float | None = field(default=None, init=False)
+    _status: ConnectionStatus = field(default=ConnectionStatus("unknown", None, None, 0, None), init=False)
 
     def success(self) -> ConnectionStatus:
         """Record a successful request; returns the new status."""
         now = self.clock()
-        if self._state == "down":
-            assert self._down_since is not None
-            self._state = "recovered"
-            self._outage_s = now - self._down_since
-            self._recovered_at = now
-            self._up_since = now
-        elif self._state == "unknown":
-            self._state = "up"
-            self._up_since = now
-        self._failures = 0
-        self._down_since = None
+        s = self._status
+        if s.state == "down":
+            assert s.since is not None
+            self._status = ConnectionStatus("recovered", now, s.reason, 0, now - s.since)
+        elif s.state == "unknown":
+            self._status = ConnectionStatus("up", now, None, 0, None)
         return self.status()
 
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
         now = self.clock()
-        if self._state != "down":
-            self._state = "down"
-            self._down_since = now
-        self._failures += 1
-        self._reason = reason
+        s = self._status
+        if s.state == "down":
+            self._status = ConnectionStatus("down", s.since, reason, s.failures + 1, None)
+        else:
+            self._status = ConnectionStatus("down", now, reason, 1, None)
         return self.status()
 
     def status(self) -> ConnectionStatus:
         """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
-        now = self.clock()
-        if (
-            self._state == "recovered"
-            and self._recovered_at is not None
-            and now - self._recovered_at >= self.recovered_hold_s
-        ):
-            self._state = "up"
-        state = self._state
-        if state == "down":
-            return ConnectionStatus("down", self._down_since, self._reason, self._failures, None)
-        if state == "recovered":
-            return ConnectionStatus("recovered", self._recovered_at, self._reason, 0, self._outage_s)
-        return ConnectionStatus(state, self._up_since, None, 0, None)
+        s = self._status
+        if s.state == "recovered" and s.since is not None and self.clock() - s.since >= self.recovered_hold_s:
+            self._status = s = ConnectionStatus("up", s.since, None, 0, None)
+        return s
