@@ -15,14 +15,12 @@ from mtpwatch.core.http.backoff import Backoff, ConnectionState
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.engines import ModelEntry
 from mtpwatch.core.http.errors import (
-    NO_METRICS_HINT,
     AuthError,
     HttpStatusError,
     NotVllmError,
     ServerError,
     ServerTimeout,
     ServerUnreachable,
-    no_metrics_message,
 )
 from mtpwatch.core.http.urls import normalize_url, same_server
 from tests.datadir import DataDir
@@ -122,8 +120,6 @@ async def test_scrape_of_page_without_vllm_families_lets_caller_decide() -> None
     async with mock(lambda r: httpx.Response(200, text=page, headers={"content-type": PROM})) as client:
         snapshot = await client.scrape()
     assert snapshot.schema == "none"
-    message = no_metrics_message(client.base_url)
-    assert "--disable-log-stats" in message and message.startswith(BASE) and NO_METRICS_HINT in message
 
 
 def raising(exc: Exception) -> Callable[[httpx.Request], httpx.Response]:
