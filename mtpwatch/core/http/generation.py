@@ -84,7 +84,6 @@ class GenerationRequest:
     ignore_eos: bool = False
     """vLLM sampling extension: generate exactly max_tokens (fixed-length benchmarks)."""
     seed: int | None = None
-    """Sampling seed, when temperature > 0."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further body fields (stop, top_p, …), merged last."""
 
@@ -204,10 +203,10 @@ class StreamEvent:
     """True when `completion_tokens` is exact (continuous usage, token ids, or the final usage)."""
     prompt_tokens: int | None = None
     """Prompt tokens, when this chunk carried usage."""
-    spec_metrics: RequestSpecMetrics | None = None
-    """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
     timings: LlamaTimings | None = None
     """llama-server's `timings` on this chunk (the final one; every one with `timings_per_token`)."""
+    spec_metrics: RequestSpecMetrics | None = None
+    """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
 
 
 def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
@@ -320,20 +319,9 @@ class ChunkDecoder:
                 estimated = True
                 self.exact = False
                 self.count += tokens
+        pt = self.prompt_tokens if ct is not None else None
         return StreamEvent(
-            t,
-            text,
-            tokens,
-            self.count,
-            ids,
-            finish,
-            reasoning,
-            output,
-            estimated,
-            self.exact,
-            self.prompt_tokens if ct is not None else None,
-            None,
-            timings,
+            t, text, tokens, self.count, ids, finish, reasoning, output, estimated, self.exact, pt, timings
         )
 
 
@@ -346,7 +334,6 @@ class GenerationResult:
     reasoning: str
     """Chat reasoning text received, kept apart from `text`."""
     token_ids: tuple[int, ...] | None
-    """Token ids received, when the server sent them."""
     prompt_tokens: int | None
     """From the server's usage, when it sent any."""
     completion_tokens: int
@@ -370,7 +357,6 @@ class GenerationResult:
     error: str | None = None
     """One line when the request or the stream failed; everything received before is kept."""
     cancelled: bool = False
-    """The caller stopped the stream."""
     fallback: str | None = None
     """Why per-chunk counting fell back (server refused or ignored continuous usage), if it did."""
     t_start: float | None = None
@@ -390,13 +376,7 @@ class GenerationResult:
 
     @property
     def ok(self) -> bool:
-        """Finished normally: no error, not cancelled."""
         return self.error is None and not self.cancelled
-
-    @property
-    def mean_tokens_per_chunk(self) -> float | None:
-        """completion_tokens / chunks: exact whenever `tokens_exact`, even if the histogram is not."""
-        return self.completion_tokens / self.chunks if self.chunks else None
 
 
 @dataclass(slots=True, eq=False)
