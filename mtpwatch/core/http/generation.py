@@ -436,10 +436,8 @@ class GenerationStats:
             self.prompt_tokens = event.prompt_tokens
         if event.finish_reason is not None:
             self.finish_reason = event.finish_reason
-        if event.spec_metrics is not None:
-            self.spec_metrics = event.spec_metrics
-        if event.timings is not None:
-            self.timings = event.timings
+        self.spec_metrics = event.spec_metrics or self.spec_metrics
+        self.timings = event.timings or self.timings
 
     def finish(
         self, *, error: str | None = None, cancelled: bool = False, t: float | None = None
