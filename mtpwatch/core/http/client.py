@@ -1,4 +1,4 @@
-"""HTTP to a vLLM server (or the simulator): /metrics, /health, /v1/models, /version and streaming generation.
+"""HTTP to a vLLM server (or the simulator): /metrics, /v1/models, /version and streaming generation.
 
 One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
 a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
@@ -25,13 +25,11 @@ from typing import Any
 import httpx
 
 from mtpwatch.core.http import tls
-from mtpwatch.core.http.backoff import Backoff
 from mtpwatch.core.http.engines import ModelEntry, parse_model_list
 from mtpwatch.core.http.errors import (
     HttpStatusError,
     NotVllmError,
     ServerError,
-    ServerTimeout,
     StreamError,
     describe_transport,
 )
@@ -64,7 +62,7 @@ _Payloads = AsyncGenerator[list[tuple[float, bytes]], None]
 
 
 class VllmClient:
-    """Async HTTP client for one vLLM server (or the simulator): scrape, health, models, stream."""
+    """Async HTTP client for one vLLM server (or the simulator): scrape, models, stream."""
 
     def __init__(
         self,
@@ -252,46 +250,6 @@ class VllmClient:
         """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
         text = await self.scrape_text()
         return text, parse_metrics_page(text, model, self.base_url)
-
-    async def health(self) -> bool:
-        """GET /health: True on 200, False on another status (503 = engine dead or starting).
-
-        Raises:
-            ServerError: the server cannot be reached (the reason is what a status line shows).
-        """
-        response = await self._get("/health")
-        return response.status_code == 200
-
-    async def wait_healthy(
-        self,
-        timeout_s: float,
-        *,
-        backoff: Backoff | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        on_wait: Callable[[str], None] | None = None,
-    ) -> None:
-        """Poll /health with backed-off retries until it answers 200.
-
-        Raises:
-            ServerTimeout: not healthy within `timeout_s`; the message carries the last reason.
-        """
-        backoff = backoff or Backoff()
-        deadline = self._clock() + timeout_s
-        while True:
-            try:
-                if await self.health():
-                    return
-                reason = f"{self.base_url}/health is not ready yet"
-            except ServerError as exc:
-                reason = str(exc)
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise ServerTimeout(
-                    f"{self.base_url} not healthy after {timeout_s:g} s: {reason}", url=self.base_url
-                )
-            if on_wait is not None:
-                on_wait(reason)
-            await sleep(min(backoff.next(), remaining))
 
     async def models(self) -> list[ModelEntry]:
         """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
