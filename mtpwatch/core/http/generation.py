@@ -33,9 +33,6 @@ from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import one_line
 from mtpwatch.core.metrics import formulas as F
 
-COMPLETIONS_PATH = "/v1/completions"
-CHAT_PATH = "/v1/chat/completions"
-
 
 class ChunkError(ValueError):
     """A stream event the client cannot use: a server error event or malformed JSON (one line)."""
@@ -89,7 +86,7 @@ class GenerationRequest:
 
     @property
     def path(self) -> str:
-        return CHAT_PATH if self.chat else COMPLETIONS_PATH
+        return "/v1/chat/completions" if self.chat else "/v1/completions"
 
     def body(
         self,
