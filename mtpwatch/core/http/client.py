@@ -340,7 +340,7 @@ class VllmClient:
         chunk are yielded before the `StreamError`.
         """
         url = self.base_url + request.path
-        flags = _Extensions(True, request.continuous_usage, request.return_token_ids)
+        flags = _Extensions(True, True, request.return_token_ids)
         attempts = 0
         while attempts < 4:
             attempts += 1

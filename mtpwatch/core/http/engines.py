@@ -11,8 +11,8 @@ stay engine-neutral:
 - per-chunk token counts: vLLM's `stream_options.continuous_usage_stats`; llama-server ignores it but
   sends its `timings` (with the cumulative `predicted_n`) on every chunk when asked for
   `timings_per_token` (`stream_extras`);
-- the final chunk: both send `usage`; llama-server adds `timings` (decode ms and, when it
-  drafted, `draft_n` / `draft_n_accepted` for exactly this request) (`LlamaTimings`);
+- the final chunk: both send `usage`; llama-server adds `timings` (when it drafted, `draft_n` /
+  `draft_n_accepted` for exactly this request) (`LlamaTimings`);
 - what llama-server's `/metrics` lacks: `model_name` and `engine` labels, latency histograms
   (TTFT, ITL, TPOT), a KV-cache gauge, `_created` timestamps; and its drafts vary in length up to
   `--spec-draft-n-max`, so the number of `position` labels is that maximum, not a fixed k
@@ -196,8 +196,6 @@ class LlamaTimings:
 
     predicted_n: int
     """Tokens generated so far (the final chunk: all of them)."""
-    predicted_ms: float | None = None
-    """Milliseconds spent generating them (server side, after the prompt)."""
     draft_n: int | None = None
     """Draft tokens proposed for this request (only when it drafted)."""
     draft_n_accepted: int | None = None
@@ -210,13 +208,6 @@ class LlamaTimings:
             return None
         return self.draft_n_accepted / self.draft_n
 
-    @property
-    def decode_tok_s(self) -> float | None:
-        """Server-side decode rate: predicted_n / predicted_ms (llama.cpp's `predicted_per_second`)."""
-        if not self.predicted_ms or self.predicted_n <= 0:
-            return None
-        return 1000.0 * self.predicted_n / self.predicted_ms
-
     @classmethod
     def from_json(cls, obj: Any) -> LlamaTimings | None:
         """Read a `timings` object; None when absent or without `predicted_n`."""
@@ -225,14 +216,4 @@ class LlamaTimings:
         n = _int_or_none(obj.get("predicted_n"))
         if n is None:
             return None
-
-        def num(key: str) -> float | None:
-            value = obj.get(key)
-            return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
-
-        return cls(
-            predicted_n=n,
-            predicted_ms=num("predicted_ms"),
-            draft_n=_int_or_none(obj.get("draft_n")),
-            draft_n_accepted=_int_or_none(obj.get("draft_n_accepted")),
-        )
+        return cls(n, _int_or_none(obj.get("draft_n")), _int_or_none(obj.get("draft_n_accepted")))

@@ -76,8 +76,6 @@ class GenerationRequest:
     """0 makes MTP on/off outputs comparable token by token."""
     return_token_ids: bool = False
     """Ask vLLM for per-chunk `token_ids` (the A/B lossless check compares them)."""
-    continuous_usage: bool = True
-    """Ask for cumulative usage on every chunk (exact per-chunk token counts)."""
     ignore_eos: bool = False
     """vLLM sampling extension: generate exactly max_tokens (fixed-length benchmarks)."""
     seed: int | None = None
@@ -92,10 +90,11 @@ class GenerationRequest:
         self,
         *,
         include_usage: bool = True,
-        continuous_usage: bool | None = None,
+        continuous_usage: bool = True,
         return_token_ids: bool | None = None,
     ) -> dict[str, Any]:
-        """The JSON body; the keyword flags let the client drop extensions a server refuses."""
+        """The JSON body; the keyword flags let the client drop extensions a server refuses
+        (`continuous_usage`: cumulative usage on every chunk, the exact per-chunk token counts)."""
         body: dict[str, Any] = {}
         if self.model is not None:
             body["model"] = self.model
@@ -106,10 +105,9 @@ class GenerationRequest:
         body["max_tokens"] = self.max_tokens
         body["temperature"] = self.temperature
         body["stream"] = True
-        continuous = self.continuous_usage if continuous_usage is None else continuous_usage
         if include_usage:
             options: dict[str, bool] = {"include_usage": True}
-            if continuous:
+            if continuous_usage:
                 options["continuous_usage_stats"] = True
             body["stream_options"] = options
         if self.return_token_ids if return_token_ids is None else return_token_ids:
@@ -367,7 +365,7 @@ class GenerationResult:
     spec_metrics: RequestSpecMetrics | None = None
     """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
     timings: LlamaTimings | None = None
-    """llama-server's last `timings` of this request (its draft counts, server-side ms)."""
+    """llama-server's last `timings` of this request (its draft counts)."""
     itl_s: tuple[float, ...] = ()
     """Gaps between successive chunks with output: `vllm bench serve`'s ITL list of this request."""
 
