@@ -366,7 +366,7 @@ class VllmClient:
                 self._fast = False  # a redirect: httpx follows it
                 attempts -= 1
                 continue
-        raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url, status=400)
+        raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url)
 
     def _refusal(
         self, url: str, status: int, reason: str, text: str, flags: _Extensions, stats: GenerationStats | None

@@ -31,10 +31,6 @@ class NotVllmError(ServerError):
 class HttpStatusError(ServerError):
     """Any other unexpected HTTP status (5xx, a rejected request)."""
 
-    def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
-        super().__init__(message, url=url)
-        self.status = status
-
 
 class StreamError(ServerError):
     """A generation stream broke mid-way or the server sent an error event."""

@@ -77,8 +77,8 @@ def status_error(api_key: str | None, url: str, status: int, reason: str, body: 
     detail = body_message(body)
     if status >= 500:
         tail = f": {detail}" if detail else " (engine dead or still starting?)"
-        return HttpStatusError(f"{head}: server error{tail}", url=url, status=status)
-    return HttpStatusError(f"{head}: {detail}" if detail else head, url=url, status=status)
+        return HttpStatusError(f"{head}: server error{tail}", url=url)
+    return HttpStatusError(f"{head}: {detail}" if detail else head, url=url)
 
 
 def check_prometheus(url: str, ctype: str, text: str) -> str:
