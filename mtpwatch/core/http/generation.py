@@ -357,13 +357,10 @@ class GenerationResult:
     t_start: float | None = None
     """Client clock when the request was sent."""
     t_first: float | None = None
-    """Client clock of the first output chunk."""
     t_last: float | None = None
-    """Client clock of the last output chunk."""
     t_end: float | None = None
     """Client clock when the result was made."""
     spec_metrics: RequestSpecMetrics | None = None
-    """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
     timings: LlamaTimings | None = None
     """llama-server's last `timings` of this request (its draft counts)."""
     itl_s: tuple[float, ...] = ()
