@@ -289,24 +289,6 @@ class VllmClient:
 
     # -- generation
 
-    async def stream(
-        self, request: GenerationRequest, *, stats: GenerationStats | None = None
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """POST a streaming completion and yield one `StreamEvent` per chunk.
-
-        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
-        request is sent again without it (`stats.fallback` says so). With `stats`, every event is
-        added to it before it is yielded, so nothing is lost when the stream breaks. Close the
-        iterator (`contextlib.aclosing`) or cancel the task to stop: the response closes at once.
-
-        Raises:
-            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
-        """
-        async with aclosing(self._batches(request, stats)) as batches:
-            async for batch in batches:
-                for event in batch:
-                    yield event
-
     async def generate(
         self,
         request: GenerationRequest,
@@ -336,8 +318,14 @@ class VllmClient:
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """The events of `request`, one list per network read (fast path: per event-loop wake-up).
 
-        Every event is added to `stats` before its list is yielded; events decoded before a broken
-        chunk are yielded before the `StreamError`.
+        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
+        request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
+        before its list is yielded; events decoded before a broken chunk are yielded before the
+        `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
+        response at once.
+
+        Raises:
+            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
         """
         url = self.base_url + request.path
         flags = _Extensions(True, True, request.return_token_ids)
