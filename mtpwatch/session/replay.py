@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.http.errors import ServerError
+from mtpwatch.core.http.failures import parse_metrics_page
 from mtpwatch.core.http.generation import GenerationResult, GenerationStats
-from mtpwatch.core.http.scraping import parse_metrics_page
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event

@@ -33,7 +33,6 @@ from textual.drivers.linux_driver import LinuxDriver
 
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import StreamEvent
-from mtpwatch.core.http.streaming import StreamMethods
 from mtpwatch.ui.widgets.token_stream import TokenStream
 
 _batch: deque[float] = deque()
@@ -48,7 +47,7 @@ _flush = TokenStream.flush
 _write = LinuxDriver.write
 
 
-async def events(self: StreamMethods, *args: Any, **kwargs: Any) -> AsyncGenerator[list[StreamEvent], None]:
+async def events(self: VllmClient, *args: Any, **kwargs: Any) -> AsyncGenerator[list[StreamEvent], None]:
     async with aclosing(_events(self, *args, **kwargs)) as batches:
         async for batch in batches:
             # The client hands this batch to on_event (→ the pane's feed) before it reads again.

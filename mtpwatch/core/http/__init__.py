@@ -1,4 +1,4 @@
-"""Talking to a server over HTTP: scrapes, health, models, and the streamed token answer.
+"""Talking to a server over HTTP: scrapes, models, and the streamed token answer.
 
 Owns: one-line error classes (`errors`), URL normalising (`urls`), backoff and connection state
 (`backoff`), the client (`client`), the SSE decoder (`sse`), the plain-http fast stream path

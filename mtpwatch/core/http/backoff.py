@@ -1,8 +1,7 @@
-"""Retry delays and a server's reachability (up / down since T / recovered): pure, clock injected."""
+"""Retry delays and a server's reachability (up / down since T): pure, clock injected."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,120 +10,65 @@ from typing import Literal
 
 @dataclass(slots=True, eq=False)
 class Backoff:
-    """Retry delays: initial, ×factor per failure, capped at maximum; optional ±jitter (rng injectable)."""
+    """Retry delays: initial, ×factor per failure, capped at maximum."""
 
     initial: float = 0.5
     factor: float = 2.0
     maximum: float = 10.0
-    jitter: float = field(default=0.0, kw_only=True)
-    """Fraction: each delay is scaled by a uniform factor in [1 − jitter, 1 + jitter], then capped."""
-    rng: Callable[[], float] = field(default=random.random, kw_only=True)
-    attempts: int = field(default=0, init=False)
-    """Delays handed out since the last reset."""
     _delay: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
-        if self.initial <= 0 or self.factor < 1 or self.maximum < self.initial or not 0 <= self.jitter <= 1:
-            raise ValueError("Backoff needs initial > 0, factor ≥ 1, maximum ≥ initial and 0 ≤ jitter ≤ 1")
+        if self.initial <= 0 or self.factor < 1 or self.maximum < self.initial:
+            raise ValueError("Backoff needs initial > 0, factor ≥ 1 and maximum ≥ initial")
         self._delay = self.initial
 
     def next(self) -> float:
         """The delay before the next attempt (advances the sequence)."""
         delay = self._delay
         self._delay = min(self.maximum, self._delay * self.factor)
-        self.attempts += 1
-        if self.jitter:
-            delay = min(self.maximum, delay * (1.0 - self.jitter + 2.0 * self.jitter * self.rng()))
         return delay
 
     def reset(self) -> None:
         """Back to the initial delay (after a success)."""
         self._delay = self.initial
-        self.attempts = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectionStatus:
-    """What the UI shows about a server's reachability."""
+    """A server's reachability, as the scrape outcomes say."""
 
-    state: Literal["unknown", "up", "down", "recovered"]
-    """'unknown' before the first answer; 'recovered' for a while after an outage, then 'up'."""
+    state: Literal["unknown", "up", "down"]
+    """'unknown' before the first answer."""
     since: float | None
     """Clock time the current state began (down: the first failure)."""
     reason: str | None
-    """Down: the latest failure's one-line reason. Recovered: the reason of the outage."""
+    """Down: the latest failure's one-line reason."""
     failures: int
     """Consecutive failures (0 when up)."""
-    outage_s: float | None
-    """Recovered: how long the outage lasted."""
-
-    def describe(self, now: float | None = None) -> str:
-        """One short line: 'up', 'down since 14:03:07 (connection refused)', 'recovered after 12 s down'."""
-        if self.state == "unknown":
-            return "connecting…"
-        if self.state == "up":
-            return "up"
-        if self.state == "down":
-            assert self.since is not None
-            clock = time.strftime("%H:%M:%S", time.localtime(self.since))
-            lasted = f", {now - self.since:.0f} s" if now is not None else ""
-            return f"down since {clock} ({self.reason}){lasted}"
-        return f"recovered after {self.outage_s or 0.0:.0f} s down"
 
 
 @dataclass(slots=True, eq=False)
 class ConnectionState:
-    """Tracks up/down/recovered from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
+    """Tracks up/down from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
 
     clock: Callable[[], float] = time.time
-    recovered_hold_s: float = field(default=5.0, kw_only=True)
-    """How long 'recovered' shows before it becomes 'up'."""
-    _state: Literal["unknown", "up", "down", "recovered"] = field(default="unknown", init=False)
-    _down_since: float | None = field(default=None, init=False)
-    _up_since: float | None = field(default=None, init=False)
-    _recovered_at: float | None = field(default=None, init=False)
-    _reason: str | None = field(default=None, init=False)
-    _failures: int = field(default=0, init=False)
-    _outage_s: float | None = field(default=None, init=False)
+    _status: ConnectionStatus = field(default=ConnectionStatus("unknown", None, None, 0), init=False)
 
     def success(self) -> ConnectionStatus:
         """Record a successful request; returns the new status."""
-        now = self.clock()
-        if self._state == "down":
-            assert self._down_since is not None
-            self._state = "recovered"
-            self._outage_s = now - self._down_since
-            self._recovered_at = now
-            self._up_since = now
-        elif self._state == "unknown":
-            self._state = "up"
-            self._up_since = now
-        self._failures = 0
-        self._down_since = None
-        return self.status()
+        if self._status.state != "up":
+            self._status = ConnectionStatus("up", self.clock(), None, 0)
+        return self._status
 
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
-        now = self.clock()
-        if self._state != "down":
-            self._state = "down"
-            self._down_since = now
-        self._failures += 1
-        self._reason = reason
-        return self.status()
+        s = self._status
+        if s.state == "down":
+            self._status = ConnectionStatus("down", s.since, reason, s.failures + 1)
+        else:
+            self._status = ConnectionStatus("down", self.clock(), reason, 1)
+        return self._status
 
     def status(self) -> ConnectionStatus:
-        """The current status ('recovered' turns into 'up' after `recovered_hold_s`)."""
-        now = self.clock()
-        if (
-            self._state == "recovered"
-            and self._recovered_at is not None
-            and now - self._recovered_at >= self.recovered_hold_s
-        ):
-            self._state = "up"
-        state = self._state
-        if state == "down":
-            return ConnectionStatus("down", self._down_since, self._reason, self._failures, None)
-        if state == "recovered":
-            return ConnectionStatus("recovered", self._recovered_at, self._reason, 0, self._outage_s)
-        return ConnectionStatus(state, self._up_since, None, 0, None)
+        """The current status."""
+        return self._status

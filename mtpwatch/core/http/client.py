@@ -1,11 +1,14 @@
-"""HTTP to a vLLM server (or the simulator): /metrics, /health, /v1/models, /version and streaming generation.
+"""HTTP to a vLLM server (or the simulator): /metrics, /v1/models, /version and streaming generation.
 
 One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
 a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do.
-`VllmClient` is the one entry point; its scrape path is in `scraping.py`, its generation stream in
-`streaming.py`, the mapping of failures onto one-line errors in `failures.py`. Errors live in
-`errors.py`, URL normalising in `urls.py`, the generation types in `generation.py` and the SSE decoder
-in `sse.py`.
+`VllmClient` is the one entry point. Its scrape path: GET /metrics (or the filtered `/metrics/?name[]=…`
+tiers of `core.metrics.filtered`) on the kept-alive fast socket or through httpx. Its generation stream:
+POST a streaming completion, on the plain-http fast path (`core.http.faststream`) or through httpx,
+decode its SSE events into `StreamEvent` batches, drop a vLLM extension the server refuses (HTTP 400)
+and send again, and say in one line how a stream broke. The mapping of failures onto one-line errors
+is in `failures.py`, the errors in `errors.py`, URL normalising in `urls.py`, the generation types in
+`generation.py` and the SSE decoder in `sse.py`.
 """
 
 from __future__ import annotations
@@ -13,29 +16,53 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import httpx
 
 from mtpwatch.core.http import tls
-from mtpwatch.core.http.backoff import Backoff
 from mtpwatch.core.http.engines import ModelEntry, parse_model_list
-from mtpwatch.core.http.errors import NotVllmError, ServerError, ServerTimeout
-from mtpwatch.core.http.failures import status_error, transport_error
-from mtpwatch.core.http.fastget import FastGet
-from mtpwatch.core.http.faststream import proxy_for
-from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
-from mtpwatch.core.http.scraping import ScrapeMethods
-from mtpwatch.core.http.streaming import StreamMethods
+from mtpwatch.core.http.errors import (
+    HttpStatusError,
+    NotVllmError,
+    ServerError,
+    StreamError,
+    describe_transport,
+)
+from mtpwatch.core.http.failures import (
+    NOT_PROMETHEUS,
+    check_prometheus,
+    not_prometheus,
+    parse_metrics_page,
+    status_error,
+    transport_error,
+)
+from mtpwatch.core.http.fastget import FastGet, FastGetUnsupported
+from mtpwatch.core.http.faststream import open_sse, proxy_for
+from mtpwatch.core.http.generation import (
+    ChunkDecoder,
+    ChunkError,
+    GenerationRequest,
+    GenerationResult,
+    GenerationStats,
+    StreamEvent,
+)
+from mtpwatch.core.http.sse import DONE, SseDecoder
 from mtpwatch.core.http.urls import normalize_url
-from mtpwatch.core.metrics.filtered import ScrapeFilter, TieredScraper
+from mtpwatch.core.metrics.filtered import FULL_PATH, FilterRefused, ScrapeFilter, ScrapeState, TieredScraper
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.core.timeouts import within
+
+_Payloads = AsyncGenerator[list[tuple[float, bytes]], None]
+"""Batches of (arrival clock, SSE payload), from either path."""
 
 
-class VllmClient(ScrapeMethods, StreamMethods):
-    """Async HTTP client for one vLLM server (or the simulator): scrape, health, models, stream."""
+class VllmClient:
+    """Async HTTP client for one vLLM server (or the simulator): scrape, models, stream."""
 
     def __init__(
         self,
@@ -138,45 +165,91 @@ class VllmClient(ScrapeMethods, StreamMethods):
         except httpx.RequestError as exc:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
 
-    async def health(self) -> bool:
-        """GET /health: True on 200, False on another status (503 = engine dead or starting).
+    @property
+    def scrape_state(self) -> ScrapeState | None:
+        """How the last scrape was made (filtered or the full page, and why); None without a filter."""
+        return self._tiers.state if self._tiers is not None else None
+
+    def fresh_next(self) -> None:
+        """Fetch every tier at the next scrape (the scrape that closes a prompt's window)."""
+        self._fresh = True
+
+    async def scrape_text(self) -> str:
+        """GET /metrics → the Prometheus text (with a `scrape_filter`: the filtered tiers' text, or
+        the whole page where the filter is not honoured; `scrape_state` says which).
 
         Raises:
-            ServerError: the server cannot be reached (the reason is what a status line shows).
+            ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
+                Prometheus text.
         """
-        response = await self._get("/health")
-        return response.status_code == 200
+        if self._tiers is None:
+            return await self._metrics_text(FULL_PATH)
+        fresh, self._fresh = self._fresh, False
+        return await self._tiers.scrape(fresh=fresh)
 
-    async def wait_healthy(
-        self,
-        timeout_s: float,
-        *,
-        backoff: Backoff | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        on_wait: Callable[[str], None] | None = None,
-    ) -> None:
-        """Poll /health with backed-off retries until it answers 200.
+    async def _metrics_text(self, path: str) -> str:
+        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text.
 
         Raises:
-            ServerTimeout: not healthy within `timeout_s`; the message carries the last reason.
+            FilterRefused: a filtered path answered another status than 200.
+            ServerError: as `scrape_text`.
         """
-        backoff = backoff or Backoff()
-        deadline = self._clock() + timeout_s
-        while True:
+        filtered = path != FULL_PATH
+        # errors name the filtered path short: the whole query is two dozen names long
+        url = self.base_url + ("/metrics/?name[]=…" if filtered else path)
+        fast = self._fast_get
+        if fast is not None:
             try:
-                if await self.health():
-                    return
-                reason = f"{self.base_url}/health is not ready yet"
-            except ServerError as exc:
-                reason = str(exc)
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise ServerTimeout(
-                    f"{self.base_url} not healthy after {timeout_s:g} s: {reason}", url=self.base_url
-                )
-            if on_wait is not None:
-                on_wait(reason)
-            await sleep(min(backoff.next(), remaining))
+                text = await within(self._timeout, fast.get(path))
+                if not NOT_PROMETHEUS.match(text):
+                    return text
+                # Not Prometheus text: httpx asks once more and words it with the content type.
+            except TimeoutError:
+                raise transport_error(
+                    self.base_url, url, httpx.ReadTimeout("no answer"), self._timeout
+                ) from None
+            except FastGetUnsupported:
+                # Not the plain case (an error status, a redirect, an encoding): httpx asks once more
+                # and words the answer. A plain full page it needed httpx for stays on httpx; a
+                # filtered path's odd answer (a 404 of an older vLLM) says nothing about the page.
+                text = await self._scrape_text_httpx(url, path)
+                if not filtered:
+                    self._fast_get = None
+                    fast.close()
+                return text
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+                pass  # refused, reset, cut: httpx retries and, if it fails too, says why
+        return await self._scrape_text_httpx(url, path)
+
+    async def _scrape_text_httpx(self, url: str, path: str = FULL_PATH) -> str:
+        response = await self._get(path, url)
+        if path != FULL_PATH and response.status_code != 200:
+            raise FilterRefused(f"{response.status_code} {response.reason_phrase}".strip())
+        if response.status_code == 404:
+            raise NotVllmError(
+                f"{url} answered 404 Not Found — not a vLLM server? (vLLM serves Prometheus metrics there)",
+                url=url,
+            )
+        if response.status_code != 200:
+            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+        ctype = response.headers.get("content-type", "")
+        if path != FULL_PATH and not_prometheus(ctype, response.text):
+            # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
+            raise FilterRefused(f"not Prometheus text ({ctype.split(';')[0] or 'no content type'})")
+        return check_prometheus(url, ctype, response.text)
+
+    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
+        """GET /metrics → `MetricsSnapshot` (core.metrics.parse_snapshot).
+
+        A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
+        that is an error. `UnknownModelError` passes through.
+        """
+        return parse_metrics_page(await self.scrape_text(), model, self.base_url)
+
+    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
+        text = await self.scrape_text()
+        return text, parse_metrics_page(text, model, self.base_url)
 
     async def models(self) -> list[ModelEntry]:
         """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
@@ -216,24 +289,6 @@ class VllmClient(ScrapeMethods, StreamMethods):
 
     # -- generation
 
-    async def stream(
-        self, request: GenerationRequest, *, stats: GenerationStats | None = None
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """POST a streaming completion and yield one `StreamEvent` per chunk.
-
-        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
-        request is sent again without it (`stats.fallback` says so). With `stats`, every event is
-        added to it before it is yielded, so nothing is lost when the stream breaks. Close the
-        iterator (`contextlib.aclosing`) or cancel the task to stop: the response closes at once.
-
-        Raises:
-            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
-        """
-        async with aclosing(self._batches(request, stats)) as batches:
-            async for batch in batches:
-                for event in batch:
-                    yield event
-
     async def generate(
         self,
         request: GenerationRequest,
@@ -257,3 +312,190 @@ class VllmClient(ScrapeMethods, StreamMethods):
         except ServerError as exc:
             return stats.finish(error=str(exc))
         return stats.finish()
+
+    async def _batches(
+        self, request: GenerationRequest, stats: GenerationStats | None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """The events of `request`, one list per network read (fast path: per event-loop wake-up).
+
+        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
+        request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
+        before its list is yielded; events decoded before a broken chunk are yielded before the
+        `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
+        response at once.
+
+        Raises:
+            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
+        """
+        url = self.base_url + request.path
+        flags = _Extensions(True, True, request.return_token_ids)
+        attempts = 0
+        while attempts < 4:
+            attempts += 1
+            body = request.body(
+                include_usage=flags.include_usage,
+                continuous_usage=flags.continuous,
+                return_token_ids=flags.token_ids,
+            )
+            if stats is not None:
+                stats.start(self._clock())
+            if self._fast:
+                payloads = self._fast_payloads(url, body, stats, flags)
+            else:
+                payloads = self._httpx_payloads(request.path, url, body, stats, flags)
+            try:
+                async with aclosing(self._events(url, payloads, stats)) as batches:
+                    async for batch in batches:
+                        yield batch
+                return
+            except _Retry:
+                continue
+            except _UseHttpx:
+                self._fast = False  # a redirect: httpx follows it
+                attempts -= 1
+                continue
+        raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url)
+
+    def _refusal(
+        self, url: str, status: int, reason: str, text: str, flags: _Extensions, stats: GenerationStats | None
+    ) -> Exception:
+        """`_Retry` when a 400 names an extension (now dropped from `flags`), else the one-line error."""
+        if status == 400:
+            low = text.lower()
+            if flags.continuous and ("continuous_usage" in low or "stream_options" in low):
+                flags.continuous = False
+                if stats is not None:
+                    stats.fallback = (
+                        "the server refused continuous_usage_stats (HTTP 400); "
+                        "per-chunk token counts are estimated"
+                    )
+                return _Retry()
+            if flags.include_usage and ("stream_options" in low or "include_usage" in low):
+                flags.include_usage = False
+                return _Retry()
+            if flags.token_ids and "return_token_ids" in low:
+                flags.token_ids = False
+                return _Retry()
+        return status_error(self.api_key, url, status, reason, text)
+
+    async def _events(
+        self, url: str, payloads: _Payloads, stats: GenerationStats | None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """Payload batches → event batches (see `_batches`)."""
+        decoder = ChunkDecoder()
+        done = False
+        add = stats.add if stats is not None else None
+        async with aclosing(payloads):
+            while True:
+                try:
+                    batch = await anext(payloads, None)
+                except httpx.RequestError as exc:
+                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                if batch is None:
+                    break
+                events: list[StreamEvent] = []
+                for t, payload in batch:
+                    if done or payload == DONE:
+                        done = True
+                        continue
+                    try:
+                        event = decoder.decode(payload, t)
+                    except ChunkError as exc:
+                        if events:
+                            yield events
+                        raise StreamError(str(exc), url=url) from exc.__cause__
+                    if event is not None:
+                        if add is not None:
+                            add(event)
+                        events.append(event)
+                if events:
+                    yield events
+        if not done and decoder.finish_reason is None:
+            raise StreamError(
+                f"the stream from {self.base_url} ended before the server finished"
+                f" (no [DONE]) after {decoder.count} tokens",
+                url=url,
+            )
+
+    async def _fast_payloads(
+        self, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+    ) -> _Payloads:
+        """The payloads through `core.http.faststream`; a read failing mid-stream raises httpx's error."""
+        try:
+            conn = await open_sse(
+                url,
+                body,
+                headers=self._auth,
+                connect_timeout=self._timeout,
+                read_timeout=self._stream_timeout,
+                read_interval=self._read_interval,
+                clock=self._clock,
+            )
+        except httpx.RequestError as exc:
+            raise transport_error(self.base_url, url, exc, self._timeout) from exc
+        try:
+            if conn.status != 200:
+                if 300 <= conn.status < 400 and "location" in conn.headers:
+                    raise _UseHttpx
+                try:
+                    raw = await conn.read_body()
+                except httpx.RequestError as exc:
+                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
+                text = raw.decode("utf-8", "replace")
+                raise self._refusal(url, conn.status, conn.reason, text, flags, stats)
+            while payloads := await conn.batch():
+                yield payloads
+        finally:
+            conn.close()
+
+    async def _httpx_payloads(
+        self, path: str, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+    ) -> _Payloads:
+        """The payloads through httpx, stamped per network read; a read failing mid-stream raises
+        httpx's error."""
+        timeout = httpx.Timeout(self._timeout, read=self._stream_timeout)
+        clock = self._clock
+        request = self._http.build_request("POST", path, json=body, timeout=timeout)
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.RequestError as exc:
+            raise transport_error(self.base_url, url, exc, self._timeout) from exc
+        try:
+            if response.status_code != 200:
+                try:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                except httpx.RequestError as exc:
+                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
+                raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
+            sse = SseDecoder()
+            async for chunk in response.aiter_bytes():
+                if payloads := sse.feed(chunk):
+                    yield [(clock(), p) for p in payloads]
+            if payloads := sse.close():
+                yield [(clock(), p) for p in payloads]
+        finally:
+            await response.aclose()
+
+    def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
+        if isinstance(exc, httpx.ReadTimeout):
+            why = f"no data for {self._stream_timeout:g} s"
+        else:
+            why = f"connection lost ({describe_transport(exc)})"
+        return f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}"
+
+
+@dataclass(slots=True)
+class _Extensions:
+    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400)."""
+
+    include_usage: bool
+    continuous: bool
+    token_ids: bool
+
+
+class _Retry(Exception):
+    """The server refused an extension; send the request again without it."""
+
+
+class _UseHttpx(Exception):
+    """The fast path met a redirect; httpx follows redirects."""

@@ -11,8 +11,8 @@ stay engine-neutral:
 - per-chunk token counts: vLLM's `stream_options.continuous_usage_stats`; llama-server ignores it but
   sends its `timings` (with the cumulative `predicted_n`) on every chunk when asked for
   `timings_per_token` (`stream_extras`);
-- the final chunk: both send `usage`; llama-server adds `timings` (prompt/decode ms and, when it
-  drafted, `draft_n` / `draft_n_accepted` for exactly this request) (`LlamaTimings`);
+- the final chunk: both send `usage`; llama-server adds `timings` (when it drafted, `draft_n` /
+  `draft_n_accepted` for exactly this request) (`LlamaTimings`);
 - what llama-server's `/metrics` lacks: `model_name` and `engine` labels, latency histograms
   (TTFT, ITL, TPOT), a KV-cache gauge, `_created` timestamps; and its drafts vary in length up to
   `--spec-draft-n-max`, so the number of `position` labels is that maximum, not a fixed k
@@ -70,6 +70,10 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def parse_model_list(obj: Any) -> list[ModelEntry]:
     """`GET /v1/models` of vLLM (`data[].id`) or llama-server (`data[].id`, or only `models[].name`).
 
@@ -86,13 +90,12 @@ def parse_model_list(obj: Any) -> list[ModelEntry]:
                 raise ValueError("a data[] entry without an id")
             raw_meta = entry.get("meta")
             meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
-            root = entry.get("root")
             out.append(
                 ModelEntry(
                     id=str(entry["id"]),
-                    root=root if isinstance(root, str) else None,
+                    root=_str_or_none(entry.get("root")),
                     max_model_len=_int_or_none(entry.get("max_model_len")) or _int_or_none(meta.get("n_ctx")),
-                    parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
+                    parent=_str_or_none(entry.get("parent")),
                 )
             )
         return out
@@ -105,8 +108,7 @@ def parse_model_list(obj: Any) -> list[ModelEntry]:
             name = entry.get("name") or entry.get("model")
             if not isinstance(name, str) or not name:
                 raise ValueError("a models[] entry without a name")
-            path = entry.get("model")
-            out.append(ModelEntry(id=name, root=path if isinstance(path, str) else None))
+            out.append(ModelEntry(id=name, root=_str_or_none(entry.get("model"))))
         return out
     if isinstance(data, list):
         return []
@@ -120,18 +122,10 @@ class EngineInfo:
     engine: Engine
     build: str | None = None
     """llama.cpp `build_info`, e.g. 'b11434-unknown'."""
-    model_path: str | None = None
-    """The GGUF the server loaded."""
-    alias: str | None = None
-    """`--alias` (the name requests use), when set."""
     spec_types: str | None = None
     """The speculation types slot 0 runs with ('draft-simple', 'ngram-mod', …; /slots), without 'none'."""
     speculative: bool | None = None
     """Slot 0 drafts (/slots `speculative`); None when /slots is off (`--no-slots`)."""
-    slots: int | None = None
-    """`total_slots` (`--parallel`)."""
-    n_ctx: int | None = None
-    """Context per slot."""
     synthetic: str | None = None
     """A /props or /slots key naming synthetic acceptance, with its value (`props_synthetic`)."""
 
@@ -171,8 +165,6 @@ def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
     """
     if not isinstance(obj, dict) or "default_generation_settings" not in obj:
         return None
-    settings = obj.get("default_generation_settings")
-    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
     spec: str | None = None
     speculative: bool | None = None
     slot = slots[0] if isinstance(slots, list) and slots and isinstance(slots[0], dict) else None
@@ -181,20 +173,11 @@ def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
         speculative = flag if isinstance(flag, bool) else None
         params = slot.get("params")
         spec = _spec_types(params.get("speculative.types")) if isinstance(params, dict) else None
-
-    def text(key: str) -> str | None:
-        value = obj.get(key)
-        return value if isinstance(value, str) and value else None
-
     return EngineInfo(
         engine="llama.cpp",
-        build=text("build_info"),
-        model_path=text("model_path"),
-        alias=text("model_alias"),
+        build=_str_or_none(obj.get("build_info")) or None,
         spec_types=spec or None,
         speculative=speculative,
-        slots=_int_or_none(obj.get("total_slots")),
-        n_ctx=_int_or_none(n_ctx),
         synthetic=props_synthetic(obj) or props_synthetic(slot),
     )
 
@@ -213,14 +196,6 @@ class LlamaTimings:
 
     predicted_n: int
     """Tokens generated so far (the final chunk: all of them)."""
-    predicted_ms: float | None = None
-    """Milliseconds spent generating them (server side, after the prompt)."""
-    prompt_n: int | None = None
-    """Prompt tokens processed (not taken from the cache)."""
-    prompt_ms: float | None = None
-    """Milliseconds of prompt processing (the server's TTFT without queueing and network)."""
-    cache_n: int | None = None
-    """Prompt tokens reused from the cache."""
     draft_n: int | None = None
     """Draft tokens proposed for this request (only when it drafted)."""
     draft_n_accepted: int | None = None
@@ -233,13 +208,6 @@ class LlamaTimings:
             return None
         return self.draft_n_accepted / self.draft_n
 
-    @property
-    def decode_tok_s(self) -> float | None:
-        """Server-side decode rate: predicted_n / predicted_ms (llama.cpp's `predicted_per_second`)."""
-        if not self.predicted_ms or self.predicted_n <= 0:
-            return None
-        return 1000.0 * self.predicted_n / self.predicted_ms
-
     @classmethod
     def from_json(cls, obj: Any) -> LlamaTimings | None:
         """Read a `timings` object; None when absent or without `predicted_n`."""
@@ -248,19 +216,4 @@ class LlamaTimings:
         n = _int_or_none(obj.get("predicted_n"))
         if n is None:
             return None
-
-        def num(key: str) -> float | None:
-            value = obj.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                return None
-            return float(value)
-
-        return cls(
-            predicted_n=n,
-            predicted_ms=num("predicted_ms"),
-            prompt_n=_int_or_none(obj.get("prompt_n")),
-            prompt_ms=num("prompt_ms"),
-            cache_n=_int_or_none(obj.get("cache_n")),
-            draft_n=_int_or_none(obj.get("draft_n")),
-            draft_n_accepted=_int_or_none(obj.get("draft_n_accepted")),
-        )
+        return cls(n, _int_or_none(obj.get("draft_n")), _int_or_none(obj.get("draft_n_accepted")))

@@ -2,17 +2,6 @@
 
 from __future__ import annotations
 
-NO_METRICS_HINT = (
-    "it exposes no vllm: metrics: the server was started with --disable-log-stats, which removes them; "
-    "restart it without that flag"
-)
-"""Why a vLLM /metrics page can lack every `vllm:` family (use with `no_metrics_message`)."""
-
-
-def no_metrics_message(base_url: str) -> str:
-    """One line for a /metrics page without `vllm:`/`llamacpp:` families (snapshot schema "none")."""
-    return f"{base_url}/metrics answers, but {NO_METRICS_HINT}"
-
 
 class ServerError(Exception):
     """Talking to the server failed; `str()` is one line a user can act on."""
@@ -41,10 +30,6 @@ class NotVllmError(ServerError):
 
 class HttpStatusError(ServerError):
     """Any other unexpected HTTP status (5xx, a rejected request)."""
-
-    def __init__(self, message: str, *, url: str = "", status: int = 0) -> None:
-        super().__init__(message, url=url)
-        self.status = status
 
 
 class StreamError(ServerError):

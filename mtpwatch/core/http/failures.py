@@ -1,5 +1,6 @@
 """How a failed request to a server becomes one line: no answer (`transport_error`), an error status
-(`status_error`, with the server's own message from its body), a page that is not Prometheus text.
+(`status_error`, with the server's own message from its body), a page that is not Prometheus text
+(`check_prometheus`, `parse_metrics_page`).
 
 The `ServerError` classes themselves are in `errors.py`; this module maps httpx's failures and HTTP
 answers onto them for `VllmClient`.
@@ -26,6 +27,8 @@ from mtpwatch.core.http.errors import (
     one_line,
 )
 from mtpwatch.core.http.generation import openai_error_message
+from mtpwatch.core.metrics.parse import MetricsFormatError
+from mtpwatch.core.metrics.snapshot import MetricsSnapshot, parse_snapshot
 
 
 def transport_error(base: str, url: str, exc: httpx.RequestError, timeout: float) -> ServerError:
@@ -74,8 +77,8 @@ def status_error(api_key: str | None, url: str, status: int, reason: str, body: 
     detail = body_message(body)
     if status >= 500:
         tail = f": {detail}" if detail else " (engine dead or still starting?)"
-        return HttpStatusError(f"{head}: server error{tail}", url=url, status=status)
-    return HttpStatusError(f"{head}: {detail}" if detail else head, url=url, status=status)
+        return HttpStatusError(f"{head}: server error{tail}", url=url)
+    return HttpStatusError(f"{head}: {detail}" if detail else head, url=url)
 
 
 def check_prometheus(url: str, ctype: str, text: str) -> str:
@@ -106,3 +109,18 @@ def body_message(body: str) -> str:
     if message:
         return message
     return "" if NOT_PROMETHEUS.match(body) else one_line(body, 160)
+
+
+def parse_metrics_page(text: str, model: str | None, base_url: str) -> MetricsSnapshot:
+    """A /metrics page of the server at `base_url` → `MetricsSnapshot` (a recorded page too).
+
+    Raises:
+        NotVllmError: the text is not Prometheus text.
+    """
+    try:
+        return parse_snapshot(text, model)
+    except MetricsFormatError as exc:
+        url = base_url + "/metrics"
+        raise NotVllmError(
+            f"{url} did not return valid Prometheus text: {one_line(str(exc))}", url=url
+        ) from exc

@@ -25,14 +25,13 @@ class FastGetUnsupported(Exception):
 class FastGet:
     """GET `path` on one kept-alive connection (reconnects after any failure)."""
 
-    def __init__(self, base_url: str, path: str = "/metrics", *, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str, *, api_key: str | None = None) -> None:
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self._host_header = parts.netloc.rsplit("@", 1)[-1]
         self._auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
         self._prefix = parts.path.rstrip("/")
-        self._path = path
         self._requests: dict[str, bytes] = {}
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -48,12 +47,12 @@ class FastGet:
             ).encode("latin-1")
         return request
 
-    async def get(self, path: str | None = None) -> str:
-        """The body of a 200 answer to GET `path` (default: the path given at construction).
+    async def get(self, path: str = "/metrics") -> str:
+        """The body of a 200 answer to GET `path`.
 
         Raises FastGetUnsupported, OSError or asyncio.IncompleteReadError."""
         try:
-            return await self._get(self._path if path is None else path)
+            return await self._get(path)
         except BaseException:
             self.close()  # a half-read answer leaves the connection unusable (cancellation included)
             raise

@@ -4,7 +4,7 @@ Why it exists: vLLM sends every SSE chunk in its own TCP segment, at thousands o
 Through httpx (httpcore + h11 + anyio) each segment costs a chain of coroutine resumptions; here an
 `asyncio.Protocol` feeds each segment straight into the de-chunker and `SseDecoder`, and wakes the
 consumer at most once per event-loop iteration, handing it every payload completed since
-(`tests/bench/stream_cost.py` measures both). `VllmClient.stream` uses it for plain `http://`
+(`tests/bench/stream_cost.py` measures both). `VllmClient`'s stream uses it for plain `http://`
 without a proxy; everything else (https, proxies, injected transports, the GETs) stays on httpx.
 
 Failures are raised as the httpx exceptions the httpx path would raise (`ConnectError`,

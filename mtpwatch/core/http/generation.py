@@ -33,9 +33,6 @@ from mtpwatch.core.http.engines import LlamaTimings
 from mtpwatch.core.http.errors import one_line
 from mtpwatch.core.metrics import formulas as F
 
-COMPLETIONS_PATH = "/v1/completions"
-CHAT_PATH = "/v1/chat/completions"
-
 
 class ChunkError(ValueError):
     """A stream event the client cannot use: a server error event or malformed JSON (one line)."""
@@ -79,27 +76,25 @@ class GenerationRequest:
     """0 makes MTP on/off outputs comparable token by token."""
     return_token_ids: bool = False
     """Ask vLLM for per-chunk `token_ids` (the A/B lossless check compares them)."""
-    continuous_usage: bool = True
-    """Ask for cumulative usage on every chunk (exact per-chunk token counts)."""
     ignore_eos: bool = False
     """vLLM sampling extension: generate exactly max_tokens (fixed-length benchmarks)."""
     seed: int | None = None
-    """Sampling seed, when temperature > 0."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further body fields (stop, top_p, …), merged last."""
 
     @property
     def path(self) -> str:
-        return CHAT_PATH if self.chat else COMPLETIONS_PATH
+        return "/v1/chat/completions" if self.chat else "/v1/completions"
 
     def body(
         self,
         *,
         include_usage: bool = True,
-        continuous_usage: bool | None = None,
+        continuous_usage: bool = True,
         return_token_ids: bool | None = None,
     ) -> dict[str, Any]:
-        """The JSON body; the keyword flags let the client drop extensions a server refuses."""
+        """The JSON body; the keyword flags let the client drop extensions a server refuses
+        (`continuous_usage`: cumulative usage on every chunk, the exact per-chunk token counts)."""
         body: dict[str, Any] = {}
         if self.model is not None:
             body["model"] = self.model
@@ -110,10 +105,9 @@ class GenerationRequest:
         body["max_tokens"] = self.max_tokens
         body["temperature"] = self.temperature
         body["stream"] = True
-        continuous = self.continuous_usage if continuous_usage is None else continuous_usage
         if include_usage:
             options: dict[str, bool] = {"include_usage": True}
-            if continuous:
+            if continuous_usage:
                 options["continuous_usage_stats"] = True
             body["stream_options"] = options
         if self.return_token_ids if return_token_ids is None else return_token_ids:
@@ -204,10 +198,10 @@ class StreamEvent:
     """True when `completion_tokens` is exact (continuous usage, token ids, or the final usage)."""
     prompt_tokens: int | None = None
     """Prompt tokens, when this chunk carried usage."""
-    spec_metrics: RequestSpecMetrics | None = None
-    """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
     timings: LlamaTimings | None = None
     """llama-server's `timings` on this chunk (the final one; every one with `timings_per_token`)."""
+    spec_metrics: RequestSpecMetrics | None = None
+    """vLLM's per-request speculative-decoding metrics, on the final usage chunk when enabled."""
 
 
 def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
@@ -320,20 +314,9 @@ class ChunkDecoder:
                 estimated = True
                 self.exact = False
                 self.count += tokens
+        pt = self.prompt_tokens if ct is not None else None
         return StreamEvent(
-            t,
-            text,
-            tokens,
-            self.count,
-            ids,
-            finish,
-            reasoning,
-            output,
-            estimated,
-            self.exact,
-            self.prompt_tokens if ct is not None else None,
-            None,
-            timings,
+            t, text, tokens, self.count, ids, finish, reasoning, output, estimated, self.exact, pt, timings
         )
 
 
@@ -346,7 +329,6 @@ class GenerationResult:
     reasoning: str
     """Chat reasoning text received, kept apart from `text`."""
     token_ids: tuple[int, ...] | None
-    """Token ids received, when the server sent them."""
     prompt_tokens: int | None
     """From the server's usage, when it sent any."""
     completion_tokens: int
@@ -370,33 +352,23 @@ class GenerationResult:
     error: str | None = None
     """One line when the request or the stream failed; everything received before is kept."""
     cancelled: bool = False
-    """The caller stopped the stream."""
     fallback: str | None = None
     """Why per-chunk counting fell back (server refused or ignored continuous usage), if it did."""
     t_start: float | None = None
     """Client clock when the request was sent."""
     t_first: float | None = None
-    """Client clock of the first output chunk."""
     t_last: float | None = None
-    """Client clock of the last output chunk."""
     t_end: float | None = None
     """Client clock when the result was made."""
     spec_metrics: RequestSpecMetrics | None = None
-    """vLLM's own per-request speculative-decoding numbers, when the server sends them."""
     timings: LlamaTimings | None = None
-    """llama-server's last `timings` of this request (its draft counts, server-side ms)."""
+    """llama-server's last `timings` of this request (its draft counts)."""
     itl_s: tuple[float, ...] = ()
     """Gaps between successive chunks with output: `vllm bench serve`'s ITL list of this request."""
 
     @property
     def ok(self) -> bool:
-        """Finished normally: no error, not cancelled."""
         return self.error is None and not self.cancelled
-
-    @property
-    def mean_tokens_per_chunk(self) -> float | None:
-        """completion_tokens / chunks: exact whenever `tokens_exact`, even if the histogram is not."""
-        return self.completion_tokens / self.chunks if self.chunks else None
 
 
 @dataclass(slots=True, eq=False)
@@ -456,10 +428,8 @@ class GenerationStats:
             self.prompt_tokens = event.prompt_tokens
         if event.finish_reason is not None:
             self.finish_reason = event.finish_reason
-        if event.spec_metrics is not None:
-            self.spec_metrics = event.spec_metrics
-        if event.timings is not None:
-            self.timings = event.timings
+        self.spec_metrics = event.spec_metrics or self.spec_metrics
+        self.timings = event.timings or self.timings
 
     def finish(
         self, *, error: str | None = None, cancelled: bool = False, t: float | None = None

@@ -41,22 +41,15 @@ def normalize_url(url: str) -> str:
     host = (parts.hostname or "").lower()
     if not host or (host.isdigit() and "." not in host):
         raise ValueError(f"bad server URL {url!r}: no host name; expected host:port, e.g. 127.0.0.1:8000")
-    if ":" in host:
+    if ":" in host or _IPV4_STYLE.match(host):
+        family = "IPv6" if ":" in host else "IPv4"
         try:
-            ipaddress.IPv6Address(host)
+            ipaddress.ip_address(host)
         except ValueError:
-            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv6 address") from None
-        netloc = f"[{host}]"
-    elif _IPV4_STYLE.match(host):
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid IPv4 address") from None
-        netloc = host
-    elif _HOST.match(host):
-        netloc = host
-    else:
+            raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid {family} address") from None
+    elif not _HOST.match(host):
         raise ValueError(f"bad server URL {url!r}: {host!r} is not a valid host name")
+    netloc = f"[{host}]" if ":" in host else host
     if port == 0:
         raise ValueError(f"bad server URL {url!r}: the port must be a number from 1 to 65535")
     if parts.username is not None or parts.password is not None:

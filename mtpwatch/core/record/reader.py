@@ -36,10 +36,8 @@ class Recording:
 
     def session(self) -> dict[str, Any]:
         """The 'session' mark (mode, title, servers, display settings); empty if missing."""
-        for record in self.records:
-            if record["kind"] == "mark" and record.get("what") == "session":
-                return record
-        return {}
+        marks = (r for r in self.records if r["kind"] == "mark" and r.get("what") == "session")
+        return next(marks, {})
 
 
 def read_recording(path: str | Path) -> Recording:

@@ -48,9 +48,7 @@ class Recorder:
         self._pages: dict[int, list[str]] = {}
         self._via: dict[int, str] = {}
         self._closed = False
-        self.records = 0
-        self.t0 = clock()
-        self.write({"kind": "header", "version": VERSION, "t": self.t0, "wall": time.time()})
+        self.write({"kind": "header", "version": VERSION, "t": clock(), "wall": time.time()})
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append one record (a JSON object on one line); flush if the last flush is ≥ 0.75 s old."""
@@ -61,7 +59,6 @@ class Recorder:
             if secret in line:
                 line = line.replace(secret, REDACTED)
         self._gz.write(line.encode() + b"\n")
-        self.records += 1
         now = self._clock()
         if now - self._last_flush >= FLUSH_S:
             self.flush()

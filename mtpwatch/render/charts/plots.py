@@ -86,13 +86,20 @@ class _Canvas:
         plt.plotsize(width, height)
         plt.theme("pro" if color else "clear")
 
-    def ci_bars(
-        self, xs: Sequence[float], intervals: Sequence[Any], lo: float, hi: float, color: str
+    def speedups(
+        self,
+        xs: Sequence[float],
+        intervals: Sequence[Any],
+        lo: float,
+        hi: float,
+        color: str,
+        label: str | None,
     ) -> None:
-        """A vertical bar per interval, clipped to [lo, hi]."""
+        """The medians joined by a line, each with its CI as a vertical bar clipped to [lo, hi]."""
         for x, iv in zip(xs, intervals, strict=True):
             ys = [max(lo, iv.low), min(hi, iv.high)]
             self.plt.plot([x, x], ys, color=color, marker="│" if not self.color else "braille")
+        self.plt.plot(xs, [iv.median for iv in intervals], color=color, marker="●", label=label)
 
     def speedup_axis(self, lo: float, hi: float) -> None:
         """The y axis of a speed-up: [lo, hi] with round ticks and the red 1.0 (break-even) line."""
@@ -205,8 +212,7 @@ def speedup_vs_length(
         col = colors[i % len(colors)]
         xs = [pos[p.length] + 0.08 * i for p in pts]
         clipped = clipped or any(p.speedup.low < lo or p.speedup.high > hi for p in pts)
-        cv.ci_bars(xs, [p.speedup for p in pts], lo, hi, col)
-        plt.plot(xs, [p.speedup.median for p in pts], color=col, marker="●", label=f"concurrency {conc}")
+        cv.speedups(xs, [p.speedup for p in pts], lo, hi, col, f"concurrency {conc}")
     cv.speedup_axis(lo, hi)
     if clipped:
         notes.insert(0, "(some CI bars run past the plot's edge: `--table` shows them whole)")
@@ -327,8 +333,7 @@ def speedup_vs_k(
     cv = _Canvas(plt, width, height, color)
     xs = [float(p.k) for p in points]
     lo, hi = _clip_range([p.speedup for p in points])
-    cv.ci_bars(xs, [p.speedup for p in points], lo, hi, "blue")
-    plt.plot(xs, [p.speedup.median for p in points], color="blue", marker="●")
+    cv.speedups(xs, [p.speedup for p in points], lo, hi, "blue", None)
     cv.speedup_axis(lo, hi)
     ks = sorted({p.k for p in points})
     plt.xlim(min(ks) - 0.5, max(ks) + 0.5)

@@ -18,6 +18,7 @@ from mtpwatch.core.http.errors import ServerError
 from mtpwatch.core.http.faststream import proxy_for
 from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, StreamEvent
 from mtpwatch.sim.harness import running_sim
+from tests.sse_payloads import stream_events
 
 PATHS = [pytest.param(True, id="fast"), pytest.param(False, id="httpx")]
 
@@ -344,7 +345,7 @@ async def test_refused_connection_is_the_same_message() -> None:
     for fast in (True, False):
         async with VllmClient(f"127.0.0.1:{port}", fast_stream=fast) as client:
             with pytest.raises(ServerError) as info:
-                async for _ in client.stream(GenerationRequest("p")):
+                async for _ in stream_events(client, GenerationRequest("p")):
                     pass
         messages.append(str(info.value))
     assert (

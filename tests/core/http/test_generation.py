@@ -15,6 +15,7 @@ from aiohttp import web
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.errors import HttpStatusError, StreamError
 from mtpwatch.core.http.generation import GenerationRequest, GenerationStats, StreamEvent
+from tests.sse_payloads import stream_events
 
 BASE = "http://127.0.0.1:8000"
 
@@ -166,7 +167,7 @@ async def test_other_400_is_reported_not_retried() -> None:
 
     async with client_for(handler) as client:
         with pytest.raises(HttpStatusError):
-            async for _ in client.stream(GenerationRequest("p")):
+            async for _ in stream_events(client, GenerationRequest("p")):
                 pass
 
 
@@ -214,7 +215,7 @@ async def test_closing_the_iterator_closes_the_response() -> None:
 
     async with client_for(handler) as client:
         stats = GenerationStats()
-        events = client.stream(GenerationRequest("p"), stats=stats)
+        events = stream_events(client, GenerationRequest("p"), stats=stats)
         first = await anext(events)
         assert first.text == " a" and not body.closed.is_set()
         await events.aclose()
@@ -336,7 +337,7 @@ async def test_real_socket_cancel_closes_the_connection() -> None:
             raise
 
     async with serve(handler) as url, VllmClient(url) as client:
-        events = client.stream(GenerationRequest("p"))
+        events = stream_events(client, GenerationRequest("p"))
         event = await asyncio.wait_for(anext(events), 10)
         assert event.text == " a"
         got_first.set()
@@ -350,7 +351,7 @@ async def test_stream_raises_stream_error_type() -> None:
 
     async with client_for(lambda r: httpx.Response(200, stream=body)) as client:
         with pytest.raises(StreamError, match="peer closed connection"):
-            async for _ in client.stream(GenerationRequest("p")):
+            async for _ in stream_events(client, GenerationRequest("p")):
                 pass
 
 

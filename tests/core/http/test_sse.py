@@ -165,7 +165,7 @@ def test_continuous_usage_gives_exact_per_chunk_counts() -> None:
     assert dict(result.tokens_per_chunk) == {1: 2, 5: 2, 3: 1}
     assert result.completion_tokens == 15 and result.chunks == 5
     assert result.approximate is False and result.tokens_exact is True
-    assert result.mean_tokens_per_chunk == pytest.approx(3.0)
+    assert result.completion_tokens / result.chunks == pytest.approx(3.0)
     assert result.prompt_tokens == 7
     assert result.t_last == 5.0  # the usage chunk at t=9 does not count as output
 
