@@ -115,7 +115,6 @@ class MeasureLines:
     line: str = ""
     """The live speed-up line."""
     progress: str = ""
-    """The progress line."""
     run_line: str = ""
     """One finished run, for the answer pane of the update's arm."""
     summary: str = ""
