@@ -111,7 +111,6 @@ class MtpWatchApp(App[int]):
         self.paused = not self.paused  # each monitor screen watches it
 
     def save_on_exit(self) -> None:
-        """With --save FILE, an unsaved measurement is written when the app exits."""
         for screen in self.screen_stack:
             if isinstance(screen, MonitorScreen):
                 screen.ab.save_unsaved()

@@ -77,7 +77,6 @@ FLEET_HELP: tuple[HelpRow, ...] = (
     (("palette",), "command palette"),
     (("quit", "quit-ctrl-c"), "quit"),
 )
-"""The fleet's help rows (`screens/keys.key_table`: the keys come from the bindings these ids name)."""
 
 
 class FleetScreen(FrameScreen):

@@ -46,9 +46,7 @@ SAMPLE_PROMPT = (
 class MonitorScreen(FrameScreen):
     """The main view: panels side by side (stacked when narrow), one console."""
 
-    # Function keys: the prompt Input has focus and swallows printable keys. Quit, Help and Pause are
-    # the app's (every screen has them); listed first here, the footer shows them first, as it always has.
-    BINDINGS = [QUIT, HELP, PAUSE, *MONITOR_KEYS]
+    BINDINGS = [QUIT, HELP, PAUSE, *MONITOR_KEYS]  # `keys.MONITOR_KEYS` and `keys.QUIT` say why
 
     def __init__(
         self,
@@ -262,13 +260,10 @@ class MonitorScreen(FrameScreen):
         """Cancel the running generation or measurement; True if one was running."""
         if self.gate.cancel():
             return True
-        if self.ab.measuring:
-            self.workers.cancel_group(self, "measure")
-            return True
-        if not self.generating:
-            return False
-        self.workers.cancel_group(self, "generate")
-        return True
+        group = "measure" if self.ab.measuring else "generate" if self.generating else None
+        if group is not None:
+            self.workers.cancel_group(self, group)
+        return group is not None
 
     @work(exclusive=True, group="generate", exit_on_error=False)
     async def generate(self, prompt: str) -> None:
