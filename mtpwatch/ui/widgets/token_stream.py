@@ -337,14 +337,10 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
-        height = self.content_region.height
-        total = len(self.lines)
         index = self._frame_top + y
-        bar = " "
-        if total > height > 0:
-            start, size = self._bar()
-            bar = "┃" if start <= y < start + size else "│"
-        line = self.lines[index] if index < total else ""
+        start, size = self._bar()
+        bar = ("┃" if start <= y < start + size else "│") if size else " "
+        line = self.lines[index] if index < len(self.lines) else ""
         key = (line, width, bar)
         strip = self._strips.get(key)
         if strip is None:
