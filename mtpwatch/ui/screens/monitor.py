@@ -26,7 +26,7 @@ from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.ab import RESTART_WAITING
 from mtpwatch.ui.markup.titles import render_title
 from mtpwatch.ui.screens.ab_lines import ABLines
-from mtpwatch.ui.screens.console import abba_order, stream_prompt
+from mtpwatch.ui.screens.console import stream_prompt
 from mtpwatch.ui.screens.feeding import PanelFeeds
 from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, app_keys, monitor_help_text
 from mtpwatch.ui.screens.prompt_gate import PromptGate
@@ -267,9 +267,12 @@ class MonitorScreen(FrameScreen):
 
     @work(exclusive=True, group="generate", exit_on_error=False)
     async def generate(self, prompt: str) -> None:
-        """Stream `prompt` to each server: A then B (ABBA across prompts), or both at once (race)."""
+        """Stream `prompt` to each server: A then B, the second prompt B first (ABBA across prompts),
+        or all at once in a race (the order they begin in)."""
         race = self.schedule == "race"
-        order = abba_order(len(self.feeds), self.prompt_index, race=race)
+        order = list(range(len(self.feeds)))
+        if not race and self.prompt_index % 2 == 1:
+            order.reverse()
         self.prompt_index += 1
         try:
             answers = await stream_prompt(prompt, self.panels, self.feeds, order, race=race)
