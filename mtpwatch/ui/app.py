@@ -86,16 +86,8 @@ class MtpWatchApp(App[int]):
         if self.replay is not None:
             from mtpwatch.ui.screens.replay import ReplayScreen
 
-            return ReplayScreen(config, self.replay, loop=config.loop, speed=config.speed)
-        return MonitorScreen(
-            config,
-            autostart=self.autostart,
-            clock=self.clock,
-            schedule=config.schedule,
-            prefill=config.prefill,
-            measure=config.measure,
-            loop=config.loop,
-        )
+            return ReplayScreen(config, self.replay)
+        return MonitorScreen(config, autostart=self.autostart, clock=self.clock)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -119,7 +111,6 @@ class MtpWatchApp(App[int]):
         self.paused = not self.paused  # each monitor screen watches it
 
     def save_on_exit(self) -> None:
-        """With --save FILE, an unsaved measurement is written when the app exits."""
         for screen in self.screen_stack:
             if isinstance(screen, MonitorScreen):
                 screen.ab.save_unsaved()

@@ -80,11 +80,8 @@ class RowCompositor(Compositor):
         return CellChopsUpdate(chops, spans, chop_ends)
 
     def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip | None]]:
-        """Textual's `_render_chops` over the rows in `spans` only: each widget that a span crosses,
-        in Textual's order (front to back), renders the rows a span crosses within its columns, in
-        runs of consecutive rows, skipping a row where every chop it would fill that a span writes
-        is already filled by a widget in front (`_row_wanted`): a container behind the answer pane
-        renders nothing for the pane's streamed rows. What each chop holds is what Textual's holds."""
+        """Textual's `_render_chops` over the rows in `spans` only (module docstring; `_row_wanted`
+        says when a widget in front filled a row already). What each chop holds is what Textual's holds."""
         cuts = self.cuts
         chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
         by_row: dict[int, list[tuple[int, int]]] = {}

@@ -37,16 +37,13 @@ class FrameScreen(Screen[None]):
     def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.fast_paint = gate().on
-        """The fast paint was on when this screen was built: partial updates render only the rows
-        they write, and `frame_now` composes at once."""
         if self.fast_paint:
             from mtpwatch.ui.fastpaint.compositor import RowCompositor  # imported by the gate
 
             self._compositor = RowCompositor()
 
     def frame_now(self, repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
-        """`frame_now` on this screen: False unless it is the screen shown, on the RowCompositor,
-        with nothing pending that the update timer must do first and every widget ready on it."""
+        """`frame_now` on this screen (which says when it declines)."""
         app = self.app
         if (
             not self.fast_paint

@@ -53,11 +53,6 @@ def gate(textual_version: str | None = None) -> Gate:
     return _gate(os.environ.get(ENV, "").strip(), textual)
 
 
-def fast_paint_on() -> bool:
-    """`gate().on`."""
-    return gate().on
-
-
 @functools.cache
 def _gate(switch: str, textual: str) -> Gate:
     if switch == "0":

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.widget import Widget
 
-from mtpwatch.ui.fastpaint.gate import fast_paint_on
+from mtpwatch.ui.fastpaint.gate import gate
 
 _NO_SPACING = Spacing(0, 0, 0, 0)
 
@@ -38,7 +38,7 @@ class PlainLines(Widget):
         padding, outline, hatch, tint, text opacity or opacity (its own or an ancestor's), no
         scrollbar, no link under the mouse to restyle; while the fast paint is on (`gate`, read
         first: off, no private name is read)."""
-        if not fast_paint_on():
+        if not gate().on:
             return False
         styles = self.styles
         if (

@@ -16,7 +16,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 from typing_extensions import Self
 
-from mtpwatch.ui.fastpaint.gate import fast_paint_on
+from mtpwatch.ui.fastpaint.gate import gate
 
 
 class RowRefresh(Widget):
@@ -30,7 +30,7 @@ class RowRefresh(Widget):
     def refreshing_rows(self, regions: tuple[Region, ...] | None) -> Iterator[None]:
         """Narrow a `refresh()` with no regions to `regions` within the block (None: no narrowing),
         while the fast paint is on."""
-        self.refresh_rows = regions if fast_paint_on() else None
+        self.refresh_rows = regions if gate().on else None
         try:
             yield
         finally:

@@ -113,9 +113,7 @@ class MeasureLines:
     """A `MeasureUpdate` drawn: the lines the A/B view shows (markup; empty = unchanged)."""
 
     line: str = ""
-    """The live speed-up line."""
     progress: str = ""
-    """The progress line."""
     run_line: str = ""
     """One finished run, for the answer pane of the update's arm."""
     summary: str = ""

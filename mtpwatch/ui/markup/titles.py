@@ -58,10 +58,9 @@ def render_title(
         parts.insert(0, f"[b $warning]prompt waiting for {and_list(waiting)}[/] [dim](Esc cancels)[/]")
         short[parts[0]] = f"[b $warning]waiting for {and_list(waiting)}[/]"
     elif suggest and waiting:
-        parts.insert(
-            0, f"[b $accent]Enter[/] sends the suggested prompt once {and_list(waiting)} {_are(waiting)} up"
-        )
-        short[parts[0]] = f"[b $accent]Enter[/] sends it once {and_list(waiting)} {_are(waiting)} up"
+        once = f"once {and_list(waiting)} {'is' if len(waiting) == 1 else 'are'} up"
+        parts.insert(0, f"[b $accent]Enter[/] sends the suggested prompt {once}")
+        short[parts[0]] = f"[b $accent]Enter[/] sends it {once}"
     elif suggest:
         parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
         short[parts[0]] = "[b $accent]Enter[/] sends it"
@@ -73,10 +72,6 @@ def render_title(
 def and_list(names: tuple[str, ...]) -> str:
     """'A', 'A and B', 'A, B and C' (markup: the names escaped)."""
     return escape(names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
-
-
-def _are(names: tuple[str, ...]) -> str:
-    return "is" if len(names) == 1 else "are"
 
 
 def fit_title(parts: list[str], width: int | None, short: Mapping[str, str]) -> str:

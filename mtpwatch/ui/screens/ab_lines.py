@@ -202,9 +202,8 @@ class ABLines:
 
         screen, save_path = self.screen, self.screen.measure_settings.save_path
         target = Path(save_path) if save_path else results.default_path()
-        written = results.save(self.last_report, screen.feeds, screen.config.display, target)
-        self.saved_to = written
-        return written
+        self.saved_to = results.save(self.last_report, screen.feeds, screen.config.display, target)
+        return self.saved_to
 
     def save_and_say(self) -> None:
         """Ctrl+S: write the last measurement where --save says, else mtpwatch-ab-<time>.json."""

@@ -10,15 +10,6 @@ from mtpwatch.session.sources import Source
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 
-def abba_order(arms: int, prompt_index: int, *, race: bool) -> list[int]:
-    """The order a prompt goes to the arms: A then B, the second prompt B first (ABBA across
-    prompts), or all at once in a race (the order they begin in)."""
-    order = list(range(arms))
-    if not race and prompt_index % 2 == 1:
-        order.reverse()
-    return order
-
-
 async def stream_prompt(
     prompt: str, panels: Sequence[ServerPanel], sources: Sequence[Source], order: list[int], *, race: bool
 ) -> dict[int, Answer]:

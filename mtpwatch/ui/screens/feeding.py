@@ -1,9 +1,8 @@
 """PanelFeeds: each panel of a monitor screen fed by its source.
 
 One `MonitorScreen`'s: start a server its spec launches (the log in the panel's start-up pane),
-poll it forever (the GPU sampled only while the panel shows the roofline), and pace the views:
-a panel gets a fresh `Source.view` as a scrape lands when its last view is at least a view period
-old (`session/view_pacing.ViewPacer`), else when it is; all in one batch, never while paused.
+poll it forever (the GPU sampled only while the panel shows the roofline), and pace the views
+(`tick_views`, by `session/view_pacing.ViewPacer`).
 """
 
 from __future__ import annotations

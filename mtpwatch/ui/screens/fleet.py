@@ -11,10 +11,10 @@ group's instances, Escape goes back, `g` switches between groups and rows, `/` f
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -77,7 +77,6 @@ FLEET_HELP: tuple[HelpRow, ...] = (
     (("palette",), "command palette"),
     (("quit", "quit-ctrl-c"), "quit"),
 )
-"""The fleet's help rows (`screens/keys.key_table`: the keys come from the bindings these ids name)."""
 
 
 class FleetScreen(FrameScreen):
@@ -130,7 +129,6 @@ class FleetScreen(FrameScreen):
         self.refresh_times: list[float] = []
         """Seconds each of the newest table updates took (the benchmark reads them; bounded)."""
         self.refreshes = 0
-        """Table updates since the start."""
         self.by_group: bool | None = None
         """Groups (True) or rows (False); None until the first rows decide (more than `GROUP_AT`)."""
         self.group_open: GroupKey | None = None
@@ -184,15 +182,8 @@ class FleetScreen(FrameScreen):
         keys = key_table(FLEET_HELP, [*FleetScreen.BINDINGS, *LineTable.BINDINGS, *app_keys(self.app)])
         return fleet_help(self.fleet, keys, self.cost_words())
 
-    def source_words(self) -> str:
-        if self.fleet.prometheus is not None:
-            sel = f" {self.fleet.selector}" if self.fleet.selector else ""
-            return f"Prometheus {self.fleet.prometheus}{sel}"
-        return f"{len(self.fleet.urls)} servers, direct /metrics"
-
     def update_title(self) -> None:
-        sorts = self._sorts()
-        sort = str(sorts[self.sort_index % len(sorts)][0])
+        sort = self._sorts()[self.sort_index][0]
         if self.by_group:
             sort += " · by group (g: rows)"
         elif self.group_open is not None:
@@ -201,7 +192,12 @@ class FleetScreen(FrameScreen):
         window = self.window_s
         if self.last_read is not None and self.last_read.fit.window_s != window:
             window = self.last_read.fit.window_s
-        title = render_fleet_title(window, sort, reverse=self.reverse, source=self.source_words())
+        source = f"{len(self.fleet.urls)} servers, direct /metrics"
+        if self.fleet.prometheus is not None:
+            source = f"Prometheus {self.fleet.prometheus}" + (
+                f" {self.fleet.selector}" if self.fleet.selector else ""
+            )
+        title = render_fleet_title(window, sort, reverse=self.reverse, source=source)
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- data ----------------------------------------------------------------------------------
@@ -241,7 +237,7 @@ class FleetScreen(FrameScreen):
     def _table(self) -> LineTable:
         return self.query_one("#group-table" if self.by_group else "#fleet-table", LineTable)
 
-    def _sorts(self) -> tuple[tuple[str, object], ...]:
+    def _sorts(self) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
         return GROUP_SORTS if self.by_group else SORTS
 
     def visible_rows(self) -> list[FleetRow]:
@@ -261,14 +257,8 @@ class FleetScreen(FrameScreen):
         self.rows = rows
         if self.by_group is None and rows:
             self._set_mode(len(rows) > GROUP_AT)
-        shown = self.visible_rows()
-        if self.by_group:
-            groups = summarise(shown)
-            groups.sort(key=GROUP_SORTS[self.sort_index % len(GROUP_SORTS)][1], reverse=self.reverse)
-            self.query_one("#group-table", GroupTable).show(groups)
-        else:
-            key = SORTS[self.sort_index % len(SORTS)][1]
-            self.query_one("#fleet-table", FleetTable).show(sorted(shown, key=key, reverse=self.reverse))
+        shown: list[Any] = summarise(self.visible_rows()) if self.by_group else self.visible_rows()
+        self._table().show(sorted(shown, key=self._sorts()[self.sort_index][1], reverse=self.reverse))
         self.query_one("#fleet-status", Static).update(Content.from_markup(self.status_line(rows)))
         self.refresh_times.append(time.perf_counter() - t0)
         self.refreshes += 1
@@ -387,11 +377,6 @@ class FleetScreen(FrameScreen):
             config, autostart=self.autostart, clock=self.clock, driver=driver, returns=True
         )
         self.app.push_screen(screen)
-
-    async def stop(self) -> None:
-        """Stop scraping (the workers close their clients)."""
-        with contextlib.suppress(Exception):
-            self.workers.cancel_group(self, "fleet")
 
 
 def fleet_help(fleet: FleetSettings, keys: str, cost: str = "") -> str:

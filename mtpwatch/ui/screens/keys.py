@@ -89,7 +89,6 @@ MONITOR_HELP: tuple[HelpRow, ...] = (
     (("palette",), "command palette"),
     (("quit", "quit-ctrl-c"), "quit (stops servers mtpwatch started), on every screen"),
 )
-"""The monitor's help rows (`key_table`: the keys come from the bindings these ids name)."""
 
 
 QUIT = Binding(

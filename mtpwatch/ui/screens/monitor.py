@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from mtpwatch.config import AppConfig, MeasureSettings, Schedule
+from mtpwatch.config import AppConfig, MeasureSettings
 from mtpwatch.session.demo_loop import DemoLoop, loop_prompts
 from mtpwatch.session.drivers import Driver, LiveDriver
 from mtpwatch.session.sources import Source
@@ -26,11 +26,10 @@ from mtpwatch.ui.fastpaint.frame import FrameScreen
 from mtpwatch.ui.markup.ab import RESTART_WAITING
 from mtpwatch.ui.markup.titles import render_title
 from mtpwatch.ui.screens.ab_lines import ABLines
-from mtpwatch.ui.screens.console import abba_order, stream_prompt
+from mtpwatch.ui.screens.console import stream_prompt
 from mtpwatch.ui.screens.feeding import PanelFeeds
 from mtpwatch.ui.screens.keys import HELP, MONITOR_KEYS, PAUSE, QUIT, app_keys, monitor_help_text
 from mtpwatch.ui.screens.prompt_gate import PromptGate
-from mtpwatch.ui.screens.sizing import size_classes, title_width
 from mtpwatch.ui.widgets.packed_line import PackedLine
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 from mtpwatch.ui.widgets.server_panel import ServerPanel
@@ -47,9 +46,7 @@ SAMPLE_PROMPT = (
 class MonitorScreen(FrameScreen):
     """The main view: panels side by side (stacked when narrow), one console."""
 
-    # Function keys: the prompt Input has focus and swallows printable keys. Quit, Help and Pause are
-    # the app's (every screen has them); listed first here, the footer shows them first, as it always has.
-    BINDINGS = [QUIT, HELP, PAUSE, *MONITOR_KEYS]
+    BINDINGS = [QUIT, HELP, PAUSE, *MONITOR_KEYS]  # `keys.MONITOR_KEYS` and `keys.QUIT` say why
 
     def __init__(
         self,
@@ -57,30 +54,25 @@ class MonitorScreen(FrameScreen):
         *,
         autostart: bool,
         clock: Callable[[], float],
-        schedule: Schedule = "alternate",
-        prefill: str = "",
-        measure: MeasureSettings | None = None,
         driver: Driver | None = None,
-        loop: bool = False,
         returns: bool = False,
     ) -> None:
         super().__init__()  # FrameScreen: on the RowCompositor while the fast paint is on
         self.returns = returns
         """Pushed over another screen (a fleet row's monitor): Escape with nothing to cancel stops
         this screen's servers and returns to it."""
-        self.driver: Driver = driver or LiveDriver(config, clock=clock, schedule=schedule)
+        self.driver: Driver = driver or LiveDriver(config, clock=clock, schedule=config.schedule)
         """What stands behind the panels (`session.drivers`): live servers (a fleet row's: read from
         Prometheus), or a recording; it says when it cannot send, measure or seek."""
-        self.loop = DemoLoop(loop_prompts(prefill or SAMPLE_PROMPT)) if loop else None
+        self.loop = DemoLoop(loop_prompts(config.prefill or SAMPLE_PROMPT)) if config.loop else None
         """`demo --loop`: sends the built-in prompts in turn until quit."""
         self.sent_any = False
-        self.measure_settings = measure or MeasureSettings()
+        self.measure_settings = config.measure or MeasureSettings()
         self.last_prompt: str | None = None
         self.config = config
         self.autostart = autostart
         self.clock = clock
-        self.schedule = schedule
-        self.prefill = prefill
+        self.schedule = config.schedule
         self.window_index = 0
         self.prompt_index = 0
         self.opened = not autostart
@@ -95,7 +87,17 @@ class MonitorScreen(FrameScreen):
     # -- layout --------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        size_classes(self, self.app.size.width, self.app.size.height)  # before the first paint
+        # The app's breakpoint classes (HORIZONTAL_/VERTICAL_BREAKPOINTS) for the terminal's size, as
+        # Textual sets them on a Resize: it does on the screen's first one, after a first frame drawn
+        # side by side at 80×24.
+        app = self.app
+        for breakpoints, size in (
+            (app.HORIZONTAL_BREAKPOINTS or [], app.size.width),
+            (app.VERTICAL_BREAKPOINTS or [], app.size.height),
+        ):
+            reached = [name for at, name in breakpoints if size >= at]
+            for _, name in breakpoints:
+                self.set_class(bool(reached) and name == reached[-1], name)
         yield Static(id="title-bar")
         with Horizontal(id="panels", classes=f"-{self.config.mode} -n{len(self.config.servers)}"):
             for i, spec in enumerate(self.config.servers):
@@ -114,7 +116,9 @@ class MonitorScreen(FrameScreen):
         # The console in one docked container: Textual composes a widget on every frame whose
         # container overlaps what changed, so a streaming answer no longer composes these two.
         with Vertical(id="console"):
-            yield PromptInput(value=self.prefill, placeholder="type a prompt, Enter sends it", id="prompt")
+            yield PromptInput(
+                value=self.config.prefill, placeholder="type a prompt, Enter sends it", id="prompt"
+            )
             narrow = self.app.size.width < NARROW_BELOW
             yield Footer(compact=narrow, show_command_palette=not narrow)
 
@@ -146,8 +150,9 @@ class MonitorScreen(FrameScreen):
                 panel.show_startup(RESTART_WAITING, [])
             if self.measure_settings.prompts:
                 self.ab.start_measurement(list(self.measure_settings.prompts))
-        else:
-            self.start_servers()
+        else:  # every server's worker: launch it if its spec says so, then poll it
+            for index in range(len(self.feeds)):
+                self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
         if self.loop is not None:
             self.set_interval(1.0, self._loop_tick, name="demo-loop")
         self.gate.check()
@@ -189,6 +194,10 @@ class MonitorScreen(FrameScreen):
         """The acceptance window shown: '10 s', '60 s' or 'prompt'."""
         return WINDOWS[self.window_index]
 
+    def title_width(self) -> int | None:
+        """The title bar's cells: the terminal's, less its padding (None before there is one)."""
+        return max(self.app.size.width - 2, 1) if self.app.size.width else None
+
     def update_title(self) -> None:
         """Title bar: app title, mode, window, schedule, paused."""
         title = render_title(
@@ -197,19 +206,14 @@ class MonitorScreen(FrameScreen):
             schedule=self.schedule if self.config.mode == "ab" else None,
             paused=self.is_paused(),
             demo_sent=self.loop.sent if self.loop is not None else None,
-            suggest=bool(self.prefill) and not self.sent_any,
-            width=title_width(self),
+            suggest=bool(self.config.prefill) and not self.sent_any,
+            width=self.title_width(),
             waiting=self.gate.waiting(),
             queued=self.gate.pending is not None,
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 
     # -- servers and views (`feeding.PanelFeeds`) --------------------------------------------
-
-    def start_servers(self) -> None:
-        """Start every server's worker: launch it if its spec says so, then poll it."""
-        for index in range(len(self.feeds)):
-            self.run_worker(self.feeding.run_server(index), group="servers", exit_on_error=False)
 
     @property
     def restart_mode(self) -> bool:
@@ -256,19 +260,19 @@ class MonitorScreen(FrameScreen):
         """Cancel the running generation or measurement; True if one was running."""
         if self.gate.cancel():
             return True
-        if self.ab.measuring:
-            self.workers.cancel_group(self, "measure")
-            return True
-        if not self.generating:
-            return False
-        self.workers.cancel_group(self, "generate")
-        return True
+        group = "measure" if self.ab.measuring else "generate" if self.generating else None
+        if group is not None:
+            self.workers.cancel_group(self, group)
+        return group is not None
 
     @work(exclusive=True, group="generate", exit_on_error=False)
     async def generate(self, prompt: str) -> None:
-        """Stream `prompt` to each server: A then B (ABBA across prompts), or both at once (race)."""
+        """Stream `prompt` to each server: A then B, the second prompt B first (ABBA across prompts),
+        or all at once in a race (the order they begin in)."""
         race = self.schedule == "race"
-        order = abba_order(len(self.feeds), self.prompt_index, race=race)
+        order = list(range(len(self.feeds)))
+        if not race and self.prompt_index % 2 == 1:
+            order.reverse()
         self.prompt_index += 1
         try:
             answers = await stream_prompt(prompt, self.panels, self.feeds, order, race=race)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from textual.content import Content
 from textual.widgets import Static
@@ -21,7 +22,6 @@ from mtpwatch.session.replay_driver import ReplayDriver
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
-from mtpwatch.ui.screens.sizing import title_width
 from mtpwatch.ui.widgets.prompt_input import PromptInput
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -40,20 +40,15 @@ class ReplayScreen(MonitorScreen):
 
     BINDINGS = [*PLAYER_KEYS]  # the monitor's and the app's keys too; the monitor's help lists them
 
-    def __init__(
-        self, config: AppConfig, source: ReplaySource, *, loop: bool = False, speed: float = 1.0
-    ) -> None:
-        super().__init__(
-            config,
-            autostart=False,
-            clock=source.clock,
-            schedule=source.schedule,  # type: ignore[arg-type]
-            driver=ReplayDriver(source),
-        )
+    def __init__(self, config: AppConfig, source: ReplaySource) -> None:
+        """`config.loop` and `config.speed`: the player's (`replay --loop/--speed`); the monitor's
+        schedule is the recording's."""
+        monitor = replace(config, schedule=source.schedule, loop=False)  # type: ignore[arg-type]
+        super().__init__(monitor, autostart=False, clock=source.clock, driver=ReplayDriver(source))
         self.source = source
-        self.replay_loop = loop
+        self.replay_loop = config.loop
         self.playing = True
-        self.speed_index = SPEEDS.index(speed) if speed in SPEEDS else SPEEDS.index(1.0)
+        self.speed_index = SPEEDS.index(config.speed) if config.speed in SPEEDS else SPEEDS.index(1.0)
         self.player_clock: Callable[[], float] = time.monotonic
         """The wall clock playback moves by (seconds × speed of recording per second of it)."""
         self._last_tick = self.player_clock()
@@ -91,7 +86,7 @@ class ReplayScreen(MonitorScreen):
         total = _clock_text(source.t_end - source.t_start)
         player = (state, _clock_text(source.elapsed_s), total, speed)
         title = render_replay_title(
-            player, self.window, title=self.config.title, paused=self.is_paused(), width=title_width(self)
+            player, self.window, title=self.config.title, paused=self.is_paused(), width=self.title_width()
         )
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 

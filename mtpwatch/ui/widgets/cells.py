@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual.geometry import Region
 from textual.strip import Strip
 
 Cell = tuple[str, object]
@@ -28,6 +29,16 @@ def cells(strip: Strip) -> list[Cell] | None:
             continue
         out.extend((char, segment.style) for char in segment.text)
     return out if len(out) == strip.cell_length else None
+
+
+def changed_regions(y: int, old: Strip | None, new: Strip | None, width: int) -> list[Region]:
+    """Row `y`'s runs of cells drawn differently in `new` than in `old` (`changed_runs`); the whole
+    row (`width` cells) when either is unknown (None) or holds a character that is not one column wide."""
+    cells_old = None if old is None else cells(old)
+    cells_new = None if new is None else cells(new)
+    if cells_old is None or cells_new is None:
+        return [Region(0, y, width, 1)]
+    return [Region(x0, y, x1 - x0, 1) for x0, x1 in changed_runs(cells_old, cells_new)]
 
 
 def changed_runs(

@@ -18,7 +18,6 @@ from mtpwatch.core.fleet.rows import FleetRow
 from mtpwatch.render.numbers import fixed, percent
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
-SPARK = "▁▂▃▄▅▆▇█"
 
 COLUMNS = (
     " ",
@@ -47,11 +46,6 @@ SORTS: tuple[tuple[str, Callable[[FleetRow], tuple[int, float | str]]], ...] = (
 """Sort orders `s` cycles through: name, key (missing values last)."""
 
 
-def mini_bar(values: Sequence[float]) -> str:
-    """One block per position, its height the marginal rate (0 → blank, 1 → full block)."""
-    return "".join(BLOCKS[max(0, min(8, round(v * 8)))] for v in values)
-
-
 def sparkline(points: Sequence[tuple[float, float]], width: int = 12) -> str:
     """The last `width` points scaled to their own maximum."""
     values = [v for _, v in points][-width:]
@@ -59,8 +53,8 @@ def sparkline(points: Sequence[tuple[float, float]], width: int = 12) -> str:
         return ""
     top = max(values)
     if top <= 0:
-        return SPARK[0] * len(values)
-    return "".join(SPARK[min(7, int(v / top * 7.999))] for v in values)
+        return BLOCKS[1] * len(values)
+    return "".join(BLOCKS[1 + min(7, int(v / top * 7.999))] for v in values)
 
 
 def cells(row: FleetRow) -> list[Text]:
@@ -94,7 +88,8 @@ def cells(row: FleetRow) -> list[Text]:
             style=bad if "acceptance" in row.outliers else "",
         ),
         Text(fixed(row.mean_length, 2), justify="right"),
-        Text(mini_bar(row.per_position) or "—", style="cyan"),
+        # one block per position, its height the marginal rate (0 → blank, 1 → full block)
+        Text("".join(BLOCKS[max(0, min(8, round(v * 8)))] for v in row.per_position) or "—", style="cyan"),
         Text(percent(row.kv_usage, 0, style="spaced"), justify="right"),
         Text(run_wait, justify="right"),
         Text(sparkline(row.history), style="cyan"),
@@ -122,6 +117,7 @@ class LineTable(Static, can_focus=True):
     DEFAULT_CSS = "LineTable { width: auto; height: auto; }"
     COLUMNS: tuple[str, ...] = COLUMNS
     EMPTY = "waiting for the first answers…"
+    cells_of: staticmethod[[Any], list[Text]] = staticmethod(cells)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("", **kwargs)
@@ -129,9 +125,6 @@ class LineTable(Static, can_focus=True):
         self.cursor_row = 0
         self.drawn = 0
         """Lines whose cells the last draw built (the lines in view)."""
-
-    def cells_of(self, row: Any) -> list[Text]:
-        return cells(row)
 
     def show(self, rows: Sequence[Any]) -> None:
         """Replace the rows (already sorted), keeping the cursor on the row with the same key."""
@@ -188,14 +181,7 @@ class LineTable(Static, can_focus=True):
             out.append_text(Text(self.EMPTY, style="dim"))
         self.update(out)
 
-    def on_focus(self) -> None:
-        self.redraw()
-
-    def on_resize(self) -> None:
-        self.redraw()
-
-    def on_blur(self) -> None:
-        self.redraw()
+    on_focus = on_blur = on_resize = redraw  # the cursor line's style follows the focus
 
     def action_cursor(self, step: int) -> None:
         self.move_cursor(row=self.cursor_row + step)
@@ -266,9 +252,7 @@ class GroupTable(LineTable):
     """A large fleet by group: Enter lists a group's instances."""
 
     COLUMNS = GROUP_COLUMNS
-
-    def cells_of(self, row: Any) -> list[Text]:
-        return group_cells(row)
+    cells_of = staticmethod(group_cells)
 
 
 GROUP_SORTS: tuple[tuple[str, Callable[[FleetGroup], tuple[float, ...]]], ...] = (

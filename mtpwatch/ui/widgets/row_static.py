@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from mtpwatch.ui.fastpaint.plain import PlainLines
 from mtpwatch.ui.fastpaint.rows import RowRefresh
-from mtpwatch.ui.widgets.cells import cells, changed_runs
+from mtpwatch.ui.widgets.cells import changed_regions
 
 _NEWLINE = Content("\n")
 
@@ -76,18 +76,10 @@ class RowStatic(RowRefresh, PlainLines, Static):
 
     def _changed_cells(self, y: int, old: str, new: str, width: int) -> list[Region]:
         """Row `y`'s runs of cells drawn differently with line `new` than with `old`
-        (`cells.changed_runs`; the whole row when either is unknown or holds a character that is
-        not one column wide)."""
-        whole = [Region(0, y, width, 1)]
+        (`cells.changed_regions`; the whole row when either is unknown)."""
         if self._row_lines is None:
-            return whole
-        a, b = self._row_strip(old, width), self._row_strip(new, width)
-        if a is None or b is None:
-            return whole
-        cells_a, cells_b = cells(a), cells(b)
-        if cells_a is None or cells_b is None:
-            return whole
-        return [Region(x0, y, x1 - x0, 1) for x0, x1 in changed_runs(cells_a, cells_b)]
+            return [Region(0, y, width, 1)]
+        return changed_regions(y, self._row_strip(old, width), self._row_strip(new, width), width)
 
     def _one_row_per_line(self, content: Content, width: int) -> bool:
         """Each line of `content` is one row: it fits, or the widget does not wrap (CSS

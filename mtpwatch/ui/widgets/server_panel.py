@@ -75,7 +75,6 @@ class ServerPanel(RowRefresh, Vertical):
         self.prompt_count = 0
         """Prompts finished in this panel."""
         self.last_summary: PromptSummary | None = None
-        """The newest prompt summary."""
 
     def compose(self) -> ComposeResult:
         yield RowStatic(classes="panel-header")
@@ -119,19 +118,17 @@ class ServerPanel(RowRefresh, Vertical):
     def watch_view(self, view: ServerView | None) -> None:
         if view is None or not self.is_mounted:
             return
-        compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
         short = self.screen.has_class("-short")
+        compact = short or self.screen.has_class("-narrow")
         ab = self.parent is not None and self.parent.has_class("-ab")
+        header, title = self._one(".panel-header", Static), self._title(view)
+        text = render_header(view, compact=compact, width=None if short else _width(header))
         if short:  # 80×24: model, method and status go in the border; the detail keeps a row
-            head, _, detail = render_header(view, compact=True).partition("\n")
-            self._set_title(f"{self._title(view)} · {head}")
-            self._set(".panel-header", detail)
-            self._one(".panel-header", Static).display = bool(detail)
-        else:
-            self._set_title(self._title(view))
-            header = self._one(".panel-header", Static)
-            header.display = True
-            self._set(".panel-header", render_header(view, compact=compact, width=_width(header)))
+            head, _, text = text.partition("\n")
+            title += f" · {head}"
+        self._set_title(title)
+        header.display = bool(text) or not short
+        self._set(".panel-header", text)
         width = _width(self._one(".numbers", Static))
         # Compact: the baseline's "no speculation" line is not worth a row; in the short A/B view
         # the verdict gives its row to the answer (the numbers stay).

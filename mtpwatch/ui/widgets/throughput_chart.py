@@ -22,7 +22,7 @@ from textual.strip import Strip
 
 from mtpwatch.render.numbers import fixed
 from mtpwatch.ui.fastpaint.plain import PlainLines
-from mtpwatch.ui.widgets.cells import cells, changed_runs
+from mtpwatch.ui.widgets.cells import changed_regions
 
 POINTS = 60
 """Seconds of history (one point per second)."""
@@ -36,15 +36,6 @@ def nice_ceiling(value: float) -> float:
         return 1.0
     scale = 10.0 ** math.floor(math.log10(value))
     return next(step * scale for step in (1.0, 2.0, 2.5, 5.0, 10.0) if step * scale >= value)
-
-
-def span_points(series: Sequence[Sequence[float]]) -> int:
-    """Points the x axis spans: the longest series (first sample to now), at most `POINTS`, at least 2.
-
-    With less than a minute of history the chart spans what there is instead of leaving most of
-    it empty.
-    """
-    return max(2, min(POINTS, max((len(values) for values in series), default=0)))
 
 
 def rasterise(
@@ -142,7 +133,7 @@ class ThroughputChart(PlainLines):
 
     def replot(self) -> None:
         """Rasterise the series into strips now and repaint the runs of cells that changed
-        (`cells.changed_runs`: over SSH every repainted cell is bytes; a steady rate moves few
+        (`cells.changed_regions`: over SSH every repainted cell is bytes; a steady rate moves few
         dots from one second to the next)."""
         self._drawn = self._key()
         old, self._strips = self._strips, self._build()
@@ -150,15 +141,8 @@ class ThroughputChart(PlainLines):
             self.refresh()
             return
         width = self.content_region.width
-        changed = []
-        for y, (a, b) in enumerate(zip(old, self._strips, strict=True)):
-            if a == b:
-                continue
-            cells_a, cells_b = cells(a), cells(b)
-            if cells_a is None or cells_b is None:
-                changed.append(Region(0, y, width, 1))
-                continue
-            changed.extend(Region(x0, y, x1 - x0, 1) for x0, x1 in changed_runs(cells_a, cells_b))
+        pairs = enumerate(zip(old, self._strips, strict=True))
+        changed = [region for y, (a, b) in pairs if a != b for region in changed_regions(y, a, b, width)]
         if changed:
             self.refresh(*changed)
 
@@ -179,7 +163,9 @@ class ThroughputChart(PlainLines):
         top = max([*self.server_series, *self.client_series, 0.0])
         y_max = nice_ceiling(top * 1.1)
         series = (self.server_series, self.client_series)
-        span = span_points(series)
+        # The x axis spans the longest series (first sample to now), at most `POINTS`, at least 2: with
+        # less than a minute of history the chart spans what there is instead of leaving most of it empty.
+        span = max(2, min(POINTS, max(len(values) for values in series)))
         grid = rasterise(series, plot_w, plot_h, y_max, span)
         # A 56-cell A/B pane (120 columns) takes the shorter words: the scopes stay, the detail goes.
         engine, prompt = LEGEND_SCOPES[0] if width >= LEGEND_CELLS else LEGEND_SCOPES[1]
@@ -192,7 +178,8 @@ class ThroughputChart(PlainLines):
         ]
         strips = [Strip(legend).crop_extend(0, width, base)]
         for row in range(plot_h):
-            label = _fmt(y_max) if row == 0 else "0" if row == plot_h - 1 else ""
+            top_label = fixed(y_max, 0 if y_max >= 10 else 1)  # whole numbers from 10 up
+            label = top_label if row == 0 else "0" if row == plot_h - 1 else ""
             segments = [Segment(f"{label:>{self.LABEL_WIDTH - 1}}┤", axis)]
             dots = ((chr(0x2800 + bits), styles[index]) if bits else (" ", base) for bits, index in grid[row])
             for style, run in groupby(dots, key=itemgetter(1)):  # one segment per run of a style
@@ -213,8 +200,3 @@ class ThroughputChart(PlainLines):
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.content_region.width, self.rich_style)
-
-
-def _fmt(value: float) -> str:
-    """An axis label: whole numbers from 10 up, one decimal below (through the one formatter)."""
-    return fixed(value, 0 if value >= 10 else 1)

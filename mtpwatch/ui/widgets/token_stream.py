@@ -71,7 +71,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     """
 
     def __init__(self, *, min_paint_interval_s: float | None = None, **kwargs: Any) -> None:
-        """`min_paint_interval_s`: seconds between two paints at least (1 / `--fps`; None: the class's)."""
         super().__init__(**kwargs)
         self.lines: list[str] = []
         """The wrapped lines written so far (the last one may still grow)."""
@@ -93,16 +92,14 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         self.min_paint_interval_s = (
             self.MIN_PAINT_INTERVAL_S if min_paint_interval_s is None else min_paint_interval_s
         )
-        """Seconds between two paints at least (1 / `--fps`)."""
         self._frame: dict[FramedWidget, list[Region]] | None = None
         """While the painter paints: the frame this pane's repaints join (`_repaint`)."""
 
     def on_unmount(self) -> None:
-        if self._queued:
-            self._queued = False
-            painter = _PAINTERS.get(asyncio.get_running_loop())
-            if painter is not None:
-                painter.due.pop(self, None)
+        painter = _PAINTERS.get(asyncio.get_running_loop())
+        if self._queued and painter is not None:
+            painter.due.pop(self, None)
+        self._queued = False
 
     # -- text in -------------------------------------------------------------------------------
 
@@ -267,7 +264,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     @property
     def line_count(self) -> int:
-        """Number of wrapped lines written so far."""
         return len(self.lines)
 
     @property
@@ -341,14 +337,10 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def render_line(self, y: int) -> Strip:
         width = self.content_region.width
-        height = self.content_region.height
-        total = len(self.lines)
         index = self._frame_top + y
-        bar = " "
-        if total > height > 0:
-            start, size = self._bar()
-            bar = "┃" if start <= y < start + size else "│"
-        line = self.lines[index] if index < total else ""
+        start, size = self._bar()
+        bar = ("┃" if start <= y < start + size else "│") if size else " "
+        line = self.lines[index] if index < len(self.lines) else ""
         key = (line, width, bar)
         strip = self._strips.get(key)
         if strip is None:
