@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from mtpwatch.core.ab.workloads import Prompt
+if TYPE_CHECKING:  # an annotation only: the workloads' prompt files stay unread at start-up
+    from mtpwatch.core.ab.workloads import Prompt
 
 Schedule = Literal["alternate", "race", "restart"]
 """How the A/B view runs a prompt on two servers: 'alternate' (ABBA, never concurrent), 'race'

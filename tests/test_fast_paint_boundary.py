@@ -51,6 +51,27 @@ def test_a_textual_that_lacks_a_private_name_gets_the_plain_paint(monkeypatch: A
     assert "ChopsUpdate" in off.words()
 
 
+def test_the_installed_textual_is_what_importlib_metadata_says(tmp_path: Path, monkeypatch: Any) -> None:
+    """The gate reads Textual's dist-info itself (start-up); it must agree with the library, and ask
+    the library where the dist-info is not where it looks."""
+    from importlib.metadata import version
+
+    gate_module.installed_textual.cache_clear()
+    assert gate_module.installed_textual() == version("textual")
+    import textual
+
+    fake = tmp_path / "textual" / "__init__.py"
+    fake.parent.mkdir()
+    fake.touch()
+    monkeypatch.setattr(textual, "__file__", str(fake))  # no dist-info beside it
+    monkeypatch.setattr(gate_module, "_metadata_version", lambda: "from importlib.metadata")
+    gate_module.installed_textual.cache_clear()
+    try:
+        assert gate_module.installed_textual() == "from importlib.metadata"
+    finally:
+        gate_module.installed_textual.cache_clear()
+
+
 def _version(**env: str) -> str:
     environ = {k: v for k, v in os.environ.items() if k != gate_module.ENV} | env
     command = [sys.executable, "-m", "mtpwatch", "--version"]

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mtpwatch.core.ab.workloads import builtin
-
 PAUSE_S = 4.0
 """Seconds between the end of one answer and the next prompt (time to read the numbers)."""
 
 
 def loop_prompts(first: str) -> tuple[str, ...]:
     """`first` (the suggested prompt), then the built-in English long-answer and code prompts."""
+    from mtpwatch.core.ab.workloads import builtin  # only with --loop: the prompt files stay unread
+
     texts = [p.text for p in (*builtin("long-en"), *builtin("code"))]
     return (first, *texts)
 

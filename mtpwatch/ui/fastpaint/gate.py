@@ -7,7 +7,7 @@ import functools
 import importlib
 import os
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 ENV = "MTPWATCH_FASTPAINT"
 """`MTPWATCH_FASTPAINT=0` turns the fast paint off (plain Textual), whatever the release."""
@@ -39,7 +39,29 @@ class Gate:
 
 @functools.cache
 def installed_textual() -> str:
-    """The installed Textual's version ("" when it is not installed as a distribution)."""
+    """The installed Textual's version ("" when it is not installed as a distribution).
+
+    Read from the one `textual-*.dist-info/METADATA` beside the imported package: importing
+    `importlib.metadata` costs the first frame ~12 ms (`python -X importtime`). Anything else (no
+    dist-info there, or several) asks `importlib.metadata`, which tests/test_fast_paint_boundary.py
+    checks this against.
+    """
+    import textual
+
+    found = list(Path(textual.__file__).resolve().parent.parent.glob("textual-*.dist-info/METADATA"))
+    if len(found) == 1:
+        with found[0].open(encoding="utf-8") as meta:
+            for line in meta:
+                if line.startswith("Version:"):
+                    return line.partition(":")[2].strip()
+                if not line.strip():  # the headers end here
+                    break
+    return _metadata_version()
+
+
+def _metadata_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("textual")
     except PackageNotFoundError:
