@@ -24,10 +24,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def field_default(cls: type[Any], name: str) -> Any:
     """The default of the dataclass field `name` of `cls`: what the flag that fills it defaults to."""
-    field = next(f for f in dataclasses.fields(cls) if f.name == name)
-    if field.default is not dataclasses.MISSING:
+    field = next((f for f in dataclasses.fields(cls) if f.name == name), None)
+    if field is not None and field.default is not dataclasses.MISSING:
         return field.default
-    if field.default_factory is not dataclasses.MISSING:
+    if field is not None and field.default_factory is not dataclasses.MISSING:
         return field.default_factory()
     raise LookupError(f"{cls.__name__}.{name} has no default")
 
