@@ -227,6 +227,12 @@ def _choose_model(
     return (names[0] if names else None), names
 
 
+def drafted(per_pos: Mapping[int, float], draft_tokens: float) -> bool:
+    """Whether a server that exports its spec counters with or without a drafter (llama.cpp, vLLM's
+    Rust frontend) speculates: it has per-position counts or has drafted a token."""
+    return bool(per_pos) or draft_tokens > 0
+
+
 def finite_or_none(x: float | None) -> float | None:
     """`x`, or None for None, NaN and ±Inf: a gauge may be NaN (Prometheus allows it) and JSON has no
     NaN/Infinity; the UI and JSON show "unknown" (null) instead."""
@@ -338,8 +344,8 @@ class _Fold:
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
         # llama.cpp and vLLM's Rust frontend export the spec counters whether or not they speculate
-        drafted = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
-        speculative = drafted if schema == "llamacpp" or exposition == "openmetrics" else self.spec_seen
+        exported = schema == "llamacpp" or exposition == "openmetrics"
+        speculative = drafted(per_pos, sums.get("draft_tokens", 0.0)) if exported else self.spec_seen
         kv = finite_or_none(gauges.get("kv_cache_usage"))
         running = finite_or_none(gauges.get("requests_running"))
         waiting = finite_or_none(gauges.get("requests_waiting"))

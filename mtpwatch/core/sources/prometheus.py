@@ -43,7 +43,14 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, FAMILY_NAMES, Histogram, MetricsSnapshot, Schema
+from mtpwatch.core.metrics.snapshot import (
+    COUNTER_FIELDS,
+    FAMILY_NAMES,
+    Histogram,
+    MetricsSnapshot,
+    Schema,
+    drafted,
+)
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -492,8 +499,8 @@ def speculative(
     schema: Schema, drafts_series: bool, values: Mapping[str, float], per_pos: Mapping[int, float]
 ) -> bool:
     """Whether the target speculates: vLLM has a drafts series only then; llama-server exports its
-    draft counters either way, so it is its per-position counts or a drafted token."""
-    return drafts_series if schema == "vllm" else bool(per_pos) or values.get("draft_tokens", 0.0) > 0
+    draft counters either way (`snapshot.drafted`)."""
+    return drafts_series if schema == "vllm" else drafted(per_pos, values.get("draft_tokens", 0.0))
 
 
 def counters_snapshot(
