@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,12 @@ import pytest
 from mtpwatch.core.launch.logparse import LogFacts, LogWatcher, Phase
 from mtpwatch.sim.harness import running_sim
 from tests.datadir import DataDir
+
+RUST_STATS = (
+    r"\[log_stats\.rs:\d+\] Avg prompt tput: \d+\.\d toks/s, Avg generation tput: \d+\.\d toks/s, "
+    r"Reqs Running: \d+, Waiting: \d+, GPU KV cache used: \d+\.\d%"
+)
+"""The Rust frontend's stats line (rust/src/llm/src/log_stats.rs:262-300 of vLLM 0.34.0)."""
 
 
 def watch(lines: list[str]) -> LogWatcher:
@@ -74,7 +81,8 @@ async def test_rust_frontend_log(sse: Any) -> None:
     assert watcher.phase is Phase.READY
     assert watcher.facts.frontend == "rust"
     assert watcher.facts.listening is not None and watcher.facts.listening.startswith("http://127.0.0.1:")
-    assert watcher.stats_lines and all(s.frontend == "rust" for s in watcher.stats_lines)
+    stats = [x for x in log.getvalue().splitlines() if "Avg prompt t" in x]
+    assert stats and all(re.search(RUST_STATS, x) for x in stats)
     assert watcher.spec_lines and len(watcher.spec_lines[0].per_position) == 3
     assert "Engine 000:" not in log.getvalue() and "Application startup complete" not in log.getvalue()
 

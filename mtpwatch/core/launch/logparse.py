@@ -2,11 +2,25 @@
 
 `LogWatcher.feed(line)` returns the news in that line as `LogEvent`s (a phase change, a fact, a
 hint, a ``SpecDecoding metrics`` line) and keeps the state: `phase`, `phase_started`, `facts`,
-`hints`, `spec_lines`, `stats_lines`. Patterns follow the messages of vLLM 0.32's CPU build (Model
-Runner V1) and of 0.33/0.34 on a GPU (Model Runner V2), and the Rust frontend's lines;
+`hints`, `spec_lines`. Patterns follow the messages of vLLM 0.32's CPU build (Model Runner V1) and
+of 0.33/0.34 on a GPU (Model Runner V2), and the Rust frontend's lines;
 docs/vllm-startup-lines.md says which line gives which phase and fact in each, and
 tests/data/vllm-startup-*.log hold one log of each. A line that matches nothing costs one cheap
 substring check per family (one search of all hint patterns at once for the hints).
+
+Every ``VLLM_LOG_STATS_INTERVAL`` (10 s) a busy server logs a stats line, which tells nothing about
+start-up; only its wording is read, as it says which API server runs (`_STATS`, read in the
+released sources):
+
+- Python (0.32, 0.33, 0.34; `vllm/v1/metrics/loggers.py:282-339`, logged at :335):
+  ``Engine 000: Avg prompt throughput: 2.7 tokens/s, Avg generation throughput: 12.8 tokens/s,
+  Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%``;
+- Rust frontend (0.33, 0.34; `rust/src/llm/src/log_stats.rs:262-300` of the 0.34.0 sdist):
+  ``Avg prompt tput: 2.7 toks/s, Avg generation tput: 12.8 toks/s, Reqs Running: 0, Waiting: 0,
+  GPU KV cache used: 0.0%, Prefix cache hit rate: 0.0%`` (no engine prefix: one line for all engines).
+
+Its ``SpecDecoding metrics:`` line has the same text in both (`vllm/v1/spec_decode/metrics.py:120`,
+`log_stats.rs:302-329`): `parse_spec_line`.
 """
 
 from __future__ import annotations
@@ -17,8 +31,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-
-from mtpwatch.core.launch.logstats import StatsLine, parse_stats_line
 
 
 class Phase(Enum):
@@ -103,6 +115,12 @@ _SPEC_FIELDS = {
     "drafted": re.compile(r"Drafted: (\d+) tokens"),
     "acceptance_rate": re.compile(r"Avg Draft acceptance rate: " + _NUM + "%"),
 }
+_STATS = re.compile(
+    r"Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: " + _NUM + r" tokens/s, "
+    r"Running: \d+ reqs, Waiting: \d+ reqs\b|(?P<rust>Avg prompt tput: " + _NUM + r" toks/s, Avg "
+    r"generation tput: " + _NUM + r" toks/s, Reqs Running: \d+, Waiting: \d+\b)"
+)
+"""The periodic stats line of either API server (the module's docstring); `rust`: the Rust frontend's."""
 _PER_POS = re.compile(r"Per-position acceptance rate: ([0-9., ]*[0-9])")
 _SPEC_CONFIG = re.compile(
     r"speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'([^']*)'|None), "
@@ -250,9 +268,6 @@ class LogWatcher:
     facts: LogFacts = field(default_factory=LogFacts)
     hints: list[Hint] = field(default_factory=list)
     spec_lines: list[SpecDecodingLine] = field(default_factory=list)
-    stats_lines: list[StatsLine] = field(default_factory=list)
-    """The periodic stats lines (Python's `Engine 000: Avg prompt throughput…` or the Rust
-    frontend's `Avg prompt tput…`), oldest first."""
     errors: list[str] = field(default_factory=list)
     """ERROR lines and the last lines of tracebacks, for a failure report."""
 
@@ -301,7 +316,9 @@ class LogWatcher:
                 )
                 events.append(LogEvent("spec", text, now))
             return events
-        if "Avg prompt t" in message and self._stats_from(message, now, events):
+        if "Avg prompt t" in message and (stats := _STATS.search(message)):
+            if stats["rust"]:
+                self._rust_frontend(now, events)
             return events  # the periodic stats line: nothing new for start-up
 
         self._phase_from(message, now, events)
@@ -388,16 +405,6 @@ class LogWatcher:
             match = _LISTEN.search(message)
             if match and facts.listening is None:
                 facts.listening = match.group(1)
-
-    def _stats_from(self, message: str, now: float, events: list[LogEvent]) -> bool:
-        """A periodic stats line of either frontend (`logstats`): kept; True when it was one."""
-        stats = parse_stats_line(message)
-        if stats is None:
-            return False
-        self.stats_lines.append(stats)
-        if stats.frontend == "rust":
-            self._rust_frontend(now, events)
-        return True
 
     def _rust_frontend(self, now: float, events: list[LogEvent]) -> None:
         if self.facts.frontend is None:

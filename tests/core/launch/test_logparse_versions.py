@@ -9,7 +9,6 @@ import itertools
 import pytest
 
 from mtpwatch.core.launch.logparse import LogWatcher, Phase
-from mtpwatch.core.launch.logstats import parse_stats_line
 from tests.datadir import DataDir
 
 GPU_LOGS = ("vllm-startup-mtp-gpu-0.33-mrv2.log", "vllm-startup-mtp-gpu-0.34-mrv2.log")
@@ -73,9 +72,7 @@ def test_mrv2_gpu_log_gives_the_phases_and_facts_of_the_cpu_log(data: DataDir, n
     loading = next(i for i, t in enumerate(texts) if t.startswith("phase: loading"))
     assert texts.index("fact: weights: 15.65 GiB loaded in 24.1 s") > loading
     assert len(gpu.spec_lines) == 1 and gpu.spec_lines[0].per_position == (0.83, 0.65, 0.47)
-    [stats] = gpu.stats_lines
-    assert (stats.frontend, stats.engine, stats.generation_tok_s, stats.running) == ("python", "000", 95.3, 1)
-    assert stats.kv_cache_usage == pytest.approx(0.002)
+    assert gpu.facts.frontend is None  # its stats line is the Python API server's
 
 
 def vars_of(facts: object) -> dict[str, object]:
@@ -94,8 +91,8 @@ def test_banner_without_logo_gives_version_without_comma() -> None:
 
 def test_rust_frontend_lines() -> None:
     """The Rust frontend (0.34.0 sdist): its ready line (rust/src/server/src/lib.rs:352) is the ready
-    phase and gives the address; its stats line (rust/src/llm/src/log_stats.rs:262-300) is parsed and
-    says which frontend it is; its SpecDecoding line has Python's text."""
+    phase and gives the address; its stats line (rust/src/llm/src/log_stats.rs:262-300) says which
+    frontend it is; its SpecDecoding line has Python's text."""
     watcher, texts = feed(
         [
             "(RustFrontend pid=7) INFO 12-05 10:01:14 [server/src/lib.rs:352] OpenAI server is ready to "
@@ -113,55 +110,42 @@ def test_rust_frontend_lines() -> None:
     assert watcher.facts.listening == "http://127.0.0.1:8000"
     assert watcher.facts.frontend == "rust"
     assert "fact: API server: vLLM's Rust frontend (OpenMetrics /metrics)" in texts
-    [stats] = watcher.stats_lines
-    assert stats.frontend == "rust" and stats.engine is None
-    assert (stats.prompt_tok_s, stats.generation_tok_s, stats.running, stats.waiting) == (2.7, 12.8, 2, 1)
-    assert stats.kv_cache_usage == pytest.approx(0.035)
-    assert stats.prefix_cache_hit_rate == pytest.approx(0.10)
     [spec] = watcher.spec_lines
     assert (spec.accepted, spec.drafted, spec.acceptance_rate) == (91, 136, pytest.approx(0.669))
     assert spec.per_position == (0.676, 0.559, 0.441, 0.324)
 
 
 @pytest.mark.parametrize(
-    ("line", "expected"),
+    ("line", "frontend"),
     [
         # Python, CPU build (the real 0.32 log's wording)
         (
             "Engine 000: Avg prompt throughput: 2.7 tokens/s, Avg generation throughput: 12.8 tokens/s, "
             "Running: 0 reqs, Waiting: 0 reqs, CPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
-            ("python", 2.7, 12.8, 0, 0, 0.0, 0.0),
+            None,
         ),
         # Python with the optional parts (loggers.py:298-326: Deferred, Preemptions)
         (
             "Engine 001: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 40.0 tokens/s, "
             "Running: 3 reqs, Waiting: 2 reqs, Deferred: 1 reqs, Preemptions: 4, GPU KV cache usage: 91.5%",
-            ("python", 0.0, 40.0, 3, 2, 0.915, None),
+            None,
         ),
         # Rust with the optional parts (log_stats.rs:269-296) and the external hit rate
         (
             "Avg prompt tput: 0.0 toks/s, Avg generation tput: 40.0 toks/s, Reqs Running: 3, Waiting: 2, "
             "Deferred: 1 reqs, Preemptions: 4, GPU KV cache used: 91.5%, Prefix cache hit rate: 50.0%, "
             "External prefix cache hit rate: 20.0%",
-            ("rust", 0.0, 40.0, 3, 2, 0.915, 0.5),
+            "rust",
         ),
     ],
 )
-def test_parse_stats_line(line: str, expected: tuple[object, ...]) -> None:
-    stats = parse_stats_line(line)
-    assert stats is not None
-    got = (
-        stats.frontend,
-        stats.prompt_tok_s,
-        stats.generation_tok_s,
-        stats.running,
-        stats.waiting,
-        None if stats.kv_cache_usage is None else round(stats.kv_cache_usage, 6),
-        None if stats.prefix_cache_hit_rate is None else round(stats.prefix_cache_hit_rate, 6),
-    )
-    assert got == expected
+def test_stats_line_says_only_which_frontend(line: str, frontend: str | None) -> None:
+    watcher, texts = feed([line])
+    assert watcher.facts.frontend == frontend
+    assert texts == (["fact: API server: vLLM's Rust frontend (OpenMetrics /metrics)"] if frontend else [])
+    assert watcher.phase is Phase.STARTING and watcher.errors == []
 
 
-def test_parse_stats_line_rejects_other_lines() -> None:
-    assert parse_stats_line("Loading weights took 1.36 seconds") is None
-    assert parse_stats_line("Avg prompt tput: garbled") is None
+def test_garbled_stats_line_is_no_stats_line() -> None:
+    watcher, _ = feed(["Avg prompt tput: garbled", "Loading weights took 1.36 seconds"])
+    assert watcher.facts.frontend is None and watcher.facts.weights_s == 1.36
