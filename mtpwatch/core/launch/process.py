@@ -26,6 +26,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
@@ -190,13 +191,12 @@ def _register(group: _Group) -> None:
 _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
+@dataclass
 class _ChainedHandler:
     """Stops owned servers, then does what the previous handler (or `on_signal`) would do."""
 
-    def __init__(self, signum: int, previous: _Handler, on_signal: Callable[[int], None] | None) -> None:
-        self.signum = signum
-        self.previous = previous
-        self.on_signal = on_signal
+    previous: _Handler
+    on_signal: Callable[[int], None] | None
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         stop_all()
@@ -229,7 +229,7 @@ def install_signal_handlers(
             if on_signal is not None:
                 current.on_signal = on_signal
             continue
-        signal.signal(signum, _ChainedHandler(signum, current, on_signal))
+        signal.signal(signum, _ChainedHandler(current, on_signal))
 
 
 def _resolve_prctl() -> Callable[..., int] | None:

@@ -139,29 +139,25 @@ class Roofline:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON-able dict; byte figures in bytes, rates per second, every figure analytic."""
+
+        def fields(names: str) -> dict[str, Any]:
+            return {name: getattr(self, name) for name in names.split()}
+
+        step, base = self.step, self.baseline_step
         return {
             "source": "analytic",
-            "model": self.model,
-            "drafter_model": self.drafter_model,
-            "gpu": self.gpu,
-            "peak_gbps": self.peak_gbps,
-            "peak_tflops": self.peak_tflops,
-            "k": self.k,
-            "context": self.context,
-            "batch": self.batch,
-            "mean_acceptance_length": self.mean_acceptance_length,
+            **fields("model drafter_model gpu peak_gbps peak_tflops k context batch mean_acceptance_length"),
             "acceptance_source": self.acceptance_source,
-            "bytes_per_step": self.step.target,
-            "drafter_bytes_per_step": self.step.drafter,
-            "kv_bytes_per_step": self.step.kv,
-            "total_bytes_per_step": self.step.total,
-            "baseline_bytes_per_step": self.baseline_step.total,
-            "step": self.step.to_json(),
-            "baseline_step": self.baseline_step.to_json(),
-            "ceiling_tok_s_baseline": self.ceiling_tok_s_baseline,
-            "ceiling_tok_s_spec": self.ceiling_tok_s_spec,
-            "ceiling_steps_per_s": self.ceiling_steps_per_s,
-            "break_even_acceptance_length": self.break_even_acceptance_length,
+            "bytes_per_step": step.target,
+            "drafter_bytes_per_step": step.drafter,
+            "kv_bytes_per_step": step.kv,
+            "total_bytes_per_step": step.total,
+            "baseline_bytes_per_step": base.total,
+            "step": step.to_json(),
+            "baseline_step": base.to_json(),
+            **fields(
+                "ceiling_tok_s_baseline ceiling_tok_s_spec ceiling_steps_per_s break_even_acceptance_length"
+            ),
             "terms": {
                 "acceptance": self.acceptance_term,
                 "bandwidth": self.bandwidth_term,
@@ -169,15 +165,8 @@ class Roofline:
                 "compute": self.compute_term,
                 "compute_naive": self.compute_term_naive,
             },
-            "speedup_bound": self.speedup_bound,
-            "speedup_bound_naive": self.speedup_bound_naive,
-            "binding": self.binding,
-            "summary": self.summary,
-            "steps_per_s": self.steps_per_s,
-            "tok_s": self.tok_s,
-            "effective_gbps": self.effective_gbps,
-            "pct_of_peak": self.pct_of_peak,
-            "pct_of_ceiling": self.pct_of_ceiling,
+            **fields("speedup_bound speedup_bound_naive binding summary steps_per_s tok_s effective_gbps"),
+            **fields("pct_of_peak pct_of_ceiling"),
         }
 
 
