@@ -9,7 +9,6 @@ loopback port, and — when a GPU is planned for — its own memory share from `
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from mtpwatch.core.launch.memplan import (
     plan_memory,
 )
 from mtpwatch.core.launch.ports import connect_url
-from mtpwatch.core.launch.specrule import MethodChoice, VllmVersion, choose_method
+from mtpwatch.core.launch.specrule import MethodChoice, VllmVersion
 from mtpwatch.core.launch.vllm_cmd import (
     UNKNOWN_VERSION,
     build_speculative_config,
@@ -149,11 +148,12 @@ def plan_twins(
     the drafter's weights when its size is unknown offline (``--drafter-gib``). Raises
     `VllmArgsError` or `PlanError` (one line).
     """
-    config = build_speculative_config(
+    config, choice = build_speculative_config(
         drafter=drafter, k=k, method=method, speculative_config=speculative_config, version=version
-    ) or build_speculative_config(method="mtp")
+    )
+    if config is None:
+        config, choice = build_speculative_config(method="mtp")
     assert config is not None
-    choice = _choice(config, _given_method(method, speculative_config), version)
     specs = [
         ("A · MTP off", "baseline", None, [*extra, *a_args], ports[0]),
         ("B · " + _name(config), "treatment", config, [*extra, *b_args], ports[1]),
@@ -186,9 +186,8 @@ def plan_sweep(
         if kk == 0:
             specs.append(("k=0 · no speculation", "baseline", None, list(extra), port))
             continue
-        config = build_speculative_config(drafter=drafter, k=kk, method=method, version=version)
+        config, choice = build_speculative_config(drafter=drafter, k=kk, method=method, version=version)
         assert config is not None
-        choice = _choice(config, method, version)
         specs.append(
             (f"k={kk} · {config.get('method') or 'vLLM detects'}", "treatment", config, list(extra), port)
         )
@@ -196,21 +195,6 @@ def plan_sweep(
         model, specs, vllm=vllm, host=host, api_key=api_key, gpu=gpu, together=False, restart_allowed=True,
         choice=choice, version=version, drafter_gib=drafter_gib,
     )  # fmt: skip
-
-
-def _choice(config: Mapping[str, Any], given: str | None, version: VllmVersion) -> MethodChoice:
-    """How the built config's method was chosen, `given` being the user's own (--method or JSON)."""
-    drafter = config.get("model")
-    usable = drafter if isinstance(drafter, str) and config.get("method") != "ngram" else None
-    return choose_method(method=given, drafter=usable, version=version)
-
-
-def _given_method(method: str | None, speculative_config: str | None) -> str | None:
-    """The method the user named: --method, else the --speculative-config JSON's (already validated)."""
-    if method is not None or speculative_config is None:
-        return method
-    value = json.loads(speculative_config).get("method")
-    return value if isinstance(value, str) else None
 
 
 #: What the launch label calls a method (the panel's `session.views.method_name` once vLLM says).

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtpwatch.core.launch.specrule import MethodRuleError, VllmVersion, choose_method
+from mtpwatch.core.launch.specrule import MethodChoice, MethodRuleError, VllmVersion, choose_method
 
 METHODS = ("mtp", "ngram", "draft_model", "eagle", "eagle3", "dflash", "dspark")
 """Methods the short flags know; a ``--speculative-config`` may name any other vLLM method."""
@@ -99,8 +99,9 @@ def build_speculative_config(
     method: str | None = None,
     speculative_config: str | Mapping[str, Any] | None = None,
     version: VllmVersion | None = None,
-) -> dict[str, Any] | None:
-    """The ``--speculative-config`` object from short flags and/or JSON; None means no speculation.
+) -> tuple[dict[str, Any] | None, MethodChoice | None]:
+    """The ``--speculative-config`` object from short flags and/or JSON (None: no speculation), and how
+    its method was chosen (for the plan's line, and the method whose drafter the memory plan counts).
 
     Short flags fill the JSON's keys; a key given both ways with different values is an error.
     The method follows `specrule.choose_method` under `version` (None: unknown, 0.34's rule): named
@@ -131,15 +132,15 @@ def build_speculative_config(
             )
         config[key] = value
     if not config:
-        return None
+        return None, None
     model, given = config.get("model"), config.get("method")
-    if given != "ngram" and model not in ("ngram", "[ngram]"):  # name it where `specrule` says to
-        try:
-            choice = choose_method(method=given, drafter=model, version=version or UNKNOWN_VERSION)
-        except MethodRuleError as exc:
-            raise VllmArgsError(str(exc)) from None
-        if choice.sent is not None:
-            config["method"] = choice.sent
+    drafter = None if given == "ngram" else model  # ngram drafts from the prompt: no drafter to read
+    try:  # name the method where `specrule` says to
+        choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
+    except MethodRuleError as exc:
+        raise VllmArgsError(str(exc)) from None
+    if choice.sent is not None:
+        config["method"] = choice.sent
     chosen = config.get("method")
     if chosen == "ngram":
         if "model" in config:
@@ -150,9 +151,8 @@ def build_speculative_config(
         raise VllmArgsError(f"--method {chosen} needs a drafter model: add --drafter MODEL")
     # Keep the familiar order: method, model, num_speculative_tokens, then the rest.
     order = ["method", "model", "num_speculative_tokens"]
-    return {key: config[key] for key in order if key in config} | {
-        key: value for key, value in config.items() if key not in order
-    }
+    ordered = {key: config[key] for key in order if key in config}
+    return ordered | {key: value for key, value in config.items() if key not in order}, choice
 
 
 def split_command(command: str, flag: str, example: str) -> list[str]:
@@ -223,7 +223,7 @@ def build_vllm_argv(
             raise VllmArgsError(
                 f"{name} is set by mtpwatch ({_OWNED_FLAGS[name]}): drop it from the vLLM flags"
             )
-    config = build_speculative_config(
+    config, _ = build_speculative_config(
         drafter=drafter, k=k, method=method, speculative_config=speculative_config
     )
     argv = _serve_prefix(vllm, model)

@@ -71,7 +71,7 @@ def test_a_drafter_in_the_hf_cache_names_its_method(
     choice = choose_method(method=None, drafter=repo, version=version)
     assert (choice.sent, choice.expected) == (method, method)
     assert "config.json" in choice.why
-    config = build_speculative_config(drafter=repo, k=4, version=version)
+    config, _ = build_speculative_config(drafter=repo, k=4, version=version)
     assert config == {"method": method, "model": repo, "num_speculative_tokens": 4}
 
 
@@ -79,7 +79,10 @@ def test_a_local_folder_is_read_too(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     shutil.copy(DATA / "dflash-qwen3.json", tmp_path / "d" / "config.json")
     assert read_drafter(str(tmp_path / "d")).declared == "dflash"
-    assert build_speculative_config(drafter=str(tmp_path / "d"), k=8)["method"] == "dflash"  # type: ignore[index]
+    config, choice = build_speculative_config(drafter=str(tmp_path / "d"), k=8)
+    assert (
+        config is not None and config["method"] == "dflash" and choice is not None and choice.sent == "dflash"
+    )
 
 
 @pytest.mark.parametrize("version", [V032, V033, V034, UNKNOWN])
@@ -99,14 +102,14 @@ def test_an_unknown_checkpoint_leaves_the_method_to_vllm(
     choice = choose_method(method=None, drafter=drafter, version=version)
     assert choice.sent is None and choice.expected == expected
     assert choice.why.startswith("left out, vLLM detects it")
-    config = build_speculative_config(drafter=drafter, k=4, version=version)
+    config, _ = build_speculative_config(drafter=drafter, k=4, version=version)
     assert config == {"model": drafter, "num_speculative_tokens": 4}  # never "method": "mtp"
 
 
 def test_without_a_drafter_the_method_is_named_mtp() -> None:
     # 0.34 takes an unset method with no model as draft_model and refuses (speculator_config.py :172-175)
     for version in (V032, V033, V034, UNKNOWN):
-        assert build_speculative_config(k=2, version=version) == {
+        assert build_speculative_config(k=2, version=version)[0] == {
             "method": "mtp",
             "num_speculative_tokens": 2,
         }
@@ -115,7 +118,7 @@ def test_without_a_drafter_the_method_is_named_mtp() -> None:
 def test_an_explicit_method_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hf_cache(tmp_path, monkeypatch, "acme/head", "eagle3-llama.json")
     # an EAGLE-3 head declares no speculator class: 0.34 runs the method it is told
-    config = build_speculative_config(drafter="acme/head", k=3, method="draft_model", version=V034)
+    config, _ = build_speculative_config(drafter="acme/head", k=3, method="draft_model", version=V034)
     assert config is not None and config["method"] == "draft_model"
     assert (
         "config.json says eagle3"

@@ -82,7 +82,7 @@ def test_no_spec_has_no_config_and_rejects_spec_flags() -> None:
 
 
 def test_speculative_config_json_is_validated_and_merged() -> None:
-    merged = build_speculative_config(speculative_config='{"method":"ngram","prompt_lookup_max":5}', k=3)
+    merged, _ = build_speculative_config(speculative_config='{"method":"ngram","prompt_lookup_max":5}', k=3)
     assert merged == {
         "method": "ngram",
         "num_speculative_tokens": 3,
@@ -103,7 +103,7 @@ def test_speculative_config_json_is_validated_and_merged() -> None:
     with pytest.raises(VllmArgsError, match="contradicts"):
         build_speculative_config(speculative_config='{"method":"mtp"}', method="ngram")
     # a method the short flags do not know passes through untouched
-    assert build_speculative_config(speculative_config='{"method":"suffix"}') == {"method": "suffix"}
+    assert build_speculative_config(speculative_config='{"method":"suffix"}')[0] == {"method": "suffix"}
 
 
 def test_bad_values() -> None:
