@@ -132,7 +132,6 @@ class ServerNeed(JsonFields):
     JSON_PROPS = {"total": key("total_gib", per=GIB, nd=2)}
 
     weights: float = field(metadata=key("weights_gib", per=GIB, nd=2))
-    """Target weights."""
     drafter: float = field(default=0.0, metadata=key("drafter_gib", per=GIB, nd=2))
     """Drafter weights (MTP assistant, EAGLE head, draft model); 0 for ngram or the target's own heads."""
     kv: float = field(default=0.0, metadata=key("kv_gib", per=GIB, nd=2))

@@ -217,9 +217,9 @@ def compute_roofline(
     Raises:
         ValueError: a negative or impossible input.
     """
-    _check_inputs(peak_gbps, k, batch, context, acceptance_rate, mean_acceptance_length)
+    step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)  # which checks k, context, batch
+    _check_inputs(peak_gbps, k, acceptance_rate, mean_acceptance_length)
     tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
-    step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)
     base = bytes_per_step(spec, 0, context, None, batch)
     ceiling_base = batch * peak_gbps * GB / base.total
     ceiling_steps = peak_gbps * GB / step.total
@@ -266,13 +266,9 @@ def compute_roofline(
     )
 
 
-def _check_inputs(
-    peak_gbps: float, k: int, batch: int, context: int, acceptance_rate: float | None, tau: float | None
-) -> None:
+def _check_inputs(peak_gbps: float, k: int, acceptance_rate: float | None, tau: float | None) -> None:
     if peak_gbps <= 0:
         raise ValueError("peak bandwidth must be > 0 GB/s")
-    if k < 0 or batch < 1 or context < 0:
-        raise ValueError("k and context must be >= 0 and batch >= 1")
     if acceptance_rate is not None and not 0.0 <= acceptance_rate <= 1.0:
         raise ValueError("acceptance rate must be within 0..1")
     if tau is not None and not 1.0 <= tau <= k + 1 + 1e-9:
