@@ -134,9 +134,9 @@ def build_speculative_config(
     if not config:
         return None, None
     model, given = config.get("model"), config.get("method")
-    drafter = None if given == "ngram" else model  # ngram drafts from the prompt: no drafter to read
+    draft_model = None if given == "ngram" else model  # ngram drafts from the prompt: no drafter to read
     try:  # name the method where `specrule` says to
-        choice = choose_method(method=given, drafter=drafter, version=version or UNKNOWN_VERSION)
+        choice = choose_method(method=given, drafter=draft_model, version=version or UNKNOWN_VERSION)
     except MethodRuleError as exc:
         raise VllmArgsError(str(exc)) from None
     if choice.sent is not None:
