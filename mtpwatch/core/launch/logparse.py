@@ -247,8 +247,7 @@ def parse_spec_line(line: str) -> SpecDecodingLine | None:
         return None
     values: dict[str, Any] = {}
     for name, pattern in _SPEC_FIELDS.items():
-        match = pattern.search(line)
-        if match is None:
+        if (match := pattern.search(line)) is None:
             return None
         values[name] = float(match.group(1))
     per_pos = _PER_POS.search(line)
@@ -342,14 +341,11 @@ class LogWatcher:
 
     def _facts_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         facts = self.facts
-        if facts.vllm_version is None and "version" in message:
-            match = _BANNER_VERSION.search(message)
-            if match:
-                facts.vllm_version = match.group(1)
-                self._fact(events, now, f"vLLM {facts.vllm_version}")
+        if facts.vllm_version is None and "version" in message and (match := _BANNER_VERSION.search(message)):
+            facts.vllm_version = match.group(1)
+            self._fact(events, now, f"vLLM {facts.vllm_version}")
         if "Initializing a V1 LLM engine" in message:
-            match = _ENGINE_INIT.search(message)
-            if match:
+            if match := _ENGINE_INIT.search(message):
                 if facts.vllm_version is None:
                     facts.vllm_version = match.group(1)
                     self._fact(events, now, f"vLLM {facts.vllm_version}")
@@ -364,19 +360,16 @@ class LogWatcher:
             elif "speculative_config=None" in message:
                 self._fact(events, now, "speculative decoding: off")
         elif "Checkpoint size:" in message:
-            match = _CHECKPOINT.search(message)
-            if match and facts.weights_gib is None:
+            if (match := _CHECKPOINT.search(message)) and facts.weights_gib is None:
                 facts.weights_gib = float(match.group(1))
         elif "Loading weights took" in message:
             # CPU build: the size comes from "Checkpoint size", there is no "Model loading took".
-            match = _LOAD_WEIGHTS.search(message)
-            if match and facts.weights_s is None:
+            if (match := _LOAD_WEIGHTS.search(message)) and facts.weights_s is None:
                 facts.weights_s = float(match.group(1))
                 size = f"{facts.weights_gib:.2f} GiB " if facts.weights_gib is not None else ""
                 self._fact(events, now, f"weights: {size}loaded in {facts.weights_s:.1f} s")
         elif "Model loading took" in message:
-            match = _MODEL_LOADING.search(message)
-            if match:
+            if match := _MODEL_LOADING.search(message):
                 facts.weights_gib, facts.weights_s = float(match.group(1)), float(match.group(2))
                 self._fact(
                     events, now, f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
@@ -390,15 +383,13 @@ class LogWatcher:
             facts.centroids_masking = match.group(1) if match else "enabled"
             self._fact(events, now, f"Gemma 4 MTP centroids masking: {facts.centroids_masking}")
         elif "KV cache size:" in message:
-            match = _KV_TOKENS.search(message)
-            if match:
+            if match := _KV_TOKENS.search(message):
                 facts.kv_cache_tokens = int(match.group(1).replace(",", ""))
                 facts.max_concurrency = float(match.group(2))
                 most = f"max concurrency {facts.max_concurrency:.1f}x"
                 self._fact(events, now, f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})")
         elif "KV cache memory" in message or "GiB for KV cache" in message:
-            match = _KV_GIB.search(message)
-            if match:
+            if match := _KV_GIB.search(message):
                 facts.kv_cache_gib = float(match.group(1))
                 self._fact(events, now, f"KV cache memory: {facts.kv_cache_gib:.2f} GiB")
         elif "Starting vLLM" in message or "Uvicorn running on" in message:
@@ -416,13 +407,11 @@ class LogWatcher:
         `model` line), and the Rust frontend's ready line (its address)."""
         facts = self.facts
         if facts.model is None and ("serving model " in message or "  model   " in message):
-            match = _SERVING_MODEL.search(message)
-            if match:
+            if match := _SERVING_MODEL.search(message):
                 facts.model = match.group(1)
         elif message.startswith(_RUST_READY) or f"] {_RUST_READY}" in message:
             self._rust_frontend(now, events)
-            match = _RUST_ADDRESS.search(message)
-            if match and facts.listening is None:
+            if (match := _RUST_ADDRESS.search(message)) and facts.listening is None:
                 facts.listening = f"{match.group(2) or 'http'}://{match.group(1)}"
 
     def _hints_from(self, message: str, now: float, events: list[LogEvent]) -> None:

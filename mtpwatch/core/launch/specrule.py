@@ -158,8 +158,7 @@ def _metadata_version(command: str) -> VllmVersion | None:
         return None
     env = Path(exe).parent.parent  # VENV/bin/vllm -> VENV (not resolved: a venv's python links out)
     for dist in sorted(env.glob("lib/python*/site-packages/vllm*.dist-info")):
-        match = _DIST_INFO.match(dist.name)
-        if match:
+        if match := _DIST_INFO.match(dist.name):
             return VllmVersion(match.group(1), f"package metadata {dist.name}")
     return None
 
