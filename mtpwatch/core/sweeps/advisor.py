@@ -68,11 +68,6 @@ from mtpwatch.core.sweeps.acceptance import (
     geometric_conditional,
 )
 
-STEP_MODEL = (
-    "t(k') = t0 + k'·(tk − t0)/k: each draft position costs the same, measured from the step time at k "
-    "against the baseline's; tokens per step τ(k') = 1 + Σ_{i≤k'} marginal_i"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class KPrediction(JsonFields):
@@ -89,14 +84,11 @@ class KPrediction(JsonFields):
 
 
 @dataclass(frozen=True, slots=True)
-class Advice(JsonFields):
-    """Predictions for k' = 0 … k and the k the advisor would choose."""
-
-    JSON_KEYS = "from_k per_position_cost_s step_model best_k predictions"
-    step_model: ClassVar[str] = STEP_MODEL
+class Advice:
+    """Predictions for k' = 0 … k and the k the advisor would choose (the A/B view's advice line)."""
 
     from_k: int
-    per_position_cost_s: float = field(metadata=key("per_position_cost_ms", times=1000, nd=4))
+    per_position_cost_s: float
     predictions: tuple[KPrediction, ...]
     best_k: int
     caveat: str | None = None
@@ -106,13 +98,6 @@ class Advice(JsonFields):
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
-
-    def line(self) -> str:
-        """One line for a terminal: the choice and the predicted speed for each k'."""
-        parts = " ".join(f"k={p.k}:{p.decode_tok_s:.1f}" for p in self.predictions)
-        best = self.at(self.best_k)
-        gain = f" ({best.speedup:.2f}× baseline)" if best else ""
-        return f"k advisor (from k={self.from_k}): best k={self.best_k}{gain} · predicted tok/s {parts}"
 
 
 def advise(
