@@ -117,15 +117,10 @@ def advise(
     wanted = list(range(k + 1)) if ks is None else sorted(set(ks))
     if any(kk < 0 or kk > k for kk in wanted):
         raise ValueError(f"can only predict k' between 0 and the running k={k}")
-    cost = (step_s - baseline_step_s) / k
-    predictions = []
-    for kk in wanted:
-        tau = 1.0 + sum(marginal[:kk])
-        t = baseline_step_s + kk * cost
-        rate = tau / t if t > 0 else 0.0
-        predictions.append(KPrediction(kk, tau, t, rate, rate * baseline_step_s))
+    fit = fit_ratios({k: step_s / baseline_step_s}, 1.0 / baseline_step_s)  # two points: k=0 and k
+    predictions = [fit.predict(kk, 1.0 + sum(marginal[:kk]), 1.0 / baseline_step_s) for kk in wanted]
     best = max(predictions, key=lambda p: p.decode_tok_s)
-    return Advice(from_k=k, per_position_cost_s=cost, predictions=tuple(predictions), best_k=best.k)
+    return Advice(k, fit.per_position_s, tuple(predictions), best.k)
 
 
 # --- a sweep: every measured k -------------------------------------------------------------------
@@ -227,6 +222,12 @@ class StepFit(JsonFields):
             lo, hi = max(m for m in ks if m < k), min(m for m in ks if m > k)
         r_lo, r_hi = self.measured[lo], self.measured[hi]
         return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
+
+    def predict(self, k: int, tau: float, baseline_tok_s: float) -> KPrediction:
+        """k's prediction from its tokens per step τ: the speed-up τ / ratio(k) over the baseline."""
+        ratio = self.ratio(k)
+        speedup = tau / ratio if ratio > 0 else 0.0
+        return KPrediction(k, tau, ratio * self.t0_s, speedup * baseline_tok_s, speedup, k > self.top_k)
 
     def describe(self) -> str:
         """One line: the fit, in milliseconds, and how well it holds."""
@@ -426,16 +427,7 @@ def advise_sweep(
             geometric = geometric_conditional(marginal)
         except ValueError:
             wanted = [k for k in wanted if k <= len(marginal)]
-    predictions = []
-    for k in wanted:
-        tau = 1.0 + sum(chain_at(k, table, shift))
-        ratio = fit.ratio(k)
-        speedup = tau / ratio if ratio > 0 else 0.0
-        predictions.append(
-            KPrediction(
-                k, tau, ratio * fit.t0_s, speedup * baseline_tok_s, speedup, extrapolated=k > fit.top_k
-            )
-        )
+    predictions = [fit.predict(k, 1.0 + sum(chain_at(k, table, shift)), baseline_tok_s) for k in wanted]
     best = max((p for p in predictions if not p.extrapolated), key=lambda p: p.speedup, default=None)
     best = best or max(predictions, key=lambda p: p.speedup)
     held: dict[int, float] = {}
