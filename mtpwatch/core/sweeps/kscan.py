@@ -124,13 +124,14 @@ class KSweep:
             gpu=provenance.gpu_from_name(opts.gpu) if opts.gpu else provenance.local_gpu(),
             temperature=config.temperature,
         )
+        idle = self.spec_idle  # the 0s arm's figures and its full bench (arms "a" = plain k=0, "b" = 0s)
         head: dict[str, Any] = {
             "model": opts.start_model,
             "method": self.method_name,
             "plan": self.plan.to_json(),
             "concurrency": self.concurrency.to_json() if self.concurrency is not None else None,
             "schedule_benches": [pair.document(meta) for pair in self.checked if pair.report is not None],
-            "speculation_on_k0": idle_document(self.spec_idle, meta),
+            "speculation_on_k0": {**idle[0].to_json(), "bench": idle[1].document(meta)} if idle else None,
         }
         return sweep_document(self.report, meta, head)
 
@@ -246,12 +247,3 @@ def run_idle(
     pair = asyncio.run(run_pair(config, baseline, (f"k={IDLE}", top[0], argv), **options))
     k = base.get("num_speculative_tokens")
     return idle_cost(pair.report, k if isinstance(k, int) else None, pair.interrupted), pair
-
-
-def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The sweep JSON's `speculation_on_k0` block: the cost's figures and the arm's full bench report
-    (arms "a" = plain k=0, "b" = 0s); None without the arm."""
-    if idle is None:
-        return None
-    cost, pair = idle
-    return {**cost.to_json(), "bench": pair.document(meta)}
