@@ -78,17 +78,9 @@ def bench(opts: BenchOptions) -> None:
     print_outputs(report, status, session, workload, opts, t.label)
 
 
-def target(opts: BenchOptions, log: runlog.RunLog | None) -> benchrun.Resumed:
+def target(opts: BenchOptions, log: runlog.RunLog | None) -> BenchOptions:
     """The servers and settings: the flags, or with --resume its log's; one URL, or --ab's two."""
-    given = t = opts.resumed()
-    if log is not None:
-        t = benchrun.resumed(
-            log,
-            default_url=DEFAULT_URL,
-            startup_timeout=given.startup_timeout,
-            prompts_spec=given.prompts_spec,
-            label=given.label,
-        )
+    t = opts if log is None else benchrun.resumed(log, opts, default_url=DEFAULT_URL)
     url = t.url
     if t.ab is not None and not opts.typed("url"):
         url = None  # a configured default URL does not fight an explicit --ab
@@ -100,7 +92,7 @@ def target(opts: BenchOptions, log: runlog.RunLog | None) -> benchrun.Resumed:
 
 
 def arms_and_runner(
-    config: BenchConfig, log: runlog.RunLog | None, t: benchrun.Resumed, common: dict[str, Any]
+    config: BenchConfig, log: runlog.RunLog | None, t: BenchOptions, common: dict[str, Any]
 ) -> tuple[list[HttpArm], BenchRunner]:
     """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
     # a bad URL (ValueError): one line, like every other command

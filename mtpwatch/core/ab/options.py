@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from mtpwatch.core.ab import workloads
-from mtpwatch.core.ab.run import Resumed
 
 RESUME_FIXED = (
     "url",
@@ -106,10 +105,6 @@ class BenchOptions:
     def typed(self, name: str) -> bool:
         """Whether option `name` was typed on the command line."""
         return name in self.given
-
-    def resumed(self) -> Resumed:
-        """The servers and settings as the flags give them (a `--resume` replaces them by its log's)."""
-        return Resumed(**{f.name: getattr(self, f.name) for f in fields(Resumed)})
 
     def arm_options(self) -> dict[str, Any]:
         """What every arm's requests carry: the served model, the API key, the endpoint."""

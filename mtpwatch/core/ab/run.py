@@ -8,6 +8,7 @@ itself, stopped cleanly by SIGTERM/SIGHUP as by Ctrl-C (`run_bench`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shlex
 import signal
 import sys
@@ -21,6 +22,7 @@ from mtpwatch.core import provenance
 from mtpwatch.core.ab import runlog
 from mtpwatch.core.ab.events import BenchEvent, RunFinished
 from mtpwatch.core.ab.http_arm import HttpArm, LaunchedArm
+from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
@@ -148,44 +150,27 @@ def context_overflow(config: BenchConfig, infos: Mapping[str, provenance.ArmInfo
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """What a `--resume` takes from its run log: the servers, how they are reached, the settings."""
-
-    url: str | None
-    ab: tuple[str, str] | None
-    launch_a: str | None
-    launch_b: str | None
-    schedule: str
-    chat: bool
-    model: str | None
-    startup_timeout: float
-    prompts_spec: str
-    label: str | None
-
-
-def resumed(
-    log: runlog.RunLog, *, default_url: str, startup_timeout: float, prompts_spec: str, label: str | None
-) -> Resumed:
-    """The bench's settings from its run log (the keywords: what the log lacks falls back to)."""
-    opts = log.header.get("options") or {}
+def resumed(log: runlog.RunLog, opts: BenchOptions, *, default_url: str) -> BenchOptions:
+    """`opts` with the servers and settings of its run log (what the log lacks keeps the flag's value)."""
+    given = log.header.get("options") or {}
     arms_h = log.arms
     url = ab = None
     if "b" in arms_h:
         ab = (str(arms_h["a"]["url"]), str(arms_h["b"]["url"]))
     else:
         url = str(arms_h.get("a", {}).get("url", default_url))
-    return Resumed(
+    return dataclasses.replace(
+        opts,
         url=url,
         ab=ab,
         launch_a=arms_h.get("a", {}).get("launch"),
         launch_b=arms_h.get("b", {}).get("launch"),
         schedule=log.config.schedule,
-        chat=bool(opts.get("chat", False)),
-        model=opts.get("model"),
-        startup_timeout=float(opts.get("startup_timeout", startup_timeout)),
-        prompts_spec=str(opts.get("prompts", prompts_spec)),
-        label=label or (log.header.get("meta") or {}).get("label"),
+        chat=bool(given.get("chat", False)),
+        model=given.get("model"),
+        startup_timeout=float(given.get("startup_timeout", opts.startup_timeout)),
+        prompts_spec=str(given.get("prompts", opts.prompts_spec)),
+        label=opts.label or (log.header.get("meta") or {}).get("label"),
     )
 
 

@@ -68,11 +68,6 @@ from mtpwatch.core.sweeps.acceptance import (
     geometric_conditional,
 )
 
-STEP_MODEL = (
-    "t(k') = t0 + k'·(tk − t0)/k: each draft position costs the same, measured from the step time at k "
-    "against the baseline's; tokens per step τ(k') = 1 + Σ_{i≤k'} marginal_i"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class KPrediction(JsonFields):
@@ -89,14 +84,11 @@ class KPrediction(JsonFields):
 
 
 @dataclass(frozen=True, slots=True)
-class Advice(JsonFields):
-    """Predictions for k' = 0 … k and the k the advisor would choose."""
-
-    JSON_KEYS = "from_k per_position_cost_s step_model best_k predictions"
-    step_model: ClassVar[str] = STEP_MODEL
+class Advice:
+    """Predictions for k' = 0 … k and the k the advisor would choose (the A/B view's advice line)."""
 
     from_k: int
-    per_position_cost_s: float = field(metadata=key("per_position_cost_ms", times=1000, nd=4))
+    per_position_cost_s: float
     predictions: tuple[KPrediction, ...]
     best_k: int
     caveat: str | None = None
@@ -106,13 +98,6 @@ class Advice(JsonFields):
 
     def at(self, k: int) -> KPrediction | None:
         return next((p for p in self.predictions if p.k == k), None)
-
-    def line(self) -> str:
-        """One line for a terminal: the choice and the predicted speed for each k'."""
-        parts = " ".join(f"k={p.k}:{p.decode_tok_s:.1f}" for p in self.predictions)
-        best = self.at(self.best_k)
-        gain = f" ({best.speedup:.2f}× baseline)" if best else ""
-        return f"k advisor (from k={self.from_k}): best k={self.best_k}{gain} · predicted tok/s {parts}"
 
 
 def advise(
@@ -132,15 +117,10 @@ def advise(
     wanted = list(range(k + 1)) if ks is None else sorted(set(ks))
     if any(kk < 0 or kk > k for kk in wanted):
         raise ValueError(f"can only predict k' between 0 and the running k={k}")
-    cost = (step_s - baseline_step_s) / k
-    predictions = []
-    for kk in wanted:
-        tau = 1.0 + sum(marginal[:kk])
-        t = baseline_step_s + kk * cost
-        rate = tau / t if t > 0 else 0.0
-        predictions.append(KPrediction(kk, tau, t, rate, rate * baseline_step_s))
+    fit = fit_ratios({k: step_s / baseline_step_s}, 1.0 / baseline_step_s)  # two points: k=0 and k
+    predictions = [fit.predict(kk, 1.0 + sum(marginal[:kk]), 1.0 / baseline_step_s) for kk in wanted]
     best = max(predictions, key=lambda p: p.decode_tok_s)
-    return Advice(from_k=k, per_position_cost_s=cost, predictions=tuple(predictions), best_k=best.k)
+    return Advice(k, fit.per_position_s, tuple(predictions), best.k)
 
 
 # --- a sweep: every measured k -------------------------------------------------------------------
@@ -242,6 +222,12 @@ class StepFit(JsonFields):
             lo, hi = max(m for m in ks if m < k), min(m for m in ks if m > k)
         r_lo, r_hi = self.measured[lo], self.measured[hi]
         return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
+
+    def predict(self, k: int, tau: float, baseline_tok_s: float) -> KPrediction:
+        """k's prediction from its tokens per step τ: the speed-up τ / ratio(k) over the baseline."""
+        ratio = self.ratio(k)
+        speedup = tau / ratio if ratio > 0 else 0.0
+        return KPrediction(k, tau, ratio * self.t0_s, speedup * baseline_tok_s, speedup, k > self.top_k)
 
     def describe(self) -> str:
         """One line: the fit, in milliseconds, and how well it holds."""
@@ -441,16 +427,7 @@ def advise_sweep(
             geometric = geometric_conditional(marginal)
         except ValueError:
             wanted = [k for k in wanted if k <= len(marginal)]
-    predictions = []
-    for k in wanted:
-        tau = 1.0 + sum(chain_at(k, table, shift))
-        ratio = fit.ratio(k)
-        speedup = tau / ratio if ratio > 0 else 0.0
-        predictions.append(
-            KPrediction(
-                k, tau, ratio * fit.t0_s, speedup * baseline_tok_s, speedup, extrapolated=k > fit.top_k
-            )
-        )
+    predictions = [fit.predict(k, 1.0 + sum(chain_at(k, table, shift)), baseline_tok_s) for k in wanted]
     best = max((p for p in predictions if not p.extrapolated), key=lambda p: p.speedup, default=None)
     best = best or max(predictions, key=lambda p: p.speedup)
     held: dict[int, float] = {}

@@ -124,9 +124,6 @@ class EngineMode(JsonFields):
         version = f"vLLM {self.vllm_version}, " if self.vllm_version else ""
         return f"{what} ({version}from the {self.source})"
 
-    def lines(self) -> list[str]:
-        return [self.headline(), *(f.line() for f in self.flags)]
-
 
 def parse_schedule(value: Any) -> tuple[tuple[int, int, int], ...] | None:
     """`num_speculative_tokens_per_batch_size` as integer triples; None when absent or malformed."""

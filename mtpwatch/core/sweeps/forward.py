@@ -76,12 +76,6 @@ class ForwardTable:
         t0 = statistics.median(times[0])
         return {k: statistics.median(v) / t0 for k, v in sorted(times.items()) if k > 0}
 
-    def describe(self, batch: int) -> str:
-        """'vllm bench forward FILE, batch 1: t0 0.84 ms, k=1 1.07×, k=2 1.12×'."""
-        t0 = statistics.median(s.median_s for s in self.steps if s.batch == batch and s.k == 0)
-        parts = ", ".join(f"k={k} {r:.3f}×" for k, r in self.ratios(batch).items())
-        return f"vllm bench forward {self.source}, batch {batch}: t(0) {1000 * t0:.3f} ms, t(k)/t(0) {parts}"
-
 
 def _step(obj: Mapping[str, Any]) -> StepTime | None:
     requests = obj.get("requests")

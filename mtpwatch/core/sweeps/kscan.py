@@ -1,5 +1,5 @@
 """One `mtpwatch bench --start MODEL --sweep-k …` run, end to end: plan the servers, measure each k
-against k=0 one server at a time (`sweep.run_sweep`), then the per-concurrency advice and with
+against k=0 one server at a time (`sweep.run_pair`), then the per-concurrency advice and with
 `--verify-schedule` the schedule head to head against the best fixed k (`concurrency_advice`),
 then the "speculation on, k=0" arm when asked (`run_idle`); and the sweep's JSON document.
 
@@ -34,7 +34,14 @@ from mtpwatch.core.sweeps.schedule import (
     verify,
     verify_groups,
 )
-from mtpwatch.core.sweeps.sweep import K_MAX, PairRun, SweepReport, run_pair, run_sweep, sweep_document
+from mtpwatch.core.sweeps.sweep import (
+    K_MAX,
+    PairRun,
+    SweepReport,
+    run_pair,
+    sweep_document,
+    sweep_from_reports,
+)
 
 Echo = Callable[[str], None]
 Server = tuple[str, Sequence[str]]
@@ -117,13 +124,14 @@ class KSweep:
             gpu=provenance.gpu_from_name(opts.gpu) if opts.gpu else provenance.local_gpu(),
             temperature=config.temperature,
         )
+        idle = self.spec_idle  # the 0s arm's figures and its full bench (arms "a" = plain k=0, "b" = 0s)
         head: dict[str, Any] = {
             "model": opts.start_model,
             "method": self.method_name,
             "plan": self.plan.to_json(),
             "concurrency": self.concurrency.to_json() if self.concurrency is not None else None,
             "schedule_benches": [pair.document(meta) for pair in self.checked if pair.report is not None],
-            "speculation_on_k0": idle_document(self.spec_idle, meta),
+            "speculation_on_k0": {**idle[0].to_json(), "bench": idle[1].document(meta)} if idle else None,
         }
         return sweep_document(self.report, meta, head)
 
@@ -149,11 +157,19 @@ def run_k_sweep(
     }
     baseline: Server = (base.url, base.argv)
     top: Server = (treatments[-1][1], treatments[-1][2])
-
-    def on_k(k: int) -> None:
+    reports: dict[int, Any] = {}
+    infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
+    stopped: str | None = None
+    for k, url, argv in treatments:  # the restart schedule, forced: one server at a time
         echo(f"mtpwatch bench: k=0 vs k={k} (one server at a time)")
-
-    report = asyncio.run(run_sweep(config, baseline, treatments, on_k=on_k, step_times=step_times, **options))
+        pair = asyncio.run(run_pair(config, baseline, (f"k={k}", url, argv), **options))
+        infos[k] = pair.arms
+        if pair.report is not None:
+            reports[k] = pair.report
+        if pair.interrupted:
+            stopped = pair.interrupted
+            break
+    report = sweep_from_reports(reports, stopped, infos, step_times)
     conc: ConcurrencyAdvice | None = None
     checked: list[PairRun] = []
     spec_idle = None
@@ -231,12 +247,3 @@ def run_idle(
     pair = asyncio.run(run_pair(config, baseline, (f"k={IDLE}", top[0], argv), **options))
     k = base.get("num_speculative_tokens")
     return idle_cost(pair.report, k if isinstance(k, int) else None, pair.interrupted), pair
-
-
-def idle_document(idle: tuple[IdleCost, PairRun] | None, meta: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The sweep JSON's `speculation_on_k0` block: the cost's figures and the arm's full bench report
-    (arms "a" = plain k=0, "b" = 0s); None without the arm."""
-    if idle is None:
-        return None
-    cost, pair = idle
-    return {**cost.to_json(), "bench": pair.document(meta)}

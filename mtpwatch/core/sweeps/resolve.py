@@ -64,15 +64,6 @@ class Choice(JsonFields):
         """The choice: the best where resolved, else the smallest k within the noise."""
         return self.within[0]
 
-    def describe(self) -> str:
-        """'k=2 (resolved)' or 'k=1 (best median k=2; k=1,2 within the noise)'."""
-        if self.resolved:
-            return f"k={self.best} (resolved)"
-        if self.weak:
-            return f"k={self.k} (best median k={self.best}; its interval covers < 95 %: not resolved)"
-        ks = ",".join(map(str, self.within))
-        return f"k={self.k} (best median k={self.best}; k={ks} within the noise)"
-
 
 def best_median(speedups: Mapping[int, float]) -> int:
     """The k with the highest median paired speed-up (ties to the smaller k); 0 when none beats 1.0."""

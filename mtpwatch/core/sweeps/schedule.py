@@ -97,17 +97,6 @@ def best_per_concurrency(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, i
     }
 
 
-def choices_of(table: Mapping[int, Mapping[int, Cell]]) -> dict[int, Choice]:
-    """At each concurrency, what the intervals resolve (`core.sweeps.resolve`)."""
-    return {
-        c: resolve(
-            {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
-        )
-        for c, cells in sorted(table.items())
-        if cells
-    }
-
-
 def batch_schedule(best: Mapping[int, int]) -> tuple[Range, ...]:
     """Inclusive (first_batch_size, last_batch_size, k) ranges covering 1 … the largest concurrency;
     ValueError: no concurrency, or one below 1."""
@@ -288,7 +277,13 @@ def advise_table(
 ) -> ConcurrencyAdvice:
     """The advice from a concurrency → k → cell table (`concurrency_table`)."""
     best = best_per_concurrency(table)
-    choices = choices_of(table)
+    choices = {  # what the intervals resolve at each concurrency (`core.sweeps.resolve`)
+        c: resolve(
+            {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
+        )
+        for c, cells in sorted(table.items())
+        if cells
+    }
     fixed = common_choice(choices)
     if fixed is not None:
         schedule = batch_schedule(best)  # not resolved: for --verify-schedule, never to paste

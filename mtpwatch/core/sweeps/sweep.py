@@ -383,30 +383,3 @@ async def run_pair(
             await arm.aclose()
     infos = {name: provenance.launched_arm_info(arm).to_json() for name, arm in (("a", arm_a), ("b", arm_b))}
     return PairRun(report, interrupted, infos)
-
-
-async def run_sweep(
-    config: BenchConfig,
-    baseline: tuple[str, Sequence[str]],
-    treatments: Sequence[tuple[int, str, Sequence[str]]],
-    *,
-    on_k: Callable[[int], None] | None = None,
-    step_times: ForwardTable | None = None,
-    **options: Any,
-) -> SweepReport:
-    """`baseline` (url, argv: k=0) vs each of `treatments` ((k, url, argv)), one server at a time (the
-    restart schedule, forced), then the advisor; `on_k(k)` before each k, `options` are `run_pair`'s."""
-    reports: dict[int, Any] = {}
-    interrupted: str | None = None
-    infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
-    for k, url, argv in treatments:
-        if on_k is not None:
-            on_k(k)
-        pair = await run_pair(config, baseline, (f"k={k}", url, argv), **options)
-        infos[k] = pair.arms
-        if pair.report is not None:
-            reports[k] = pair.report
-        if pair.interrupted:
-            interrupted = pair.interrupted
-            break
-    return sweep_from_reports(reports, interrupted, infos, step_times)

@@ -35,8 +35,6 @@ def test_the_best_k_is_smaller_when_late_positions_do_not_pay_for_their_cost() -
     advice = advise([0.7, 0.4, 0.1, 0.02], step_s=0.060, baseline_step_s=0.020)
     rates = {p.k: p.decode_tok_s for p in advice.predictions}
     assert advice.best_k == max(rates, key=lambda k: rates[k]) == 1
-    assert "best k=1" in advice.line()
-    assert advice.to_json()["best_k"] == 1
 
 
 def test_bad_inputs() -> None:

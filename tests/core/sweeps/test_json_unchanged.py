@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mtpwatch.core.jsonout import JsonFields, dumps
-from mtpwatch.core.sweeps.advisor import STEP_MODEL, Advice, KMeasure, KPrediction, advise, advise_sweep
+from mtpwatch.core.sweeps.advisor import KMeasure, KPrediction, advise, advise_sweep
 
 
 def old_prediction(p: KPrediction) -> dict[str, Any]:
@@ -22,22 +22,10 @@ def old_prediction(p: KPrediction) -> dict[str, Any]:
     }
 
 
-def old_advice(a: Advice) -> dict[str, Any]:
-    return {
-        "from_k": a.from_k,
-        "per_position_cost_ms": round(a.per_position_cost_s * 1000, 4),
-        "step_model": STEP_MODEL,
-        "best_k": a.best_k,
-        "predictions": [old_prediction(p) for p in a.predictions],
-    }
-
-
 MEASURES = [KMeasure(1, 1.2, 1.8), KMeasure(2, 1.4, 2.4), KMeasure(4, 1.5, 3.2)]
 SWEEP = advise_sweep(MEASURES, [0.8, 0.6, 0.4, 0.2], 20.0, range(8))
 CASES: list[tuple[Any, Any]] = [
-    (advise([0.8, 0.6, 0.4, 0.2], 0.03, 0.02), old_advice),
-    (advise([0.8, 0.6], 0.03, 0.03, ks=[0, 2]), old_advice),  # no per-position cost
-    (Advice(3, 0.0012345678, (), 0, caveat="k follows the batch size", withheld=True), old_advice),
+    *((p, old_prediction) for p in advise([0.8, 0.6, 0.4, 0.2], 0.03, 0.02).predictions),
     (KPrediction(5, 2.123456789, 0.0301234567, 70.98765432, 1.41975309, extrapolated=True), old_prediction),
     *((p, old_prediction) for p in SWEEP.predictions),
 ]
