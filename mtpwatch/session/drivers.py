@@ -37,15 +37,12 @@ class Driver(Protocol):
 
     def open(self) -> str | None:
         """Fill `sources` (a live session builds them); an error to show, or None."""
-        ...
 
     def cannot(self, what: Operation) -> str | None:
         """Why this session cannot `what` now, in one line; None when it can."""
-        ...
 
     def seek(self, t: float) -> list[Action]:
         """Move to time `t` (only where `cannot('seek')` is None): what the answer panes show."""
-        ...
 
     def stop_recording(self) -> None:
         """Close the `--record` file now (the session goes on unrecorded)."""

@@ -6,7 +6,7 @@ network), and applies the records in the order they were written: a scrape is po
 page fetched through `ReplayScrapes.fetch` by the feed's `session.server_watch.ServerWatch` (so
 `core.metrics.rates.Collector` sees the same pages at the same times), an identity, a failure, a
 lifecycle event and an NVML reading go through the watch's `restore_identity`, `mark_down`,
-`restore_life` and `hardware.restore`, a stream event through `GenerationStats.add`, a prompt's end
+`restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a prompt's end
 through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
 therefore comes from the code that showed it live. No network, no server, no Textual.
 """
@@ -242,11 +242,8 @@ class ReplaySource:
         elif kind == "nvml":
             reading = record.get("reading")  # None: the sampler stopped (panel hidden, server stopped)
             fields = set(HardwareReading.__dataclass_fields__)
-            watch.hardware.restore(
-                None
-                if reading is None
-                else HardwareReading(**{k: v for k, v in reading.items() if k in fields})
-            )
+            kept = {k: v for k, v in (reading or {}).items() if k in fields}
+            watch.restore_reading(None if reading is None else HardwareReading(**kept))
 
     # -- headless ---------------------------------------------------------------------------------
 

@@ -59,12 +59,10 @@ class Scrapes(Protocol):
     async def fetch(self, model: str | None) -> Page:
         """One page for `model` (None: the first on the page). Raises ServerError, OSError or
         ValueError when there is none."""
-        ...
 
     async def identify(self, model: str | None) -> Identity | None:
         """What the server says about itself; None when nothing answered (a server still starting).
         Raises ServerUnreachable or ServerTimeout when nothing is there."""
-        ...
 
     async def aclose(self) -> None:
         """Let go of the connections."""

@@ -69,33 +69,27 @@ class Source(Protocol):
 
     def state(self) -> SourceState:
         """What the source knows of its server now."""
-        ...
 
     async def launch(self, progress: StartupProgress) -> bool:
         """Start the server of `spec.launch`; False when it did not come up (status 'failed')."""
-        ...
 
     async def poll(self) -> float:
         """One scrape; the seconds to wait before the next (backoff while down, longer while idle)."""
-        ...
 
     async def rest(self, delay: float) -> None:
         """Wait `delay` seconds before the next scrape, or less when a prompt starts."""
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` ('10 s', '60 s', 'prompt'); pure."""
-        ...
 
     def sample_hardware(self, on: bool) -> None:
         """Sample the GPU where a reading applies while `on` (the roofline panel shows), else stop."""
 
     async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
         """Stream `prompt`, passing text to `on_text`; the answer with its summary."""
-        ...
 
     def cancelled_answer(self) -> Answer:
         """The answer of a generation the user cancelled (what arrived so far)."""
-        ...
 
     async def close(self, *, server_only: bool = False) -> None:
         """Stop an owned server (unless kept) and close the client; `server_only`: stop the server

@@ -19,7 +19,6 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
-from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.process import ServerProcess
 from mtpwatch.core.metrics.filtered import ScrapeFilter
 from mtpwatch.core.metrics.rates import Rates
@@ -81,7 +80,6 @@ class ServerFeed:
             starting=spec.launch is not None if starting is None else starting,
         )
         self.process: ServerProcess | None = None
-        self._launch: Launch | None = None
         self._scrape_lock = asyncio.Lock()
         self._wake = asyncio.Event()
 
@@ -116,10 +114,7 @@ class ServerFeed:
             self.process = process
 
         result = await launch_server(self.spec.launch, self.spec.url, progress, self.clock, started)
-        if not self.watch.launched(result):
-            return False
-        self._launch = result.server
-        return True
+        return self.watch.launched(result)
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -226,7 +221,7 @@ class ServerFeed:
         if not server_only:
             self.watch.sample_hardware(False)
         process, self.process = self.process, None
-        launch, self._launch = self._launch, None
+        launch = self.watch.launch
         if process is not None:
             keep = self.spec.launch is not None and self.spec.launch.keep
             if keep and not server_only:
