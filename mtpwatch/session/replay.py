@@ -25,13 +25,11 @@ from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.scrapes import Identity, Page
 from mtpwatch.session.server_watch import CADENCE
-from mtpwatch.session.views import spec_label
+from mtpwatch.session.views import Answer, spec_label
 from mtpwatch.session.watch import ServerFeed
 
-ActionKind = Literal["begin", "text", "answer"]
 NOT_IN_JSON = ("client_tokens_per_step", "eos_overcount")
 """`PromptSummary` fields that `mtpwatch replay FILE --json` leaves out of each prompt (it has the rest)."""
 
@@ -40,7 +38,7 @@ NOT_IN_JSON = ("client_tokens_per_step", "eos_overcount")
 class Action:
     """Something the answer panes show: a prompt begins, text arrives, an answer is complete."""
 
-    kind: ActionKind
+    kind: Literal["begin", "text", "answer"]
     server: int
     text: str = ""
     answer: Answer | None = None

@@ -78,9 +78,7 @@ class ServerWatch:
         self.facts: tuple[str, ...] = ()
         self.engine_info: engines.EngineInfo | None = None  # None for vLLM
         self.drafter_ref: str | None = None
-        """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.spec_method: str | None = None
-        """The speculation method from the server log (servers mtpwatch started), else None."""
         self.launch: Launch | None = None
         """The server this watch's feed started: its log (None: not started here)."""
         self.scrape_via = ""

@@ -27,10 +27,9 @@ if TYPE_CHECKING:  # annotations only: the monitor's first frame imports this mo
     from mtpwatch.core.http.engines import EngineInfo
     from mtpwatch.core.launch.logparse import LogFacts
     from mtpwatch.core.metrics.rates import Rates
-    from mtpwatch.session.answers import Answer
     from mtpwatch.session.launching import StartupProgress
     from mtpwatch.session.observers import Observers
-    from mtpwatch.session.views import ServerView, Status
+    from mtpwatch.session.views import Answer, ServerView, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +70,8 @@ class Source(Protocol):
         """What the source knows of its server now."""
 
     async def launch(self, progress: StartupProgress) -> bool:
-        """Start the server of `spec.launch`; False when it did not come up (status 'failed')."""
+        """Start the server of `spec.launch`; False when it did not come up (status 'failed', reason
+        set, the last log lines shown)."""
 
     async def poll(self) -> float:
         """One scrape; the seconds to wait before the next (backoff while down, longer while idle)."""
@@ -92,8 +92,9 @@ class Source(Protocol):
         """The answer of a generation the user cancelled (what arrived so far)."""
 
     async def close(self, *, server_only: bool = False) -> None:
-        """Stop an owned server (unless kept) and close the client; `server_only`: stop the server
-        this source launched and stay usable (the restart schedule between sessions)."""
+        """Stop an owned server (unless kept) and close the scrapes and the client; `server_only`: stop
+        the server this source launched, whatever keep says, and stay usable (the restart schedule
+        between sessions)."""
 
 
 SourceFactory = Callable[..., Source]

@@ -16,9 +16,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.replay import Action, ReplaySource
 from mtpwatch.session.replay_driver import ReplayDriver
+from mtpwatch.session.views import Answer
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
