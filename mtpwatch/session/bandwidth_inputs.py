@@ -1,9 +1,5 @@
-"""The roofline panel's inputs and numbers: model config, drafter and peak bandwidth, resolved once.
-
-`BandwidthModel.load` finds the model config (--model-config, the served model's local files, a
-bundled preset, the simulator's /sim/info) and the peak (--peak-gbps, --gpu, /sim/info, NVML on
-this machine); `BandwidthModel.view` prices a window's rates with `core.roofline.compute_roofline`.
-"""
+"""The roofline panel's inputs and numbers: model config, drafter and peak bandwidth, resolved once
+(`BandwidthModel.load`), and a window's rates priced with them (`BandwidthModel.view`)."""
 
 from __future__ import annotations
 

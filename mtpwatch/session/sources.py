@@ -1,16 +1,7 @@
 """`Source`: what a screen needs of the thing behind one server panel, whatever feeds it.
 
-Three sources of pages stand behind a panel, all `session.watch.ServerFeed`s over a
-`session.scrapes.Scrapes`:
-
-- live HTTP: `session.scrapes.LiveScrapes` over `core.http.client.VllmClient` (`mtpwatch`, `ab`,
-  `demo`, `start`, `attach`);
-- Prometheus: `session.prometheus.PrometheusScrapes`, the target's counters as Prometheus saw them
-  (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
-- a recording: `session.replay.ReplayScrapes`, the recorded pages, which `session.replay.
-  ReplaySource` polls on the recording's clock with its stream events and prompt ends (`mtpwatch
-  replay`), so the panel is the live one.
-
+Every panel's source is a `session.watch.ServerFeed`; only where its pages come from differs (live
+HTTP, Prometheus, a recording: `session.scrapes.Scrapes`), so a replayed panel is the live one.
 The screens (`ui.screens.monitor`, `ui.screens.replay`) and the session helpers they call (the
 measurement, its report file, the k advisor) hold `Source`s, never a concrete class: ten members,
 and what they read of a source's state comes as one frozen `SourceState`.

@@ -38,8 +38,7 @@ another within 10 ms up to 10 ms late (docs/cost.md). The benchmarks' arms read 
 
 
 class ServerFeed:
-    """One server as the app sees it: scrapes, their watch, the prompt window, a client, a process.
-    Its `Source` members are documented on `session.sources.Source`, its prompt's steps on `PromptWindow`."""
+    """One server (see the module); its `Source` members say what they do on `session.sources.Source`."""
 
     def __init__(
         self,
