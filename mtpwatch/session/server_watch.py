@@ -196,21 +196,21 @@ class ServerWatch:
             self.facts = log_facts(result.server.watcher)
         if result.error is not None:
             hint = f" — {result.hint}" if result.hint else ""
-            self.status, self.reason = "failed", result.error + hint
-            self.observers.life(self.clock(), "failed", self.reason)
+            self.observers.life(self.clock(), "failed", result.error + hint)
+            self.restore_life("failed", result.error + hint)
             return False
         self.drafter_ref = result.server.watcher.facts.spec_model
         self.spec_method = result.server.watcher.facts.spec_method
-        self.observers.life(self.clock(), "launched")
         self.launch = result.server
-        self.status = "connecting"
+        self.observers.life(self.clock(), "launched")
+        self.restore_life("launched")
         return True
 
     def stopped(self) -> None:
         """The server this watch's feed launched was stopped."""
         self.launch = None
-        self.status, self.reason, self.identified = "stopped", "", False
         self.observers.life(self.clock(), "stopped")
+        self.restore_life("stopped")
 
     @property
     def launch_facts(self) -> LogFacts | None:
@@ -249,7 +249,8 @@ class ServerWatch:
         self.identified = True
 
     def restore_life(self, what: str, detail: str = "") -> None:
-        """Take a lifecycle event the watch once told (a replay's 'life' record)."""
+        """What a lifecycle event leaves: one the watch tells (`launched`, `stopped`), or a replay's
+        'life' record of one it told."""
         if what == "launched":
             self.status = "connecting"
         elif what == "failed":

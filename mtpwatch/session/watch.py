@@ -98,8 +98,6 @@ class ServerFeed:
             prompt_rates=self.rates("prompt"),
         )
 
-    # -- launching ----------------------------------------------------------------------------
-
     async def launch(self, progress: StartupProgress) -> bool:
         assert self.spec.launch is not None
         self.watch.starting()
@@ -109,8 +107,6 @@ class ServerFeed:
 
         result = await launch_server(self.spec.launch, self.spec.url, progress, self.clock, started)
         return self.watch.launched(result)
-
-    # -- polling ------------------------------------------------------------------------------
 
     async def poll(self) -> float:
         async with self._scrape_lock:  # the poll loop and a prompt's final scrape never interleave
@@ -132,10 +128,7 @@ class ServerFeed:
             handle.cancel()
             event.clear()
 
-    # -- view ---------------------------------------------------------------------------------
-
     def rates(self, window: str) -> Rates | None:
-        """Rates over `window` ('10 s', '60 s' or 'prompt') now."""
         return window_rates(self.watch, self.prompt, window, self.clock())
 
     def view(self, window: str) -> ServerView:
@@ -143,8 +136,6 @@ class ServerFeed:
 
     def sample_hardware(self, on: bool) -> None:
         self.watch.sample_hardware(on)
-
-    # -- prompts ------------------------------------------------------------------------------
 
     async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
         request = GenerationRequest(
@@ -196,8 +187,6 @@ class ServerFeed:
         result = self.prompt.cancelled_result()
         self.observers.result(self.clock(), result)
         return self.close_prompt(result, self.clock())
-
-    # -- shutdown -----------------------------------------------------------------------------
 
     async def close(self, *, server_only: bool = False) -> None:
         if not server_only:
