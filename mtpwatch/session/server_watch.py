@@ -82,8 +82,7 @@ class ServerWatch:
         self.launch: Launch | None = None
         """The server this watch's feed started: its log (None: not started here)."""
         self.scrape_via = ""
-        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown),
-        and ', every 0.5 s' while the idle cadence applies."""
+        """How the last page was read (`Page.via`), and ', every 0.5 s' while the idle cadence applies."""
         self.bandwidth = BandwidthModel(display)
         self._sampler: Sampler | None = None
         self.reading: HardwareReading | None = None
