@@ -1,9 +1,5 @@
-"""The roofline panel's inputs and numbers: model config, drafter and peak bandwidth, resolved once.
-
-`BandwidthModel.load` finds the model config (--model-config, the served model's local files, a
-bundled preset, the simulator's /sim/info) and the peak (--peak-gbps, --gpu, /sim/info, NVML on
-this machine); `BandwidthModel.view` prices a window's rates with `core.roofline.compute_roofline`.
-"""
+"""The roofline panel's inputs and numbers: model config, drafter and peak bandwidth, resolved once
+(`BandwidthModel.load`), and a window's rates priced with them (`BandwidthModel.view`)."""
 
 from __future__ import annotations
 
@@ -59,13 +55,8 @@ class BandwidthModel:
         """Take what `to_json` wrote instead of loading (a replay: no network)."""
         self.spec = spec_from_json(info.get("spec"))
         self.drafter = spec_from_json(info.get("drafter"))
-        self.gpu = info.get("gpu")
-        self.peak_gbps = info.get("peak_gbps")
-        self.error = str(info.get("error") or "")
-        self.simulated = bool(info.get("simulated"))
-        self.clock_speed = float(info.get("clock_speed") or 1.0)  # recordings before it: a real clock
-        self.method = info.get("method")
-        self.sources = str(info.get("sources") or "")
+        for key in PLAIN_INPUTS:  # one a recording predates keeps `__init__`'s (`clock_speed`: a real clock)
+            setattr(self, key, info.get(key, getattr(self, key)))
         self._loaded = True
 
     async def load(

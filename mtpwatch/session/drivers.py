@@ -6,7 +6,7 @@ screen shows. The driver also owns its sources (one per server panel) and stops 
 
 - `LiveDriver`: servers over HTTP (or Prometheus through its `SourceFactory`, a fleet row's
   monitor): builds the sources, records them with `--record`, sends and measures, cannot seek;
-- `session/replay_driver.ReplayDriver`: a recording played back: seeks, sends nothing, measures
+- `session/replay.ReplayDriver`: a recording played back: seeks, sends nothing, measures
   nothing, stops nothing (loaded only by `mtpwatch replay`).
 """
 
@@ -14,17 +14,32 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from mtpwatch.config import AppConfig
 from mtpwatch.session.sources import Source, SourceFactory
 
-if TYPE_CHECKING:  # a live session never loads the replay; the recorder is loaded by `open`
+if TYPE_CHECKING:  # the recorder is loaded by `open`
     from mtpwatch.core.record.writer import Recorder
-    from mtpwatch.session.replay import Action
+    from mtpwatch.session.views import Answer
 
 Operation = Literal["send", "measure", "seek"]
 """What a screen asks its driver before it does it: send a prompt, start a measurement, seek."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Something the answer panes show: a prompt begins, text arrives, an answer is complete."""
+
+    kind: Literal["begin", "text", "answer"]
+    server: int
+    text: str = ""
+    answer: Answer | None = None
+    t: float = 0.0
+    number: int = 0
+    """An answer's prompt number in its pane: the recording's count of that server's prompts done
+    up to it (live's `#N`), never a counter of the panes that a seek would advance."""
 
 
 class Driver(Protocol):
@@ -37,15 +52,12 @@ class Driver(Protocol):
 
     def open(self) -> str | None:
         """Fill `sources` (a live session builds them); an error to show, or None."""
-        ...
 
     def cannot(self, what: Operation) -> str | None:
         """Why this session cannot `what` now, in one line; None when it can."""
-        ...
 
     def seek(self, t: float) -> list[Action]:
         """Move to time `t` (only where `cannot('seek')` is None): what the answer panes show."""
-        ...
 
     def stop_recording(self) -> None:
         """Close the `--record` file now (the session goes on unrecorded)."""
@@ -88,7 +100,7 @@ class LiveDriver:
         for i, spec in enumerate(self.config.servers):
             source = factory(spec, self.config.display, clock=self.clock)
             if self.recorder is not None:
-                source.observers.add(FeedTap(self.recorder, i))
+                source.observers.append(FeedTap(self.recorder, i))
             self.sources.append(source)
         return error
 

@@ -33,7 +33,6 @@ class LaunchOutcome:
     error: str | None = None
     """Why the server did not come up (None: it answers /health)."""
     hint: str = ""
-    """A fix the log suggests, for a failed start."""
 
 
 async def launch_server(

@@ -52,9 +52,6 @@ class Observers(list[FeedObserver]):
     """The observers of one feed, called in the order they were added (a `FeedObserver` itself);
     `clear` tells nobody any more (a recording closed)."""
 
-    def add(self, observer: FeedObserver) -> None:
-        self.append(observer)
-
     def server(self, t: float, identity: dict[str, Any]) -> None:
         for o in self:
             o.server(t, identity)

@@ -17,8 +17,7 @@ from mtpwatch.core.http.generation import GenerationResult, GenerationStats, Req
 from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.attribution import PER_REQUEST_SCOPE, PromptAcceptance, prompt_acceptance
 from mtpwatch.core.metrics.rates import Collector, Rates
-from mtpwatch.session.answers import Answer
-from mtpwatch.session.views import PromptSummary
+from mtpwatch.session.views import Answer, PromptSummary
 
 
 class PromptWindow:

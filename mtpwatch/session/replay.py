@@ -6,16 +6,20 @@ network), and applies the records in the order they were written: a scrape is po
 page fetched through `ReplayScrapes.fetch` by the feed's `session.server_watch.ServerWatch` (so
 `core.metrics.rates.Collector` sees the same pages at the same times), an identity, a failure, a
 lifecycle event and an NVML reading go through the watch's `restore_identity`, `mark_down`,
-`restore_life` and `hardware.restore`, a stream event through `GenerationStats.add`, a prompt's end
+`restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a prompt's end
 through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
 therefore comes from the code that showed it live. No network, no server, no Textual.
+
+`ReplayDriver` stands it behind a monitor screen (`mtpwatch replay FILE`; `session/drivers.py`): it
+seeks (the panes show what the recording's feeds held then) and refuses the rest, saying why: a
+replay has no server to send a prompt to or to measure, and nothing of its own to stop.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.http.errors import ServerError
@@ -25,29 +29,18 @@ from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.record.reader import Recording, read_recording
 from mtpwatch.core.record.schema import decode_event
 from mtpwatch.core.roofline.nvml import HardwareReading
-from mtpwatch.session.answers import Answer
+from mtpwatch.session.drivers import Action, Operation
 from mtpwatch.session.scrapes import Identity, Page
 from mtpwatch.session.server_watch import CADENCE
+from mtpwatch.session.sources import Source
 from mtpwatch.session.views import spec_label
 from mtpwatch.session.watch import ServerFeed
 
-ActionKind = Literal["begin", "text", "answer"]
+if TYPE_CHECKING:
+    from mtpwatch.core.record.writer import Recorder
+
 NOT_IN_JSON = ("client_tokens_per_step", "eos_overcount")
 """`PromptSummary` fields that `mtpwatch replay FILE --json` leaves out of each prompt (it has the rest)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """Something the answer panes show: a prompt begins, text arrives, an answer is complete."""
-
-    kind: ActionKind
-    server: int
-    text: str = ""
-    answer: Answer | None = None
-    t: float = 0.0
-    number: int = 0
-    """An answer's prompt number in its pane: the recording's count of that server's prompts done
-    up to it (live's `#N`), never a counter of the panes that a seek would advance."""
 
 
 def config_from_session(session: dict[str, Any]) -> AppConfig:
@@ -242,11 +235,8 @@ class ReplaySource:
         elif kind == "nvml":
             reading = record.get("reading")  # None: the sampler stopped (panel hidden, server stopped)
             fields = set(HardwareReading.__dataclass_fields__)
-            watch.hardware.restore(
-                None
-                if reading is None
-                else HardwareReading(**{k: v for k, v in reading.items() if k in fields})
-            )
+            kept = {k: v for k, v in (reading or {}).items() if k in fields}
+            watch.restore_reading(None if reading is None else HardwareReading(**kept))
 
     # -- headless ---------------------------------------------------------------------------------
 
@@ -296,3 +286,37 @@ class ReplaySource:
             "servers": self.servers(),
             "prompts": prompts,
         }
+
+
+REFUSALS: dict[Operation, str] = {
+    "send": "This is a replay: no server to send prompts to.",
+    "measure": "This is a replay: F6 measures live servers.",
+}
+
+
+class ReplayDriver:
+    """The recording's feeds, on the recording's clock (`ReplaySource`): a `session.drivers.Driver`."""
+
+    def __init__(self, source: ReplaySource) -> None:
+        self.source = source
+        self.sources: list[Source] = list(source.feeds)
+        self.recorder: Recorder | None = None
+
+    def open(self) -> str | None:
+        self.sources[:] = self.source.feeds
+        return None
+
+    def cannot(self, what: Operation) -> str | None:
+        return REFUSALS.get(what)
+
+    def seek(self, t: float) -> list[Action]:
+        """Move the recording to `t`; a seek back rebuilds the feeds (the list keeps its identity)."""
+        actions = self.source.seek(t)
+        self.sources[:] = self.source.feeds
+        return actions
+
+    def stop_recording(self) -> None:
+        """A replay records nothing."""
+
+    async def stop(self) -> None:
+        """Nothing to stop in a replay."""

@@ -3,10 +3,14 @@
 Three members: `fetch` one page, `identify` the server, `close`. Three implementations:
 
 - `LiveScrapes`: the server's own `/metrics` through `core.http.client.VllmClient` (its filtered
-  tiers), and its `/v1/models`, `/version`, llama-server's `/props` (`core.http.engines.identify`);
+  tiers), and its `/v1/models`, `/version`, llama-server's `/props` (`core.http.engines.identify`)
+  (`mtpwatch`, `ab`, `demo`, `start`, `attach`);
 - `session.prometheus.PrometheusScrapes`: one target's counters as Prometheus last saw them, with
-  the last minutes of them on the first page (identified like live, through the server's own API);
-- `session.replay.ReplayScrapes`: the pages of a recording, never the network.
+  the last minutes of them on the first page (identified like live, through the server's own API)
+  (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
+- `session.replay.ReplayScrapes`: the pages of a recording, never the network, which `session.
+  replay.ReplaySource` polls on the recording's clock with its stream events and prompt ends
+  (`mtpwatch replay`).
 
 Each hands back plain data (`Page`, `Identity`); the watch alone decides what they mean (status,
 backoff, identity, the collector).
@@ -59,12 +63,10 @@ class Scrapes(Protocol):
     async def fetch(self, model: str | None) -> Page:
         """One page for `model` (None: the first on the page). Raises ServerError, OSError or
         ValueError when there is none."""
-        ...
 
     async def identify(self, model: str | None) -> Identity | None:
         """What the server says about itself; None when nothing answered (a server still starting).
         Raises ServerUnreachable or ServerTimeout when nothing is there."""
-        ...
 
     async def aclose(self) -> None:
         """Let go of the connections."""
@@ -112,5 +114,4 @@ class LiveScrapes:
         return Identity(names, refs, version, told_version, info, told_engine)
 
     async def aclose(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.client.aclose()
+        """Nothing of its own: the client is the feed's, which closes it."""

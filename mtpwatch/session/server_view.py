@@ -45,10 +45,7 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     r, window = _shown_rates(watch, prompts, window, now)
     k_listed = snap.num_speculative_tokens if snap is not None else 0  # the `position` labels
     k = k_listed if snap is not None and snap.speculative else 0
-    hardware = watch.hardware.line(
-        identified=watch.identified, local=watch.is_local, simulated=watch.bandwidth.simulated
-    )
-    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=hardware)
+    bw = watch.bandwidth.view(r, k, snap, prompts.request_tokens, hardware=watch.hardware_line())
     # llama-server says it drafts (/slots) before its first request fills the spec counters
     props = watch.engine_info is not None and bool(watch.engine_info.speculative)
     speculative = None if snap is None else (snap.speculative or props)

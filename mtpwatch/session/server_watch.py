@@ -4,10 +4,10 @@ The watch pulls pages and the server's identity through its `session.scrapes.Scr
 Prometheus, a recording) and alone writes what they mean: the status and its reason, the backoff
 (`core.http.backoff`), the identity (model, models, version, llama-server's /props, the roofline's
 inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
-`core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown
-(`Hardware`). It tells its `session.observers.Observers` each moment. A replay
-polls it too (its `session.replay.ReplayScrapes` hand the recorded pages) and hands it recorded
-identities (`restore_identity`), failures (`mark_down`) and lifecycle events (`restore_life`).
+`core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown.
+It tells its `session.observers.Observers` each moment. A replay polls it too (its `session.replay.
+ReplayScrapes` hand the recorded pages) and hands it recorded identities (`restore_identity`),
+failures (`mark_down`), lifecycle events (`restore_life`) and NVML readings (`restore_reading`).
 `session.server_view.build_server_view` reads it.
 """
 
@@ -40,58 +40,6 @@ RETRY_INITIAL_S, RETRY_MAX_S = 0.5, 8.0
 """Retry delays after a failed scrape: 0.5, 1, 2, 4, 8 s, then 8 s (`Backoff`, no jitter)."""
 CADENCE = ", every "
 """Between how a page was read and the idle cadence added to it ('filtered, 3.3 KB, every 2 s')."""
-
-
-class Hardware:
-    """One server's NVML reading shown, from the sampler the screen starts and stops, or a replay's.
-
-    The sampler (`core.roofline.nvml.Sampler`) runs in a thread while the roofline panel shows; the
-    reading shown is taken at each scrape (so a recording holds exactly what was shown). A replay
-    restores the recorded reading instead. `line` says it in words, or why there is none.
-    """
-
-    def __init__(self) -> None:
-        self._sampler: Sampler | None = None
-        self.reading: HardwareReading | None = None
-        """The reading the panel shows: the sampler's at the last scrape, or a replay's recorded one."""
-
-    @property
-    def running(self) -> bool:
-        return self._sampler is not None
-
-    def start(self, peak_gbps: float | None) -> HardwareReading | None:
-        """Start the sampler thread; returns its first reading."""
-        self._sampler = Sampler(peak_gbps=peak_gbps).start()
-        self.reading = self._sampler.latest()
-        return self.reading
-
-    def stop(self) -> bool:
-        """Stop the sampler thread; False when none ran."""
-        sampler, self._sampler = self._sampler, None
-        if sampler is None:
-            return False
-        sampler.stop(timeout=2.0)
-        self.reading = None
-        return True
-
-    def sample(self) -> bool:
-        """Take the sampler's latest reading (a scrape landed); False when no sampler runs."""
-        if self._sampler is None:
-            return False
-        self.reading = self._sampler.latest()
-        return True
-
-    def restore(self, reading: HardwareReading | None) -> None:
-        """Show a recorded reading (a replay's 'nvml' record; None: the sampler stopped)."""
-        self.reading = reading
-
-    def line(self, *, identified: bool, local: bool, simulated: bool) -> str:
-        """The reading in words, or why there is none ('' before the server is identified)."""
-        if not identified:
-            return ""
-        if self.reading is None:
-            return describe_hardware(None, local=local, simulated=simulated)
-        return describe_hardware(self.reading, local=True)
 
 
 class ServerWatch:
@@ -130,15 +78,16 @@ class ServerWatch:
         self.facts: tuple[str, ...] = ()
         self.engine_info: engines.EngineInfo | None = None  # None for vLLM
         self.drafter_ref: str | None = None
-        """The drafter model of the speculative config in the server log (servers mtpwatch started)."""
         self.spec_method: str | None = None
-        """The speculation method from the server log (servers mtpwatch started), else None."""
-        self._launch: Launch | None = None
+        self.launch: Launch | None = None
+        """The server this watch's feed started: its log (None: not started here)."""
         self.scrape_via = ""
-        """How the last scrape was made ('filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown),
-        and ', every 0.5 s' while the idle cadence applies."""
+        """How the last page was read (`Page.via`), and ', every 0.5 s' while the idle cadence applies."""
         self.bandwidth = BandwidthModel(display)
-        self.hardware = Hardware()
+        self._sampler: Sampler | None = None
+        self.reading: HardwareReading | None = None
+        """The NVML reading the roofline panel shows: the sampler's at the last scrape (so a recording
+        holds exactly what was shown), or a replay's recorded one (`restore_reading`)."""
 
     # -- scraping -------------------------------------------------------------------------------
 
@@ -186,8 +135,9 @@ class ServerWatch:
         self.scrape_via = page.via
         self._connection.success()
         self._backoff.reset()
-        if self.hardware.sample():
-            self.observers.nvml(now, self.hardware.reading)
+        if self._sampler is not None:
+            self.reading = self._sampler.latest()
+            self.observers.nvml(now, self.reading)
 
     async def _identify(self) -> None:
         identity = await self.scrapes.identify(self.model)
@@ -245,26 +195,26 @@ class ServerWatch:
             self.facts = log_facts(result.server.watcher)
         if result.error is not None:
             hint = f" — {result.hint}" if result.hint else ""
-            self.status, self.reason = "failed", result.error + hint
-            self.observers.life(self.clock(), "failed", self.reason)
+            self.observers.life(self.clock(), "failed", result.error + hint)
+            self.restore_life("failed", result.error + hint)
             return False
         self.drafter_ref = result.server.watcher.facts.spec_model
         self.spec_method = result.server.watcher.facts.spec_method
+        self.launch = result.server
         self.observers.life(self.clock(), "launched")
-        self._launch = result.server
-        self.status = "connecting"
+        self.restore_life("launched")
         return True
 
     def stopped(self) -> None:
         """The server this watch's feed launched was stopped."""
-        self._launch = None
-        self.status, self.reason, self.identified = "stopped", "", False
+        self.launch = None
         self.observers.life(self.clock(), "stopped")
+        self.restore_life("stopped")
 
     @property
     def launch_facts(self) -> LogFacts | None:
         """What the start-up log of the server launched here said (None: not launched here)."""
-        return self._launch.watcher.facts if self._launch is not None else None
+        return self.launch.watcher.facts if self.launch is not None else None
 
     # -- identity (told to observers; a replay restores it) --------------------------------------
 
@@ -298,7 +248,8 @@ class ServerWatch:
         self.identified = True
 
     def restore_life(self, what: str, detail: str = "") -> None:
-        """Take a lifecycle event the watch once told (a replay's 'life' record)."""
+        """What a lifecycle event leaves: one the watch tells (`launched`, `stopped`), or a replay's
+        'life' record of one it told."""
         if what == "launched":
             self.status = "connecting"
         elif what == "failed":
@@ -329,10 +280,27 @@ class ServerWatch:
         return is_loopback(urlsplit(self.spec.url).hostname or "")
 
     def sample_hardware(self, on: bool) -> None:
-        """Start the NVML sampler where a reading applies (`on`, idempotent: the server is identified,
-        on loopback and not simulated), or stop it."""
+        """Start the NVML sampler (`core.roofline.nvml.Sampler`, a thread) where a reading applies
+        (`on`, idempotent: the server is identified, on loopback and not simulated), or stop it."""
         applies = self.identified and self.is_local and not self.bandwidth.simulated
-        if on and not self.hardware.running and applies:
-            self.observers.nvml(self.clock(), self.hardware.start(self.bandwidth.peak_gbps))
-        elif not on and self.hardware.stop():
+        if on and self._sampler is None and applies:
+            self._sampler = Sampler(peak_gbps=self.bandwidth.peak_gbps).start()
+            self.reading = self._sampler.latest()
+            self.observers.nvml(self.clock(), self.reading)
+        elif not on and self._sampler is not None:
+            sampler, self._sampler = self._sampler, None
+            sampler.stop(timeout=2.0)
+            self.reading = None
             self.observers.nvml(self.clock(), None)
+
+    def restore_reading(self, reading: HardwareReading | None) -> None:
+        """Show a recorded reading (a replay's 'nvml' record; None: the sampler stopped)."""
+        self.reading = reading
+
+    def hardware_line(self) -> str:
+        """The reading in words, or why there is none ('' before the server is identified)."""
+        if not self.identified:
+            return ""
+        if self.reading is None:
+            return describe_hardware(None, local=self.is_local, simulated=self.bandwidth.simulated)
+        return describe_hardware(self.reading, local=True)

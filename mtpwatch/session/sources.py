@@ -1,16 +1,7 @@
 """`Source`: what a screen needs of the thing behind one server panel, whatever feeds it.
 
-Three sources of pages stand behind a panel, all `session.watch.ServerFeed`s over a
-`session.scrapes.Scrapes`:
-
-- live HTTP: `session.scrapes.LiveScrapes` over `core.http.client.VllmClient` (`mtpwatch`, `ab`,
-  `demo`, `start`, `attach`);
-- Prometheus: `session.prometheus.PrometheusScrapes`, the target's counters as Prometheus saw them
-  (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
-- a recording: `session.replay.ReplayScrapes`, the recorded pages, which `session.replay.
-  ReplaySource` polls on the recording's clock with its stream events and prompt ends (`mtpwatch
-  replay`), so the panel is the live one.
-
+Every panel's source is a `session.watch.ServerFeed`; only where its pages come from differs (live
+HTTP, Prometheus, a recording: `session.scrapes.Scrapes`), so a replayed panel is the live one.
 The screens (`ui.screens.monitor`, `ui.screens.replay`) and the session helpers they call (the
 measurement, its report file, the k advisor) hold `Source`s, never a concrete class: ten members,
 and what they read of a source's state comes as one frozen `SourceState`.
@@ -27,10 +18,9 @@ if TYPE_CHECKING:  # annotations only: the monitor's first frame imports this mo
     from mtpwatch.core.http.engines import EngineInfo
     from mtpwatch.core.launch.logparse import LogFacts
     from mtpwatch.core.metrics.rates import Rates
-    from mtpwatch.session.answers import Answer
     from mtpwatch.session.launching import StartupProgress
     from mtpwatch.session.observers import Observers
-    from mtpwatch.session.views import ServerView, Status
+    from mtpwatch.session.views import Answer, ServerView, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,37 +59,33 @@ class Source(Protocol):
 
     def state(self) -> SourceState:
         """What the source knows of its server now."""
-        ...
 
     async def launch(self, progress: StartupProgress) -> bool:
-        """Start the server of `spec.launch`; False when it did not come up (status 'failed')."""
-        ...
+        """Start the server of `spec.launch`; False when it did not come up (status 'failed', reason
+        set, the last log lines shown)."""
 
     async def poll(self) -> float:
         """One scrape; the seconds to wait before the next (backoff while down, longer while idle)."""
-        ...
 
     async def rest(self, delay: float) -> None:
         """Wait `delay` seconds before the next scrape, or less when a prompt starts."""
 
     def view(self, window: str) -> ServerView:
         """The panel's numbers now, over `window` ('10 s', '60 s', 'prompt'); pure."""
-        ...
 
     def sample_hardware(self, on: bool) -> None:
         """Sample the GPU where a reading applies while `on` (the roofline panel shows), else stop."""
 
     async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
         """Stream `prompt`, passing text to `on_text`; the answer with its summary."""
-        ...
 
     def cancelled_answer(self) -> Answer:
         """The answer of a generation the user cancelled (what arrived so far)."""
-        ...
 
     async def close(self, *, server_only: bool = False) -> None:
-        """Stop an owned server (unless kept) and close the client; `server_only`: stop the server
-        this source launched and stay usable (the restart schedule between sessions)."""
+        """Stop an owned server (unless kept) and close the scrapes and the client; `server_only`: stop
+        the server this source launched, whatever keep says, and stay usable (the restart schedule
+        between sessions)."""
 
 
 SourceFactory = Callable[..., Source]

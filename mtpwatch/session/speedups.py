@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.sources import Source
+from mtpwatch.session.views import Answer
 
 if TYPE_CHECKING:  # the first frame imports none of the advisor's or the diagnosis' modules
     from mtpwatch.core.sweeps.advisor import Advice

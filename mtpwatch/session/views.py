@@ -268,6 +268,16 @@ class PromptSummary:
     drafts accepted past the answer's end (`core.metrics.formulas.eos_overcount`, vllm#56101)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One server's answer to one console prompt: its text, token ids and summary line's numbers."""
+
+    summary: PromptSummary
+    text: str = ""
+    token_ids: tuple[int, ...] | None = None
+    """Output token ids when the server sent them."""
+
+
 def window_words(window: str) -> str:
     """'10 s', '60 s' or 'this prompt' (the 'prompt' window in words)."""
     return "this prompt" if window == "prompt" else window

@@ -19,11 +19,9 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.http import engines
 from mtpwatch.core.http.client import VllmClient
 from mtpwatch.core.http.generation import GenerationRequest, GenerationResult, GenerationStats, StreamEvent
-from mtpwatch.core.launch.launcher import Launch
 from mtpwatch.core.launch.process import ServerProcess
 from mtpwatch.core.metrics.filtered import ScrapeFilter
 from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.launching import StartupProgress, launch_server
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.prompts import PromptWindow
@@ -31,7 +29,7 @@ from mtpwatch.session.scrapes import LiveScrapes, Scrapes
 from mtpwatch.session.server_view import build_server_view, window_rates
 from mtpwatch.session.server_watch import ServerWatch
 from mtpwatch.session.sources import SourceState
-from mtpwatch.session.views import ServerView
+from mtpwatch.session.views import Answer, ServerView
 
 LIVE_READ_INTERVAL_S = 0.01
 """The console reads its answer stream at most every 10 ms: a run of fast chunks is one read, one
@@ -40,7 +38,7 @@ another within 10 ms up to 10 ms late (docs/cost.md). The benchmarks' arms read 
 
 
 class ServerFeed:
-    """One server as the app sees it: scrapes, their watch, the prompt window, a client, a process."""
+    """One server (see the module); its `Source` members say what they do on `session.sources.Source`."""
 
     def __init__(
         self,
@@ -81,12 +79,10 @@ class ServerFeed:
             starting=spec.launch is not None if starting is None else starting,
         )
         self.process: ServerProcess | None = None
-        self._launch: Launch | None = None
         self._scrape_lock = asyncio.Lock()
         self._wake = asyncio.Event()
 
     def state(self) -> SourceState:
-        """What the feed knows of its server now (`session.sources.SourceState`)."""
         w = self.watch
         return SourceState(
             spec=self.spec,
@@ -102,13 +98,7 @@ class ServerFeed:
             prompt_rates=self.rates("prompt"),
         )
 
-    # -- launching ----------------------------------------------------------------------------
-
     async def launch(self, progress: StartupProgress) -> bool:
-        """Start the server of `spec.launch` through `launch_server`.
-
-        Returns False (status 'failed', reason set, last log lines shown) when it does not come up.
-        """
         assert self.spec.launch is not None
         self.watch.starting()
 
@@ -116,16 +106,9 @@ class ServerFeed:
             self.process = process
 
         result = await launch_server(self.spec.launch, self.spec.url, progress, self.clock, started)
-        if not self.watch.launched(result):
-            return False
-        self._launch = result.server
-        return True
-
-    # -- polling ------------------------------------------------------------------------------
+        return self.watch.launched(result)
 
     async def poll(self) -> float:
-        """Scrape once; returns the seconds to wait before the next scrape (backoff when down, the
-        idle cadence while the server is idle)."""
         async with self._scrape_lock:  # the poll loop and a prompt's final scrape never interleave
             delay, t = await self.watch.poll()
             if t is not None:
@@ -137,7 +120,6 @@ class ServerFeed:
         self._wake.set()
 
     async def rest(self, delay: float) -> None:
-        """The poll loop's wait between scrapes: `delay` seconds, or until `wake`."""
         event = self._wake
         handle = asyncio.get_running_loop().call_later(delay, event.set)
         try:
@@ -146,24 +128,16 @@ class ServerFeed:
             handle.cancel()
             event.clear()
 
-    # -- view ---------------------------------------------------------------------------------
-
     def rates(self, window: str) -> Rates | None:
-        """Rates over `window` ('10 s', '60 s' or 'prompt') now."""
         return window_rates(self.watch, self.prompt, window, self.clock())
 
     def view(self, window: str) -> ServerView:
-        """The panel's numbers now, over `window` (what the screen shows). Pure: reads state only."""
         return build_server_view(self.watch, self.prompt, window)
 
     def sample_hardware(self, on: bool) -> None:
-        """Start the NVML sampler where a reading applies (`on`), or stop it (panel hidden)."""
         self.watch.sample_hardware(on)
 
-    # -- prompts ------------------------------------------------------------------------------
-
     async def generate(self, prompt: str, on_text: Callable[[str], None]) -> Answer:
-        """Stream `prompt`, passing text to `on_text` as it arrives; returns the answer and summary."""
         request = GenerationRequest(
             prompt=prompt,
             model=self.watch.model,
@@ -192,7 +166,6 @@ class ServerFeed:
         return self.close_prompt(result, self.clock())
 
     def begin_prompt(self, prompt: str) -> GenerationStats:
-        """A console prompt starts now: its window opens; its stream goes into the returned stats."""
         stats = self.prompt.begin()
         self.wake()  # back to the full scrape rate from the first token
         assert self.prompt.t0 is not None
@@ -200,7 +173,6 @@ class ServerFeed:
         return stats
 
     def end_prompt(self, t1: float) -> None:
-        """The prompt's generation call returned (or was cancelled) at `t1`."""
         self.prompt.end(t1)
         self.observers.end(t1)
 
@@ -212,21 +184,15 @@ class ServerFeed:
         return self.prompt.answer(result, acc)
 
     def cancelled_answer(self) -> Answer:
-        """The answer of a generation the user cancelled (what arrived so far)."""
         result = self.prompt.cancelled_result()
         self.observers.result(self.clock(), result)
         return self.close_prompt(result, self.clock())
 
-    # -- shutdown -----------------------------------------------------------------------------
-
     async def close(self, *, server_only: bool = False) -> None:
-        """Stop the server if mtpwatch owns it (unless keep); close the scrapes and the HTTP client.
-        `server_only`: stop the server this feed launched, whatever keep says, and stay usable (the
-        restart schedule between sessions)."""
         if not server_only:
             self.watch.sample_hardware(False)
         process, self.process = self.process, None
-        launch, self._launch = self._launch, None
+        launch = self.watch.launch
         if process is not None:
             keep = self.spec.launch is not None and self.spec.launch.keep
             if keep and not server_only:

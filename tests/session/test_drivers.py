@@ -8,8 +8,7 @@ import time
 
 from mtpwatch.config import AppConfig, ServerSpec
 from mtpwatch.session.drivers import LiveDriver
-from mtpwatch.session.replay import ReplaySource
-from mtpwatch.session.replay_driver import ReplayDriver
+from mtpwatch.session.replay import ReplayDriver, ReplaySource
 from tests.session.test_real_recording import RECORDING
 
 

@@ -72,10 +72,10 @@ async def test_a_prompt_is_told_in_order_with_everything_a_record_needs() -> Non
         feed = ServerFeed(ServerSpec(label="A", url=url), DisplaySettings(max_tokens=24))
         log, late = Log(), Log()
         observer: FeedObserver = log  # the protocol, checked by mypy where the app uses it
-        feed.observers.add(observer)
+        feed.observers.append(observer)
         try:
             await feed.poll()
-            feed.observers.add(late)
+            feed.observers.append(late)
             answer = await feed.generate("Say something.", lambda text: None)
         finally:
             await feed.close()
@@ -96,7 +96,7 @@ async def test_a_failed_scrape_is_told_once_with_its_reason() -> None:
         pass  # the simulator is gone: its port refuses
     feed = ServerFeed(ServerSpec(label="A", url=url), DisplaySettings())
     log = Log()
-    feed.observers.add(log)
+    feed.observers.append(log)
     try:
         await feed.poll()
     finally:

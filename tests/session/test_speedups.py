@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.diagnosis import MTP_SLOWER
 from mtpwatch.session.speedups import SpeedupSeries
-from mtpwatch.session.views import PromptSummary, ServerView
+from mtpwatch.session.views import Answer, PromptSummary, ServerView
 from tests.ui.samples import StillSource
 
 

@@ -19,12 +19,11 @@ from textual.app import App
 
 from mtpwatch.config import AppConfig, DisplaySettings, LaunchSpec, ServerSpec
 from mtpwatch.core.metrics.rates import Rates
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.diagnosis import make_verdict
 from mtpwatch.session.launching import StartupProgress
 from mtpwatch.session.observers import Observers
 from mtpwatch.session.sources import SourceState
-from mtpwatch.session.views import BandwidthView, PromptSummary, ServerView
+from mtpwatch.session.views import Answer, BandwidthView, PromptSummary, ServerView
 from mtpwatch.sim.presets import DEFAULT_PRESET, Preset, get_preset
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from mtpwatch.session.answers import Answer
-from mtpwatch.session.views import PromptSummary
+from mtpwatch.session.views import Answer, PromptSummary
 from mtpwatch.ui.markup.ab import render_lossless
 from mtpwatch.ui.markup.titles import render_fleet_status, render_replay_title, render_title
 

@@ -132,8 +132,7 @@ def test_speedup_line_flags_mtp_slower() -> None:
 
 @pytest.mark.parametrize("slow", [True, False])
 async def test_ab_screen_flags_mtp_slower_on_the_last_prompts(slow: bool) -> None:
-    from mtpwatch.session.answers import Answer
-    from mtpwatch.session.views import PromptSummary
+    from mtpwatch.session.views import Answer, PromptSummary
     from mtpwatch.ui.app import make_app
     from tests.ui import samples
 
@@ -421,8 +420,7 @@ async def test_typing_a_prompt_relayouts_nothing_and_a_long_one_scrolls_to_its_e
 async def test_ab_screen_between_two_models_says_so_and_withholds_the_k_advisor() -> None:
     from mtpwatch.commands.options import free_port
     from mtpwatch.config import DisplaySettings, ServerSpec
-    from mtpwatch.session.answers import Answer
-    from mtpwatch.session.views import PromptSummary
+    from mtpwatch.session.views import Answer, PromptSummary
     from mtpwatch.session.watch import ServerFeed
     from mtpwatch.ui.app import make_app
     from tests.ui import samples

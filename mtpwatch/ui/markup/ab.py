@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # the first frame draws the waiting lines: the measurement's 
     from mtpwatch.core.ab.records import RunRecord
     from mtpwatch.core.ab.report import BenchReport
     from mtpwatch.core.sweeps.advisor import Advice
-    from mtpwatch.session.answers import Answer
     from mtpwatch.session.measure import MeasureUpdate
+    from mtpwatch.session.views import Answer
 
 
 def speedup_groups(

@@ -37,8 +37,8 @@ from mtpwatch.ui.widgets.prompt_input import PromptInput
 if TYPE_CHECKING:  # the first frame waits for none of F6's, Ctrl+S's or a comparison's modules
     from mtpwatch.core.ab.report import BenchReport
     from mtpwatch.core.ab.workloads import Prompt
-    from mtpwatch.session.answers import Answer
     from mtpwatch.session.measure import MeasureUpdate
+    from mtpwatch.session.views import Answer
     from mtpwatch.ui.screens.monitor import MonitorScreen
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from mtpwatch.session.answers import Answer
 from mtpwatch.session.sources import Source
+from mtpwatch.session.views import Answer
 from mtpwatch.ui.widgets.server_panel import ServerPanel
 
 

@@ -16,9 +16,9 @@ from textual.content import Content
 from textual.widgets import Static
 
 from mtpwatch.config import AppConfig
-from mtpwatch.session.answers import Answer
-from mtpwatch.session.replay import Action, ReplaySource
-from mtpwatch.session.replay_driver import ReplayDriver
+from mtpwatch.session.drivers import Action
+from mtpwatch.session.replay import ReplayDriver, ReplaySource
+from mtpwatch.session.views import Answer
 from mtpwatch.ui.markup.titles import render_replay_title
 from mtpwatch.ui.screens.keys import PLAYER_KEYS
 from mtpwatch.ui.screens.monitor import MonitorScreen
@@ -164,7 +164,7 @@ class ReplayScreen(MonitorScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """F4 and F6 are not offered (Textual hides a binding whose action is checked False): the
-        replay's driver refuses to send or measure (`session/replay_driver.REFUSALS`)."""
+        replay's driver refuses to send or measure (`session/replay.REFUSALS`)."""
         return action not in ("sample_prompt", "measure")
 
     def action_play_pause(self) -> None:
