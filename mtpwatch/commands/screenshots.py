@@ -87,6 +87,13 @@ async def _prepare(pilot: Any) -> None:
     await pilot.pause()
 
 
+async def _settle(pilot: Any, panels: Any) -> None:
+    await pilot.pause(1.2)  # panels draw feed views at 2 Hz
+    for panel in panels:
+        await panel.settle()
+    await pilot.pause(0.3)
+
+
 async def _prompt_and_settle(pilot: Any) -> None:
     """Select the 'this prompt' window, send the sample prompt, wait for answers and fresh scrapes."""
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
@@ -113,10 +120,7 @@ async def _prompt_and_settle(pilot: Any) -> None:
         lambda: all(w.collector.latest is not s for w, s in zip(feeds, polls, strict=True)),
         "the next scrapes",
     )
-    await pilot.pause(1.2)  # panels draw feed views at 2 Hz
-    for panel in panels:
-        await panel.settle()
-    await pilot.pause(0.3)
+    await _settle(pilot, panels)
 
 
 async def write_screenshots(
@@ -292,10 +296,7 @@ async def _film_replay(recording: Path, path: Path) -> Path:
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space")  # pause
         screen.seek_to((done[-1] if done else source.t_end) + 0.5)
-        await pilot.pause(1.2)  # panels draw feed views at 2 Hz
-        for panel in screen.panels:
-            await panel.settle()
-        await pilot.pause(0.3)
+        await _settle(pilot, screen.panels)
         return _save(app, path)
 
 
