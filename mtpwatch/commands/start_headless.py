@@ -58,7 +58,6 @@ async def run_headless(
     served_model_name: str | None,
     env: Mapping[str, str] | None = None,
 ) -> int:
-    """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
 
     def say(text: str) -> None:  # one line per event, prefixed with seconds since start

@@ -86,7 +86,7 @@ def sweep_options(func: Any) -> Any:
 
 
 def sweep_from_bench(opts: BenchOptions) -> None:
-    """The bench's --start MODEL branch: check the bench options, plan, run, print and write."""
+    """The bench's --start MODEL branch."""
     if (opts.url is not None and opts.typed("url")) or opts.ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     check_writable(opts.json_path, "--json-file")
