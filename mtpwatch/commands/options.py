@@ -288,8 +288,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
-        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(value))} does not exist")
+    check_writable(Path(value) if value is not None else None, "--save")
     return value
 
 
