@@ -18,20 +18,20 @@ import click
 
 from mtpwatch import __version__, userconfig
 
-#: subcommand name -> (module, one-line help shown by `mtpwatch --help`)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("mtpwatch.commands.demo", "Two simulated servers (MTP on/off), watched side by side. No GPU."),
-    "attach": ("mtpwatch.commands.attach", "Watch a running vLLM server and send it prompts."),
-    "start": ("mtpwatch.commands.start", "Start a vLLM server (MTP on or off), watch it, stop it on exit."),
-    "ab": ("mtpwatch.commands.ab", "Side-by-side A/B of two servers (MTP on vs off), one prompt console."),
-    "bench": ("mtpwatch.commands.bench", "Headless paired A/B benchmark: speed-up with CI, lossless check."),
-    "plot": ("mtpwatch.commands.plot", "Plot saved bench reports in the terminal (speed-up vs length, k)."),
-    "compare": ("mtpwatch.commands.compare", "Compare several bench reports side by side, prompts matched."),
-    "snapshot": ("mtpwatch.commands.snapshot", "Print spec-decoding numbers once (URL or saved page)."),
-    "roofline": ("mtpwatch.commands.roofline", "Bandwidth ceiling for a model config on a GPU, no server."),
-    "sim": ("mtpwatch.commands.sim", "Run the vLLM simulator: a real HTTP server on 127.0.0.1."),
-    "replay": ("mtpwatch.commands.replay", "Play a --record recording in the app (or --json), no server."),
-    "screenshots": ("mtpwatch.commands.screenshots", "Write SVG screenshots of the main views."),
+#: subcommand name (its module: the docstring above) -> one-line help shown by `mtpwatch --help`
+COMMANDS: dict[str, str] = {
+    "demo": "Two simulated servers (MTP on/off), watched side by side. No GPU.",
+    "attach": "Watch a running vLLM server and send it prompts.",
+    "start": "Start a vLLM server (MTP on or off), watch it, stop it on exit.",
+    "ab": "Side-by-side A/B of two servers (MTP on vs off), one prompt console.",
+    "bench": "Headless paired A/B benchmark: speed-up with CI, lossless check.",
+    "plot": "Plot saved bench reports in the terminal (speed-up vs length, k).",
+    "compare": "Compare several bench reports side by side, prompts matched.",
+    "snapshot": "Print spec-decoding numbers once (URL or saved page).",
+    "roofline": "Bandwidth ceiling for a model config on a GPU, no server.",
+    "sim": "Run the vLLM simulator: a real HTTP server on 127.0.0.1.",
+    "replay": "Play a --record recording in the app (or --json), no server.",
+    "screenshots": "Write SVG screenshots of the main views.",
 }
 
 
@@ -57,11 +57,9 @@ class LazyGroup(click.Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
+        if cmd_name not in COMMANDS:
             return None
-        module = importlib.import_module(entry[0])
-        command: click.Command = module.command
+        command: click.Command = importlib.import_module(f"mtpwatch.commands.{cmd_name}").command
         own = (ctx.default_map or {}).get(cmd_name)
         if own and ctx.default_map is not None:
             names: dict[str, str] = {}
@@ -76,9 +74,8 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_) for name, (_, help_) in COMMANDS.items()]
         with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            formatter.write_dl(list(COMMANDS.items()))
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

@@ -114,16 +114,6 @@ def command(
         if selector:
             raise click.UsageError("--selector goes with --prometheus")
         servers = fleet.server_list(urls, url_file)
-        if len(servers) == 1 and url_file is None and not as_json:
-            _refuse_non_vllm(servers[0], api_key, model)
-            config = AppConfig(
-                servers=[ServerSpec(label=servers[0], url=servers[0], model=model, api_key=api_key)],
-                display=settings,
-                record=record,
-            )
-            from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
-
-            sys.exit(run_app(config))
         if as_json:
             fleet.echo_json(
                 fleet.direct_json(
@@ -136,7 +126,13 @@ def command(
             )
             return
         fleet_settings = FleetSettings(urls=tuple(servers), window_s=window, api_key=api_key)
-    config = AppConfig(servers=[], display=settings, fleet=fleet_settings, title="mtpwatch fleet")
+    if len(fleet_settings.urls) == 1 and url_file is None:  # one server: its monitor
+        url = fleet_settings.urls[0]
+        _refuse_non_vllm(url, api_key, model)
+        spec = ServerSpec(label=url, url=url, model=model, api_key=api_key)
+        config = AppConfig(servers=[spec], display=settings, record=record)
+    else:
+        config = AppConfig(servers=[], display=settings, fleet=fleet_settings, title="mtpwatch fleet")
     from mtpwatch.ui.app import run_app  # lazy: Textual loads only for the UI
 
     sys.exit(run_app(config))

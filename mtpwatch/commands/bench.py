@@ -138,10 +138,8 @@ def command(**params: Any) -> None:
     typed = [
         name for name in params if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
     ]
-    params["json_path"] = json_file(params["json_path"])
+    params["json_path"] = json_file(params["json_path"], params["json_out"], params["plot"])
     opts = BenchOptions.from_params(params, given=typed, extra=extra_args())
-    if opts.json_out and opts.plot:
-        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
     if opts.step_times is not None and opts.start_model is None:
         raise click.UsageError("--step-times feeds the k sweep's advisor: give --start MODEL --sweep-k …")
     if opts.context_lengths is not None:  # acceptance against context length: commands.context

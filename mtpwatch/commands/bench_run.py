@@ -161,16 +161,16 @@ def run(
         name = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
         reporter.interrupted()
         status = 130 if isinstance(exc, KeyboardInterrupt) else 143
-        done = len(runner.records)
-        session.close(f"stopped by {name} after {done} of {runner.total} runs")
-        if not done:
+        why = f"stopped by {name} after {len(runner.records)} of {runner.total} runs"
+        session.close(why)
+        if not runner.records:
             click.echo(
                 f"mtpwatch bench: stopped by {name} before any run finished; nothing to report"
                 f"{resume_hint(session.jsonl_path)}",
                 err=True,
             )
             sys.exit(status)
-        report = runner.partial_report(f"stopped by {name} after {done} of {runner.total} runs")
+        report = runner.partial_report(why)
     except Exception as exc:  # ServerError, StartupError: one line each
         reporter.interrupted()
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -198,15 +198,11 @@ def print_outputs(
     label: str | None,
 ) -> None:
     """The files, the table on stdout, then the exit status (1 for a failed gate or write)."""
-    if session.jsonl_path is not None and not report.interrupted:
-        click.echo(f"wrote {session.jsonl_path}", err=True)
-    elif session.jsonl_path is not None:
-        click.echo(
-            f"mtpwatch bench: every finished run is in {session.jsonl_path}; "
-            f"finish with: mtpwatch bench --resume {session.jsonl_path}",
-            err=True,
-        )
-
+    log = session.jsonl_path
+    if log is not None and report.interrupted:
+        click.echo(f"mtpwatch bench: every finished run is in {log}{resume_hint(log)}", err=True)
+    elif log is not None:
+        click.echo(f"wrote {log}", err=True)
     require_identical, meta = opts.require_identical, session.final_meta()
     problems = reportio.write_outputs(
         report, opts.json_path, opts.csv_path, require_identical, meta, echo=session.echo
@@ -225,14 +221,12 @@ def print_outputs(
         click.echo(f"Error: {line}", err=True)
     if report.interrupted:
         click.echo(f"mtpwatch bench: {report.interrupted}; the report covers those runs", err=True)
-        if session.jsonl_path is None:
+        if log is None:
             click.echo(f"mtpwatch bench: {resume_hint(None).lstrip('; ')}", err=True)
     failed = sum(1 for r in report.records if r.errors or r.error is not None)
-    if failed and session.jsonl_path is not None:
+    if failed and log is not None:
         click.echo(
-            f"mtpwatch bench: {failed} run(s) failed; run them again: "
-            f"mtpwatch bench --resume {session.jsonl_path}",
-            err=True,
+            f"mtpwatch bench: {failed} run(s) failed; run them again: mtpwatch bench --resume {log}", err=True
         )
     if status:
         sys.exit(status)

@@ -23,9 +23,7 @@ from mtpwatch.render.compare_table import format_comparison
 @click.option("--plot", is_flag=True, help="Also draw the speed-ups (plotext, else a table).")
 def command(reports: tuple[Path, ...], json_out: bool, json_path: Path | None, plot: bool) -> None:
     """Compare bench reports: matched prompts, speed-up differences with CIs, provenance warnings."""
-    json_path = json_file(json_path)
-    if json_out and plot:
-        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
+    json_path = json_file(json_path, json_out, plot)
     with one_line(reportfile.ReportFileError, cmp.CompareError, kind=click.ClickException):
         loaded = reportfile.load_all(list(reports))
         comparison = cmp.compare(loaded)

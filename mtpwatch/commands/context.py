@@ -102,7 +102,6 @@ def context_from_bench(opts: BenchOptions) -> None:
 
 
 def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:
-    """One bench on the alternate schedule over the set padded to one length."""
     config = BenchConfig(
         prompts=tuple(p.prompt for p in padded),
         runs=opts.runs,
@@ -152,7 +151,6 @@ def _row(n: int, padded: list[Padded], report: Any) -> dict[str, Any]:
 
 
 def format_context(doc: dict[str, Any], *, paired: bool) -> str:
-    """The table: one row per length."""
     lines = [
         f"mtpwatch bench · acceptance against context length · prompts padded from the set's own text, "
         f"lengths in tokens ({doc['token_source']})",

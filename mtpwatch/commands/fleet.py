@@ -8,7 +8,6 @@ Prometheus: at once). `snapshot --prometheus URL` prints the same document (or a
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -16,33 +15,26 @@ from typing import Any
 import click
 
 from mtpwatch.commands.options import checked_url, one_line
-from mtpwatch.core.jsonout import json_safe
-
-
-def read_url_file(path: str) -> list[str]:
-    """URLs from a file: one per line; blank lines and `#` comments are skipped."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise click.UsageError(f"--file: no such file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise click.UsageError(f"--file: cannot read {path}: {exc}") from None
-    urls: list[str] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        entry = line.split("#", 1)[0].strip()
-        if entry:
-            urls.append(checked_url(entry, f"--file {path} line {n}"))
-    if not urls:
-        raise click.UsageError(f"--file: {path} lists no URL (one per line; # starts a comment)")
-    return urls
+from mtpwatch.core.jsonout import dumps
 
 
 def server_list(urls: tuple[str, ...], file: str | None) -> list[str]:
-    """Arguments then file entries, normalised, duplicates dropped (first kept)."""
+    """Arguments then the file's URLs (one per line; blank lines and `#` comments skipped), normalised,
+    duplicates dropped (first kept)."""
     out = [checked_url(url, f"URL {i + 1}" if len(urls) > 1 else "URL") for i, url in enumerate(urls)]
-    if file is not None:
-        out += read_url_file(file)
-    return list(dict.fromkeys(out))
+    if file is None:
+        return list(dict.fromkeys(out))
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise click.UsageError(f"--file: no such file: {file}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.UsageError(f"--file: cannot read {file}: {exc}") from None
+    lines = [(n, line.split("#", 1)[0].strip()) for n, line in enumerate(text.splitlines(), 1)]
+    listed = [checked_url(entry, f"--file {file} line {n}") for n, entry in lines if entry]
+    if not listed:
+        raise click.UsageError(f"--file: {file} lists no URL (one per line; # starts a comment)")
+    return list(dict.fromkeys(out + listed))
 
 
 def checked_selector(selector: str) -> str:
@@ -124,4 +116,4 @@ def echo_json(doc: dict[str, Any], label: str | None = None, metadata: dict[str,
     from mtpwatch.core.provenance import with_meta
 
     meta = {"source": str(doc.get("source")), **(metadata or {})}
-    click.echo(json.dumps(json_safe(with_meta(doc, label=label, metadata=meta)), indent=2, allow_nan=False))
+    click.echo(dumps(with_meta(doc, label=label, metadata=meta), indent=2))

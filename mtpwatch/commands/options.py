@@ -83,11 +83,14 @@ def json_options(what: str) -> Callable[[F], F]:
     return decorate
 
 
-def json_file(json_path: Path | None) -> Path | None:
-    """The file `--json-file PATH` (or the deprecated `--json PATH`) names; both: a usage error."""
+def json_file(json_path: Path | None, json_out: bool, plot: bool) -> Path | None:
+    """The file `--json-file PATH` (or the deprecated `--json PATH`) names; both: a usage error, as is
+    `--plot` with `--json` (both print on stdout)."""
     alias = click.get_current_context().meta.get(_JSON_ALIAS)
     if alias is not None and json_path is not None:
         raise click.UsageError("give --json-file PATH once (--json PATH is its deprecated spelling)")
+    if json_out and plot:
+        raise click.UsageError("--plot draws on stdout, where --json prints: give --json-file PATH instead")
     return json_path if json_path is not None else alias
 
 
@@ -285,8 +288,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _check_save_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
-        raise click.BadParameter(f"folder {os.path.dirname(os.path.abspath(value))} does not exist")
+    check_writable(Path(value) if value is not None else None, "--save")
     return value
 
 

@@ -1,8 +1,4 @@
-"""Options and output shared by the commands that launch several vLLM servers (`ab --start`, `bench --start`).
-
-`PassthroughCommand` keeps everything after ``--`` for vLLM before click parses the rest, so
-``-- --max-model-len 8192`` never lands in a positional argument.
-"""
+"""Options and output of the commands that launch several vLLM servers (`ab --start`, `bench --start`)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,8 @@ from mtpwatch.commands.options import F, gpu_free_option, gpu_memory_option, one
 
 
 class PassthroughCommand(click.Command):
-    """A click command whose arguments after ``--`` go to vLLM unchanged (``ctx.meta['extra']``)."""
+    """A click command whose arguments after ``--`` go to vLLM unchanged (``ctx.meta['extra']``), kept
+    before click parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:

@@ -24,27 +24,8 @@ from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings, MeasureSe
 if TYPE_CHECKING:  # Textual loads inside the command
     from mtpwatch.ui.screens.monitor import MonitorScreen
 
-VIEWS: dict[str, str] = {
-    "monitor": "one MTP server, 200×50, after a prompt ('this prompt' window)",
-    "ab": "MTP off / on side by side, 200×50, after the same prompt on both",
-    "ab-measure": "the A/B view after F6: 6 paired runs per arm (first dropped), median speed-up and 95 % CI",
-    "compact": "the A/B view at 80×24",
-    "compact-single": "the single view at 80×24",
-    "help": "the help screen, 120×40",
-    "start": "a server starting: log and phase, 120×32",
-    "disconnected": "the single view after its server went away, 120×32",
-    "fleet": "the fleet view: six busy servers (one with collapsed acceptance, marked) and one down, 180×24",
-    "replay": "`mtpwatch replay` of the A/B session above (recorded with --record), paused after the "
-    "first prompt, 200×50",
-}
-"""File stem → what the screenshot shows."""
-
 LIMIT_S = 120.0
 """Longest wait for any one step (a generation at speed 1 takes ~15 s)."""
-
-
-class ScreenshotError(click.ClickException):
-    """A step did not happen in time (one line, no traceback)."""
 
 
 async def _wait(pilot: Any, predicate: Callable[[], bool], what: str, limit_s: float = LIMIT_S) -> None:
@@ -52,7 +33,7 @@ async def _wait(pilot: Any, predicate: Callable[[], bool], what: str, limit_s: f
     deadline = loop.time() + limit_s
     while not predicate():
         if loop.time() > deadline:
-            raise ScreenshotError(f"screenshots: timed out after {limit_s:.0f} s waiting for {what}")
+            raise click.ClickException(f"screenshots: timed out after {limit_s:.0f} s waiting for {what}")
         await pilot.pause(0.1)
 
 
@@ -87,6 +68,13 @@ async def _prepare(pilot: Any) -> None:
     await pilot.pause()
 
 
+async def _settle(pilot: Any, panels: Any) -> None:
+    await pilot.pause(1.2)  # panels draw feed views at 2 Hz
+    for panel in panels:
+        await panel.settle()
+    await pilot.pause(0.3)
+
+
 async def _prompt_and_settle(pilot: Any) -> None:
     """Select the 'this prompt' window, send the sample prompt, wait for answers and fresh scrapes."""
     from mtpwatch.ui.screens.monitor import SAMPLE_PROMPT
@@ -113,10 +101,7 @@ async def _prompt_and_settle(pilot: Any) -> None:
         lambda: all(w.collector.latest is not s for w, s in zip(feeds, polls, strict=True)),
         "the next scrapes",
     )
-    await pilot.pause(1.2)  # panels draw feed views at 2 Hz
-    for panel in panels:
-        await panel.settle()
-    await pilot.pause(0.3)
+    await _settle(pilot, panels)
 
 
 async def write_screenshots(
@@ -127,7 +112,7 @@ async def write_screenshots(
     max_tokens: int = 160,
     startup_delay: float = 6.0,
 ) -> list[Path]:
-    """Film the simulator into `out/<view>.svg` (see `VIEWS`); returns the paths written.
+    """Film the simulator into `out/<view>.svg`, the views the README shows; returns the paths written.
 
     `startup_delay` is the simulated model-load time of the start-up view (filmed half-way).
     """
@@ -292,10 +277,7 @@ async def _film_replay(recording: Path, path: Path) -> Path:
         assert isinstance(screen, ReplayScreen)
         await pilot.press("space")  # pause
         screen.seek_to((done[-1] if done else source.t_end) + 0.5)
-        await pilot.pause(1.2)  # panels draw feed views at 2 Hz
-        for panel in screen.panels:
-            await panel.settle()
-        await pilot.pause(0.3)
+        await _settle(pilot, screen.panels)
         return _save(app, path)
 
 

@@ -287,28 +287,28 @@ def _run(servers: list[SimServer], host: str, spec: bool) -> None:
     from mtpwatch.sim.startup import SimStartupError
 
     async def main() -> None:
-        for server in servers:
-            try:
-                url = await server.bind()
-            except OSError as exc:
-                bound = f"{host}:{server.options.port}"
-                for other in servers:
-                    await other.stop()
-                raise click.ClickException(f"cannot bind {bound}: {exc.strerror or exc}") from None
-            mode = f"{server.preset.method} k={server.physics.k}" if spec else "no speculation"
-            click.echo(f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        for server in servers:
-            try:
+        try:
+            for server in servers:
+                try:
+                    url = await server.bind()
+                except OSError as exc:
+                    bound = f"{host}:{server.options.port}"
+                    raise click.ClickException(f"cannot bind {bound}: {exc.strerror or exc}") from None
+                mode = f"{server.preset.method} k={server.physics.k}" if spec else "no speculation"
+                click.echo(
+                    f"mtpwatch sim: {server.preset.name} ({mode}) serving {server.model_name} on {url}"
+                )
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            for server in servers:
                 await server.start()
-            except SimStartupError:
-                await asyncio.gather(*(other.stop() for other in servers))
-                sys.exit(1)
-        await stop.wait()
-        await asyncio.gather(*(server.stop() for server in servers))
+            await stop.wait()
+        except SimStartupError:
+            sys.exit(1)
+        finally:
+            await asyncio.gather(*(server.stop() for server in servers))
 
     try:
         asyncio.run(main())

@@ -7,7 +7,6 @@ cumulative totals since the server started; every number says which.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import click
 
 from mtpwatch.commands.connection import DEFAULT_URL, tls_options
 from mtpwatch.commands.options import api_key_option, checked_url, label_option, metadata_option, model_option
-from mtpwatch.core.jsonout import json_safe
+from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.metrics.parse import MetricsFormatError
 from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.report import snapshot_report
@@ -223,6 +222,6 @@ def command(
         report["source"] = source
         report["since"] = since
         meta = _meta(source, api_key, after.model, label, extra)
-        click.echo(json.dumps(json_safe({"meta": meta, **report}), indent=2, allow_nan=False))
+        click.echo(dumps({"meta": meta, **report}, indent=2))
     else:
         click.echo(render_table(report, source, since))

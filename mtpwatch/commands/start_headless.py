@@ -13,11 +13,9 @@ import contextlib
 import os
 import shlex
 import signal
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
 
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.launch.launcher import Launch
@@ -26,23 +24,6 @@ from mtpwatch.core.launch.process import ServerProcess, StartupError, describe_e
 from mtpwatch.render.numbers import count, fixed, percent, tok_s
 from mtpwatch.session.views import ServerView
 from mtpwatch.session.watch import ServerFeed
-
-
-def default_log_path(port: int) -> Path:
-    base = Path(os.environ.get("MTPWATCH_CACHE_DIR", Path.home() / ".cache" / "mtpwatch"))
-    return base / "logs" / f"vllm-{port}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-
-
-class _Printer:
-    """Headless output: one line per event, prefixed with seconds since start."""
-
-    def __init__(self, t0: float, out: IO[str]) -> None:
-        self.t0 = t0
-        self.out = out
-
-    def __call__(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.t0:6.1f}s] {text}", file=self.out, flush=True)
-
 
 STATUS_WINDOW = "10 s"
 """The window of the headless status line's rates: the panel's shortest (`session.watch.WINDOW_SECONDS`)."""
@@ -75,14 +56,17 @@ async def run_headless(
     status_interval: float,
     log_file: Path | None,
     served_model_name: str | None,
-    out: IO[str] = sys.stdout,
     env: Mapping[str, str] | None = None,
 ) -> int:
-    """Start the server, report phases, wait for health, print status until told to stop."""
     t0 = time.monotonic()
-    say = _Printer(t0, out)
+
+    def say(text: str) -> None:  # one line per event, prefixed with seconds since start
+        print(f"[{time.monotonic() - t0:6.1f}s] {text}", flush=True)
+
     say("starting: " + shlex.join(argv))
-    server_log = default_log_path(int(url.rsplit(":", 1)[1])) if keep else None
+    cache = Path(os.environ.get("MTPWATCH_CACHE_DIR", Path.home() / ".cache" / "mtpwatch"))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    server_log = cache / "logs" / f"vllm-{url.rsplit(':', 1)[1]}-{stamp}.log" if keep else None
     log_fh = open(log_file, "a", encoding="utf-8") if log_file else None  # noqa: SIM115, ASYNC230
 
     def on_line(line: str) -> None:
@@ -111,7 +95,7 @@ async def run_headless(
         try:
             elapsed = await _until_ready(launch, url, startup_timeout, stop_event)
         except StartupError as exc:
-            _report_failure(say, out, proc, launch, f"error: {exc}", heading="last log lines:")
+            _report_failure(say, proc, launch, f"error: {exc}", heading="last log lines:")
             if exc.returncode is None:  # timed out while still running: do not leave it behind
                 await proc.stop()
             return 1
@@ -127,7 +111,7 @@ async def run_headless(
         )
         try:
             if not await _status_until_stopped(feed, proc, stop_event, say):
-                _report_failure(say, out, proc, launch, f"error: the server {describe_exit(proc.returncode)}")
+                _report_failure(say, proc, launch, f"error: the server {describe_exit(proc.returncode)}")
                 return 1
         finally:
             await feed.close()
@@ -174,7 +158,7 @@ def _stop_on_signals(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Event, li
 
 
 def _report_failure(
-    say: _Printer, out: IO[str], proc: ServerProcess, launch: Launch, line: str, heading: str | None = None
+    say: Callable[[str], None], proc: ServerProcess, launch: Launch, line: str, heading: str | None = None
 ) -> None:
     """The error line, the server's last 25 log lines and the hints that explain them."""
     say(line)
@@ -182,13 +166,13 @@ def _report_failure(
     if tail and heading:
         say(heading)
     for tail_line in tail:
-        print(f"    {tail_line}", file=out)
+        print(f"    {tail_line}")
     for hint in launch.watcher.hints:
         say(f"hint: {hint}")
 
 
 async def _status_until_stopped(
-    feed: ServerFeed, proc: ServerProcess, stop_event: asyncio.Event, say: _Printer
+    feed: ServerFeed, proc: ServerProcess, stop_event: asyncio.Event, say: Callable[[str], None]
 ) -> bool:
     """A status line every scrape (the feed's interval: --status-interval, or its backoff while the
     server is down) until told to stop (True) or the server exits (False)."""
@@ -209,7 +193,7 @@ async def _status_until_stopped(
         exited.cancel()
 
 
-async def _finish(proc: ServerProcess, keep: bool, url: str, say: _Printer) -> int:
+async def _finish(proc: ServerProcess, keep: bool, url: str, say: Callable[[str], None]) -> int:
     """Leave the server running (--keep) or stop it; the exit status is 0 either way."""
     if keep and proc.returncode is None:
         proc.detach()

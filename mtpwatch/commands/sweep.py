@@ -38,7 +38,7 @@ from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.launch.memplan import PlanError
 from mtpwatch.core.launch.servers import LaunchPlan
 from mtpwatch.core.launch.specrule import read_vllm_version
-from mtpwatch.core.launch.vllm_cmd import VllmArgsError
+from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.sweeps.idle import idle_refusal, parse_sweep_ks
@@ -50,8 +50,6 @@ from mtpwatch.render.sweep_table import format_sweep
 
 def sweep_options(func: Any) -> Any:
     """The k sweep's options; it shares the bench's own --gpu, --concurrency, --label and --metadata."""
-    from mtpwatch.core.launch.vllm_cmd import METHODS
-
     return stacked(
         func,
         click.option("--start", "start_model", metavar="MODEL", help="k sweep: start MODEL's servers."),
@@ -88,7 +86,7 @@ def sweep_options(func: Any) -> Any:
 
 
 def sweep_from_bench(opts: BenchOptions) -> None:
-    """The bench's --start MODEL branch: check the bench options, plan, run, print and write."""
+    """The bench's --start MODEL branch."""
     if (opts.url is not None and opts.typed("url")) or opts.ab is not None:
         raise click.UsageError("give --start MODEL or server URLs, not both")
     check_writable(opts.json_path, "--json-file")

@@ -66,11 +66,12 @@ def test_ab_needs_two_urls_or_start() -> None:
 
 
 async def test_screenshots_are_filmed_from_the_simulator(tmp_path: Path) -> None:
-    from mtpwatch.commands.screenshots import VIEWS, write_screenshots
+    from mtpwatch.commands.screenshots import write_screenshots
     from mtpwatch.sim.presets import DEFAULT_PRESET, get_preset
 
     written = await write_screenshots(tmp_path, speed=20, max_tokens=24, startup_delay=1.5)
-    assert sorted(p.stem for p in written) == sorted(VIEWS)
+    views = ("monitor", "ab", "ab-measure", "compact", "compact-single", "help", "start", "disconnected")
+    assert sorted(p.stem for p in written) == sorted((*views, "fleet", "replay"))
     preset = get_preset(DEFAULT_PRESET)
     ab = (tmp_path / "ab.svg").read_text(encoding="utf-8")
     assert f"MTP&#160;k={preset.k}" in ab and "lossless" in ab and "20×&#160;speed" in ab
