@@ -325,11 +325,12 @@ async def outputs(req: SimRequest) -> AsyncIterator[Output]:
 
 def request_spec_metrics(req: SimRequest, k: int) -> dict[str, Any]:
     """vLLM's `RequestSpecDecodeMetrics.to_dict()` (summary level) for one finished request."""
-    steps, drafted, accepted = req.spec_steps, req.spec_draft_tokens, req.spec_accepted
+    drafted, histogram = req.spec_draft_tokens, req.spec_histogram
+    steps, accepted = sum(histogram), sum(j * n for j, n in enumerate(histogram))
     return {
         "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
         "draft_acceptance_rate": accepted / drafted if drafted else 0.0,
-        "acceptance_histogram": list(req.spec_histogram) or [0] * (k + 1),
+        "acceptance_histogram": list(histogram) or [0] * (k + 1),
         "num_spec_steps": steps,
         "num_accepted_draft_tokens": accepted,
         "num_draft_tokens": drafted,
