@@ -16,11 +16,9 @@ from typing import Any
 from aiohttp import web
 
 from mtpwatch.sim.corpus import TextSource, Token, prompt_token_ids, stable_hash
-from mtpwatch.sim.engine import Engine, Output, SimRequest
-from mtpwatch.sim.faults import Faults
-from mtpwatch.sim.options import SimOptions
-from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.engine import Output, SimRequest
 from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, dumps, error_response, json_response
+from mtpwatch.sim.startup import ServerParts
 
 CHAT_TEMPLATE_TOKENS = 4
 """Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
@@ -38,15 +36,8 @@ class Reply:
     prompt_ids: list[int]
 
 
-class CompletionRoutes:
+class CompletionRoutes(ServerParts):
     """The completion and chat routes (a mixin of `SimServer`)."""
-
-    options: SimOptions
-    preset: Preset
-    engine: Engine
-    faults: Faults
-    model_name: str
-    fingerprint: str
 
     async def _generate(self, request: web.Request, *, chat: bool) -> web.StreamResponse:
         try:

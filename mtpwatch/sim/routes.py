@@ -16,24 +16,13 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from mtpwatch.sim.corpus import prompt_token_ids
-from mtpwatch.sim.faults import Faults
-from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.options import SimOptions, claimed_version
-from mtpwatch.sim.physics import Physics
-from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.options import claimed_version
 from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, json_response
+from mtpwatch.sim.startup import ServerParts
 
 
-class InfoRoutes:
+class InfoRoutes(ServerParts):
     """/health, /version, /v1/models, /metrics, /metrics/ and /sim/info (a mixin of `SimServer`)."""
-
-    options: SimOptions
-    preset: Preset
-    physics: Physics
-    metrics: SimMetrics
-    faults: Faults
-    model_name: str
-    created: int
 
     def info(self) -> dict[str, Any]:
         """The /sim/info document."""

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mtpwatch.sim.engine import Engine
+from mtpwatch.sim.faults import Faults
+from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.options import SimOptions, claimed_version
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset
@@ -54,22 +56,31 @@ class SimLog:
             self.stream.flush()
 
 
-class StartupLog:
-    """The start-up log, the GPU memory check and the stats lines (a mixin of `SimServer`)."""
+class ServerParts:
+    """What `SimServer` holds, as its mixins (`StartupLog`, `routes.InfoRoutes`,
+    `completions.CompletionRoutes`) read it; set in `SimServer.__init__`."""
 
     options: SimOptions
     preset: Preset
     physics: Physics
     engine: Engine
+    metrics: SimMetrics
+    faults: Faults
     log: SimLog
     port: int
     model_name: str
+    fingerprint: str
+    created: int
     _worker: Any
 
     if TYPE_CHECKING:
 
         @property
         def url(self) -> str: ...
+
+
+class StartupLog(ServerParts):
+    """The start-up log, the GPU memory check and the stats lines (a mixin of `SimServer`)."""
 
     def _claim_gpu(self) -> None:
         """vLLM's start-up memory check against the simulated GPU; raises `SimStartupError`."""
