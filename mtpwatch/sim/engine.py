@@ -153,8 +153,9 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for req in [*self.waiting, *self.running]:
-            self._finish(req, "abort", time.monotonic(), count=False)
+        for req in [*self.waiting, *self.running]:  # uncounted: the server is going away
+            req.finish_reason = "abort"
+            req.outputs.put_nowait(Output([], "abort"))
         self.waiting.clear()
         self.running.clear()
 
@@ -278,18 +279,10 @@ class Engine:
 
     def _emit(self, req: SimRequest, tokens: list[Token], reason: str | None, now: float) -> None:
         if reason is not None:
-            self._finish(req, reason, now, count=True)
-        req.outputs.put_nowait(Output(tokens, reason))
-
-    def _finish(self, req: SimRequest, reason: str, now: float, *, count: bool) -> None:
-        if req.finish_reason is None or req.finish_reason == reason:
             req.finish_reason = reason
-        if req in self.running:
             self.running.remove(req)
-        if count:
             self._count_finished(req, reason, now)
-        else:
-            req.outputs.put_nowait(Output([], reason))
+        req.outputs.put_nowait(Output(tokens, reason))
 
     def _count_finished(self, req: SimRequest, reason: str, now: float) -> None:
         scheduled, first, last = (
