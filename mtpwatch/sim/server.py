@@ -178,12 +178,11 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         """One background request after another (`SimOptions.load`), each read to its end."""
         for n in itertools.count():
             prompt = f"{LOAD_PROMPTS[(slot + n) % len(LOAD_PROMPTS)]} (background request {slot}.{n})"
-            ids = prompt_token_ids(prompt)
             req = SimRequest(
                 request_id=f"load-{slot}-{n}",
-                prompt_tokens=len(ids),
+                prompt_tokens=len(prompt_token_ids(prompt)),
                 max_tokens=self.options.load_max_tokens,
-                source=TextSource(prompt, temperature=0.0, seed=None, ignore_eos=False),
+                source=TextSource(prompt),  # temperature 0
                 rng=random.Random(f"{self.options.seed}:load:{slot}:{n}"),
             )
             self.engine.add(req)
