@@ -81,12 +81,6 @@ def claimed_version(opts: SimOptions) -> str:
     return VLLM_VERSIONS[opts.vllm_log]
 
 
-def check_frontend(opts: SimOptions) -> None:
-    """Raises ValueError for a frontend its vLLM did not ship (the Rust one is in 0.33 and later)."""
-    if opts.frontend == "rust" and opts.vllm_log == "0.32-cpu":
-        raise ValueError("the Rust frontend ships with vLLM 0.33 and later: use --vllm-log 0.34-gpu")
-
-
 def make_options(**options: Any) -> SimOptions:
     """`SimOptions` from keyword arguments; fault fields (cut_stream_after, ...) may be given flat."""
     faults = Faults(**{k: options.pop(k) for k in list(options) if k in Faults.__dataclass_fields__})

@@ -32,7 +32,7 @@ from mtpwatch.sim.corpus import TextSource, prompt_token_ids
 from mtpwatch.sim.engine import KV_BLOCK, Engine, SimRequest
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.options import SimOptions, check_frontend, served_preset
+from mtpwatch.sim.options import SimOptions, served_preset
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset, get_preset
 from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, Handler, error_response, json_response
@@ -52,7 +52,8 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
 
     def __init__(self, options: SimOptions, *, log: TextIO | None = None) -> None:
         self.options = opts = options
-        check_frontend(opts)
+        if opts.frontend == "rust" and opts.vllm_log == "0.32-cpu":
+            raise ValueError("the Rust frontend ships with vLLM 0.33 and later: use --vllm-log 0.34-gpu")
         self.preset: Preset = served_preset(get_preset(opts.preset), opts)
         self._worker: Any = None
         self.physics = Physics(self.preset, spec=opts.spec, k=opts.k, acceptance_scale=opts.acceptance_scale)
