@@ -24,10 +24,10 @@ from mtpwatch.sim.startup import ServerParts
 class InfoRoutes(ServerParts):
     """/health, /version, /v1/models, /metrics, /metrics/ and /sim/info (a mixin of `SimServer`)."""
 
-    def info(self) -> dict[str, Any]:
+    async def _info(self, request: web.Request) -> web.Response:
         """The /sim/info document."""
         p, ph = self.preset, self.physics
-        return {
+        info: dict[str, Any] = {
             "simulator": "mtpwatch-sim",
             "version": claimed_version(self.options),
             "frontend": self.options.frontend,
@@ -60,6 +60,7 @@ class InfoRoutes(ServerParts):
             "max_model_len": p.max_model_len,
             "faults": asdict(self.faults),
         }
+        return json_response(info)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(status=200)
@@ -155,6 +156,3 @@ class InfoRoutes(ServerParts):
             drop_transport(request)
             return resp
         return web.Response(body=body, headers=headers)
-
-    async def _info(self, request: web.Request) -> web.Response:
-        return json_response(self.info())
