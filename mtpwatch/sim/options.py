@@ -1,8 +1,4 @@
-"""What configures one simulated server: `SimOptions`, `make_options` (flat keywords) and `served_preset`.
-
-`served_preset` applies what a `vllm serve` command line changes in a preset (model, context length,
-speculative method, drafter).
-"""
+"""What configures one simulated server: `SimOptions`, `make_options` (flat keywords) and `served_preset`."""
 
 from __future__ import annotations
 
