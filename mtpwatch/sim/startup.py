@@ -84,13 +84,14 @@ class StartupLog(ServerParts):
 
     def _claim_gpu(self) -> None:
         """vLLM's start-up memory check against the simulated GPU; raises `SimStartupError`."""
+        from mtpwatch.core.launch.memplan import OVERHEAD_FIXED, OVERHEAD_GRAPHS
         from mtpwatch.sim.gpu import SimGpu, spawn_worker
 
         opts, p = self.options, self.preset
         gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
         self._worker = spawn_worker()
         weights = self._weights_bytes()
-        overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
+        overhead = OVERHEAD_FIXED + (0.0 if opts.enforce_eager else OVERHEAD_GRAPHS)  # the planner's
         share = gpu.total_bytes * opts.gpu_memory_utilization
         kv_bytes = opts.kv_cache_memory_bytes
         holds = share if kv_bytes is None else weights + overhead + kv_bytes
