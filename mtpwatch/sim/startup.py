@@ -140,7 +140,7 @@ class StartupLog(ServerParts):
             log(tag["banner"], f"vLLM server version {version}, serving model {p.model}")
         else:
             log(tag["banner"], f"vLLM API server version {version}")
-        self._log_engine_config(tag, any_method=not gpu)
+        self._log_engine_config(tag)
         if gpu:
             log("model_runner.py:412", "Loading model from scratch...")
             log(
@@ -199,9 +199,9 @@ class StartupLog(ServerParts):
         """The weights this server loads: the target's and, speculating, the drafter's."""
         return self.preset.weights_gib * 2**30 + (self.preset.drafter_bytes if self.options.spec else 0.0)
 
-    def _log_engine_config(self, tag: dict[str, str], *, any_method: bool) -> None:
+    def _log_engine_config(self, tag: dict[str, str]) -> None:
         """The lines up to the engine's config: non-default args, architecture, model length,
-        `Initializing a V1 LLM engine` and the MTP warning of k > 1 (0.32 CPU's with `any_method`)
+        `Initializing a V1 LLM engine` and the MTP warning of k > 1 (0.32 CPU's for any method)
         (the same text in 0.32, 0.33 and 0.34); then the GPU memory check."""
         p, opts, k = self.preset, self.options, self.physics.k
         args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
@@ -228,7 +228,7 @@ class StartupLog(ServerParts):
             f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
             f"max_seq_len={p.max_model_len}, quantization={quant}",
         )
-        if opts.spec and k > 1 and (any_method or p.method == "mtp"):
+        if opts.spec and k > 1 and (opts.vllm_log == "0.32-cpu" or p.method == "mtp"):
             self.log(
                 tag["mtp_k"],
                 "Enabling num_speculative_tokens > 1 will run multiple times of "
