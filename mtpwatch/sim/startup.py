@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -41,11 +42,11 @@ class SimStartupError(RuntimeError):
     """The simulated engine refused to start (vLLM's message; the CLI exits with status 1)."""
 
 
+@dataclass
 class SimLog:
     """vLLM-style log lines: ``INFO 11-29 21:06:39 [file.py:NN] message``."""
 
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
+    stream: TextIO | None
 
     def __call__(self, where: str, message: str, level: str = "INFO") -> None:
         self.raw(f"{level} {time.strftime('%m-%d %H:%M:%S')} [{where}] {message}")
