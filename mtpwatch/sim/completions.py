@@ -16,11 +16,9 @@ from typing import Any
 from aiohttp import web
 
 from mtpwatch.sim.corpus import TextSource, Token, prompt_token_ids, stable_hash
-from mtpwatch.sim.engine import Engine, Output, SimRequest
-from mtpwatch.sim.faults import Faults
-from mtpwatch.sim.options import SimOptions
-from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.engine import Output, SimRequest
 from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, dumps, error_response, json_response
+from mtpwatch.sim.startup import ServerParts
 
 CHAT_TEMPLATE_TOKENS = 4
 """Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
@@ -38,15 +36,8 @@ class Reply:
     prompt_ids: list[int]
 
 
-class CompletionRoutes:
+class CompletionRoutes(ServerParts):
     """The completion and chat routes (a mixin of `SimServer`)."""
-
-    options: SimOptions
-    preset: Preset
-    engine: Engine
-    faults: Faults
-    model_name: str
-    fingerprint: str
 
     async def _generate(self, request: web.Request, *, chat: bool) -> web.StreamResponse:
         try:
@@ -325,11 +316,12 @@ async def outputs(req: SimRequest) -> AsyncIterator[Output]:
 
 def request_spec_metrics(req: SimRequest, k: int) -> dict[str, Any]:
     """vLLM's `RequestSpecDecodeMetrics.to_dict()` (summary level) for one finished request."""
-    steps, drafted, accepted = req.spec_steps, req.spec_draft_tokens, req.spec_accepted
+    drafted, histogram = req.spec_draft_tokens, req.spec_histogram
+    steps, accepted = sum(histogram), sum(j * n for j, n in enumerate(histogram))
     return {
         "mean_acceptance_length": 1.0 + accepted / steps if steps else 1.0,
         "draft_acceptance_rate": accepted / drafted if drafted else 0.0,
-        "acceptance_histogram": list(req.spec_histogram) or [0] * (k + 1),
+        "acceptance_histogram": list(histogram) or [0] * (k + 1),
         "num_spec_steps": steps,
         "num_accepted_draft_tokens": accepted,
         "num_draft_tokens": drafted,

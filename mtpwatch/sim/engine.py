@@ -70,12 +70,9 @@ class SimRequest:
     generated: int = 0
     finish_reason: str | None = None
     outputs: asyncio.Queue[Output] = field(default_factory=asyncio.Queue)
-    spec_steps: int = 0
-    """Verify steps with drafts (vLLM's per-request `num_spec_steps`)."""
     spec_draft_tokens: int = 0
-    spec_accepted: int = 0
     spec_histogram: list[int] = field(default_factory=list)
-    """Index j = verify steps that accepted exactly j drafts."""
+    """Index j = verify steps (with drafts) that accepted exactly j drafts."""
 
     def __post_init__(self) -> None:
         self._tokens = self.source.tokens()
@@ -143,10 +140,6 @@ class Engine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._deadline = 0.0
-        self.decode_steps = 0
-        """Decode outputs (one per running request per step, vLLM's ITL observations): ground truth."""
-        self.drafted_steps = 0
-        """Those of them that verified drafts (vLLM's `num_drafts`): ground truth for the drafted share."""
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -160,8 +153,9 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for req in [*self.waiting, *self.running]:
-            self._finish(req, "abort", time.monotonic(), count=False)
+        for req in [*self.waiting, *self.running]:  # uncounted: the server is going away
+            req.finish_reason = "abort"
+            req.outputs.put_nowait(Output([], "abort"))
         self.waiting.clear()
         self.running.clear()
 
@@ -246,9 +240,7 @@ class Engine:
             if req.finish_reason is not None:
                 continue
             want = 1
-            self.decode_steps += 1
             if physics.spec:
-                self.drafted_steps += 1
                 accepted = physics.sample_accepted(req.rng, req.generated, req.source.acceptance_factor)
                 # Counted before `take` stops at the answer's end, as vLLM 0.34 counts them before
                 # its stop check trims (vllm/v1/core/sched/scheduler.py:2400, 2892–2898): drafts
@@ -260,9 +252,7 @@ class Engine:
                 iv.accepted += accepted
                 for i in range(accepted):
                     iv.per_pos[i] += 1
-                req.spec_steps += 1
                 req.spec_draft_tokens += physics.k
-                req.spec_accepted += accepted
                 if not req.spec_histogram:
                     req.spec_histogram = [0] * (self.physics.k + 1)
                 req.spec_histogram[accepted] += 1
@@ -289,18 +279,10 @@ class Engine:
 
     def _emit(self, req: SimRequest, tokens: list[Token], reason: str | None, now: float) -> None:
         if reason is not None:
-            self._finish(req, reason, now, count=True)
-        req.outputs.put_nowait(Output(tokens, reason))
-
-    def _finish(self, req: SimRequest, reason: str, now: float, *, count: bool) -> None:
-        if req.finish_reason is None or req.finish_reason == reason:
             req.finish_reason = reason
-        if req in self.running:
             self.running.remove(req)
-        if count:
             self._count_finished(req, reason, now)
-        else:
-            req.outputs.put_nowait(Output([], reason))
+        req.outputs.put_nowait(Output(tokens, reason))
 
     def _count_finished(self, req: SimRequest, reason: str, now: float) -> None:
         scheduled, first, last = (

@@ -127,11 +127,6 @@ class SimGpu:
             tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
             tmp.replace(self.path)
 
-    def held(self) -> float:
-        """Bytes the live servers hold now."""
-        with self._locked() as data:
-            return float(sum(e["bytes"] for e in data["servers"]))
-
     def claim(self, *, utilization: float, holds: float, pid: int, label: str) -> str | None:
         """Take `holds` bytes for `pid` if ``utilization × total`` is free; else vLLM's error message."""
         requested = float(int(self.total_bytes * utilization + 0.999999))

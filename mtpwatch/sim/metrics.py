@@ -91,7 +91,7 @@ class SimMetrics:
         if k > 0 or frontend == "rust":
             self._spec_series(k)
         self._gpu_and_queue_series()
-        cached_by_source, rejections = self._token_and_request_series()
+        self._token_and_request_series()
         self._request_histograms(max_model_len)
         info = Gauge(
             "vllm:cache_config_info",
@@ -101,7 +101,7 @@ class SimMetrics:
         )
         info.labels(**cache_info, engine="0").set(1)
 
-        self._first_children(model_name, rejections, cached_by_source)
+        self._first_children(model_name)
 
     # vLLM creates every child series at start-up, so they export 0 before any traffic
     def _counter(self, name: str, doc: str, extra: Sequence[str] = ()) -> Counter:
@@ -181,15 +181,14 @@ class SimMetrics:
         self._counter("vllm:mm_cache_hits", "Multi-modal cache hits, in terms of number of cached items.")
         self._counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.")
 
-    def _token_and_request_series(self) -> tuple[Counter, Counter]:
-        """Token counters, finished requests and admission rejections (returned, with the cached
-        prompt tokens by source, for their children)."""
+    def _token_and_request_series(self) -> None:
+        """Token counters, finished requests and admission rejections."""
         self.prompt_tokens = self._counter("vllm:prompt_tokens", "Number of prefill tokens processed.")
         self.prompt_by_source = self._counter(
             "vllm:prompt_tokens_by_source", "Number of prompt tokens by source.", ["source"]
         )
         self._counter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).")
-        cached_by_source = self._counter(
+        self.cached_by_source = self._counter(
             "vllm:prompt_tokens_cached_by_source",
             "Prefix-cache hit tokens by the cache tier that supplied them: device (local HBM), host "
             "(offloaded to DRAM), disk, p2p (transferred from another vLLM instance) or "
@@ -203,13 +202,12 @@ class SimMetrics:
         self.request_success = self._counter(
             "vllm:request_success", "Count of successfully processed requests.", ["finished_reason"]
         )
-        rejections = Counter(
+        self.rejections = Counter(
             "vllm:admission_rejections",
             "Number of admission attempts rejected by a queue limit, by reason.",
             labelnames=["model_name", "reason"],
             registry=self.registry,
         )
-        return cached_by_source, rejections
 
     def _request_histograms(self, max_model_len: int) -> None:
         """Per-request and per-step histograms (token buckets up to the model's length)."""
@@ -260,10 +258,10 @@ class SimMetrics:
             token_buckets,
         )
 
-    def _first_children(self, model_name: str, rejections: Counter, cached_by_source: Counter) -> None:
+    def _first_children(self, model_name: str) -> None:
         """The labelled children vLLM creates at start-up, so they export 0 before any traffic."""
         for reason in ("max_num_queued_reqs", "max_num_queued_tokens"):
-            rejections.labels(model_name=model_name, reason=reason)
+            self.rejections.labels(model_name=model_name, reason=reason)
         for reason in ("capacity", "deferred"):
             self.waiting_by_reason.labels(**self._lv, reason=reason)
         for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
@@ -271,7 +269,7 @@ class SimMetrics:
         for source in ("local_compute", "local_cache_hit", "external_kv_transfer"):
             self.prompt_by_source.labels(**self._lv, source=source)
         for source in ("device", "host", "p2p", "disk", "external_unspecified"):
-            cached_by_source.labels(**self._lv, source=source)
+            self.cached_by_source.labels(**self._lv, source=source)
         for reason in FINISHED_REASONS:
             self.request_success.labels(**self._lv, finished_reason=reason)
 

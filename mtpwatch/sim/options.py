@@ -1,8 +1,4 @@
-"""What configures one simulated server: `SimOptions`, `make_options` (flat keywords) and `served_preset`.
-
-`served_preset` applies what a `vllm serve` command line changes in a preset (model, context length,
-speculative method, drafter).
-"""
+"""What configures one simulated server: `SimOptions`, `make_options` (flat keywords) and `served_preset`."""
 
 from __future__ import annotations
 
@@ -79,12 +75,6 @@ class SimOptions:
 def claimed_version(opts: SimOptions) -> str:
     """The vLLM version this simulated server claims: its log flavour's."""
     return VLLM_VERSIONS[opts.vllm_log]
-
-
-def check_frontend(opts: SimOptions) -> None:
-    """Raises ValueError for a frontend its vLLM did not ship (the Rust one is in 0.33 and later)."""
-    if opts.frontend == "rust" and opts.vllm_log == "0.32-cpu":
-        raise ValueError("the Rust frontend ships with vLLM 0.33 and later: use --vllm-log 0.34-gpu")
 
 
 def make_options(**options: Any) -> SimOptions:

@@ -5,11 +5,9 @@ Every preset names the model's HF config (`model_config`, a name such as ``"gemm
 `reference/bandwidth.md` §4.1–4.2 (derived from the public configs: weights that stream every
 decode step, tied LM head included, per-layer embeddings and vision/audio towers excluded).
 
-Step time model (see `physics.py`): ``bytes / (peak_gbps × bw_efficiency) + step_overhead_s``
-plus a small per-token compute term, plus ``k`` drafter passes per verify step (MTP drafts token by
-token), each ``drafter_bytes / bandwidth + drafter_overhead_s``. Acceptance is a profile of
-*conditional* per-position probabilities (P(position i accepted | positions < i accepted)),
-ramped down over the first ``warmup_tokens`` of an answer (see `physics.acceptance_scale`).
+The step-time model these numbers feed is `physics.py`'s. Acceptance is a profile of *conditional*
+per-position probabilities (P(position i accepted | positions < i accepted)), ramped down over the
+first ``warmup_tokens`` of an answer (`Physics.acceptance_scale_at`).
 
 How each preset reproduces its public numbers is in its docstring-like ``derivation`` field;
 `tests/sim/test_physics.py` checks the figures with the pure (virtual-clock) simulator.

@@ -16,29 +16,18 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from mtpwatch.sim.corpus import prompt_token_ids
-from mtpwatch.sim.faults import Faults
-from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.options import SimOptions, claimed_version
-from mtpwatch.sim.physics import Physics
-from mtpwatch.sim.presets import Preset
+from mtpwatch.sim.options import claimed_version
 from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, json_response
+from mtpwatch.sim.startup import ServerParts
 
 
-class InfoRoutes:
+class InfoRoutes(ServerParts):
     """/health, /version, /v1/models, /metrics, /metrics/ and /sim/info (a mixin of `SimServer`)."""
 
-    options: SimOptions
-    preset: Preset
-    physics: Physics
-    metrics: SimMetrics
-    faults: Faults
-    model_name: str
-    created: int
-
-    def info(self) -> dict[str, Any]:
+    async def _info(self, request: web.Request) -> web.Response:
         """The /sim/info document."""
         p, ph = self.preset, self.physics
-        return {
+        info: dict[str, Any] = {
             "simulator": "mtpwatch-sim",
             "version": claimed_version(self.options),
             "frontend": self.options.frontend,
@@ -71,6 +60,7 @@ class InfoRoutes:
             "max_model_len": p.max_model_len,
             "faults": asdict(self.faults),
         }
+        return json_response(info)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(status=200)
@@ -166,6 +156,3 @@ class InfoRoutes:
             drop_transport(request)
             return resp
         return web.Response(body=body, headers=headers)
-
-    async def _info(self, request: web.Request) -> web.Response:
-        return json_response(self.info())

@@ -32,9 +32,9 @@ from mtpwatch.sim.corpus import TextSource, prompt_token_ids
 from mtpwatch.sim.engine import KV_BLOCK, Engine, SimRequest
 from mtpwatch.sim.faults import Faults
 from mtpwatch.sim.metrics import SimMetrics
-from mtpwatch.sim.options import SimOptions, check_frontend, served_preset
+from mtpwatch.sim.options import SimOptions, served_preset
 from mtpwatch.sim.physics import Physics
-from mtpwatch.sim.presets import Preset, get_preset
+from mtpwatch.sim.presets import get_preset
 from mtpwatch.sim.replies import SIM_HEADERS, VLLM_VERSION, Handler, error_response, json_response
 from mtpwatch.sim.routes import InfoRoutes
 from mtpwatch.sim.startup import SimLog, StartupLog
@@ -52,9 +52,10 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
 
     def __init__(self, options: SimOptions, *, log: TextIO | None = None) -> None:
         self.options = opts = options
-        check_frontend(opts)
-        self.preset: Preset = served_preset(get_preset(opts.preset), opts)
-        self._worker: Any = None
+        if opts.frontend == "rust" and opts.vllm_log == "0.32-cpu":
+            raise ValueError("the Rust frontend ships with vLLM 0.33 and later: use --vllm-log 0.34-gpu")
+        self.preset = served_preset(get_preset(opts.preset), opts)
+        self._worker = None
         self.physics = Physics(self.preset, spec=opts.spec, k=opts.k, acceptance_scale=opts.acceptance_scale)
         self.model_name = opts.served_model_name or self.preset.model
         self.log = SimLog(log)
@@ -72,7 +73,6 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         self.metrics = self._new_metrics()
         self.engine = self._new_engine()
         self._runner: web.AppRunner | None = None
-        self._site: web.BaseSite | None = None
         self._sock: socket.socket | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
@@ -140,8 +140,7 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         app = self._make_app()
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
-        self._site = web.SockSite(self._runner, self._sock)
-        await self._site.start()
+        await web.SockSite(self._runner, self._sock).start()  # the runner's cleanup stops it
         self.engine.start()
         self._spawn(self._stats_loop())
         if self.options.exit_after_s is not None:
@@ -178,12 +177,11 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         """One background request after another (`SimOptions.load`), each read to its end."""
         for n in itertools.count():
             prompt = f"{LOAD_PROMPTS[(slot + n) % len(LOAD_PROMPTS)]} (background request {slot}.{n})"
-            ids = prompt_token_ids(prompt)
             req = SimRequest(
                 request_id=f"load-{slot}-{n}",
-                prompt_tokens=len(ids),
+                prompt_tokens=len(prompt_token_ids(prompt)),
                 max_tokens=self.options.load_max_tokens,
-                source=TextSource(prompt, temperature=0.0, seed=None, ignore_eos=False),
+                source=TextSource(prompt),  # temperature 0
                 rng=random.Random(f"{self.options.seed}:load:{slot}:{n}"),
             )
             self.engine.add(req)

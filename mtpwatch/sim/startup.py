@@ -8,24 +8,45 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mtpwatch.sim.engine import Engine
+from mtpwatch.sim.faults import Faults
+from mtpwatch.sim.metrics import SimMetrics
 from mtpwatch.sim.options import SimOptions, claimed_version
 from mtpwatch.sim.physics import Physics
 from mtpwatch.sim.presets import Preset
+
+_TAGS: dict[str, tuple[str, str]] = {
+    "banner": ("api_server.py:1880", "startup.py:38"),
+    "args": ("utils.py:253", "startup.py:96"),
+    "arch": ("model.py:637", "model.py:761"),
+    "len": ("model.py:1880", "model.py:2214"),
+    "engine": ("core.py:133", "core.py:153"),
+    "mtp_k": ("speculative.py:1381", "config.py:94"),
+    "weights": ("default_loader.py:291", "default_loader.py:543"),
+    "centroids": ("gemma4_mtp.py:536", "gemma4_mtp.py:510"),
+    "loaded": ("gpu_model_runner.py:4246", "model_runner.py:441"),
+    "kv": ("gpu_worker.py:436", "gpu_worker.py:795"),
+    "kv_size": ("kv_cache_utils.py:1308", "kv_cache_utils.py:1168"),
+    "graphs": ("gpu_model_runner.py:5104", "model_runner.py:1216"),
+    "init": ("core.py:276", "core.py:458"),
+}
+"""The `[file:line]` tag of each start-up line shared by the two flavours: (vLLM 0.32's CPU build, as in
+tests/data's real log; the 0.34.0 wheel on a GPU, docs/vllm-startup-lines.md)."""
 
 
 class SimStartupError(RuntimeError):
     """The simulated engine refused to start (vLLM's message; the CLI exits with status 1)."""
 
 
+@dataclass
 class SimLog:
     """vLLM-style log lines: ``INFO 11-29 21:06:39 [file.py:NN] message``."""
 
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
+    stream: TextIO | None
 
     def __call__(self, where: str, message: str, level: str = "INFO") -> None:
         self.raw(f"{level} {time.strftime('%m-%d %H:%M:%S')} [{where}] {message}")
@@ -36,16 +57,21 @@ class SimLog:
             self.stream.flush()
 
 
-class StartupLog:
-    """The start-up log, the GPU memory check and the stats lines (a mixin of `SimServer`)."""
+class ServerParts:
+    """What `SimServer` holds, as its mixins (`StartupLog`, `routes.InfoRoutes`,
+    `completions.CompletionRoutes`) read it; set in `SimServer.__init__`."""
 
     options: SimOptions
     preset: Preset
     physics: Physics
     engine: Engine
+    metrics: SimMetrics
+    faults: Faults
     log: SimLog
     port: int
     model_name: str
+    fingerprint: str
+    created: int
     _worker: Any
 
     if TYPE_CHECKING:
@@ -53,15 +79,20 @@ class StartupLog:
         @property
         def url(self) -> str: ...
 
+
+class StartupLog(ServerParts):
+    """The start-up log, the GPU memory check and the stats lines (a mixin of `SimServer`)."""
+
     def _claim_gpu(self) -> None:
         """vLLM's start-up memory check against the simulated GPU; raises `SimStartupError`."""
+        from mtpwatch.core.launch.memplan import OVERHEAD_FIXED, OVERHEAD_GRAPHS
         from mtpwatch.sim.gpu import SimGpu, spawn_worker
 
         opts, p = self.options, self.preset
         gpu = SimGpu.for_gpu(p.gpu, Path(opts.gpu_ledger_dir) if opts.gpu_ledger_dir else None)
         self._worker = spawn_worker()
         weights = self._weights_bytes()
-        overhead = (1.5 + (0.0 if opts.enforce_eager else 1.0)) * 2**30
+        overhead = OVERHEAD_FIXED + (0.0 if opts.enforce_eager else OVERHEAD_GRAPHS)  # the planner's
         share = gpu.total_bytes * opts.gpu_memory_utilization
         kv_bytes = opts.kv_cache_memory_bytes
         holds = share if kv_bytes is None else weights + overhead + kv_bytes
@@ -96,19 +127,83 @@ class StartupLog:
 
     async def _startup_log(self, delay_s: float) -> None:
         """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds: weights
-        ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it."""
-        phases = tuple(delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
-        flavour = self._gpu_startup_log if self.options.vllm_log == "0.34-gpu" else self._cpu_startup_log
-        await flavour(phases)
+        ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it.
+
+        vLLM 0.32's CPU build (Model Runner V1, tests/data's real log) prints its drafter and MTP lines;
+        0.34 on a GPU (Model Runner V2, the 0.34.0 wheel's tags) one `Loading model from scratch...`,
+        the drafter loaded inside it without a line of its own, no `Detected MTP model`."""
+        p, opts, log = self.preset, self.options, self.log
+        gpu = opts.vllm_log == "0.34-gpu"
+        tag = {line: tags[gpu] for line, tags in _TAGS.items()}
+        weights_s, drafter_s, kv_s, graphs_s = (delay_s * f for f in (0.6, 0.1, 0.15, 0.15))
+        version = claimed_version(opts)
+        if gpu:
+            log(tag["banner"], f"vLLM server version {version}, serving model {p.model}")
+        else:
+            log(tag["banner"], f"vLLM API server version {version}")
+        self._log_engine_config(tag)
+        if gpu:
+            log("model_runner.py:412", "Loading model from scratch...")
+            log(
+                "weight_utils.py:1154",
+                f"Filesystem type for checkpoints: EXT4. Checkpoint size: {p.weights_gib:.2f} GiB. "
+                "Available RAM: 119.70 GiB.",
+            )
+        else:
+            log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
+        await asyncio.sleep(weights_s)
+        log(tag["weights"], f"Loading weights took {weights_s:.2f} seconds")
+        if opts.spec:
+            if not gpu:
+                log("gpu_model_runner.py:4187", "Loading drafter model...")
+            await asyncio.sleep(drafter_s)
+            if not gpu:
+                log(
+                    "llm_base_proposer.py:1469",
+                    "Detected MTP model. Sharing target model embedding weights with the draft model.",
+                )
+            if p.centroids:
+                log(
+                    tag["centroids"],
+                    "Gemma4 MTP: centroids masking enabled "
+                    "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
+                )
+        gib = self._weights_bytes() / 2**30
+        # 0.34's format_gib (vllm/utils/mem_utils.py:31): round(x, 2)
+        log(
+            tag["loaded"],
+            f"Model loading took {round(gib, 2) if gpu else f'{gib:.4f}'} GiB memory and "
+            f"{weights_s + drafter_s:.6f} seconds",
+        )
+        await asyncio.sleep(kv_s)
+        kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
+        log(tag["kv"], f"Available KV cache memory: {kv_gib:.2f} GiB")
+        log(
+            tag["kv_size"],
+            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
+            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
+        )
+        if gpu:
+            log.raw(
+                "Capturing CUDA graphs (PIECEWISE): 100%|██████████| 51/51 "
+                f"[00:0{min(9, int(graphs_s))}<00:00]"
+            )
+        await asyncio.sleep(graphs_s)
+        log(tag["graphs"], f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
+        log(
+            tag["init"],
+            "init engine (profile, create kv cache, warmup model) took "
+            f"{kv_s + graphs_s:.2f} {'s' if gpu else 'seconds'}",
+        )
 
     def _weights_bytes(self) -> float:
         """The weights this server loads: the target's and, speculating, the drafter's."""
         return self.preset.weights_gib * 2**30 + (self.preset.drafter_bytes if self.options.spec else 0.0)
 
-    def _log_engine_config(self, where: tuple[str, str, str, str, str], *, any_method: bool) -> None:
+    def _log_engine_config(self, tag: dict[str, str]) -> None:
         """The lines up to the engine's config: non-default args, architecture, model length,
-        `Initializing a V1 LLM engine` and the MTP warning of k > 1 (0.32 CPU's with `any_method`)
-        (the same text in 0.32, 0.33 and 0.34; `where`: their tags); then the GPU memory check."""
+        `Initializing a V1 LLM engine` and the MTP warning of k > 1 (0.32 CPU's for any method)
+        (the same text in 0.32, 0.33 and 0.34); then the GPU memory check."""
         p, opts, k = self.preset, self.options, self.physics.k
         args: dict[str, Any] = {"model_tag": p.model, "host": opts.host, "port": self.port, "model": p.model}
         if opts.served_model_name:
@@ -118,9 +213,9 @@ class StartupLog:
             if opts.k_schedule:
                 spec_json["num_speculative_tokens_per_batch_size"] = [list(r) for r in opts.k_schedule]
             args["speculative_config"] = spec_json
-        self.log(where[0], f"non-default args: {args}")
-        self.log(where[1], "Resolved architecture: Gemma4ForConditionalGeneration")
-        self.log(where[2], f"Using max model len {p.max_model_len}")
+        self.log(tag["args"], f"non-default args: {args}")
+        self.log(tag["arch"], "Resolved architecture: Gemma4ForConditionalGeneration")
+        self.log(tag["len"], f"Using max model len {p.max_model_len}")
         # SpeculativeConfig.__repr__ (vllm/config/speculative.py) is the same in 0.32, 0.33 and 0.34
         spec_repr = (
             f"SpeculativeConfig(method='{p.method}', model='{p.drafter}', num_spec_tokens={k})"
@@ -129,108 +224,20 @@ class StartupLog:
         )
         quant = p.quantization if p.quantization != "bf16" else None
         self.log(
-            where[3],
+            tag["engine"],
             f"Initializing a V1 LLM engine (v{claimed_version(opts)}) with config: model='{p.model}', "
             f"speculative_config={spec_repr}, tokenizer='{p.model}', dtype=torch.bfloat16, "
             f"max_seq_len={p.max_model_len}, quantization={quant}",
         )
-        if opts.spec and k > 1 and (any_method or p.method == "mtp"):
+        if opts.spec and k > 1 and (opts.vllm_log == "0.32-cpu" or p.method == "mtp"):
             self.log(
-                where[4],
+                tag["mtp_k"],
                 "Enabling num_speculative_tokens > 1 will run multiple times of "
                 "forward on same MTP layer,which may result in lower acceptance rate",
                 level="WARNING",
             )
         if opts.gpu_memory and self._worker is None:
             self._claim_gpu()
-
-    def _log_kv_cache(self, where: tuple[str, str]) -> None:
-        p = self.preset
-        kv_gib = p.kv_cache_tokens * max(p.kv_bytes_per_token, 1.0) / 2**30
-        self.log(where[0], f"Available KV cache memory: {kv_gib:.2f} GiB")
-        self.log(
-            where[1],
-            f"GPU KV cache size: {p.kv_cache_tokens:,} tokens, Maximum concurrency "
-            f"for {p.max_model_len:,} tokens per request: {p.kv_cache_tokens / p.max_model_len:.2f}x",
-        )
-
-    def _log_centroids(self, where: str) -> None:
-        if self.options.spec and self.preset.centroids:
-            self.log(
-                where,
-                "Gemma4 MTP: centroids masking enabled "
-                "(num_centroids=2048, top_k=32, active_tokens=4096/262144).",
-            )
-
-    async def _cpu_startup_log(self, phases: tuple[float, ...]) -> None:
-        """vLLM 0.32's CPU build (Model Runner V1): its drafter and MTP lines (tests/data's real log)."""
-        p, opts, log = self.preset, self.options, self.log
-        weights_s, drafter_s, kv_s, graphs_s = phases
-        log("api_server.py:1880", f"vLLM API server version {claimed_version(opts)}")
-        tags = ("utils.py:253", "model.py:637", "model.py:1880", "core.py:133", "speculative.py:1381")
-        self._log_engine_config(tags, any_method=True)
-        log("gpu_model_runner.py:4162", f"Starting to load model {p.model}...")
-        await asyncio.sleep(weights_s)
-        log("default_loader.py:291", f"Loading weights took {weights_s:.2f} seconds")
-        if opts.spec:
-            log("gpu_model_runner.py:4187", "Loading drafter model...")
-            await asyncio.sleep(drafter_s)
-            log(
-                "llm_base_proposer.py:1469",
-                "Detected MTP model. Sharing target model embedding weights with the draft model.",
-            )
-            self._log_centroids("gemma4_mtp.py:536")
-        gib = self._weights_bytes() / 2**30
-        log(
-            "gpu_model_runner.py:4246",
-            f"Model loading took {gib:.4f} GiB memory and {weights_s + drafter_s:.6f} seconds",
-        )
-        await asyncio.sleep(kv_s)
-        self._log_kv_cache(("gpu_worker.py:436", "kv_cache_utils.py:1308"))
-        await asyncio.sleep(graphs_s)
-        log("gpu_model_runner.py:5104", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
-        log(
-            "core.py:276",
-            f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} seconds",
-        )
-
-    async def _gpu_startup_log(self, phases: tuple[float, ...]) -> None:
-        """vLLM 0.34 on a GPU (Model Runner V2), tagged with the 0.34.0 wheel's file:line of each
-        logging call (docs/vllm-startup-lines.md): one `Loading model from scratch...`, the drafter
-        loaded inside it without a line of its own, no `Detected MTP model`."""
-        p, opts, log = self.preset, self.options, self.log
-        weights_s, drafter_s, kv_s, graphs_s = phases
-        log("startup.py:38", f"vLLM server version {claimed_version(opts)}, serving model {p.model}")
-        tags = ("startup.py:96", "model.py:761", "model.py:2214", "core.py:153", "config.py:94")
-        self._log_engine_config(tags, any_method=False)
-        log("model_runner.py:412", "Loading model from scratch...")
-        log(
-            "weight_utils.py:1154",
-            f"Filesystem type for checkpoints: EXT4. Checkpoint size: {p.weights_gib:.2f} GiB. "
-            "Available RAM: 119.70 GiB.",
-        )
-        await asyncio.sleep(weights_s)
-        log("default_loader.py:543", f"Loading weights took {weights_s:.2f} seconds")
-        if opts.spec:
-            await asyncio.sleep(drafter_s)
-            self._log_centroids("gemma4_mtp.py:510")
-        gib = self._weights_bytes() / 2**30
-        # format_gib (vllm/utils/mem_utils.py:31): round(x, 2)
-        log(
-            "model_runner.py:441",
-            f"Model loading took {round(gib, 2)} GiB memory and {weights_s + drafter_s:.6f} seconds",
-        )
-        await asyncio.sleep(kv_s)
-        self._log_kv_cache(("gpu_worker.py:795", "kv_cache_utils.py:1168"))
-        self.log.raw(
-            f"Capturing CUDA graphs (PIECEWISE): 100%|██████████| 51/51 [00:0{min(9, int(graphs_s))}<00:00]"
-        )
-        await asyncio.sleep(graphs_s)
-        log("model_runner.py:1216", f"Graph capturing finished in {graphs_s:.0f} secs, took 0.52 GiB")
-        log(
-            "core.py:458",
-            f"init engine (profile, create kv cache, warmup model) took {kv_s + graphs_s:.2f} s",
-        )
 
     def _log_serving(self, *, restarted: bool = False) -> None:
         """The lines that say the server is up: vLLM 0.32's launcher and uvicorn, 0.34's

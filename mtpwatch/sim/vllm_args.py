@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mtpwatch.sim.presets import DEFAULT_PRESET, PRESETS
@@ -73,7 +73,7 @@ class ServeArgs:
     kv_cache_memory_bytes: int | None = None
     max_model_len: int | None = None
     enforce_eager: bool = False
-    ignored: tuple[str, ...] = field(default=())
+    ignored: tuple[str, ...] = ()
     """Flags (with their values) the simulator does not model."""
 
 
@@ -111,7 +111,6 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
             model = words.pop(0)
     values: dict[str, str] = {}
     ignored: list[str] = []
-    eager = False
     i = 0
     while i < len(words):
         word = words[i]
@@ -119,10 +118,7 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
         name = _flag_name(name)
         if not name.startswith("-"):
             raise ServeArgsError(f"unexpected argument {word!r} (expected `serve MODEL [vLLM flags]`)")
-        if name == "--enforce-eager":
-            eager = True
-            ignored.append(word)
-        elif name in _VALUE_FLAGS:
+        if name in _VALUE_FLAGS:
             if not eq:
                 if i + 1 >= len(words):
                     raise ServeArgsError(f"{name} needs a value")
@@ -156,6 +152,7 @@ def parse_serve_args(args: Sequence[str]) -> ServeArgs | None:
         if not 0.0 < util <= 1.0:
             raise ServeArgsError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
     kv, mml = _int(values, "--kv-cache-memory-bytes"), _int(values, "--max-model-len")
+    eager = any(_flag_name(word.partition("=")[0]) == "--enforce-eager" for word in ignored)  # logged, read
     return ServeArgs(model, spec, util, kv, mml, eager, tuple(ignored))
 
 

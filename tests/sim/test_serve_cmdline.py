@@ -22,6 +22,12 @@ E4B, E4B_D = "google/gemma-4-E4B-it", "google/gemma-4-E4B-it-assistant"
 SIM = f"{sys.executable} -m mtpwatch sim --speed 20"
 
 
+def held(gpu: SimGpu) -> float:
+    """Bytes the live servers hold on `gpu` now (its ledger)."""
+    with gpu._locked() as data:
+        return float(sum(e["bytes"] for e in data["servers"]))
+
+
 def test_parse_serve_args() -> None:
     args = parse_serve_args(
         [
@@ -104,7 +110,7 @@ async def test_the_plan_makes_twins_fit_and_the_ledger_counts_both(tmp_path: Pat
             await proc.wait_healthy(server.url, timeout=60)
         gpu = SimGpu.for_gpu("GB10", tmp_path)
         shares = [float(s.argv[s.argv.index("--gpu-memory-utilization") + 1]) for s in plan.servers]
-        assert gpu.held() == pytest.approx(sum(shares) * gpu.total_bytes)
+        assert held(gpu) == pytest.approx(sum(shares) * gpu.total_bytes)
         async with httpx.AsyncClient() as http:
             info = [(await http.get(s.url + "/sim/info")).json() for s in plan.servers]
         assert [i["spec"] for i in info] == [False, True]
@@ -112,7 +118,7 @@ async def test_the_plan_makes_twins_fit_and_the_ledger_counts_both(tmp_path: Pat
     finally:
         for proc in procs:
             await proc.stop()
-    assert SimGpu.for_gpu("GB10", tmp_path).held() == 0.0
+    assert held(SimGpu.for_gpu("GB10", tmp_path)) == 0.0
 
 
 async def test_a_stopped_server_frees_its_memory_only_when_its_worker_is_gone(tmp_path: Path) -> None:
@@ -133,7 +139,7 @@ async def test_a_stopped_server_frees_its_memory_only_when_its_worker_is_gone(tm
 
     os.kill(first.pid, signal.SIGTERM)
     await first.wait()
-    assert gpu.held() > 0, "the worker still holds the memory right after the leader exited"
+    assert held(gpu) > 0, "the worker still holds the memory right after the leader exited"
     # the next server started now collides, exactly as on a GPU whose worker has not let go
     early_port = free_port()
     early = await _start(_sim_argv(early_port), tmp_path)
@@ -143,7 +149,7 @@ async def test_a_stopped_server_frees_its_memory_only_when_its_worker_is_gone(tm
     # ServerProcess.stop waits for every process of the group: afterwards the memory is free
     await first.stop(timeout=2)
     assert group_members(first.pgid) == []
-    assert gpu.held() == 0.0
+    assert held(gpu) == 0.0
     late_port = free_port()
     late = await _start(_sim_argv(late_port), tmp_path)
     try:
@@ -162,7 +168,7 @@ async def test_too_small_a_share_for_max_model_len_is_refused(tmp_path: Path) ->
     await asyncio.sleep(0)
     assert (
         json.loads((tmp_path / "GB10.json").read_text())["servers"] == []
-        or SimGpu.for_gpu("GB10", tmp_path).held() == 0
+        or held(SimGpu.for_gpu("GB10", tmp_path)) == 0
     )
 
 
@@ -194,12 +200,12 @@ def test_start_headless_with_the_simulator_as_vllm(tmp_path: Path) -> None:
         assert unauth.status_code == 401  # the key reached the server through its environment
         starting = next(line for line in lines if "starting:" in line)
         assert "start-secret" not in starting and "--api-key" not in starting
-        assert SimGpu.for_gpu("GB10", tmp_path).held() > 0
+        assert held(SimGpu.for_gpu("GB10", tmp_path)) > 0
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
-    assert SimGpu.for_gpu("GB10", tmp_path).held() == 0.0
+    assert held(SimGpu.for_gpu("GB10", tmp_path)) == 0.0
 
 
 def test_the_simulator_detects_the_method_as_vllm_does(
