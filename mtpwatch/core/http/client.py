@@ -89,12 +89,9 @@ class VllmClient:
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: read the socket at most this often during a fast stream; see
-                `core.http.faststream.open_sse`. 0 reads every segment on arrival (exact chunk times,
-                for benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per
-                chunk; TTFT and chunks after a quiet gap are still stamped on arrival, but a chunk that
-                follows another within the interval (the last one included) is stamped up to that
-                late, which biases short runs' tok/s.
+            read_interval: fast path: `core.http.faststream.open_sse`'s; 0 stamps every chunk on
+                arrival (benchmarks), a live view can pass e.g. 0.02 (one wake-up per 20 ms; the chunks
+                that follow another within it are stamped late, which biases short runs' tok/s).
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -238,18 +235,18 @@ class VllmClient:
             raise FilterRefused(f"not Prometheus text ({ctype.split(';')[0] or 'no content type'})")
         return check_prometheus(url, ctype, response.text)
 
-    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
-        """GET /metrics → `MetricsSnapshot` (core.metrics.parse_snapshot).
+    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
 
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error. `UnknownModelError` passes through.
         """
-        return parse_metrics_page(await self.scrape_text(), model, self.base_url)
-
-    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
-        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
         text = await self.scrape_text()
         return text, parse_metrics_page(text, model, self.base_url)
+
+    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
+        """`scrape_page` without the text."""
+        return (await self.scrape_page(model))[1]
 
     async def models(self) -> list[ModelEntry]:
         """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""

@@ -140,17 +140,14 @@ class RequestSpecMetrics:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """accepted / drafted."""
         return F.acceptance_rate(self.num_accepted_draft_tokens, self.num_draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """1 + accepted / steps (includes the bonus token)."""
         return F.mean_acceptance_length(self.num_accepted_draft_tokens, self.num_spec_steps)
 
     @property
     def per_position(self) -> tuple[float, ...]:
-        """Marginal acceptance per position: steps that accepted more than i drafts / steps."""
         return F.per_position_from_histogram(self.acceptance_histogram, self.num_spec_steps)
 
     @classmethod

@@ -326,7 +326,7 @@ class PrometheusSource:
         self.clock = clock
         self._timeout = timeout
         self.stats = QueryStats()
-        """Running totals; `read()` reports each refresh's own."""
+        """What the current refresh asked so far (`read()` starts it afresh and reports it)."""
         self._interval: tuple[float, float | None] | None = None  # (when asked, seconds)
         self._seen: tuple[float, dict[Key, tuple[str | None, int | None]]] | None = None
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
@@ -384,7 +384,7 @@ class PrometheusSource:
             PrometheusError: Prometheus unreachable or a query refused.
         """
         t = self.clock() if at is None else at
-        before = QueryStats(**vars(self.stats))
+        self.stats = spent = QueryStats()
         t0 = time.perf_counter()
         interval, seen = await self._probe(t)
         window, note = fit_window(window_s, interval)
@@ -412,13 +412,7 @@ class PrometheusSource:
                 f"the store answers {lag:.0f} s behind (its latency offset): ages are taken at its time"
             )
         fit = StoreFit(window_s, window, interval, lag, tuple(notes))
-        spent = QueryStats(
-            self.stats.queries - before.queries,
-            self.stats.series - before.series,
-            self.stats.bytes - before.bytes,
-            time.perf_counter() - t0,
-        )
-        self.stats.seconds += spent.seconds
+        spent.seconds = time.perf_counter() - t0
         return FleetRead(mark_outliers(rows), fit, spent, t)
 
     async def _probe(self, t: float) -> tuple[float | None, dict[Key, tuple[str | None, int | None]]]:
