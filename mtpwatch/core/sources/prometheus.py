@@ -43,14 +43,7 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import (
-    COUNTER_FIELDS,
-    FAMILY_NAMES,
-    Histogram,
-    MetricsSnapshot,
-    Schema,
-    drafted,
-)
+from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, FAMILY_NAMES, Fold, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -455,17 +448,15 @@ class PrometheusSource:
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
         counters = g.counters
-        spec = speculative(g.schema, g.has_drafts_series, counters, g.per_pos)
-        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, spec)
+        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, g.has_drafts_series)
         if g.engine is not None:
             after = replace(after, engines=(g.engine,))
-        per_pos = after.accepted_per_pos
-        before = MetricsSnapshot(schema=g.schema, model=g.model, accepted_per_pos=tuple(0.0 for _ in per_pos))
+        before = MetricsSnapshot(schema=g.schema, model=g.model)  # positions count from 0 (`delta_rates`)
         rates = delta_rates(before, after, window_s, f"{_duration(window_s)} (Prometheus)")
         reason = ""
         state = None
         est_k: int | None = None
-        if spec and not per_pos and after.drafts > 0:
+        if after.speculative and not after.accepted_per_pos and after.drafts > 0:
             reason = "no per-position series (older vLLM): k estimated from draft tokens / drafts"
             if g.schema == "vllm":
                 est_k = round(after.draft_tokens / after.drafts)
@@ -489,40 +480,28 @@ class PrometheusSource:
         )
 
 
-def speculative(
-    schema: Schema, drafts_series: bool, values: Mapping[str, float], per_pos: Mapping[int, float]
-) -> bool:
-    """Whether the target speculates: vLLM has a drafts series only then; llama-server exports its
-    draft counters either way (`snapshot.drafted`)."""
-    return drafts_series if schema == "vllm" else drafted(per_pos, values.get("draft_tokens", 0.0))
-
-
 def counters_snapshot(
-    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
+    model: str | None,
+    values: Mapping[str, float],
+    per_pos: Mapping[int, float],
+    schema: Schema,
+    drafts_series: bool,
 ) -> MetricsSnapshot:
     """A snapshot of counter and gauge values by query name (`COUNTERS`, `GAUGES`, and the target's
-    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position."""
-    k = (max(per_pos) + 1) if per_pos else 0
-
-    def hist(name: str) -> Histogram | None:
-        if f"{name}_count" not in values:
-            return None
-        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
-
-    totals: dict[str, Any] = {name: values.get(name, 0.0) for name in COUNTER_FIELDS}
-    return MetricsSnapshot(
-        schema=schema,
-        model=model,
-        speculative=spec,
-        num_speculative_tokens=k,
-        **totals,
-        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        itl=hist("itl"),
-        ttft=hist("ttft"),
-        requests_running=values.get("running"),
-        requests_waiting=values.get("waiting"),
-        kv_cache_usage=values.get("kv_usage"),
+    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position, folded
+    as a page's (`snapshot.Fold`: whether it speculates is the page's rule, a drafts series on vLLM)."""
+    fold = Fold(
+        sums={name: values[name] for name in COUNTER_FIELDS if name in values},
+        gauges={_FIELDS[key]: values[key] for key in GAUGES if key in values},
+        per_pos=dict(per_pos),
+        hists={
+            h: (values[f"{h}_count"], values.get(f"{h}_sum", 0.0))
+            for h in ("itl", "ttft")
+            if f"{h}_count" in values
+        },
+        spec_seen=drafts_series,
     )
+    return fold.snapshot(schema, model, (), "prometheus")
 
 
 def _first(result: list[Any]) -> float | None:
