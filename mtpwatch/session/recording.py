@@ -65,7 +65,7 @@ class FeedTap:
     def server(self, t: float, identity: dict[str, Any]) -> None:
         record = dict(identity)
         record["url"] = public_url(str(identity.get("url", "")))
-        self.recorder.server(self.index, t, record)
+        self.recorder.record("server", self.index, t, **record)
 
     def life(self, t: float, what: str, detail: str = "") -> None:
         self.recorder.life(self.index, t, what, detail)
@@ -74,10 +74,10 @@ class FeedTap:
         self.recorder.scrape(self.index, t, text, via)
 
     def down(self, t: float, reason: str) -> None:
-        self.recorder.down(self.index, t, reason)
+        self.recorder.record("down", self.index, t, reason=reason)
 
     def prompt(self, t: float, text: str) -> None:
-        self.recorder.prompt(self.index, t, text)
+        self.recorder.record("prompt", self.index, t, text=text)
 
     def event(self, event: StreamEvent) -> None:
         self.recorder.events(self.index, (event,))
@@ -92,10 +92,10 @@ class FeedTap:
         )
 
     def end(self, t: float) -> None:
-        self.recorder.end(self.index, t)
+        self.recorder.record("end", self.index, t)
 
     def done(self, t: float) -> None:
-        self.recorder.done(self.index, t)
+        self.recorder.record("done", self.index, t)
 
     def nvml(self, t: float, reading: HardwareReading | None) -> None:
         """A new reading of the sampler (None: the sampler stopped)."""
