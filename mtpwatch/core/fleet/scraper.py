@@ -85,7 +85,7 @@ class Track:
         self.fetch = fetch
         self.horizon_s = horizon_s
         self.connection = ConnectionState()
-        self.backoff = Backoff(initial=0.5, factor=2.0, maximum=10.0)
+        self.backoff = Backoff()  # 0.5 s doubling to 10 s
         self.collectors: dict[GroupKey, Collector] = {}
         self.next_due = 0.0
         self.busy = False
@@ -121,7 +121,7 @@ class Track:
     def rows(self, window_s: float, now: float) -> list[FleetRow]:
         """This server's rows now (a 'down' row per previous row while it does not answer)."""
         url = self.target.url
-        status = self.connection.status()
+        status = self.connection.status
         if status.state in ("down", "unknown") and (status.state == "down" or not self.collectors):
             state: RowState = "down" if status.state == "down" else "connecting"
             since = ""

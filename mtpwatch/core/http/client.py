@@ -6,9 +6,7 @@ a user can meet is a `ServerError` subclass whose `str()` is one line saying wha
 tiers of `core.metrics.filtered`) on the kept-alive fast socket or through httpx. Its generation stream:
 POST a streaming completion, on the plain-http fast path (`core.http.faststream`) or through httpx,
 decode its SSE events into `StreamEvent` batches, drop a vLLM extension the server refuses (HTTP 400)
-and send again, and say in one line how a stream broke. The mapping of failures onto one-line errors
-is in `failures.py`, the errors in `errors.py`, URL normalising in `urls.py`, the generation types in
-`generation.py` and the SSE decoder in `sse.py`.
+and send again, and say in one line how a stream broke (the failures' wording: `failures.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -150,9 +147,7 @@ class VllmClient:
     async def __aenter__(self) -> VllmClient:
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def _get(self, path: str, url: str | None = None) -> httpx.Response:
@@ -185,12 +180,8 @@ class VllmClient:
         return await self._tiers.scrape(fresh=fresh)
 
     async def _metrics_text(self, path: str) -> str:
-        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text.
-
-        Raises:
-            FilterRefused: a filtered path answered another status than 200.
-            ServerError: as `scrape_text`.
-        """
+        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text; raises
+        `FilterRefused` when a filtered path answered another status than 200, else as `scrape_text`."""
         filtered = path != FULL_PATH
         # errors name the filtered path short: the whole query is two dozen names long
         url = self.base_url + ("/metrics/?name[]=…" if filtered else path)
