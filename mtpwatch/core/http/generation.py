@@ -95,16 +95,12 @@ class GenerationRequest:
     ) -> dict[str, Any]:
         """The JSON body; the keyword flags let the client drop extensions a server refuses
         (`continuous_usage`: cumulative usage on every chunk, the exact per-chunk token counts)."""
-        body: dict[str, Any] = {}
-        if self.model is not None:
-            body["model"] = self.model
+        body: dict[str, Any] = {} if self.model is None else {"model": self.model}
         if self.chat:
             body["messages"] = [{"role": "user", "content": self.prompt}]
         else:
             body["prompt"] = self.prompt
-        body["max_tokens"] = self.max_tokens
-        body["temperature"] = self.temperature
-        body["stream"] = True
+        body |= {"max_tokens": self.max_tokens, "temperature": self.temperature, "stream": True}
         if include_usage:
             options: dict[str, bool] = {"include_usage": True}
             if continuous_usage:
