@@ -30,12 +30,8 @@ from mtpwatch.core.metrics.engines import Engine
 
 
 def stream_extras(engine: Engine) -> dict[str, Any]:
-    """Request-body fields that make `engine` send exact per-chunk token counts.
-
-    llama-server ignores `continuous_usage_stats`; with `timings_per_token` every chunk carries
-    `timings.predicted_n` (tokens generated so far), which `LlamaTimings` reads. Only sent to a
-    server known to be llama.cpp: other servers may reject unknown fields.
-    """
+    """Request-body fields that make `engine` send exact per-chunk token counts (module docstring);
+    sent only to a server known to be llama.cpp: other servers may reject unknown fields."""
     return {"timings_per_token": True} if engine == "llama.cpp" else {}
 
 

@@ -6,10 +6,8 @@ so every chunk carries the cumulative `usage.completion_tokens`; per-chunk token
 When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
 without either the per-chunk count is estimated from the text (whitespace-separated words, at least
 one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
-replaces the running count with the exact total. llama.cpp's `llama-server` ignores continuous usage;
-asked for `timings_per_token` (`core.http.engines.stream_extras`) it puts `timings.predicted_n`, the
-tokens generated so far, on every chunk, which counts as exactly; its final chunk carries both
-`choices` and `usage` (and `timings` with this request's draft counts), and that usage is the total.
+replaces the running count with the exact total. llama-server's `timings.predicted_n` counts as
+exactly (`core.http.engines`); its final chunk carries both `choices` and `usage`, the total.
 
 Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
 is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
@@ -358,10 +356,6 @@ class GenerationResult:
     """llama-server's last `timings` of this request (its draft counts)."""
     itl_s: tuple[float, ...] = ()
     """Gaps between successive chunks with output: `vllm bench serve`'s ITL list of this request."""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.cancelled
 
 
 @dataclass(slots=True, eq=False)

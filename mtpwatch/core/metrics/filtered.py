@@ -170,9 +170,8 @@ class ScrapeFilter:
     slow_interval_s: float = SLOW_INTERVAL_S
     """The slow tier's age at most (seconds)."""
     idle_hot_interval_s: float = IDLE_HOT_INTERVAL_S
-    """On an idle server, the activity tier (`ACTIVITY_NAMES`) is asked instead of the hot tier
-    while the hot answer is younger than this (seconds); 0: the hot tier at every scrape. The hot
-    tier is asked again at once when an activity sample moves."""
+    """The hot answer's age at most while an idle server gets the activity tier (seconds); 0: the
+    hot tier at every scrape."""
     once: bool = False
     """One-off scrapes (`snapshot`): one filtered request for every name, no probe."""
 

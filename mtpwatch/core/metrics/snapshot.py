@@ -161,7 +161,7 @@ class MetricsSnapshot:
     """Labels of `cache_config_info` (block_size, num_gpu_blocks, gpu_memory_utilization, …) but `engine`."""
     exposition: Exposition = "prometheus"
     """The page's format: Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's
-    Rust frontend: no `_created`, so `created` is None and only counters going down show a restart)."""
+    Rust frontend: module docstring)."""
 
     def speculating(self, configured: bool = False) -> bool | None:
         """Whether the server speculates: `speculative`, but on an OpenMetrics page (vLLM's Rust
@@ -338,9 +338,7 @@ class Fold:
         created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
-        # vLLM's Python server exports the drafts counter only when speculating; llama.cpp and vLLM's
-        # Rust frontend export the spec counters whether or not they do: there it speculates when it
-        # has per-position counts or has drafted a token
+        # vLLM's Python server exports the drafts counter only when speculating; the others: module docstring
         if schema == "llamacpp" or exposition == "openmetrics":
             speculative = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
         else:
