@@ -325,11 +325,9 @@ class GenerationResult:
     completion_tokens: int
     """Completion tokens: the final usage total when sent, else the running count."""
     ttft_s: float | None
-    """Time from sending the request to the first chunk with output."""
+    """It, `decode_tok_s` and `e2e_tok_s`: as `vllm bench serve` (module docstring)."""
     decode_tok_s: float | None
-    """(tokens − 1)/(t_last − t_first); None with fewer than 2 tokens."""
     e2e_tok_s: float | None
-    """tokens/(t_last − t_start)."""
     tokens_per_chunk: Mapping[int, int]
     """Histogram: tokens a chunk carried → number of chunks (estimated when `approximate`)."""
     chunks: int
