@@ -210,8 +210,6 @@ class FleetScraper:
             if fetch_factory is not None:
                 fetch = fetch_factory(target)
             else:
-                # The client GETs /metrics on a kept-alive socket where it can, httpx otherwise.
-                # Filtered to the hot tier (`core.metrics.filtered`): a row needs no histograms.
                 client = VllmClient(
                     target.url, api_key=target.api_key, timeout=timeout_s, scrape_filter=FLEET_FILTER
                 )

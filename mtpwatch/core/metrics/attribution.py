@@ -82,8 +82,7 @@ def prompt_acceptance(
     Args:
         counters: the counter rates of the window (the prompt's, or a time window); None when unknown.
         scope: `rates.attribute`'s verdict for that window ("engine-wide" for a time window).
-        per_request: vLLM's per-request metrics of the prompt, once its final chunk arrived.
-        timings: llama-server's latest timings of the prompt (per chunk while it streams).
+        per_request, timings: the prompt's, from its stream (module docstring, 1 and 2).
     """
     if per_request is not None:
         positions = tuple(per_request.per_position)

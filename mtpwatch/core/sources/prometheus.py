@@ -420,8 +420,6 @@ class PrometheusSource:
                 seen[_key(metric)] = (metric.get("spec_method"), int(v) if v else None)
             self._seen = (t, seen)
         if self._interval is None or t - self._interval[0] > 300 or self._interval[1] is None:
-            # the scrape interval: median gap between raw samples of a few instances (not samples per
-            # span, which reads young series as slowly scraped)
             few = sorted({k[0] for k in self._seen[1]})[:INTERVAL_INSTANCES]
             matrices = await asyncio.gather(*(self.query(interval_query(i, self.selector), t) for i in few))
             self._interval = (t, median_gap([item for m in matrices for item in m]))
