@@ -101,12 +101,12 @@ class FeedTap:
         """A new reading of the sampler (None: the sampler stopped)."""
         if reading is None:
             self._reading_t = None
-            self.recorder.nvml(self.index, t, None)
+            self.recorder.record("nvml", self.index, t, reading=None)
             return
         if reading.timestamp == self._reading_t:
             return
         self._reading_t = reading.timestamp
-        self.recorder.nvml(self.index, t, reading.to_json())
+        self.recorder.record("nvml", self.index, t, reading=reading.to_json())
 
 
 def open_recording(config: AppConfig, schedule: str) -> Recorder | None:

@@ -85,7 +85,7 @@ class Recorder:
 
     def record(self, kind: str, s: int, t: float, **fields: Any) -> None:
         """A record of server `s` whose fields are given as they are ('server', 'down', 'prompt',
-        'end', 'done': docs/recording.md says what each holds and when it is written)."""
+        'end', 'done', 'nvml': docs/recording.md says what each holds and when it is written)."""
         self.write({"kind": kind, "t": t, "s": s, **fields})
 
     def life(self, s: int, t: float, what: str, detail: str = "") -> None:
@@ -120,12 +120,6 @@ class Recorder:
         if cancelled:
             record["cancelled"] = True
         self.write(record)
-
-    def nvml(self, s: int, t: float, reading: Mapping[str, Any] | None) -> None:
-        """A new NVML/GPM reading of the local GPU (`HardwareReading.to_json`); None: sampler stopped."""
-        self.write(
-            {"kind": "nvml", "t": t, "s": s, "reading": dict(reading) if reading is not None else None}
-        )
 
     def mark(self, t: float, what: str, **fields: Any) -> None:
         """A session event: 'quit', a speed-up line, … (free-form, for people reading the file)."""
