@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.engines import Engine
 
 
@@ -199,10 +200,10 @@ class LlamaTimings:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """This request's draft_n_accepted / draft_n (vLLM's formula, one request)."""
-        if not self.draft_n or self.draft_n_accepted is None:
+        """This request's draft_n_accepted / draft_n (`formulas.acceptance_rate`, one request)."""
+        if self.draft_n is None or self.draft_n_accepted is None:
             return None
-        return self.draft_n_accepted / self.draft_n
+        return F.acceptance_rate(self.draft_n_accepted, self.draft_n)
 
     @classmethod
     def from_json(cls, obj: Any) -> LlamaTimings | None:
