@@ -32,7 +32,6 @@ from mtpwatch.core.http.errors import (
 )
 from mtpwatch.core.http.failures import (
     NOT_PROMETHEUS,
-    check_prometheus,
     not_prometheus,
     parse_metrics_page,
     status_error,
@@ -220,10 +219,15 @@ class VllmClient:
         if response.status_code != 200:
             raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
         ctype = response.headers.get("content-type", "")
-        if path != FULL_PATH and not_prometheus(ctype, response.text):
-            # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
-            raise FilterRefused(f"not Prometheus text ({ctype.split(';')[0] or 'no content type'})")
-        return check_prometheus(url, ctype, response.text)
+        if not_prometheus(ctype, response.text):
+            got = ctype.split(";")[0] or "no content type"
+            if path != FULL_PATH:
+                # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
+                raise FilterRefused(f"not Prometheus text ({got})")
+            raise NotVllmError(
+                f"{url} did not return Prometheus text (got {got}) — is this a vLLM server?", url=url
+            )
+        return response.text
 
     async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
         """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
