@@ -242,12 +242,6 @@ def _activity_marks(text: str) -> Marks:
     return _marks(text, ACTIVITY_NAMES)  # whole names: a line of one starts with it
 
 
-def _is_idle(marks: Marks) -> bool:
-    """Nothing running or waiting on any engine (and the gauges there to say so)."""
-    gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
-    return bool(gauges) and not any(gauges)
-
-
 _IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
 
 
@@ -410,7 +404,9 @@ class TieredScraper:
     def _took_hot(self, hot: str, now: float) -> None:
         self._hot_text, self._hot_t = _terminated(hot), now
         marks = _activity_marks(hot)
-        self._quiet = marks if _is_idle(marks) else None
+        # idle: nothing running or waiting on any engine (and the gauges there to say so)
+        gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
+        self._quiet = marks if gauges and not any(gauges) else None
 
     def _idle_due(self, fresh: bool, now: float) -> bool:
         """Ask the activity tier instead of the hot one: the last hot answer showed an idle server,
