@@ -155,6 +155,13 @@ class VllmClient:
         except httpx.RequestError as exc:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
 
+    def _check_ok(self, response: httpx.Response, url: str, not_found: str) -> None:
+        """A 200, else the one-line error: `not_found` says what a 404 means there."""
+        if response.status_code == 404:
+            raise NotVllmError(f"{url} answered 404 Not Found — {not_found}", url=url)
+        if response.status_code != 200:
+            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+
     @property
     def scrape_state(self) -> ScrapeState | None:
         """How the last scrape was made (filtered or the full page, and why); None without a filter."""
@@ -211,13 +218,7 @@ class VllmClient:
         response = await self._get(path, url)
         if path != FULL_PATH and response.status_code != 200:
             raise FilterRefused(f"{response.status_code} {response.reason_phrase}".strip())
-        if response.status_code == 404:
-            raise NotVllmError(
-                f"{url} answered 404 Not Found — not a vLLM server? (vLLM serves Prometheus metrics there)",
-                url=url,
-            )
-        if response.status_code != 200:
-            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+        self._check_ok(response, url, "not a vLLM server? (vLLM serves Prometheus metrics there)")
         ctype = response.headers.get("content-type", "")
         if not_prometheus(ctype, response.text):
             got = ctype.split(";")[0] or "no content type"
@@ -246,10 +247,7 @@ class VllmClient:
         """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
         url = self.base_url + "/v1/models"
         response = await self._get("/v1/models")
-        if response.status_code == 404:
-            raise NotVllmError(f"{url} answered 404 Not Found — not an OpenAI-compatible server?", url=url)
-        if response.status_code != 200:
-            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+        self._check_ok(response, url, "not an OpenAI-compatible server?")
         try:
             return parse_model_list(response.json())  # vLLM's shape or llama-server's
         except ValueError as exc:
