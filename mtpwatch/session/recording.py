@@ -80,7 +80,7 @@ class FeedTap:
         self.recorder.record("prompt", self.index, t, text=text)
 
     def event(self, event: StreamEvent) -> None:
-        self.recorder.events(self.index, (event,))
+        self.recorder.event(self.index, event)
 
     def result(self, t: float, result: GenerationResult) -> None:
         self.recorder.result(

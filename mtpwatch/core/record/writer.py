@@ -107,10 +107,9 @@ class Recorder:
             self._via[s] = via
         self.write(record)
 
-    def events(self, s: int, events: Iterable[StreamEvent]) -> None:
-        """Stream events as they arrived (arrival time, tokens, text, token ids, finish)."""
-        for event in events:
-            self.write({"kind": "ev", "s": s, **encode_event(event)})
+    def event(self, s: int, event: StreamEvent) -> None:
+        """A stream event as it arrived (arrival time, tokens, text, token ids, finish)."""
+        self.write({"kind": "ev", "s": s, **encode_event(event)})
 
     def result(self, s: int, t: float, *, t_start: float | None, error: str | None, cancelled: bool) -> None:
         """The stream ended at `t` (its `GenerationStats.finish` time)."""
