@@ -289,7 +289,7 @@ class TieredScraper:
         self._all_names = frozenset(ALL_NAMES)
         self.state = ScrapeState()
         self._slow_text = ""
-        self._slow_t: float | None = None
+        self._slow_t = 0.0
         self._marks: Marks = {}
         self._slow_marks: Marks = {}
         """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
@@ -305,11 +305,8 @@ class TieredScraper:
         """Probes made (tests and the benchmark read it)."""
 
     def reset(self) -> None:
-        """Probe again at the next scrape."""
+        """Probe again at the next scrape (which sets every tier's state afresh)."""
         self.state = ScrapeState(full_bytes=self.state.full_bytes)
-        self._slow_text = ""
-        self._slow_t = None
-        self._quiet = None
 
     async def scrape(self, *, fresh: bool = False) -> str:
         """The page text of one scrape (a full page, or the newest hot + slow answers).
@@ -373,7 +370,6 @@ class TieredScraper:
         self.probes += 1
         page = await self._fetch(FULL_PATH)
         self._marks = _restart_marks(page)
-        self._slow_text, self._slow_t = "", None
         schema = detect_schema(page)
         on_page = frozenset(sample_names(page)) if schema == "vllm" else frozenset()
         hot = slow = ""
@@ -482,8 +478,6 @@ class TieredScraper:
     def _slow_due(self, now: float) -> bool:
         """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
         it was fetched (asked before a scrape and after a hot-only answer: the module docstring)."""
-        if self._slow_t is None:
-            return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
 
 

@@ -500,9 +500,5 @@ def counters_snapshot(
 
 
 def _first(result: list[Any]) -> float | None:
-    """The value of a one-element vector (or a scalar's [t, "v"]), None when empty."""
-    if result and isinstance(result[0], dict):
-        return value_of(result[0])
-    if len(result) == 2 and not isinstance(result[0], dict):
-        return value_of({"value": result})
-    return None
+    """The value of a one-element vector (`vector(time())`, `max(…)`), None when empty."""
+    return value_of(result[0]) if result else None
