@@ -1,8 +1,5 @@
-"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null; the one dataclass encoder.
-
-`JsonFields` gives a dataclass `to_json()`: its fields in order, each under its name, unless its
-metadata (`field(metadata=key(...))`) renames it, scales and rounds it, or leaves it out; tuples
-become lists, mappings dicts, and a value with its own `to_json` writes itself.
+"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null; the one dataclass encoder
+(`JsonFields`; tuples become lists, mappings dicts, and a value with its own `to_json` writes itself).
 """
 
 from __future__ import annotations

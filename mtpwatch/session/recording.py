@@ -65,7 +65,7 @@ class FeedTap:
     def server(self, t: float, identity: dict[str, Any]) -> None:
         record = dict(identity)
         record["url"] = public_url(str(identity.get("url", "")))
-        self.recorder.server(self.index, t, record)
+        self.recorder.record("server", self.index, t, **record)
 
     def life(self, t: float, what: str, detail: str = "") -> None:
         self.recorder.life(self.index, t, what, detail)
@@ -74,13 +74,13 @@ class FeedTap:
         self.recorder.scrape(self.index, t, text, via)
 
     def down(self, t: float, reason: str) -> None:
-        self.recorder.down(self.index, t, reason)
+        self.recorder.record("down", self.index, t, reason=reason)
 
     def prompt(self, t: float, text: str) -> None:
-        self.recorder.prompt(self.index, t, text)
+        self.recorder.record("prompt", self.index, t, text=text)
 
     def event(self, event: StreamEvent) -> None:
-        self.recorder.events(self.index, (event,))
+        self.recorder.event(self.index, event)
 
     def result(self, t: float, result: GenerationResult) -> None:
         self.recorder.result(
@@ -92,21 +92,21 @@ class FeedTap:
         )
 
     def end(self, t: float) -> None:
-        self.recorder.end(self.index, t)
+        self.recorder.record("end", self.index, t)
 
     def done(self, t: float) -> None:
-        self.recorder.done(self.index, t)
+        self.recorder.record("done", self.index, t)
 
     def nvml(self, t: float, reading: HardwareReading | None) -> None:
         """A new reading of the sampler (None: the sampler stopped)."""
         if reading is None:
             self._reading_t = None
-            self.recorder.nvml(self.index, t, None)
+            self.recorder.record("nvml", self.index, t, reading=None)
             return
         if reading.timestamp == self._reading_t:
             return
         self._reading_t = reading.timestamp
-        self.recorder.nvml(self.index, t, reading.to_json())
+        self.recorder.record("nvml", self.index, t, reading=reading.to_json())
 
 
 def open_recording(config: AppConfig, schedule: str) -> Recorder | None:

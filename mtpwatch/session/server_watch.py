@@ -180,7 +180,7 @@ class ServerWatch:
     @property
     def down_since(self) -> float | None:
         """Wall time of the first failed scrape of the current outage (None while up)."""
-        status = self._connection.status()
+        status = self._connection.status
         return status.since if status.state == "down" else None
 
     # -- launching ------------------------------------------------------------------------------

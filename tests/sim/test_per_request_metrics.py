@@ -32,4 +32,4 @@ async def test_no_per_request_metrics_by_default() -> None:
         client = VllmClient(url)
         result = await client.generate(GenerationRequest("hello", max_tokens=16))
         await client.aclose()
-    assert result.ok and result.spec_metrics is None
+    assert result.error is None and not result.cancelled and result.spec_metrics is None

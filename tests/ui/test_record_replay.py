@@ -64,7 +64,7 @@ def test_a_crash_loses_at_most_the_unflushed_tail(tmp_path: Path) -> None:
     recorder = Recorder(path, clock=lambda: clock[0])
     for i in range(40):
         clock[0] = i * 0.25
-        recorder.prompt(0, clock[0], f"prompt {i}")
+        recorder.record("prompt", 0, clock[0], text=f"prompt {i}")
     # No close(): the process died. Everything up to the last flush (≤ 0.75 s ago) is readable.
     recording = read_recording(path)
     assert recording.truncated

@@ -85,7 +85,7 @@ class Track:
         self.fetch = fetch
         self.horizon_s = horizon_s
         self.connection = ConnectionState()
-        self.backoff = Backoff(initial=0.5, factor=2.0, maximum=10.0)
+        self.backoff = Backoff()  # 0.5 s doubling to 10 s
         self.collectors: dict[GroupKey, Collector] = {}
         self.next_due = 0.0
         self.busy = False
@@ -121,7 +121,7 @@ class Track:
     def rows(self, window_s: float, now: float) -> list[FleetRow]:
         """This server's rows now (a 'down' row per previous row while it does not answer)."""
         url = self.target.url
-        status = self.connection.status()
+        status = self.connection.status
         if status.state in ("down", "unknown") and (status.state == "down" or not self.collectors):
             state: RowState = "down" if status.state == "down" else "connecting"
             since = ""
@@ -194,7 +194,6 @@ class FleetScraper:
         timeout_s: a scrape that takes longer fails (the server backs off).
         max_concurrency: requests in flight at once, over all servers.
         horizon_s: history kept per row (the longest window asked for must fit).
-        clock: monotonic clock for every timestamp.
         fetch_factory: returns the `/metrics` text getter of a target (tests); default: `VllmClient`.
         """
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
@@ -211,8 +210,6 @@ class FleetScraper:
             if fetch_factory is not None:
                 fetch = fetch_factory(target)
             else:
-                # The client GETs /metrics on a kept-alive socket where it can, httpx otherwise.
-                # Filtered to the hot tier (`core.metrics.filtered`): a row needs no histograms.
                 client = VllmClient(
                     target.url, api_key=target.api_key, timeout=timeout_s, scrape_filter=FLEET_FILTER
                 )
@@ -246,8 +243,8 @@ class FleetScraper:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def tick(self) -> float:
-        """One tick: start a scrape for every due, idle server, wait for them; returns the cycle time."""
+    async def tick(self) -> None:
+        """One tick: start a scrape for every due, idle server, wait for them (`stats.cycles`)."""
         t0 = self.clock()
         started: list[asyncio.Task[None]] = []
         for track in self.tracks:
@@ -257,28 +254,20 @@ class FleetScraper:
                 started.append(self._start(track, t0))
         if started:
             await asyncio.wait(started)
-        cycle = self.clock() - t0
-        self.stats.cycles.append(cycle)
+        self.stats.cycles.append(self.clock() - t0)
         self.stats.ticks += 1
         if len(self.stats.cycles) > 2 * CYCLES_KEPT:
             del self.stats.cycles[:-CYCLES_KEPT]
-        return cycle
 
-    async def run(self, on_cycle: Callable[[float], None] | None = None) -> None:
+    async def run(self) -> None:
         """Tick every `interval_s` until cancelled. Ticks never wait for a slow scrape: each tick's
         wait runs in its own task, so the next tick starts on time."""
         loop = asyncio.get_running_loop()
         next_t = loop.time()
         pending: set[asyncio.Task[None]] = set()
-
-        async def one() -> None:
-            cycle = await self.tick()
-            if on_cycle is not None:
-                on_cycle(cycle)
-
         try:
             while True:
-                task = asyncio.ensure_future(one())
+                task = asyncio.ensure_future(self.tick())
                 pending.add(task)
                 task.add_done_callback(pending.discard)
                 next_t += self.interval_s

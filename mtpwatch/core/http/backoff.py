@@ -52,23 +52,19 @@ class ConnectionState:
     """Tracks up/down from scrape outcomes; pure, the clock (wall time, for 'since') injected."""
 
     clock: Callable[[], float] = time.time
-    _status: ConnectionStatus = field(default=ConnectionStatus("unknown", None, None, 0), init=False)
+    status: ConnectionStatus = field(default=ConnectionStatus("unknown", None, None, 0), init=False)
 
     def success(self) -> ConnectionStatus:
         """Record a successful request; returns the new status."""
-        if self._status.state != "up":
-            self._status = ConnectionStatus("up", self.clock(), None, 0)
-        return self._status
+        if self.status.state != "up":
+            self.status = ConnectionStatus("up", self.clock(), None, 0)
+        return self.status
 
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
-        s = self._status
+        s = self.status
         if s.state == "down":
-            self._status = ConnectionStatus("down", s.since, reason, s.failures + 1)
+            self.status = ConnectionStatus("down", s.since, reason, s.failures + 1)
         else:
-            self._status = ConnectionStatus("down", self.clock(), reason, 1)
-        return self._status
-
-    def status(self) -> ConnectionStatus:
-        """The current status."""
-        return self._status
+            self.status = ConnectionStatus("down", self.clock(), reason, 1)
+        return self.status

@@ -6,9 +6,7 @@ a user can meet is a `ServerError` subclass whose `str()` is one line saying wha
 tiers of `core.metrics.filtered`) on the kept-alive fast socket or through httpx. Its generation stream:
 POST a streaming completion, on the plain-http fast path (`core.http.faststream`) or through httpx,
 decode its SSE events into `StreamEvent` batches, drop a vLLM extension the server refuses (HTTP 400)
-and send again, and say in one line how a stream broke. The mapping of failures onto one-line errors
-is in `failures.py`, the errors in `errors.py`, URL normalising in `urls.py`, the generation types in
-`generation.py` and the SSE decoder in `sse.py`.
+and send again, and say in one line how a stream broke (the failures' wording: `failures.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -35,7 +32,6 @@ from mtpwatch.core.http.errors import (
 )
 from mtpwatch.core.http.failures import (
     NOT_PROMETHEUS,
-    check_prometheus,
     not_prometheus,
     parse_metrics_page,
     status_error,
@@ -89,12 +85,9 @@ class VllmClient:
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: read the socket at most this often during a fast stream; see
-                `core.http.faststream.open_sse`. 0 reads every segment on arrival (exact chunk times,
-                for benchmarks). A live view can pass e.g. 0.02: one wake-up per 20 ms instead of per
-                chunk; TTFT and chunks after a quiet gap are still stamped on arrival, but a chunk that
-                follows another within the interval (the last one included) is stamped up to that
-                late, which biases short runs' tok/s.
+            read_interval: fast path: `core.http.faststream.open_sse`'s; 0 stamps every chunk on
+                arrival (benchmarks), a live view can pass e.g. 0.02 (one wake-up per 20 ms; the chunks
+                that follow another within it are stamped late, which biases short runs' tok/s).
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -114,8 +107,7 @@ class VllmClient:
             )
         self._fast = fast_stream
         self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
-        """/metrics on one kept-alive socket (~0.3 ms of CPU a page instead of ~2 ms through httpx);
-        None once a plain answer needed httpx (an encoding or framing it does not read)."""
+        """None once a plain answer needed httpx (an encoding or framing `FastGet` does not read)."""
         self._read_interval = read_interval
         self._tiers: TieredScraper | None = None
         if scrape_filter is not None:
@@ -153,9 +145,7 @@ class VllmClient:
     async def __aenter__(self) -> VllmClient:
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def _get(self, path: str, url: str | None = None) -> httpx.Response:
@@ -164,6 +154,13 @@ class VllmClient:
             return await self._http.get(path)
         except httpx.RequestError as exc:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
+
+    def _check_ok(self, response: httpx.Response, url: str, not_found: str) -> None:
+        """A 200, else the one-line error: `not_found` says what a 404 means there."""
+        if response.status_code == 404:
+            raise NotVllmError(f"{url} answered 404 Not Found — {not_found}", url=url)
+        if response.status_code != 200:
+            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
 
     @property
     def scrape_state(self) -> ScrapeState | None:
@@ -188,12 +185,8 @@ class VllmClient:
         return await self._tiers.scrape(fresh=fresh)
 
     async def _metrics_text(self, path: str) -> str:
-        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text.
-
-        Raises:
-            FilterRefused: a filtered path answered another status than 200.
-            ServerError: as `scrape_text`.
-        """
+        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text; raises
+        `FilterRefused` when a filtered path answered another status than 200, else as `scrape_text`."""
         filtered = path != FULL_PATH
         # errors name the filtered path short: the whole query is two dozen names long
         url = self.base_url + ("/metrics/?name[]=…" if filtered else path)
@@ -225,40 +218,36 @@ class VllmClient:
         response = await self._get(path, url)
         if path != FULL_PATH and response.status_code != 200:
             raise FilterRefused(f"{response.status_code} {response.reason_phrase}".strip())
-        if response.status_code == 404:
-            raise NotVllmError(
-                f"{url} answered 404 Not Found — not a vLLM server? (vLLM serves Prometheus metrics there)",
-                url=url,
-            )
-        if response.status_code != 200:
-            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+        self._check_ok(response, url, "not a vLLM server? (vLLM serves Prometheus metrics there)")
         ctype = response.headers.get("content-type", "")
-        if path != FULL_PATH and not_prometheus(ctype, response.text):
-            # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
-            raise FilterRefused(f"not Prometheus text ({ctype.split(';')[0] or 'no content type'})")
-        return check_prometheus(url, ctype, response.text)
+        if not_prometheus(ctype, response.text):
+            got = ctype.split(";")[0] or "no content type"
+            if path != FULL_PATH:
+                # not a filtered page (a web app's HTML): the full page decides, and its error says /metrics
+                raise FilterRefused(f"not Prometheus text ({got})")
+            raise NotVllmError(
+                f"{url} did not return Prometheus text (got {got}) — is this a vLLM server?", url=url
+            )
+        return response.text
 
-    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
-        """GET /metrics → `MetricsSnapshot` (core.metrics.parse_snapshot).
+    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
 
         A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
         that is an error. `UnknownModelError` passes through.
         """
-        return parse_metrics_page(await self.scrape_text(), model, self.base_url)
-
-    async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
-        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown."""
         text = await self.scrape_text()
         return text, parse_metrics_page(text, model, self.base_url)
+
+    async def scrape(self, model: str | None = None) -> MetricsSnapshot:
+        """`scrape_page` without the text."""
+        return (await self.scrape_page(model))[1]
 
     async def models(self) -> list[ModelEntry]:
         """GET /v1/models → the served models (first = default), vLLM's or llama-server's list."""
         url = self.base_url + "/v1/models"
         response = await self._get("/v1/models")
-        if response.status_code == 404:
-            raise NotVllmError(f"{url} answered 404 Not Found — not an OpenAI-compatible server?", url=url)
-        if response.status_code != 200:
-            raise status_error(self.api_key, url, response.status_code, response.reason_phrase, response.text)
+        self._check_ok(response, url, "not an OpenAI-compatible server?")
         try:
             return parse_model_list(response.json())  # vLLM's shape or llama-server's
         except ValueError as exc:

@@ -26,16 +26,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.engines import Engine
 
 
 def stream_extras(engine: Engine) -> dict[str, Any]:
-    """Request-body fields that make `engine` send exact per-chunk token counts.
-
-    llama-server ignores `continuous_usage_stats`; with `timings_per_token` every chunk carries
-    `timings.predicted_n` (tokens generated so far), which `LlamaTimings` reads. Only sent to a
-    server known to be llama.cpp: other servers may reject unknown fields.
-    """
+    """Request-body fields that make `engine` send exact per-chunk token counts (module docstring);
+    sent only to a server known to be llama.cpp: other servers may reject unknown fields."""
     return {"timings_per_token": True} if engine == "llama.cpp" else {}
 
 
@@ -203,10 +200,10 @@ class LlamaTimings:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """This request's draft_n_accepted / draft_n (vLLM's formula, one request)."""
-        if not self.draft_n or self.draft_n_accepted is None:
+        """This request's draft_n_accepted / draft_n (`formulas.acceptance_rate`, one request)."""
+        if self.draft_n is None or self.draft_n_accepted is None:
             return None
-        return self.draft_n_accepted / self.draft_n
+        return F.acceptance_rate(self.draft_n_accepted, self.draft_n)
 
     @classmethod
     def from_json(cls, obj: Any) -> LlamaTimings | None:

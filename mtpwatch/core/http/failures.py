@@ -1,6 +1,6 @@
 """How a failed request to a server becomes one line: no answer (`transport_error`), an error status
 (`status_error`, with the server's own message from its body), a page that is not Prometheus text
-(`check_prometheus`, `parse_metrics_page`).
+(`not_prometheus`, `parse_metrics_page`).
 
 The `ServerError` classes themselves are in `errors.py`; this module maps httpx's failures and HTTP
 answers onto them for `VllmClient`.
@@ -79,17 +79,6 @@ def status_error(api_key: str | None, url: str, status: int, reason: str, body: 
         tail = f": {detail}" if detail else " (engine dead or still starting?)"
         return HttpStatusError(f"{head}: server error{tail}", url=url)
     return HttpStatusError(f"{head}: {detail}" if detail else head, url=url)
-
-
-def check_prometheus(url: str, ctype: str, text: str) -> str:
-    """`text` when it is Prometheus text, else `NotVllmError`."""
-    if not_prometheus(ctype, text):
-        raise NotVllmError(
-            f"{url} did not return Prometheus text (got {ctype.split(';')[0] or 'no content type'})"
-            " — is this a vLLM server?",
-            url=url,
-        )
-    return text
 
 
 NOT_PROMETHEUS = re.compile(r"\s*[<{\[]")

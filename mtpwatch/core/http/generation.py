@@ -6,10 +6,8 @@ so every chunk carries the cumulative `usage.completion_tokens`; per-chunk token
 When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
 without either the per-chunk count is estimated from the text (whitespace-separated words, at least
 one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
-replaces the running count with the exact total. llama.cpp's `llama-server` ignores continuous usage;
-asked for `timings_per_token` (`core.http.engines.stream_extras`) it puts `timings.predicted_n`, the
-tokens generated so far, on every chunk, which counts as exactly; its final chunk carries both
-`choices` and `usage` (and `timings` with this request's draft counts), and that usage is the total.
+replaces the running count with the exact total. llama-server's `timings.predicted_n` counts as
+exactly (`core.http.engines`); its final chunk carries both `choices` and `usage`, the total.
 
 Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
 is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
@@ -95,16 +93,12 @@ class GenerationRequest:
     ) -> dict[str, Any]:
         """The JSON body; the keyword flags let the client drop extensions a server refuses
         (`continuous_usage`: cumulative usage on every chunk, the exact per-chunk token counts)."""
-        body: dict[str, Any] = {}
-        if self.model is not None:
-            body["model"] = self.model
+        body: dict[str, Any] = {} if self.model is None else {"model": self.model}
         if self.chat:
             body["messages"] = [{"role": "user", "content": self.prompt}]
         else:
             body["prompt"] = self.prompt
-        body["max_tokens"] = self.max_tokens
-        body["temperature"] = self.temperature
-        body["stream"] = True
+        body |= {"max_tokens": self.max_tokens, "temperature": self.temperature, "stream": True}
         if include_usage:
             options: dict[str, bool] = {"include_usage": True}
             if continuous_usage:
@@ -140,17 +134,14 @@ class RequestSpecMetrics:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """accepted / drafted."""
         return F.acceptance_rate(self.num_accepted_draft_tokens, self.num_draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """1 + accepted / steps (includes the bonus token)."""
         return F.mean_acceptance_length(self.num_accepted_draft_tokens, self.num_spec_steps)
 
     @property
     def per_position(self) -> tuple[float, ...]:
-        """Marginal acceptance per position: steps that accepted more than i drafts / steps."""
         return F.per_position_from_histogram(self.acceptance_histogram, self.num_spec_steps)
 
     @classmethod
@@ -334,11 +325,9 @@ class GenerationResult:
     completion_tokens: int
     """Completion tokens: the final usage total when sent, else the running count."""
     ttft_s: float | None
-    """Time from sending the request to the first chunk with output."""
+    """It, `decode_tok_s` and `e2e_tok_s`: as `vllm bench serve` (module docstring)."""
     decode_tok_s: float | None
-    """(tokens − 1)/(t_last − t_first); None with fewer than 2 tokens."""
     e2e_tok_s: float | None
-    """tokens/(t_last − t_start)."""
     tokens_per_chunk: Mapping[int, int]
     """Histogram: tokens a chunk carried → number of chunks (estimated when `approximate`)."""
     chunks: int
@@ -365,10 +354,6 @@ class GenerationResult:
     """llama-server's last `timings` of this request (its draft counts)."""
     itl_s: tuple[float, ...] = ()
     """Gaps between successive chunks with output: `vllm bench serve`'s ITL list of this request."""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.cancelled
 
 
 @dataclass(slots=True, eq=False)

@@ -38,26 +38,20 @@ class PerRequestSpec(Protocol):
     """vLLM's per-request spec-decode numbers (`core.http.generation.RequestSpecMetrics`)."""
 
     @property
-    def num_spec_steps(self) -> int:
-        """Verify steps of this request that had drafts."""
-
+    def num_spec_steps(self) -> int: ...
     @property
     def acceptance_rate(self) -> float | None: ...
-
     @property
     def mean_acceptance_length(self) -> float | None: ...
-
     @property
-    def per_position(self) -> tuple[float, ...]:
-        """Marginal acceptance per draft position."""
+    def per_position(self) -> tuple[float, ...]: ...
 
 
 class DraftTimings(Protocol):
     """llama-server's `timings` of this request (`core.http.engines.LlamaTimings`)."""
 
     @property
-    def acceptance_rate(self) -> float | None:
-        """draft_n_accepted / draft_n; None when the request has not drafted."""
+    def acceptance_rate(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +82,7 @@ def prompt_acceptance(
     Args:
         counters: the counter rates of the window (the prompt's, or a time window); None when unknown.
         scope: `rates.attribute`'s verdict for that window ("engine-wide" for a time window).
-        per_request: vLLM's per-request metrics of the prompt, once its final chunk arrived.
-        timings: llama-server's latest timings of the prompt (per chunk while it streams).
+        per_request, timings: the prompt's, from its stream (module docstring, 1 and 2).
     """
     if per_request is not None:
         positions = tuple(per_request.per_position)

@@ -170,9 +170,8 @@ class ScrapeFilter:
     slow_interval_s: float = SLOW_INTERVAL_S
     """The slow tier's age at most (seconds)."""
     idle_hot_interval_s: float = IDLE_HOT_INTERVAL_S
-    """On an idle server, the activity tier (`ACTIVITY_NAMES`) is asked instead of the hot tier
-    while the hot answer is younger than this (seconds); 0: the hot tier at every scrape. The hot
-    tier is asked again at once when an activity sample moves."""
+    """The hot answer's age at most while an idle server gets the activity tier (seconds); 0: the
+    hot tier at every scrape."""
     once: bool = False
     """One-off scrapes (`snapshot`): one filtered request for every name, no probe."""
 
@@ -243,12 +242,6 @@ def _activity_marks(text: str) -> Marks:
     return _marks(text, ACTIVITY_NAMES)  # whole names: a line of one starts with it
 
 
-def _is_idle(marks: Marks) -> bool:
-    """Nothing running or waiting on any engine (and the gauges there to say so)."""
-    gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
-    return bool(gauges) and not any(gauges)
-
-
 _IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
 
 
@@ -296,7 +289,7 @@ class TieredScraper:
         self._all_names = frozenset(ALL_NAMES)
         self.state = ScrapeState()
         self._slow_text = ""
-        self._slow_t: float | None = None
+        self._slow_t = 0.0
         self._marks: Marks = {}
         self._slow_marks: Marks = {}
         """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
@@ -312,11 +305,8 @@ class TieredScraper:
         """Probes made (tests and the benchmark read it)."""
 
     def reset(self) -> None:
-        """Probe again at the next scrape."""
+        """Probe again at the next scrape (which sets every tier's state afresh)."""
         self.state = ScrapeState(full_bytes=self.state.full_bytes)
-        self._slow_text = ""
-        self._slow_t = None
-        self._quiet = None
 
     async def scrape(self, *, fresh: bool = False) -> str:
         """The page text of one scrape (a full page, or the newest hot + slow answers).
@@ -380,7 +370,6 @@ class TieredScraper:
         self.probes += 1
         page = await self._fetch(FULL_PATH)
         self._marks = _restart_marks(page)
-        self._slow_text, self._slow_t = "", None
         schema = detect_schema(page)
         on_page = frozenset(sample_names(page)) if schema == "vllm" else frozenset()
         hot = slow = ""
@@ -411,7 +400,9 @@ class TieredScraper:
     def _took_hot(self, hot: str, now: float) -> None:
         self._hot_text, self._hot_t = _terminated(hot), now
         marks = _activity_marks(hot)
-        self._quiet = marks if _is_idle(marks) else None
+        # idle: nothing running or waiting on any engine (and the gauges there to say so)
+        gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
+        self._quiet = marks if gauges and not any(gauges) else None
 
     def _idle_due(self, fresh: bool, now: float) -> bool:
         """Ask the activity tier instead of the hot one: the last hot answer showed an idle server,
@@ -487,8 +478,6 @@ class TieredScraper:
     def _slow_due(self, now: float) -> bool:
         """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
         it was fetched (asked before a scrape and after a hot-only answer: the module docstring)."""
-        if self._slow_t is None:
-            return True
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
 
 

@@ -19,7 +19,6 @@ from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, HISTOGRAM_FIELDS, Histogram, MetricsSnapshot
 
 Scope = Literal["this request", "engine-wide"]
-StepsSource = Literal["drafts", "itl", "iteration_tokens", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +55,8 @@ class Rates:
     """Share of emitted tokens that were accepted drafts: Δaccepted / Δgeneration_tokens."""
     server_tok_s: float | None = None
     """Δgeneration_tokens / Δt (all requests on the engine)."""
-    prompt_tok_s: float | None = None
     steps_per_s: float | None = None
-    """Engine steps per second; `steps_source` says which counter gave it."""
-    steps_source: StepsSource = "none"
-    """"drafts" (speculating, ≤ 1 request running), "itl" (ITL count; ≤ 1 running, or no better
-    counter), "iteration_tokens" (several requests: `iteration_tokens_total_count`, one per engine step)."""
+    """Engine steps per second, from the counter that counts them at the window's batch size."""
     mean_step_s: float | None = None
     """Mean time between a request's outputs (engine step): ITL Δsum / Δcount."""
     tokens_per_step: float | None = None
@@ -148,8 +143,17 @@ def delta_rates(
     hist = {name: _hist_delta(getattr(base, name), getattr(after, name)) for name in HISTOGRAM_FIELDS}
     itl_count, iter_count = hist["itl"][1], hist["iteration_tokens"][1]
 
+    # Engine steps: with one request running, drafts (speculating) or ITL observations; with several,
+    # iteration_tokens (drafts and ITL count once per request per step, iteration_tokens once per
+    # engine step, per API server), else ITL.
+    single = max_running is not None and max_running <= 1
+    if single and after.speculative and drafts > 0:
+        steps = drafts
+    elif (single and itl_count > 0) or not iter_count:
+        steps = itl_count
+    else:
+        steps = iter_count
     rate_dt = dt_s if dt_s is not None and dt_s > 0 else None
-    steps, source = _steps_per_s(after.speculative, drafts, itl_count, iter_count, rate_dt, max_running)
 
     return Rates(
         window_label=label,
@@ -169,9 +173,7 @@ def delta_rates(
         self_check_residual=residual,
         output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
-        prompt_tok_s=prompt / rate_dt if rate_dt is not None else None,
-        steps_per_s=steps,
-        steps_source=source,
+        steps_per_s=steps / rate_dt if rate_dt is not None and steps > 0 else None,
         mean_step_s=F.histogram_mean(*hist["itl"]),
         tokens_per_step=F.ratio(gen, itl_count),
         mean_ttft_s=F.histogram_mean(*hist["ttft"]),
@@ -180,33 +182,6 @@ def delta_rates(
         drafted_share=F.drafted_share(drafts, itl_count) if after.speculative else None,
         max_running=max_running,
     )
-
-
-def _steps_per_s(
-    speculative: bool | None,
-    drafts: float,
-    itl_count: float,
-    iter_count: float,
-    rate_dt: float | None,
-    max_running: float | None,
-) -> tuple[float | None, StepsSource]:
-    """Engine steps per second and which counter says so: with one request running, drafts (with
-    speculation) or ITL observations; with several, iteration_tokens (once per engine step, per API
-    server), else ITL."""
-    if rate_dt is None:
-        return None, "none"
-    single = max_running is not None and max_running <= 1
-    if single and speculative and drafts > 0:
-        return drafts / rate_dt, "drafts"
-    if single and itl_count > 0:
-        return itl_count / rate_dt, "itl"
-    if iter_count > 0:
-        # Several requests: drafts and ITL count once per request per step; iteration_tokens once
-        # per engine step (per API server).
-        return iter_count / rate_dt, "iteration_tokens"
-    if itl_count > 0:
-        return itl_count / rate_dt, "itl"
-    return None, "none"
 
 
 def attribute(running: Iterable[float | None]) -> Scope:
@@ -257,11 +232,6 @@ class Collector:
     def latest_t(self) -> float | None:
         """When the newest snapshot was added."""
         return self._history[-1][0] if self._history else None
-
-    @property
-    def baseline_t(self) -> float | None:
-        """Timestamp of the oldest snapshot kept (windows cannot reach further back)."""
-        return self._history[0][0] if self._history else None
 
     @property
     def idle(self) -> bool:

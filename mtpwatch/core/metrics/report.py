@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mtpwatch.core.metrics import formulas as F
 from mtpwatch.core.metrics.engines import ENGINE_NOTES, engine_of_schema
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, finite_or_none
@@ -50,6 +51,6 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
         "mean_tpot_s": finite_or_none(r.mean_tpot_s),
         "tokens_per_step": finite_or_none(r.tokens_per_step),
         "engine": engine_of_schema(after.schema),
-        "mean_draft_length": finite_or_none(r.draft_tokens / r.drafts) if r.drafts else None,
+        "mean_draft_length": finite_or_none(F.ratio(r.draft_tokens, r.drafts)),
         "missing": dict(ENGINE_NOTES.get(engine_of_schema(after.schema), {})),
     }

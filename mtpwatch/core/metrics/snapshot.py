@@ -161,7 +161,7 @@ class MetricsSnapshot:
     """Labels of `cache_config_info` (block_size, num_gpu_blocks, gpu_memory_utilization, …) but `engine`."""
     exposition: Exposition = "prometheus"
     """The page's format: Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's
-    Rust frontend: no `_created`, so `created` is None and only counters going down show a restart)."""
+    Rust frontend: module docstring)."""
 
     def speculating(self, configured: bool = False) -> bool | None:
         """Whether the server speculates: `speculative`, but on an OpenMetrics page (vLLM's Rust
@@ -227,12 +227,6 @@ def _choose_model(
     return (names[0] if names else None), names
 
 
-def drafted(per_pos: Mapping[int, float], draft_tokens: float) -> bool:
-    """Whether a server that exports its spec counters with or without a drafter (llama.cpp, vLLM's
-    Rust frontend) speculates: it has per-position counts or has drafted a token."""
-    return bool(per_pos) or draft_tokens > 0
-
-
 def finite_or_none(x: float | None) -> float | None:
     """`x`, or None for None, NaN and ±Inf: a gauge may be NaN (Prometheus allows it) and JSON has no
     NaN/Infinity; the UI and JSON show "unknown" (null) instead."""
@@ -272,7 +266,7 @@ def snapshot_from_samples(
     counter_map = _COUNTERS[schema]
     gauge_map = _GAUGES[schema]
     plen = len(prefix)
-    acc = _Fold()
+    acc = Fold()
     sums, gauges, per_pos, engines = acc.sums, acc.gauges, acc.per_pos, acc.engines
     # A series that appears twice would be summed twice (doubled drafts, wrong mean acceptance
     # length); the exposition format forbids it, so say so instead of showing wrong numbers.
@@ -319,8 +313,9 @@ def snapshot_from_samples(
 
 
 @dataclass(slots=True)
-class _Fold:
-    """What one page adds up to, per family, before it becomes a `MetricsSnapshot`."""
+class Fold:
+    """What one page (or a Prometheus target's counters) adds up to, per family, before it becomes a
+    `MetricsSnapshot`."""
 
     sums: dict[str, float] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
@@ -343,9 +338,11 @@ class _Fold:
         created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
         accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
-        # llama.cpp and vLLM's Rust frontend export the spec counters whether or not they speculate
-        exported = schema == "llamacpp" or exposition == "openmetrics"
-        speculative = drafted(per_pos, sums.get("draft_tokens", 0.0)) if exported else self.spec_seen
+        # vLLM's Python server exports the drafts counter only when speculating; the others: module docstring
+        if schema == "llamacpp" or exposition == "openmetrics":
+            speculative = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
+        else:
+            speculative = self.spec_seen
         kv = finite_or_none(gauges.get("kv_cache_usage"))
         running = finite_or_none(gauges.get("requests_running"))
         waiting = finite_or_none(gauges.get("requests_waiting"))
@@ -373,7 +370,7 @@ class _Fold:
         )
 
 
-def _fold_other(acc: _Fold, short: str, labels: dict[str, str], s: Sample) -> None:
+def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> None:
     """The families past counters, gauges and per-position counts: `_created` times, finished
     requests, the cache config and the histograms; anything else is ignored."""
     value = s.value

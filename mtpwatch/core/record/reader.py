@@ -29,11 +29,6 @@ class Recording:
         """The clock at the start of the recording."""
         return float(self.header["t"])
 
-    @property
-    def duration_s(self) -> float:
-        """Seconds from the start to the last record."""
-        return (float(self.records[-1]["t"]) - self.t0) if self.records else 0.0
-
     def session(self) -> dict[str, Any]:
         """The 'session' mark (mode, title, servers, display settings); empty if missing."""
         marks = (r for r in self.records if r["kind"] == "mark" and r.get("what") == "session")

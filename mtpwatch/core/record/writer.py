@@ -83,9 +83,10 @@ class Recorder:
         """What was watched: mode, title, display settings, servers (label, url, model)."""
         self.write({"kind": "mark", "t": self._clock(), "what": "session", **info})
 
-    def server(self, s: int, t: float, info: Mapping[str, Any]) -> None:
-        """What server `s` is: model, method, k, vLLM version, GPU, the bandwidth model's inputs."""
-        self.write({"kind": "server", "t": t, "s": s, **info})
+    def record(self, kind: str, s: int, t: float, **fields: Any) -> None:
+        """A record of server `s` whose fields are given as they are ('server', 'down', 'prompt',
+        'end', 'done', 'nvml': docs/recording.md says what each holds and when it is written)."""
+        self.write({"kind": kind, "t": t, "s": s, **fields})
 
     def life(self, s: int, t: float, what: str, detail: str = "") -> None:
         """A server lifecycle event: 'launched', 'failed', 'stopped', 'restart' (counters reset)."""
@@ -106,18 +107,9 @@ class Recorder:
             self._via[s] = via
         self.write(record)
 
-    def down(self, s: int, t: float, reason: str) -> None:
-        """A failed scrape, with its one-line reason."""
-        self.write({"kind": "down", "t": t, "s": s, "reason": reason})
-
-    def prompt(self, s: int, t: float, text: str) -> None:
-        """A console prompt sent to server `s` (its window starts at `t`)."""
-        self.write({"kind": "prompt", "t": t, "s": s, "text": text})
-
-    def events(self, s: int, events: Iterable[StreamEvent]) -> None:
-        """Stream events as they arrived (arrival time, tokens, text, token ids, finish)."""
-        for event in events:
-            self.write({"kind": "ev", "s": s, **encode_event(event)})
+    def event(self, s: int, event: StreamEvent) -> None:
+        """A stream event as it arrived (arrival time, tokens, text, token ids, finish)."""
+        self.write({"kind": "ev", "s": s, **encode_event(event)})
 
     def result(self, s: int, t: float, *, t_start: float | None, error: str | None, cancelled: bool) -> None:
         """The stream ended at `t` (its `GenerationStats.finish` time)."""
@@ -127,20 +119,6 @@ class Recorder:
         if cancelled:
             record["cancelled"] = True
         self.write(record)
-
-    def end(self, s: int, t: float) -> None:
-        """The generation call returned (or was cancelled) at `t`: the prompt's last token time."""
-        self.write({"kind": "end", "t": t, "s": s})
-
-    def done(self, s: int, t: float) -> None:
-        """The prompt's window closed at `t` (after the scrape that follows the last token)."""
-        self.write({"kind": "done", "t": t, "s": s})
-
-    def nvml(self, s: int, t: float, reading: Mapping[str, Any] | None) -> None:
-        """A new NVML/GPM reading of the local GPU (`HardwareReading.to_json`); None: sampler stopped."""
-        self.write(
-            {"kind": "nvml", "t": t, "s": s, "reading": dict(reading) if reading is not None else None}
-        )
 
     def mark(self, t: float, what: str, **fields: Any) -> None:
         """A session event: 'quit', a speed-up line, … (free-form, for people reading the file)."""

@@ -5,18 +5,15 @@ Every number is one PromQL query over the chosen window W, grouped by `instance`
 
 - counters: `sum by (…) (increase(NAME[W]))` for drafts, draft tokens, accepted tokens, generated
   tokens and accepted-per-position. Prometheus' own `increase()` handles counter resets (a restarted
-  server) and extrapolates to the window's edges; the ratios shown (acceptance = Δaccepted /
-  Δdraft_tokens, mean length = 1 + Δaccepted / Δdrafts, per position = Δper_pos / Δdrafts) are then
-  vLLM's formulas, applied by `core.metrics.rates.delta_rates` to these increases exactly as to
-  direct deltas. Extrapolation multiplies every counter of one target by the same factor (their
+  server) and extrapolates to the window's edges; the ratios shown are then vLLM's formulas,
+  applied by `core.metrics.rates.delta_rates` to these increases exactly as to direct deltas.
+  Extrapolation multiplies every counter of one target by the same factor (their
   samples share timestamps), so it cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
 - freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
-  evaluated at (`vector(time())`: VictoriaMetrics answers 30 s behind), and `up` per instance: a
-  series whose newest sample is older than `prometheus_fit.stale_limit` is "stale"; an instance with
-  `up == 0` is "down"; one seen in the last hour but silent now is "missing" (`probe_queries`).
-- the window: never shorter than 4 scrape intervals measured from the data, flagged when longer than
-  the store's history (`core.sources.prometheus_fit`); `resets()` marks a restarted server.
+  evaluated at (`vector(time())`), and `up` per instance (`up == 0`: "down"); "stale", "missing"
+  (`probe_queries`) and the window's fit to the store's scrape interval and history:
+  `core.sources.prometheus_fit`; `resets()` marks a restarted server.
 - the method: vLLM does not export it, so the rows take a `spec_method` target label where the
   scrape config sets one.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
@@ -43,14 +40,7 @@ from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
 from mtpwatch.core.metrics.rates import delta_rates
-from mtpwatch.core.metrics.snapshot import (
-    COUNTER_FIELDS,
-    FAMILY_NAMES,
-    Histogram,
-    MetricsSnapshot,
-    Schema,
-    drafted,
-)
+from mtpwatch.core.metrics.snapshot import COUNTER_FIELDS, FAMILY_NAMES, Fold, MetricsSnapshot, Schema
 from mtpwatch.core.sources.prometheus_fit import (
     INTERVAL_INSTANCES,
     INTERVAL_SPAN_S,
@@ -326,7 +316,7 @@ class PrometheusSource:
         self.clock = clock
         self._timeout = timeout
         self.stats = QueryStats()
-        """Running totals; `read()` reports each refresh's own."""
+        """What the current refresh asked so far (`read()` starts it afresh and reports it)."""
         self._interval: tuple[float, float | None] | None = None  # (when asked, seconds)
         self._seen: tuple[float, dict[Key, tuple[str | None, int | None]]] | None = None
         self._http = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(timeout), transport=transport)
@@ -384,7 +374,7 @@ class PrometheusSource:
             PrometheusError: Prometheus unreachable or a query refused.
         """
         t = self.clock() if at is None else at
-        before = QueryStats(**vars(self.stats))
+        self.stats = spent = QueryStats()
         t0 = time.perf_counter()
         interval, seen = await self._probe(t)
         window, note = fit_window(window_s, interval)
@@ -412,13 +402,7 @@ class PrometheusSource:
                 f"the store answers {lag:.0f} s behind (its latency offset): ages are taken at its time"
             )
         fit = StoreFit(window_s, window, interval, lag, tuple(notes))
-        spent = QueryStats(
-            self.stats.queries - before.queries,
-            self.stats.series - before.series,
-            self.stats.bytes - before.bytes,
-            time.perf_counter() - t0,
-        )
-        self.stats.seconds += spent.seconds
+        spent.seconds = time.perf_counter() - t0
         return FleetRead(mark_outliers(rows), fit, spent, t)
 
     async def _probe(self, t: float) -> tuple[float | None, dict[Key, tuple[str | None, int | None]]]:
@@ -436,8 +420,6 @@ class PrometheusSource:
                 seen[_key(metric)] = (metric.get("spec_method"), int(v) if v else None)
             self._seen = (t, seen)
         if self._interval is None or t - self._interval[0] > 300 or self._interval[1] is None:
-            # the scrape interval: median gap between raw samples of a few instances (not samples per
-            # span, which reads young series as slowly scraped)
             few = sorted({k[0] for k in self._seen[1]})[:INTERVAL_INSTANCES]
             matrices = await asyncio.gather(*(self.query(interval_query(i, self.selector), t) for i in few))
             self._interval = (t, median_gap([item for m in matrices for item in m]))
@@ -461,17 +443,15 @@ class PrometheusSource:
         history: tuple[tuple[float, float], ...],
     ) -> FleetRow:
         counters = g.counters
-        spec = speculative(g.schema, g.has_drafts_series, counters, g.per_pos)
-        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, spec)
+        after = counters_snapshot(g.model, {**counters, **g.gauges}, g.per_pos, g.schema, g.has_drafts_series)
         if g.engine is not None:
             after = replace(after, engines=(g.engine,))
-        per_pos = after.accepted_per_pos
-        before = MetricsSnapshot(schema=g.schema, model=g.model, accepted_per_pos=tuple(0.0 for _ in per_pos))
+        before = MetricsSnapshot(schema=g.schema, model=g.model)  # positions count from 0 (`delta_rates`)
         rates = delta_rates(before, after, window_s, f"{_duration(window_s)} (Prometheus)")
         reason = ""
         state = None
         est_k: int | None = None
-        if spec and not per_pos and after.drafts > 0:
+        if after.speculative and not after.accepted_per_pos and after.drafts > 0:
             reason = "no per-position series (older vLLM): k estimated from draft tokens / drafts"
             if g.schema == "vllm":
                 est_k = round(after.draft_tokens / after.drafts)
@@ -495,46 +475,30 @@ class PrometheusSource:
         )
 
 
-def speculative(
-    schema: Schema, drafts_series: bool, values: Mapping[str, float], per_pos: Mapping[int, float]
-) -> bool:
-    """Whether the target speculates: vLLM has a drafts series only then; llama-server exports its
-    draft counters either way (`snapshot.drafted`)."""
-    return drafts_series if schema == "vllm" else drafted(per_pos, values.get("draft_tokens", 0.0))
-
-
 def counters_snapshot(
-    model: str | None, values: Mapping[str, float], per_pos: Mapping[int, float], schema: Schema, spec: bool
+    model: str | None,
+    values: Mapping[str, float],
+    per_pos: Mapping[int, float],
+    schema: Schema,
+    drafts_series: bool,
 ) -> MetricsSnapshot:
     """A snapshot of counter and gauge values by query name (`COUNTERS`, `GAUGES`, and the target's
-    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position."""
-    k = (max(per_pos) + 1) if per_pos else 0
-
-    def hist(name: str) -> Histogram | None:
-        if f"{name}_count" not in values:
-            return None
-        return Histogram(values[f"{name}_count"], values.get(f"{name}_sum", 0.0))
-
-    totals: dict[str, Any] = {name: values.get(name, 0.0) for name in COUNTER_FIELDS}
-    return MetricsSnapshot(
-        schema=schema,
-        model=model,
-        speculative=spec,
-        num_speculative_tokens=k,
-        **totals,
-        accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
-        itl=hist("itl"),
-        ttft=hist("ttft"),
-        requests_running=values.get("running"),
-        requests_waiting=values.get("waiting"),
-        kv_cache_usage=values.get("kv_usage"),
+    `prompt_tokens`, `itl_count`/`_sum`, `ttft_count`/`_sum`) and accepted tokens by position, folded
+    as a page's (`snapshot.Fold`: whether it speculates is the page's rule, a drafts series on vLLM)."""
+    fold = Fold(
+        sums={name: values[name] for name in COUNTER_FIELDS if name in values},
+        gauges={_FIELDS[key]: values[key] for key in GAUGES if key in values},
+        per_pos=dict(per_pos),
+        hists={
+            h: (values[f"{h}_count"], values.get(f"{h}_sum", 0.0))
+            for h in ("itl", "ttft")
+            if f"{h}_count" in values
+        },
+        spec_seen=drafts_series,
     )
+    return fold.snapshot(schema, model, (), "prometheus")
 
 
 def _first(result: list[Any]) -> float | None:
-    """The value of a one-element vector (or a scalar's [t, "v"]), None when empty."""
-    if result and isinstance(result[0], dict):
-        return value_of(result[0])
-    if len(result) == 2 and not isinstance(result[0], dict):
-        return value_of({"value": result})
-    return None
+    """The value of a one-element vector (`vector(time())`, `max(…)`), None when empty."""
+    return value_of(result[0]) if result else None

@@ -3,7 +3,7 @@
 - **Scrape interval, from the data.** The median gap between the raw samples of the last 10 minutes
   (`INTERVAL_SPAN_S`) of a few instances (`INTERVAL_INSTANCES`, `prometheus.interval_query`): the
   store's real scrape interval, whatever its configuration says (Grafana's `$__rate_interval` uses
-  the configured one for the same purpose).
+  the configured one for the same purpose); not samples per span, which reads young series as slow.
 - **Window.** A window shorter than `MIN_SAMPLES` scrape intervals holds fewer than two samples of
   some series, and `increase()` then answers nothing (every row reads idle). `fit_window` widens it to
   4 intervals — Grafana's `$__rate_interval` floor (max($__interval + scrape interval,

@@ -18,7 +18,6 @@ from mtpwatch.core.sources.prometheus import (
     label_value,
     points,
     position_of,
-    speculative,
     value_of,
     vector,
 )
@@ -75,9 +74,7 @@ async def target_snapshot(
     schema, drafts_series = _schema(by["schema"])
     if schema == "none":
         return MetricsSnapshot()
-    return counters_snapshot(
-        model, values, per_pos, schema, speculative(schema, drafts_series, values, per_pos)
-    )
+    return counters_snapshot(model, values, per_pos, schema, drafts_series)
 
 
 def _schema(present: Iterable[Mapping[str, Any]]) -> tuple[Schema, bool]:
@@ -121,7 +118,5 @@ async def target_history(
                     pos_at.setdefault(t, {})[pos] = v
     out: list[tuple[float, MetricsSnapshot]] = []
     for t in sorted(at):
-        values, per_pos = at[t], pos_at.get(t, {})
-        spec = speculative(schema, drafts_series, values, per_pos)
-        out.append((t, counters_snapshot(model, values, per_pos, schema, spec)))
+        out.append((t, counters_snapshot(model, at[t], pos_at.get(t, {}), schema, drafts_series)))
     return out

@@ -271,7 +271,7 @@ def test_backoff_refuses_a_shrinking_sequence() -> None:
 def test_connection_state_down_and_up() -> None:
     now = [1_000_000.0]
     state = ConnectionState(clock=lambda: now[0])
-    assert state.status().state == "unknown"
+    assert state.status.state == "unknown"
     assert state.success().state == "up"
     now[0] += 10
     down = state.failure("connection refused")

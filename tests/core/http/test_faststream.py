@@ -56,7 +56,7 @@ async def test_same_result_as_httpx_on_the_simulator(chat: bool) -> None:
             results[fast] = await asyncio.wait_for(client.generate(request, on_event=events.append), 60)
             assert [e.completion_tokens for e in events] == sorted(e.completion_tokens for e in events)
     fast_result, httpx_result = results[True], results[False]
-    assert fast_result.ok and fast_result.completion_tokens == 120
+    assert fast_result.error is None and not fast_result.cancelled and fast_result.completion_tokens == 120
     assert fast_result.token_ids is not None and len(fast_result.token_ids) == 120
     assert max(fast_result.tokens_per_chunk) > 1  # MTP chunks carry several tokens
     assert parity(fast_result) == parity(httpx_result)
@@ -288,7 +288,9 @@ async def test_refused_extension_is_retried_without_it_on_the_fast_path() -> Non
     async with raw_server(script) as (url, seen), VllmClient(url, fast_stream=True) as client:
         result = await asyncio.wait_for(client.generate(GenerationRequest("p")), 20)
     assert len(seen.bodies) == 2 and "continuous_usage_stats" not in seen.bodies[1]["stream_options"]
-    assert result.ok and result.text == TEXT and result.fallback is not None
+    assert (
+        result.error is None and not result.cancelled and result.text == TEXT and result.fallback is not None
+    )
 
 
 @pytest.mark.parametrize("fast", PATHS)

@@ -90,7 +90,7 @@ async def test_completions_body_and_exact_counts() -> None:
     assert seen[0]["stream"] is True and seen[0]["temperature"] == 0.0 and seen[0]["model"] == "m"
     assert seen[0]["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
     assert seen[0]["return_token_ids"] is True and seen[0]["prompt"] == "hi"
-    assert result.ok and result.text == " a b c d e f g h i"
+    assert result.error is None and not result.cancelled and result.text == " a b c d e f g h i"
     assert result.completion_tokens == 9 and not result.approximate
     assert dict(result.tokens_per_chunk) == {1: 1, 3: 1, 5: 1}
     # FakeClock: start 0.1, events 0.2, 0.3, 0.4 (usage chunk 0.5 is not output).
@@ -134,7 +134,7 @@ async def test_fallback_when_server_refuses_continuous_usage() -> None:
     async with client_for(handler) as client:
         result = await client.generate(GenerationRequest("p"))
     assert len(bodies) == 2 and bodies[1]["stream_options"] == {"include_usage": True}
-    assert result.ok and result.approximate and result.tokens_exact
+    assert result.error is None and not result.cancelled and result.approximate and result.tokens_exact
     assert result.completion_tokens == 9  # the final usage total wins over the estimate (3)
     assert result.fallback is not None and "continuous_usage_stats" in result.fallback
 
@@ -145,7 +145,7 @@ async def test_server_that_ignores_continuous_usage_is_approximate() -> None:
 
     async with client_for(handler) as client:
         result = await client.generate(GenerationRequest("p"))
-    assert result.ok and result.approximate and not result.tokens_exact
+    assert result.error is None and not result.cancelled and result.approximate and not result.tokens_exact
     assert result.completion_tokens == 3 and result.fallback is not None
 
 
@@ -194,7 +194,7 @@ async def test_body_that_raises_mid_stream_gives_result_with_error() -> None:
         result = await client.generate(GenerationRequest("p"))
     assert result.text == " alpha beta" and result.completion_tokens == 2
     assert result.error is not None and "broke after 2 tokens" in result.error
-    assert not result.ok and not result.cancelled
+    assert result.error is not None and not result.cancelled
     assert body.closed.is_set()
 
 

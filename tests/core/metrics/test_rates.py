@@ -170,7 +170,7 @@ def test_created_change_is_a_restart_even_when_counters_grow() -> None:
     assert is_restart(before, MetricsSnapshot())  # stats gone (schema "none"): no common baseline
 
 
-def test_histogram_means_and_steps_source() -> None:
+def test_histogram_means_and_steps_per_s() -> None:
     itl0 = Histogram(count=10.0, sum=0.5)
     itl1 = Histogram(count=30.0, sum=1.5)
     it0 = Histogram(count=10.0, sum=40.0)
@@ -190,10 +190,10 @@ def test_histogram_means_and_steps_source() -> None:
     assert r.mean_step_s == pytest.approx((1.5 - 0.5) / (30 - 10))
     assert r.mean_ttft_s == pytest.approx((0.8 - 0.2) / 2)
     assert r.tokens_per_step == pytest.approx(60.0 / 20.0)
-    assert (r.steps_source, r.steps_per_s) == ("drafts", pytest.approx(25.0 / 2.0))
+    assert r.steps_per_s == pytest.approx(25.0 / 2.0)  # drafts
     # Two requests running: drafts and ITL count once per request per step; iteration_tokens per step.
     r2 = delta_rates(before, replace(after, requests_running=2.0), 2.0, "w")
-    assert (r2.steps_source, r2.steps_per_s) == ("iteration_tokens", pytest.approx(10.0 / 2.0))
+    assert r2.steps_per_s == pytest.approx(10.0 / 2.0)  # iteration_tokens
     # Not speculating, one request: ITL count.
     r3 = delta_rates(
         replace(before, speculative=False, drafts=0.0),
@@ -201,7 +201,7 @@ def test_histogram_means_and_steps_source() -> None:
         2.0,
         "w",
     )
-    assert (r3.steps_source, r3.steps_per_s) == ("itl", pytest.approx(20.0 / 2.0))
+    assert r3.steps_per_s == pytest.approx(20.0 / 2.0)  # ITL count
 
 
 def series(n: int, dt: float = 0.25, tok_per_s: float = 100.0, running: float = 1.0) -> list[MetricsSnapshot]:
@@ -296,7 +296,8 @@ def test_horizon_bounds_history() -> None:
     for i, s in enumerate(series(400)):
         c.add(s, i * 0.25)
     assert len(c) <= 10.0 / 0.25 + 2
-    assert c.baseline_t is not None and c.baseline_t <= 399 * 0.25 - 10.0
+    longest = c.window(60.0, 399 * 0.25)  # no further back than the horizon (and one scrape)
+    assert longest is not None and longest.dt_s is not None and longest.dt_s <= 10.0 + 0.25
     w = c.window(10.0, 399 * 0.25)
     assert w is not None and w.dt_s == pytest.approx(10.0)
 

@@ -1,7 +1,7 @@
 """One target read from Prometheus: the now and the history say the same of whether it speculates.
 
 A llama-server that drafts exports no per-position series here; its drafted tokens say it speculates,
-in a snapshot and in every point of its history alike (`prometheus.speculative`, one rule).
+in a snapshot and in every point of its history alike (`snapshot.Fold`: a page's rule).
 """
 
 from __future__ import annotations
