@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtpwatch.render.numbers import MISSING, fixed, percent, tok_s, vector
+from mtpwatch.render.numbers import MISSING, columns, fixed, percent, tok_s, vector
 
 
 def render_fleet(doc: dict[str, Any]) -> str:
@@ -26,11 +26,10 @@ def render_fleet(doc: dict[str, Any]) -> str:
                 f"{fixed(r['requests_running'], 0)}/{fixed(r['requests_waiting'], 0)}",
             )
         )
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     out = [f"mtpwatch fleet from {doc['source']}, window {doc['window_s']:g} s (engine-wide)"]
     out += [f"note: {n}" for n in (doc.get("store") or {}).get("notes", [])]
     out += _groups(doc.get("groups", []))
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines]
+    out += columns(lines)
     if doc["outliers"]:
         out.append(f"⚠ outliers: {', '.join(doc['outliers'])} — {doc['outlier_rule']}")
     return "\n".join(out)

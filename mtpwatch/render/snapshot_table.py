@@ -86,7 +86,4 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     ]
     if "counts" in missing:
         rows.append(("note", "", missing["counts"]))
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    body = [f"  {a:<{w0}}  {b:>{w1}}  {c}" for a, b, c in rows]
-    return "\n".join(header + body)
+    return "\n".join(header + numbers.columns(rows, right={1}, indent="  "))

@@ -25,7 +25,7 @@ from typing import Any
 from mtpwatch.core.reports import figures, reportfile
 from mtpwatch.core.reports.compare import Comparison
 from mtpwatch.core.reports.reportfile import Interval, SavedReport
-from mtpwatch.render.numbers import fixed, percent, ratio, tok_s
+from mtpwatch.render.numbers import columns, fixed, percent, ratio, tok_s
 
 #: figure name -> one line for --help
 FIGURES: dict[str, str] = {
@@ -60,14 +60,8 @@ def load_plotext() -> ModuleType | None:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
-    """Columns as wide as their widest cell, the first left-aligned, the others right; cut at `width`."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in [header, *rows]
-    ]
+    """The first column left-aligned, the others right; cut at `width`."""
+    lines = columns([header, *rows], right=range(1, len(header)))
     return "\n".join(line[:width].rstrip() for line in lines)
 
 
