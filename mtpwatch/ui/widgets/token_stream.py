@@ -263,15 +263,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     # -- text out ------------------------------------------------------------------------------
 
     @property
-    def line_count(self) -> int:
-        return len(self.lines)
-
-    @property
-    def text(self) -> str:
-        """All text written so far (wrapped)."""
-        return "\n".join(self.lines)
-
-    @property
     def pending_text(self) -> str:
         """Text not yet painted."""
         return "".join(self._pending)
