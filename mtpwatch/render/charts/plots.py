@@ -9,16 +9,23 @@ only for these one-shot figures.
 Every figure fits the width it is given (80 columns by default) and says what it shows: the
 metric, the window (measured runs, warm-ups dropped), and for speed-ups the 95 % CI and the 1.0
 break-even line.
+
+`write_svg` (`plot --svg`, for a README or a slide) turns plotext's ANSI text into an SVG of a
+terminal window with Rich (already installed with Textual), as the app's screenshots are made: no
+extra dependency, and the picture is exactly what the terminal shows (PNG would need a rasteriser
+such as cairosvg or matplotlib; none is worth a dependency here).
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import math
 import statistics
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -422,3 +429,19 @@ def report_figures(document: Mapping[str, Any], label: str | None, *, color: boo
     saved = reportfile.parse(document, path="this bench", name=label or "this bench")
     figs = draw([saved], width=80, color=color, plt=load_plotext())
     return "\n\n".join(textwrap.fill(f.title, 80) + "\n" + f.text for f in figs)
+
+
+def write_svg(path: Path, blocks: Sequence[str], *, width: int, title: str) -> None:
+    """Write an SVG of these text blocks (ANSI colours kept), `width` columns wide, to `path` (raises
+    OSError when it cannot)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(
+        record=True, width=width, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+    )
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        console.print(Text.from_ansi(block), crop=False, no_wrap=True, overflow="ignore")
+    path.write_text(console.export_svg(title=title), encoding="utf-8")
