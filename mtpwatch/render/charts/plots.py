@@ -23,7 +23,7 @@ import io
 import math
 import statistics
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -395,15 +395,6 @@ def comparison_figure(
     return Figure("compare", title, text, True)
 
 
-PerReport = Callable[[SavedReport, ModuleType | None, int, int, bool], Figure | None]
-PER_REPORT: dict[str, PerReport] = {
-    "length": speedup_vs_length,
-    "category": speedup_per_category,
-    "runs": rate_per_run,
-    "positions": acceptance_per_position,
-}
-
-
 def draw(
     reports: Sequence[SavedReport],
     *,
@@ -415,12 +406,18 @@ def draw(
 ) -> list[Figure]:
     """Every figure that the reports have data for (or only those named), in FIGURES order."""
     across = {"k": speedup_vs_k, "context": acceptance_vs_context}
+    per_report = {
+        "length": speedup_vs_length,
+        "category": speedup_per_category,
+        "runs": rate_per_run,
+        "positions": acceptance_per_position,
+    }
     out: list[Figure | None] = []
     for name in (name for name in FIGURES if not only or name in only):
         if name in across:
             out.append(across[name](reports, plt, width, height, color))
         else:
-            out += [PER_REPORT[name](report, plt, width, height, color) for report in reports]
+            out += [per_report[name](report, plt, width, height, color) for report in reports]
     return [fig for fig in out if fig is not None]
 
 
