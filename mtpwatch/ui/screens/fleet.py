@@ -186,9 +186,7 @@ class FleetScreen(FrameScreen):
         elif self.group_open is not None:
             _, model, method, k = self.group_open
             sort += f" · group {model} {method} k={k} (Escape: groups)"
-        window = self.window_s
-        if self.last_read is not None and self.last_read.fit.window_s != window:
-            window = self.last_read.fit.window_s
+        window = self.window_s if self.last_read is None else self.last_read.fit.window_s
         source = f"{len(self.fleet.urls)} servers, direct /metrics"
         if self.fleet.prometheus is not None:
             source = f"Prometheus {self.fleet.prometheus}" + (
