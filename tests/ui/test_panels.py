@@ -259,7 +259,7 @@ def test_the_method_is_named_only_when_known() -> None:
 def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
     from mtpwatch.session.views import ServerView
-    from mtpwatch.ui.markup.compact import compact_numbers
+    from mtpwatch.ui.markup.panel import compact_numbers
 
     view = ServerView(
         label="B",

@@ -15,10 +15,11 @@ from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView, StartupView, mixed_lengths
 from mtpwatch.ui.fastpaint.rows import RowRefresh
-from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup.panel import (
     ANSWERS_HINT,
+    compact_numbers,
     render_bars,
+    render_gauges,
     render_header,
     render_numbers,
     render_startup,
