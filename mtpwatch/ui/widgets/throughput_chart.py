@@ -109,9 +109,7 @@ class ThroughputChart(PlainLines):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.server_series: tuple[float, ...] = ()
-        """Server tok/s from Δgeneration_tokens, oldest first (engine-wide)."""
         self.client_series: tuple[float, ...] = ()
-        """Client decode tok/s of the current prompt, oldest first."""
         self._drawn: tuple[Any, ...] | None = None
         self._strips: list[Strip] = []
 
