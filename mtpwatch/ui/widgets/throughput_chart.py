@@ -48,8 +48,6 @@ def rasterise(
     """
     grid = [[(0, -1)] * width for _ in range(height)]
     dots_x, dots_y = 2 * width, 4 * height
-    if width <= 0 or height <= 0:
-        return grid
 
     def plot(x: int, y: int, index: int) -> None:
         row = dots_y - 1 - y
