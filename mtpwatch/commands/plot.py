@@ -71,14 +71,12 @@ def command(
     blocks = [("\n".join(textwrap.wrap(fig.title, width)) or fig.title) + "\n" + fig.text for fig in figs]
     click.echo("\n\n".join(blocks), color=use_color)
     if svg_path is not None:
-        from mtpwatch.render.charts.svg import write_svg
-
         if plt is not None and not use_color:  # the SVG is in colour: draw the figures again with it
             figs = plots.draw(loaded, only=names, width=width, height=height, color=True, plt=plt)
             blocks = ["\n".join(textwrap.wrap(f.title, width)) + "\n" + f.text for f in figs]
         try:
             title = "mtpwatch plot " + " ".join(r.name for r in loaded)
-            write_svg(svg_path, blocks, width=width, title=title)
+            plots.write_svg(svg_path, blocks, width=width, title=title)
         except OSError as exc:
             raise click.ClickException(f"cannot write {svg_path}: {exc.strerror or exc}") from None
         click.echo(f"wrote {svg_path}", err=True)

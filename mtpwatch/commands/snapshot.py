@@ -21,8 +21,7 @@ from mtpwatch.core.metrics.rates import is_restart
 from mtpwatch.core.metrics.report import snapshot_report
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot, UnknownModelError, parse_snapshot
 from mtpwatch.core.provenance import ArmInfo, build_meta, parse_metadata, probe_arm
-from mtpwatch.render.fleet_table import render_fleet
-from mtpwatch.render.snapshot_table import render_table
+from mtpwatch.render.snapshot_table import render_fleet, render_table
 
 TIMEOUT_S = 5.0
 _HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]+:\d+(/.*)?$")

@@ -43,9 +43,8 @@ from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.sweeps.idle import idle_refusal, parse_sweep_ks
 from mtpwatch.core.sweeps.kscan import checked_ks, plan_k_sweep, run_k_sweep
-from mtpwatch.render.idle_table import format_idle
 from mtpwatch.render.schedule_table import format_concurrency
-from mtpwatch.render.sweep_table import format_sweep
+from mtpwatch.render.sweep_table import format_idle, format_sweep
 
 
 def sweep_options(func: Any) -> Any:

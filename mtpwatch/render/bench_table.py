@@ -156,11 +156,6 @@ def _acceptance_rows(c: _Ctx) -> list[str]:
     return [*lines, c.row("measured runs (failed)", runs), ""]
 
 
-def _arm_table(c: _Ctx) -> list[str]:
-    head = c.row("", ["A baseline", "B treatment"] if c.report.paired else ["server"], "source")
-    return [head, *_speed_rows(c), *_acceptance_rows(c)]
-
-
 def _speedup(c: _Ctx) -> list[str]:
     sp = c.overall.speedup
     if sp is None:
@@ -293,7 +288,8 @@ def format_report(
     metric = "decode tok/s" if report.primary.point.concurrency == 1 else "output tok/s"
     arms = ["a", "b"] if report.paired else ["a"]
     c = _Ctx(report, arms, dict(arm_infos or {}), metric)
-    lines = [*_header(c, workload_name), *_arm_table(c)]
+    head = c.row("", ["A baseline", "B treatment"] if report.paired else ["server"], "source")
+    lines = [*_header(c, workload_name), head, *_speed_rows(c), *_acceptance_rows(c)]
     if report.paired:
         lines += [*_speedup(c), *_categories(c), "", *_lossless(report)]
     lines += _points(report)

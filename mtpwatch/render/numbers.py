@@ -6,12 +6,13 @@ Precision is one rule per kind (the `*_DIGITS` constants); a column that needs a
 bench's three-digit request rate) passes `digits=` and says so where it does. Percentages take a
 fraction (0.62) and are written `62.0%` (`style="tight"`, the tables and reports) or `62.0 %`
 (`style="spaced"`, `snapshot` and `fleet`'s line-per-number outputs, as the TUI writes them).
+`columns` aligns the tables whose columns are as wide as their widest cell.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal
 
 MISSING = "—"
@@ -98,3 +99,12 @@ def interval(median: float, low: float, high: float, digits: int = RATIO_DIGITS)
 def vector(xs: Sequence[float | None] | None, digits: int = FIXED_DIGITS, *, none: str = MISSING) -> str:
     """Per-position rates in one line: `0.81 0.62 0.44`; `none` for an empty or missing list."""
     return " ".join(fixed(x, digits, none=none) for x in xs) if xs else none
+
+
+def columns(rows: Sequence[Sequence[str]], *, right: Collection[int] = (), indent: str = "") -> list[str]:
+    """`rows` as lines: each column as wide as its widest cell, two spaces apart, left-aligned but
+    the `right` ones; trailing blanks dropped."""
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    align = [str.rjust if i in right else str.ljust for i in range(len(widths))]
+    cells = ((a(c, w) for a, c, w in zip(align, row, widths, strict=True)) for row in rows)
+    return [(indent + "  ".join(row)).rstrip() for row in cells]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mtpwatch.core.roofline.bytemodel import kv_cache_bytes
 from mtpwatch.core.roofline.ceilings import Roofline
 from mtpwatch.core.roofline.modelconfig import GB, ModelSpec
-from mtpwatch.render.numbers import fixed, gb_s, ratio, tok_s
+from mtpwatch.render.numbers import columns, fixed, gb_s, ratio, tok_s
 
 
 def _gb(x: float) -> str:
@@ -69,9 +69,7 @@ def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, p
         rows.append(
             ("effective bandwidth", gb_s(r.effective_gbps), f"{fixed(r.pct_of_peak, 0)} % of peak ({steps})")
         )
-    w1 = max(len(a) for a, _, _ in rows)
-    w2 = max(len(v) for _, v, _ in rows)
-    lines += [f"  {a:<{w1}}  {v:>{w2}}  analytic: {c}" for a, v, c in rows]
+    lines += columns([(a, v, f"analytic: {c}") for a, v, c in rows], right={1}, indent="  ")
     lines += ["", f"  {r.summary}"]
     for note in (*target.notes, *(d.notes if d else ())):
         lines.append(f"  note: {note}")

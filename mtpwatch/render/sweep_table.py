@@ -1,21 +1,27 @@
 """The `mtpwatch sweep` table: per k, measured speed-up, acceptance and tok/s beside the advisor's
-prediction and its error; then the best k, the fit and what the engine ran."""
+prediction and its error; then the best k, the fit and what the engine ran; and the "speculation
+on, k=0" row (`core.sweeps.idle`): the 0s server against plain k=0."""
 
 from __future__ import annotations
 
+from mtpwatch.core.sweeps.idle import IDLE, IdleCost
 from mtpwatch.core.sweeps.resolve import RULE
 from mtpwatch.core.sweeps.sweep import PREDICTED_ROWS, SweepReport, SweepRow
 from mtpwatch.render.numbers import fixed, interval, ms, percent, tok_s, vector
 
 
+def _lead(k: int | str, row: SweepRow | IdleCost) -> str:
+    """A row's first columns, the measured rows' and the 0s row's: k, decode tok/s, speed-up [CI], pairs."""
+    sp = interval(row.speedup, *row.ci) if row.ci and row.speedup is not None else fixed(row.speedup)
+    return f"{k:>3}{tok_s(row.decode_tok_s):>14}{sp:>26}{row.pairs:>7}"
+
+
 def _measured(report: SweepReport, row: SweepRow) -> str:
     pred = report.advice.at(row.k) if report.advice else None
     err, sp_err = report.error(row.k), report.speedup_error(row.k)
-    ci = interval(row.speedup, *row.ci) if row.ci and row.speedup is not None else fixed(row.speedup)
     pos = vector(row.per_position, none="")
     return (
-        f"{row.k:>3}{tok_s(row.decode_tok_s):>14}{ci:>26}{row.pairs:>7}"
-        f"{percent(row.acceptance_rate):>12}"
+        f"{_lead(row.k, row)}{percent(row.acceptance_rate):>12}"
         f"{fixed(row.mean_acceptance_length):>10}{tok_s(pred.decode_tok_s if pred else None):>11}"
         f"{percent(err, signed=True):>8}{fixed(pred.speedup if pred else None):>9}"
         f"{percent(sp_err, signed=True):>8}   {pos}"
@@ -171,3 +177,26 @@ def _latency_rows(report: SweepReport) -> list[str]:
             )
             lines.append(f"{k:>3}{tag:>9}{cells}{tok_s(lat.output_throughput):>14}")
     return lines
+
+
+def format_idle(cost: IdleCost) -> str:
+    """The 0s row in the sweep table's columns, then its cost against plain k=0 with the interval."""
+    share = "" if cost.drafted_share is None else f"   drafted on {percent(cost.drafted_share)} of steps"
+    row = _lead(IDLE, cost) + share
+    k = cost.num_speculative_tokens
+    head = (
+        f"speculation on, k=0 ({IDLE}: num_speculative_tokens={k}, num_speculative_tokens_per_batch_size "
+        f"[[1, 1, 0]], k=0 at every batch size) vs no speculation (plain k=0), paired, restart schedule"
+    )
+    lines = [head, row]
+    if cost.interrupted:
+        lines.append(f"PARTIAL: {cost.interrupted}")
+    if cost.cost is not None and cost.cost_ci is not None:
+        low, high = cost.cost_ci
+        level = f"{cost.ci_coverage:.0%}"
+        lines.append(
+            f"price of leaving speculation on: {percent(cost.cost, signed=True)} of plain k=0's decode "
+            f"tok/s [{percent(low, signed=True)}, {percent(high, signed=True)}] ({level} CI, "
+            f"{cost.pairs} pairs; 1 − speed-up; plain k=0 {tok_s(cost.baseline_tok_s)} tok/s in this bench)"
+        )
+    return "\n".join(lines)

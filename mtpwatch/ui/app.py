@@ -35,7 +35,11 @@ if TYPE_CHECKING:  # the replay and the help load when used: a monitor's first f
 
 
 class MtpWatchApp(App[int]):
-    """Live monitor for vLLM speculative-decoding servers, with a prompt console."""
+    """Live monitor for vLLM speculative-decoding servers, with a prompt console.
+
+    `autostart=False` starts and polls no server (the panels wait for injected states); `replay`
+    plays a recording instead (`mtpwatch replay`).
+    """
 
     CSS_PATH = "mtpwatch.tcss"
     TITLE = "mtpwatch"
@@ -139,17 +143,8 @@ class MtpWatchApp(App[int]):
         await self.shutdown_servers()
 
 
-def make_app(
-    config: AppConfig,
-    *,
-    autostart: bool = True,
-    clock: Callable[[], float] = time.monotonic,
-    replay: ReplaySource | None = None,
-) -> MtpWatchApp:
-    """Build the app (CLI, tests and screenshots share this factory): `autostart=False` starts and
-    polls no server (the panels wait for injected states); `replay` plays a recording instead
-    (`mtpwatch replay`)."""
-    return MtpWatchApp(config, autostart=autostart, clock=clock, replay=replay)
+make_app = MtpWatchApp
+"""The app's factory, the name the CLI, tests and screenshots build it by."""
 
 
 EXIT_GRACE_S = 20.0

@@ -32,6 +32,7 @@ import sys
 import time
 
 from mtpwatch.config import AppConfig, DisplaySettings, FleetSettings
+from mtpwatch.core.fleet.rows import FleetRow
 
 INTERVAL_S = 0.25
 
@@ -89,14 +90,22 @@ async def measure_app(urls: list[str], seconds: float) -> dict[str, float]:
         assert isinstance(screen, FleetScreen) and screen.scraper is not None
         await pilot.pause(3.0)
         scraper = screen.scraper
-        ticks0, refreshes0 = scraper.stats.ticks, screen.refreshes
+        ticks0 = scraper.stats.ticks
+        frames: list[float] = []  # seconds each table update took, from now on
+        show_rows = screen.show_rows
+
+        def timed(rows: list[FleetRow]) -> None:
+            t0 = time.perf_counter()
+            show_rows(rows)
+            frames.append(time.perf_counter() - t0)
+
+        screen.show_rows = timed  # type: ignore[method-assign]
         scrapes0 = scraper.stats.scrapes + scraper.stats.failures
         t_wall, t_cpu = time.perf_counter(), time.process_time()
         await asyncio.sleep(seconds)
         cpu, wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
         # The newest entries since the window began (the lists are bounded, so not by position).
         cycles = newest(scraper.stats.cycles, scraper.stats.ticks - ticks0)
-        frames = newest(screen.refresh_times, screen.refreshes - refreshes0)
         up = sum(1 for r in screen.rows if r.state == "up")
         out = {
             "cpu_pct": 100 * cpu / wall,

@@ -61,14 +61,14 @@ async def _measure_cpu(seconds: float) -> tuple[float, float]:
             urls = [spec.url for spec in specs]
             generated_before = await _generated(urls)
             t_wall, t_cpu = time.perf_counter(), time.process_time()
-            tokens_before = sum(p.stream.line_count for p in screen.panels)
+            tokens_before = sum(len(p.stream.lines) for p in screen.panels)
             while time.perf_counter() - t_wall < seconds:
                 if not screen.generating:
                     screen.send("Write a very long essay about memory bandwidth.")
                 await asyncio.sleep(0.2)
             cpu, wall = time.process_time() - t_cpu, time.perf_counter() - t_wall
             tok_s = (await _generated(urls) - generated_before) / wall
-            lines = sum(p.stream.line_count for p in screen.panels) - tokens_before
+            lines = sum(len(p.stream.lines) for p in screen.panels) - tokens_before
             screen.cancel_generation()
             await pilot.pause(0.2)
             print(

@@ -200,7 +200,9 @@ async def test_unreachable_kinds_on_screen(kind: str, on_screen: str) -> None:
             panel = monitor_of(app.screen).panels[0]
             if kind == "silent":
                 # a stream may stay silent for minutes (long prefills): the user cancels it
-                await wait_for(pilot, lambda: "▶ hello" in panel.stream.text, "the answer to begin")
+                await wait_for(
+                    pilot, lambda: "▶ hello" in "\n".join(panel.stream.lines), "the answer to begin"
+                )
                 await pilot.press("escape")
                 await wait_for(pilot, lambda: panel.prompt_count == 1, "the prompt to be cancelled", 60)
                 assert panel.last_summary is not None and panel.last_summary.cancelled

@@ -12,8 +12,7 @@ from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.session.views import STALE_AFTER_S, stale_age
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import SimThread
-from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
-from mtpwatch.ui.markup.panel import render_numbers
+from mtpwatch.ui.markup.panel import compact_numbers, render_gauges, render_numbers
 
 
 def _plain(markup: str) -> str:

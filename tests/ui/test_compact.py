@@ -1,4 +1,4 @@
-"""80 columns: numbers packed into the width, none cut from its label (`ui.pack`, `ui.markup.compact`)."""
+"""80 columns: numbers packed into the width, none cut from its label (`ui.pack`, `panel.compact_numbers`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from textual.content import Content
 
 from mtpwatch.session.views import BandwidthView, ServerView
-from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
+from mtpwatch.ui.markup.panel import compact_numbers, render_gauges
 from mtpwatch.ui.pack import Group, pack
 from tests.ui.conftest import WaitUntil, needs_fast_paint, panel_rows
 

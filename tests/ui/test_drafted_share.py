@@ -64,7 +64,7 @@ def test_the_panel_says_how_many_steps_drafted_under_a_schedule() -> None:
 
 
 def test_the_compact_panel_says_it_too() -> None:
-    from mtpwatch.ui.markup.compact import compact_numbers
+    from mtpwatch.ui.markup.panel import compact_numbers
 
     view = _view(drafted_share=0.86, k_schedule=((1, 1, 4), (2, 8, 0)), mean_draft_len=4.0)
     assert "drafted [b]86 %[/]" in compact_numbers(view, 80)

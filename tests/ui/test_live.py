@@ -67,7 +67,7 @@ async def test_server_exits_mid_stream_no_crash(wait_until: WaitUntil) -> None:
             panel = _panel(app)
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"write a long story", "enter")
-            await wait_until(pilot, lambda: panel.stream.line_count > 1 or bool(panel.stream.pending_text))
+            await wait_until(pilot, lambda: len(panel.stream.lines) > 1 or bool(panel.stream.pending_text))
             await sim_fault(url, {"exit": True})
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert panel.last_summary is not None and panel.last_summary.error
@@ -94,7 +94,7 @@ async def test_escape_cancels_and_keeps_the_partial_answer(wait_until: WaitUntil
             panel = _panel(app)
             await wait_until(pilot, lambda: panel.view is not None and panel.view.status == "up")
             await pilot.press(*"tell me a long story", "enter")
-            await wait_until(pilot, lambda: panel.stream.line_count > 2)
+            await wait_until(pilot, lambda: len(panel.stream.lines) > 2)
             await pilot.press("escape")
             await wait_until(pilot, lambda: panel.prompt_count == 1)
             assert not monitor_of(app.screen).generating

@@ -20,8 +20,7 @@ from mtpwatch.config import AppConfig, DisplaySettings, ServerSpec
 from mtpwatch.core.metrics.rates import delta_rates
 from mtpwatch.core.metrics.snapshot import parse_snapshot
 from mtpwatch.ui.app import make_app
-from mtpwatch.ui.markup.compact import compact_numbers
-from mtpwatch.ui.markup.panel import render_header, render_numbers, render_summary
+from mtpwatch.ui.markup.panel import compact_numbers, render_header, render_numbers, render_summary
 from tests.datadir import DataDir
 from tests.feeds import monitor_of
 

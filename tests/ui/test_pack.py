@@ -10,8 +10,13 @@ from hypothesis import strategies as st
 from textual.content import Content
 from textual.markup import escape
 
-from mtpwatch.ui.markup.compact import compact_numbers
-from mtpwatch.ui.markup.panel import render_bars, render_header, render_numbers, render_summary
+from mtpwatch.ui.markup.panel import (
+    compact_numbers,
+    render_bars,
+    render_header,
+    render_numbers,
+    render_summary,
+)
 from mtpwatch.ui.markup.roofline import render_bandwidth, render_roofline_hidden
 from mtpwatch.ui.pack import cell_width
 from tests.ui import samples

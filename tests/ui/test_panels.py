@@ -175,18 +175,18 @@ async def test_answer_pane_scrolls_back_and_rewraps() -> None:
         stream.start_block("▶ prompt")
         stream.feed(" ".join(f"word{i}" for i in range(200)))
         stream.finish()
-        assert stream.following and stream.top == stream.line_count - 10
+        assert stream.following and stream.top == len(stream.lines) - 10
         stream.scroll_lines(-5)
-        assert not stream.following and stream.top == stream.line_count - 15
+        assert not stream.following and stream.top == len(stream.lines) - 15
         stream.feed(" more")
         stream.flush()
-        assert stream.top == stream.line_count - 15  # a scrolled-back view stays put
+        assert stream.top == len(stream.lines) - 15  # a scrolled-back view stays put
         stream.page(+1)
         assert stream.following
-        wide = stream.line_count
+        wide = len(stream.lines)
         await pilot.resize_terminal(120, 10)
         await pilot.pause()
-        assert stream.line_count < wide  # re-wrapped to the new width
+        assert len(stream.lines) < wide  # re-wrapped to the new width
         assert max(len(line) for line in stream.lines) <= 119
 
 
@@ -229,12 +229,12 @@ async def test_answer_pane_repaints_rows_and_jumps_while_streaming() -> None:
         for i in range(3 * height):
             stream.feed(f" w{i:02d}" * 8)
             stream.flush(final=False)
-            assert 0 <= stream.line_count - 1 - stream.top < height  # the newest line is on screen
+            assert 0 <= len(stream.lines) - 1 - stream.top < height  # the newest line is on screen
             tops.add(stream.top)
         assert 1 < len(tops) < 3 * height // 2  # it moved, in jumps, not line by line
         # The end of the answer settles the text at the bottom.
         stream.finish()
-        assert stream.top == stream.line_count - height
+        assert stream.top == len(stream.lines) - height
 
 
 def test_the_method_is_named_only_when_known() -> None:
@@ -258,7 +258,7 @@ def test_the_method_is_named_only_when_known() -> None:
 def test_compact_numbers_carry_the_three_headline_numbers() -> None:
     """80×24: tok/s, acceptance with per-position in one line, bandwidth against the peak."""
     from mtpwatch.session.views import ServerView
-    from mtpwatch.ui.markup.compact import compact_numbers
+    from mtpwatch.ui.markup.panel import compact_numbers
 
     view = ServerView(
         label="B",
@@ -469,8 +469,8 @@ async def test_a_taller_answer_pane_keeps_the_tail_at_the_bottom() -> None:
         stream.start_block("▶ prompt")
         stream.feed(" ".join(f"word{i}" for i in range(200)))
         stream.finish()
-        assert stream.top == stream.line_count - 6
+        assert stream.top == len(stream.lines) - 6
         stream.styles.height = 9
         await pilot.pause()
         assert stream.content_region.height == 9
-        assert stream.top == stream.line_count - 9  # the last line on the bottom row, no blank below
+        assert stream.top == len(stream.lines) - 9  # the last line on the bottom row, no blank below

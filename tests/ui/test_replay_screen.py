@@ -52,8 +52,8 @@ async def test_replay_keys_move_the_player_and_the_panels_follow(
         assert source.now == source.t_start and source.pos <= 2
         await pilot.press("n")  # jump to the first prompt
         assert source.now == source.prompt_times[0]
-        assert (
-            PROMPTS[0][:30] in screen.panels[0].stream.text or PROMPTS[0][:30] in screen.panels[1].stream.text
+        assert PROMPTS[0][:30] in "\n".join(screen.panels[0].stream.lines) or PROMPTS[0][:30] in "\n".join(
+            screen.panels[1].stream.lines
         )
         await pilot.press("full_stop")  # step: the next scrape
         assert source.now in source.scrape_times and not screen.playing

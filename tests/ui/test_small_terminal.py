@@ -14,8 +14,7 @@ from textual.content import Content
 from textual.pilot import Pilot
 
 from mtpwatch.ui.app import MtpWatchApp, make_app
-from mtpwatch.ui.markup.compact import compact_numbers
-from mtpwatch.ui.markup.panel import ANSWERS_HINT
+from mtpwatch.ui.markup.panel import ANSWERS_HINT, compact_numbers
 from mtpwatch.ui.markup.titles import render_replay_title, render_title
 from mtpwatch.ui.screens.monitor import MonitorScreen
 from mtpwatch.ui.widgets.prompt_input import PromptInput
@@ -145,7 +144,7 @@ async def test_the_help_has_no_scrollbar_glyphs_and_says_where_the_reader_is() -
 
 def test_a_simulated_clock_is_noted_on_the_border_and_takes_no_row_at_80x24() -> None:
     """`sim ×10 clock` beside BW took a third row of numbers in each A/B pane (their answers had 3)."""
-    from mtpwatch.ui.markup.compact import render_gauges
+    from mtpwatch.ui.markup.panel import render_gauges
 
     for view in (samples.view_baseline(), samples.view_mtp()):
         sped = dataclasses.replace(view, bandwidth=dataclasses.replace(view.bandwidth, clock_speed=10.0))

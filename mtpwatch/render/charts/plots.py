@@ -9,23 +9,30 @@ only for these one-shot figures.
 Every figure fits the width it is given (80 columns by default) and says what it shows: the
 metric, the window (measured runs, warm-ups dropped), and for speed-ups the 95 % CI and the 1.0
 break-even line.
+
+`write_svg` (`plot --svg`, for a README or a slide) turns plotext's ANSI text into an SVG of a
+terminal window with Rich (already installed with Textual), as the app's screenshots are made: no
+extra dependency, and the picture is exactly what the terminal shows (PNG would need a rasteriser
+such as cairosvg or matplotlib; none is worth a dependency here).
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import math
 import statistics
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from mtpwatch.core.reports import figures, reportfile
 from mtpwatch.core.reports.compare import Comparison
 from mtpwatch.core.reports.reportfile import Interval, SavedReport
-from mtpwatch.render.numbers import fixed, percent, ratio, tok_s
+from mtpwatch.render.numbers import columns, fixed, percent, ratio, tok_s
 
 #: figure name -> one line for --help
 FIGURES: dict[str, str] = {
@@ -60,14 +67,8 @@ def load_plotext() -> ModuleType | None:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
-    """Columns as wide as their widest cell, the first left-aligned, the others right; cut at `width`."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in [header, *rows]
-    ]
+    """The first column left-aligned, the others right; cut at `width`."""
+    lines = columns([header, *rows], right=range(1, len(header)))
     return "\n".join(line[:width].rstrip() for line in lines)
 
 
@@ -394,15 +395,6 @@ def comparison_figure(
     return Figure("compare", title, text, True)
 
 
-PerReport = Callable[[SavedReport, ModuleType | None, int, int, bool], Figure | None]
-PER_REPORT: dict[str, PerReport] = {
-    "length": speedup_vs_length,
-    "category": speedup_per_category,
-    "runs": rate_per_run,
-    "positions": acceptance_per_position,
-}
-
-
 def draw(
     reports: Sequence[SavedReport],
     *,
@@ -414,12 +406,18 @@ def draw(
 ) -> list[Figure]:
     """Every figure that the reports have data for (or only those named), in FIGURES order."""
     across = {"k": speedup_vs_k, "context": acceptance_vs_context}
+    per_report = {
+        "length": speedup_vs_length,
+        "category": speedup_per_category,
+        "runs": rate_per_run,
+        "positions": acceptance_per_position,
+    }
     out: list[Figure | None] = []
     for name in (name for name in FIGURES if not only or name in only):
         if name in across:
             out.append(across[name](reports, plt, width, height, color))
         else:
-            out += [PER_REPORT[name](report, plt, width, height, color) for report in reports]
+            out += [per_report[name](report, plt, width, height, color) for report in reports]
     return [fig for fig in out if fig is not None]
 
 
@@ -428,3 +426,19 @@ def report_figures(document: Mapping[str, Any], label: str | None, *, color: boo
     saved = reportfile.parse(document, path="this bench", name=label or "this bench")
     figs = draw([saved], width=80, color=color, plt=load_plotext())
     return "\n\n".join(textwrap.fill(f.title, 80) + "\n" + f.text for f in figs)
+
+
+def write_svg(path: Path, blocks: Sequence[str], *, width: int, title: str) -> None:
+    """Write an SVG of these text blocks (ANSI colours kept), `width` columns wide, to `path` (raises
+    OSError when it cannot)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(
+        record=True, width=width, file=io.StringIO(), force_terminal=True, color_system="truecolor"
+    )
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        console.print(Text.from_ansi(block), crop=False, no_wrap=True, overflow="ignore")
+    path.write_text(console.export_svg(title=title), encoding="utf-8")

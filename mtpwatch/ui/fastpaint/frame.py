@@ -88,8 +88,6 @@ def frame_now(repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
     the timer's to do in order. tests/ui/test_compositor.py holds these frames to what Textual's
     own show.
     """
-    if not repaints:
-        return True
     try:
         screen = next(iter(repaints)).app.screen
     except (RuntimeError, ScreenStackError):  # no app running (Textual's NoActiveAppError)

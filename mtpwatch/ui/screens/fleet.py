@@ -27,7 +27,7 @@ from mtpwatch.config import AppConfig, FleetSettings, ServerSpec
 from mtpwatch.core.fleet.groups import FleetGroup, summarise
 from mtpwatch.core.fleet.outliers import OUTLIER_RULE, GroupKey, group_key
 from mtpwatch.core.fleet.rows import FleetRow
-from mtpwatch.core.fleet.scraper import CYCLES_KEPT, FleetScraper, Target
+from mtpwatch.core.fleet.scraper import FleetScraper, Target
 from mtpwatch.core.sources.prometheus import (
     HISTORY_ONLY,
     FleetRead,
@@ -126,9 +126,6 @@ class FleetScreen(FrameScreen):
         self.scraper: FleetScraper | None = None
         self.source: PrometheusSource | None = None
         self.error = ""
-        self.refresh_times: list[float] = []
-        """Seconds each of the newest table updates took (the benchmark reads them; bounded)."""
-        self.refreshes = 0
         self.by_group: bool | None = None
         """Groups (True) or rows (False); None until the first rows decide (more than `GROUP_AT`)."""
         self.group_open: GroupKey | None = None
@@ -189,9 +186,7 @@ class FleetScreen(FrameScreen):
         elif self.group_open is not None:
             _, model, method, k = self.group_open
             sort += f" · group {model} {method} k={k} (Escape: groups)"
-        window = self.window_s
-        if self.last_read is not None and self.last_read.fit.window_s != window:
-            window = self.last_read.fit.window_s
+        window = self.window_s if self.last_read is None else self.last_read.fit.window_s
         source = f"{len(self.fleet.urls)} servers, direct /metrics"
         if self.fleet.prometheus is not None:
             source = f"Prometheus {self.fleet.prometheus}" + (
@@ -253,17 +248,12 @@ class FleetScreen(FrameScreen):
     def show_rows(self, rows: list[FleetRow]) -> None:
         """Sort and draw `rows` (by group for a large fleet); the status line says how scraping keeps
         up, what the store was asked and what is marked."""
-        t0 = time.perf_counter()
         self.rows = rows
         if self.by_group is None and rows:
             self._set_mode(len(rows) > GROUP_AT)
         shown: list[Any] = summarise(self.visible_rows()) if self.by_group else self.visible_rows()
         self._table().show(sorted(shown, key=self._sorts()[self.sort_index][1], reverse=self.reverse))
         self.query_one("#fleet-status", Static).update(Content.from_markup(self.status_line(rows)))
-        self.refresh_times.append(time.perf_counter() - t0)
-        self.refreshes += 1
-        if len(self.refresh_times) > 2 * CYCLES_KEPT:
-            del self.refresh_times[:-CYCLES_KEPT]
 
     def status_line(self, rows: list[FleetRow]) -> str:
         marked = [f"{r.name} ({', '.join(r.outliers)})" for r in rows if r.outliers]

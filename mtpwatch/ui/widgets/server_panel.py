@@ -15,10 +15,11 @@ from textual.widgets import Log, Static
 
 from mtpwatch.session.views import PromptSummary, ServerView, StartupView, mixed_lengths
 from mtpwatch.ui.fastpaint.rows import RowRefresh
-from mtpwatch.ui.markup.compact import compact_numbers, render_gauges
 from mtpwatch.ui.markup.panel import (
     ANSWERS_HINT,
+    compact_numbers,
     render_bars,
+    render_gauges,
     render_header,
     render_numbers,
     render_startup,
@@ -121,7 +122,9 @@ class ServerPanel(RowRefresh, Vertical):
         short = self.screen.has_class("-short")
         compact = short or self.screen.has_class("-narrow")
         ab = self.parent is not None and self.parent.has_class("-ab")
-        header, title = self._one(".panel-header", Static), self._title(view)
+        header = self._one(".panel-header", Static)
+        # the label, its method part following what a started server ran
+        title = render_pane_title(self._initial.label, view, starts_server=self._starts_server)
         text = render_header(view, compact=compact, width=None if short else _width(header))
         if short:  # 80×24: model, method and status go in the border; the detail keeps a row
             head, _, text = text.partition("\n")
@@ -220,10 +223,6 @@ class ServerPanel(RowRefresh, Vertical):
             found = self._found[selector] = self.query_one(selector, kind)
         assert isinstance(found, kind)
         return found
-
-    def _title(self, view: ServerView) -> str:
-        """The label, its method part following what a started server ran (`render_pane_title`)."""
-        return render_pane_title(self._initial.label, view, starts_server=self._starts_server)
 
     def _set_title(self, title: str) -> None:
         """Set the border title only when it changed: Textual repaints the whole panel on every

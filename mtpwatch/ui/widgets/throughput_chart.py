@@ -48,8 +48,6 @@ def rasterise(
     """
     grid = [[(0, -1)] * width for _ in range(height)]
     dots_x, dots_y = 2 * width, 4 * height
-    if width <= 0 or height <= 0:
-        return grid
 
     def plot(x: int, y: int, index: int) -> None:
         row = dots_y - 1 - y
@@ -109,9 +107,7 @@ class ThroughputChart(PlainLines):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.server_series: tuple[float, ...] = ()
-        """Server tok/s from Δgeneration_tokens, oldest first (engine-wide)."""
         self.client_series: tuple[float, ...] = ()
-        """Client decode tok/s of the current prompt, oldest first."""
         self._drawn: tuple[Any, ...] | None = None
         self._strips: list[Strip] = []
 

@@ -107,10 +107,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         """Queue text (event-loop thread only); the next paint of the panes shows it."""
         self._pending.append(text)
         if not self._queued:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop (a bare widget in a test): the next flush() paints it
-                return
+            loop = asyncio.get_running_loop()
             self._queued = True
             painter = _PAINTERS.get(loop)
             if painter is None:
@@ -263,15 +260,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
     # -- text out ------------------------------------------------------------------------------
 
     @property
-    def line_count(self) -> int:
-        return len(self.lines)
-
-    @property
-    def text(self) -> str:
-        """All text written so far (wrapped)."""
-        return "\n".join(self.lines)
-
-    @property
     def pending_text(self) -> str:
         """Text not yet painted."""
         return "".join(self._pending)
@@ -416,10 +404,8 @@ class _Painter:
             if frame and not frame_now(frame):
                 for widget, regions in frame.items():
                     widget.refresh(*regions)
-        except Exception as error:  # raised again in a pane's message loop: the app ends and
-            if not due:  # shows it, as for an error in Textual's own frames
-                raise
-            next(iter(due)).call_next(_raise, error)
+        except Exception as error:  # raised again in a pane's message loop: the app ends and shows it,
+            next(iter(due)).call_next(_raise, error)  # as for an error in Textual's own frames
 
 
 def _raise(error: Exception) -> None:

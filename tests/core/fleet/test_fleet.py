@@ -97,7 +97,7 @@ def test_mark_outliers_compares_only_same_model_and_k() -> None:
     assert [o["source"] for o in groups[("m", 2)]["outliers"]] == ["c"]
     assert "acceptance 0.020 vs its group's median 0.710" in groups[("m", 2)]["outliers"][0]["why"][0]
     assert doc["groups"][0]["outliers"], "groups with outliers first"
-    from mtpwatch.render.fleet_table import render_fleet
+    from mtpwatch.render.snapshot_table import render_fleet
 
     text = render_fleet(doc)
     assert "⚠ c: acceptance 0.020" in text and "k=4 where 4 of 5 of m run k=2" in text
