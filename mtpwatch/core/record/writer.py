@@ -12,10 +12,14 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from mtpwatch.core.http.generation import StreamEvent
 from mtpwatch.core.record.schema import VERSION, encode_event, filter_page, page_delta
+
+ServerRecord = Literal["server", "down", "prompt", "end", "done", "nvml"]
+"""The per-server records `Recorder.record` writes as given (docs/recording.md says what each holds
+and when it is written)."""
 
 FLUSH_S = 0.75
 """Flush when the last flush is this old at a write (scrapes write at 2 Hz: the tail is ≤ 1 s)."""
@@ -83,9 +87,8 @@ class Recorder:
         """What was watched: mode, title, display settings, servers (label, url, model)."""
         self.write({"kind": "mark", "t": self._clock(), "what": "session", **info})
 
-    def record(self, kind: str, s: int, t: float, **fields: Any) -> None:
-        """A record of server `s` whose fields are given as they are ('server', 'down', 'prompt',
-        'end', 'done', 'nvml': docs/recording.md says what each holds and when it is written)."""
+    def record(self, kind: ServerRecord, s: int, t: float, **fields: Any) -> None:
+        """A record of server `s` whose fields are given as they are (`ServerRecord`)."""
         self.write({"kind": kind, "t": t, "s": s, **fields})
 
     def life(self, s: int, t: float, what: str, detail: str = "") -> None:
