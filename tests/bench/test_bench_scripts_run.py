@@ -238,3 +238,15 @@ def test_advisor_out_of_sample_reads_two_saved_sweeps(tmp_path: Path) -> None:
     assert sorted(int(r[0]) for r in rows) == [1, 2, 3, 4, 6]  # every k only the other sweep measured
     assert "measured best: k=" in out and "across both sweeps, position 1:" in out
     assert "linear throughout: held out" in out and "summary: " in out and "out-of-sample predictions" in out
+
+
+def test_sim_physics_prints_measured_against_physics() -> None:
+    report = bench("sim_physics.py", ["--cases", "26b"], timeout=300)
+    case = report["26b"]
+    assert case["gates"] == [] and [p["length"] for p in case["points"]] == [8, 64]
+    for point in case["points"]:
+        low, high = point["ci95"]
+        assert low <= point["measured"] <= high and point["physics"] > 0
+        assert abs(point["ratio"] - point["measured"] / point["physics"]) < 0.01, point
+        assert len(point["verify_steps"]) == point["pairs"]
+    assert case["break_even"]["verdict"]
