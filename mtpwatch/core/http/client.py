@@ -1,12 +1,10 @@
 """HTTP to a vLLM server (or the simulator): /metrics, /v1/models, /version and streaming generation.
 
-One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
-a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do.
-`VllmClient` is the one entry point. Its scrape path: GET /metrics (or the filtered `/metrics/?name[]=…`
-tiers of `core.metrics.filtered`) on the kept-alive fast socket or through httpx. Its generation stream:
-POST a streaming completion, on the plain-http fast path (`core.http.faststream`) or through httpx,
-decode its SSE events into `StreamEvent` batches, drop a vLLM extension the server refuses (HTTP 400)
-and send again, and say in one line how a stream broke (the failures' wording: `failures.py`).
+`VllmClient` is the one entry point; every failure is a one-line `ServerError` (`errors.py`, worded by
+`failures.py`). Scrapes: GET /metrics (or the filtered tiers of `core.metrics.filtered`) on the
+kept-alive `core.http.fastget` socket or through httpx. Streams: POST a streaming completion on the
+plain-http fast path (`core.http.faststream`) or through httpx, decode its SSE events into
+`StreamEvent` batches, and drop a vLLM extension the server refuses (HTTP 400) and send again.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -77,17 +75,16 @@ class VllmClient:
 
         Args:
             base_url: anything `normalize_url` accepts.
-            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable, then
-                OPENAI_API_KEY (what OpenAI clients and `vllm bench serve` read).
+            api_key: Bearer token; None: $VLLM_API_KEY, then $OPENAI_API_KEY (what OpenAI clients
+                and `vllm bench serve` read).
             timeout: seconds for connect/read of the small GETs.
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: `core.http.faststream.open_sse`'s; 0 stamps every chunk on
-                arrival (benchmarks), a live view can pass e.g. 0.02 (one wake-up per 20 ms; the chunks
-                that follow another within it are stamped late, which biases short runs' tok/s).
+            read_interval: `core.http.faststream.open_sse`'s; 0 (benchmarks) stamps every chunk on
+                arrival, a live view can pass e.g. 0.02 (its late stamps bias short runs' tok/s).
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -172,8 +169,8 @@ class VllmClient:
         self._fresh = True
 
     async def scrape_text(self) -> str:
-        """GET /metrics → the Prometheus text (with a `scrape_filter`: the filtered tiers' text, or
-        the whole page where the filter is not honoured; `scrape_state` says which).
+        """GET /metrics → the Prometheus text (with a `scrape_filter`: the tiers' text or the whole
+        page, `scrape_state` says which).
 
         Raises:
             ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
@@ -317,7 +314,7 @@ class VllmClient:
             ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
         """
         url = self.base_url + request.path
-        flags = _Extensions(True, True, request.return_token_ids)
+        flags = _Extensions(True, True, request.return_token_ids, stats)
         attempts = 0
         while attempts < 4:
             attempts += 1
@@ -329,9 +326,9 @@ class VllmClient:
             if stats is not None:
                 stats.start(self._clock())
             if self._fast:
-                payloads = self._fast_payloads(url, body, stats, flags)
+                payloads = self._fast_payloads(url, body, flags)
             else:
-                payloads = self._httpx_payloads(request.path, url, body, stats, flags)
+                payloads = self._httpx_payloads(request.path, url, body, flags)
             try:
                 async with aclosing(self._events(url, payloads, stats)) as batches:
                     async for batch in batches:
@@ -345,16 +342,21 @@ class VllmClient:
                 continue
         raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url)
 
-    def _refusal(
-        self, url: str, status: int, reason: str, text: str, flags: _Extensions, stats: GenerationStats | None
+    async def _refusal(
+        self, url: str, status: int, reason: str, body: Awaitable[bytes], flags: _Extensions
     ) -> Exception:
-        """`_Retry` when a 400 names an extension (now dropped from `flags`), else the one-line error."""
+        """Read a refused answer's `body`: `_Retry` when a 400 names an extension (now dropped from
+        `flags`), else the one-line error."""
+        try:
+            text = (await body).decode("utf-8", "replace")
+        except httpx.RequestError as exc:
+            raise transport_error(self.base_url, url, exc, self._timeout) from exc
         if status == 400:
             low = text.lower()
             if flags.continuous and ("continuous_usage" in low or "stream_options" in low):
                 flags.continuous = False
-                if stats is not None:
-                    stats.fallback = (
+                if flags.stats is not None:
+                    flags.stats.fallback = (
                         "the server refused continuous_usage_stats (HTTP 400); "
                         "per-chunk token counts are estimated"
                     )
@@ -406,9 +408,7 @@ class VllmClient:
                 url=url,
             )
 
-    async def _fast_payloads(
-        self, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
-    ) -> _Payloads:
+    async def _fast_payloads(self, url: str, body: dict[str, object], flags: _Extensions) -> _Payloads:
         """The payloads through `core.http.faststream`; a read failing mid-stream raises httpx's error."""
         try:
             conn = await open_sse(
@@ -426,19 +426,14 @@ class VllmClient:
             if conn.status != 200:
                 if 300 <= conn.status < 400 and "location" in conn.headers:
                     raise _UseHttpx
-                try:
-                    raw = await conn.read_body()
-                except httpx.RequestError as exc:
-                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
-                text = raw.decode("utf-8", "replace")
-                raise self._refusal(url, conn.status, conn.reason, text, flags, stats)
+                raise await self._refusal(url, conn.status, conn.reason, conn.read_body(), flags)
             while payloads := await conn.batch():
                 yield payloads
         finally:
             conn.close()
 
     async def _httpx_payloads(
-        self, path: str, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+        self, path: str, url: str, body: dict[str, object], flags: _Extensions
     ) -> _Payloads:
         """The payloads through httpx, stamped per network read; a read failing mid-stream raises
         httpx's error."""
@@ -451,11 +446,8 @@ class VllmClient:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
         try:
             if response.status_code != 200:
-                try:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                except httpx.RequestError as exc:
-                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
-                raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
+                status, reason = response.status_code, response.reason_phrase
+                raise await self._refusal(url, status, reason, response.aread(), flags)
             sse = SseDecoder()
             async for chunk in response.aiter_bytes():
                 if payloads := sse.feed(chunk):
@@ -475,11 +467,13 @@ class VllmClient:
 
 @dataclass(slots=True)
 class _Extensions:
-    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400)."""
+    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400), and the
+    stats whose `fallback` says when continuous usage was."""
 
     include_usage: bool
     continuous: bool
     token_ids: bool
+    stats: GenerationStats | None
 
 
 class _Retry(Exception):
