@@ -170,12 +170,8 @@ class VllmClient:
 
     async def scrape_text(self) -> str:
         """GET /metrics → the Prometheus text (with a `scrape_filter`: the tiers' text or the whole
-        page, `scrape_state` says which).
-
-        Raises:
-            ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
-                Prometheus text.
-        """
+        page, `scrape_state` says which). Raises ServerError: unreachable, timeout, 401/403, 404 (not
+        vLLM), 5xx, or a page that is not Prometheus text."""
         if self._tiers is None:
             return await self._metrics_text(FULL_PATH)
         fresh, self._fresh = self._fresh, False
@@ -255,10 +251,7 @@ class VllmClient:
     async def get_json(self, path: str) -> Any:
         """GET `path` → its JSON; None on another status than 200 or a body that is not JSON
         (engine-specific pages such as llama-server's /props and /slots; see `core.http.engines`).
-
-        Raises:
-            ServerError: the server cannot be reached.
-        """
+        Raises ServerError when the server cannot be reached."""
         response = await self._get(path)
         if response.status_code != 200:
             return None
@@ -308,11 +301,8 @@ class VllmClient:
         request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
         before its list is yielded; events decoded before a broken chunk are yielded before the
         `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
-        response at once.
-
-        Raises:
-            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
-        """
+        response at once. Raises ServerError before the first event (unreachable, 4xx/5xx),
+        `StreamError` mid-way."""
         url = self.base_url + request.path
         flags = _Extensions(True, True, request.return_token_ids, stats)
         attempts = 0

@@ -102,10 +102,7 @@ def body_message(body: str) -> str:
 
 def parse_metrics_page(text: str, model: str | None, base_url: str) -> MetricsSnapshot:
     """A /metrics page of the server at `base_url` → `MetricsSnapshot` (a recorded page too).
-
-    Raises:
-        NotVllmError: the text is not Prometheus text.
-    """
+    Raises NotVllmError when the text is not Prometheus text."""
     try:
         return parse_snapshot(text, model)
     except MetricsFormatError as exc:

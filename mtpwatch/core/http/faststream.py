@@ -371,12 +371,9 @@ class SseConnection(asyncio.Protocol):
         return b"".join(self.raw)
 
     async def batch(self) -> list[tuple[float, bytes]]:
-        """The next (arrival clock, payload) pairs, at least one; `[]` at the end of the body.
-
-        Raises:
-            httpx.RequestError: the connection broke or stayed silent for the read timeout (payloads
-                that arrived before are handed out first).
-        """
+        """The next (arrival clock, payload) pairs, at least one; `[]` at the end of the body. Raises
+        httpx.RequestError once the connection broke or stayed silent for the read timeout (payloads
+        that arrived before are handed out first)."""
         while not self.pending:
             if self.error is not None:
                 raise self.error
@@ -448,9 +445,7 @@ async def open_sse(
     `read_interval` > 0 reads the socket at most that often once the first two payloads arrived,
     so a fast stream costs one wake-up per interval instead of one per chunk; payloads are stamped
     when read, so a chunk's time is late by at most the interval (only when chunks come faster).
-
-    Raises:
-        httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head.
+    Raises httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head.
     """
     parts = urlsplit(url)
     host = parts.hostname or ""

@@ -1,21 +1,18 @@
 """One generation, client side: request bodies, SSE chunk → `StreamEvent`, and the numbers of the result.
 
-Token counts come from the server, never from chunk counts: under speculative decoding one chunk
-carries 1…k+1 tokens. The request asks for `stream_options.continuous_usage_stats` (vLLM extension),
-so every chunk carries the cumulative `usage.completion_tokens`; per-chunk tokens are the differences.
-When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
-without either the per-chunk count is estimated from the text (whitespace-separated words, at least
-one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
-replaces the running count with the exact total. llama-server's `timings.predicted_n` counts as
-exactly (`core.http.engines`); its final chunk carries both `choices` and `usage`, the total.
+Token counts come from the server, never from chunk counts (under speculative decoding one chunk
+carries 1…k+1 tokens): the differences of the cumulative `usage.completion_tokens` every chunk carries
+when asked for `stream_options.continuous_usage_stats` (vLLM extension), else `token_ids` (from
+`return_token_ids`), else an estimate from the text (`estimate_tokens`; the result says
+`approximate`). llama-server's `timings.predicted_n` counts as exact (`core.http.engines`). The final
+usage chunk, when sent, replaces the running count with the exact total (llama-server's final chunk
+carries both `choices` and `usage`).
 
-Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
-is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
-decode tok/s = (tokens − 1)/(t_last − t_first), end-to-end tok/s = tokens/(t_last − t_start), and
-ITL is each gap between successive chunks with output (one chunk may carry several tokens).
-
-Per-chunk work is one `json.loads` plus a few dict lookups and one small `StreamEvent`; the UI feeds
-thousands of tokens a second through here.
+Timing follows `vllm bench serve` (`core.metrics.formulas`): TTFT ends at the first chunk with output
+(the chat role-only first chunk is none), t_last is the last chunk with output (not the trailing usage
+chunk), and ITL is each gap between successive chunks with output (one chunk may carry several
+tokens). Per-chunk work is one `json.loads`, a few dict lookups and one small `StreamEvent`: the UI
+feeds thousands of tokens a second through here.
 """
 
 from __future__ import annotations
@@ -223,10 +220,7 @@ class ChunkDecoder:
 
     def decode(self, payload: bytes | str, t: float) -> StreamEvent | None:
         """Decode one `data:` payload (not `[DONE]`); None for events that carry nothing to show.
-
-        Raises:
-            ChunkError: the payload is an error event or not a JSON object.
-        """
+        Raises ChunkError for an error event or a payload that is not a JSON object."""
         try:
             obj = json.loads(payload)
         except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can read

@@ -120,11 +120,8 @@ def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> li
     Comment lines (`# HELP`, `# TYPE`) and every other family are skipped without being parsed, so a
     malformed line in a family mtpwatch does not read is not an error. Label order on the page does not
     matter (labels come back sorted); escaped label values, `+Inf`/`NaN`, exponents and optional
-    timestamps are handled as in prometheus_client.
-
-    Raises:
-        MetricsFormatError: a kept line is malformed (the message names its line number).
-    """
+    timestamps are handled as in prometheus_client. Raises MetricsFormatError when a kept line is
+    malformed (the message names its line number)."""
     lines = text.split("\n")
     if "\n " in text or "\n\t" in text or text[:1] in (" ", "\t"):
         # Rare: indented sample lines (prometheus_client strips every line).
