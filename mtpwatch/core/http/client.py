@@ -106,9 +106,7 @@ class VllmClient:
         self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
         """None once a plain answer needed httpx (an encoding or framing `FastGet` does not read)."""
         self._read_interval = read_interval
-        self._tiers: TieredScraper | None = None
-        if scrape_filter is not None:
-            self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock)
+        self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock) if scrape_filter else None
         self._fresh = False
 
     @property
@@ -224,11 +222,9 @@ class VllmClient:
         return response.text
 
     async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
-        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
-
-        A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
-        that is an error. `UnknownModelError` passes through.
-        """
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown. A
+        page without vLLM families gives schema "none" (the caller decides whether that is an error);
+        `UnknownModelError` passes through."""
         text = await self.scrape_text()
         return text, parse_metrics_page(text, model, self.base_url)
 
@@ -276,10 +272,8 @@ class VllmClient:
         on_event: Callable[[StreamEvent], None] | None = None,
     ) -> GenerationResult:
         """Stream `request` to the end and return its result; failures become `result.error` (one line).
-
         Cancellation propagates (the response is closed); pass your own `stats` and call
-        `stats.finish(cancelled=True)` to keep what arrived.
-        """
+        `stats.finish(cancelled=True)` to keep what arrived."""
         stats = stats if stats is not None else GenerationStats(clock=self._clock)
         try:
             # One resumption per batch of chunks, not per chunk (the stream can be 1,000 chunks/s).

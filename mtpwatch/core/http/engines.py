@@ -149,10 +149,8 @@ def props_synthetic(obj: Any) -> str | None:
 
 def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
     """llama-server's `GET /props` (and `GET /slots`) → `EngineInfo`; None when `obj` is no /props page.
-
     /props' default generation settings say `speculative.types: none` even on a server that drafts;
-    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`).
-    """
+    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`)."""
     if not isinstance(obj, dict) or "default_generation_settings" not in obj:
         return None
     spec: str | None = None

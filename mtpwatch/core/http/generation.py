@@ -113,12 +113,9 @@ class GenerationRequest:
 
 @dataclass(frozen=True, slots=True)
 class RequestSpecMetrics:
-    """vLLM's per-request speculative-decoding numbers (`metrics.speculative_decoding`, vLLM ≥ 0.27).
-
-    Sent on the final usage chunk when the server runs with `--per-request-spec-decode-metrics`.
-    They cover exactly this request, whatever else the server is doing, so they beat counter deltas
-    for attribution. Rates are recomputed from the counts with vLLM's formulas.
-    """
+    """vLLM's per-request speculative-decoding numbers (`metrics.speculative_decoding`, vLLM ≥ 0.27),
+    on the final usage chunk with `--per-request-spec-decode-metrics` (why they come first:
+    `core.metrics.attribution`). Rates are recomputed from the counts with vLLM's formulas."""
 
     num_spec_steps: int
     """Verify steps of this request that had drafts (vLLM's "drafts")."""
@@ -264,15 +261,12 @@ class ChunkDecoder:
             pt = usage.get("prompt_tokens")
             if pt is not None:
                 self.prompt_tokens = pt
-        timings = None
-        raw_timings = obj.get("timings")
-        if raw_timings is not None:
-            timings = LlamaTimings.from_json(raw_timings)
-            if timings is not None:
-                if ct is None:
-                    ct = timings.predicted_n  # llama-server: tokens generated so far
-                else:
-                    final_usage = True  # llama-server's last chunk: choices + usage + timings
+        timings = LlamaTimings.from_json(obj.get("timings"))
+        if timings is not None:
+            if ct is None:
+                ct = timings.predicted_n  # llama-server: tokens generated so far
+            else:
+                final_usage = True  # llama-server's last chunk: choices + usage + timings
         choices = obj.get("choices")
         if not choices:
             return None if ct is None else self._final_usage(obj, t, ct, timings)

@@ -74,9 +74,7 @@ _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "0.0.0.0"})
 
 def same_server(a: str, b: str) -> bool:
     """True when two URLs name one server: equal once normalised, localhost = 127.0.0.1 = [::1].
-
-    (Unparseable URLs are never the same server: their own check says what is wrong with them.)
-    """
+    Unparseable URLs never are (their own check says what is wrong with them)."""
     try:
         ua, ub = urlsplit(normalize_url(a)), urlsplit(normalize_url(b))
     except ValueError:

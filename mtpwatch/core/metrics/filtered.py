@@ -287,11 +287,8 @@ class TieredScraper:
         self.state = ScrapeState(full_bytes=self.state.full_bytes)
 
     async def scrape(self, *, fresh: bool = False) -> str:
-        """The page text of one scrape (a full page, or the newest hot + slow answers).
-
-        Raises whatever `fetch` raises but `FilterRefused` (which means: the full page); the next
-        scrape after a failure probes again.
-        """
+        """The page text of one scrape (a full page, or the newest hot + slow answers). Raises whatever
+        `fetch` raises but `FilterRefused` (the full page); the next scrape after a failure probes again."""
         try:
             if self.policy.once:
                 return await self._once()
