@@ -290,7 +290,6 @@ class VllmClient:
         self, request: GenerationRequest, stats: GenerationStats | None
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """The events of `request`, one list per network read (fast path: per event-loop wake-up).
-
         Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
         request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
         before its list is yielded; events decoded before a broken chunk are yielded before the

@@ -441,12 +441,10 @@ async def open_sse(
     clock: Callable[[], float] = time.perf_counter,
 ) -> SseConnection:
     """POST `body` as JSON to the plain-http `url` and return once the response head arrived.
-
     `read_interval` > 0 reads the socket at most that often once the first two payloads arrived,
     so a fast stream costs one wake-up per interval instead of one per chunk; payloads are stamped
     when read, so a chunk's time is late by at most the interval (only when chunks come faster).
-    Raises httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head.
-    """
+    Raises httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or 80

@@ -142,8 +142,7 @@ def drafted_share(drafts: float, itl_count: float) -> float | None:
     metrics.py:42, stats.py:550-552, loggers.py:1286-1287. A step without drafts still observes an
     ITL: under a batch-size schedule (`num_speculative_tokens_per_batch_size`, the k of
     `len(num_scheduled_tokens)`, prefills counted: scheduler.py:1766-1768, 0.32: :1487-1490) a
-    range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts.
-    """
+    range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts."""
     return ratio(drafts, itl_count)
 
 
