@@ -364,7 +364,13 @@ class VllmClient:
                 try:
                     batch = await anext(payloads, None)
                 except httpx.RequestError as exc:
-                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                    if isinstance(exc, httpx.ReadTimeout):
+                        why = f"no data for {self._stream_timeout:g} s"
+                    else:
+                        why = f"connection lost ({describe_transport(exc)})"
+                    raise StreamError(
+                        f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}", url=url
+                    ) from exc
                 if batch is None:
                     break
                 events: list[StreamEvent] = []
@@ -439,13 +445,6 @@ class VllmClient:
                 yield [(clock(), p) for p in payloads]
         finally:
             await response.aclose()
-
-    def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
-        if isinstance(exc, httpx.ReadTimeout):
-            why = f"no data for {self._stream_timeout:g} s"
-        else:
-            why = f"connection lost ({describe_transport(exc)})"
-        return f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}"
 
 
 @dataclass(slots=True)

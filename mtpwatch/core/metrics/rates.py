@@ -120,11 +120,8 @@ def delta_rates(
     if max_running is None:
         max_running = _max_opt((before.requests_running, after.requests_running))
 
-    drafts = _pos(after.drafts - base.drafts)
-    draft_tokens = _pos(after.draft_tokens - base.draft_tokens)
-    accepted = _pos(after.accepted - base.accepted)
-    gen = _pos(after.generation_tokens - base.generation_tokens)
-    prompt = _pos(after.prompt_tokens - base.prompt_tokens)
+    deltas = {name: _pos(getattr(after, name) - getattr(base, name)) for name in COUNTER_FIELDS}
+    drafts, accepted, gen = deltas["drafts"], deltas["accepted"], deltas["generation_tokens"]
     old_pos = base.accepted_per_pos  # a position new on `after` counts from 0
     per_pos_delta = tuple(
         _pos(x - (old_pos[i] if i < len(old_pos) else 0.0)) for i, x in enumerate(after.accepted_per_pos)
@@ -132,8 +129,6 @@ def delta_rates(
 
     mal = F.mean_acceptance_length(accepted, drafts)
     per_position = F.per_position_marginal(per_pos_delta, drafts)
-    conditional = F.per_position_conditional(per_pos_delta, drafts)
-    residual = F.self_check_residual(per_position, mal)
 
     hist = {name: _hist_delta(getattr(base, name), getattr(after, name)) for name in HISTOGRAM_FIELDS}
     itl_count, iter_count = hist["itl"][1], hist["iteration_tokens"][1]
@@ -154,18 +149,14 @@ def delta_rates(
         window_label=label,
         dt_s=dt_s,
         restarted=restarted,
-        drafts=drafts,
-        draft_tokens=draft_tokens,
-        accepted=accepted,
+        **deltas,
         accepted_per_pos=per_pos_delta,
-        generation_tokens=gen,
-        prompt_tokens=prompt,
         num_speculative_tokens=after.num_speculative_tokens,
-        acceptance_rate=F.acceptance_rate(accepted, draft_tokens),
+        acceptance_rate=F.acceptance_rate(accepted, deltas["draft_tokens"]),
         mean_acceptance_length=mal,
         per_position=per_position,
-        per_position_conditional=conditional,
-        self_check_residual=residual,
+        per_position_conditional=F.per_position_conditional(per_pos_delta, drafts),
+        self_check_residual=F.self_check_residual(per_position, mal),
         output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
         steps_per_s=steps / rate_dt if rate_dt is not None and steps > 0 else None,
