@@ -333,21 +333,17 @@ class Fold:
     ) -> MetricsSnapshot:
         sums, gauges, per_pos, engines = self.sums, self.gauges, self.per_pos, self.engines
         hists = {k: Histogram(*h) for k, h in self.hists.items() if k not in self.nan_sums}
-        created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
-        accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
         # vLLM's Python server exports the drafts counter only when speculating; the others: module docstring
         if schema == "llamacpp" or exposition == "openmetrics":
             speculative = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
         else:
             speculative = self.spec_seen
-        kv = finite_or_none(gauges.get("kv_cache_usage"))
-        running = finite_or_none(gauges.get("requests_running"))
-        waiting = finite_or_none(gauges.get("requests_waiting"))
-        if kv is not None and len(engines) > 1:
-            kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
         totals: dict[str, Any] = {name: sums.get(name, 0.0) for name in COUNTER_FIELDS}
         totals |= {name: hists.get(name) for name in HISTOGRAM_FIELDS}
+        totals |= {name: finite_or_none(gauges.get(name)) for name in _GAUGE_FIELDS}
+        if totals["kv_cache_usage"] is not None and len(engines) > 1:
+            totals["kv_cache_usage"] /= len(engines)  # a fraction per engine: show the mean, not the sum
         return MetricsSnapshot(
             schema=schema,
             model=chosen,
@@ -355,13 +351,10 @@ class Fold:
             engines=tuple(engines),
             speculative=speculative,
             num_speculative_tokens=len(per_pos),
-            accepted_per_pos=accepted_per_pos,
+            accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
             **totals,
-            requests_running=running,
-            requests_waiting=waiting,
-            kv_cache_usage=kv,
             request_success=MappingProxyType(self.success),
-            created=created,
+            created=self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1])),
             estimated_read_bytes=sums.get("estimated_read_bytes"),
             cache_config=MappingProxyType(self.cache_config),
             exposition=exposition,
