@@ -120,8 +120,11 @@ def delta_rates(
     if max_running is None:
         max_running = _max_opt((before.requests_running, after.requests_running))
 
-    deltas = {name: _pos(getattr(after, name) - getattr(base, name)) for name in COUNTER_FIELDS}
-    drafts, accepted, gen = deltas["drafts"], deltas["accepted"], deltas["generation_tokens"]
+    drafts = _pos(after.drafts - base.drafts)
+    draft_tokens = _pos(after.draft_tokens - base.draft_tokens)
+    accepted = _pos(after.accepted - base.accepted)
+    gen = _pos(after.generation_tokens - base.generation_tokens)
+    prompt = _pos(after.prompt_tokens - base.prompt_tokens)
     old_pos = base.accepted_per_pos  # a position new on `after` counts from 0
     per_pos_delta = tuple(
         _pos(x - (old_pos[i] if i < len(old_pos) else 0.0)) for i, x in enumerate(after.accepted_per_pos)
@@ -149,10 +152,14 @@ def delta_rates(
         window_label=label,
         dt_s=dt_s,
         restarted=restarted,
-        **deltas,
+        drafts=drafts,
+        draft_tokens=draft_tokens,
+        accepted=accepted,
         accepted_per_pos=per_pos_delta,
+        generation_tokens=gen,
+        prompt_tokens=prompt,
         num_speculative_tokens=after.num_speculative_tokens,
-        acceptance_rate=F.acceptance_rate(accepted, deltas["draft_tokens"]),
+        acceptance_rate=F.acceptance_rate(accepted, draft_tokens),
         mean_acceptance_length=mal,
         per_position=per_position,
         per_position_conditional=F.per_position_conditional(per_pos_delta, drafts),
