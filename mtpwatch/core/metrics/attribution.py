@@ -87,7 +87,7 @@ def prompt_acceptance(
             acceptance_rate=per_request.acceptance_rate,
             mean_acceptance_length=per_request.mean_acceptance_length,
             per_position=positions,
-            # the panel's bars take 0 for "no step reached the position before" here (as before)
+            # the panel's bars take 0 for "no step reached the position before" here
             per_position_conditional=tuple(
                 0.0 if c is None else c for c in F.conditional_from_marginal(positions)
             ),
