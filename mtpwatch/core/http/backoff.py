@@ -63,8 +63,6 @@ class ConnectionState:
     def failure(self, reason: str) -> ConnectionStatus:
         """Record a failed request with its one-line reason; returns the new status."""
         s = self.status
-        if s.state == "down":
-            self.status = ConnectionStatus("down", s.since, reason, s.failures + 1)
-        else:
-            self.status = ConnectionStatus("down", self.clock(), reason, 1)
+        since, failures = (s.since, s.failures) if s.state == "down" else (self.clock(), 0)
+        self.status = ConnectionStatus("down", since, reason, failures + 1)
         return self.status

@@ -1,12 +1,10 @@
 """HTTP to a vLLM server (or the simulator): /metrics, /v1/models, /version and streaming generation.
 
-One `httpx.AsyncClient` per server (connection pooling, timeouts, optional Bearer key). Every failure
-a user can meet is a `ServerError` subclass whose `str()` is one line saying what to do.
-`VllmClient` is the one entry point. Its scrape path: GET /metrics (or the filtered `/metrics/?name[]=…`
-tiers of `core.metrics.filtered`) on the kept-alive fast socket or through httpx. Its generation stream:
-POST a streaming completion, on the plain-http fast path (`core.http.faststream`) or through httpx,
-decode its SSE events into `StreamEvent` batches, drop a vLLM extension the server refuses (HTTP 400)
-and send again, and say in one line how a stream broke (the failures' wording: `failures.py`).
+`VllmClient` is the one entry point; every failure is a one-line `ServerError` (`errors.py`, worded by
+`failures.py`). Scrapes: GET /metrics (or the filtered tiers of `core.metrics.filtered`) on the
+kept-alive `core.http.fastget` socket or through httpx. Streams: POST a streaming completion on the
+plain-http fast path (`core.http.faststream`) or through httpx, decode its SSE events into
+`StreamEvent` batches, and drop a vLLM extension the server refuses (HTTP 400) and send again.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -77,17 +75,16 @@ class VllmClient:
 
         Args:
             base_url: anything `normalize_url` accepts.
-            api_key: Bearer token; None falls back to the VLLM_API_KEY environment variable, then
-                OPENAI_API_KEY (what OpenAI clients and `vllm bench serve` read).
+            api_key: Bearer token; None: $VLLM_API_KEY, then $OPENAI_API_KEY (what OpenAI clients
+                and `vllm bench serve` read).
             timeout: seconds for connect/read of the small GETs.
             transport: an httpx transport (tests, the demo); None = real network.
             stream_timeout: seconds a generation stream may stay silent (long prefills) before it fails.
             clock: monotonic clock stamped on stream events (tests inject a fake).
             fast_stream: stream through `core.http.faststream` (True) or httpx (False). None: the fast
                 path for plain http:// without an injected transport or an environment proxy.
-            read_interval: fast path: `core.http.faststream.open_sse`'s; 0 stamps every chunk on
-                arrival (benchmarks), a live view can pass e.g. 0.02 (one wake-up per 20 ms; the chunks
-                that follow another within it are stamped late, which biases short runs' tok/s).
+            read_interval: `core.http.faststream.open_sse`'s; 0 (benchmarks) stamps every chunk on
+                arrival, a live view can pass e.g. 0.02 (its late stamps bias short runs' tok/s).
             scrape_filter: scrape through `/metrics/?name[]=…` (`core.metrics.filtered`): the
                 monitor, the fleet and `snapshot`; None: always the whole page (bench, start).
         """
@@ -109,9 +106,7 @@ class VllmClient:
         self._fast_get: FastGet | None = FastGet(self.base_url, api_key=self.api_key) if fast_stream else None
         """None once a plain answer needed httpx (an encoding or framing `FastGet` does not read)."""
         self._read_interval = read_interval
-        self._tiers: TieredScraper | None = None
-        if scrape_filter is not None:
-            self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock)
+        self._tiers = TieredScraper(self._metrics_text, scrape_filter, clock=clock) if scrape_filter else None
         self._fresh = False
 
     @property
@@ -172,13 +167,9 @@ class VllmClient:
         self._fresh = True
 
     async def scrape_text(self) -> str:
-        """GET /metrics → the Prometheus text (with a `scrape_filter`: the filtered tiers' text, or
-        the whole page where the filter is not honoured; `scrape_state` says which).
-
-        Raises:
-            ServerError: unreachable, timeout, 401/403, 404 (not vLLM), 5xx, or a page that is not
-                Prometheus text.
-        """
+        """GET /metrics → the Prometheus text (with a `scrape_filter`: the tiers' text or the whole
+        page, `scrape_state` says which). Raises ServerError: unreachable, timeout, 401/403, 404 (not
+        vLLM), 5xx, or a page that is not Prometheus text."""
         if self._tiers is None:
             return await self._metrics_text(FULL_PATH)
         fresh, self._fresh = self._fresh, False
@@ -231,11 +222,9 @@ class VllmClient:
         return response.text
 
     async def scrape_page(self, model: str | None = None) -> tuple[str | None, MetricsSnapshot]:
-        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown.
-
-        A page without vLLM families gives a snapshot with schema "none"; the caller decides whether
-        that is an error. `UnknownModelError` passes through.
-        """
+        """GET /metrics → (the page's text, its snapshot): what a recording keeps and what is shown. A
+        page without vLLM families gives schema "none" (the caller decides whether that is an error);
+        `UnknownModelError` passes through."""
         text = await self.scrape_text()
         return text, parse_metrics_page(text, model, self.base_url)
 
@@ -258,10 +247,7 @@ class VllmClient:
     async def get_json(self, path: str) -> Any:
         """GET `path` → its JSON; None on another status than 200 or a body that is not JSON
         (engine-specific pages such as llama-server's /props and /slots; see `core.http.engines`).
-
-        Raises:
-            ServerError: the server cannot be reached.
-        """
+        Raises ServerError when the server cannot be reached."""
         response = await self._get(path)
         if response.status_code != 200:
             return None
@@ -286,10 +272,8 @@ class VllmClient:
         on_event: Callable[[StreamEvent], None] | None = None,
     ) -> GenerationResult:
         """Stream `request` to the end and return its result; failures become `result.error` (one line).
-
         Cancellation propagates (the response is closed); pass your own `stats` and call
-        `stats.finish(cancelled=True)` to keep what arrived.
-        """
+        `stats.finish(cancelled=True)` to keep what arrived."""
         stats = stats if stats is not None else GenerationStats(clock=self._clock)
         try:
             # One resumption per batch of chunks, not per chunk (the stream can be 1,000 chunks/s).
@@ -306,18 +290,14 @@ class VllmClient:
         self, request: GenerationRequest, stats: GenerationStats | None
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """The events of `request`, one list per network read (fast path: per event-loop wake-up).
-
         Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
         request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
         before its list is yielded; events decoded before a broken chunk are yielded before the
         `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
-        response at once.
-
-        Raises:
-            ServerError: before the first event (unreachable, 4xx/5xx); `StreamError` mid-way.
-        """
+        response at once. Raises ServerError before the first event (unreachable, 4xx/5xx),
+        `StreamError` mid-way."""
         url = self.base_url + request.path
-        flags = _Extensions(True, True, request.return_token_ids)
+        flags = _Extensions(True, True, request.return_token_ids, stats)
         attempts = 0
         while attempts < 4:
             attempts += 1
@@ -329,9 +309,9 @@ class VllmClient:
             if stats is not None:
                 stats.start(self._clock())
             if self._fast:
-                payloads = self._fast_payloads(url, body, stats, flags)
+                payloads = self._fast_payloads(url, body, flags)
             else:
-                payloads = self._httpx_payloads(request.path, url, body, stats, flags)
+                payloads = self._httpx_payloads(request.path, url, body, flags)
             try:
                 async with aclosing(self._events(url, payloads, stats)) as batches:
                     async for batch in batches:
@@ -345,16 +325,21 @@ class VllmClient:
                 continue
         raise HttpStatusError(f"{url} kept rejecting the request (HTTP 400)", url=url)
 
-    def _refusal(
-        self, url: str, status: int, reason: str, text: str, flags: _Extensions, stats: GenerationStats | None
+    async def _refusal(
+        self, url: str, status: int, reason: str, body: Awaitable[bytes], flags: _Extensions
     ) -> Exception:
-        """`_Retry` when a 400 names an extension (now dropped from `flags`), else the one-line error."""
+        """Read a refused answer's `body`: `_Retry` when a 400 names an extension (now dropped from
+        `flags`), else the one-line error."""
+        try:
+            text = (await body).decode("utf-8", "replace")
+        except httpx.RequestError as exc:
+            raise transport_error(self.base_url, url, exc, self._timeout) from exc
         if status == 400:
             low = text.lower()
             if flags.continuous and ("continuous_usage" in low or "stream_options" in low):
                 flags.continuous = False
-                if stats is not None:
-                    stats.fallback = (
+                if flags.stats is not None:
+                    flags.stats.fallback = (
                         "the server refused continuous_usage_stats (HTTP 400); "
                         "per-chunk token counts are estimated"
                     )
@@ -379,7 +364,13 @@ class VllmClient:
                 try:
                     batch = await anext(payloads, None)
                 except httpx.RequestError as exc:
-                    raise StreamError(self._broken_message(exc, decoder), url=url) from exc
+                    if isinstance(exc, httpx.ReadTimeout):
+                        why = f"no data for {self._stream_timeout:g} s"
+                    else:
+                        why = f"connection lost ({describe_transport(exc)})"
+                    raise StreamError(
+                        f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}", url=url
+                    ) from exc
                 if batch is None:
                     break
                 events: list[StreamEvent] = []
@@ -406,9 +397,7 @@ class VllmClient:
                 url=url,
             )
 
-    async def _fast_payloads(
-        self, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
-    ) -> _Payloads:
+    async def _fast_payloads(self, url: str, body: dict[str, object], flags: _Extensions) -> _Payloads:
         """The payloads through `core.http.faststream`; a read failing mid-stream raises httpx's error."""
         try:
             conn = await open_sse(
@@ -426,19 +415,14 @@ class VllmClient:
             if conn.status != 200:
                 if 300 <= conn.status < 400 and "location" in conn.headers:
                     raise _UseHttpx
-                try:
-                    raw = await conn.read_body()
-                except httpx.RequestError as exc:
-                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
-                text = raw.decode("utf-8", "replace")
-                raise self._refusal(url, conn.status, conn.reason, text, flags, stats)
+                raise await self._refusal(url, conn.status, conn.reason, conn.read_body(), flags)
             while payloads := await conn.batch():
                 yield payloads
         finally:
             conn.close()
 
     async def _httpx_payloads(
-        self, path: str, url: str, body: dict[str, object], stats: GenerationStats | None, flags: _Extensions
+        self, path: str, url: str, body: dict[str, object], flags: _Extensions
     ) -> _Payloads:
         """The payloads through httpx, stamped per network read; a read failing mid-stream raises
         httpx's error."""
@@ -451,11 +435,8 @@ class VllmClient:
             raise transport_error(self.base_url, url, exc, self._timeout) from exc
         try:
             if response.status_code != 200:
-                try:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                except httpx.RequestError as exc:
-                    raise transport_error(self.base_url, url, exc, self._timeout) from exc
-                raise self._refusal(url, response.status_code, response.reason_phrase, text, flags, stats)
+                status, reason = response.status_code, response.reason_phrase
+                raise await self._refusal(url, status, reason, response.aread(), flags)
             sse = SseDecoder()
             async for chunk in response.aiter_bytes():
                 if payloads := sse.feed(chunk):
@@ -465,21 +446,16 @@ class VllmClient:
         finally:
             await response.aclose()
 
-    def _broken_message(self, exc: httpx.RequestError, decoder: ChunkDecoder) -> str:
-        if isinstance(exc, httpx.ReadTimeout):
-            why = f"no data for {self._stream_timeout:g} s"
-        else:
-            why = f"connection lost ({describe_transport(exc)})"
-        return f"the stream from {self.base_url} broke after {decoder.count} tokens: {why}"
-
 
 @dataclass(slots=True)
 class _Extensions:
-    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400)."""
+    """The vLLM extensions a stream request still asks for (dropped one by one on HTTP 400), and the
+    stats whose `fallback` says when continuous usage was."""
 
     include_usage: bool
     continuous: bool
     token_ids: bool
+    stats: GenerationStats | None
 
 
 class _Retry(Exception):

@@ -1,9 +1,8 @@
 """What differs between the engines behind the same HTTP API: vLLM and llama.cpp's `llama-server`.
 
 Both serve `/v1/completions`, `/v1/models`, `/health` and Prometheus `/metrics` with the same four
-`spec_decode_*` counters (llama.cpp PR 26389 copied vLLM's names under `llamacpp:`). The rest
-differs, and this module holds every such difference so the client, the monitor and the bench
-stay engine-neutral:
+`spec_decode_*` counters (llama.cpp PR 26389 copied vLLM's names under `llamacpp:`). This module holds
+every other difference, so the client, the monitor and the bench stay engine-neutral:
 
 - which engine it is: the metrics schema (`vllm:` or `llamacpp:` families) or `/props` (llama.cpp);
 - `/v1/models`: vLLM lists `data[].id`; llama-server lists `data[].id` (its `--alias`, else the
@@ -14,10 +13,11 @@ stay engine-neutral:
 - the final chunk: both send `usage`; llama-server adds `timings` (when it drafted, `draft_n` /
   `draft_n_accepted` for exactly this request) (`LlamaTimings`);
 - what llama-server's `/metrics` lacks: `model_name` and `engine` labels, latency histograms
-  (TTFT, ITL, TPOT), a KV-cache gauge, `_created` timestamps; and its drafts vary in length up to
-  `--spec-draft-n-max`, so the number of `position` labels is that maximum, not a fixed k
-  (`ENGINE_NOTES`, `draft_note`). It also adds a request's counts to `/metrics` only when the
-  request finishes (tools/server/server-context.cpp: `metrics_on_prediction` runs when a slot is released).
+  (TTFT, ITL, TPOT), a KV-cache gauge, `_created` timestamps; and it stops a draft early (draft
+  model unsure, n-gram miss), so draft tokens ≠ drafts × k and the number of `position` labels is
+  `--spec-draft-n-max`, not a fixed k (`ENGINE_NOTES`, `draft_note`). It also adds a request's counts
+  to `/metrics` only when the request finishes (tools/server/server-context.cpp:
+  `metrics_on_prediction` runs when a slot is released).
 """
 
 from __future__ import annotations
@@ -37,11 +37,7 @@ def stream_extras(engine: Engine) -> dict[str, Any]:
 
 
 def draft_note(engine: Engine, k: int | None, draft_tokens: float, drafts: float) -> str:
-    """How long drafts were: '' for vLLM (always k); for llama.cpp 'drafts ≤ 4, mean 3.85'.
-
-    llama-server stops a draft early (draft model unsure, n-gram miss), so draft tokens ≠ drafts × k
-    and k (the number of `position` labels) is `--spec-draft-n-max`.
-    """
+    """How long drafts were (module docstring): '' for vLLM (always k); llama.cpp: 'drafts ≤ 4, mean 3.85'."""
     if engine != "llama.cpp" or not k:
         return ""
     if drafts <= 0:
@@ -73,10 +69,7 @@ def _str_or_none(value: Any) -> str | None:
 
 def parse_model_list(obj: Any) -> list[ModelEntry]:
     """`GET /v1/models` of vLLM (`data[].id`) or llama-server (`data[].id`, or only `models[].name`).
-
-    Raises:
-        ValueError: neither shape (the caller turns it into one line).
-    """
+    Raises ValueError for neither shape (the caller turns it into one line)."""
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     data = obj.get("data")
@@ -156,10 +149,8 @@ def props_synthetic(obj: Any) -> str | None:
 
 def parse_props(obj: Any, slots: Any = None) -> EngineInfo | None:
     """llama-server's `GET /props` (and `GET /slots`) → `EngineInfo`; None when `obj` is no /props page.
-
     /props' default generation settings say `speculative.types: none` even on a server that drafts;
-    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`).
-    """
+    slot 0 of /slots says what it runs with (`speculative`, `params["speculative.types"]`)."""
     if not isinstance(obj, dict) or "default_generation_settings" not in obj:
         return None
     spec: str | None = None

@@ -1,9 +1,7 @@
-"""How a failed request to a server becomes one line: no answer (`transport_error`), an error status
-(`status_error`, with the server's own message from its body), a page that is not Prometheus text
-(`not_prometheus`, `parse_metrics_page`).
-
-The `ServerError` classes themselves are in `errors.py`; this module maps httpx's failures and HTTP
-answers onto them for `VllmClient`.
+"""How a failed request to a server becomes one line, one of `errors.py`'s `ServerError` classes, for
+`VllmClient`: no answer (`transport_error`, from httpx's failures), an error status (`status_error`,
+with the server's own message from its body), a page that is not Prometheus text (`not_prometheus`,
+`parse_metrics_page`).
 """
 
 from __future__ import annotations
@@ -102,10 +100,7 @@ def body_message(body: str) -> str:
 
 def parse_metrics_page(text: str, model: str | None, base_url: str) -> MetricsSnapshot:
     """A /metrics page of the server at `base_url` → `MetricsSnapshot` (a recorded page too).
-
-    Raises:
-        NotVllmError: the text is not Prometheus text.
-    """
+    Raises NotVllmError when the text is not Prometheus text."""
     try:
         return parse_snapshot(text, model)
     except MetricsFormatError as exc:

@@ -48,9 +48,8 @@ class FastGet:
         return request
 
     async def get(self, path: str = "/metrics") -> str:
-        """The body of a 200 answer to GET `path`.
-
-        Raises FastGetUnsupported, OSError or asyncio.IncompleteReadError."""
+        """The body of a 200 answer to GET `path`; raises FastGetUnsupported, OSError or
+        asyncio.IncompleteReadError."""
         try:
             return await self._get(path)
         except BaseException:

@@ -134,9 +134,8 @@ class SseConnection(asyncio.Protocol):
         else:
             self._body(data)
         if self._interval and self._delivered >= 2 and not self._throttled and not self.complete:
-            # Read at most every `read_interval` s: the segments that arrive meanwhile queue in the
-            # kernel and come in one recv, one event-loop wake-up for many chunks. The first chunks
-            # (TTFT) and any chunk after a quiet gap are still read, and stamped, on arrival.
+            # `open_sse`'s read_interval: the segments that arrive meanwhile queue in the kernel and
+            # come in one recv, one event-loop wake-up for many chunks
             self._throttled = True
             self._reading()
             self._loop.call_later(self._interval, self._unthrottle)
@@ -371,12 +370,9 @@ class SseConnection(asyncio.Protocol):
         return b"".join(self.raw)
 
     async def batch(self) -> list[tuple[float, bytes]]:
-        """The next (arrival clock, payload) pairs, at least one; `[]` at the end of the body.
-
-        Raises:
-            httpx.RequestError: the connection broke or stayed silent for the read timeout (payloads
-                that arrived before are handed out first).
-        """
+        """The next (arrival clock, payload) pairs, at least one; `[]` at the end of the body. Raises
+        httpx.RequestError once the connection broke or stayed silent for the read timeout (payloads
+        that arrived before are handed out first)."""
         while not self.pending:
             if self.error is not None:
                 raise self.error
@@ -444,14 +440,11 @@ async def open_sse(
     clock: Callable[[], float] = time.perf_counter,
 ) -> SseConnection:
     """POST `body` as JSON to the plain-http `url` and return once the response head arrived.
-
     `read_interval` > 0 reads the socket at most that often once the first two payloads arrived,
     so a fast stream costs one wake-up per interval instead of one per chunk; payloads are stamped
-    when read, so a chunk's time is late by at most the interval (only when chunks come faster).
-
-    Raises:
-        httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head.
-    """
+    when read, so a chunk's time is late by at most the interval (only when chunks come faster: the
+    first chunks, TTFT, and any chunk after a quiet gap are read and stamped on arrival).
+    Raises httpx.RequestError: cannot connect, or the connection broke / stayed silent before the head."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or 80

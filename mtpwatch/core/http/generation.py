@@ -1,21 +1,18 @@
 """One generation, client side: request bodies, SSE chunk → `StreamEvent`, and the numbers of the result.
 
-Token counts come from the server, never from chunk counts: under speculative decoding one chunk
-carries 1…k+1 tokens. The request asks for `stream_options.continuous_usage_stats` (vLLM extension),
-so every chunk carries the cumulative `usage.completion_tokens`; per-chunk tokens are the differences.
-When a server gives no per-chunk usage, `token_ids` (from `return_token_ids`) still count exactly;
-without either the per-chunk count is estimated from the text (whitespace-separated words, at least
-one per non-empty chunk) and the result says `approximate`. The final usage chunk, when sent, always
-replaces the running count with the exact total. llama-server's `timings.predicted_n` counts as
-exactly (`core.http.engines`); its final chunk carries both `choices` and `usage`, the total.
+Token counts come from the server, never from chunk counts (under speculative decoding one chunk
+carries 1…k+1 tokens): the differences of the cumulative `usage.completion_tokens` every chunk carries
+when asked for `stream_options.continuous_usage_stats` (vLLM extension), else `token_ids` (from
+`return_token_ids`), else an estimate from the text (`estimate_tokens`; the result says
+`approximate`). llama-server's `timings.predicted_n` counts as exact (`core.http.engines`). The final
+usage chunk, when sent, replaces the running count with the exact total (llama-server's final chunk
+carries both `choices` and `usage`).
 
-Timing follows `vllm bench serve`: TTFT is the first chunk with output (the chat role-only first chunk
-is not output), t_last is the last chunk with output (the trailing usage chunk does not advance it),
-decode tok/s = (tokens − 1)/(t_last − t_first), end-to-end tok/s = tokens/(t_last − t_start), and
-ITL is each gap between successive chunks with output (one chunk may carry several tokens).
-
-Per-chunk work is one `json.loads` plus a few dict lookups and one small `StreamEvent`; the UI feeds
-thousands of tokens a second through here.
+Timing follows `vllm bench serve` (`core.metrics.formulas`): TTFT ends at the first chunk with output
+(the chat role-only first chunk is none), t_last is the last chunk with output (not the trailing usage
+chunk), and ITL is each gap between successive chunks with output (one chunk may carry several
+tokens). Per-chunk work is one `json.loads`, a few dict lookups and one small `StreamEvent`: the UI
+feeds thousands of tokens a second through here.
 """
 
 from __future__ import annotations
@@ -116,12 +113,9 @@ class GenerationRequest:
 
 @dataclass(frozen=True, slots=True)
 class RequestSpecMetrics:
-    """vLLM's per-request speculative-decoding numbers (`metrics.speculative_decoding`, vLLM ≥ 0.27).
-
-    Sent on the final usage chunk when the server runs with `--per-request-spec-decode-metrics`.
-    They cover exactly this request, whatever else the server is doing, so they beat counter deltas
-    for attribution. Rates are recomputed from the counts with vLLM's formulas.
-    """
+    """vLLM's per-request speculative-decoding numbers (`metrics.speculative_decoding`, vLLM ≥ 0.27),
+    on the final usage chunk with `--per-request-spec-decode-metrics` (why they come first:
+    `core.metrics.attribution`). Rates are recomputed from the counts with vLLM's formulas."""
 
     num_spec_steps: int
     """Verify steps of this request that had drafts (vLLM's "drafts")."""
@@ -223,10 +217,7 @@ class ChunkDecoder:
 
     def decode(self, payload: bytes | str, t: float) -> StreamEvent | None:
         """Decode one `data:` payload (not `[DONE]`); None for events that carry nothing to show.
-
-        Raises:
-            ChunkError: the payload is an error event or not a JSON object.
-        """
+        Raises ChunkError for an error event or a payload that is not a JSON object."""
         try:
             obj = json.loads(payload)
         except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than json can read
@@ -270,15 +261,12 @@ class ChunkDecoder:
             pt = usage.get("prompt_tokens")
             if pt is not None:
                 self.prompt_tokens = pt
-        timings = None
-        raw_timings = obj.get("timings")
-        if raw_timings is not None:
-            timings = LlamaTimings.from_json(raw_timings)
-            if timings is not None:
-                if ct is None:
-                    ct = timings.predicted_n  # llama-server: tokens generated so far
-                else:
-                    final_usage = True  # llama-server's last chunk: choices + usage + timings
+        timings = LlamaTimings.from_json(obj.get("timings"))
+        if timings is not None:
+            if ct is None:
+                ct = timings.predicted_n  # llama-server: tokens generated so far
+            else:
+                final_usage = True  # llama-server's last chunk: choices + usage + timings
         choices = obj.get("choices")
         if not choices:
             return None if ct is None else self._final_usage(obj, t, ct, timings)

@@ -14,12 +14,9 @@ DONE = b"[DONE]"
 
 
 class SseDecoder:
-    """Incremental SSE decoder: `feed(bytes)` returns the payloads of the events it completed.
-
-    Only the `data` field matters to OpenAI-compatible streams; `event:`, `id:` and `retry:` lines
-    and unknown lines are ignored, `:` comments (keep-alives) are skipped. Multi-line `data` is
-    joined with `\\n`, as the spec says.
-    """
+    """Incremental SSE decoder: `feed(bytes)` returns the payloads of the events it completed. Only
+    `data` matters to OpenAI-compatible streams: `event:`, `id:`, `retry:` and unknown lines and `:`
+    comments (keep-alives) are skipped; multi-line `data` is joined with `\\n`, as the spec says."""
 
     __slots__ = ("_buf", "_data")
 

@@ -26,11 +26,8 @@ def configure(*, insecure: bool = False, ca_bundle: str | os.PathLike[str] | Non
     global _verify
     if insecure and ca_bundle is not None:
         raise TlsConfigError("--insecure and --ca-bundle contradict each other: give one")
-    if insecure:
-        _verify = False
-        return
-    if ca_bundle is None:
-        _verify = True
+    if insecure or ca_bundle is None:
+        _verify = not insecure  # False: no verification; True: the system's CA store
         return
     path = Path(ca_bundle)
     if not path.is_file():

@@ -18,10 +18,7 @@ _STRIP_SUFFIXES = ("/v1/chat/completions", "/v1/completions", "/v1/models", "/v1
 
 def normalize_url(url: str) -> str:
     """`host:port`, `http://host:port/`, `…/v1`, `…/metrics` → `http://host:port` (scheme://host[:port][/prefix]).
-
-    Raises:
-        ValueError: one line saying what is wrong (bad scheme, no host, bad port, …).
-    """
+    Raises ValueError: one line saying what is wrong (bad scheme, no host, bad port, …)."""
     raw = url.strip()
     if not raw:
         raise ValueError("empty server URL: give host:port or http://host:port, e.g. 127.0.0.1:8000")
@@ -77,9 +74,7 @@ _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "0.0.0.0"})
 
 def same_server(a: str, b: str) -> bool:
     """True when two URLs name one server: equal once normalised, localhost = 127.0.0.1 = [::1].
-
-    (Unparseable URLs are never the same server: their own check says what is wrong with them.)
-    """
+    Unparseable URLs never are (their own check says what is wrong with them)."""
     try:
         ua, ub = urlsplit(normalize_url(a)), urlsplit(normalize_url(b))
     except ValueError:

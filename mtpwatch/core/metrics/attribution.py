@@ -1,21 +1,19 @@
 """Which acceptance a prompt gets: the one precedence rule, used by the panel and the summary line.
 
-A prompt's acceptance can come from three sources; `prompt_acceptance` takes the first that applies:
-
+`prompt_acceptance` takes the first of three sources that applies:
 1. **vLLM's per-request metrics** (`metrics.speculative_decoding` on the final chunk, with
-   `--per-request-spec-decode-metrics`; `core.http.generation.RequestSpecMetrics`). The engine
-   counted them for exactly this request, whatever else it was doing: no attribution guess, and they
-   carry the step count and the per-position histogram, so every number comes from them.
+   `--per-request-spec-decode-metrics`; `core.http.generation.RequestSpecMetrics`): counted by the
+   engine for exactly this request, whatever else it was doing, with the step count and the
+   per-position histogram, so every number comes from them and no attribution is guessed.
 2. **llama-server's timings** (`timings.draft_n_accepted / draft_n`, on the final chunk and, with
-   `timings_per_token`, on every chunk; `core.http.engines.LlamaTimings`). Also this request's own
-   counts, but only draft tokens and accepted ones: the acceptance rate comes from them; the mean
-   acceptance length, the per-position rates and the draft count come from the counters of the
-   prompt's window only when that window is "this request" (nothing else ran), else they are unknown.
+   `timings_per_token`, on every chunk; `core.http.engines.LlamaTimings`): this request's own draft
+   and accepted token counts, so the acceptance rate; the mean acceptance length, the per-position
+   rates and the draft count come from the prompt window's counters only when that window is "this
+   request" (nothing else ran), else they are unknown.
 3. **The counter deltas over the prompt's window** (`rates.Collector.since`), scoped by
-   `rates.attribute`: "this request" when at most one request ran at every scrape, else "engine-wide".
-
-Outside a prompt (a 10 s or 60 s window) only the third applies and the scope is "engine-wide".
-The verdict sentence reads the same `PromptAcceptance` as the numbers it sits beside.
+   `rates.attribute` ("this request" or "engine-wide").
+Outside a prompt (a 10 s or 60 s window) only the third applies, "engine-wide". The verdict sentence
+reads the same `PromptAcceptance` as the numbers it sits beside.
 """
 
 from __future__ import annotations
@@ -77,13 +75,10 @@ def prompt_acceptance(
     per_request: PerRequestSpec | None = None,
     timings: DraftTimings | None = None,
 ) -> PromptAcceptance:
-    """The acceptance that applies, in the order of the module docstring (pure).
-
-    Args:
-        counters: the counter rates of the window (the prompt's, or a time window); None when unknown.
-        scope: `rates.attribute`'s verdict for that window ("engine-wide" for a time window).
-        per_request, timings: the prompt's, from its stream (module docstring, 1 and 2).
-    """
+    """The acceptance that applies, in the order of the module docstring (pure). `counters`: the
+    window's counter rates (the prompt's, or a time window's; None when unknown), `scope`
+    `rates.attribute`'s verdict for it ("engine-wide" for a time window); `per_request`, `timings`:
+    the prompt's, from its stream."""
     if per_request is not None:
         positions = tuple(per_request.per_position)
         return PromptAcceptance(
@@ -92,7 +87,7 @@ def prompt_acceptance(
             acceptance_rate=per_request.acceptance_rate,
             mean_acceptance_length=per_request.mean_acceptance_length,
             per_position=positions,
-            # the panel's bars take 0 for "no step reached the position before" here (as before)
+            # the panel's bars take 0 for "no step reached the position before" here
             per_position_conditional=tuple(
                 0.0 if c is None else c for c in F.conditional_from_marginal(positions)
             ),

@@ -1,64 +1,53 @@
 """Filtered, tiered scraping of vLLM's `/metrics`: what to ask for, how often, and whether it was honoured.
 
 Why: vLLM's API server spends 5.5–6.8 ms of CPU on each full `/metrics` answer (53 KB, real 0.32 CPU
-build); a 4 Hz watcher costs it ~27 ms of CPU a second. vLLM serves `/metrics` twice
-(`vllm/entrypoints/serve/instrumentator/metrics.py`): `GET /metrics` ignores the query string, while
-`GET /metrics/` (trailing slash) reaches prometheus_client's ASGI app, which honours `name[]=`
-(`prometheus_client/exposition.py::_bake_output` → `registry.restricted_registry`). Names are the
-exposed *sample* names (`X_total`, `X_created`; `X_bucket`, `X_sum`, `X_count`). The families the
-monitor reads cost 0.95 ms an answer without the histograms (6.7 KB) and 2.4 ms with them (18 KB);
-an empty filter, the HTTP stack's floor, 0.25–0.48 ms (docs/cost.md).
+build: docs/measurements/2026-12-01-filtered-tiered-scraping.md), ~27 ms a second at 4 Hz. It serves
+`/metrics` twice (`vllm/entrypoints/serve/instrumentator/metrics.py`): `GET /metrics` ignores the
+query string; `GET /metrics/` reaches prometheus_client's ASGI app, which honours `name[]=`
+(`prometheus_client/exposition.py::_bake_output` → `registry.restricted_registry`) with the exposed
+*sample* names (`X_total`, `X_created`; `X_bucket`, `X_sum`, `X_count`). The families the monitor
+reads cost 0.95 ms an answer without the histograms (6.7 KB), 2.4 ms with them (18 KB); an empty
+filter, the HTTP stack's floor, 0.25–0.48 ms (docs/cost.md).
 
-Three tiers:
-- **hot** (`HOT_NAMES`), every scrape of a busy server: the spec-decode counters incl. per position,
-  token counters, request gauges, KV usage, finished requests, estimated read bytes, and the
-  `_created` of the two counters `snapshot` uses for restart detection (same collectors as their
-  `_total`s: a line each);
-- **slow** (`SLOW_NAMES`): the latency and iteration-token histograms' `_sum` and `_count` (no
-  view reads a bucket) and `cache_config_info`, at most once every `slow_interval_s` (1 s), and only
-  when the token or finished-request counters moved since it was last fetched (an idle server's
-  histograms cannot change: `_RESTART_PREFIXES`). When it is due before a scrape (tokens flowing,
-  or `fresh`) one answer asks both tiers and `_split` parts it (one HTTP answer fewer a second:
-  each costs the API server ~0.5 ms in a row, more spaced); the first hot answer of a busy spell,
-  which is the first to show it due, is followed by a slow request at once;
-- **activity** (`ACTIVITY_NAMES`), instead of the hot tier on an idle server: the request gauges,
-  the token counters and finished requests. While they equal those of the last hot answer, which
-  showed nothing running or waiting, that answer is the hot tier (why: `ACTIVITY_NAMES`); the hot
-  tier is asked again at once when one moves, and at least every `idle_hot_interval_s` (2 s).
-A scrape's page is the newest hot answer followed by the newest slow answer: valid exposition text
-with the same samples `parse_snapshot` reads from a full page (the families are disjoint), so the
-parser, the fleet, recordings and replays take it unchanged.
+Tiers; a scrape's page is the newest hot answer + the newest slow one, valid exposition text with the
+samples `parse_snapshot` reads from a full page (the families are disjoint), so the parser, the
+fleet, recordings and replays take it unchanged:
+- **hot** (`HOT_NAMES`), every scrape of a busy server;
+- **slow** (`SLOW_NAMES`), at most every `slow_interval_s` (1 s) and only when the token or
+  finished-request counters moved since it was fetched (why: `_RESTART_PREFIXES`). When it is due
+  before a scrape (tokens flowing, or `fresh`) one answer asks both tiers and `_split` parts it (one
+  HTTP answer fewer a second: each costs the API server ~0.5 ms in a row, more spaced); the first hot
+  answer of a busy spell, the first to show it due, is followed by a slow request at once;
+- **activity** (`ACTIVITY_NAMES`, which says why), instead of the hot tier while the last hot answer
+  showed nothing running or waiting: while these samples equal that answer's, it is the hot tier. The
+  hot tier is asked again at once when one moves, and at least every `idle_hot_interval_s` (2 s).
 
 Whether the filter is honoured (`ScrapeState`), decided per server:
-- **Probe** (the first scrape, after any failed scrape, after a restart, after a bad answer): one full
-  page and one answer per tier. The filter is honoured when each answer is non-empty and holds exactly
-  the asked names that the full page holds (asked ∩ full page). A family the server legitimately
-  lacks (no spec counters without speculation, no read bytes without `--enable-mfu-metrics`) is
-  absent from both and costs nothing; a family the full page has and the answer lacks means the
-  filter is not trusted. The probe's scrape returns the full page itself.
-- **Every later answer**: non-empty, nothing but asked names, and `REQUIRED_NAMES` present (cheap:
-  a scan of a few dozen line heads). Anything else (an empty 200 from a multiprocess registry, a
-  full page from a server that ignores the filter, a 404 or other status) gives the full page at
-  once and from then on, until a restart or a failed scrape probes again (a balancer in front of
-  two different servers costs no probe per scrape).
-- Not vLLM (llama-server) or a page without vLLM families: the full page, as before.
-- vLLM's Rust frontend (0.33/0.34, an OpenMetrics page): it serves `/metrics` only, ignoring the
-  query (`rust/src/server/src/routes.rs:140`, `routes/metrics.rs` `scrape()` takes no query; the
-  0.34.0 `vllm-rs` binary holds no `name[]` string), so `/metrics/?name[]=…` is axum's 404 and the
-  probe gives the full page, its reason saying so and that a restart shows only as counters going
-  down (no `_created`). The probe is still made: a later release that honours the filter is used
-  filtered, its answers joined under one `# EOF` (`_terminated`).
+- **Probe** (the first scrape, after a failed scrape, a restart or a bad answer): one full page, which
+  is the scrape's result, and one answer per tier; honoured when each answer is non-empty and holds
+  exactly the asked names that the full page holds. A family the server legitimately lacks (no spec
+  counters without speculation, no read bytes without `--enable-mfu-metrics`) costs nothing.
+- **Every later answer**: non-empty, nothing but asked names, and `REQUIRED_NAMES` present (cheap: a
+  scan of a few dozen line heads). Anything else (an empty 200 from a multiprocess registry, a full
+  page from a server that ignores the filter, a 404 or other status) gives the full page at once and
+  from then on, until a restart or a failed scrape probes again (a balancer in front of two different
+  servers costs no probe per scrape).
+- Not vLLM (llama-server) or a page without vLLM families: the full page.
+- vLLM's Rust frontend (0.33/0.34, an OpenMetrics page) serves `/metrics` only, ignoring the query
+  (`rust/src/server/src/routes.rs:140`, `routes/metrics.rs` `scrape()` takes no query; the 0.34.0
+  `vllm-rs` binary holds no `name[]` string), so `/metrics/?name[]=…` is axum's 404 and the probe
+  gives the full page, its reason saying so and that a restart shows only as counters going down (no
+  `_created`). The probe is still made: a later release that honours the filter is used filtered,
+  its answers joined under one `# EOF` (`_terminated`).
 - **Once** (`ScrapeFilter(once=True)`, `mtpwatch snapshot`): one filtered request for both tiers,
-  judged by the per-answer rule; an answer that is a whole page (filter ignored) is used as it is,
-  anything else falls back to `GET /metrics`.
+  judged by the per-answer rule; a whole page (filter ignored) is used as it is, anything else falls
+  back to `GET /metrics`.
 
-What the tiers change: a window's histogram means (TTFT, TPOT, ITL: Δsum/Δcount) are taken between
-slow answers up to 1 s older than the window's ends while tokens flow elsewhere; an idle server's
-slow tier is current (nothing can have changed), so a console prompt on an otherwise idle server
-gets the full page's numbers exactly, its closing scrape asking both tiers (`fresh=True`).
-
-A restart (a `_created` changed or a `_total` went down on the hot tier, `rates.is_restart`'s rule)
-probes again at once, so the slow tier never mixes two server lives and a replaced server is
+What the tiers change: while tokens flow, a window's histogram means (TTFT, TPOT, ITL: Δsum/Δcount)
+are taken between slow answers up to 1 s older than the window's ends; an idle server's slow tier is
+current, so a console prompt on an otherwise idle server gets the full page's numbers exactly, its
+closing scrape asking both tiers (`fresh=True`). A restart (`rates.is_restart`'s rule on the hot
+tier) probes again at once, so the slow tier never mixes two server lives and a replaced server is
 re-checked.
 """
 
@@ -79,15 +68,15 @@ FULL_PATH = "/metrics"
 HOT_NAMES: tuple[str, ...] = (
     *(f"vllm:{name}" for name, _ in FAMILY_NAMES.values()),  # counters, per position, gauges
     "vllm:request_success_total",
-    # restart detection (`snapshot._CREATED`) must see these at every scrape, as on a full page
+    # restart detection (`snapshot._CREATED`) must see these at every scrape, as on a full page; the
+    # same collectors as their `_total`s: a line each
     "vllm:generation_tokens_created",
     "vllm:spec_decode_num_drafts_created",
 )
 """Sample names asked at every scrape: every sample `snapshot_from_samples` reads but the slow tier."""
 
 SLOW_NAMES: tuple[str, ...] = (*HISTOGRAM_SAMPLES, "vllm:cache_config_info")
-"""Sample names asked at most once every `ScrapeFilter.slow_interval_s`: the histograms' `_sum` and
-`_count` the views read (`snapshot.HISTOGRAM_SAMPLES`) and the cache config."""
+"""The histograms' `_sum` and `_count` the views read (`snapshot.HISTOGRAM_SAMPLES`) and the cache config."""
 
 ACTIVITY_NAMES: tuple[str, ...] = (
     "vllm:num_requests_running",
@@ -97,14 +86,13 @@ ACTIVITY_NAMES: tuple[str, ...] = (
     "vllm:generation_tokens_created",
     "vllm:request_success_total",
 )
-"""What an idle server is asked instead of the hot tier (`ScrapeFilter.idle_hot_interval_s`): the
-samples that move with anything the engine does. Every hot sample changes only on an engine step
-(the spec counters, KV usage, read bytes, the gauges, all set together from one step's stats by
-`vllm/v1/metrics/loggers.py`) or when a request finishes (`request_success_total`); a step that
-processed tokens moves the prompt or generation counter, and the stats that end a busy spell set
-the gauges to 0. So while these equal those of a hot answer that showed nothing running or waiting,
-the hot tier is that answer, sample for sample; `_created` and a counter going down still show a
-restart (`_restarted`)."""
+"""What an idle server is asked instead of the hot tier: the samples that move with anything the engine
+does. Every hot sample changes only on an engine step (the spec counters, KV usage, read bytes, the
+gauges, all set together from one step's stats by `vllm/v1/metrics/loggers.py`) or when a request
+finishes (`request_success_total`); a step that processed tokens moves the prompt or generation
+counter, and the stats that end a busy spell set the gauges to 0. So while these equal those of a hot
+answer that showed nothing running or waiting, the hot tier is that answer, sample for sample;
+`_created` and a counter going down still show a restart (`_restarted`)."""
 
 ALL_NAMES: tuple[str, ...] = HOT_NAMES + SLOW_NAMES
 
@@ -115,19 +103,18 @@ creates them unconditionally): a filtered answer without them is not the server'
 SLOW_INTERVAL_S = 1.0
 IDLE_HOT_INTERVAL_S = 2.0
 
-# The samples whose change means the server restarted (`rates.is_restart`: a `_created` changed or a
-# counter went down); parse_samples keeps only these lines, from its line cache when unchanged.
+# The samples whose change means a restart (`rates.is_restart`'s rule); parse_samples keeps only these
+# lines, from its line cache when unchanged. The slow tier can only have changed where one of them
+# moved: vLLM observes its histograms on an engine step that processed tokens (iteration tokens, TTFT,
+# ITL: `IterationStats`, with the token counters) or on a finished request (e2e, TPOT:
+# `FinishedRequestStats`, with `request_success_total`), and sets `cache_config_info` once at start-up
+# (`vllm/v1/metrics/loggers.py`).
 _RESTART_PREFIXES = (
     "vllm:generation_tokens_",
     "vllm:spec_decode_num_drafts_",
     "vllm:prompt_tokens_total",
     "vllm:request_success_total",
 )
-# The slow tier can only have changed where one of these moved: vLLM observes its histograms on an
-# engine step that processed tokens (iteration tokens, TTFT, ITL: `IterationStats`, with the prompt
-# and generation token counters) or on a finished request (e2e, TPOT: `FinishedRequestStats`, with
-# `request_success_total`), and `cache_config_info` is set once at start-up
-# (`vllm/v1/metrics/loggers.py`). So an idle server's slow tier is not asked again.
 
 Mode = Literal["unprobed", "filtered", "full"]
 
@@ -229,17 +216,10 @@ def _kb(n: int) -> str:
 Marks = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def _marks(text: str, prefixes: tuple[str, ...]) -> Marks:
-    """(name, labels) → value of the samples of `text` whose line starts with one of `prefixes`."""
+def _marks(text: str, prefixes: tuple[str, ...] = _RESTART_PREFIXES) -> Marks:
+    """(name, labels) → value of the samples of `text` whose line starts with one of `prefixes` (a
+    whole name such as one of `ACTIVITY_NAMES` too: a line of it starts with it)."""
     return {(s.name, s.labels): s.value for s in parse_samples(text, prefixes)}
-
-
-def _restart_marks(text: str) -> Marks:
-    return _marks(text, _RESTART_PREFIXES)
-
-
-def _activity_marks(text: str) -> Marks:
-    return _marks(text, ACTIVITY_NAMES)  # whole names: a line of one starts with it
 
 
 _IDLE_GAUGES = frozenset({"vllm:num_requests_running", "vllm:num_requests_waiting"})
@@ -255,10 +235,8 @@ def _restarted(before: Marks, after: Marks) -> bool:
 
 
 def _judge(text: str, asked: frozenset[str], expected: frozenset[str] | None) -> str:
-    """'' when `text` is an honoured filtered answer to `asked`, else why not (a few words).
-
-    `expected`: the probe's asked ∩ full page (exact match); None: the per-answer rule
-    (nothing outside `asked`, `REQUIRED_NAMES` present when asked)."""
+    """'' when `text` is an honoured filtered answer to `asked`, else why not (a few words). `expected`:
+    the probe's asked ∩ full page (exact match); None: the per-answer rule (module docstring)."""
     got = sample_names(text)
     if not got:
         return "filtered answer empty: several API servers?"
@@ -292,7 +270,7 @@ class TieredScraper:
         self._slow_t = 0.0
         self._marks: Marks = {}
         self._slow_marks: Marks = {}
-        """The activity samples when the slow tier was fetched: unchanged = the same slow tier."""
+        """The restart samples when the slow tier was fetched: unchanged = the same slow tier."""
         self._activity_names = frozenset(ACTIVITY_NAMES)
         self._activity_path = filter_path(ACTIVITY_NAMES)
         self._hot_text = ""
@@ -309,11 +287,8 @@ class TieredScraper:
         self.state = ScrapeState(full_bytes=self.state.full_bytes)
 
     async def scrape(self, *, fresh: bool = False) -> str:
-        """The page text of one scrape (a full page, or the newest hot + slow answers).
-
-        Raises whatever `fetch` raises but `FilterRefused` (which means: the full page); the next
-        scrape after a failure probes again.
-        """
+        """The page text of one scrape (a full page, or the newest hot + slow answers). Raises whatever
+        `fetch` raises but `FilterRefused` (the full page); the next scrape after a failure probes again."""
         try:
             if self.policy.once:
                 return await self._once()
@@ -321,8 +296,7 @@ class TieredScraper:
                 text = await self._filtered(fresh)
                 if text is not None:
                     return text
-            # `_filtered` gave up after a bad answer (the full page until a restart or a failure) or
-            # saw a restart (still "filtered": check the new server)
+            # `_filtered` gave up after a bad answer (mode "full") or saw a restart (probe)
             if self.state.mode == "full":
                 return await self._full()
             return await self._probe()
@@ -358,7 +332,7 @@ class TieredScraper:
 
     async def _full(self) -> str:
         page = await self._fetch(FULL_PATH)
-        marks = _restart_marks(page)
+        marks = _marks(page)
         if _restarted(self._marks, marks):
             self.reset()  # a restart: is it still the server that ignored the filter? probe next time
         else:
@@ -369,7 +343,7 @@ class TieredScraper:
     async def _probe(self) -> str:
         self.probes += 1
         page = await self._fetch(FULL_PATH)
-        self._marks = _restart_marks(page)
+        self._marks = _marks(page)
         schema = detect_schema(page)
         on_page = frozenset(sample_names(page)) if schema == "vllm" else frozenset()
         hot = slow = ""
@@ -392,22 +366,21 @@ class TieredScraper:
             return page
         self._eof = _EOF if is_openmetrics(hot) else ""
         self._slow_text, self._slow_t = _terminated(slow), self._clock()
-        self._slow_marks = _restart_marks(hot)
+        self._slow_marks = _marks(hot)
         self._took_hot(hot, self._slow_t)
         self.state = ScrapeState("filtered", "", len(page), len(hot), len(slow), len(page))
         return page
 
     def _took_hot(self, hot: str, now: float) -> None:
         self._hot_text, self._hot_t = _terminated(hot), now
-        marks = _activity_marks(hot)
+        marks = _marks(hot, ACTIVITY_NAMES)
         # idle: nothing running or waiting on any engine (and the gauges there to say so)
         gauges = [v for (name, _), v in marks.items() if name in _IDLE_GAUGES]
         self._quiet = marks if gauges and not any(gauges) else None
 
     def _idle_due(self, fresh: bool, now: float) -> bool:
-        """Ask the activity tier instead of the hot one: the last hot answer showed an idle server,
-        is younger than `idle_hot_interval_s`, and the slow tier was fetched after the last activity
-        (else the hot path fetches it when due: an idle server's page is then current throughout)."""
+        """Ask the activity tier, not the hot one; only once the slow tier was fetched after the last
+        activity (else the hot path fetches it when due: an idle server's page is then current)."""
         if self._quiet is None or fresh or now - self._hot_t >= self.policy.idle_hot_interval_s:
             return False
         return not self.policy.slow or self._slow_marks == self._marks
@@ -421,7 +394,7 @@ class TieredScraper:
         if why:
             self._give_up(why)
             return None
-        if _activity_marks(act) != self._quiet:
+        if _marks(act, ACTIVITY_NAMES) != self._quiet:
             self._quiet = None
             return ""
         st, size = self.state, len(act)
@@ -445,7 +418,7 @@ class TieredScraper:
         if why:
             self._give_up(why)
             return None
-        marks = _restart_marks(hot)
+        marks = _marks(hot)
         if _restarted(self._marks, marks):
             return None
         self._marks = marks
@@ -476,8 +449,7 @@ class TieredScraper:
         return _terminated(hot) + self._slow_text + self._eof
 
     def _slow_due(self, now: float) -> bool:
-        """The slow tier is older than `slow_interval_s` and the last hot answer's marks moved since
-        it was fetched (asked before a scrape and after a hot-only answer: the module docstring)."""
+        """The slow tier's rule (module docstring), asked before a scrape and after a hot-only answer."""
         return now - self._slow_t >= self.policy.slow_interval_s and self._marks != self._slow_marks
 
 
@@ -488,9 +460,8 @@ def _openmetrics_why(page: str, why: str) -> str:
 
 def _split(text: str, slow: frozenset[str]) -> tuple[str, str]:
     """An answer to both tiers → (its hot families, its slow families). Exposition text is a run of
-    families, each its `# HELP`/`# TYPE` lines and then its samples, and no family has samples in
-    both tiers (`SLOW_NAMES` are whole families: histograms' `_sum`/`_count`, `cache_config_info`),
-    so each family goes whole to the tier of its first sample."""
+    families (`# HELP`/`# TYPE` lines, then samples) and no family has samples in both tiers (the
+    histograms' `_sum`/`_count`, `cache_config_info`), so each goes whole to its first sample's tier."""
     hot_parts: list[str] = []
     slow_parts: list[str] = []
     family: list[str] = []

@@ -53,11 +53,8 @@ def per_position_marginal(accepted_per_pos: Sequence[float], drafts: float) -> t
 
 
 def per_position_conditional(accepted_per_pos: Sequence[float], drafts: float) -> tuple[float | None, ...]:
-    """accepted_per_pos[i] / accepted_per_pos[i−1] (position 0: the marginal rate).
-
-    P(draft i accepted | drafts 0 … i−1 accepted); None after a position that accepted nothing.
-    Empty when there were no drafts.
-    """
+    """accepted_per_pos[i] / accepted_per_pos[i−1] (position 0: the marginal rate): P(draft i accepted
+    | drafts 0 … i−1 accepted); None after a position that accepted nothing, empty without drafts."""
     if drafts <= 0:
         return ()
     out: list[float | None] = []
@@ -77,11 +74,8 @@ def conditional_from_marginal(marginal: Sequence[float]) -> tuple[float | None, 
 
 
 def per_position_from_histogram(histogram: Sequence[int], steps: float) -> tuple[float, ...]:
-    """Marginal per-position rates from vLLM's per-request acceptance histogram.
-
-    `histogram[j]` = verify steps that accepted exactly j drafts, so position i was accepted in the
-    steps that accepted more than i: Σ_{j>i} histogram[j] / steps.
-    """
+    """Marginal per-position rates from vLLM's per-request acceptance histogram: position i was
+    accepted in the steps that accepted more than i drafts, Σ_{j>i} histogram[j] / steps."""
     if steps <= 0 or len(histogram) < 2:
         return ()
     return tuple(sum(histogram[i + 1 :]) / steps for i in range(len(histogram) - 1))
@@ -109,11 +103,8 @@ def decode_tok_s(tokens: int, t_first: float | None, t_last: float | None) -> fl
 
 
 def tpot_s(tokens: int, ttft: float | None, e2el: float | None) -> float | None:
-    """Time per output token after the first: (e2e latency − TTFT) / (tokens − 1).
-
-    `vllm bench serve`'s TPOT (`calculate_metrics` in vllm/benchmarks/serve.py): one value per
-    request with more than one output token; requests with one token have none.
-    """
+    """(e2e latency − TTFT) / (tokens − 1): `vllm bench serve`'s TPOT (`calculate_metrics` in
+    vllm/benchmarks/serve.py), one value per request with more than one output token."""
     if ttft is None or e2el is None or tokens < 2:
         return None
     return (e2el - ttft) / (tokens - 1)
@@ -151,18 +142,15 @@ def drafted_share(drafts: float, itl_count: float) -> float | None:
     metrics.py:42, stats.py:550-552, loggers.py:1286-1287. A step without drafts still observes an
     ITL: under a batch-size schedule (`num_speculative_tokens_per_batch_size`, the k of
     `len(num_scheduled_tokens)`, prefills counted: scheduler.py:1766-1768, 0.32: :1487-1490) a
-    range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts.
-    """
+    range with k=0, and with ngram a step whose prompt had no match. Near 1 when every step drafts."""
     return ratio(drafts, itl_count)
 
 
 def client_tokens_per_step(tokens: int, chunks: int) -> float | None:
-    """(tokens − 1) / (chunks − 1): tokens per decode step as the client received them.
-
-    vLLM streams one chunk per engine step that produced output (its default `stream_interval` 1);
-    the first chunk is the prefill step's one token. Chunks merged on the way (a slow reader, a held
-    back stop string) only raise this figure, never lower it. None with fewer than two chunks.
-    """
+    """(tokens − 1) / (chunks − 1): tokens per decode step as the client received them. vLLM streams
+    one chunk per engine step that produced output (its default `stream_interval` 1), the first the
+    prefill step's one token; chunks merged on the way (a slow reader, a held back stop string) only
+    raise this figure, never lower it. None with fewer than two chunks."""
     return ratio(tokens - 1, chunks - 1) if tokens >= 1 and chunks >= 2 else None
 
 
@@ -172,13 +160,10 @@ EOS_OVERCOUNT = "vLLM counts drafts accepted past the answer's end (vllm#56101)"
 
 def eos_overcount(server_mean_length: float | None, client_per_step: float | None) -> float | None:
     """How far the server's mean acceptance length over one request exceeds the tokens per decode
-    step the client received; None when it does not (or either is unknown).
-
-    The server's 1 + Δaccepted / Δdrafts counts the drafts accepted after the stop that ended the
-    answer (vLLM 0.34 `vllm/v1/core/sched/scheduler.py:2400`, trimmed only at 2892–2898), the client
-    only the tokens it was sent: on a short answer whose end falls inside an accepted prefix the
-    server's figure is the larger. The margin (0.005) is above the rounding of either figure.
-    """
+    step the client received; None when it does not (or either is unknown). The server's figure
+    counts the drafts accepted after the stop that ended the answer (module docstring), the client's
+    only the tokens it was sent: larger on a short answer whose end falls inside an accepted prefix.
+    The margin (0.005) is above the rounding of either figure."""
     if server_mean_length is None or client_per_step is None:
         return None
     excess = server_mean_length - client_per_step

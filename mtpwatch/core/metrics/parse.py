@@ -115,16 +115,12 @@ def _bad_line(text: str, line: str, why: str) -> MetricsFormatError:
 
 
 def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
-    """Parse the samples whose line starts with one of `prefixes` (the fast path).
-
-    Comment lines (`# HELP`, `# TYPE`) and every other family are skipped without being parsed, so a
-    malformed line in a family mtpwatch does not read is not an error. Label order on the page does not
-    matter (labels come back sorted); escaped label values, `+Inf`/`NaN`, exponents and optional
-    timestamps are handled as in prometheus_client.
-
-    Raises:
-        MetricsFormatError: a kept line is malformed (the message names its line number).
-    """
+    """Parse the samples whose line starts with one of `prefixes` (the fast path). Comment lines
+    (`# HELP`, `# TYPE`) and every other family are skipped without being parsed, so a malformed line
+    in a family mtpwatch does not read is not an error. Labels come back sorted (the page's order does
+    not matter); escaped label values, `+Inf`/`NaN`, exponents and optional timestamps are handled as
+    in prometheus_client. Raises MetricsFormatError when a kept line is malformed (the message names
+    its line number)."""
     lines = text.split("\n")
     if "\n " in text or "\n\t" in text or text[:1] in (" ", "\t"):
         # Rare: indented sample lines (prometheus_client strips every line).

@@ -23,12 +23,10 @@ Scope = Literal["this request", "engine-wide"]
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """Deltas between two snapshots and the numbers derived from them with vLLM's formulas.
-
-    The counts (`drafts` … `prompt_tokens`, `itl_count`) are deltas over the window,
-    named as the `MetricsSnapshot` counters they come from; a ratio named as a `formulas` function is that
-    function of them. Every derived number is None when its denominator is zero (nothing happened).
-    """
+    """Deltas between two snapshots and the numbers vLLM's formulas derive from them. The counts
+    (`drafts` … `prompt_tokens`, `itl_count`) are deltas over the window, named as the `MetricsSnapshot`
+    counters they come from; a ratio named as a `formulas` function is that function of them, None
+    when its denominator is zero (nothing happened)."""
 
     window_label: str
     """What the window is: "1 s", "10 s", "60 s", "prompt", "between pages", "since server start"."""
@@ -114,12 +112,9 @@ def delta_rates(
     *,
     max_running: float | None = None,
 ) -> Rates:
-    """Rates from `before` to `after` over `dt_s` seconds (None: counts only, no per-second rates).
-
-    If the server restarted between the two (see `is_restart`), the deltas are `after`'s totals: they
-    count from the restart. `max_running` is the most requests running at any scrape in between; it
-    defaults to the larger of the two snapshots' gauges.
-    """
+    """Rates from `before` to `after` over `dt_s` seconds (None: counts only, no per-second rates);
+    after a restart (`is_restart`) the deltas are `after`'s totals. `max_running`: the most requests
+    running at any scrape in between, by default the larger of the two snapshots' gauges."""
     restarted = is_restart(before, after)
     base = MetricsSnapshot(schema=after.schema, model=after.model) if restarted else before
     if max_running is None:
@@ -137,8 +132,6 @@ def delta_rates(
 
     mal = F.mean_acceptance_length(accepted, drafts)
     per_position = F.per_position_marginal(per_pos_delta, drafts)
-    conditional = F.per_position_conditional(per_pos_delta, drafts)
-    residual = F.self_check_residual(per_position, mal)
 
     hist = {name: _hist_delta(getattr(base, name), getattr(after, name)) for name in HISTOGRAM_FIELDS}
     itl_count, iter_count = hist["itl"][1], hist["iteration_tokens"][1]
@@ -169,8 +162,8 @@ def delta_rates(
         acceptance_rate=F.acceptance_rate(accepted, draft_tokens),
         mean_acceptance_length=mal,
         per_position=per_position,
-        per_position_conditional=conditional,
-        self_check_residual=residual,
+        per_position_conditional=F.per_position_conditional(per_pos_delta, drafts),
+        self_check_residual=F.self_check_residual(per_position, mal),
         output_from_drafts=F.ratio(accepted, gen) if after.speculative else None,
         server_tok_s=gen / rate_dt if rate_dt is not None else None,
         steps_per_s=steps / rate_dt if rate_dt is not None and steps > 0 else None,
@@ -185,10 +178,8 @@ def delta_rates(
 
 
 def attribute(running: Iterable[float | None]) -> Scope:
-    """Say "this request" when every scrape saw at most one request running, else "engine-wide".
-
-    No scrape, or a scrape without the gauge, cannot prove the request was alone: "engine-wide".
-    """
+    """The scope: "this request" when every scrape saw at most one request running, else
+    "engine-wide" (also with no scrape or a scrape without the gauge: nothing proves it was alone)."""
     seen = False
     for value in running:
         if value is None or value > 1:
@@ -244,11 +235,8 @@ class Collector:
         return len(self._history)
 
     def add(self, snapshot: MetricsSnapshot, now: float) -> bool:
-        """Record a scrape taken at `now`. Returns True when it shows a restart (a new baseline starts).
-
-        Raises:
-            ValueError: `now` is earlier than the previous scrape.
-        """
+        """Record a scrape taken at `now`; True when it shows a restart (a new baseline starts).
+        Raises ValueError when `now` is earlier than the previous scrape."""
         restarted = False
         if self._history:
             t_prev, prev = self._history[-1]
@@ -305,20 +293,16 @@ class Collector:
         return delta_rates(base, end, t1 - t0, label, max_running=_max_opt(running))
 
     def window(self, seconds: float, now: float, label: str | None = None) -> Rates | None:
-        """Rates over the last `seconds` (from the newest scrape at or before `now − seconds`).
-
-        Shorter history gives a shorter window (see `Rates.dt_s`). None with fewer than two scrapes in
-        reach, e.g. when the newest scrape is older than the window.
-        """
+        """Rates over the last `seconds` (from the newest scrape at or before `now − seconds`); a
+        shorter history gives a shorter window (`Rates.dt_s`). None with fewer than two scrapes in
+        reach, e.g. when the newest scrape is older than the window."""
         return self._rates_from(now - seconds, label or f"{seconds:g} s")
 
     def since(self, t0: float, now: float, label: str = "prompt", until: float | None = None) -> Rates | None:
         """Rates from the scrape at or before `t0` (e.g. when a prompt was sent) to the newest one,
         or to the newest one at or before `until` (e.g. the scrape after a prompt's last token, so
-        later idle time does not dilute the prompt's rates).
-
-        After a restart the window starts at the restart and `Rates.restarted` is True.
-        """
+        later idle time does not dilute the prompt's rates). After a restart the window starts at the
+        restart and `Rates.restarted` is True."""
         rates = self._rates_from(t0, label, until)
         restart = self.last_restart_at
         if rates is not None and restart is not None and restart > t0 and (until is None or restart <= until):
@@ -326,10 +310,8 @@ class Collector:
         return rates
 
     def tok_s_series(self, since: float | None = None, smooth_s: float = 0.0) -> list[tuple[float, float]]:
-        """(t, server tok/s) per scrape interval, or averaged over the trailing `smooth_s` seconds.
-
-        Intervals that span a restart are left out.
-        """
+        """(t, server tok/s) per scrape interval, or averaged over the trailing `smooth_s` seconds;
+        intervals that span a restart are left out."""
         pts = [p for p in self._series if since is None or p[0] >= since]
         if smooth_s <= 0:
             return [(t, tok / dt) for t, dt, tok in pts]

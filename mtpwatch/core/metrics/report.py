@@ -17,8 +17,7 @@ def snapshot_report(after: MetricsSnapshot, before: MetricsSnapshot | None = Non
     (requests_running, requests_waiting, kv_cache_usage) are read from `after`. restart_signal: how a
     restart is seen (`_created` or only counters going down, as on vLLM's Rust frontend);
     mean_draft_length: draft_tokens / drafts (k on vLLM, up to k on llama.cpp); missing: why the
-    engine's n/a numbers are n/a; per_position: the marginal rates.
-    """
+    engine's n/a numbers are n/a; per_position: the marginal rates."""
     base = before if before is not None else MetricsSnapshot(schema=after.schema, model=after.model)
     r = delta_rates(base, after, None, "between pages" if before is not None else "since server start")
     return {

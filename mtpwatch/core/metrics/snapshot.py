@@ -160,14 +160,12 @@ class MetricsSnapshot:
     cache_config: Mapping[str, str] = field(default_factory=_empty_mapping)
     """Labels of `cache_config_info` (block_size, num_gpu_blocks, gpu_memory_utilization, …) but `engine`."""
     exposition: Exposition = "prometheus"
-    """The page's format: Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's
-    Rust frontend: module docstring)."""
+    """Prometheus text (vLLM's Python API server, llama.cpp) or OpenMetrics (vLLM's Rust frontend)."""
 
     def speculating(self, configured: bool = False) -> bool | None:
-        """Whether the server speculates: `speculative`, but on an OpenMetrics page (vLLM's Rust
-        frontend exports the spec totals with or without a drafter) that shows no draft yet, off only
-        once it generated tokens without one; before, `configured` (its start-up log named a method)
-        or unknown (None)."""
+        """Whether it speculates: `speculative`, but on an OpenMetrics page with no draft yet (module
+        docstring) False only once tokens were generated, before that `configured` (its start-up log
+        named a method) or None (unknown)."""
         if self.speculative or self.exposition != "openmetrics" or self.generation_tokens > 0:
             return self.speculative
         return True if configured else None
@@ -250,11 +248,12 @@ def _check_finite(s: Sample) -> None:
 def snapshot_from_samples(
     samples: list[Sample], model: str | None, schema: Schema, exposition: Exposition = "prometheus"
 ) -> MetricsSnapshot:
-    """Build a snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works) of a page of
-    `schema` (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`).
+    """A snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works) of a page of `schema`
+    (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`).
 
     Raises:
-        UnknownModelError: `model` is given but no series carries that `model_name`.
+        UnknownModelError: `model` is given but no series carries that `model_name` (the message lists
+            the models that are).
         MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
     """
     if schema == "none":
@@ -314,8 +313,7 @@ def snapshot_from_samples(
 
 @dataclass(slots=True)
 class Fold:
-    """What one page (or a Prometheus target's counters) adds up to, per family, before it becomes a
-    `MetricsSnapshot`."""
+    """What one page (or a Prometheus target's counters) adds up to, per family: `snapshot()` makes it one."""
 
     sums: dict[str, float] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
@@ -335,21 +333,17 @@ class Fold:
     ) -> MetricsSnapshot:
         sums, gauges, per_pos, engines = self.sums, self.gauges, self.per_pos, self.engines
         hists = {k: Histogram(*h) for k, h in self.hists.items() if k not in self.nan_sums}
-        created = self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1]))
         k = (max(per_pos) + 1) if per_pos else 0
-        accepted_per_pos = tuple(per_pos.get(i, 0.0) for i in range(k))
         # vLLM's Python server exports the drafts counter only when speculating; the others: module docstring
         if schema == "llamacpp" or exposition == "openmetrics":
             speculative = bool(per_pos) or sums.get("draft_tokens", 0.0) > 0
         else:
             speculative = self.spec_seen
-        kv = finite_or_none(gauges.get("kv_cache_usage"))
-        running = finite_or_none(gauges.get("requests_running"))
-        waiting = finite_or_none(gauges.get("requests_waiting"))
-        if kv is not None and len(engines) > 1:
-            kv = kv / len(engines)  # a fraction per engine: show the mean, not the sum
         totals: dict[str, Any] = {name: sums.get(name, 0.0) for name in COUNTER_FIELDS}
         totals |= {name: hists.get(name) for name in HISTOGRAM_FIELDS}
+        totals |= {name: finite_or_none(gauges.get(name)) for name in _GAUGE_FIELDS}
+        if totals["kv_cache_usage"] is not None and len(engines) > 1:
+            totals["kv_cache_usage"] /= len(engines)  # a fraction per engine: show the mean, not the sum
         return MetricsSnapshot(
             schema=schema,
             model=chosen,
@@ -357,13 +351,10 @@ class Fold:
             engines=tuple(engines),
             speculative=speculative,
             num_speculative_tokens=len(per_pos),
-            accepted_per_pos=accepted_per_pos,
+            accepted_per_pos=tuple(per_pos.get(i, 0.0) for i in range(k)),
             **totals,
-            requests_running=running,
-            requests_waiting=waiting,
-            kv_cache_usage=kv,
             request_success=MappingProxyType(self.success),
-            created=created,
+            created=self.created_by.get(_CREATED[0], self.created_by.get(_CREATED[1])),
             estimated_read_bytes=sums.get("estimated_read_bytes"),
             cache_config=MappingProxyType(self.cache_config),
             exposition=exposition,
@@ -406,13 +397,8 @@ def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> Non
 
 
 def parse_snapshot(text: str, model: str | None = None) -> MetricsSnapshot:
-    """Parse a `/metrics` page into a snapshot for `model` (default: the first `model_name` on the page).
-
-    Raises:
-        MetricsFormatError: a line of a family mtpwatch reads is malformed, a series appears twice,
-            or a counter is negative, NaN or infinite.
-        UnknownModelError: `model` is not on the page (the message lists the models that are).
-    """
+    """A `/metrics` page → its snapshot for `model` (default: the first `model_name` on the page).
+    Raises as `snapshot_from_samples`, and MetricsFormatError for a malformed line of a family read."""
     schema = detect_schema(text)
     exposition: Exposition = "openmetrics" if is_openmetrics(text) else "prometheus"
     if schema == "none":
