@@ -186,9 +186,8 @@ def _noted(errors: list[str], where: str) -> Iterator[None]:
 
 
 async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
-    """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises.
-
-    `model` picks the served model when there are several (None: the first /v1/models lists)."""
+    """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises. `model` picks
+    the served model when there are several (None: the first /v1/models lists)."""
     info = ArmInfo(url=client.base_url)
     with _noted(info.errors, "/v1/models"):
         models = await client.models()
@@ -281,18 +280,6 @@ class GpuInfo(JsonFields):
     """'nvml (this host)', '--gpu', or 'unknown'."""
 
 
-def gpu_from_name(name: str) -> GpuInfo:
-    """A GPU the user named (`--gpu`), with its peak from mtpwatch's table when it is known."""
-    try:
-        spec = lookup_gpu(name)
-    except UnknownGpuError:
-        return GpuInfo(name, None, "--gpu")
-    return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
-
-
-SERVER_GPU_SOURCE = "the server's /sim/info (a simulator: the GPU it models, not a GPU it runs on)"
-
-
 def server_gpu(arms: Iterable[ArmInfo]) -> GpuInfo | None:
     """The GPU the arms' servers report (simulators: their /sim/info), when they all name one GPU."""
     gpus = [arm.server_gpu for arm in arms]
@@ -300,21 +287,27 @@ def server_gpu(arms: Iterable[ArmInfo]) -> GpuInfo | None:
     if len(names) != 1 or not all(gpus):
         return None
     first = gpus[0] or {}
-    return GpuInfo(first.get("name"), first.get("peak_gbps"), SERVER_GPU_SOURCE)
+    source = "the server's /sim/info (a simulator: the GPU it models, not a GPU it runs on)"
+    return GpuInfo(first.get("name"), first.get("peak_gbps"), source)
 
 
-def report_gpu(named: str | None, arms: Sequence[ArmInfo], *, local: bool) -> GpuInfo:
-    """The report's GPU: the user's --gpu; else NVML on this host (servers on loopback); else the
-    one the servers report (a simulator's, marked simulated); else unknown, saying why."""
+def report_gpu(named: str | None, arms: Sequence[ArmInfo] = (), *, local: bool) -> GpuInfo:
+    """The report's GPU: the user's --gpu (with its peak when mtpwatch's table knows it); else NVML on
+    this host (servers on loopback); else the one the servers report (a simulator's, marked
+    simulated); else unknown, saying why."""
     if named:
-        return gpu_from_name(named)
-    found = local_gpu() if local else None
+        try:
+            spec = lookup_gpu(named)
+        except UnknownGpuError:
+            return GpuInfo(named, None, "--gpu")
+        return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
+    found = _local_gpu() if local else None
     if found is not None and found.name is not None:
         return found
     return server_gpu(arms) or found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
-def local_gpu() -> GpuInfo:
+def _local_gpu() -> GpuInfo:
     """This host's GPU through NVML; `name` None when there is none (or no NVML)."""
     try:
         reading = local_gpu_reading()
