@@ -23,8 +23,8 @@ from mtpwatch.core.launch.simledger import scoped_env
 def resolve_self(argv: Sequence[str]) -> list[str]:
     """`argv` with a leading bare ``mtpwatch`` replaced by this interpreter's ``python -m mtpwatch``, so
     that ``--vllm "mtpwatch sim ..."`` runs the running mtpwatch's simulator even when its virtual
-    environment is not on ``PATH`` (after ``.venv/bin/pip install .``). A path (``./mtpwatch``) is kept.
-    """
+    environment is not on ``PATH`` (after ``.venv/bin/pip install .``). A path (``./mtpwatch``) is
+    kept."""
     out = list(argv)
     if out and out[0] == "mtpwatch":
         return [sys.executable, "-m", "mtpwatch", *out[1:]]
@@ -106,13 +106,11 @@ class Launch:
     async def wait_ready(
         self, url: str, timeout_s: float, *, headers: Mapping[str, str] | None = None, poll_s: float = 0.25
     ) -> float:
-        """Wait until `GET {url}/health` answers 200; returns the seconds since the start.
-
-        Raises `StartupError` when the server exits first or `timeout_s` passes, and marks the watcher
-        failed (its `hints` say why, when the log told). An exited server's one line carries why
+        """Wait until `GET {url}/health` answers 200; returns the seconds since the start. Raises
+        `StartupError` when the server exits first or `timeout_s` passes, and marks the watcher failed
+        (its `hints` say why, when the log told). An exited server's one line carries why
         (`failure_reason`: "server exited with status 1 before answering /health: ValueError: Free
-        memory on device ..."), for every report of it; one that timed out is left running (`stop`).
-        """
+        memory on device ..."), for every report of it; one that timed out is left running (`stop`)."""
         try:
             elapsed = await self.process.wait_healthy(url, timeout=timeout_s, poll=poll_s, headers=headers)
         except StartupError as exc:

@@ -434,8 +434,8 @@ REASON_MAX = 240
 def failure_reason(lines: list[str]) -> str | None:
     """Why a server died, from the last lines of its log: its last error line that is not a wrapper
     pointing at an earlier one (vLLM: ``ValueError: Free memory on device ...``, not ``RuntimeError:
-    Engine core initialization failed. See root cause above``), else the last line; None when empty.
-    """
+    Engine core initialization failed. See root cause above``), else the last line; None when
+    empty."""
     errors = [e.strip() for e in watch_lines(lines).errors if e.strip()]
     causes = [e for e in errors if not _WRAPPER.search(e)]
     text = (causes or errors or [_strip(x).strip() for x in lines if x.strip()] or [""])[-1]

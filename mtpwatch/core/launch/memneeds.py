@@ -3,9 +3,9 @@
 Weights: the safetensors size when the model is a local folder (or in the local Hugging Face cache)
 — the footprint vLLM loads, towers included — else the text decoder's stored parameters from
 `config.json` × the weight dtype (vision/audio towers not counted). The drafter the same way. KV
-cache: one full ``max_model_len`` sequence (the least vLLM accepts), sliding-window layers capped at
-their window, KV-shared layers owning none, with `bytemodel.kv_cache_bytes`. Overheads: the fixed
-allowances of `memplan`, plus the profiling pass's activations."""
+cache: one full ``max_model_len`` sequence (vLLM refuses to start with less), sliding-window layers
+capped at their window, KV-shared layers owning none, with `bytemodel.kv_cache_bytes`. Overheads:
+the fixed allowances of `memplan`, plus the profiling pass's activations."""
 
 from __future__ import annotations
 

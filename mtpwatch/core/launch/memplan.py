@@ -15,11 +15,8 @@ just before the twins, which start together, start (`free_now_refusal`). With
 ``--kv-cache-memory-bytes`` the KV cache is sized directly and the server holds weights + overheads
 + that KV, but the start-up check on ``gpu_memory_utilization`` still applies (0.32/0.33).
 
-What a server needs is estimated, not measured: the weights (the checkpoint's safetensors size when
-the model is a local folder, else the stored parameters of the config × the weight dtype), the
-drafter's weights, one full ``--max-model-len`` sequence of KV cache (vLLM refuses to start with
-less), and a fixed allowance for vLLM's overheads (`OVERHEAD_*`). The plan is pure: the GPU's
-total/free memory comes in as a `GpuMemory` (see `gpumem` for reading it)."""
+What a server needs is estimated offline, not measured (`memneeds`; overheads: `OVERHEAD_*`). The
+plan is pure: the GPU's total/free memory comes in as a `GpuMemory` (see `gpumem` for reading it)."""
 
 from __future__ import annotations
 
@@ -333,20 +330,14 @@ def plan_memory(
     restart_allowed: bool = True,
     rule: MemoryRule = RULE_034,
 ) -> MemoryPlan:
-    """Give each server a share of `gpu`, or choose the restart schedule, or refuse.
-
-    Args:
-        gpu: the device (None: no GPU found and none named — nothing is planned).
-        servers: (label, need, the user's memory flags) per server, in start order.
-        together: the servers must run at the same time (A/B twins); False plans one at a time.
-        restart_allowed: when twins cannot fit together, one at a time is acceptable.
-        rule: the installed vLLM's default share and start-up check (`memory_rule`).
-
-    Raises:
-        PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
-        NoGpuMemoryError: no `gpu`, several servers `together`, and not every one has the user's
-            own ``--gpu-memory-utilization`` (vLLM's default share each cannot both start).
-    """
+    """Give each of `servers` (label, need, the user's memory flags; in start order) a share of `gpu`
+    (None: none found or named, nothing is planned), or choose the restart schedule, or refuse.
+    `together`: the servers run at the same time (A/B twins), else one at a time; `restart_allowed`:
+    twins that cannot fit together may run one at a time; `rule`: the installed vLLM's default share
+    and start-up check (`memory_rule`). Raises `PlanError` when a server cannot fit even alone or the
+    user's flags ask for more than is free, `NoGpuMemoryError` when there is no `gpu`, several servers
+    run `together` and not each has the user's own ``--gpu-memory-utilization`` (vLLM's default
+    share each cannot both start)."""
     if gpu is None:
         return _unplanned(servers, together, rule)
     total, usable = gpu.total_bytes, _usable(gpu)

@@ -201,15 +201,12 @@ class _ChainedHandler:
 
 
 def install_signal_handlers(
-    on_signal: Callable[[int], None] | None = None,
-    signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP),
+    on_signal: Callable[[int], None] | None = None, signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP)
 ) -> None:
-    """Make SIGTERM and SIGHUP (a dropped SSH connection) stop every owned server first.
-
-    Chains to whatever handler was installed before (call it again after a framework installs its
-    own: a second call wraps the new one and is otherwise a no-op). `on_signal(signum)` runs after
-    the servers are stopped instead of the previous handler, e.g. to ask a Textual app to exit
-    cleanly. A signal that is ignored (``nohup``) stays ignored. Main thread only."""
+    """Make SIGTERM and SIGHUP (a dropped SSH connection) stop every owned server first, then chain to
+    the handler installed before (call it again after a framework installs its own: a second call
+    wraps the new one and is otherwise a no-op), or run `on_signal(signum)` instead, e.g. to ask a
+    Textual app to exit cleanly. A signal that is ignored (``nohup``) stays ignored. Main thread only."""
     for signum in signals:
         current = signal.getsignal(signum)
         if current is signal.SIG_IGN:
@@ -241,11 +238,10 @@ def _set_pdeathsig() -> None:
 
 
 class ServerProcess:
-    """One server process group that mtpwatch started: log lines, health, stop.
-
-    Create with `await ServerProcess.start(argv, env)`. With ``keep=True`` the server is not
-    registered for clean-up and its output goes to `log_path` (it must outlive mtpwatch, and a pipe
-    with no reader would kill it); `lines()` then follows that file."""
+    """One server process group that mtpwatch started (`await ServerProcess.start(argv, env)`): log
+    lines, health, stop. With ``keep=True`` the server is not registered for clean-up and its output
+    goes to `log_path` (it must outlive mtpwatch, and a pipe with no reader would kill it); `lines()`
+    then follows that file."""
 
     def __init__(self, argv: Sequence[str], ring_lines: int = DEFAULT_RING_LINES) -> None:
         self.argv = tuple(argv)
@@ -439,11 +435,7 @@ class ServerProcess:
         self.keep = True
 
     async def wait_healthy(
-        self,
-        url: str,
-        timeout: float = 900.0,
-        poll: float = 0.5,
-        headers: Mapping[str, str] | None = None,
+        self, url: str, timeout: float = 900.0, poll: float = 0.5, headers: Mapping[str, str] | None = None
     ) -> float:
         """Poll ``GET {url}/health`` until it answers 200; returns the seconds since start. Raises
         `StartupError` as soon as the process exits (with its exit status and last log lines) or when

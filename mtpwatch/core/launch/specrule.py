@@ -29,7 +29,7 @@ method is named when the user names it (``--method``, always kept), when there i
 (``mtp``: the target's own heads), or when the drafter's ``config.json``, found offline (a local
 folder, the bundled configs, or the Hugging Face cache), says which speculator it is; otherwise
 it is left out for vLLM to detect. What differs per version is what vLLM then does with an
-explicit method (`expected_method`), and the one case mtpwatch refuses up front: a known 0.34 or
+explicit method (`MethodChoice.expected`), and the one case mtpwatch refuses up front: a known 0.34 or
 later told a method its drafter's checkpoint contradicts.
 
 The installed version is read before anything is planned (`read_vllm_version`): the
@@ -178,8 +178,7 @@ def declared_method(config: Mapping[str, Any]) -> str | None:
     DFlash/DSpark architectures and the Gemma 4 assistant declare a speculator class (0.34); an
     EAGLE-3 head says so in its architecture (``LlamaForCausalLMEagle3``, ``Eagle3…``) or, in the
     speculators format, ``speculators_model_type`` (``transformers_utils/configs/speculators/
-    base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29).
-    """
+    base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29)."""
     archs = [a.lower() for a in config.get("architectures") or () if isinstance(a, str)]
     model_type = str(config.get("model_type") or "")
     spec_type = config.get("speculators_model_type")

@@ -198,11 +198,10 @@ def build_vllm_argv(
     served_model_name: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The argv of a vLLM OpenAI server for `model`, with speculation from the short flags.
-
-    `vllm` is the command that runs vLLM and may have several words (``uv run vllm``,
-    ``python -m vllm.entrypoints.openai.api_server``); `extra` goes last, unchanged. An API key
-    never goes on the command line (any local user can read it there): see `server_env`."""
+    """The argv of a vLLM OpenAI server for `model`, with speculation from the short flags. `vllm` runs
+    vLLM and may have several words (``uv run vllm``, ``python -m vllm.entrypoints.openai.api_server``);
+    `extra` goes last, unchanged. An API key never goes on the command line (any local user can read
+    it there): see `server_env`."""
     if not model.strip():
         raise VllmArgsError("MODEL is empty")
     spec_flags = {
