@@ -328,19 +328,16 @@ class LogWatcher:
         elif any(mark in message for mark in _LOADING_MARKS):
             self._advance(Phase.LOADING, now, events)
 
-    def _fact(self, events: list[LogEvent], now: float, text: str) -> None:
-        events.append(LogEvent("fact", text, now))
-
     def _facts_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         facts = self.facts
         if facts.vllm_version is None and "version" in message and (match := _BANNER_VERSION.search(message)):
             facts.vllm_version = match.group(1)
-            self._fact(events, now, f"vLLM {facts.vllm_version}")
+            events.append(LogEvent("fact", f"vLLM {facts.vllm_version}", now))
         if "Initializing a V1 LLM engine" in message:
             if match := _ENGINE_INIT.search(message):
                 if facts.vllm_version is None:
                     facts.vllm_version = match.group(1)
-                    self._fact(events, now, f"vLLM {facts.vllm_version}")
+                    events.append(LogEvent("fact", f"vLLM {facts.vllm_version}", now))
                 facts.model = match.group(2)
             spec = _SPEC_CONFIG.search(message)
             if spec:
@@ -348,9 +345,9 @@ class LogWatcher:
                 facts.num_spec_tokens = int(spec.group(3))
                 drafter = f", drafter {facts.spec_model}" if facts.spec_model else ""
                 said = f"speculative decoding: {facts.spec_method}, k={facts.num_spec_tokens}{drafter}"
-                self._fact(events, now, said)
+                events.append(LogEvent("fact", said, now))
             elif "speculative_config=None" in message:
-                self._fact(events, now, "speculative decoding: off")
+                events.append(LogEvent("fact", "speculative decoding: off", now))
         elif "Checkpoint size:" in message:
             if (match := _CHECKPOINT.search(message)) and facts.weights_gib is None:
                 facts.weights_gib = float(match.group(1))
@@ -359,31 +356,30 @@ class LogWatcher:
             if (match := _LOAD_WEIGHTS.search(message)) and facts.weights_s is None:
                 facts.weights_s = float(match.group(1))
                 size = f"{facts.weights_gib:.2f} GiB " if facts.weights_gib is not None else ""
-                self._fact(events, now, f"weights: {size}loaded in {facts.weights_s:.1f} s")
+                events.append(LogEvent("fact", f"weights: {size}loaded in {facts.weights_s:.1f} s", now))
         elif "Model loading took" in message:
             if match := _MODEL_LOADING.search(message):
                 facts.weights_gib, facts.weights_s = float(match.group(1)), float(match.group(2))
-                self._fact(
-                    events, now, f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
-                )
+                said = f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
+                events.append(LogEvent("fact", said, now))
         elif "Detected MTP model" in message:
             if not facts.mtp_detected:
                 facts.mtp_detected = True
-                self._fact(events, now, "MTP drafter detected (shares the target's weights)")
+                events.append(LogEvent("fact", "MTP drafter detected (shares the target's weights)", now))
         elif "centroids masking enabled" in message:
             match = _CENTROIDS.search(message)
             facts.centroids_masking = match.group(1) if match else "enabled"
-            self._fact(events, now, f"Gemma 4 MTP centroids masking: {facts.centroids_masking}")
+            events.append(LogEvent("fact", f"Gemma 4 MTP centroids masking: {facts.centroids_masking}", now))
         elif "KV cache size:" in message:
             if match := _KV_TOKENS.search(message):
                 facts.kv_cache_tokens = int(match.group(1).replace(",", ""))
                 facts.max_concurrency = float(match.group(2))
                 most = f"max concurrency {facts.max_concurrency:.1f}x"
-                self._fact(events, now, f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})")
+                events.append(LogEvent("fact", f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})", now))
         elif "KV cache memory" in message or "GiB for KV cache" in message:
             if match := _KV_GIB.search(message):
                 facts.kv_cache_gib = float(match.group(1))
-                self._fact(events, now, f"KV cache memory: {facts.kv_cache_gib:.2f} GiB")
+                events.append(LogEvent("fact", f"KV cache memory: {facts.kv_cache_gib:.2f} GiB", now))
         elif "Starting vLLM" in message or "Uvicorn running on" in message:
             match = _LISTEN.search(message)
             if match and facts.listening is None:
@@ -392,7 +388,7 @@ class LogWatcher:
     def _rust_frontend(self, now: float, events: list[LogEvent]) -> None:
         if self.facts.frontend is None:
             self.facts.frontend = "rust"
-            self._fact(events, now, "API server: vLLM's Rust frontend (OpenMetrics /metrics)")
+            events.append(LogEvent("fact", "API server: vLLM's Rust frontend (OpenMetrics /metrics)", now))
 
     def _serving_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         """The model from the banner (0.33/0.34 `vLLM server version V, serving model M`, or the logo's

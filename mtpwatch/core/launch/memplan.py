@@ -200,11 +200,13 @@ def _parse_bytes(text: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class ServerPlan:
+class ServerPlan(JsonFields):
+    JSON_KEYS = "label utilization kv_cache_memory_bytes added_flags user_set need"
+
     label: str
     need: ServerNeed | None
     """None when the model's size is unknown (then the user's flags must size it)."""
-    utilization: float | None
+    utilization: float | None = field(metadata=key("gpu_memory_utilization"))
     """The ``--gpu-memory-utilization`` the server starts with (None: no GPU planned)."""
     kv_cache_memory_bytes: int | None = None
     added_flags: tuple[str, ...] = ()
@@ -223,15 +225,9 @@ class ServerPlan:
             return self.need.weights + self.need.drafter + self.need.overhead + self.kv_cache_memory_bytes
         return self.asks(total)
 
-    def to_json(self, total: float | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "label": self.label,
-            "gpu_memory_utilization": self.utilization,
-            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
-            "added_flags": list(self.added_flags),
-            "user_set": self.user_set,
-            "need": self.need.to_json() if self.need else None,
-        }
+    def to_json(self, total: float | None = None) -> dict[str, Any]:
+        """Its fields, and with a planned GPU's `total` the GiB it asks and takes of it."""
+        out = JsonFields.to_json(self)
         if total is not None:
             out["asks_gib"] = round(self.asks(total) / GIB, 2)
             out["takes_gib"] = round(self.takes(total) / GIB, 2)
