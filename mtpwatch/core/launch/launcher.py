@@ -66,7 +66,6 @@ class Launch:
         self.on_line = on_line
         self.on_event = on_event
         self.watcher = LogWatcher()
-        """Phases, facts and hints seen so far."""
         self._process: ServerProcess | None = None
         self._follow: asyncio.Task[None] | None = None
 

@@ -16,8 +16,7 @@ from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSp
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
 _OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
-UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"
-"""Said on the plan line when the drafter's size is unknown offline."""
+UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"  # `ServerNeed.drafter_uncounted`
 
 
 def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
