@@ -142,7 +142,6 @@ class _Group:
 
 _REGISTRY: dict[int, _Group] = {}
 _TOKENS = itertools.count()
-_ATEXIT_REGISTERED = False
 
 
 def stop_all() -> None:
@@ -171,11 +170,9 @@ def _wait_gone(groups: Sequence[_Group], timeout: float) -> None:
 
 
 def _register(group: _Group) -> None:
-    global _ATEXIT_REGISTERED
     _REGISTRY[group.pgid] = group
-    if not _ATEXIT_REGISTERED:
-        atexit.register(stop_all)
-        _ATEXIT_REGISTERED = True
+    atexit.unregister(stop_all)  # registered once, and last: it runs before the handlers registered before it
+    atexit.register(stop_all)
 
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None
@@ -218,16 +215,11 @@ def install_signal_handlers(
         signal.signal(signum, _ChainedHandler(current, on_signal))
 
 
-def _resolve_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, looked up in the parent (a ``dlopen`` after fork in a threaded process can hang)."""
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _resolve_prctl()
+# libc's ``prctl``, looked up in the parent (a ``dlopen`` after fork in a threaded process can hang).
+try:
+    _PRCTL: Callable[..., int] | None = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _PRCTL = None
 
 
 def _set_pdeathsig() -> None:
