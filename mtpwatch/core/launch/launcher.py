@@ -32,16 +32,8 @@ def resolve_self(argv: Sequence[str]) -> list[str]:
 
 
 class Launch:
-    """A server being started: its process, its followed log, and the wait for readiness.
-
-    Usage::
-
-        launch = Launch(argv, env=env, on_line=..., on_event=...)
-        await launch.start()              # StartupError: the program cannot run
-        await launch.wait_ready(url, 900)  # StartupError: it died or never answered /health
-        ...
-        await launch.stop()               # the whole process group; idempotent
-    """
+    """A server being started (`start`, `wait_ready`, `stop`): its process, its followed log, and the
+    wait for readiness."""
 
     def __init__(
         self,
@@ -123,7 +115,7 @@ class Launch:
         return elapsed
 
     async def stop(self, timeout_s: float = 10.0) -> int | None:
-        """Stop the whole process group (SIGTERM, then SIGKILL) and stop following the log."""
+        """Stop the whole process group (SIGTERM, then SIGKILL) and stop following the log; idempotent."""
         code: int | None = None
         if self._process is not None:
             code = await self._process.stop(timeout=timeout_s)

@@ -16,10 +16,8 @@ The rule, read in each release's own ``vllm/config/speculative.py`` (Speculative
   the declared one, else the first of ``_CHECKPOINT_DETECTION_ORDER`` (:401: eagle, eagle3,
   dflash, dspark by the drafter's name, mtp by its ``model_type``) that matches, else
   ``draft_model`` (``speculative.py`` :1368-1373, ``speculator_config.py`` :362-375). Declaring
-  checkpoints: DFlash (``DFlashDraftModel`` and kin, ``qwen3_dflash.py`` :864), DSpark, and the
-  Gemma 4 assistant (``model_type`` ``gemma4_assistant`` rewritten to ``Gemma4MTPModel``,
-  ``speculative.py`` :1223-1232; ``gemma4_mtp.py`` :452, an MTP speculator). EAGLE-3 heads declare
-  none (``registry.py`` :732-743), so 0.34 runs whatever method it is told on them.
+  checkpoints: DFlash, DSpark and the Gemma 4 assistant (`_DFLASH_ARCHS` and the next two). EAGLE-3
+  heads declare none (``registry.py`` :732-743), so 0.34 runs whatever method it is told on them.
 - Every version: without a drafter the method must be named. Unset with no model, 0.34 takes
   ``draft_model`` and refuses ("num_speculative_tokens was provided but without speculative
   model", ``speculator_config.py`` :172-175); 0.32/0.33 the same (``"draft_model"`` above).
@@ -75,7 +73,8 @@ _DFLASH_ARCHS = frozenset(
 )
 #: ``Qwen3DSparkForCausalLM`` declares `DSparkSpeculatorConfig` (``qwen3_dspark.py`` :236).
 _DSPARK_ARCHS = frozenset({"Qwen3DSparkModel", "Qwen3OmniDSparkModel"})
-#: Rewritten to ``gemma4_mtp`` / ``Gemma4MTPModel`` by ``SpeculativeConfig.hf_config_override``.
+#: Rewritten to ``gemma4_mtp`` / ``Gemma4MTPModel`` by ``SpeculativeConfig.hf_config_override``
+#: (``speculative.py`` :1223-1232; ``gemma4_mtp.py`` :452, an MTP speculator).
 _GEMMA4_ASSISTANT_TYPES = frozenset({"gemma4_assistant", "gemma4_unified_assistant"})
 #: A configured method 0.32/0.33 keep whatever the drafter's name says (0.33 speculative.py :1433).
 _KEPT_BEFORE_034 = frozenset({"eagle", "eagle3", "dflash", "dspark"})
