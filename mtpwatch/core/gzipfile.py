@@ -2,8 +2,7 @@
 
 Recordings are gzip (`core.record`); bench reports and run logs may be gzipped by their users
 (`k2.json.gz`). A file that starts with gzip's magic bytes but does not inflate is *corrupt*, one
-whose stream stops early is *cut off*: neither is "empty", which only a file without bytes is.
-"""
+whose stream stops early is *cut off*: neither is "empty", which only a file without bytes is."""
 
 from __future__ import annotations
 
@@ -18,11 +17,8 @@ class CorruptFileError(ValueError):
 
 
 def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
-    """Every gzip member of `data`, inflated; the second value is True when the last one was cut off.
-
-    Raises `CorruptFileError` when `data` is not gzip or its first member is corrupt (later members
-    that fail count as cut off: what came before them is kept).
-    """
+    """Every gzip member of `data`, inflated, and whether the last one was cut off (or a later member is
+    corrupt: what came before it is kept). Raises `CorruptFileError`: not gzip, or a corrupt first member."""
     if not data.startswith(GZIP_MAGIC):
         raise CorruptFileError(f"{name} is not a gzip file")
     out: list[bytes] = []
@@ -44,10 +40,8 @@ def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, inflated first when it is gzip; a cut-off gzip file is an error here.
-
-    Raises `CorruptFileError` (corrupt or cut-off gzip), `UnicodeDecodeError`, `OSError`.
-    """
+    """The file's text, inflated first when it is gzip. Raises `CorruptFileError` (a corrupt or cut-off
+    gzip file), `UnicodeDecodeError`, `OSError`."""
     data = path.read_bytes()
     if not data.startswith(GZIP_MAGIC):
         return data.decode("utf-8")

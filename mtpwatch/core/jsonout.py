@@ -1,6 +1,5 @@
-"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null; the one dataclass encoder
-(`JsonFields`; tuples become lists, mappings dicts, and a value with its own `to_json` writes itself).
-"""
+"""JSON output that stays JSON: NaN and ±Infinity (invalid JSON) become null; the one dataclass
+encoder (`JsonFields`; tuples become lists, mappings dicts, a value with its own `to_json` itself)."""
 
 from __future__ import annotations
 

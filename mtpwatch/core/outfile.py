@@ -1,8 +1,7 @@
 """Output files that are either complete or not there: write to a temporary file, then rename.
 
-On a full disk (or any failed write) the half-written file is removed and an existing file at
-the path is left as it was, so no truncated JSON or CSV is ever mistaken for a result.
-"""
+On a full disk (or any failed write) the half-written file is removed and an existing file at the
+path is left as it was, so no truncated JSON or CSV is ever mistaken for a result."""
 
 from __future__ import annotations
 
@@ -14,11 +13,9 @@ from pathlib import Path
 
 
 def write_complete(path: Path, writer: Callable[[Path], object]) -> None:
-    """Run `writer(tmp)` on a temporary file beside `path`, then rename it to `path`.
-
-    A path that exists and is not a regular file (``/dev/stdout``, a FIFO) is written directly.
-    Raises the writer's `OSError` after removing the temporary file.
-    """
+    """Run `writer(tmp)` on a temporary file beside `path`, then rename it to `path` (a path that is
+    not a regular file, ``/dev/stdout`` or a FIFO, is written directly). Raises the writer's `OSError`
+    after removing the temporary file."""
     if path.exists() and not path.is_file():
         writer(path)
         return

@@ -11,8 +11,7 @@ A report read a month later must say where its numbers came from. `meta` holds:
 - the GPU's name and peak bandwidth (NVML on this host, or the user's `--gpu`), with the source;
 - the prompt set's name, size and a SHA-256 over its prompts (id, category, max_tokens, text).
 
-Collection never fails a run: whatever cannot be read is None, with the reason under `errors`.
-"""
+Collection never fails a run: whatever cannot be read is None, with the reason under `errors`."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ from typing import Any, Protocol
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
-from mtpwatch.core.launch.logparse import watch_lines
+from mtpwatch.core.launch.logparse import LogFacts, watch_lines
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 
@@ -78,10 +77,8 @@ def mask_secrets(text: str) -> str:
 
 
 def mask_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords).
-
-    Inner command lines (``--launch-a 'vllm serve … --api-key X'``) are masked word by word too.
-    """
+    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords),
+    inner command lines (``--launch-a 'vllm serve … --api-key X'``) word by word."""
     out = list(argv)
     for i, arg in enumerate(out):
         flag, eq, _ = arg.partition("=")
@@ -172,32 +169,6 @@ class ArmInfo(JsonFields):
     /sim/info models one); None for a real vLLM, which serves no such page."""
     errors: list[str] = field(default_factory=list)
 
-    def apply_spec_config(self, config: Mapping[str, Any] | None) -> None:
-        """Fill method, k and drafter from a `--speculative-config` object."""
-        if not config:
-            return
-        self.spec_config = {**(self.spec_config or {}), **dict(config)}
-        method, k, drafter = config.get("method"), config.get("num_speculative_tokens"), config.get("model")
-        self.method = method if isinstance(method, str) else self.method
-        self.k = k if isinstance(k, int) and not isinstance(k, bool) else self.k
-        self.drafter = drafter if isinstance(drafter, str) else self.drafter
-
-    def apply_log_facts(self, facts: Any) -> None:
-        """Fill what the start-up log said (a `core.launch.logparse.LogFacts`)."""
-        self.method = facts.spec_method or self.method
-        self.k = facts.num_spec_tokens if facts.num_spec_tokens is not None else self.k
-        self.drafter = facts.spec_model or self.drafter
-        if facts.vllm_version and not self.vllm_version:
-            self.vllm_version = facts.vllm_version
-        logged = {
-            "method": facts.spec_method,
-            "model": facts.spec_model,
-            "num_speculative_tokens": facts.num_spec_tokens,
-        }
-        logged = {k: v for k, v in logged.items() if v is not None}
-        if logged:
-            self.spec_config = {**(self.spec_config or {}), "from_log": logged}
-
 
 def first_line(exc: BaseException) -> str:
     """An error as one line: its message's first line, else its type's name."""
@@ -215,10 +186,8 @@ def _noted(errors: list[str], where: str) -> Iterator[None]:
 
 
 async def probe_arm(client: Any, model: str | None = None) -> ArmInfo:
-    """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises.
-
-    `model` picks the served model when there are several (None: the first /v1/models lists).
-    """
+    """Ask a running server (a `core.http.client.VllmClient`) what it is; never raises. `model` picks
+    the served model when there are several (None: the first /v1/models lists)."""
     info = ArmInfo(url=client.base_url)
     with _noted(info.errors, "/v1/models"):
         models = await client.models()
@@ -249,20 +218,36 @@ def _sim_gpu(doc: Any) -> dict[str, Any] | None:
     return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
-def launched_info(url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: Any = None) -> ArmInfo:
-    """What the command line and start-up log (its lines, or the `LogFacts` already read from them)
-    of a server mtpwatch started say about it."""
+def launched_info(
+    url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: LogFacts | None = None
+) -> ArmInfo:
+    """What the command line (its `--speculative-config`) and start-up log (its lines, or the
+    `LogFacts` already read from them) of a server mtpwatch started say about it; the log wins."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
-    info.apply_spec_config(spec_config_from_argv(argv))
-    info.apply_log_facts(facts if facts is not None else watch_lines(log_lines).facts)
+    if config := spec_config_from_argv(argv):
+        info.spec_config = config
+        method, k, drafter = config.get("method"), config.get("num_speculative_tokens"), config.get("model")
+        info.method = method if isinstance(method, str) else None
+        info.k = k if isinstance(k, int) and not isinstance(k, bool) else None
+        info.drafter = drafter if isinstance(drafter, str) else None
+    facts = facts if facts is not None else watch_lines(log_lines).facts
+    info.method = facts.spec_method or info.method
+    info.k = facts.num_spec_tokens if facts.num_spec_tokens is not None else info.k
+    info.drafter = facts.spec_model or info.drafter
+    info.vllm_version = facts.vllm_version
+    logged = {
+        "method": facts.spec_method,
+        "model": facts.spec_model,
+        "num_speculative_tokens": facts.num_spec_tokens,
+    }
+    if logged := {key: value for key, value in logged.items() if value is not None}:
+        info.spec_config = {**(info.spec_config or {}), "from_log": logged}
     return info
 
 
 def launched_arm_info(arm: Any) -> ArmInfo:
-    """An `ArmInfo` for a bench arm whose server mtpwatch starts (`core.ab.http_arm.LaunchedArm`).
-
-    Its command line and the log of its last start, plus what the server said while it was up.
-    """
+    """An `ArmInfo` for a bench arm whose server mtpwatch starts (`core.ab.http_arm.LaunchedArm`): its
+    command line and the log of its last start, plus what the server said while it was up."""
     info = launched_info(arm.url, arm.argv, facts=getattr(arm, "log_facts", None))
     probed: ArmInfo | None = getattr(arm, "probed", None)
     if probed is not None:
@@ -295,18 +280,6 @@ class GpuInfo(JsonFields):
     """'nvml (this host)', '--gpu', or 'unknown'."""
 
 
-def gpu_from_name(name: str) -> GpuInfo:
-    """A GPU the user named (`--gpu`), with its peak from mtpwatch's table when it is known."""
-    try:
-        spec = lookup_gpu(name)
-    except UnknownGpuError:
-        return GpuInfo(name, None, "--gpu")
-    return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
-
-
-SERVER_GPU_SOURCE = "the server's /sim/info (a simulator: the GPU it models, not a GPU it runs on)"
-
-
 def server_gpu(arms: Iterable[ArmInfo]) -> GpuInfo | None:
     """The GPU the arms' servers report (simulators: their /sim/info), when they all name one GPU."""
     gpus = [arm.server_gpu for arm in arms]
@@ -314,21 +287,27 @@ def server_gpu(arms: Iterable[ArmInfo]) -> GpuInfo | None:
     if len(names) != 1 or not all(gpus):
         return None
     first = gpus[0] or {}
-    return GpuInfo(first.get("name"), first.get("peak_gbps"), SERVER_GPU_SOURCE)
+    source = "the server's /sim/info (a simulator: the GPU it models, not a GPU it runs on)"
+    return GpuInfo(first.get("name"), first.get("peak_gbps"), source)
 
 
-def report_gpu(named: str | None, arms: Sequence[ArmInfo], *, local: bool) -> GpuInfo:
-    """The report's GPU: the user's --gpu; else NVML on this host (servers on loopback); else the
-    one the servers report (a simulator's, marked simulated); else unknown, saying why."""
+def report_gpu(named: str | None, arms: Sequence[ArmInfo] = (), *, local: bool) -> GpuInfo:
+    """The report's GPU: the user's --gpu (with its peak when mtpwatch's table knows it); else NVML on
+    this host (servers on loopback); else the one the servers report (a simulator's, marked
+    simulated); else unknown, saying why."""
     if named:
-        return gpu_from_name(named)
-    found = local_gpu() if local else None
+        try:
+            spec = lookup_gpu(named)
+        except UnknownGpuError:
+            return GpuInfo(named, None, "--gpu")
+        return GpuInfo(spec.key, spec.peak_gbps, "--gpu")
+    found = _local_gpu() if local else None
     if found is not None and found.name is not None:
         return found
     return server_gpu(arms) or found or GpuInfo(None, None, "unknown (remote servers: give --gpu)")
 
 
-def local_gpu() -> GpuInfo:
+def _local_gpu() -> GpuInfo:
     """This host's GPU through NVML; `name` None when there is none (or no NVML)."""
     try:
         reading = local_gpu_reading()
@@ -374,22 +353,16 @@ def build_meta(
 def with_meta(
     body: Mapping[str, Any], meta: Mapping[str, Any] | None = None, **fields: Any
 ) -> dict[str, Any]:
-    """`body` as a document that starts with the `meta` block, as every JSON mtpwatch writes does.
-
-    `meta` when given (a bench's, collected while it ran), else `build_meta(**fields)` (`label`,
-    `metadata`, `arms`, `gpu`, ...). A `meta` key already in `body` is replaced, not repeated.
-    Example: ``with_meta(plan.to_json(), metadata={"source": "k sweep plan"})``.
-    """
+    """`body` as a document that starts with the `meta` block, as every JSON mtpwatch writes does:
+    `meta` when given (a bench's, collected while it ran), else `build_meta(**fields)`. A `meta` key
+    already in `body` is replaced, not repeated."""
     rest = {key: value for key, value in body.items() if key != "meta"}
     return {"meta": dict(meta) if meta is not None else build_meta(**fields), **rest}
 
 
 def comparable_fields(meta: Mapping[str, Any], report: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The provenance that must agree for two reports to be compared (None = not recorded).
-
-    GPU name, vLLM version and model per arm, prompt set hash and temperature (from `meta`, else
-    the report).
-    """
+    """The provenance that must agree for two reports to be compared (None = not recorded): GPU
+    name, vLLM version and model per arm, prompt set hash and temperature (`meta`'s, else `report`'s)."""
     gpu = meta.get("gpu") or {}
     arms = meta.get("arms") or {}
     temp = meta.get("temperature")
@@ -422,13 +395,9 @@ def arm_model(info: Mapping[str, Any]) -> str | None:
 
 
 def arm_warnings(arms: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per reason the A/B arms do not measure speculation on/off of one model.
-
-    Two running arms at one server (the same URL, localhost and 127.0.0.1 alike) measure that
-    server against itself (servers mtpwatch starts one at a time may share a port); two arms
-    serving different models compare the models, not speculation.
-    `arms` are `meta.arms` objects (or `ArmInfo.to_json()`).
-    """
+    """One line per reason the A/B arms (`meta.arms` objects) do not measure speculation on/off of one
+    model: two running arms at one server (the same URL, localhost and 127.0.0.1 alike; servers
+    mtpwatch starts one at a time may share a port), or two arms serving different models."""
     a, b = arms.get("a"), arms.get("b")
     if not a or not b:
         return []

@@ -2,8 +2,7 @@
 
 On 3.11+ it is `asyncio.timeout` (no extra task); on 3.10, which lacks it, `asyncio.wait_for`, whose
 `asyncio.TimeoutError` is re-raised as the builtin `TimeoutError` that 3.11+ raises, so callers
-catch one exception either way.
-"""
+catch one exception either way."""
 
 from __future__ import annotations
 

@@ -48,11 +48,8 @@ def feed_info(feed: Source, k: int | None) -> provenance.ArmInfo:
 
 
 def _gpu(display: DisplaySettings, feeds: Sequence[Source]) -> provenance.GpuInfo:
-    if display.gpu:
-        return provenance.gpu_from_name(display.gpu)
-    if all(is_loopback(urlsplit(f.state().spec.url).hostname or "") for f in feeds):
-        return provenance.local_gpu()
-    return provenance.GpuInfo(None, None, "unknown (remote servers: give --gpu)")
+    local = all(is_loopback(urlsplit(f.state().spec.url).hostname or "") for f in feeds)
+    return provenance.report_gpu(display.gpu, local=local)
 
 
 def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings, path: Path) -> Path:

@@ -39,11 +39,8 @@ UNIFIED_VISIBLE = 0.94
 
 
 def gpu_from_table(name: str) -> GpuMemory:
-    """The table's memory for a GPU name ('GB10', 'H100 SXM', …).
-
-    Raises:
-        PlanError: unknown name, or the table has no memory size for it.
-    """
+    """The table's memory for a GPU name ('GB10', 'H100 SXM', …); raises `PlanError` for an unknown
+    name, or one the table has no memory size for."""
     try:
         spec = lookup_gpu(name)
     except UnknownGpuError as exc:
@@ -92,11 +89,9 @@ def _mib(text: str) -> float | None:
 
 
 def parse_smi_csv(text: str) -> list[SmiGpu]:
-    """The rows of nvidia-smi's CSV for `SMI_QUERY` (index, name, memory.total, memory.free in MiB).
-
-    Lines that are not four comma-separated fields with an integer index are skipped (nvidia-smi
-    prints its errors, e.g. "No devices were found", on stdout).
-    """
+    """The rows of nvidia-smi's CSV for `SMI_QUERY`; lines that are not four comma-separated fields
+    with an integer index are skipped (nvidia-smi prints its errors, e.g. "No devices were found", on
+    stdout)."""
     rows: list[SmiGpu] = []
     for line in text.splitlines():
         fields = [f.strip() for f in line.split(",")]
@@ -118,10 +113,8 @@ def _unified(name: str, meminfo: str) -> GpuMemory | None:
 
 
 def smi_gpu_memory(exe: str = "nvidia-smi", meminfo: str = "/proc/meminfo") -> GpuMemory | None:
-    """GPU 0 as nvidia-smi reports it; None when nvidia-smi is missing, fails or lists no GPU.
-
-    A row without memory figures (GB10: ``[N/A]``) is read as unified memory (/proc/meminfo).
-    """
+    """GPU 0 as nvidia-smi reports it, a row without memory figures (GB10: ``[N/A]``) as unified
+    memory (/proc/meminfo); None when nvidia-smi is missing, fails or lists no GPU."""
     path = shutil.which(exe)
     if path is None:
         return None
@@ -179,10 +172,8 @@ def device_free_bytes(gpu: GpuMemory | None) -> float | None:
 def resolve_gpu_memory(
     gpu: str | None, *, total_gib: float | None = None, free_gib: float | None = None, nvml: Any | None = None
 ) -> GpuMemory | None:
-    """The device to plan for: `gpu` from the table when named, else this machine's GPU 0.
-
-    With only overrides and no GPU anywhere, a device of that size named 'GPU' is planned.
-    """
+    """The device to plan for: `gpu` from the table when named, else this machine's GPU 0; with only
+    overrides and no GPU anywhere, a device of that size named 'GPU'."""
     base = gpu_from_table(gpu) if gpu else local_gpu_memory(nvml)
     if base is None:
         if total_gib is None:
@@ -206,11 +197,7 @@ async def wait_memory_back(
 ) -> float | None:
     """After a server stopped: wait until the GPU's free memory (NVML or nvidia-smi) is back
     (≥ `expected_free_bytes`, or steady over two reads), at most `timeout_s`. Returns the free bytes
-    seen; None when neither NVML nor nvidia-smi reads it.
-
-    `read` (tests) returns free bytes or None; default: `local_gpu_memory`.
-    """
-
+    seen; None when neither reads it. `read` (tests) returns free bytes or None."""
     reader = read or (lambda: device_free_bytes(local_gpu_memory()))
     free = await asyncio.to_thread(reader)
     if free is None:

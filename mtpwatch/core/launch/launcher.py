@@ -1,12 +1,11 @@
 """One way to bring a server up: start it, follow its log, wait for `/health`.
 
-`mtpwatch start`, the app (a `ServerSpec` with a launch) and the A/B bench (a launched arm) all start
-servers through `Launch`, so they share one behaviour: the process group is owned
+`mtpwatch start`, the app (a `ServerSpec` with a launch) and the A/B bench (a launched arm) all
+start servers through `Launch`, so they share one behaviour: the process group is owned
 (`ServerProcess`), every log line goes through one `LogWatcher` (phases, facts, failure hints), the
 log is read for as long as the server lives (a full pipe would block the server), and a server that
 dies or never answers is reported the same way (`StartupError`: one line, exit status, log tail, and
-the watcher's hints).
-"""
+the watcher's hints)."""
 
 from __future__ import annotations
 
@@ -22,12 +21,10 @@ from mtpwatch.core.launch.simledger import scoped_env
 
 
 def resolve_self(argv: Sequence[str]) -> list[str]:
-    """`argv` with a leading bare ``mtpwatch`` replaced by this interpreter's ``python -m mtpwatch``.
-
-    ``--vllm "mtpwatch sim ..."`` and ``--launch-a 'mtpwatch sim ...'`` then run the simulator of the
-    mtpwatch that is running, whether or not its virtual environment is on ``PATH`` (after
-    ``.venv/bin/pip install .`` it is not). A path (``./mtpwatch``, ``/opt/bin/mtpwatch``) is kept.
-    """
+    """`argv` with a leading bare ``mtpwatch`` replaced by this interpreter's ``python -m mtpwatch``, so
+    that ``--vllm "mtpwatch sim ..."`` runs the running mtpwatch's simulator even when its virtual
+    environment is not on ``PATH`` (after ``.venv/bin/pip install .``). A path (``./mtpwatch``) is
+    kept."""
     out = list(argv)
     if out and out[0] == "mtpwatch":
         return [sys.executable, "-m", "mtpwatch", *out[1:]]
@@ -35,16 +32,8 @@ def resolve_self(argv: Sequence[str]) -> list[str]:
 
 
 class Launch:
-    """A server being started: its process, its followed log, and the wait for readiness.
-
-    Usage::
-
-        launch = Launch(argv, env=env, on_line=..., on_event=...)
-        await launch.start()              # StartupError: the program cannot run
-        await launch.wait_ready(url, 900)  # StartupError: it died or never answered /health
-        ...
-        await launch.stop()               # the whole process group; idempotent
-    """
+    """A server being started (`start`, `wait_ready`, `stop`): its process, its followed log, and the
+    wait for readiness."""
 
     def __init__(
         self,
@@ -56,26 +45,19 @@ class Launch:
         on_line: Callable[[str], None] | None = None,
         on_event: Callable[[LogEvent], None] | None = None,
     ) -> None:
-        """Args:
-        argv: the server's full command line (a leading ``mtpwatch``: see `resolve_self`).
-        env: variables added to mtpwatch's environment (an API key travels here, never in argv);
-            simulators get this command's own simulated-GPU ledger (`simledger.scoped_env`), but a
-            kept one the per-user ledger (it outlives the command).
-        keep: the server may outlive mtpwatch (needs `log_path`).
-        log_path: the server writes its log there instead of a pipe.
-        on_line: called with every log line, in order.
-        on_event: called with every phase, fact, hint and spec line the watcher finds.
-        """
+        """`argv`: the server's full command line (see `resolve_self`). `env`: variables added to
+        mtpwatch's environment (an API key travels here, never in argv), with this command's own
+        simulated-GPU ledger (`simledger.scoped_env`); a `keep` server, which may outlive mtpwatch,
+        shares the per-user ledger as a bare `mtpwatch sim` does, so the next command's simulators see
+        what it holds. `log_path`: the log goes there, not to a pipe (`keep` needs one). `on_line` gets
+        every log line in order, `on_event` every phase, fact, hint and spec line the watcher finds."""
         self.argv = tuple(resolve_self(argv))
-        # A kept server outlives this command and its ledger folder: it shares the per-user ledger,
-        # as a bare `mtpwatch sim` does, so the next command's simulators see what it holds.
         self.env = dict(env or {}) if keep else scoped_env(env or {})
         self.keep = keep
         self.log_path = log_path
         self.on_line = on_line
         self.on_event = on_event
         self.watcher = LogWatcher()
-        """Phases, facts and hints seen so far."""
         self._process: ServerProcess | None = None
         self._follow: asyncio.Task[None] | None = None
 
@@ -115,15 +97,11 @@ class Launch:
     async def wait_ready(
         self, url: str, timeout_s: float, *, headers: Mapping[str, str] | None = None, poll_s: float = 0.25
     ) -> float:
-        """Wait until `GET {url}/health` answers 200; returns the seconds since the start.
-
-        Raises `StartupError` when the server exits first or `timeout_s` passes; the watcher is then
-        marked failed (its `hints` say why, when the log told). A server that exited says why in
-        the error's one line (`failure_reason` of its last log lines: "server exited with status 1
-        before answering /health: ValueError: Free memory on device ..."), so every report of it —
-        a sweep's line, bench's, the app's — carries the reason. A server that timed out while
-        still running is left running: the caller decides (`stop`).
-        """
+        """Wait until `GET {url}/health` answers 200; returns the seconds since the start. Raises
+        `StartupError` when the server exits first or `timeout_s` passes, and marks the watcher failed
+        (its `hints` say why, when the log told). An exited server's one line carries why
+        (`failure_reason`: "server exited with status 1 before answering /health: ValueError: Free
+        memory on device ..."), for every report of it; one that timed out is left running (`stop`)."""
         try:
             elapsed = await self.process.wait_healthy(url, timeout=timeout_s, poll=poll_s, headers=headers)
         except StartupError as exc:
@@ -137,7 +115,7 @@ class Launch:
         return elapsed
 
     async def stop(self, timeout_s: float = 10.0) -> int | None:
-        """Stop the whole process group (SIGTERM, then SIGKILL) and stop following the log."""
+        """Stop the whole process group (SIGTERM, then SIGKILL) and stop following the log; idempotent."""
         code: int | None = None
         if self._process is not None:
             code = await self._process.stop(timeout=timeout_s)

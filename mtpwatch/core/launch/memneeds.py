@@ -1,12 +1,11 @@
 """What one vLLM server needs in memory, estimated offline from the model's config or checkpoint.
 
-Weights: the safetensors size when the model is a local folder (or in the local Hugging Face
-cache) — the footprint vLLM loads, towers included — else the text decoder's stored parameters
-from `config.json` × the weight dtype (vision/audio towers not counted). The drafter the same way.
-KV cache: one full ``max_model_len`` sequence (the least vLLM accepts), sliding-window layers
-capped at their window, KV-shared layers owning none, with `bytemodel.kv_cache_bytes`.
-Overheads: the fixed allowances of `memplan`, plus the profiling pass's activations.
-"""
+Weights: the safetensors size when the model is a local folder (or in the local Hugging Face cache)
+— the footprint vLLM loads, towers included — else the text decoder's stored parameters from
+`config.json` × the weight dtype (vision/audio towers not counted). The drafter the same way. KV
+cache: one full ``max_model_len`` sequence (vLLM refuses to start with less), sliding-window layers
+capped at their window, KV-shared layers owning none, with `bytemodel.kv_cache_bytes`. Overheads:
+the fixed allowances of `memplan`, plus the profiling pass's activations."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from mtpwatch.core.roofline.modelconfig import DTYPE_BYTES, ConfigError, ModelSp
 #: Methods whose drafter is a separate model that keeps its own KV cache (EAGLE heads, DFlash/DSpark
 #: drafters and draft models have attention layers of their own; an MTP assistant reads the target's).
 _OWN_KV_METHODS = frozenset({"draft_model", "eagle", "eagle3", "dflash", "dspark"})
-UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"
-"""Said on the plan line when the drafter's size is unknown offline."""
+UNCOUNTED = "drafter not counted: give --drafter-gib or a local path"  # `ServerNeed.drafter_uncounted`
 
 
 def model_weight_bytes(spec: ModelSpec) -> tuple[float, str]:
@@ -44,12 +42,9 @@ def estimate_need(
     enforce_eager: bool = False,
     drafter_gib: float | None = None,
 ) -> ServerNeed | None:
-    """The memory a server of `model` (with `method`/`drafter` speculation) needs; None if unknown.
-
-    `method` is the one vLLM is expected to run (`specrule.MethodChoice.expected`; None when it will
-    detect one offline knowledge cannot name). `drafter_gib`: the drafter's weights as the user
-    gives them (``--drafter-gib``), which win over what is found offline.
-    """
+    """The memory a server of `model` needs; None if unknown. `method` is the one vLLM is expected to
+    run (`specrule.MethodChoice.expected`; None: one offline knowledge cannot name); `drafter_gib`,
+    the user's ``--drafter-gib``, wins over the drafter's weights found offline."""
     try:
         target = ModelSpec.from_config(model)
     except ConfigError:

@@ -15,12 +15,8 @@ just before the twins, which start together, start (`free_now_refusal`). With
 ``--kv-cache-memory-bytes`` the KV cache is sized directly and the server holds weights + overheads
 + that KV, but the start-up check on ``gpu_memory_utilization`` still applies (0.32/0.33).
 
-What a server needs is estimated, not measured: the weights (the checkpoint's safetensors size
-when the model is a local folder, else the stored parameters of the config × the weight dtype),
-the drafter's weights, one full ``--max-model-len`` sequence of KV cache (vLLM refuses to start
-with less), and a fixed allowance for vLLM's overheads (`OVERHEAD_*`). The plan is pure: the
-GPU's total/free memory comes in as a `GpuMemory` (see `gpumem` for reading it).
-"""
+What a server needs is estimated offline, not measured (`memneeds`; overheads: `OVERHEAD_*`). The
+plan is pure: the GPU's total/free memory comes in as a `GpuMemory` (see `gpumem` for reading it)."""
 
 from __future__ import annotations
 
@@ -98,14 +94,6 @@ class NoGpuMemoryError(PlanError):
     """Servers that would share one GPU, and no GPU memory to plan their shares against."""
 
 
-NO_GPU_MEMORY = (
-    "no GPU memory known here (NVML and nvidia-smi read none), so the twins cannot be given shares of "
-    "one GPU and the second would not start: give --gpu NAME (a GPU of the table, e.g. GB10), "
-    "--gpu-memory GIB, or --restart (one server at a time)"
-)
-"""The refusal when two servers would start together on an unknown GPU (one line)."""
-
-
 def fmt_gib(n: float) -> str:
     """Bytes as GiB with two decimals, as vLLM's `format_gib` prints them."""
     return f"{n / GIB:.2f}"
@@ -165,11 +153,8 @@ class MemoryFlags:
 
     @classmethod
     def from_argv(cls, argv: Sequence[str]) -> MemoryFlags:
-        """Read the flags from a vLLM argument list (``--flag value`` or ``--flag=value``).
-
-        Raises:
-            PlanError: a value that is not a number.
-        """
+        """Read the flags from a vLLM argument list (``--flag value`` or ``--flag=value``); raises
+        `PlanError` for a value that is not a number."""
         values: dict[str, str] = {}
         eager = False
         args = list(argv)
@@ -215,11 +200,13 @@ def _parse_bytes(text: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class ServerPlan:
+class ServerPlan(JsonFields):
+    JSON_KEYS = "label utilization kv_cache_memory_bytes added_flags user_set need"
+
     label: str
     need: ServerNeed | None
     """None when the model's size is unknown (then the user's flags must size it)."""
-    utilization: float | None
+    utilization: float | None = field(metadata=key("gpu_memory_utilization"))
     """The ``--gpu-memory-utilization`` the server starts with (None: no GPU planned)."""
     kv_cache_memory_bytes: int | None = None
     added_flags: tuple[str, ...] = ()
@@ -238,15 +225,9 @@ class ServerPlan:
             return self.need.weights + self.need.drafter + self.need.overhead + self.kv_cache_memory_bytes
         return self.asks(total)
 
-    def to_json(self, total: float | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "label": self.label,
-            "gpu_memory_utilization": self.utilization,
-            "kv_cache_memory_bytes": self.kv_cache_memory_bytes,
-            "added_flags": list(self.added_flags),
-            "user_set": self.user_set,
-            "need": self.need.to_json() if self.need else None,
-        }
+    def to_json(self, total: float | None = None) -> dict[str, Any]:
+        """Its fields, and with a planned GPU's `total` the GiB it asks and takes of it."""
+        out = JsonFields.to_json(self)
         if total is not None:
             out["asks_gib"] = round(self.asks(total) / GIB, 2)
             out["takes_gib"] = round(self.takes(total) / GIB, 2)
@@ -345,20 +326,14 @@ def plan_memory(
     restart_allowed: bool = True,
     rule: MemoryRule = RULE_034,
 ) -> MemoryPlan:
-    """Give each server a share of `gpu`, or choose the restart schedule, or refuse.
-
-    Args:
-        gpu: the device (None: no GPU found and none named — nothing is planned).
-        servers: (label, need, the user's memory flags) per server, in start order.
-        together: the servers must run at the same time (A/B twins); False plans one at a time.
-        restart_allowed: when twins cannot fit together, one at a time is acceptable.
-        rule: the installed vLLM's default share and start-up check (`memory_rule`).
-
-    Raises:
-        PlanError: a server cannot fit even alone, or the user's flags ask for more than is free.
-        NoGpuMemoryError: no `gpu`, several servers `together`, and not every one has the user's
-            own ``--gpu-memory-utilization`` (vLLM's default share each cannot both start).
-    """
+    """Give each of `servers` (label, need, the user's memory flags; in start order) a share of `gpu`
+    (None: none found or named, nothing is planned), or choose the restart schedule, or refuse.
+    `together`: the servers run at the same time (A/B twins), else one at a time; `restart_allowed`:
+    twins that cannot fit together may run one at a time; `rule`: the installed vLLM's default share
+    and start-up check (`memory_rule`). Raises `PlanError` when a server cannot fit even alone or the
+    user's flags ask for more than is free, `NoGpuMemoryError` when there is no `gpu`, several servers
+    run `together` and not each has the user's own ``--gpu-memory-utilization`` (vLLM's default
+    share each cannot both start)."""
     if gpu is None:
         return _unplanned(servers, together, rule)
     total, usable = gpu.total_bytes, _usable(gpu)
@@ -403,7 +378,11 @@ def _unplanned(servers: _Servers, together: bool, rule: MemoryRule) -> MemoryPla
     """No GPU to plan for: the user's shares as given; twins need one each."""
     sized = all(flags.gpu_memory_utilization is not None for _, _, flags in servers)
     if together and len(servers) > 1 and not sized:
-        raise NoGpuMemoryError(NO_GPU_MEMORY)
+        raise NoGpuMemoryError(
+            "no GPU memory known here (NVML and nvidia-smi read none), so the twins cannot be given shares "
+            "of one GPU and the second would not start: give --gpu NAME (a GPU of the table, e.g. GB10), "
+            "--gpu-memory GIB, or --restart (one server at a time)"
+        )
     bare = tuple(ServerPlan(label, need, flags.gpu_memory_utilization) for label, need, flags in servers)
     why = "no GPU to plan for"
     if together and len(servers) > 1:
@@ -412,8 +391,8 @@ def _unplanned(servers: _Servers, together: bool, rule: MemoryRule) -> MemoryPla
 
 
 def _check_each_fits(gpu: GpuMemory, servers: _Servers, usable: float, free_s: str, rule: MemoryRule) -> None:
-    """Alone: every server must fit the free memory by itself, and the user's share too (vLLM 0.34,
-    which no longer refuses a share that is not free, gets mtpwatch's refusal instead)."""
+    """Alone: every server must fit the free memory by itself, and the user's share too (where vLLM
+    does not refuse a share that is not free, mtpwatch does)."""
     outcome = (
         "vLLM would refuse to start"
         if rule.checks_free
@@ -490,10 +469,9 @@ def _together(
 
 
 def free_now_refusal(plan: MemoryPlan, live: GpuMemory | None) -> str | None:
-    """mtpwatch's own start-up check where vLLM no longer makes one (0.34 with the extensible KV
-    cache): twins about to start together whose shares of the GPU as read now (`live`) are more
-    than it has free. One line, or None: they fit, vLLM checks itself, nothing was read, or the
-    servers take turns."""
+    """mtpwatch's own start-up check where vLLM makes none (see the module docstring): twins about to
+    start together whose shares of the GPU as read now (`live`) are more than it has free. One line,
+    or None: they fit, vLLM checks itself, nothing was read, or the servers take turns."""
     if plan.rule.checks_free or live is None or plan.schedule != "alternate" or len(plan.servers) < 2:
         return None
     asked = sum(s.asks(live.total_bytes, plan.rule.default_utilization) for s in plan.servers)

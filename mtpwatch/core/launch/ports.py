@@ -1,8 +1,7 @@
 """Is a TCP port free to listen on? Checked before launching a server on a fixed port.
 
 A server that cannot bind dies, but only after mtpwatch has polled ``/health`` on that port, and
-whatever already listens there answers: mtpwatch would report *ready* and watch the wrong server.
-"""
+whatever already listens there answers: mtpwatch would report *ready* and watch the wrong server."""
 
 from __future__ import annotations
 
@@ -11,11 +10,8 @@ import socket
 
 
 def port_in_use_message(host: str, port: int) -> str | None:
-    """One line saying that `host:port` is taken, or None when a server could listen there.
-
-    Binds with ``SO_REUSEADDR`` as uvicorn does, so connections in TIME_WAIT from a server that
-    just stopped do not count; only a socket that is bound or listening does.
-    """
+    """One line saying that `host:port` is taken, or None when a server could listen there. Binds with
+    ``SO_REUSEADDR`` as uvicorn does: a just-stopped server's connections in TIME_WAIT do not count."""
     bind_host = host.strip("[]") or "0.0.0.0"
     family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
     try:

@@ -11,8 +11,7 @@ an unhandled exception (atexit still runs). If mtpwatch itself is SIGKILLed, the
 server SIGTERM (``PR_SET_PDEATHSIG``), and vLLM then stops its own engine processes.
 Children that leave the group (``setsid``) are found two ways: by walking ``/proc`` by parent pid
 (recorded while the parent lives, as an orphan's parent becomes init) and by the marker variable
-``MTPWATCH_OWNER`` that every process of the server inherits.
-"""
+``MTPWATCH_OWNER`` that every process of the server inherits."""
 
 from __future__ import annotations
 
@@ -26,14 +25,13 @@ import signal
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
 DEFAULT_RING_LINES = 2000
 OWNER_ENV = "MTPWATCH_OWNER"
-"""Environment variable that marks every process of a server mtpwatch started (see `marked_processes`)."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -87,11 +85,8 @@ def descendants(pid: int) -> list[int]:
 
 
 def marked_processes(token: str) -> list[int]:
-    """Pids of live processes whose environment holds ``MTPWATCH_OWNER=token``.
-
-    Children inherit the variable, so this finds descendants that left the process group *and*
-    lost their parent (reparented to init) — the ones neither killpg nor the ppid walk can see.
-    """
+    """Pids of live processes whose environment holds ``MTPWATCH_OWNER=token``: inherited, it finds
+    descendants that left the group *and* lost their parent, which neither killpg nor the ppid walk see."""
     needle = f"{OWNER_ENV}={token}".encode()
     found: list[int] = []
     for entry in os.listdir("/proc"):
@@ -111,18 +106,17 @@ def _alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if (stat := _read_stat(pid)) is not None and stat[0] != "Z"}
 
 
+@dataclass
 class _Group:
     """What the registry needs to stop one server without its asyncio objects."""
 
-    def __init__(self, pid: int, token: str) -> None:
-        self.pid = pid
-        self.token = token
-        self.pgid = pid  # start_new_session: the leader's pid is the group id
-        self.known: set[int] = set()  # descendants seen so far, including those that left the group
+    pgid: int  # the leader's pid: start_new_session makes it the group's id
+    token: str
+    known: set[int] = field(default_factory=set)  # descendants seen so far, also those that left the group
 
     def refresh(self) -> None:
-        if _alive({self.pid}):  # a new set, not updated in place: a stop's thread may be reading it
-            self.known = self.known | set(descendants(self.pid))
+        if _alive({self.pgid}):  # a new set, not updated in place: a stop's thread may be reading it
+            self.known = self.known | set(descendants(self.pgid))
 
     def remaining(self) -> set[int]:
         return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
@@ -148,24 +142,19 @@ class _Group:
 
 _REGISTRY: dict[int, _Group] = {}
 _TOKENS = itertools.count()
-_ATEXIT_REGISTERED = False
 
 
-def stop_all(timeout: float = 10.0) -> None:
-    """Stop every owned group: SIGTERM to all at once, then SIGKILL after `timeout`. Synchronous."""
+def stop_all() -> None:
+    """Stop every owned group (`_stop_groups`, 10 s before the SIGKILL)."""
     groups = list(_REGISTRY.values())
     _REGISTRY.clear()
-    _stop_groups(groups, timeout)
+    _stop_groups(groups, 10.0)
 
 
 def _stop_groups(groups: Sequence[_Group], timeout: float) -> None:
-    """SIGTERM every group, wait up to `timeout` s for all to go, SIGKILL what is left, then wait up to
-    5 s for that to go. Synchronous.
-
-    Stopped means every process of the group is gone, not only the leader (a GPU worker frees its
-    memory last): the next server on this device may start only then. /proc is the only place that
-    says when.
-    """
+    """SIGTERM every group at once, wait up to `timeout` s for all to go, SIGKILL what is left, wait up
+    to 5 s for that. Synchronous. Gone means every process of the group, not only the leader (a GPU
+    worker frees its memory last, and the next server on this device may start only then): /proc says."""
     for group in groups:
         group.terminate()
     _wait_gone(groups, timeout)
@@ -181,11 +170,9 @@ def _wait_gone(groups: Sequence[_Group], timeout: float) -> None:
 
 
 def _register(group: _Group) -> None:
-    global _ATEXIT_REGISTERED
     _REGISTRY[group.pgid] = group
-    if not _ATEXIT_REGISTERED:
-        atexit.register(stop_all)
-        _ATEXIT_REGISTERED = True
+    atexit.unregister(stop_all)  # registered once, and last: it runs before the handlers registered before it
+    atexit.register(stop_all)
 
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None
@@ -211,16 +198,12 @@ class _ChainedHandler:
 
 
 def install_signal_handlers(
-    on_signal: Callable[[int], None] | None = None,
-    signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP),
+    on_signal: Callable[[int], None] | None = None, signals: Sequence[int] = (signal.SIGTERM, signal.SIGHUP)
 ) -> None:
-    """Make SIGTERM and SIGHUP (a dropped SSH connection) stop every owned server first.
-
-    Chains to whatever handler was installed before (call it again after a framework installs
-    its own: a second call wraps the new one and is otherwise a no-op). `on_signal(signum)` runs
-    after the servers are stopped instead of the previous handler, e.g. to ask a Textual app to
-    exit cleanly. A signal that is ignored (``nohup``) stays ignored. Main thread only.
-    """
+    """Make SIGTERM and SIGHUP (a dropped SSH connection) stop every owned server first, then chain to
+    the handler installed before (call it again after a framework installs its own: a second call
+    wraps the new one and is otherwise a no-op), or run `on_signal(signum)` instead, e.g. to ask a
+    Textual app to exit cleanly. A signal that is ignored (``nohup``) stays ignored. Main thread only."""
     for signum in signals:
         current = signal.getsignal(signum)
         if current is signal.SIG_IGN:
@@ -232,34 +215,25 @@ def install_signal_handlers(
         signal.signal(signum, _ChainedHandler(current, on_signal))
 
 
-def _resolve_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, looked up in the parent (a ``dlopen`` after fork in a threaded process can hang)."""
-    try:
-        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return prctl
-
-
-_PRCTL = _resolve_prctl()
+# libc's ``prctl``, looked up in the parent (a ``dlopen`` after fork in a threaded process can hang).
+try:
+    _PRCTL: Callable[..., int] | None = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _PRCTL = None
 
 
 def _set_pdeathsig() -> None:
-    """In the child, before exec: get SIGTERM if mtpwatch dies without cleaning up (SIGKILL).
-
-    Only calls the function resolved at import (no loading, no allocation in the forked child).
-    """
+    """In the child, before exec: get SIGTERM if mtpwatch dies without cleaning up (SIGKILL). Only
+    calls the function resolved at import (no loading, no allocation in the forked child)."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class ServerProcess:
-    """One server process group that mtpwatch started: log lines, health, stop.
-
-    Create with `await ServerProcess.start(argv, env)`. With ``keep=True`` the server is not
-    registered for clean-up and its output goes to `log_path` (it must outlive mtpwatch, and a
-    pipe with no reader would kill it); `lines()` then follows that file.
-    """
+    """One server process group that mtpwatch started (`await ServerProcess.start(argv, env)`): log
+    lines, health, stop. With ``keep=True`` the server is not registered for clean-up and its output
+    goes to `log_path` (it must outlive mtpwatch, and a pipe with no reader would kill it); `lines()`
+    then follows that file."""
 
     def __init__(self, argv: Sequence[str], ring_lines: int = DEFAULT_RING_LINES) -> None:
         self.argv = tuple(argv)
@@ -285,10 +259,8 @@ class ServerProcess:
         log_path: str | os.PathLike[str] | None = None,
         ring_lines: int = DEFAULT_RING_LINES,
     ) -> ServerProcess:
-        """Start `argv` in a new session with `env` added to mtpwatch's environment.
-
-        Raises `StartupError` (one line) when the program cannot be executed.
-        """
+        """Start `argv` in a new session with `env` added to mtpwatch's environment; raises
+        `StartupError` (one line) when the program cannot be executed."""
         if not argv:
             raise StartupError("empty command line", None, [])
         if keep and log_path is None:
@@ -400,11 +372,8 @@ class ServerProcess:
                     await asyncio.sleep(0.1)
 
     async def lines(self, replay: bool = True) -> AsyncIterator[str]:
-        """Yield log lines as they arrive, ending when the server's output closes.
-
-        With `replay`, start from the oldest retained line; a reader that falls more than the
-        ring size behind skips the lines it lost rather than holding memory for it.
-        """
+        """Yield log lines as they arrive, ending when the server's output closes; with `replay`, from the
+        oldest retained line. A reader more than the ring size behind skips the lines it lost."""
         next_seq = self._seq - len(self._ring) if replay else self._seq
         while True:
             while next_seq < self._seq:
@@ -458,18 +427,11 @@ class ServerProcess:
         self.keep = True
 
     async def wait_healthy(
-        self,
-        url: str,
-        timeout: float = 900.0,
-        poll: float = 0.5,
-        headers: Mapping[str, str] | None = None,
+        self, url: str, timeout: float = 900.0, poll: float = 0.5, headers: Mapping[str, str] | None = None
     ) -> float:
-        """Poll ``GET {url}/health`` until it answers 200; returns the seconds since start.
-
-        Raises `StartupError` as soon as the process exits (with its exit status and last log
-        lines) or when `timeout` passes. The process is left running on timeout: the caller
-        decides whether to stop it.
-        """
+        """Poll ``GET {url}/health`` until it answers 200; returns the seconds since start. Raises
+        `StartupError` as soon as the process exits (with its exit status and last log lines) or when
+        `timeout` passes, leaving it running: the caller decides whether to stop it."""
         import httpx  # here, not at the top: the app installs this module's handlers before its first frame
 
         assert self._proc is not None

@@ -1,11 +1,10 @@
 """The servers one experiment launches: A/B twins or a k sweep, with their command lines and memory plan.
 
-A/B twins (`plan_twins`): A is the baseline (no speculation, and none of the treatment's
-speculative flags), B the treatment (``--method``/``--drafter``/``-k``). Flags after ``--`` go to
-both; ``a_args``/``b_args`` to one. A k sweep (`plan_sweep`): one server per k (k = 0 is the
-baseline), started one at a time. Each server gets its API key through the environment, a
-loopback port, and — when a GPU is planned for — its own memory share from `memplan`.
-"""
+A/B twins (`plan_twins`): A is the baseline (no speculation, and none of the treatment's speculative
+flags), B the treatment (``--method``/``--drafter``/``-k``). Flags after ``--`` go to both;
+``a_args``/``b_args`` to one. A k sweep (`plan_sweep`): one server per k (k = 0 is the baseline),
+started one at a time. Each server gets its API key through the environment, a loopback port, and —
+when a GPU is planned for — its own memory share from `memplan`."""
 
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ class LaunchPlan:
     version: VllmVersion = UNKNOWN_VERSION
     """The installed vLLM's version, read before planning (`specrule.read_vllm_version`)."""
     method: str = ""
-    """How the treatment's method was chosen: '--method', 'dflash: the drafter's config.json (…)',
-    'method: vLLM detects; expected …'."""
+    """How the treatment's method was chosen (`specrule.MethodChoice.why`)."""
 
     @property
     def schedule(self) -> str:
@@ -140,14 +138,10 @@ def plan_twins(
     version: VllmVersion = UNKNOWN_VERSION,
     drafter_gib: float | None = None,
 ) -> LaunchPlan:
-    """A (baseline) and B (treatment) for `model`, and their memory plan.
-
-    `restart`: True forces one server at a time, False forbids it (a plan that cannot fit both
-    is then refused), None lets the plan decide. `version`: the installed vLLM's, whose rule
-    names B's method (`specrule`) and sets the memory rule (`memplan.memory_rule`); `drafter_gib`:
-    the drafter's weights when its size is unknown offline (``--drafter-gib``). Raises
-    `VllmArgsError` or `PlanError` (one line).
-    """
+    """A (baseline) and B (treatment) for `model`, and their memory plan; raises `VllmArgsError` or
+    `PlanError` (one line). `restart`: True forces one server at a time, False forbids it (a plan
+    that cannot fit both is refused), None lets the plan decide. `version`: the installed vLLM's,
+    whose rule names B's method (`specrule`) and the memory rule (`memplan.memory_rule`)."""
     config, choice = build_speculative_config(
         drafter=drafter, k=k, method=method, speculative_config=speculative_config, version=version
     )
@@ -202,8 +196,7 @@ _METHOD_WORDS = {"mtp": "MTP", "eagle3": "EAGLE-3", "eagle": "EAGLE", "dflash": 
 
 
 def _name(config: Mapping[str, Any]) -> str:
-    """B's label until the server log says which method vLLM ran: 'DFlash k=4', 'k=4 · method: vLLM
-    detects'."""
+    """B's label until the server log says which method vLLM ran."""
     k = _spec_k(config)
     method = config.get("method")
     if not isinstance(method, str):

@@ -3,10 +3,9 @@
 A simulator standing in for vLLM (``mtpwatch sim serve ...``) checks its memory share against a
 ledger of what the other simulators on "its" GPU hold (`mtpwatch.sim.gpu`). The ledger's folder
 comes from `SIM_LEDGER_ENV`; every server mtpwatch launches (`launcher.Launch`) gets a folder of
-this process's own in the temp dir, so the simulators of one `ab --start` or `bench --sweep-k`
-share a GPU with each other and with nobody else's (another user's sweep, a test run beside it).
-A folder you set yourself in the environment wins; a bare `mtpwatch sim` uses a per-user ledger.
-"""
+this process's own in the temp dir, so the simulators of one `ab --start` or `bench --sweep-k` share
+a GPU with each other and with nobody else's (another user's sweep, a test run beside it). A folder
+you set yourself in the environment wins; a bare `mtpwatch sim` uses a per-user ledger."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 SIM_LEDGER_ENV = "MTPWATCH_SIM_GPU_DIR"
-"""Folder of the simulated GPUs' ledgers."""
 
 _dir: Path | None = None
 

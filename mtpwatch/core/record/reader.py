@@ -26,7 +26,6 @@ class Recording:
 
     @property
     def t0(self) -> float:
-        """The clock at the start of the recording."""
         return float(self.header["t"])
 
     def session(self) -> dict[str, Any]:
@@ -36,12 +35,8 @@ class Recording:
 
 
 def read_recording(path: str | Path) -> Recording:
-    """Read `path`; scrape deltas come back as whole pages (`lines`).
-
-    Raises:
-        RecordingError: unreadable, not a recording, or a newer version.
-        OSError: the file cannot be opened.
-    """
+    """Read `path`; scrape deltas come back as whole pages (`lines`). Raises `RecordingError`
+    (unreadable, not a recording, or a newer version) or `OSError` (the file cannot be opened)."""
     data = Path(path).read_bytes()
     if not data:
         raise RecordingError(f"{path} is empty (0 bytes): no header")

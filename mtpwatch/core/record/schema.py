@@ -2,8 +2,7 @@
 
 A recording is gzip-compressed JSON lines. The first line is the header (`kind` "header",
 `version`); every other line is one record with `kind`, `t` (the app's monotonic clock, seconds)
-and, for per-server records, `s` (the server's index). See docs/recording.md.
-"""
+and, for per-server records, `s` (the server's index). See docs/recording.md."""
 
 from __future__ import annotations
 
@@ -19,12 +18,9 @@ VERSION = 1
 
 
 def filter_page(text: str) -> list[str]:
-    """The lines of a /metrics page that `core.metrics.snapshot` reads (its SNAPSHOT_PREFIXES).
-
-    The rest of a vLLM page (HELP/TYPE comments, request-size histograms, Python process gauges) is
-    three quarters of its bytes and never reaches a number the app shows. An OpenMetrics page (vLLM's
-    Rust frontend) keeps its `# EOF`: the replayed page reads as OpenMetrics too (`snapshot.speculating`).
-    """
+    """The lines of a /metrics page that `core.metrics.snapshot` reads (its SNAPSHOT_PREFIXES; the
+    rest never reaches a number the app shows: docs/recording.md). An OpenMetrics page (vLLM's Rust
+    frontend) keeps its `# EOF`: the replayed page reads as OpenMetrics too (`snapshot.speculating`)."""
     return [line for line in text.splitlines() if line.startswith(SNAPSHOT_PREFIXES) or line == "# EOF"]
 
 
@@ -37,11 +33,8 @@ def page_delta(before: Sequence[str] | None, after: Sequence[str]) -> dict[str, 
 
 
 def apply_delta(before: Sequence[str] | None, record: Mapping[str, Any]) -> list[str]:
-    """Inverse of `page_delta`.
-
-    Raises:
-        ValueError: a delta without the page it changes (a corrupt file).
-    """
+    """Inverse of `page_delta`; raises `ValueError` for a delta without the page it changes (a corrupt
+    file)."""
     if "page" in record:
         return [str(line) for line in record["page"]]
     if before is None or len(before) != int(record["n"]):

@@ -1,8 +1,7 @@
 """`Recorder`: append records to a gzip file, flushed at least once a second, secrets scrubbed.
 
 The file is one gzip member written with sync flushes: every flush ends on a byte boundary that a
-reader can decompress up to, so a crash loses at most the records since the last flush (≤ 1 s).
-"""
+reader can decompress up to, so a crash loses at most the records since the last flush (≤ 1 s)."""
 
 from __future__ import annotations
 

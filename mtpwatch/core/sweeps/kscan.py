@@ -121,7 +121,7 @@ class KSweep:
             label=opts.label,
             metadata=metadata,
             prompts=provenance.prompt_set(opts.prompts_spec, config.prompts),
-            gpu=provenance.gpu_from_name(opts.gpu) if opts.gpu else provenance.local_gpu(),
+            gpu=provenance.report_gpu(opts.gpu, local=True),
             temperature=config.temperature,
         )
         idle = self.spec_idle  # the 0s arm's figures and its full bench (arms "a" = plain k=0, "b" = 0s)
