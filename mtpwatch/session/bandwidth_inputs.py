@@ -85,19 +85,13 @@ class BandwidthModel:
             self.clock_speed = speed if speed > 0 else 1.0
         self.method = str(info["method"]) if info.get("method") else None
         sources: list[str] = []
+        config = self.display.model_config
+        found = (config, "--model-config") if config else _find_config(refs)
+        path, where = found or (info.get("model_config"), "from the simulator")
         try:
-            if self.display.model_config:
-                self.spec = ModelSpec.from_config(self.display.model_config)
-                sources.append("config --model-config")
-            else:
-                found = _find_config(refs)
-                if found is not None:
-                    path, where = found
-                    self.spec = ModelSpec.from_config(path)
-                    sources.append(f"config {where}")
-                elif info.get("model_config"):
-                    self.spec = ModelSpec.from_config(str(info["model_config"]))
-                    sources.append("config from the simulator")
+            if path:
+                self.spec = ModelSpec.from_config(str(path))
+                sources.append(f"config {where}")
         except (ConfigError, ValueError, OSError) as exc:
             self.error = f"model config: {str(exc).splitlines()[0]}"
         for ref, where in (

@@ -109,22 +109,15 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     )
 
 
+RATE_FIELDS = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s", "drafted_share")
+
+
 def rate_fields(r: Rates | None) -> dict[str, Any]:
     """ServerView fields read from the window's rates (None: all unknown), the dynamic-k ones among
     them: the drafted share and the mean number of drafts a drafting step verified (Δdraft_tokens /
     Δdrafts, below k when lengths mix)."""
-    if r is None:
-        keys = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s")
-        return dict.fromkeys((*keys, "drafted_share", "mean_draft_len"))
-    return {
-        "server_tok_s": r.server_tok_s,
-        "steps_per_s": r.steps_per_s,
-        "mean_step_s": r.mean_step_s,
-        "mean_ttft_s": r.mean_ttft_s,
-        "mean_tpot_s": r.mean_tpot_s,
-        "drafted_share": r.drafted_share,
-        "mean_draft_len": F.ratio(r.draft_tokens, r.drafts),
-    }
+    fields = {name: getattr(r, name) if r is not None else None for name in RATE_FIELDS}
+    return {**fields, "mean_draft_len": F.ratio(r.draft_tokens, r.drafts) if r is not None else None}
 
 
 def _shown_rates(
