@@ -84,12 +84,10 @@ class FeedArm:
         await self.feed.close(server_only=True)
 
     async def generate(self, request: ArmRequest) -> ArmResult:
-        """One request through `HttpArm` (client numbers, token ids)."""
         self._http.name_model(self.feed.state().model)
         return await self._http.generate(request)
 
     async def counters(self) -> MetricsSnapshot | None:
-        """The server's /metrics snapshot (None when it does not speculate)."""
         self._http.name_model(self.feed.state().model)
         return await self._http.counters()
 

@@ -18,7 +18,7 @@ class FeedObserver(Protocol):
     """Told of everything one feed sees, at the feed's clock `t`."""
 
     def server(self, t: float, identity: dict[str, Any]) -> None:
-        """The server was identified: `ServerFeed.identity()` (model, version, facts, roofline inputs)."""
+        """The server was identified: `ServerWatch.identity()` (model, version, facts, roofline inputs)."""
 
     def life(self, t: float, what: str, detail: str = "") -> None:
         """A lifecycle event: 'launched', 'failed' (with the reason), 'restart', 'stopped'."""

@@ -5,9 +5,8 @@ Prometheus, a recording) and alone writes what they mean: the status and its rea
 (`core.http.backoff`), the identity (model, models, version, llama-server's /props, the roofline's
 inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
 `core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown.
-It tells its `session.observers.Observers` each moment. A replay polls it too (its `session.replay.
-ReplayScrapes` hand the recorded pages) and hands it recorded identities (`restore_identity`),
-failures (`mark_down`), lifecycle events (`restore_life`) and NVML readings (`restore_reading`).
+It tells its `session.observers.Observers` each moment. A replay polls it too and hands it what
+was recorded (the `restore_*` methods and `mark_down`: `session.replay`'s docstring).
 `session.server_view.build_server_view` reads it.
 """
 
@@ -122,7 +121,6 @@ class ServerWatch:
         return interval
 
     def take(self, page: Page, now: float) -> None:
-        """Take one page taken at `now` (the poll's)."""
         snapshot = page.snapshot
         if self.collector.add(snapshot, now):
             self.identified = False  # a restart: the version or model may have changed

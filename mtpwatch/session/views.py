@@ -1,10 +1,9 @@
 """What one frame shows: frozen view models and the pure builders that fill them, in plain text.
 
-The server watch (`mtpwatch.session.watch.ServerFeed`) builds these from `mtpwatch.core`; the
-snapshot tests build them directly from fixed sample states, so every panel can be drawn without a
-server (`mtpwatch screenshots` films the simulator through the feed instead). Nothing here writes
-markup: every string is plain text, and `mtpwatch.ui.markup` alone turns it into Textual markup
-(and escapes it).
+`session.server_view.build_server_view` fills a `ServerView` from `mtpwatch.core`; the snapshot tests
+build them from fixed sample states, so every panel can be drawn without a server (`mtpwatch
+screenshots` films the simulator through the feed instead). Every string is plain text:
+`mtpwatch.ui.markup` alone turns it into Textual markup (and escapes it).
 """
 
 from __future__ import annotations
@@ -23,10 +22,8 @@ WINDOWS: tuple[str, ...] = ("10 s", "60 s", "prompt")
 
 @dataclass(frozen=True, slots=True)
 class BandwidthView:
-    """The roofline panel (issue 5): analytic figures from `core.roofline`, plus a hardware reading.
-
-    Every field is None / empty when unknown; `note` says why the panel is empty.
-    """
+    """The roofline panel (issue 5): analytic figures from `core.roofline`, plus a hardware reading;
+    every field is None / empty when unknown."""
 
     gpu: str | None = None
     """GPU name the peak came from ('GB10 (simulated)', 'H100 SXM', ...)."""
