@@ -86,8 +86,7 @@ class LiveScrapes:
         except (ServerError, OSError, ValueError):
             listed = []
         names = tuple(m.id for m in listed)
-        watched = model if model is not None or not names else names[0]
-        entry = next((m for m in listed if m.id == watched), listed[0] if listed else None)
+        entry = next((m for m in listed if m.id == model), listed[0] if listed else None)  # else the first
         refs = tuple(r for r in (entry.root, entry.id) if r) if entry is not None else ()
         version: str | None = None
         told_version = told_engine = False

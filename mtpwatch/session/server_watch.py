@@ -299,6 +299,4 @@ class ServerWatch:
         """The reading in words, or why there is none ('' before the server is identified)."""
         if not self.identified:
             return ""
-        if self.reading is None:
-            return describe_hardware(None, local=self.is_local, simulated=self.bandwidth.simulated)
-        return describe_hardware(self.reading, local=True)
+        return describe_hardware(self.reading, local=self.is_local, simulated=self.bandwidth.simulated)
