@@ -172,5 +172,4 @@ class Measurement:
 
 
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:
-    """A console prompt as a bench `Prompt`."""
     return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)

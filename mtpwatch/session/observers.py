@@ -1,9 +1,8 @@
 """What a feed tells whoever listens: its pages, its prompts and their streams, its server's identity.
 
-`FeedObserver` is the interface (a `typing.Protocol`); `session.recording.FeedTap` implements it to
-write a recording. A `ServerFeed` holds an `Observers` (the fan-out, itself a `FeedObserver`) and
-calls it at each of these moments with everything the observer needs, so no observer reads the
-feed's attributes, private or not.
+`FeedObserver` is the interface; `session.recording.FeedTap` implements it to write a recording. A
+`ServerFeed` holds an `Observers` (the fan-out) and calls it at each of these moments with all an
+observer needs, so no observer reads the feed's attributes, private or not.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """`FeedTap`: what a `ServerFeed` sees, written to a `core.record` recording (`--record FILE`).
 
-The tap is one of the feed's observers (`session.observers.FeedObserver`): the feed tells it of a
-scrape's page, a prompt, its stream events, its result, the server's identity, NVML readings and
-lifecycle events, with everything each record holds; the tap writes them. API keys never reach
-it: it records no headers, no launch argv and no URL userinfo, and the recorder scrubs the key
-from every line besides.
+The tap is one of the feed's observers (`session.observers.FeedObserver`), told everything each
+record holds. API keys never reach it: it records no headers, no launch argv and no URL userinfo,
+and the recorder scrubs the key from every line besides.
 """
 
 from __future__ import annotations
@@ -30,11 +28,8 @@ def public_url(url: str) -> str:
 
 
 class FeedTap:
-    """Writes one feed's records as server `index`: a `session.observers.FeedObserver`.
-
-    Everything it writes comes with the call (the feed's identity, the page, the event); it holds
-    no feed and reads none.
-    """
+    """Writes one feed's records as server `index`: everything it writes comes with the call (the
+    feed's identity, the page, the event); it holds no feed and reads none."""
 
     def __init__(self, recorder: Recorder, index: int) -> None:
         self.recorder = recorder

@@ -237,7 +237,7 @@ def stale_age(
 
 @dataclass(frozen=True, slots=True)
 class PromptSummary:
-    """One line per finished prompt per server."""
+    """One line per finished prompt per server; its acceptance is over the prompt's window."""
 
     tokens: int
     """Completion tokens."""
@@ -246,15 +246,12 @@ class PromptSummary:
     decode_tok_s: float | None
     """(tokens − 1) / (t_last − t_first), client side."""
     acceptance_rate: float | None = None
-    """Acceptance over the prompt's window."""
     mean_acceptance_length: float | None = None
-    """Mean acceptance length over the prompt's window."""
     scope: str = "engine-wide"
     """'this request' or 'engine-wide'."""
     approximate: bool = False
     """True when the server gave no per-chunk usage (tokens counted from chunks)."""
     cancelled: bool = False
-    """Stopped by the user."""
     error: str | None = None
     """One line when the request failed."""
     client_tokens_per_step: float | None = None
