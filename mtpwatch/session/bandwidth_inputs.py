@@ -129,13 +129,10 @@ class BandwidthModel:
     def context(snap: MetricsSnapshot | None, request_tokens: int | None) -> tuple[int, str]:
         """KV context tokens for the roofline and where they came from, in words."""
         if snap is not None and snap.kv_cache_usage:
-            cfg = snap.cache_config
-            try:
-                size = int(cfg["num_gpu_blocks"]) * int(cfg["block_size"])
-            except (KeyError, ValueError):
-                size = 0
-            if size > 0:
-                return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
+            with contextlib.suppress(KeyError, ValueError):
+                size = int(snap.cache_config["num_gpu_blocks"]) * int(snap.cache_config["block_size"])
+                if size > 0:
+                    return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
         if request_tokens:
             return request_tokens, "last prompt: prompt + generated"
         return 0, "KV cache empty"
