@@ -266,7 +266,7 @@ class ServerWatch:
     @property
     def method(self) -> str | None:
         """The speculation method when known: the server log (a server mtpwatch started), the
-        simulator's /sim/info, the user's --spec-method, else None (the panel says "speculative")."""
+        simulator's /sim/info, llama-server's /slots speculation type, the user's --spec-method."""
         llama = self.engine_info.spec_types if self.engine_info is not None else None
         return self.spec_method or self.bandwidth.method or llama or self.display.spec_method
 

@@ -124,9 +124,8 @@ class ServerView:
     version: str | None = None
     """vLLM version from /version."""
     method: str | None = None
-    """Speculation method when known ('mtp', 'ngram', 'eagle3', …: the server log, --spec-method, or
-    llama-server's /slots speculation type such as 'draft-simple'); None: the panel says
-    "speculative", never "MTP"."""
+    """Speculation method when known ('mtp', 'ngram', 'eagle3', 'draft-simple', …: `ServerWatch.method`
+    says from where); None: the panel says "speculative", never "MTP"."""
     speculative: bool | None = None
     """False when the spec-decode counters are absent ("speculation off")."""
     k: int | None = None
