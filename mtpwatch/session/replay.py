@@ -231,8 +231,7 @@ class ReplaySource:
             actions.append(Action("answer", s, answer=answer, t=t, number=self._done[s]))
         elif kind == "nvml":
             reading = record.get("reading")  # None: the sampler stopped (panel hidden, server stopped)
-            fields = set(HardwareReading.__dataclass_fields__)
-            kept = {k: v for k, v in (reading or {}).items() if k in fields}
+            kept = {k: v for k, v in (reading or {}).items() if k in HardwareReading.__dataclass_fields__}
             watch.restore_reading(None if reading is None else HardwareReading(**kept))
 
     # -- headless ---------------------------------------------------------------------------------
