@@ -25,9 +25,7 @@ PLAIN_INPUTS = ("gpu", "peak_gbps", "error", "simulated", "clock_speed", "method
 
 class BandwidthModel:
     """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates (its
-    inputs resolved once by `load`). KV-cache reads are priced at the engine's KV-cache occupancy
-    (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it is known and
-    non-zero, else at the last console prompt's prompt + generated tokens."""
+    inputs resolved once by `load`)."""
 
     def __init__(self, display: DisplaySettings) -> None:
         self.display = display
@@ -127,7 +125,9 @@ class BandwidthModel:
 
     @staticmethod
     def context(snap: MetricsSnapshot | None, request_tokens: int | None) -> tuple[int, str]:
-        """KV context tokens for the roofline and where they came from, in words."""
+        """KV context tokens for the roofline and where they came from, in words: the engine's KV-cache
+        occupancy (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it
+        is known and non-zero, else the last console prompt's prompt + generated tokens."""
         if snap is not None and snap.kv_cache_usage:
             with contextlib.suppress(KeyError, ValueError):
                 size = int(snap.cache_config["num_gpu_blocks"]) * int(snap.cache_config["block_size"])

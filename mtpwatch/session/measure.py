@@ -1,9 +1,6 @@
-"""The A/B view's measurement: repeated paired runs of prompts on two feeds through the bench engine.
-
-`Measurement` runs `core.ab.runner.BenchRunner` over the two servers (ABBA, race, or restart with
-`FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: plain data
-(the report so far, the finished run, progress in words) that `ui.markup.ab.render_measure` draws.
-"""
+"""The A/B view's measurement (F6): `Measurement` over `core.ab.runner.BenchRunner`, its events as
+`MeasureUpdate`s, plain data (the report so far, the finished run, progress in words) that
+`ui.markup.ab.render_measure` draws."""
 
 from __future__ import annotations
 
