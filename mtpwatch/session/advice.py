@@ -25,8 +25,7 @@ def engine_mode_of(
 ) -> EngineMode:
     """What a server runs, from its command line (servers mtpwatch started), llama-server's /props
     (`engine_info`), the method from its log and its version."""
-    launch = spec.launch
-    argv = launch.argv if launch is not None else None
+    argv = spec.launch.argv if spec.launch is not None else None
     config = spec_config_from_argv(argv) if argv is not None else None
     synthetic = engine_info.synthetic if engine_info is not None else None
     config = config or llamacpp_synthetic(argv, synthetic)

@@ -25,9 +25,7 @@ PLAIN_INPUTS = ("gpu", "peak_gbps", "error", "simulated", "clock_speed", "method
 
 class BandwidthModel:
     """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates (its
-    inputs resolved once by `load`). KV-cache reads are priced at the engine's KV-cache occupancy
-    (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it is known and
-    non-zero, else at the last console prompt's prompt + generated tokens."""
+    inputs resolved once by `load`)."""
 
     def __init__(self, display: DisplaySettings) -> None:
         self.display = display
@@ -85,19 +83,13 @@ class BandwidthModel:
             self.clock_speed = speed if speed > 0 else 1.0
         self.method = str(info["method"]) if info.get("method") else None
         sources: list[str] = []
+        config = self.display.model_config
+        found = (config, "--model-config") if config else _find_config(refs)
+        path, where = found or (info.get("model_config"), "from the simulator")
         try:
-            if self.display.model_config:
-                self.spec = ModelSpec.from_config(self.display.model_config)
-                sources.append("config --model-config")
-            else:
-                found = _find_config(refs)
-                if found is not None:
-                    path, where = found
-                    self.spec = ModelSpec.from_config(path)
-                    sources.append(f"config {where}")
-                elif info.get("model_config"):
-                    self.spec = ModelSpec.from_config(str(info["model_config"]))
-                    sources.append("config from the simulator")
+            if path:
+                self.spec = ModelSpec.from_config(str(path))
+                sources.append(f"config {where}")
         except (ConfigError, ValueError, OSError) as exc:
             self.error = f"model config: {str(exc).splitlines()[0]}"
         for ref, where in (
@@ -133,15 +125,14 @@ class BandwidthModel:
 
     @staticmethod
     def context(snap: MetricsSnapshot | None, request_tokens: int | None) -> tuple[int, str]:
-        """KV context tokens for the roofline and where they came from, in words."""
+        """KV context tokens for the roofline and where they came from, in words: the engine's KV-cache
+        occupancy (`kv_cache_usage` × `num_gpu_blocks` × `block_size` of `cache_config_info`) when it
+        is known and non-zero, else the last console prompt's prompt + generated tokens."""
         if snap is not None and snap.kv_cache_usage:
-            cfg = snap.cache_config
-            try:
-                size = int(cfg["num_gpu_blocks"]) * int(cfg["block_size"])
-            except (KeyError, ValueError):
-                size = 0
-            if size > 0:
-                return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
+            with contextlib.suppress(KeyError, ValueError):
+                size = int(snap.cache_config["num_gpu_blocks"]) * int(snap.cache_config["block_size"])
+                if size > 0:
+                    return round(snap.kv_cache_usage * size), "KV-cache occupancy, engine-wide"
         if request_tokens:
             return request_tokens, "last prompt: prompt + generated"
         return 0, "KV cache empty"

@@ -72,14 +72,10 @@ def make_verdict(
     k: int | None = None,
     per_position: Sequence[float] = (),
 ) -> tuple[str, VerdictLevel]:
-    """Whether speculation pays off on this server, in one sentence, from the numbers shown beside it.
-
-    The caller passes the acceptance the panel shows (`core.metrics.attribution.prompt_acceptance`),
-    its k and marginal per-position acceptance, so the sentence reads no other source than the
-    figures next to it. Known failure signatures first (a drafter that disagrees: position 1 near 0;
-    a k too large for the drafter: a low rate with a good position 1; a mean length under 1.2), then
-    the analytic ceiling with speculation against the baseline's, when the roofline is known.
-    """
+    """Whether speculation pays off on this server, in one sentence, read only from the figures the
+    panel shows beside it (the acceptance `core.metrics.attribution.prompt_acceptance` picked, k,
+    per-position): known failure signatures first (a drafter that disagrees, a k too large for it,
+    a mean length under `LOW_MEAN_LENGTH`), then the analytic ceilings when the roofline is known."""
     where = f"(server, {window_words(window)})"
     name = method_name(method)
     if speculative is False:
@@ -195,14 +191,12 @@ def ab_warnings(
     models: tuple[str | None, str | None],
     tokens: tuple[int, int] = (0, 0),
 ) -> tuple[str, ...]:
-    """The warnings under the A/B speed-up line, from all of its evidence.
+    """The warnings under the A/B speed-up line, from all of its evidence (see the module).
 
     `speedups` are the prompts' speculating/baseline decode ratios so far (the last `MIN_PROMPTS`
     decide), `method` the speculating arm's method ('MTP') when exactly one arm speculates (else
     None: no diagnosis of who is slower), `models` the model each arm serves and `tokens` the last
-    answers' lengths; `PART` separates a warning's parts. Two different models: the warning
-    `mtpwatch bench` gives (`core.provenance.arm_warnings`), and no guess at why speculation is
-    slower. In a race the arms contend: no diagnosis.
+    answers' lengths. In a race the arms contend: no diagnosis.
     """
     differ = model_warnings(models)
     if differ:

@@ -60,14 +60,14 @@ async def launch_server(
         return LaunchOutcome(None, server, error=str(exc))
     on_start(process)
 
-    def phase() -> StartupView:
-        return StartupView(phase=watcher.phase.value, elapsed_s=clock() - t0, facts=log_facts(watcher))
+    def flush() -> None:
+        view = StartupView(phase=watcher.phase.value, elapsed_s=clock() - t0, facts=log_facts(watcher))
+        progress(view, pending[:])
+        pending.clear()
 
     async def ticker() -> None:
         while True:
-            batch = pending[:]
-            pending.clear()
-            progress(phase(), batch)
+            flush()
             await asyncio.sleep(0.1)
 
     tick_task = asyncio.create_task(ticker())
@@ -86,8 +86,7 @@ async def launch_server(
         tick_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await tick_task
-    progress(phase(), pending[:])
-    pending.clear()
+    flush()
     server.drop_lines()  # from here on the log is read and dropped
     return LaunchOutcome(process, server)
 

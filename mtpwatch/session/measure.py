@@ -1,9 +1,6 @@
-"""The A/B view's measurement: repeated paired runs of prompts on two feeds through the bench engine.
-
-`Measurement` runs `core.ab.runner.BenchRunner` over the two servers (ABBA, race, or restart with
-`FeedArm`s that launch through the feeds) and turns its events into `MeasureUpdate`s: plain data
-(the report so far, the finished run, progress in words) that `ui.markup.ab.render_measure` draws.
-"""
+"""The A/B view's measurement (F6): `Measurement` over `core.ab.runner.BenchRunner`, its events as
+`MeasureUpdate`s, plain data (the report so far, the finished run, progress in words) that
+`ui.markup.ab.render_measure` draws."""
 
 from __future__ import annotations
 
@@ -84,12 +81,10 @@ class FeedArm:
         await self.feed.close(server_only=True)
 
     async def generate(self, request: ArmRequest) -> ArmResult:
-        """One request through `HttpArm` (client numbers, token ids)."""
         self._http.name_model(self.feed.state().model)
         return await self._http.generate(request)
 
     async def counters(self) -> MetricsSnapshot | None:
-        """The server's /metrics snapshot (None when it does not speculate)."""
         self._http.name_model(self.feed.state().model)
         return await self._http.counters()
 
@@ -174,5 +169,4 @@ class Measurement:
 
 
 def measurement_prompt(text: str, max_tokens: int) -> Prompt:
-    """A console prompt as a bench `Prompt`."""
     return Prompt(id=text[:40], text=text, category="console", max_tokens=max_tokens)

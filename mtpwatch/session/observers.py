@@ -1,9 +1,8 @@
 """What a feed tells whoever listens: its pages, its prompts and their streams, its server's identity.
 
-`FeedObserver` is the interface (a `typing.Protocol`); `session.recording.FeedTap` implements it to
-write a recording. A `ServerFeed` holds an `Observers` (the fan-out, itself a `FeedObserver`) and
-calls it at each of these moments with everything the observer needs, so no observer reads the
-feed's attributes, private or not.
+`FeedObserver` is the interface; `session.recording.FeedTap` implements it to write a recording. A
+`ServerFeed` holds an `Observers` (the fan-out) and calls it at each of these moments with all an
+observer needs, so no observer reads the feed's attributes, private or not.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ class FeedObserver(Protocol):
     """Told of everything one feed sees, at the feed's clock `t`."""
 
     def server(self, t: float, identity: dict[str, Any]) -> None:
-        """The server was identified: `ServerFeed.identity()` (model, version, facts, roofline inputs)."""
+        """The server was identified: `ServerWatch.identity()` (model, version, facts, roofline inputs)."""
 
     def life(self, t: float, what: str, detail: str = "") -> None:
         """A lifecycle event: 'launched', 'failed' (with the reason), 'restart', 'stopped'."""

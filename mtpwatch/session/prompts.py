@@ -25,12 +25,9 @@ class PromptWindow:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.t0: float | None = None
-        """Time of the scrape before the last prompt: its window starts there."""
+        self.t0: float | None = None  # `begin`, `end`, `close`: see the module
         self.t1: float | None = None
-        """Time of the last prompt's last token."""
         self.t_end: float | None = None
-        """Time of the scrape after the prompt's last token: the 'prompt' window ends there."""
         self.stats: GenerationStats | None = None
         """The running prompt's stream (None once its generation call returned)."""
         self._cancellable: GenerationStats | None = None
@@ -86,21 +83,16 @@ class PromptWindow:
             self.client_points.append((now, (stats.completion_tokens - 1) / span))
 
     def rates(self, collector: Collector, now: float) -> Rates | None:
-        """Counter rates over the prompt's window (None before the first prompt).
-
-        A finished prompt ends at the scrape after its last token (later idle time would dilute
-        it); a running one at the newest scrape.
-        """
+        """Counter rates over the prompt's window (None before the first prompt): a running one's
+        ends at the newest scrape, a finished one's at `t_end` (later idle time would dilute it)."""
         if self.t0 is None:
             return None
         return collector.since(self.t0, now, until=self.t_end)
 
     def acceptance(self, collector: Collector, counters: Rates | None) -> PromptAcceptance:
-        """The prompt's acceptance: `core.metrics.attribution`'s rule over this prompt's numbers.
-
-        vLLM's per-request metrics once its final chunk came, llama-server's timings (the latest
-        chunk's while it streams), else the window's `counters`, this request or engine-wide.
-        """
+        """The prompt's acceptance by `core.metrics.attribution`'s rule over its numbers: vLLM's
+        per-request metrics once its final chunk came, llama-server's timings (the latest chunk's
+        while it streams), the window's `counters` (this request or engine-wide)."""
         stats = self.stats
         timings = stats.timings if stats is not None else self.request_timings
         t0 = self.t0

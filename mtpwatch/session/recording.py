@@ -1,10 +1,8 @@
 """`FeedTap`: what a `ServerFeed` sees, written to a `core.record` recording (`--record FILE`).
 
-The tap is one of the feed's observers (`session.observers.FeedObserver`): the feed tells it of a
-scrape's page, a prompt, its stream events, its result, the server's identity, NVML readings and
-lifecycle events, with everything each record holds; the tap writes them. API keys never reach
-it: it records no headers, no launch argv and no URL userinfo, and the recorder scrubs the key
-from every line besides.
+The tap is one of the feed's observers (`session.observers.FeedObserver`), told everything each
+record holds. API keys never reach it: it records no headers, no launch argv and no URL userinfo,
+and the recorder scrubs the key from every line besides.
 """
 
 from __future__ import annotations
@@ -29,33 +27,9 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def session_info(config: AppConfig, schedule: str) -> dict[str, Any]:
-    """The 'session' mark: mode, title, schedule, display settings, servers (no keys, no argv)."""
-    display = dataclasses.asdict(config.display)
-    return {
-        "mode": config.mode,
-        "title": config.title,
-        "schedule": schedule,
-        "display": display,
-        "servers": [
-            {
-                "label": s.label,
-                "url": public_url(s.url),
-                "model": s.model,
-                "launched": s.launch is not None,
-                "kind": s.launch.kind if s.launch is not None else None,
-            }
-            for s in config.servers
-        ],
-    }
-
-
 class FeedTap:
-    """Writes one feed's records as server `index`: a `session.observers.FeedObserver`.
-
-    Everything it writes comes with the call (the feed's identity, the page, the event); it holds
-    no feed and reads none.
-    """
+    """Writes one feed's records as server `index`: everything it writes comes with the call (the
+    feed's identity, the page, the event); it holds no feed and reads none."""
 
     def __init__(self, recorder: Recorder, index: int) -> None:
         self.recorder = recorder
@@ -63,9 +37,8 @@ class FeedTap:
         self._reading_t: float | None = None
 
     def server(self, t: float, identity: dict[str, Any]) -> None:
-        record = dict(identity)
-        record["url"] = public_url(str(identity.get("url", "")))
-        self.recorder.record("server", self.index, t, **record)
+        url = public_url(str(identity.get("url", "")))
+        self.recorder.record("server", self.index, t, **{**identity, "url": url})
 
     def life(self, t: float, what: str, detail: str = "") -> None:
         self.recorder.life(self.index, t, what, detail)
@@ -99,14 +72,11 @@ class FeedTap:
 
     def nvml(self, t: float, reading: HardwareReading | None) -> None:
         """A new reading of the sampler (None: the sampler stopped)."""
-        if reading is None:
-            self._reading_t = None
-            self.recorder.record("nvml", self.index, t, reading=None)
+        stamp = reading.timestamp if reading is not None else None
+        if reading is not None and stamp == self._reading_t:
             return
-        if reading.timestamp == self._reading_t:
-            return
-        self._reading_t = reading.timestamp
-        self.recorder.record("nvml", self.index, t, reading=reading.to_json())
+        self._reading_t = stamp
+        self.recorder.record("nvml", self.index, t, reading=None if reading is None else reading.to_json())
 
 
 def open_recording(config: AppConfig, schedule: str) -> Recorder | None:
@@ -120,5 +90,22 @@ def open_recording(config: AppConfig, schedule: str) -> Recorder | None:
     keys = [s.api_key for s in config.servers]
     keys.append(os.environ.get("VLLM_API_KEY"))
     recorder = Recorder(config.record, secrets=keys)
-    recorder.session(session_info(config, schedule))
+    recorder.session(  # the 'session' mark: no keys, no argv
+        {
+            "mode": config.mode,
+            "title": config.title,
+            "schedule": schedule,
+            "display": dataclasses.asdict(config.display),
+            "servers": [
+                {
+                    "label": s.label,
+                    "url": public_url(s.url),
+                    "model": s.model,
+                    "launched": s.launch is not None,
+                    "kind": s.launch.kind if s.launch is not None else None,
+                }
+                for s in config.servers
+            ],
+        }
+    )
     return recorder

@@ -10,9 +10,8 @@ lifecycle event and an NVML reading go through the watch's `restore_identity`, `
 through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
 therefore comes from the code that showed it live. No network, no server, no Textual.
 
-`ReplayDriver` stands it behind a monitor screen (`mtpwatch replay FILE`; `session/drivers.py`): it
-seeks (the panes show what the recording's feeds held then) and refuses the rest, saying why: a
-replay has no server to send a prompt to or to measure, and nothing of its own to stop.
+`ReplayDriver` stands it behind a monitor screen (`mtpwatch replay FILE`; `session/drivers.py` says
+what it can do): a seek shows what the recording's feeds held then.
 """
 
 from __future__ import annotations
@@ -61,8 +60,7 @@ def config_from_session(session: dict[str, Any]) -> AppConfig:
 
 
 class ReplayScrapes:
-    """A recorded server's pages (`session.scrapes.Scrapes`): the player loads each scrape record
-    (`load`) and polls the feed, whose watch fetches its page as it fetches a live one."""
+    """A recorded server's pages (`session.scrapes.Scrapes`): the player `load`s each 'scrape' record."""
 
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
@@ -183,7 +181,6 @@ class ReplaySource:
 
     @property
     def at_end(self) -> bool:
-        """Every record has been applied."""
         return self.pos >= len(self.recording.records)
 
     def _apply(self, record: dict[str, Any], actions: list[Action]) -> None:
@@ -234,8 +231,7 @@ class ReplaySource:
             actions.append(Action("answer", s, answer=answer, t=t, number=self._done[s]))
         elif kind == "nvml":
             reading = record.get("reading")  # None: the sampler stopped (panel hidden, server stopped)
-            fields = set(HardwareReading.__dataclass_fields__)
-            kept = {k: v for k, v in (reading or {}).items() if k in fields}
+            kept = {k: v for k, v in (reading or {}).items() if k in HardwareReading.__dataclass_fields__}
             watch.restore_reading(None if reading is None else HardwareReading(**kept))
 
     # -- headless ---------------------------------------------------------------------------------

@@ -1,19 +1,12 @@
 """`Scrapes`: where one server's pages come from, the seam under a `session.server_watch.ServerWatch`.
 
-Three members: `fetch` one page, `identify` the server, `close`. Three implementations:
-
-- `LiveScrapes`: the server's own `/metrics` through `core.http.client.VllmClient` (its filtered
-  tiers), and its `/v1/models`, `/version`, llama-server's `/props` (`core.http.engines.identify`)
-  (`mtpwatch`, `ab`, `demo`, `start`, `attach`);
-- `session.prometheus.PrometheusScrapes`: one target's counters as Prometheus last saw them, with
-  the last minutes of them on the first page (identified like live, through the server's own API)
-  (`session.prometheus.prometheus_feed_factory`, the fleet's Enter on a row);
-- `session.replay.ReplayScrapes`: the pages of a recording, never the network, which `session.
-  replay.ReplaySource` polls on the recording's clock with its stream events and prompt ends
-  (`mtpwatch replay`).
-
-Each hands back plain data (`Page`, `Identity`); the watch alone decides what they mean (status,
-backoff, identity, the collector).
+Three members (`fetch` one page, `identify` the server, `aclose`), three implementations:
+`LiveScrapes`, the server's own `/metrics` through `core.http.client.VllmClient` (its filtered
+tiers) and its `/v1/models`, `/version`, llama-server's `/props` (`core.http.engines.identify`)
+(`mtpwatch`, `ab`, `demo`, `start`, `attach`); `session.prometheus.PrometheusScrapes` (the fleet's
+Enter on a row) and `session.replay.ReplayScrapes` (`mtpwatch replay`), each described in its
+module. Each hands back plain data (`Page`, `Identity`); the watch alone decides what they mean
+(status, backoff, identity, the collector).
 """
 
 from __future__ import annotations
@@ -30,15 +23,14 @@ from mtpwatch.core.metrics.snapshot import MetricsSnapshot
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One scrape: its snapshot, the text to record (None: no page of the server's own), how it was
-    read, and earlier (time, snapshot) points that go before it (Prometheus' last minutes)."""
+    """One scrape: its snapshot, the text to record (None: no page of the server's own), how it was read."""
 
     snapshot: MetricsSnapshot
     text: str | None = None
     via: str = ""
     """'filtered, 3.3 KB', 'full page (filter ignored)'; '' unknown."""
     history: tuple[tuple[float, MetricsSnapshot], ...] = ()
-    """(monotonic time, snapshot) points older than this page, oldest first."""
+    """(monotonic time, snapshot) points older than this page, oldest first (Prometheus' last minutes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +86,7 @@ class LiveScrapes:
         except (ServerError, OSError, ValueError):
             listed = []
         names = tuple(m.id for m in listed)
-        watched = model if model is not None or not names else names[0]
-        entry = next((m for m in listed if m.id == watched), listed[0] if listed else None)
+        entry = next((m for m in listed if m.id == model), listed[0] if listed else None)  # else the first
         refs = tuple(r for r in (entry.root, entry.id) if r) if entry is not None else ()
         version: str | None = None
         told_version = told_engine = False

@@ -52,8 +52,7 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     if speculative is False and snap is not None:  # an OpenMetrics page may not tell yet
         log = watch.launch_facts
         speculative = snap.speculating(bool(log and log.spec_method))
-    # `core.metrics.attribution`'s rule; the prompt window passes this prompt's own numbers
-    if window == "prompt":
+    if window == "prompt":  # this prompt's own numbers (see the module)
         acc = prompts.acceptance(watch.collector, r)
     else:
         acc = prompt_acceptance(counters=r, scope="engine-wide")
@@ -109,22 +108,13 @@ def build_server_view(watch: ServerWatch, prompts: PromptWindow, window: str) ->
     )
 
 
+RATE_FIELDS = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s", "drafted_share")
+
+
 def rate_fields(r: Rates | None) -> dict[str, Any]:
-    """ServerView fields read from the window's rates (None: all unknown), the dynamic-k ones among
-    them: the drafted share and the mean number of drafts a drafting step verified (Δdraft_tokens /
-    Δdrafts, below k when lengths mix)."""
-    if r is None:
-        keys = ("server_tok_s", "steps_per_s", "mean_step_s", "mean_ttft_s", "mean_tpot_s")
-        return dict.fromkeys((*keys, "drafted_share", "mean_draft_len"))
-    return {
-        "server_tok_s": r.server_tok_s,
-        "steps_per_s": r.steps_per_s,
-        "mean_step_s": r.mean_step_s,
-        "mean_ttft_s": r.mean_ttft_s,
-        "mean_tpot_s": r.mean_tpot_s,
-        "drafted_share": r.drafted_share,
-        "mean_draft_len": F.ratio(r.draft_tokens, r.drafts),
-    }
+    """`ServerView` fields read from the window's rates (None: all unknown)."""
+    fields = {name: getattr(r, name) if r is not None else None for name in RATE_FIELDS}
+    return {**fields, "mean_draft_len": F.ratio(r.draft_tokens, r.drafts) if r is not None else None}
 
 
 def _shown_rates(

@@ -5,9 +5,8 @@ Prometheus, a recording) and alone writes what they mean: the status and its rea
 (`core.http.backoff`), the identity (model, models, version, llama-server's /props, the roofline's
 inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
 `core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown.
-It tells its `session.observers.Observers` each moment. A replay polls it too (its `session.replay.
-ReplayScrapes` hand the recorded pages) and hands it recorded identities (`restore_identity`),
-failures (`mark_down`), lifecycle events (`restore_life`) and NVML readings (`restore_reading`).
+It tells its `session.observers.Observers` each moment. A replay polls it too and hands it what
+was recorded (the `restore_*` methods and `mark_down`: `session.replay`'s docstring).
 `session.server_view.build_server_view` reads it.
 """
 
@@ -122,7 +121,6 @@ class ServerWatch:
         return interval
 
     def take(self, page: Page, now: float) -> None:
-        """Take one page taken at `now` (the poll's)."""
         snapshot = page.snapshot
         if self.collector.add(snapshot, now):
             self.identified = False  # a restart: the version or model may have changed
@@ -268,7 +266,7 @@ class ServerWatch:
     @property
     def method(self) -> str | None:
         """The speculation method when known: the server log (a server mtpwatch started), the
-        simulator's /sim/info, the user's --spec-method, else None (the panel says "speculative")."""
+        simulator's /sim/info, llama-server's /slots speculation type, the user's --spec-method."""
         llama = self.engine_info.spec_types if self.engine_info is not None else None
         return self.spec_method or self.bandwidth.method or llama or self.display.spec_method
 
@@ -301,6 +299,4 @@ class ServerWatch:
         """The reading in words, or why there is none ('' before the server is identified)."""
         if not self.identified:
             return ""
-        if self.reading is None:
-            return describe_hardware(None, local=self.is_local, simulated=self.bandwidth.simulated)
-        return describe_hardware(self.reading, local=True)
+        return describe_hardware(self.reading, local=self.is_local, simulated=self.bandwidth.simulated)

@@ -2,10 +2,8 @@
 
 Which arm speculates is read from the sources (each arm's `Source.view`: its counters, its method;
 `diagnosis.ab_arms`), never from what a panel happens to show: the ratio is the speculating arm's
-decode tok/s over the baseline's ("A/B" when A speculates), else B over A. Beside the ratios, the
-line's warnings come from `diagnosis.ab_warnings` (the "slower" rule: the median of the last
-prompts under 1; two different models), the k advisor from `advice.advice_for` and the lossy
-verification note from `advice.lossy_reason`, each only where one arm runs MTP on the other's model.
+decode tok/s over the baseline's ("A/B" when A speculates), else B over A. What the line shows
+beside the ratios is `Comparison`'s, each part from the function its field names.
 """
 
 from __future__ import annotations
@@ -34,11 +32,12 @@ class Comparison:
     label: str
     """'B/A' or 'A/B': the speculating arm over the baseline."""
     warnings: tuple[str, ...]
-    """`diagnosis.ab_warnings`: speculation slower, two models."""
+    """`diagnosis.ab_warnings`: speculation slower (the median of the last prompts under 1), two models."""
     advice: Advice | None = None
-    """The k advisor (MTP against the same model without it), else None."""
+    """The k advisor (`advice.advice_for`; MTP against the same model without it), else None."""
     lossy: str | None = None
-    """Why the speculating arm's output may differ by design ('fly verification is lossy'), else None."""
+    """Why the MTP arm's output may differ by design (`advice.lossy_reason`: 'fly verification is
+    lossy'), else None."""
 
 
 class SpeedupSeries:

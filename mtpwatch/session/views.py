@@ -1,10 +1,9 @@
 """What one frame shows: frozen view models and the pure builders that fill them, in plain text.
 
-The server watch (`mtpwatch.session.watch.ServerFeed`) builds these from `mtpwatch.core`; the
-snapshot tests build them directly from fixed sample states, so every panel can be drawn without a
-server (`mtpwatch screenshots` films the simulator through the feed instead). Nothing here writes
-markup: every string is plain text, and `mtpwatch.ui.markup` alone turns it into Textual markup
-(and escapes it).
+`session.server_view.build_server_view` fills a `ServerView` from `mtpwatch.core`; the snapshot tests
+build them from fixed sample states, so every panel can be drawn without a server (`mtpwatch
+screenshots` films the simulator through the feed instead). Every string is plain text:
+`mtpwatch.ui.markup` alone turns it into Textual markup (and escapes it).
 """
 
 from __future__ import annotations
@@ -23,10 +22,8 @@ WINDOWS: tuple[str, ...] = ("10 s", "60 s", "prompt")
 
 @dataclass(frozen=True, slots=True)
 class BandwidthView:
-    """The roofline panel (issue 5): analytic figures from `core.roofline`, plus a hardware reading.
-
-    Every field is None / empty when unknown; `note` says why the panel is empty.
-    """
+    """The roofline panel (issue 5): analytic figures from `core.roofline`, plus a hardware reading;
+    every field is None / empty when unknown."""
 
     gpu: str | None = None
     """GPU name the peak came from ('GB10 (simulated)', 'H100 SXM', ...)."""
@@ -127,9 +124,8 @@ class ServerView:
     version: str | None = None
     """vLLM version from /version."""
     method: str | None = None
-    """Speculation method when known ('mtp', 'ngram', 'eagle3', …: the server log, --spec-method, or
-    llama-server's /slots speculation type such as 'draft-simple'); None: the panel says
-    "speculative", never "MTP"."""
+    """Speculation method when known ('mtp', 'ngram', 'eagle3', 'draft-simple', …: `ServerWatch.method`
+    says from where); None: the panel says "speculative", never "MTP"."""
     speculative: bool | None = None
     """False when the spec-decode counters are absent ("speculation off")."""
     k: int | None = None
@@ -240,7 +236,7 @@ def stale_age(
 
 @dataclass(frozen=True, slots=True)
 class PromptSummary:
-    """One line per finished prompt per server."""
+    """One line per finished prompt per server; its acceptance is over the prompt's window."""
 
     tokens: int
     """Completion tokens."""
@@ -249,15 +245,12 @@ class PromptSummary:
     decode_tok_s: float | None
     """(tokens − 1) / (t_last − t_first), client side."""
     acceptance_rate: float | None = None
-    """Acceptance over the prompt's window."""
     mean_acceptance_length: float | None = None
-    """Mean acceptance length over the prompt's window."""
     scope: str = "engine-wide"
     """'this request' or 'engine-wide'."""
     approximate: bool = False
     """True when the server gave no per-chunk usage (tokens counted from chunks)."""
     cancelled: bool = False
-    """Stopped by the user."""
     error: str | None = None
     """One line when the request failed."""
     client_tokens_per_step: float | None = None

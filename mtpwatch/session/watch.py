@@ -1,11 +1,11 @@
-"""ServerFeed: one server as the app sees it (start it, scrape it, stream prompts), and its `ServerView`s.
+"""`ServerFeed`: one server as the app sees it (start it, scrape it, stream prompts), and its views.
 
 A thin assembly, the `session.sources.Source` of every panel: a `session.scrapes.Scrapes` (live HTTP
 by default; `session.prometheus` and `session.replay` pass theirs), the `session.server_watch.
-ServerWatch` that alone writes what the scrapes found (status, backoff, identity, the collector),
-the console prompt's window (`session.prompts.PromptWindow`), the client that streams prompts, an
-optional server process (`session.launching`) and observers (`session.observers`: a recording is
-one). `view` is `session.server_view.build_server_view`, pure; no widgets, no markup here.
+ServerWatch` that alone writes what they found, the console prompt's window (`session.prompts.
+PromptWindow`), the client that streams prompts, an optional server process (`session.launching`)
+and observers (`session.observers`: a recording is one). `view` is `session.server_view.
+build_server_view`, pure.
 """
 
 from __future__ import annotations
@@ -65,9 +65,7 @@ class ServerFeed:
             read_interval=LIVE_READ_INTERVAL_S,
         )
         self.observers = Observers()
-        """Told of every page, prompt, stream event and identity (a recording's `FeedTap`)."""
         self.prompt = PromptWindow(clock)
-        """The console prompt's window: its times, its stream, this request's own numbers."""
         self.watch = ServerWatch(
             spec,
             display,
