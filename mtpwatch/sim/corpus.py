@@ -35,12 +35,8 @@ CATEGORIES: dict[str, list[Entry]] = {
 explanation) or the language it asks in or for."""
 
 CATEGORY_ACCEPTANCE: dict[str, float] = {
-    "prose": 1.0,
-    "japanese": 1.0,
-    "chinese": 1.0,
-    "french": 0.95,
-    "german": 0.95,
-    "spanish": 0.95,
+    **dict.fromkeys(("prose", "japanese", "chinese"), 1.0),
+    **dict.fromkeys(("french", "german", "spanish"), 0.95),
     **{f"{language}-poem": 0.8 for language in ("french", "german", "spanish", "japanese", "chinese")},
     "code": 1.12,
     "math": 1.08,
