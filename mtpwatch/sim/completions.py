@@ -20,6 +20,8 @@ from mtpwatch.sim.engine import Output, SimRequest
 from mtpwatch.sim.replies import SIM_HEADERS, drop_transport, dumps, error_response, json_response
 from mtpwatch.sim.startup import ServerParts
 
+Event = dict[str, Any]
+"""One JSON reply or SSE event, as it is written."""
 CHAT_TEMPLATE_TOKENS = 4
 """Tokens the chat template adds per message (turn markers), as Gemma's template roughly does."""
 
@@ -91,7 +93,7 @@ class CompletionRoutes(ServerParts):
             return await self._stream(request, req, reply)
         return await self._complete(request, req, reply)
 
-    def _prompt(self, body: dict[str, Any], *, chat: bool) -> tuple[str, list[int]]:
+    def _prompt(self, body: Event, *, chat: bool) -> tuple[str, list[int]]:
         """The prompt's text (what picks the answer) and its token ids."""
         if chat:
             messages = body.get("messages")
@@ -120,7 +122,7 @@ class CompletionRoutes(ServerParts):
             raise ValueError("prompt must be a string or a list")
         return prompt, prompt_token_ids(prompt)
 
-    def _head(self, req: SimRequest, chat_object: str | None) -> dict[str, Any]:
+    def _head(self, req: SimRequest, chat_object: str | None) -> Event:
         """The fields a reply and each event of a stream start with (`chat_object`: None for a completion)."""
         return {
             "id": ("chatcmpl-" if chat_object else "cmpl-") + req.request_id,
@@ -130,11 +132,8 @@ class CompletionRoutes(ServerParts):
         }
 
     def _usage(self, req: SimRequest, done: int) -> dict[str, int]:
-        return {
-            "prompt_tokens": req.prompt_tokens,
-            "total_tokens": req.prompt_tokens + done,
-            "completion_tokens": done,
-        }
+        prompt = req.prompt_tokens
+        return {"prompt_tokens": prompt, "total_tokens": prompt + done, "completion_tokens": done}
 
     async def _stream(self, request: web.Request, req: SimRequest, reply: Reply) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8", **SIM_HEADERS})
@@ -157,9 +156,7 @@ class CompletionRoutes(ServerParts):
                 sent += len(tokens)
                 finish = None if truncated else out.finish_reason
                 if tokens or finish is not None:
-                    chunk = self._chunk(
-                        head, req, tokens, finish, reply, first=sent == len(tokens), sent=sent
-                    )
+                    chunk = self._chunk(head, req, tokens, finish, reply, sent)
                     if truncated and self.faults.cut_mid_chunk:
                         chunk = chunk[: len(chunk) // 2]  # the event breaks off mid-JSON
                     await resp.write(chunk)
@@ -179,70 +176,43 @@ class CompletionRoutes(ServerParts):
             raise
         return resp
 
-    def _role_chunk(self, head: dict[str, Any], req: SimRequest, reply: Reply) -> bytes:
+    def _role_chunk(self, head: Event, req: SimRequest, reply: Reply) -> bytes:
         """A chat stream's first event: the assistant role, no text (as vLLM sends it)."""
-        first: dict[str, Any] = {
-            **head,
-            "choices": [
-                {
-                    "index": 0,
-                    "delta": {"role": "assistant", "content": ""},
-                    "logprobs": None,
-                    "finish_reason": None,
-                }
-            ],
-        }
+        delta = {"role": "assistant", "content": ""}
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
+        first: Event = {**head, "choices": [choice]}
         if reply.continuous:
             first["usage"] = self._usage(req, 0)
         first["prompt_token_ids"] = reply.prompt_ids if reply.return_ids else None
         first["prompt_text"] = None
         return f"data: {dumps(first)}\n\n".encode()
 
-    def _usage_chunk(self, head: dict[str, Any], req: SimRequest, sent: int) -> bytes:
+    def _usage_chunk(self, head: Event, req: SimRequest, sent: int) -> bytes:
         """The final usage event (`stream_options.include_usage`), with vLLM's per-request spec
         metrics when the server is asked for them."""
-        final: dict[str, Any] = {
-            **head,
-            "choices": [],
-            "usage": self._usage(req, sent),
-            "system_fingerprint": self.fingerprint,
-        }
+        usage = self._usage(req, sent)
+        final: Event = {**head, "choices": [], "usage": usage, "system_fingerprint": self.fingerprint}
         if self.options.per_request_spec_metrics and self.engine.physics.spec:
             spec = request_spec_metrics(req, self.engine.physics.k)
             final["metrics"] = {"speculative_decoding": spec}
         return f"data: {dumps(final)}\n\n".encode()
 
     def _chunk(
-        self,
-        head: dict[str, Any],
-        req: SimRequest,
-        tokens: list[Token],
-        finish: str | None,
-        reply: Reply,
-        *,
-        first: bool,
-        sent: int,
+        self, head: Event, req: SimRequest, tokens: list[Token], finish: str | None, reply: Reply, sent: int
     ) -> bytes:
-        """One event of `tokens` (`first`: the stream's first, which carries the prompt's ids)."""
+        """One event of `tokens`, `sent` tokens into the stream (its first carries the prompt's ids)."""
         text = "".join(t.text for t in tokens)
-        ids = [t.token_id for t in tokens] if reply.return_ids else None
-        choice: dict[str, Any]
+        choice: Event
         if reply.chat:
             choice = {"index": 0, "delta": {"content": text}, "logprobs": None, "finish_reason": finish}
             if finish is not None:
                 choice["stop_reason"] = None
-            choice["token_ids"] = ids
         else:
-            choice = {
-                "index": 0,
-                "text": text,
-                "logprobs": None,
-                "finish_reason": finish,
-                "stop_reason": None,
-                "prompt_token_ids": reply.prompt_ids if reply.return_ids and first else None,
-                "token_ids": ids,
-            }
-        chunk: dict[str, Any] = {**head, "choices": [choice]}
+            first_ids = reply.prompt_ids if reply.return_ids and sent == len(tokens) else None
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+            choice |= {"stop_reason": None, "prompt_token_ids": first_ids}
+        choice["token_ids"] = [t.token_id for t in tokens] if reply.return_ids else None
+        chunk: Event = {**head, "choices": [choice]}
         if reply.continuous:
             chunk["usage"] = self._usage(req, sent)
         if finish is not None and not reply.include_usage:
@@ -268,36 +238,16 @@ class CompletionRoutes(ServerParts):
         prompt_ids = reply.prompt_ids if reply.return_ids else None
         usage = {**self._usage(req, len(tokens)), "prompt_tokens_details": None}
         head = self._head(req, "chat.completion" if chat else None)
+        ending = {"logprobs": None, "finish_reason": reason, "stop_reason": None}
         if chat:
-            choice: dict[str, Any] = {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": text,
-                    "refusal": None,
-                    "annotations": None,
-                    "audio": None,
-                    "function_call": None,
-                    "tool_calls": [],
-                    "reasoning": None,
-                },
-                "logprobs": None,
-                "finish_reason": reason,
-                "stop_reason": None,
-                "token_ids": ids,
-            }
+            # vLLM's ChatMessage, its unused optional fields written out
+            message: Event = {"role": "assistant", "content": text, "refusal": None, "annotations": None}
+            message |= {"audio": None, "function_call": None, "tool_calls": [], "reasoning": None}
+            choice = {"index": 0, "message": message, **ending, "token_ids": ids}
         else:
-            choice = {
-                "index": 0,
-                "text": text,
-                "logprobs": None,
-                "finish_reason": reason,
-                "stop_reason": None,
-                "prompt_logprobs": None,
-                "prompt_token_ids": prompt_ids,
-                "token_ids": ids,
-            }
-        body: dict[str, Any] = {**head, "choices": [choice], "service_tier": None}
+            prompt_part = {"prompt_logprobs": None, "prompt_token_ids": prompt_ids}
+            choice = {"index": 0, "text": text, **ending, **prompt_part, "token_ids": ids}
+        body: Event = {**head, "choices": [choice], "service_tier": None}
         body |= {"system_fingerprint": self.fingerprint, "usage": usage}
         if chat:  # vLLM's chat response also echoes the prompt
             body |= {"prompt_logprobs": None, "prompt_token_ids": prompt_ids}

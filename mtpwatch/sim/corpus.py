@@ -1,14 +1,12 @@
 """Deterministic output text for the simulator: a small built-in corpus cut into word pieces.
 
-A prompt picks a category by what it asks for — its language (Japanese, Chinese, French, German,
-Spanish: named as in 'in French', or written in it: most of its letters in that script, or its
-words), then its form (code, math, a haiku or poem, a list, a story; in another language a poem,
-'french-poem', or prose), else an explanation in English — and, within it, the answer whose topic its words
-match (a haiku about GPUs gets the GPU haiku), ties broken by a stable hash. So at temperature 0 the
-same prompt always yields the same tokens, with speculation on or off (the A/B lossless check relies
-on it: the text depends on the prompt alone, never on the arm). Token ids are a stable hash of the
-piece (CRC32), never a vocabulary index, so adding text does not renumber anything. At temperature
-> 0 the start and occasional jumps depend on the request seed.
+A prompt picks a category by what it asks for (`categorize`: its language, then its form, else an
+explanation in English) and, within it, the answer whose topic its words match (`pick_entry`: a haiku
+about GPUs gets the GPU haiku). So at temperature 0 the same prompt always yields the same tokens,
+with speculation on or off (the A/B lossless check relies on it: the text depends on the prompt
+alone, never on the arm). Token ids are a stable hash of the piece (CRC32), never a vocabulary index,
+so adding text does not renumber anything. At temperature > 0 the start and occasional jumps depend
+on the request seed.
 """
 
 from __future__ import annotations
@@ -37,12 +35,8 @@ CATEGORIES: dict[str, list[Entry]] = {
 explanation) or the language it asks in or for."""
 
 CATEGORY_ACCEPTANCE: dict[str, float] = {
-    "prose": 1.0,
-    "japanese": 1.0,
-    "chinese": 1.0,
-    "french": 0.95,
-    "german": 0.95,
-    "spanish": 0.95,
+    **dict.fromkeys(("prose", "japanese", "chinese"), 1.0),
+    **dict.fromkeys(("french", "german", "spanish"), 0.95),
     **{f"{language}-poem": 0.8 for language in ("french", "german", "spanish", "japanese", "chinese")},
     "code": 1.12,
     "math": 1.08,

@@ -1,17 +1,15 @@
 """The simulator's engine: one asyncio loop that batches requests into steps, like vLLM's scheduler.
 
-Each step costs `Physics.step_cost(...)` seconds (divided by `speed`), then every running request
-gets its output for that step (a batch shares the step: one weight read for all, compute and KV per
-request): the prefill step emits the first token, each verify step emits
-accepted + 1 tokens (one chunk). Counters move exactly where vLLM moves them (`SimMetrics`), and the
-interval totals feed the `Engine 000:` / `SpecDecoding metrics:` log lines.
+Each step costs `Physics.step_cost(...)` seconds (divided by `speed`; a batch shares one weight read,
+compute and KV are per request), then every running request gets that step's output as one chunk:
+the first token after prefill, accepted + 1 tokens after a verify step. Counters move where vLLM
+moves them (`SimMetrics`); the interval totals feed the `Engine 000:` / `SpecDecoding metrics:` lines.
 
 With a batch-size schedule (vLLM's `num_speculative_tokens_per_batch_size`: inclusive
-`(first_batch_size, last_batch_size, k)` ranges) each step runs at the k of the range that holds
-the number of running requests (k = 0: no drafts that step, but the drafter's first forward pass
-still runs and costs its time, as in vLLM: `sim.physics.Physics.step_cost`); as in vLLM, the ranges
-are sorted, do not overlap and start at 1, and a batch size in a gap or past the last range keeps the k of the
-range before it. The counters then mix steps of different k, as vLLM's do.
+`(first_batch_size, last_batch_size, k)` ranges, sorted, not overlapping, from 1: `check_schedule`)
+a step runs at the k of the last range starting at or below the running count, so a gap or a batch
+past the last range keeps the k before it. At k = 0 no drafts, but the drafter's first forward pass
+still costs its time (`Physics.step_cost`). The counters then mix steps of different k, as vLLM's do.
 """
 
 from __future__ import annotations
@@ -143,7 +141,6 @@ class Engine:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the step loop on the running event loop."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="mtpwatch-sim-engine")
 
     async def stop(self) -> None:
@@ -180,7 +177,7 @@ class Engine:
         return min(1.0, blocks * KV_BLOCK / self.kv_cache_tokens)
 
     def physics_for(self, batch: int) -> Physics:
-        """The step physics at this many running requests (the k of the last range starting ≤ batch)."""
+        """The step physics at this many running requests (the schedule's k: module docstring)."""
         if not self.physics.spec or not self.k_schedule:
             return self.physics
         k = [kk for lo, _, kk in self.k_schedule if lo <= max(batch, 1)][-1]

@@ -16,11 +16,8 @@ from mtpwatch.sim.server import SimServer
 
 @contextlib.asynccontextmanager
 async def running_sim(**options: Any) -> AsyncIterator[str]:
-    """Run a simulator in the current event loop on 127.0.0.1, port 0; yields its base URL.
-
-    Options are `SimOptions` fields (preset, spec, k, speed, ...) and `Faults` fields.
-    Log lines go nowhere unless ``log=<stream>`` is given.
-    """
+    """Yields the base URL. Options are `SimOptions` fields (preset, spec, k, speed, ...) and `Faults`
+    fields; log lines go nowhere unless ``log=<stream>`` is given."""
     log = options.pop("log", None)
     server = SimServer(make_options(**{"host": "127.0.0.1", "port": 0, **options}), log=log)
     url = await server.start()
@@ -31,10 +28,7 @@ async def running_sim(**options: Any) -> AsyncIterator[str]:
 
 
 class SimThread:
-    """Run a simulator in a background thread with its own event loop (for sync tests).
-
-    ``with SimThread(preset="gemma4-e4b-gb10", speed=20) as url: ...``
-    """
+    """``with SimThread(preset="gemma4-e4b-gb10", speed=20) as url: ...`` (options: `running_sim`)."""
 
     def __init__(self, **options: Any) -> None:
         self._options = options

@@ -100,7 +100,6 @@ class SimMetrics:
             registry=reg,
         )
         info.labels(**cache_info, engine="0").set(1)
-
         self._first_children(model_name)
 
     # vLLM creates every child series at start-up, so they export 0 before any traffic

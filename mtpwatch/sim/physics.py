@@ -73,12 +73,8 @@ class Physics:
 
     # -- time --------------------------------------------------------------------------------
     def step_cost(self, *, prefill: Sequence[int] = (), decode: Sequence[int] = ()) -> StepCost:
-        """Cost of one engine step.
-
-        Args:
-            prefill: prompt lengths of the requests whose prefill runs in this step.
-            decode: context lengths of the requests that decode (verify k+1 tokens) in this step.
-        """
+        """Cost of one engine step that prefills prompts of the lengths `prefill` and decodes (verifies
+        k+1 tokens for) requests with the context lengths `decode`."""
         p = self.preset
         decode_tokens = len(decode) * (self.k + 1)
         prefill_tokens = sum(prefill)
@@ -103,21 +99,16 @@ class Physics:
         return StepCost(seconds=seconds, target_bytes=weights, kv_bytes=kv, drafter_bytes=drafter_bytes)
 
     # -- acceptance --------------------------------------------------------------------------
-    def acceptance_scale_at(self, generated: int) -> float:
-        """Multiplier on acceptance after ``generated`` answer tokens (warm-up ramp).
-
-        The first tokens of an answer (the choice of label, the opening words) are the least
-        predictable for a drafter; the ramp models that, and is why short answers gain little.
-        """
-        p = self.preset
-        if p.warmup_tokens <= 0:
-            return 1.0
-        frac = min(1.0, generated / p.warmup_tokens)
-        return p.warmup_floor + (1.0 - p.warmup_floor) * frac
-
     def conditional_at(self, generated: int, category_factor: float = 1.0) -> list[float]:
-        """Conditional per-position acceptance for a verify step after ``generated`` tokens."""
-        scale = self.acceptance_scale * category_factor * self.acceptance_scale_at(generated)
+        """Conditional per-position acceptance for a verify step after ``generated`` answer tokens,
+        ramped up from `Preset.warmup_floor` over the first `warmup_tokens`: the first tokens of an
+        answer (the choice of label, the opening words) are the least predictable for a drafter, which
+        is why short answers gain little."""
+        p = self.preset
+        warmup = 1.0
+        if p.warmup_tokens > 0:
+            warmup = p.warmup_floor + (1.0 - p.warmup_floor) * min(1.0, generated / p.warmup_tokens)
+        scale = self.acceptance_scale * category_factor * warmup
         return [min(MAX_CONDITIONAL, c * scale) for c in self.conditional]
 
     def sample_accepted(self, rng: random.Random, generated: int, category_factor: float = 1.0) -> int:

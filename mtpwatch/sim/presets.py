@@ -1,16 +1,12 @@
-"""Simulator presets: one served model on one GPU, with the numbers that make its physics.
+"""Simulator presets: one served model on one GPU, with the numbers of its physics (`physics.py`).
 
-Every preset names the model's HF config (`model_config`, a name such as ``"gemma-4-E4B-it"`` that
-`mtpwatch/data/configs/` resolves) and carries its own bytes per step, taken from
-`reference/bandwidth.md` §4.1–4.2 (derived from the public configs: weights that stream every
-decode step, tied LM head included, per-layer embeddings and vision/audio towers excluded).
-
-The step-time model these numbers feed is `physics.py`'s. Acceptance is a profile of *conditional*
-per-position probabilities (P(position i accepted | positions < i accepted)), ramped down over the
-first ``warmup_tokens`` of an answer (`Physics.acceptance_scale_at`).
-
-How each preset reproduces its public numbers is in its docstring-like ``derivation`` field;
-`tests/sim/test_physics.py` checks the figures with the pure (virtual-clock) simulator.
+Each preset's bytes per step come from `reference/bandwidth.md` §4.1–4.2 (derived from the public
+configs: weights that stream every decode step, tied LM head included, per-layer embeddings and
+vision/audio towers excluded). Acceptance is a profile of *conditional* per-position probabilities
+(P(position i accepted | positions < i accepted)), ramped down over the first ``warmup_tokens`` of
+an answer (`Physics.conditional_at`). How each preset reproduces its public numbers is in its
+``derivation`` field; `tests/sim/test_physics.py` checks the figures with the pure (virtual-clock)
+simulator.
 """
 
 from __future__ import annotations
@@ -49,13 +45,13 @@ class Preset:
     """One simulated deployment: model, drafter, GPU and the constants of its step-time model."""
 
     name: str
-    """Preset key, e.g. 'gemma4-e4b-gb10'."""
     description: str
     """One line for `mtpwatch sim --list-presets`."""
     model: str
     """HF model id served by default (also the `root` in /v1/models)."""
     model_config: str
-    """HF-style config name for `mtpwatch.core.roofline.bytemodel` (resolved in mtpwatch/data/configs)."""
+    """HF-style config name (``"gemma-4-E4B-it"``) for `mtpwatch.core.roofline.bytemodel`, resolved in
+    mtpwatch/data/configs."""
     drafter: str | None
     """Drafter checkpoint for `--speculative-config` (None for drafter-less methods)."""
     k: int

@@ -1,9 +1,5 @@
-"""The simulator's plain routes: /health, /version, /v1/models, /tokenize, /metrics, /metrics/ (filtered)
-and /sim/info.
-
-/metrics and /metrics/ obey the metrics fault switches (status, delay, truncation, no spec families,
-the filter mode).
-"""
+"""The simulator's plain routes (`InfoRoutes`); /metrics and /metrics/ obey the metrics fault switches
+(status, delay, truncation, no spec families, the filter mode)."""
 
 from __future__ import annotations
 
@@ -22,7 +18,8 @@ from mtpwatch.sim.startup import ServerParts
 
 
 class InfoRoutes(ServerParts):
-    """/health, /version, /v1/models, /metrics, /metrics/ and /sim/info (a mixin of `SimServer`)."""
+    """/health, /version, /v1/models, /tokenize, /metrics, /metrics/ (filtered) and /sim/info (a mixin
+    of `SimServer`)."""
 
     async def _info(self, request: web.Request) -> web.Response:
         """The /sim/info document."""

@@ -1,11 +1,7 @@
 """The simulator's HTTP server (aiohttp): `SimServer` owns the listening socket, the `Engine`, the
-`SimMetrics` registry, its lifecycle (bind, start, stop, restart, exit), the background traffic and the
-app with its middlewares (sim headers, the hang fault, the API key).
-
-The routes are mixins, one module per job: `routes` (/health, /version, /v1/models, /metrics, /sim/info),
-`completions` (the OpenAI endpoints), `startup` (log lines, GPU memory check); /sim/fault (the `faults`
-switches, a restart, an exit) is here.
-Options are in `options`; simulators for tests in `harness`.
+`SimMetrics` registry, its lifecycle (bind, start, stop, restart, exit), the background traffic,
+/sim/fault and the app with its middlewares (sim headers, the hang fault, the API key). The other
+routes are mixins, one module per job: `routes`, `completions`, `startup` (log lines, GPU memory).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any, TextIO
 
 from aiohttp import web
@@ -70,16 +66,17 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
             hashlib.sha256(f"{self.preset.name}:{self.physics.k}:{opts.spec}".encode()).hexdigest()[:8],
         )
         self.created = int(time.time())
-        self.metrics = self._new_metrics()
-        self.engine = self._new_engine()
+        self._new_engine()
         self._runner: web.AppRunner | None = None
         self._sock: socket.socket | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
+        self.url = ""
 
     # -- construction ------------------------------------------------------------------------
-    def _new_metrics(self) -> SimMetrics:
-        p = self.preset
+    def _new_engine(self) -> None:
+        """A new `SimMetrics` registry and `Engine` (at start-up and each restart: counters from 0)."""
+        p, opts = self.preset, self.options
         cache_info = {
             "block_size": str(KV_BLOCK),
             "cache_dtype": "auto",
@@ -91,31 +88,22 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
             "sliding_window": "None",
             "prefix_caching_hash_algo": "sha256",
         }
-        return SimMetrics(
+        self.metrics = SimMetrics(
             model_name=self.model_name,
             k=self.physics.k,
             max_model_len=p.max_model_len,
             cache_info=cache_info,
-            frontend=self.options.frontend,
+            frontend=opts.frontend,
         )
-
-    def _new_engine(self) -> Engine:
-        opts = self.options
-        return Engine(
+        self.engine = Engine(
             self.physics,
             self.metrics,
             speed=opts.speed,
-            max_num_seqs=opts.max_num_seqs or self.preset.max_num_seqs,
-            kv_cache_tokens=self.preset.kv_cache_tokens,
+            max_num_seqs=opts.max_num_seqs or p.max_num_seqs,
+            kv_cache_tokens=p.kv_cache_tokens,
             mfu_metrics=opts.mfu_metrics,
             k_schedule=opts.k_schedule,
         )
-
-    @property
-    def url(self) -> str:
-        """Base URL (http://host:port)."""
-        host = self.options.host
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def bind(self) -> str:
@@ -129,6 +117,8 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
+        host = f"[{opts.host}]" if ":" in opts.host else opts.host  # IPv6 in brackets
+        self.url = f"http://{host}:{self.port}"
         return self.url
 
     async def start(self) -> str:
@@ -193,8 +183,7 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
         """Simulate a server restart: drop streams, reset counters (new `_created`), reprint start-up."""
         await self.engine.stop()
         self.log("launcher.py:110", "Shutting down FastAPI HTTP server.")
-        self.metrics = self._new_metrics()
-        self.engine = self._new_engine()
+        self._new_engine()
         await self._startup_log(down_s)
         self.engine.start()
         self._log_serving(restarted=True)
@@ -215,8 +204,7 @@ class SimServer(InfoRoutes, CompletionRoutes, StartupLog):
             if not isinstance(body, dict):
                 raise ValueError("body must be a JSON object")
             if body.get("clear"):
-                for spec in fields(Faults):
-                    setattr(self.faults, spec.name, spec.default)
+                vars(self.faults).update(vars(Faults()))
             for count in ("cut_stream_after", "metrics_status"):
                 if count in body:
                     setattr(self.faults, count, None if body[count] is None else int(body[count]))

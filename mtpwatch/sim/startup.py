@@ -10,7 +10,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from mtpwatch.sim.engine import Engine
 from mtpwatch.sim.faults import Faults
@@ -69,15 +69,12 @@ class ServerParts:
     faults: Faults
     log: SimLog
     port: int
+    url: str
+    """Base URL (http://host:port), set when the socket is bound."""
     model_name: str
     fingerprint: str
     created: int
     _worker: Any
-
-    if TYPE_CHECKING:
-
-        @property
-        def url(self) -> str: ...
 
 
 class StartupLog(ServerParts):
@@ -126,12 +123,10 @@ class StartupLog(ServerParts):
         raise SimStartupError(error)
 
     async def _startup_log(self, delay_s: float) -> None:
-        """The start-up log of the `SimOptions.vllm_log` flavour, over `delay_s` seconds: weights
-        ~60 %, drafter ~10 %, profiling/KV ~15 %, graphs ~15 % of it.
-
-        vLLM 0.32's CPU build (Model Runner V1, tests/data's real log) prints its drafter and MTP lines;
-        0.34 on a GPU (Model Runner V2, the 0.34.0 wheel's tags) one `Loading model from scratch...`,
-        the drafter loaded inside it without a line of its own, no `Detected MTP model`."""
+        """The start-up log of the `SimOptions.vllm_log` flavour, spread over `delay_s` seconds. vLLM
+        0.32's CPU build (Model Runner V1, tests/data's real log) prints its drafter and MTP lines; 0.34
+        on a GPU (Model Runner V2, the 0.34.0 wheel's tags) one `Loading model from scratch...`, the
+        drafter loaded inside it without a line of its own, no `Detected MTP model`."""
         p, opts, log = self.preset, self.options, self.log
         gpu = opts.vllm_log == "0.34-gpu"
         tag = {line: tags[gpu] for line, tags in _TAGS.items()}
