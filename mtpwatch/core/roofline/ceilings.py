@@ -1,9 +1,9 @@
 """The memory-bandwidth roofline of a (speculative) decode: ceilings, efficiency and the binding term.
 
-Owns `Roofline` (frozen, `to_json()`) and `compute_roofline`, which combine the analytic bytes per
-step (`core.roofline.bytemodel`), a peak bandwidth (`core.roofline.gpus` or NVML) and, when a
-server is watched, plain floats from the metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`,
-`Rates.server_tok_s`). Nothing here reads hardware counters: every figure is analytic.
+`compute_roofline` combines the analytic bytes per step (`core.roofline.bytemodel`), a peak
+bandwidth (`core.roofline.gpus` or NVML) and, when a server is watched, plain floats from the
+metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`, `Rates.server_tok_s`). Nothing
+here reads hardware counters: every figure is analytic.
 
 Definitions (bytes_0 = bytes of a plain step, k = 0; bytes_k = bytes of a speculative step with
 k drafts; τ = mean acceptance length = 1 + α·k tokens per verify step; BW = peak GB/s):
@@ -20,13 +20,13 @@ with each term made precise as an upper bound on S = tok/s(spec) / tok/s(plain):
 * acceptance term  A  = τ = 1 + α·k: the speed-up if a speculative step cost what a plain step
   costs.
 * bandwidth term   B  = ceiling_tok_s_spec / ceiling_tok_s_baseline = τ · bytes_0 / bytes_k: the
-  speed-up allowed by the memory roof when both runs reach the same fraction of it. bytes_k counts
-  the k drafter passes, the drafter's KV reads and, for MoE targets, the union of experts the k+1
+  speed-up the memory roof allows when both runs reach the same fraction of it. bytes_k counts the
+  k drafter passes, the drafter's KV reads and, for MoE targets, the union of experts the k+1
   verified tokens touch (bandwidth.md §6). The *naive* form prices the verify step like a plain
   step (dense weights once, drafter free), so B_naive = τ = A: it can never bind, which is why the
   naive rule misses drafter cost and the MoE union.
-* compute term     C  = τ · (peak FLOP/s / FLOPs_k) / (BW / bytes_0): the speed-up allowed by the
-  arithmetic roof, FLOPs_k = 2 · active params per token · batch·(k+1) + attention + the drafter
+* compute term     C  = τ · (peak FLOP/s / FLOPs_k) / (BW / bytes_0): the speed-up the arithmetic
+  roof allows, FLOPs_k = 2 · active params per token · batch·(k+1) + attention + the drafter
   passes. None when the GPU's FLOP rate is unknown. At batch 1 it is 20-200× above A and B.
 
 The corrected bound is min(A, B, C); the naive bound min(A, B_naive, C_naive). The binding term is
@@ -70,10 +70,8 @@ class Roofline:
     """τ used for the speculative ceiling (given, measured, or k+1 when unknown)."""
     acceptance_source: str
     """'given', 'measured' or 'assumed: every draft accepted (upper bound)'."""
-    step: StepBytes
-    """Bytes of one speculative step (k drafts)."""
-    baseline_step: StepBytes
-    """Bytes of one plain step (k = 0)."""
+    step: StepBytes  # one speculative step (k drafts)
+    baseline_step: StepBytes  # one plain step (k = 0)
     ceiling_tok_s_baseline: float
     ceiling_tok_s_spec: float
     ceiling_steps_per_s: float
@@ -201,22 +199,13 @@ def compute_roofline(
     peak_tflops: float | None = None,
     draft_passes: int | None = None,
 ) -> Roofline:
-    """Ceilings, speed-up terms and (when rates are given) today's efficiency.
-
-    Args:
-        spec: target model; drafter: draft model or None (ngram, or drafting off).
-        peak_gbps: peak DRAM bandwidth, GB/s; gpu: its display name.
-        k: speculative tokens per step (0 = plain decoding).
-        mean_acceptance_length: τ (e.g. `Rates.mean_acceptance_length`); or give
-            `acceptance_rate` α (τ = 1 + α·k). Neither: τ = k + 1, labelled an upper bound.
-        steps_per_s: verify steps per second (`Rates.steps_per_s`); if None but `tok_s` is given,
-            steps/s = tok_s / (τ · batch).
-        tok_s: generated tokens per second (`Rates.server_tok_s`).
-        peak_tflops: dense tensor FLOP/s of the GPU in the weights' compute dtype (compute term).
-
-    Raises:
-        ValueError: a negative or impossible input.
-    """
+    """Ceilings, speed-up terms and (when rates are given) today's efficiency; ValueError: a negative
+    or impossible input. `drafter`: None for ngram or drafting off; `peak_gbps`: peak DRAM GB/s, `gpu`
+    its display name; k = 0: plain decoding. τ is `mean_acceptance_length` (e.g.
+    `Rates.mean_acceptance_length`), else 1 + α·k from `acceptance_rate` α, else k + 1, labelled an
+    upper bound (`_tau`). `steps_per_s`: verify steps per second (`Rates.steps_per_s`; None with
+    `tok_s` given: tok_s / (τ · batch)); `tok_s`: generated tokens per second (`Rates.server_tok_s`);
+    `peak_tflops`: the GPU's dense tensor FLOP/s in the weights' compute dtype (compute term)."""
     step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)  # which checks k, context, batch
     _check_inputs(peak_gbps, k, acceptance_rate, mean_acceptance_length)
     tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
@@ -276,7 +265,6 @@ def _check_inputs(peak_gbps: float, k: int, acceptance_rate: float | None, tau: 
 
 
 def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
-    """τ and where it comes from: given, from α (τ = 1 + α·k), or k + 1 as an upper bound."""
     if k == 0:
         return 1.0, "baseline (k = 0)"
     if mean_acceptance_length is not None:

@@ -27,7 +27,8 @@ from mtpwatch.core.sweeps.idle import IDLE, IdleCost, idle_config, idle_cost
 from mtpwatch.core.sweeps.schedule import (
     Cell,
     ConcurrencyAdvice,
-    advise_concurrency,
+    advise_table,
+    concurrency_table,
     fixed_config,
     head_to_head,
     replace_spec_config,
@@ -196,8 +197,9 @@ def concurrency_advice(
     """The per-concurrency advice, and with `verify_schedule` its head-to-head check as the `schedule`
     module says; the schedule's and the fixed ks' servers are `top`'s (the largest k's) with their
     config; `options` are `run_pair`'s."""
-    conc = advise_concurrency(report.reports, spec_config_from_argv(top[1]))
-    if conc is None:
+    table = concurrency_table(report.reports)
+    conc = advise_table(table, spec_config_from_argv(top[1])) if len(table) >= 2 else None
+    if conc is None:  # fewer than two concurrencies measured
         if verify_schedule:
             echo("mtpwatch bench: --verify-schedule needs two or more --concurrency values")
         return None, []
