@@ -1,9 +1,8 @@
 """Hardware readings of the local GPU through NVML (optional): GPM DRAM bandwidth, memory busy, memory used.
 
-Owns `HardwareReading` (frozen) and `Sampler`, a background thread that reads NVML about once a
-second. `pynvml` (package nvidia-ml-py) is imported lazily; without it, without a GPU, or for a
-remote server, readings say `source="analytic only"` with the reason, and mtpwatch shows the
-analytic estimate of `core.roofline` alone.
+`Sampler` reads NVML about once a second on a background thread. `pynvml` (package nvidia-ml-py) is
+imported lazily; without it, without a GPU, or for a remote server, readings say
+`source="analytic only"` with the reason, and mtpwatch shows `core.roofline`'s analytic estimate.
 
 * Bandwidth: NVML GPM metric `DRAM_BW_UTIL` (id 10), % of the theoretical DRAM bandwidth between
   two GPM samples, on devices where `nvmlGpmQueryDeviceSupport` says so (Hopper and newer). GB/s =
@@ -85,13 +84,10 @@ def nvml_text(value: Any) -> str:
 
 
 class Sampler:
-    """Reads the local GPU every `period_s` on a daemon thread; `latest()` never blocks on NVML.
-
-    Use `sample()` to take one reading synchronously (tests, scripts); `start()`/`stop()` (or a
-    `with` block) for the background thread. `nvml` injects a pynvml-like module (tests); by default
-    `pynvml` is imported on the first sample. One GPM sample is taken per tick and paired with the
-    previous one, so the bandwidth figure covers the interval between ticks.
-    """
+    """Reads the local GPU every `period_s` on a daemon thread (`start()`/`stop()` or a `with` block;
+    `sample()` takes one reading now); `latest()` never blocks on NVML. `nvml` injects a pynvml-like
+    module (tests), else `pynvml` is imported on the first sample. Each tick's GPM sample pairs with
+    the previous one, so the bandwidth figure covers the interval between ticks."""
 
     def __init__(
         self,
@@ -150,7 +146,7 @@ class Sampler:
         self.stop()
 
     def sample(self) -> HardwareReading:
-        """Take one reading now (initialising NVML on the first call)."""
+        """One reading now (initialising NVML on the first call)."""
         reading = self._read()
         with self._lock:
             self._latest = reading
@@ -261,8 +257,7 @@ class Sampler:
         with contextlib.suppress(nvml.NVMLError):
             rates = nvml.nvmlDeviceGetUtilizationRates(self._handle)
             busy, gpu_util = float(rates.memory), float(rates.gpu)
-        used = total = None
-        mem_source = None
+        used = total = mem_source = None
         try:
             info = nvml.nvmlDeviceGetMemoryInfo(self._handle)
             used, total, mem_source = int(info.used), int(info.total), "nvml"

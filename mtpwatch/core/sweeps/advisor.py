@@ -47,6 +47,7 @@ docs/measurements/2026-12-06-the-k-advisor-out-of-sample.md).
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,12 +207,8 @@ class StepFit(JsonFields):
         if k in self.measured:
             return self.measured[k]
         ks = sorted(self.measured)  # a table has three ks or more (two always fit a line)
-        if k < ks[0]:
-            lo, hi = ks[0], ks[1]
-        elif k > ks[-1]:
-            lo, hi = ks[-2], ks[-1]
-        else:
-            lo, hi = max(m for m in ks if m < k), min(m for m in ks if m > k)
+        i = min(max(bisect.bisect(ks, k), 1), len(ks) - 1)  # the nearest segment, the end ones beyond
+        lo, hi = ks[i - 1], ks[i]
         r_lo, r_hi = self.measured[lo], self.measured[hi]
         return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
 

@@ -2,11 +2,11 @@
 
 The k advisor (`advisor`) rests on one rule: a run at k predicts every k' ≤ k, because a chain
 drafter's position i is accepted only when every earlier one is, and vLLM's verification is
-lossless (an accepted draft is the token the target would have produced). The lossless check
-(`lossless`) rests on the second half. Several engine modes break one or both; this module reads
-the speculative config (from `mtpwatch start`'s or the bench's own command line, else what the
-start-up log and `/metrics` said: method and k) and the vLLM version, and names each mode with
-what it means for the advice and for the lossless check.
+lossless (an accepted draft is the token the target would have produced); the lossless check
+(`lossless`) rests on the second half. Several engine modes break one or both. This module reads
+the speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k
+the start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means
+for the advice and for the lossless check.
 
 Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.33):
 
@@ -27,7 +27,7 @@ Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.3
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +39,13 @@ BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 LOSSLESS_VERIFICATION = frozenset({"standard", "block"})
 #: The first vLLM release whose `SpeculativeConfig` has `num_speculative_tokens_per_batch_size`.
 DYNAMIC_K_SINCE = (0, 32)
-#: llama.cpp's benchmark-only synthetic acceptance (ggml-org/llama.cpp#27711, merged): its
-#: description "Expose[s] mutually exclusive `--spec-synthetic-acceptance-length` and
-#: `--spec-synthetic-acceptance-rates` options", a mean length turned into one conditional rate p
-#: with p + … + p^K = L − 1, "similar to vLLM's benchmarking options". Confirmed, from the PR's text
-#: only (llama.cpp's source after it could not be read here): these two long flags. Not confirmed:
-#: short forms, environment variables, the syntax of -rates' value, and what /props or /slots
-#: expose, so `core.http.engines.props_synthetic` looks there only for a key that names synthetic
-#: acceptance and holds a value, and guesses nothing else.
+#: llama.cpp's benchmark-only synthetic acceptance (ggml-org/llama.cpp#27711, merged): "Expose[s]
+#: mutually exclusive `--spec-synthetic-acceptance-length` and `--spec-synthetic-acceptance-rates`
+#: options", a mean length turned into one conditional rate p with p + … + p^K = L − 1, "similar to
+#: vLLM's benchmarking options". Confirmed from the PR's text only (llama.cpp's source after it could
+#: not be read here): these two long flags. Not confirmed: short forms, environment variables, the
+#: syntax of -rates' value, and what /props or /slots expose, so `core.http.engines.props_synthetic`
+#: looks there only for a key that names synthetic acceptance and holds a value.
 LLAMACPP_SYNTHETIC_FLAGS = ("--spec-synthetic-acceptance-length", "--spec-synthetic-acceptance-rates")
 
 
@@ -116,7 +115,7 @@ class EngineMode(JsonFields):
 
     def headline(self) -> str:
         """'ngram k=4 (vLLM 0.32.0, from the command line)'."""
-        what = f"{self.method or 'speculation'}"
+        what = self.method or "speculation"
         if self.k is not None:
             what += f" k={self.k}" if not self.schedule else f" k≤{self.k}"
         if self.verification and self.verification != "standard":
@@ -222,54 +221,42 @@ def _flags(
     config: Mapping[str, Any],
     version: str | None,
     schedule: tuple[tuple[int, int, int], ...] | None,
-) -> list[EngineFlag]:
-    flags: list[EngineFlag] = []
+) -> Iterator[EngineFlag]:
     if method in BLOCK_DRAFTERS:
-        flags.append(
-            EngineFlag(
-                "block drafter",
-                f"{method} proposes a block in one pass; num_speculative_tokens={k} is the block size it "
-                "was trained for, not a chain length",
-                "a run at k does not predict a smaller k (the truncation rule fails): measure each k "
-                "(bench --sweep-k), and keep the block size the drafter was trained with",
-                "holds (verification is unchanged)",
-            )
+        yield EngineFlag(
+            "block drafter",
+            f"{method} proposes a block in one pass; num_speculative_tokens={k} is the block size it "
+            "was trained for, not a chain length",
+            "a run at k does not predict a smaller k (the truncation rule fails): measure each k "
+            "(bench --sweep-k), and keep the block size the drafter was trained with",
+            "holds (verification is unchanged)",
         )
-    verification = _verification_flag(config)
-    if verification is not None:
-        flags.append(verification)
+    if (verification := _verification_flag(config)) is not None:
+        yield verification
     if schedule:
         ranges = ", ".join(f"{lo}–{hi}: k={kk}" for lo, hi, kk in schedule)
         missing = dynamic_k_missing(version)
-        flags.append(
-            EngineFlag(
-                "batch-size schedule",
-                f"k follows the number of running requests ({ranges})" + (f"; {missing}" if missing else ""),
-                "advice holds per concurrency only (bench --sweep-k … --concurrency …); per-position rates "
-                "of late positions read low when steps ran at a smaller k",
-                "holds (verification is unchanged)",
-            )
+        yield EngineFlag(
+            "batch-size schedule",
+            f"k follows the number of running requests ({ranges})" + (f"; {missing}" if missing else ""),
+            "advice holds per concurrency only (bench --sweep-k … --concurrency …); per-position rates "
+            "of late positions read low when steps ran at a smaller k",
+            "holds (verification is unchanged)",
         )
     if config.get("enable_adaptive_verification") is True:
-        flags.append(
-            EngineFlag(
-                "adaptive verification",
-                "the verify budget follows each request's confidence (dspark): steps verify fewer "
-                "than k drafts",
-                "approximate: late positions' rates read low, so the advisor under-rates a larger k",
-                "holds (verification stays lossless)",
-            )
+        yield EngineFlag(
+            "adaptive verification",
+            "the verify budget follows each request's confidence (dspark): steps verify fewer than k drafts",
+            "approximate: late positions' rates read low, so the advisor under-rates a larger k",
+            "holds (verification stays lossless)",
         )
     if config.get("parallel_drafting") is True:
-        flags.append(
-            EngineFlag(
-                "parallel drafting",
-                "all drafts come from one drafter pass",
-                "the drafter's cost is not per position: the step model's slope is the verify cost alone",
-                "holds",
-            )
+        yield EngineFlag(
+            "parallel drafting",
+            "all drafts come from one drafter pass",
+            "the drafter's cost is not per position: the step model's slope is the verify cost alone",
+            "holds",
         )
-    return flags
 
 
 def engine_mode(

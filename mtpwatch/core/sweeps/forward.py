@@ -102,16 +102,13 @@ def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:
     decode/verify case in it."""
     if not isinstance(doc, list) or not all(isinstance(x, Mapping) and "case" in x for x in doc):
         raise ForwardError(f"{source}: not `vllm bench forward --output-json` output (a list of cases)")
-    steps, skipped = [], []
-    for obj in doc:
-        step = _step(obj)
-        if step is None:
-            skipped.append(str(obj.get("case")))
-        else:
-            steps.append(step)
+    parsed = [(obj, _step(obj)) for obj in doc]
+    steps = [step for _, step in parsed if step is not None]
     if not steps:
         raise ForwardError(f"{source}: no decode/verify case (every request q = 1 + drafts, with a prefix)")
-    return ForwardTable(source, tuple(steps), tuple(skipped))
+    return ForwardTable(
+        source, tuple(steps), tuple(str(obj.get("case")) for obj, step in parsed if step is None)
+    )
 
 
 def load_forward(path: Path) -> ForwardTable:
