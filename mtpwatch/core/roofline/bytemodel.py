@@ -127,12 +127,6 @@ def tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
     return context
 
 
-def kv_read_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
-    """KV bytes one forward pass of the target reads: every layer over its visible context."""
-    per_req = sum(kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types)
-    return per_req * batch
-
-
 def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
     """Resident KV cache for `context` tokens: KV-shared layers own none."""
     per_req = sum(
@@ -168,7 +162,10 @@ def bytes_per_step(
         raise ValueError("k and context must be >= 0 and batch >= 1")
     n = batch * (k + 1)
     target, parts = _weights_total(spec, n)
-    kv_t = kv_read_bytes(spec, context, batch)
+    # the target pass reads every layer's KV over its visible context
+    kv_t = batch * sum(
+        kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types
+    )
     passes = 0 if (k == 0 or drafter is None) else (k if draft_passes is None else draft_passes)
     drafter_bytes = kv_d = 0.0
     if passes and drafter is not None:

@@ -207,7 +207,8 @@ def compute_roofline(
     `tok_s` given: tok_s / (τ · batch)); `tok_s`: generated tokens per second (`Rates.server_tok_s`);
     `peak_tflops`: the GPU's dense tensor FLOP/s in the weights' compute dtype (compute term)."""
     step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)  # which checks k, context, batch
-    _check_inputs(peak_gbps, k, acceptance_rate, mean_acceptance_length)
+    if peak_gbps <= 0:
+        raise ValueError("peak bandwidth must be > 0 GB/s")
     tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
     base = bytes_per_step(spec, 0, context, None, batch)
     ceiling_base = batch * peak_gbps * GB / base.total
@@ -255,16 +256,11 @@ def compute_roofline(
     )
 
 
-def _check_inputs(peak_gbps: float, k: int, acceptance_rate: float | None, tau: float | None) -> None:
-    if peak_gbps <= 0:
-        raise ValueError("peak bandwidth must be > 0 GB/s")
+def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
     if acceptance_rate is not None and not 0.0 <= acceptance_rate <= 1.0:
         raise ValueError("acceptance rate must be within 0..1")
-    if tau is not None and not 1.0 <= tau <= k + 1 + 1e-9:
+    if mean_acceptance_length is not None and not 1.0 <= mean_acceptance_length <= k + 1 + 1e-9:
         raise ValueError(f"mean acceptance length must be within 1..k+1 = {k + 1}")
-
-
-def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
     if k == 0:
         return 1.0, "baseline (k = 0)"
     if mean_acceptance_length is not None:
@@ -282,11 +278,9 @@ def _compute_terms(
     drafter's FLOPs and without them (naive); (None, None) without a FLOP rate."""
     if not peak_tflops:
         return None, None
-    flops_k = step_flops(spec, k, context, batch, drafter, draft_passes)
-    flops_k_naive = step_flops(spec, k, context, batch)
-    compute = tau * (peak_tflops * 1e12 / flops_k) * batch / ceiling_base
-    naive = tau * (peak_tflops * 1e12 / flops_k_naive) * batch / ceiling_base
-    return compute, naive
+    scale = tau * peak_tflops * 1e12 * batch / ceiling_base  # each term is scale / the step's FLOPs
+    naive = step_flops(spec, k, context, batch)
+    return scale / step_flops(spec, k, context, batch, drafter, draft_passes), scale / naive
 
 
 def _binding(

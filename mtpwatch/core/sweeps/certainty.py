@@ -131,14 +131,12 @@ class AcceptanceShift(JsonFields):
 
 def _shift_values(marginals: Mapping[int, Sequence[float]]) -> dict[tuple[int, int, int], float]:
     """(position, k_low, k_high) → relative change, for neighbouring measured ks, every common position."""
-    ks = sorted(marginals)
-    out = {}
-    for lo, hi in itertools.pairwise(ks):
-        for i in range(lo):
-            a, b = marginals[lo][i], marginals[hi][i]
-            if a > 0:
-                out[(i + 1, lo, hi)] = b / a - 1.0
-    return out
+    return {
+        (i + 1, lo, hi): marginals[hi][i] / marginals[lo][i] - 1.0
+        for lo, hi in itertools.pairwise(sorted(marginals))
+        for i in range(lo)
+        if marginals[lo][i] > 0
+    }
 
 
 def acceptance_shifts(
@@ -276,12 +274,10 @@ def certainty(
             draws.setdefault(p.k, []).append(p.speedup * rng.choice(life))
         for k, v in again.held_out.items():
             held.setdefault(k, []).append(v * rng.choice(life))
-    measured = {k: s.measure().speedup for k, s in samples.items()}
-    point = {k: s.marginal() for k, s in samples.items()}
     return Certainty(
         {k: percentile_bounds(v, CONFIDENCE) for k, v in draws.items()},
-        measured,
-        acceptance_shifts(point, marginal_draws),
+        {k: s.measure().speedup for k, s in samples.items()},
+        acceptance_shifts({k: s.marginal() for k, s in samples.items()}, marginal_draws),
         resamples,
         held_out={k: percentile_bounds(v, CONFIDENCE) for k, v in held.items()},
         lives=tuple(r for r in lives if r > 0),

@@ -128,14 +128,12 @@ def parse_schedule(value: Any) -> tuple[tuple[int, int, int], ...] | None:
     """`num_speculative_tokens_per_batch_size` as integer triples; None when absent or malformed."""
     if not isinstance(value, Sequence) or isinstance(value, str) or not value:
         return None
-    out: list[tuple[int, int, int]] = []
     for entry in value:
         if not isinstance(entry, Sequence) or isinstance(entry, str) or len(entry) != 3:
             return None
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in entry):
             return None
-        out.append((entry[0], entry[1], entry[2]))
-    return tuple(out)
+    return tuple((lo, hi, k) for lo, hi, k in value)
 
 
 def llamacpp_synthetic(argv: Sequence[str] | None, props_note: str | None = None) -> dict[str, Any] | None:
@@ -302,12 +300,10 @@ def engine_mode(
 
 def engine_mode_of_arm(info: Mapping[str, Any]) -> EngineMode:
     """The mode of one `meta.arms.<name>` object (a `provenance.ArmInfo.to_json()`)."""
-    spec = info.get("spec_config")
-    method = info.get("method")
-    k = info.get("k")
-    version = info.get("vllm_version")
+    spec, method, k, version, argv = map(
+        info.get, ("spec_config", "method", "k", "vllm_version", "launch_argv")
+    )
     spec_map = spec if isinstance(spec, Mapping) else {}
-    argv = info.get("launch_argv")
     if not spec_map and isinstance(argv, list):
         spec_map = llamacpp_synthetic([str(a) for a in argv]) or {}
     known_k = k if isinstance(k, int) and not isinstance(k, bool) else None

@@ -17,10 +17,10 @@ vLLM 0.33+ times exact batch shapes without serving: `vllm bench forward --model
   rejection sampling and the CPU's step overhead are not: a serving step costs more, so the ratio
   t(k)/t(0) read here leaves out the fixed costs a sweep's serving runs include.
 
-A case counts as one step of batch size b at k when all of its b requests are decode/verify
-requests drafting the same k; other cases (prefills, mixed batches) are skipped and named. The
-ratio ρ(k) = t(k) / t(0) is taken at one batch size from the cases there (the median time when a
-shape was timed more than once), and needs a k = 0 case at that batch size.
+A case is one step of batch size b at k when all its b requests are decode/verify requests drafting
+the same k; other cases (prefills, mixed batches) are skipped and named. ρ(k) = t(k) / t(0) is
+taken at one batch size (the median time of a shape timed more than once) and needs a k = 0 case
+there.
 """
 
 from __future__ import annotations
