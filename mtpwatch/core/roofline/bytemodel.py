@@ -194,9 +194,8 @@ def active_params(spec: ModelSpec, n_tokens: int = 1) -> float:
         return spec.active_params_override
     parts = weight_bytes_per_pass(spec, n_tokens)
     w, e = DTYPE_BYTES[spec.weight_dtype], DTYPE_BYTES[spec.embed_dtype]
-    linear = parts["attention"] + parts["mlp"] + parts["experts"]
-    ple_rows = n_tokens * spec.num_layers * spec.ple_dim * e
-    linear += parts["ple"] - ple_rows
+    ple_rows = n_tokens * spec.num_layers * spec.ple_dim * e  # the gathered PLE rows are no parameters read
+    linear = parts["attention"] + parts["mlp"] + parts["experts"] + (parts["ple"] - ple_rows)
     return linear / w + (parts["lm_head"] + parts["router"]) / e
 
 

@@ -17,8 +17,7 @@ k drafts; τ = mean acceptance length = 1 + α·k tokens per verify step; BW = p
 The rule of thumb "speed-up ≈ min(1 + α·k, bandwidth ratio, compute efficiency)" is implemented
 with each term made precise as an upper bound on S = tok/s(spec) / tok/s(plain):
 
-* acceptance term  A  = τ = 1 + α·k: the speed-up if a speculative step cost what a plain step
-  costs.
+* acceptance term  A  = τ = 1 + α·k: the speed-up if a speculative step cost a plain step's.
 * bandwidth term   B  = ceiling_tok_s_spec / ceiling_tok_s_baseline = τ · bytes_0 / bytes_k: the
   speed-up the memory roof allows when both runs reach the same fraction of it. bytes_k counts the
   k drafter passes, the drafter's KV reads and, for MoE targets, the union of experts the k+1

@@ -102,7 +102,6 @@ class Sampler:
         self._clock = clock
         self._nvml = nvml
         self._meminfo = meminfo_path
-        self._peak_override = peak_gbps
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -112,8 +111,8 @@ class Sampler:
         self._handle: Any = None
         self._name: str | None = None
         self._driver: str | None = None
-        self._peak: float | None = None
-        self._peak_source: str | None = None
+        self._peak = peak_gbps
+        self._peak_source = "given" if peak_gbps else None
         self._gpm_reason: str | None = None
         self._samples: list[Any] = []
         self._prev_t: float | None = None
@@ -183,7 +182,8 @@ class Sampler:
             return
         with contextlib.suppress(nvml.NVMLError):
             self._driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
-        self._peak, self._peak_source = self._find_peak(nvml)
+        if not self._peak:
+            self._peak, self._peak_source = self._find_peak(nvml)
         if (why_not := self._open_gpm(nvml)) is not None:
             self._gpm_reason = f"{why_not}: bandwidth on {self._name} is analytic (no hardware counter)"
 
@@ -206,8 +206,6 @@ class Sampler:
         return None
 
     def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
-        if self._peak_override:
-            return self._peak_override, "given"
         with contextlib.suppress(nvml.NVMLError, AttributeError):
             clock = float(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM))
             bus = float(nvml.nvmlDeviceGetMemoryBusWidth(self._handle))

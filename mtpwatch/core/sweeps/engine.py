@@ -156,9 +156,7 @@ def _synthetic(where: str) -> dict[str, Any]:
 
 def version_tuple(version: str | None) -> tuple[int, int] | None:
     """(major, minor) of a vLLM version string ('0.32.0', '0.33.1rc1+cpu'); None when unreadable."""
-    if not version:
-        return None
-    m = re.match(r"v?(\d+)\.(\d+)", version.strip())
+    m = re.match(r"v?(\d+)\.(\d+)", (version or "").strip())
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

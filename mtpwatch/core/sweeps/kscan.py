@@ -52,11 +52,9 @@ Server = tuple[str, Sequence[str]]
 def checked_ks(ks: Sequence[int]) -> list[int]:
     """--sweep-k, sorted, with k=0 (the baseline) added. Raises ValueError (one line) when a k is out
     of range or nothing is compared."""
-    out = sorted(set(ks))
-    if not out or any(k < 0 or k > K_MAX for k in out):
+    if not ks or any(k < 0 or k > K_MAX for k in ks):
         raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
-    if 0 not in out:
-        out = [0, *out]
+    out = sorted({0, *ks})
     if len(out) < 2:
         raise ValueError("give at least one k > 0 to compare with k=0")
     return out

@@ -236,8 +236,7 @@ class ConcurrencyAdvice:
     verification: tuple[VerifyRow, ...] = ()
     verification_note: str | None = None
     """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
-    choices: Mapping[int, Choice] = field(default_factory=dict)
-    """What the intervals resolve at each concurrency (`core.sweeps.resolve`)."""
+    choices: Mapping[int, Choice] = field(default_factory=dict)  # `core.sweeps.resolve`'s, per concurrency
     fixed_k: int | None = None
     """The smallest k within the noise of the best at every concurrency (None: the data needs a
     schedule; 0: speculation does not pay within the noise)."""
