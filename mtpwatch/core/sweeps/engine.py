@@ -18,8 +18,7 @@ Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.3
   `synthetic_acceptance_rates` / `synthetic_acceptance_length`: a benchmarking mode, outputs are
   not the target's), "fly" (FLy, vLLM 0.33: an isolated rejection at a high-entropy position is
   overridden when the next `fly_window_size` drafts agree — lossy by design);
-- `num_speculative_tokens_per_batch_size`: a list of inclusive `(first_batch_size,
-  last_batch_size, k)` ranges: k depends on how many requests are running;
+- `num_speculative_tokens_per_batch_size`: k by the number of running requests (`schedule`);
 - `enable_adaptive_verification`: the verify budget follows per-request confidence (DSpark only);
 - `parallel_drafting`: all drafts in one drafter pass (the drafter's cost is not per position).
 """
@@ -272,12 +271,9 @@ def engine_mode(
     raw = dict(spec_config or {})
     logged = raw.get("from_log")
     config = {key: v for key, v in raw.items() if key != "from_log"}
-    cfg_method = config.get("method")
     cfg_k = config.get("num_speculative_tokens")
     ran = logged.get("method") if isinstance(logged, Mapping) else None
-    method = ran if isinstance(ran, str) else method
-    if method is None and isinstance(cfg_method, str):
-        method = cfg_method
+    method = next((m for m in (ran, method, config.get("method")) if isinstance(m, str)), None)
     if isinstance(cfg_k, int) and not isinstance(cfg_k, bool):
         k = cfg_k
     schedule = parse_schedule(config.get("num_speculative_tokens_per_batch_size"))

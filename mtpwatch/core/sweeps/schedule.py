@@ -4,11 +4,9 @@ A k sweep at several concurrencies (`bench --start … --sweep-k 0,1,2,4 --concu
 for every k > 0, a paired bench report with one point per concurrency: k against its own k=0 runs,
 the same prompt sent `c` times at once (the speed is aggregate output tok/s above 1). From those:
 
-- the best k at each concurrency has the highest median paired speed-up (k = 0 when none beats
-  1.0). It is a choice only where `core.sweeps.resolve`'s rule resolves it; elsewhere the smallest
-  k within the noise of the best is chosen, and where one k is within the noise at every
-  concurrency the advice is that fixed k (`ConcurrencyAdvice.fixed_k`), not a schedule the
-  intervals do not resolve;
+- the k at each concurrency is chosen by `core.sweeps.resolve`'s rule; where one k is within the
+  noise of the best at every concurrency the advice is that fixed k (`ConcurrencyAdvice.fixed_k`),
+  not a schedule the intervals do not resolve;
 - the schedule is vLLM's `num_speculative_tokens_per_batch_size` (`SpeculativeConfig`, 0.32/0.33):
   inclusive `(first_batch_size, last_batch_size, k)` ranges, sorted, from batch size 1, without
   overlap; vLLM keeps the previous range's k in a gap or past the last range. Each measured
