@@ -171,45 +171,6 @@ def dynamic_k_missing(version: str | None) -> str | None:
 _SYNTHETIC_VLLM = "synthetic_acceptance_rates/length"
 
 
-def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
-    """The flag of a `rejection_sample_method` other than vLLM's standard (lossless) one."""
-    verification = config.get("rejection_sample_method")
-    if verification == "fly":
-        window = config.get("fly_window_size")
-        return EngineFlag(
-            "fly verification (lossy)",
-            "FLy accepts a rejected draft at a high-entropy position when the next "
-            f"{window if isinstance(window, int) else 'fly_window_size'} drafts agree: acceptance is "
-            "not strict agreement with the target",
-            "speed advice holds for this engine, but acceptance and the best k are FLy's, not "
-            "standard verification's",
-            "outputs differing from k=0 are expected, not a bug",
-        )
-    elif verification == "synthetic":
-        return EngineFlag(
-            "synthetic acceptance",
-            f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
-            "not from the drafter",
-            "figures measure the engine at the configured acceptance, not your workload's; no k advice",
-            "does not apply (outputs are not the target's)",
-        )
-    elif verification == "block":
-        return EngineFlag(
-            "block verification",
-            "the drafts are verified jointly (Sun et al.), accepting at least as many as standard",
-            "holds",
-            "holds (lossless)",
-        )
-    elif isinstance(verification, str) and verification not in LOSSLESS_VERIFICATION:
-        return EngineFlag(
-            f"{verification} verification",
-            "a rejection_sample_method mtpwatch does not know",
-            "unknown",
-            "unknown: differing outputs may be by design",
-        )
-    return None
-
-
 def _flags(
     method: str | None,
     k: int | None,
@@ -226,8 +187,40 @@ def _flags(
             "(bench --sweep-k), and keep the block size the drafter was trained with",
             "holds (verification is unchanged)",
         )
-    if (verification := _verification_flag(config)) is not None:
-        yield verification
+    verification = config.get("rejection_sample_method")  # vLLM's standard (lossless) one: no flag
+    if verification == "fly":
+        window = config.get("fly_window_size")
+        yield EngineFlag(
+            "fly verification (lossy)",
+            "FLy accepts a rejected draft at a high-entropy position when the next "
+            f"{window if isinstance(window, int) else 'fly_window_size'} drafts agree: acceptance is "
+            "not strict agreement with the target",
+            "speed advice holds for this engine, but acceptance and the best k are FLy's, not "
+            "standard verification's",
+            "outputs differing from k=0 are expected, not a bug",
+        )
+    elif verification == "synthetic":
+        yield EngineFlag(
+            "synthetic acceptance",
+            f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
+            "not from the drafter",
+            "figures measure the engine at the configured acceptance, not your workload's; no k advice",
+            "does not apply (outputs are not the target's)",
+        )
+    elif verification == "block":
+        yield EngineFlag(
+            "block verification",
+            "the drafts are verified jointly (Sun et al.), accepting at least as many as standard",
+            "holds",
+            "holds (lossless)",
+        )
+    elif isinstance(verification, str) and verification not in LOSSLESS_VERIFICATION:
+        yield EngineFlag(
+            f"{verification} verification",
+            "a rejection_sample_method mtpwatch does not know",
+            "unknown",
+            "unknown: differing outputs may be by design",
+        )
     if schedule:
         ranges = ", ".join(f"{lo}–{hi}: k={kk}" for lo, hi, kk in schedule)
         missing = dynamic_k_missing(version)
