@@ -122,9 +122,7 @@ def kv_bytes_per_token(spec: ModelSpec, layer_type: str) -> float:
 
 
 def tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
-    if layer_type == "sliding" and spec.sliding_window:
-        return min(context, spec.sliding_window)
-    return context
+    return min(context, spec.sliding_window) if layer_type == "sliding" and spec.sliding_window else context
 
 
 def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:

@@ -113,9 +113,7 @@ class Roofline:
                 head = f"bandwidth-bound at {where}"
             else:
                 head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
-            if k == 0:
-                return head
-            return f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
+            return head if k == 0 else f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
         if k == 0:
             return f"plain decoding reads {base.total / GB:.2f} GB per token step on {gpu}"
         ratio = step.total / base.total

@@ -325,8 +325,7 @@ class SweepAdvice:
     def extrapolated_best(self) -> KPrediction | None:
         """An extrapolated k predicted faster than the best measured-range k (worth measuring)."""
         best = self.at(self.best_k)
-        above = [p for p in self.predictions if p.extrapolated]
-        top = max(above, key=lambda p: p.speedup, default=None)
+        top = max((p for p in self.predictions if p.extrapolated), key=lambda p: p.speedup, default=None)
         return top if top is not None and best is not None and top.speedup > best.speedup else None
 
     def line(self, beyond_line: bool = True) -> str:

@@ -92,9 +92,7 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
         if not (kv > q and q == 1 + d):  # a decode/verify step (shapes.BenchRequest.is_decode)
             return None
         ks.add(d)
-    if len(ks) != 1:
-        return None
-    return StepTime(len(requests), ks.pop(), median / 1e6)
+    return StepTime(len(requests), ks.pop(), median / 1e6) if len(ks) == 1 else None
 
 
 def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:

@@ -146,8 +146,7 @@ def run_k_sweep(
     echo: Echo,
 ) -> KSweep:
     """Measure every k of `plan` against k=0, then the advice and the 0s arm (Ctrl-C propagates)."""
-    base = plan.servers[0]
-    treatments = [(s.k, s.url, s.argv) for s in plan.servers[1:]]
+    base, *treatments = plan.servers
     options: dict[str, Any] = {
         "env": dict(base.env),
         "startup_timeout_s": opts.startup_timeout,
@@ -155,16 +154,16 @@ def run_k_sweep(
         **opts.arm_options(),
     }
     baseline: Server = (base.url, base.argv)
-    top: Server = (treatments[-1][1], treatments[-1][2])
+    top: Server = (treatments[-1].url, treatments[-1].argv)
     reports: dict[int, Any] = {}
     infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
     stopped: str | None = None
-    for k, url, argv in treatments:  # the restart schedule, forced: one server at a time
-        echo(f"mtpwatch bench: k=0 vs k={k} (one server at a time)")
-        pair = asyncio.run(run_pair(config, baseline, (f"k={k}", url, argv), **options))
-        infos[k] = pair.arms
+    for s in treatments:  # the restart schedule, forced: one server at a time
+        echo(f"mtpwatch bench: k=0 vs k={s.k} (one server at a time)")
+        pair = asyncio.run(run_pair(config, baseline, (f"k={s.k}", s.url, s.argv), **options))
+        infos[s.k] = pair.arms
         if pair.report is not None:
-            reports[k] = pair.report
+            reports[s.k] = pair.report
         if pair.interrupted:
             stopped = pair.interrupted
             break
@@ -178,8 +177,7 @@ def run_k_sweep(
         )
         if idle:
             spec_idle = run_idle(config, baseline, top, options, echo)
-    ks = tuple(s.k for s in plan.servers)
-    return KSweep(plan, ks, idle, report, conc, tuple(checked), spec_idle)
+    return KSweep(plan, tuple(s.k for s in plan.servers), idle, report, conc, tuple(checked), spec_idle)
 
 
 def concurrency_advice(
