@@ -50,9 +50,7 @@ def parse_sweep_ks(text: str) -> tuple[list[int], bool]:
 
 def idle_config(base: Mapping[str, Any]) -> dict[str, Any]:
     """The 0s server's `--speculative-config`: `base` (the largest k's) with the all-zero schedule."""
-    config = dict(base)
-    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in IDLE_SCHEDULE]
-    return config
+    return {**base, "num_speculative_tokens_per_batch_size": [list(r) for r in IDLE_SCHEDULE]}
 
 
 def idle_refusal(version: str | None) -> str | None:

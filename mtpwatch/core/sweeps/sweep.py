@@ -357,13 +357,12 @@ async def run_pair(
 ) -> PairRun:
     """`baseline` (url, argv; k=0 unless `baseline_label` says otherwise) against `treatment`
     (label, url, argv), one server at a time."""
-    config = replace(config, schedule="restart")
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat, "env": env}
     common["startup_timeout_s"] = startup_timeout_s
     label, url, argv = treatment
     arm_a = SettlingArm(baseline[0], baseline[1], label=baseline_label, **common)
     arm_b = SettlingArm(url, argv, label=label, **common)
-    runner = BenchRunner(config, arm_a, arm_b)
+    runner = BenchRunner(replace(config, schedule="restart"), arm_a, arm_b)
     report: Any | None = None
     interrupted: str | None = None
     try:
