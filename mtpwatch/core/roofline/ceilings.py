@@ -92,8 +92,7 @@ class Roofline:
 
     @property
     def regime(self) -> str:
-        """Where today's figures sit, in a few words (the summary's head without its numbers):
-        'bandwidth-bound' or 'overhead-bound (below the roof)'; '' with no figures (idle)."""
+        """Where today's figures sit: `summary`'s head without its numbers ('' with none: idle)."""
         if self.pct_of_peak is None:
             return ""
         return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
