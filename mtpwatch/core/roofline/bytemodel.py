@@ -1,7 +1,5 @@
-"""Analytic bytes read from DRAM per decode step, from a Hugging Face `config.json`.
-
-Owns the byte count of one speculative step (`bytes_per_step` -> `StepBytes`) for a `ModelSpec`
-(`modelconfig` reads and finds the configs).
+"""Analytic bytes read from DRAM per decode step (`bytes_per_step` -> `StepBytes`) of a `ModelSpec`
+(a Hugging Face `config.json` that `modelconfig` reads and finds).
 
 What is counted, per step of `batch` requests each verifying n = k + 1 tokens:
 
@@ -22,8 +20,8 @@ What is counted, per step of `batch` requests each verifying n = k + 1 tokens:
   and V. A Gemma 4 assistant reads the target's cache (Q-only attention), once per draft pass.
 
 Not counted (each < 1 % at batch 1): norms, biases, activations, logits written, sampling, KV
-writes. They show up as "achieved < ceiling". Weights are counted in parameters × bytes per
-element of the dtype; quantised formats include their scales (`DTYPE_BYTES`).
+writes: they show up as "achieved < ceiling". Weights count parameters × bytes per element of the
+dtype, quantised formats' scales included (`DTYPE_BYTES`).
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ class StepBytes(JsonFields):
     drafter: float
     """All draft passes of the step together (draft_passes × one drafter pass)."""
     kv: float
-    """KV-cache reads of the target pass and of the draft passes."""
+    """KV-cache reads of the target pass (`kv_target`) and of the draft passes (`kv_drafter`)."""
     total: float
     kv_target: float = 0.0
     kv_drafter: float = 0.0
@@ -58,10 +56,7 @@ class StepBytes(JsonFields):
 
 
 def expected_experts(num_experts: int, top_k: int, n_tokens: int) -> float:
-    """Expected distinct experts per layer hit by n_tokens, routing uniform and independent.
-
-    U(N) = E · (1 − (1 − top_k/E)^N). N = 1 gives top_k; large N tends to E.
-    """
+    """U(N) = E · (1 − (1 − top_k/E)^N), the module's expert union (N = 1 gives top_k; large N, E)."""
     if num_experts <= 0 or top_k <= 0 or n_tokens <= 0:
         return 0.0
     p = min(1.0, top_k / num_experts)
@@ -127,15 +122,7 @@ def kv_bytes_per_token(spec: ModelSpec, layer_type: str) -> float:
 
 
 def tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
-    if layer_type == "sliding" and spec.sliding_window:
-        return min(context, spec.sliding_window)
-    return context
-
-
-def kv_read_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
-    """KV bytes one forward pass of the target reads: every layer over its visible context."""
-    per_req = sum(kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types)
-    return per_req * batch
+    return min(context, spec.sliding_window) if layer_type == "sliding" and spec.sliding_window else context
 
 
 def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
@@ -166,21 +153,17 @@ def bytes_per_step(
     batch: int = 1,
     draft_passes: int | None = None,
 ) -> StepBytes:
-    """Bytes one decode step reads: a target pass over batch·(k+1) tokens plus the draft passes.
-
-    Args:
-        spec: the target.
-        k: speculative tokens per step (0 = plain decoding: no draft passes).
-        context: tokens already in the cache per request.
-        drafter: the draft model, or None when drafting is free of weights (ngram) or off.
-        batch: requests decoded together.
-        draft_passes: drafter forward passes per step; default k (token-by-token drafting).
-    """
+    """Bytes one decode step reads: a target pass over batch·(k+1) tokens plus the draft passes;
+    `context`: tokens already cached per request; `drafter` None: drafting free of weights (ngram) or
+    off (k = 0: no draft passes); `draft_passes` default k (token-by-token drafting)."""
     if k < 0 or context < 0 or batch < 1:
         raise ValueError("k and context must be >= 0 and batch >= 1")
     n = batch * (k + 1)
     target, parts = _weights_total(spec, n)
-    kv_t = kv_read_bytes(spec, context, batch)
+    # the target pass reads every layer's KV over its visible context
+    kv_t = batch * sum(
+        kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types
+    )
     passes = 0 if (k == 0 or drafter is None) else (k if draft_passes is None else draft_passes)
     drafter_bytes = kv_d = 0.0
     if passes and drafter is not None:
@@ -209,9 +192,8 @@ def active_params(spec: ModelSpec, n_tokens: int = 1) -> float:
         return spec.active_params_override
     parts = weight_bytes_per_pass(spec, n_tokens)
     w, e = DTYPE_BYTES[spec.weight_dtype], DTYPE_BYTES[spec.embed_dtype]
-    linear = parts["attention"] + parts["mlp"] + parts["experts"]
-    ple_rows = n_tokens * spec.num_layers * spec.ple_dim * e
-    linear += parts["ple"] - ple_rows
+    ple_rows = n_tokens * spec.num_layers * spec.ple_dim * e  # the gathered PLE rows are no parameters read
+    linear = parts["attention"] + parts["mlp"] + parts["experts"] + (parts["ple"] - ple_rows)
     return linear / w + (parts["lm_head"] + parts["router"]) / e
 
 

@@ -1,9 +1,9 @@
 """The memory-bandwidth roofline of a (speculative) decode: ceilings, efficiency and the binding term.
 
-Owns `Roofline` (frozen, `to_json()`) and `compute_roofline`, which combine the analytic bytes per
-step (`core.roofline.bytemodel`), a peak bandwidth (`core.roofline.gpus` or NVML) and, when a
-server is watched, plain floats from the metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`,
-`Rates.server_tok_s`). Nothing here reads hardware counters: every figure is analytic.
+`compute_roofline` combines the analytic bytes per step (`core.roofline.bytemodel`), a peak
+bandwidth (`core.roofline.gpus` or NVML) and, when a server is watched, plain floats from the
+metrics core (`Rates.steps_per_s`, `Rates.mean_acceptance_length`, `Rates.server_tok_s`). Nothing
+here reads hardware counters: every figure is analytic.
 
 Definitions (bytes_0 = bytes of a plain step, k = 0; bytes_k = bytes of a speculative step with
 k drafts; τ = mean acceptance length = 1 + α·k tokens per verify step; BW = peak GB/s):
@@ -17,16 +17,15 @@ k drafts; τ = mean acceptance length = 1 + α·k tokens per verify step; BW = p
 The rule of thumb "speed-up ≈ min(1 + α·k, bandwidth ratio, compute efficiency)" is implemented
 with each term made precise as an upper bound on S = tok/s(spec) / tok/s(plain):
 
-* acceptance term  A  = τ = 1 + α·k: the speed-up if a speculative step cost what a plain step
-  costs.
+* acceptance term  A  = τ = 1 + α·k: the speed-up if a speculative step cost a plain step's.
 * bandwidth term   B  = ceiling_tok_s_spec / ceiling_tok_s_baseline = τ · bytes_0 / bytes_k: the
-  speed-up allowed by the memory roof when both runs reach the same fraction of it. bytes_k counts
-  the k drafter passes, the drafter's KV reads and, for MoE targets, the union of experts the k+1
+  speed-up the memory roof allows when both runs reach the same fraction of it. bytes_k counts the
+  k drafter passes, the drafter's KV reads and, for MoE targets, the union of experts the k+1
   verified tokens touch (bandwidth.md §6). The *naive* form prices the verify step like a plain
   step (dense weights once, drafter free), so B_naive = τ = A: it can never bind, which is why the
   naive rule misses drafter cost and the MoE union.
-* compute term     C  = τ · (peak FLOP/s / FLOPs_k) / (BW / bytes_0): the speed-up allowed by the
-  arithmetic roof, FLOPs_k = 2 · active params per token · batch·(k+1) + attention + the drafter
+* compute term     C  = τ · (peak FLOP/s / FLOPs_k) / (BW / bytes_0): the speed-up the arithmetic
+  roof allows, FLOPs_k = 2 · active params per token · batch·(k+1) + attention + the drafter
   passes. None when the GPU's FLOP rate is unknown. At batch 1 it is 20-200× above A and B.
 
 The corrected bound is min(A, B, C); the naive bound min(A, B_naive, C_naive). The binding term is
@@ -70,10 +69,8 @@ class Roofline:
     """τ used for the speculative ceiling (given, measured, or k+1 when unknown)."""
     acceptance_source: str
     """'given', 'measured' or 'assumed: every draft accepted (upper bound)'."""
-    step: StepBytes
-    """Bytes of one speculative step (k drafts)."""
-    baseline_step: StepBytes
-    """Bytes of one plain step (k = 0)."""
+    step: StepBytes  # one speculative step (k drafts)
+    baseline_step: StepBytes  # one plain step (k = 0)
     ceiling_tok_s_baseline: float
     ceiling_tok_s_spec: float
     ceiling_steps_per_s: float
@@ -95,8 +92,7 @@ class Roofline:
 
     @property
     def regime(self) -> str:
-        """Where today's figures sit, in a few words (the summary's head without its numbers):
-        'bandwidth-bound' or 'overhead-bound (below the roof)'; '' with no figures (idle)."""
+        """Where today's figures sit: `summary`'s head without its numbers ('' with none: idle)."""
         if self.pct_of_peak is None:
             return ""
         return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
@@ -116,9 +112,7 @@ class Roofline:
                 head = f"bandwidth-bound at {where}"
             else:
                 head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
-            if k == 0:
-                return head
-            return f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
+            return head if k == 0 else f"{head}; speed-up bound {bound:.2f}× ({binding} term)"
         if k == 0:
             return f"plain decoding reads {base.total / GB:.2f} GB per token step on {gpu}"
         ratio = step.total / base.total
@@ -201,24 +195,16 @@ def compute_roofline(
     peak_tflops: float | None = None,
     draft_passes: int | None = None,
 ) -> Roofline:
-    """Ceilings, speed-up terms and (when rates are given) today's efficiency.
-
-    Args:
-        spec: target model; drafter: draft model or None (ngram, or drafting off).
-        peak_gbps: peak DRAM bandwidth, GB/s; gpu: its display name.
-        k: speculative tokens per step (0 = plain decoding).
-        mean_acceptance_length: τ (e.g. `Rates.mean_acceptance_length`); or give
-            `acceptance_rate` α (τ = 1 + α·k). Neither: τ = k + 1, labelled an upper bound.
-        steps_per_s: verify steps per second (`Rates.steps_per_s`); if None but `tok_s` is given,
-            steps/s = tok_s / (τ · batch).
-        tok_s: generated tokens per second (`Rates.server_tok_s`).
-        peak_tflops: dense tensor FLOP/s of the GPU in the weights' compute dtype (compute term).
-
-    Raises:
-        ValueError: a negative or impossible input.
-    """
+    """Ceilings, speed-up terms and (when rates are given) today's efficiency; ValueError: a negative
+    or impossible input. `drafter`: None for ngram or drafting off; `peak_gbps`: peak DRAM GB/s, `gpu`
+    its display name; k = 0: plain decoding. τ is `mean_acceptance_length` (e.g.
+    `Rates.mean_acceptance_length`), else 1 + α·k from `acceptance_rate` α, else k + 1, labelled an
+    upper bound (`_tau`). `steps_per_s`: verify steps per second (`Rates.steps_per_s`; None with
+    `tok_s` given: tok_s / (τ · batch)); `tok_s`: generated tokens per second (`Rates.server_tok_s`);
+    `peak_tflops`: the GPU's dense tensor FLOP/s in the weights' compute dtype (compute term)."""
     step = bytes_per_step(spec, k, context, drafter, batch, draft_passes)  # which checks k, context, batch
-    _check_inputs(peak_gbps, k, acceptance_rate, mean_acceptance_length)
+    if peak_gbps <= 0:
+        raise ValueError("peak bandwidth must be > 0 GB/s")
     tau, tau_source = _tau(k, mean_acceptance_length, acceptance_rate)
     base = bytes_per_step(spec, 0, context, None, batch)
     ceiling_base = batch * peak_gbps * GB / base.total
@@ -266,17 +252,11 @@ def compute_roofline(
     )
 
 
-def _check_inputs(peak_gbps: float, k: int, acceptance_rate: float | None, tau: float | None) -> None:
-    if peak_gbps <= 0:
-        raise ValueError("peak bandwidth must be > 0 GB/s")
+def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
     if acceptance_rate is not None and not 0.0 <= acceptance_rate <= 1.0:
         raise ValueError("acceptance rate must be within 0..1")
-    if tau is not None and not 1.0 <= tau <= k + 1 + 1e-9:
+    if mean_acceptance_length is not None and not 1.0 <= mean_acceptance_length <= k + 1 + 1e-9:
         raise ValueError(f"mean acceptance length must be within 1..k+1 = {k + 1}")
-
-
-def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | None) -> tuple[float, str]:
-    """τ and where it comes from: given, from α (τ = 1 + α·k), or k + 1 as an upper bound."""
     if k == 0:
         return 1.0, "baseline (k = 0)"
     if mean_acceptance_length is not None:
@@ -294,11 +274,9 @@ def _compute_terms(
     drafter's FLOPs and without them (naive); (None, None) without a FLOP rate."""
     if not peak_tflops:
         return None, None
-    flops_k = step_flops(spec, k, context, batch, drafter, draft_passes)
-    flops_k_naive = step_flops(spec, k, context, batch)
-    compute = tau * (peak_tflops * 1e12 / flops_k) * batch / ceiling_base
-    naive = tau * (peak_tflops * 1e12 / flops_k_naive) * batch / ceiling_base
-    return compute, naive
+    scale = tau * peak_tflops * 1e12 * batch / ceiling_base  # each term is scale / the step's FLOPs
+    naive = step_flops(spec, k, context, batch)
+    return scale / step_flops(spec, k, context, batch, drafter, draft_passes), scale / naive
 
 
 def _binding(

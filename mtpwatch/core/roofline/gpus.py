@@ -1,9 +1,7 @@
-"""Peak memory bandwidth of the GPUs mtpwatch knows, keyed by the names NVML reports.
-
-Owns the table of theoretical DRAM bandwidth (GB/s, 1 GB = 1e9 bytes) and the fuzzy lookup from
-an NVML device name (`"NVIDIA H200"`, `"NVIDIA GeForce RTX 4090"`) or a short name typed by a
-user for a remote server (`--gpu GB10`, `--gpu "H100 PCIe"`). Values and sources are from the
-project's research notes (docs reference `bandwidth.md` §3); where NVML exposes the memory clock,
+"""Peak memory bandwidth of the GPUs mtpwatch knows (GB/s, 1 GB = 1e9 bytes), keyed by the names NVML
+reports, and the fuzzy lookup from an NVML device name (`"NVIDIA GeForce RTX 4090"`) or a short name
+a user types for a remote server (`--gpu GB10`, `--gpu "H100 PCIe"`). Values and sources are from
+the project's research notes (`bandwidth.md` §3); where NVML exposes the memory clock,
 `core.roofline.nvml` prefers the NVML-derived 2·clock·bus value, which is exactly GPM's denominator.
 """
 
@@ -26,14 +24,12 @@ class GpuSpec:
     nvml_names: tuple[str, ...]
     """Exact strings `nvmlDeviceGetName` returns for this product."""
     peak_gbps: float
-    """Theoretical peak DRAM bandwidth, GB/s (1e9 bytes/s)."""
+    """Theoretical peak DRAM bandwidth, GB/s."""
     memory: str
     """Memory type and size, for display."""
     source: str
-    """Where the peak figure comes from."""
     aliases: tuple[str, ...] = ()
-    """Short names a user may type besides the key and the NVML names (whose word tokens match already);
-    matched token by token after normalisation."""
+    """Short names a user may type besides the key and the NVML names (whose tokens match already)."""
     peak_bf16_tflops: float | None = None
     """Dense BF16 tensor throughput, TFLOP/s, where a datasheet figure is known (compute term)."""
 
@@ -151,40 +147,32 @@ def _tokens(name: str) -> frozenset[str]:
 
 
 def lookup_gpu(name: str) -> GpuSpec:
-    """Find the table entry for an NVML device name or a short name.
-
-    Exact NVML names win; otherwise each entry's key, NVML names and aliases are compared as
-    token sets and the entry whose best-matching name has the most tokens (all present in the
-    query) wins. A tie between different entries is ambiguous.
-
-    Raises:
-        UnknownGpuError: nothing matched, or several entries matched equally well; the message
-            lists the known names.
-    """
-    query = name.strip()
+    """The entry of an NVML device name or a short name: an exact NVML name or key wins; else the
+    entry whose key, NVML name or alias has the most word tokens, all in the query. UnknownGpuError
+    when nothing matches (the message lists the known names) or several entries tie (ambiguous)."""
+    query = name.strip().lower()
     for gpu in GPUS:
-        if any(query.lower() == n.lower() for n in gpu.nvml_names) or query.lower() == gpu.key.lower():
+        if query in (gpu.key.lower(), *(n.lower() for n in gpu.nvml_names)):
             return gpu
     q = _tokens(query)
-    best: list[tuple[int, GpuSpec]] = []
-    for gpu in GPUS:
-        score = 0
-        for candidate in (gpu.key, *gpu.nvml_names, *gpu.aliases):
-            toks = _tokens(candidate)
-            if toks and toks <= q:
-                score = max(score, len(toks))
-        if score:
-            best.append((score, gpu))
-    known = ", ".join(g.key for g in GPUS)
-    if not best:
-        # A bare family name ("A100", "RTX 6000") shares a token with several entries: say so.
-        near = [g.key for g in GPUS if q & _tokens(g.key) - {"rtx", "pro"}]
-        if len(near) > 1:
-            raise UnknownGpuError(f"GPU name {name!r} is ambiguous ({', '.join(near)}); be more specific")
-        raise UnknownGpuError(f"unknown GPU {name!r}; known: {known} (or give --peak-gbps)")
-    top = max(s for s, _ in best)
-    winners = [g for s, g in best if s == top]
-    if len(winners) > 1:
-        names = ", ".join(g.key for g in winners)
-        raise UnknownGpuError(f"GPU name {name!r} is ambiguous ({names}); be more specific")
-    return winners[0]
+
+    def score(gpu: GpuSpec) -> int:
+        """The most tokens of one of its names, all in the query (0: none fits)."""
+        return max(
+            (len(t) for c in (gpu.key, *gpu.nvml_names, *gpu.aliases) if (t := _tokens(c)) <= q), default=0
+        )
+
+    top = max(map(score, GPUS))
+    if top:
+        hits = [g for g in GPUS if score(g) == top]
+    else:  # a bare family name ("A100", "RTX 6000") shares a token with several entries: say so
+        hits = [g for g in GPUS if q & _tokens(g.key) - {"rtx", "pro"}]
+    if len(hits) > 1:
+        raise UnknownGpuError(
+            f"GPU name {name!r} is ambiguous ({', '.join(g.key for g in hits)}); be more specific"
+        )
+    if not top:
+        raise UnknownGpuError(
+            f"unknown GPU {name!r}; known: {', '.join(g.key for g in GPUS)} (or give --peak-gbps)"
+        )
+    return hits[0]

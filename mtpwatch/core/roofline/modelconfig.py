@@ -1,8 +1,5 @@
-"""A model's shapes and dtypes, from a Hugging Face `config.json` found offline.
-
-Owns `ModelSpec` (built from a config dict or file, Gemma 4 `text_config` nesting included), dtype
-names and their bytes per element, and the config lookup (bundled presets, a path, or the local HF
-cache, never the network). The byte model (`bytemodel`) turns a `ModelSpec` into bytes per step.
+"""A model's shapes and dtypes (`ModelSpec`, Gemma 4 `text_config` nesting included), from a Hugging
+Face `config.json` found offline (`resolve_config`); dtype names and their bytes per element.
 """
 
 from __future__ import annotations
@@ -126,15 +123,10 @@ class ModelSpec:
         weights_gb: float | None = None,
         active_params: float | None = None,
     ) -> ModelSpec:
-        """Build a spec from a config dict, a config.json path, a preset name or a HF model id.
-
-        Dtypes default to what the config says (`torch_dtype`/`dtype`, `quantization_config`).
-        `weights_gb`/`active_params` (positive: `mtpwatch roofline` checks) override the computed
-        weight bytes per pass (the KV cache is still computed from the config).
-
-        Raises:
-            ConfigError: unreadable or unsupported config (one line).
-        """
+        """A spec from a config dict, a config.json path, a preset name or a HF model id; ConfigError
+        (one line): unreadable or unsupported. Dtypes default to the config's (`torch_dtype`/`dtype`,
+        `quantization_config`); `weights_gb`/`active_params` (positive: `mtpwatch roofline` checks)
+        override the computed weight bytes per pass (the KV cache is still computed)."""
         source = "dict"
         checkpoint: float | None = None
         if isinstance(config, Mapping):
@@ -375,12 +367,9 @@ def _hf_cache_dirs() -> list[Path]:
 
 
 def resolve_config(ref: str) -> Path:
-    """Find a config.json for a path, a directory, a bundled preset name or a HF model id.
-
-    Order: existing file; directory holding config.json; preset (case-insensitive stem, with or
-    without a leading 'google/'); `models--ORG--NAME/snapshots/*/config.json` in the local HF
-    cache (newest snapshot). Never touches the network.
-    """
+    """The config.json of, in this order: a file; a directory holding one; a preset (case-insensitive
+    stem, with or without a leading 'google/'); a HF model id in the local HF cache
+    (`models--ORG--NAME/snapshots/*/config.json`, newest snapshot). Never touches the network."""
     path = Path(ref).expanduser()
     if path.is_file():
         return path
@@ -420,11 +409,9 @@ def read_json(path: Path) -> Mapping[str, Any]:
 
 
 def checkpoint_total_bytes(model_dir: Path) -> float | None:
-    """Checkpoint size from `model.safetensors.index.json` (metadata.total_size) or a single file's header.
-
-    A footprint (all experts, vision/audio towers, per-layer tables, drafter heads), never bytes
-    per step: the weights a server holds (`memneeds`), and a cross-check of the byte model.
-    """
+    """Checkpoint size from `model.safetensors.index.json` (metadata.total_size) or a single file's
+    header: a footprint (all experts, vision/audio towers, per-layer tables, drafter heads), never
+    bytes per step; the weights a server holds (`memneeds`), and a cross-check of the byte model."""
     index = model_dir / "model.safetensors.index.json"
     if index.is_file():
         try:

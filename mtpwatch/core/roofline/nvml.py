@@ -1,9 +1,8 @@
 """Hardware readings of the local GPU through NVML (optional): GPM DRAM bandwidth, memory busy, memory used.
 
-Owns `HardwareReading` (frozen) and `Sampler`, a background thread that reads NVML about once a
-second. `pynvml` (package nvidia-ml-py) is imported lazily; without it, without a GPU, or for a
-remote server, readings say `source="analytic only"` with the reason, and mtpwatch shows the
-analytic estimate of `core.roofline` alone.
+`Sampler` reads NVML about once a second on a background thread. `pynvml` (package nvidia-ml-py) is
+imported lazily; without it, without a GPU, or for a remote server, readings say
+`source="analytic only"` with the reason, and mtpwatch shows `core.roofline`'s analytic estimate.
 
 * Bandwidth: NVML GPM metric `DRAM_BW_UTIL` (id 10), % of the theoretical DRAM bandwidth between
   two GPM samples, on devices where `nvmlGpmQueryDeviceSupport` says so (Hopper and newer). GB/s =
@@ -85,13 +84,10 @@ def nvml_text(value: Any) -> str:
 
 
 class Sampler:
-    """Reads the local GPU every `period_s` on a daemon thread; `latest()` never blocks on NVML.
-
-    Use `sample()` to take one reading synchronously (tests, scripts); `start()`/`stop()` (or a
-    `with` block) for the background thread. `nvml` injects a pynvml-like module (tests); by default
-    `pynvml` is imported on the first sample. One GPM sample is taken per tick and paired with the
-    previous one, so the bandwidth figure covers the interval between ticks.
-    """
+    """Reads the local GPU every `period_s` on a daemon thread (`start()`/`stop()` or a `with` block;
+    `sample()` takes one reading now); `latest()` never blocks on NVML. `nvml` injects a pynvml-like
+    module (tests), else `pynvml` is imported on the first sample. Each tick's GPM sample pairs with
+    the previous one, so the bandwidth figure covers the interval between ticks."""
 
     def __init__(
         self,
@@ -106,7 +102,6 @@ class Sampler:
         self._clock = clock
         self._nvml = nvml
         self._meminfo = meminfo_path
-        self._peak_override = peak_gbps
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -116,8 +111,8 @@ class Sampler:
         self._handle: Any = None
         self._name: str | None = None
         self._driver: str | None = None
-        self._peak: float | None = None
-        self._peak_source: str | None = None
+        self._peak = peak_gbps
+        self._peak_source = "given" if peak_gbps else None
         self._gpm_reason: str | None = None
         self._samples: list[Any] = []
         self._prev_t: float | None = None
@@ -150,7 +145,7 @@ class Sampler:
         self.stop()
 
     def sample(self) -> HardwareReading:
-        """Take one reading now (initialising NVML on the first call)."""
+        """One reading now (initialising NVML on the first call)."""
         reading = self._read()
         with self._lock:
             self._latest = reading
@@ -187,7 +182,8 @@ class Sampler:
             return
         with contextlib.suppress(nvml.NVMLError):
             self._driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
-        self._peak, self._peak_source = self._find_peak(nvml)
+        if not self._peak:
+            self._peak, self._peak_source = self._find_peak(nvml)
         if (why_not := self._open_gpm(nvml)) is not None:
             self._gpm_reason = f"{why_not}: bandwidth on {self._name} is analytic (no hardware counter)"
 
@@ -210,8 +206,6 @@ class Sampler:
         return None
 
     def _find_peak(self, nvml: Any) -> tuple[float | None, str | None]:
-        if self._peak_override:
-            return self._peak_override, "given"
         with contextlib.suppress(nvml.NVMLError, AttributeError):
             clock = float(nvml.nvmlDeviceGetMaxClockInfo(self._handle, nvml.NVML_CLOCK_MEM))
             bus = float(nvml.nvmlDeviceGetMemoryBusWidth(self._handle))
@@ -261,8 +255,7 @@ class Sampler:
         with contextlib.suppress(nvml.NVMLError):
             rates = nvml.nvmlDeviceGetUtilizationRates(self._handle)
             busy, gpu_util = float(rates.memory), float(rates.gpu)
-        used = total = None
-        mem_source = None
+        used = total = mem_source = None
         try:
             info = nvml.nvmlDeviceGetMemoryInfo(self._handle)
             used, total, mem_source = int(info.used), int(info.total), "nvml"

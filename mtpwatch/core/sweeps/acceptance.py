@@ -4,9 +4,9 @@ A run at k measures the marginal acceptance a_1 … a_k (vLLM's per-position cou
 Predicting another k' from it has two parts:
 
 - **the source**: the smallest measured k ≥ k' (`acceptance_source`), truncated to k' positions
-  (the truncation rule, `core.sweeps.advisor`); above every
-  measured k, the largest, its conditional acceptance a_i / a_(i−1) continued geometrically
-  (`geometric_conditional`, `extend_marginal`);
+  (the truncation rule, `core.sweeps.advisor`); above every measured k, the largest, its
+  conditional acceptance a_i / a_(i−1) continued geometrically (`geometric_conditional`,
+  `extend_marginal`);
 - **the shift with k** (`acceptance_scale`): the same prompts read lower acceptance at a larger k
   (vllm#48892: position 1 83.4 % at k=1, 76.2 % at k=8 — drafts at a large k start more often after
   rejections, in harder text), so a source at another k is biased. A sweep measures position 1 at
@@ -23,11 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 
 def geometric_conditional(marginal: Sequence[float]) -> tuple[float, float]:
-    """(α, β) of the conditional acceptance fitted as α·β^(i−1), i = 1 … k (log-linear least squares).
-
-    The conditional at position i is marginal_i / marginal_(i−1) (marginal_0 = 1). One position
-    gives β = 1. Raises ValueError when a position's acceptance is zero (no geometric fit).
-    """
+    """(α, β) of the conditional acceptance marginal_i / marginal_(i−1) (marginal_0 = 1) fitted as
+    α·β^(i−1), i = 1 … k, by log-linear least squares (one position: β = 1); ValueError when a
+    position's acceptance is zero."""
     if not marginal:
         raise ValueError("no positions to fit")
     prev, cond = 1.0, []

@@ -1,60 +1,53 @@
 """The k advisor: from one run at k, predict tokens per step and decode tok/s for every k' ≤ k.
 
-Inputs, all measured:
+Inputs, all measured: the marginal per-position acceptance a_1 … a_k at the running k (vLLM's
+``num_accepted_tokens_per_pos[i] / num_drafts``: the share of steps whose first i drafts were all
+accepted); the step time t_k (seconds per engine step) and the baseline's t_0 (seconds per token
+without speculation). In the app t_k is the ITL histogram's mean (vLLM counts one ITL per engine
+step); in a sweep t_k = mean acceptance length / decode tok/s, the same quantity from the client's
+clock.
 
-- the marginal per-position acceptance a_1 … a_k at the running k (vLLM's
-  ``num_accepted_tokens_per_pos[i] / num_drafts``: the share of steps whose first i drafts were
-  all accepted);
-- the step time at k, t_k (seconds per engine step), and the baseline's step time t_0 (seconds
-  per token without speculation). In the app t_k is the ITL histogram's mean (vLLM counts one
-  ITL per engine step); in a sweep t_k = mean acceptance length / decode tok/s, which is the same
-  quantity from the client's clock.
+Model (`advise`):
 
-Model:
-
-- tokens per step at k' (vLLM's mean acceptance length, `formulas`):  τ(k') = 1 + Σ_{i ≤ k'} a_i.
+- tokens per step τ(k') = 1 + Σ_{i ≤ k'} a_i (vLLM's mean acceptance length, `formulas`).
   Truncating the chain at k' keeps the first k' positions' acceptance: position i is accepted only
-  when every earlier one is, whatever comes after it.
-- step time at k': t(k') = t_0 + k' · c, with c = (t_k − t_0) / k, the measured cost of one more
-  draft position (one drafter pass plus one more token for the target to verify), assumed the
-  same for every position. This is exact for a dense target whose drafter runs once per
-  position (MTP, EAGLE, draft models); a MoE target's verify pass grows less than linearly (its
-  experts overlap), so the model under-predicts step time between 0 and k slightly; ngram drafts
-  cost ~nothing, so c is the verify cost alone.
+  when every earlier one is, whatever comes after it;
+- step time t(k') = t_0 + k' · c, c = (t_k − t_0) / k the measured cost of one more draft position
+  (one drafter pass plus one more token to verify), the same for every position: exact for a dense
+  target whose drafter runs once per position (MTP, EAGLE, draft models); a MoE target's verify
+  pass grows less than linearly (its experts overlap), so the model under-predicts step time
+  between 0 and k slightly; ngram drafts cost ~nothing, so c is the verify cost alone;
 - decode tok/s at k' = τ(k') / t(k'); the advisor names the k' with the highest one.
 
 A sweep (`advise_sweep`) measures several k, each against its own baseline run (the restart
-schedule: pairs k=0, k, k=0 of the same prompt). There the step model comes from every measured
-k, not two points:
+schedule: pairs k=0, k, k=0 of the same prompt); its step model comes from every measured k:
 
-- each k's normalised step time ρ(k) = t(k)/t0 = τ_k / S_k, with S_k the median paired speed-up
-  and τ_k the measured mean acceptance length. A paired speed-up cancels the drift between
-  restarts (one server start of the same k=0 runs ~10 % off another on a loaded CPU), so ρ does
-  not carry one pair's baseline;
-- least squares on ρ(k) = 1 + σ + γ·k over k ≥ 1 (t(k) = t0 + s + c·k with s = σ·t0 the fixed cost
-  of speculating at all — the drafter's launch, the rejection sampler, the bigger batch's
-  bookkeeping — and c = γ·t0 the cost of one more position). One measured k cannot separate s from
-  c: then s = 0, the two-point model above. When the line misses a measured ρ by more than
-  `LINEAR_TOLERANCE` — and, where ρ's 95 % interval is known, lies outside it (on a loaded CPU a
-  dozen pairs spread ρ by ±10 % or more: a table would fit that noise) — the model is the measured
-  table itself (linear between measured ks, and from the two nearest measured ks beyond them: k=0
-  is not a point of it, having no fixed cost), and the residual says why;
+- ρ(k) = t(k)/t0 = τ_k / S_k, S_k the median paired speed-up and τ_k the measured mean acceptance
+  length. A paired speed-up cancels the drift between restarts (one server start of the same k=0
+  runs ~10 % off another on a loaded CPU), so ρ does not carry one pair's baseline;
+- least squares ρ(k) = 1 + σ + γ·k over k ≥ 1: t(k) = t0 + s + c·k, s = σ·t0 the fixed cost of
+  speculating at all (the drafter's launch, the rejection sampler, the bigger batch's bookkeeping),
+  c = γ·t0 the cost of one more position. One measured k cannot separate s from c: then s = 0, the
+  two-point model above. When the line misses a measured ρ by more than `LINEAR_TOLERANCE` and,
+  where ρ's 95 % interval is known, lies outside it (on a loaded CPU a dozen pairs spread ρ by
+  ±10 % or more: a table would fit that noise), the model is the measured table (linear between
+  measured ks, from the two nearest beyond them; k=0 is no point of it, having no fixed cost), and
+  the residual says why;
 - t0 is the baseline the sweep's table prints (the median of each k's median k=0 rate), so
   predicted tok/s = that k=0 rate × predicted speed-up;
-- τ(k') comes from the measured acceptance as `core.sweeps.acceptance` carries it to k' (the smallest
-  measured k ≥ k', scaled by position 1's shift with k; above the largest, continued geometrically:
-  those predictions are marked extrapolated);
-- how sure each prediction is — its 95 % interval from redrawing the runs, and where a k not run
-  is worth a run — is `core.sweeps.certainty`'s.
+- τ(k') is the measured acceptance carried to k' as `core.sweeps.acceptance` says (above the
+  largest measured k: marked extrapolated); the 95 % intervals, and which k not run is worth a
+  run, are `core.sweeps.certainty`'s.
 
-A measured k predicted from a fit that includes it is partly in-sample (with two measured ks the
-line passes through both), so each measured k below the largest is also predicted from the fit
-over the *other* measured ks (`SweepAdvice.held_out`, leave-one-out): that is the figure that says
-how well the advisor predicts a k it has not run.
+A measured k predicted from a fit that includes it is partly in-sample, so each measured k below
+the largest is also predicted from the fit over the other ks (`SweepAdvice.held_out`,
+leave-one-out): how well the advisor predicts a k it has not run (measured in
+docs/measurements/2026-12-06-the-k-advisor-out-of-sample.md).
 """
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -214,12 +207,8 @@ class StepFit(JsonFields):
         if k in self.measured:
             return self.measured[k]
         ks = sorted(self.measured)  # a table has three ks or more (two always fit a line)
-        if k < ks[0]:
-            lo, hi = ks[0], ks[1]
-        elif k > ks[-1]:
-            lo, hi = ks[-2], ks[-1]
-        else:
-            lo, hi = max(m for m in ks if m < k), min(m for m in ks if m > k)
+        i = min(max(bisect.bisect(ks, k), 1), len(ks) - 1)  # the nearest segment, the end ones beyond
+        lo, hi = ks[i - 1], ks[i]
         r_lo, r_hi = self.measured[lo], self.measured[hi]
         return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
 
@@ -336,8 +325,7 @@ class SweepAdvice:
     def extrapolated_best(self) -> KPrediction | None:
         """An extrapolated k predicted faster than the best measured-range k (worth measuring)."""
         best = self.at(self.best_k)
-        above = [p for p in self.predictions if p.extrapolated]
-        top = max(above, key=lambda p: p.speedup, default=None)
+        top = max((p for p in self.predictions if p.extrapolated), key=lambda p: p.speedup, default=None)
         return top if top is not None and best is not None and top.speedup > best.speedup else None
 
     def line(self, beyond_line: bool = True) -> str:

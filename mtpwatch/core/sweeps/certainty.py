@@ -1,33 +1,30 @@
 """How sure the sweep advisor is: intervals on its predictions, and how acceptance moves with k.
 
-A sweep's advisor (`advisor.advise_sweep`) turns per-k measures into predictions. Both inputs
-are noisy: each k's median paired speed-up (a dozen pairs on a loaded CPU spreads ±10–30 %) and its
-per-position acceptance (a few hundred drafts). Here both are resampled together:
+Both inputs of `advisor.advise_sweep` are noisy: each k's median paired speed-up (a dozen pairs on
+a loaded CPU spreads ±10–30 %) and its per-position acceptance (a few hundred drafts). Both are
+resampled together:
 
 - **the resample**: each measured k's pairs (its run against its own k=0 run, same prompt and run
   number) are drawn again with replacement *within each prompt* (the later measurement asks the
-  same prompts), `RESAMPLES` times with a fixed seed; in each draw the k's median paired speed-up,
-  its mean acceptance length (1 + Σaccepted / Σdrafts over the drawn runs) and its per-position
-  acceptance (Σaccepted_i / Σdrafts) are recomputed, the step model refitted (the point estimate's
-  kind, line or table, kept) and every k predicted again;
-- **the interval** of a prediction is the 2.5 and 97.5 percentiles of its draws
-  (`core.ab.stats.percentile_bounds`), and of each measured ρ(k) = t(k)/t0 the same (the step
-  model then uses the table only where the line lies outside those, `advisor.fit_ratios`);
-- **measure it** only where the interval says a k could win: an unmeasured k whose interval's
-  upper end lies above the best measured k's median speed-up. Measured ks are always preferred —
-  the best k is chosen among them (`core.sweeps.resolve`), a prediction never replaces one;
+  same prompts), `RESAMPLES` times with a fixed seed; each draw recomputes the k's median paired
+  speed-up, mean acceptance length and per-position acceptance (`KSample`), refits the step model
+  (the point estimate's kind, line or table, kept) and predicts every k again;
+- **the interval** of a prediction, and of each measured ρ(k) = t(k)/t0, is the 2.5 and 97.5
+  percentiles of its draws (`core.ab.stats.percentile_bounds`); the step model uses the table only
+  where the line lies outside ρ's (`advisor.fit_ratios`);
+- **measure it** only where an unmeasured k's interval reaches above the best measured k's median
+  speed-up. The best k is chosen among the measured ks (`core.sweeps.resolve`): a prediction never
+  replaces one;
 - **acceptance across ks**: position i's acceptance at two ks on the same prompts shifts
   (`core.sweeps.acceptance`, vllm#48892). Each pair of neighbouring measured ks gives its relative
-  change with its interval, "position 1 at k=6 reads 11 % below k=4" — the bias of predicting a
-  smaller k from a larger one, which the advisor limits by reading each k from the nearest above.
-
+  change with its interval ("position 1 at k=6 reads 11 % below k=4"): the bias of predicting a
+  smaller k from a larger one, which the advisor limits by reading each k from the nearest above;
 - **server lives**: a later measurement runs on new starts of both servers, and two starts of one
-  server differ (`sweep.baseline_lives`: the k=0 server's second life over its first in each bench;
-  up to 6 % on a quiet CPU build, 20–39 % on a loaded one). Where the sweep measured lives, each
-  drawn prediction is multiplied by a life ratio drawn from them and their reciprocals: if a k
-  server's lives vary as the k=0 server's, its new life over the k=0 server's new life is distributed
-  as the k=0 server's second life over its first. Without measured lives the interval covers this
-  sweep's runs only, and says so (`Certainty.lives`).
+  server differ (`sweep.baseline_lives`; up to 6 % on a quiet CPU build, 20–39 % on a loaded one).
+  Where the sweep measured lives, each drawn prediction is multiplied by a life ratio drawn from
+  them and their reciprocals: if a k server's lives vary as the k=0 server's, its new life over the
+  k=0 server's new life is distributed as the k=0 server's second life over its first. Without
+  measured lives the interval covers this sweep's runs only, and says so (`Certainty.lives`).
 """
 
 from __future__ import annotations
@@ -134,14 +131,12 @@ class AcceptanceShift(JsonFields):
 
 def _shift_values(marginals: Mapping[int, Sequence[float]]) -> dict[tuple[int, int, int], float]:
     """(position, k_low, k_high) → relative change, for neighbouring measured ks, every common position."""
-    ks = sorted(marginals)
-    out = {}
-    for lo, hi in itertools.pairwise(ks):
-        for i in range(lo):
-            a, b = marginals[lo][i], marginals[hi][i]
-            if a > 0:
-                out[(i + 1, lo, hi)] = b / a - 1.0
-    return out
+    return {
+        (i + 1, lo, hi): marginals[hi][i] / marginals[lo][i] - 1.0
+        for lo, hi in itertools.pairwise(sorted(marginals))
+        for i in range(lo)
+        if marginals[lo][i] > 0
+    }
 
 
 def acceptance_shifts(
@@ -279,12 +274,10 @@ def certainty(
             draws.setdefault(p.k, []).append(p.speedup * rng.choice(life))
         for k, v in again.held_out.items():
             held.setdefault(k, []).append(v * rng.choice(life))
-    measured = {k: s.measure().speedup for k, s in samples.items()}
-    point = {k: s.marginal() for k, s in samples.items()}
     return Certainty(
         {k: percentile_bounds(v, CONFIDENCE) for k, v in draws.items()},
-        measured,
-        acceptance_shifts(point, marginal_draws),
+        {k: s.measure().speedup for k, s in samples.items()},
+        acceptance_shifts({k: s.marginal() for k, s in samples.items()}, marginal_draws),
         resamples,
         held_out={k: percentile_bounds(v, CONFIDENCE) for k, v in held.items()},
         lives=tuple(r for r in lives if r > 0),

@@ -43,7 +43,7 @@ def parse_lengths(text: str) -> list[int]:
     try:
         out = sorted({int(p) for p in text.split(",") if p.strip()})
     except ValueError:
-        raise ContextError(f"{text!r}: give prompt lengths in tokens, e.g. 256,1024,4096") from None
+        out = []
     if not out or out[0] < 1:
         raise ContextError(f"{text!r}: give prompt lengths in tokens, e.g. 256,1024,4096")
     return out
@@ -67,11 +67,9 @@ def filler_text(prompts: Sequence[Prompt]) -> str:
 
 
 def pad_prompt(prompt: Prompt, target: int, filler: str, count: Callable[[str], int | None]) -> Padded:
-    """`prompt` with the repeated `filler`'s first characters before it, to `target` tokens.
-
+    """`prompt` with the repeated `filler`'s first characters before it, to `target` tokens;
     `count(text)` is the server's token count (None: it cannot count; then the estimate). A prompt
-    already at or past `target` is kept as it is (its own length is reported).
-    """
+    already at or past `target` is kept as it is (its own length is reported)."""
     own = count(prompt.text)
     if own is None:
         need_chars = max(0, (target - len(prompt.text) // CHARS_PER_TOKEN) * CHARS_PER_TOKEN)

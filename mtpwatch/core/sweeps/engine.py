@@ -2,11 +2,11 @@
 
 The k advisor (`advisor`) rests on one rule: a run at k predicts every k' ≤ k, because a chain
 drafter's position i is accepted only when every earlier one is, and vLLM's verification is
-lossless (an accepted draft is the token the target would have produced). The lossless check
-(`lossless`) rests on the second half. Several engine modes break one or both; this module reads
-the speculative config (from `mtpwatch start`'s or the bench's own command line, else what the
-start-up log and `/metrics` said: method and k) and the vLLM version, and names each mode with
-what it means for the advice and for the lossless check.
+lossless (an accepted draft is the token the target would have produced); the lossless check
+(`lossless`) rests on the second half. Several engine modes break one or both. This module reads
+the speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k
+the start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means
+for the advice and for the lossless check.
 
 Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.33):
 
@@ -18,8 +18,7 @@ Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.3
   `synthetic_acceptance_rates` / `synthetic_acceptance_length`: a benchmarking mode, outputs are
   not the target's), "fly" (FLy, vLLM 0.33: an isolated rejection at a high-entropy position is
   overridden when the next `fly_window_size` drafts agree — lossy by design);
-- `num_speculative_tokens_per_batch_size`: a list of inclusive `(first_batch_size,
-  last_batch_size, k)` ranges: k depends on how many requests are running;
+- `num_speculative_tokens_per_batch_size`: k by the number of running requests (`schedule`);
 - `enable_adaptive_verification`: the verify budget follows per-request confidence (DSpark only);
 - `parallel_drafting`: all drafts in one drafter pass (the drafter's cost is not per position).
 """
@@ -27,7 +26,7 @@ Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.3
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +38,13 @@ BLOCK_DRAFTERS = frozenset({"dflash", "dspark"})
 LOSSLESS_VERIFICATION = frozenset({"standard", "block"})
 #: The first vLLM release whose `SpeculativeConfig` has `num_speculative_tokens_per_batch_size`.
 DYNAMIC_K_SINCE = (0, 32)
-#: llama.cpp's benchmark-only synthetic acceptance (ggml-org/llama.cpp#27711, merged): its
-#: description "Expose[s] mutually exclusive `--spec-synthetic-acceptance-length` and
-#: `--spec-synthetic-acceptance-rates` options", a mean length turned into one conditional rate p
-#: with p + … + p^K = L − 1, "similar to vLLM's benchmarking options". Confirmed, from the PR's text
-#: only (llama.cpp's source after it could not be read here): these two long flags. Not confirmed:
-#: short forms, environment variables, the syntax of -rates' value, and what /props or /slots
-#: expose, so `core.http.engines.props_synthetic` looks there only for a key that names synthetic
-#: acceptance and holds a value, and guesses nothing else.
+#: llama.cpp's benchmark-only synthetic acceptance (ggml-org/llama.cpp#27711, merged): "Expose[s]
+#: mutually exclusive `--spec-synthetic-acceptance-length` and `--spec-synthetic-acceptance-rates`
+#: options", a mean length turned into one conditional rate p with p + … + p^K = L − 1, "similar to
+#: vLLM's benchmarking options". Confirmed from the PR's text only (llama.cpp's source after it could
+#: not be read here): these two long flags. Not confirmed: short forms, environment variables, the
+#: syntax of -rates' value, and what /props or /slots expose, so `core.http.engines.props_synthetic`
+#: looks there only for a key that names synthetic acceptance and holds a value.
 LLAMACPP_SYNTHETIC_FLAGS = ("--spec-synthetic-acceptance-length", "--spec-synthetic-acceptance-rates")
 
 
@@ -116,7 +114,7 @@ class EngineMode(JsonFields):
 
     def headline(self) -> str:
         """'ngram k=4 (vLLM 0.32.0, from the command line)'."""
-        what = f"{self.method or 'speculation'}"
+        what = self.method or "speculation"
         if self.k is not None:
             what += f" k={self.k}" if not self.schedule else f" k≤{self.k}"
         if self.verification and self.verification != "standard":
@@ -129,14 +127,12 @@ def parse_schedule(value: Any) -> tuple[tuple[int, int, int], ...] | None:
     """`num_speculative_tokens_per_batch_size` as integer triples; None when absent or malformed."""
     if not isinstance(value, Sequence) or isinstance(value, str) or not value:
         return None
-    out: list[tuple[int, int, int]] = []
     for entry in value:
         if not isinstance(entry, Sequence) or isinstance(entry, str) or len(entry) != 3:
             return None
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in entry):
             return None
-        out.append((entry[0], entry[1], entry[2]))
-    return tuple(out)
+    return tuple((lo, hi, k) for lo, hi, k in value)
 
 
 def llamacpp_synthetic(argv: Sequence[str] | None, props_note: str | None = None) -> dict[str, Any] | None:
@@ -159,9 +155,7 @@ def _synthetic(where: str) -> dict[str, Any]:
 
 def version_tuple(version: str | None) -> tuple[int, int] | None:
     """(major, minor) of a vLLM version string ('0.32.0', '0.33.1rc1+cpu'); None when unreadable."""
-    if not version:
-        return None
-    m = re.match(r"v?(\d+)\.(\d+)", version.strip())
+    m = re.match(r"v?(\d+)\.(\d+)", (version or "").strip())
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -177,12 +171,26 @@ def dynamic_k_missing(version: str | None) -> str | None:
 _SYNTHETIC_VLLM = "synthetic_acceptance_rates/length"
 
 
-def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
-    """The flag of a `rejection_sample_method` other than vLLM's standard (lossless) one."""
-    verification = config.get("rejection_sample_method")
+def _flags(
+    method: str | None,
+    k: int | None,
+    config: Mapping[str, Any],
+    version: str | None,
+    schedule: tuple[tuple[int, int, int], ...] | None,
+) -> Iterator[EngineFlag]:
+    if method in BLOCK_DRAFTERS:
+        yield EngineFlag(
+            "block drafter",
+            f"{method} proposes a block in one pass; num_speculative_tokens={k} is the block size it "
+            "was trained for, not a chain length",
+            "a run at k does not predict a smaller k (the truncation rule fails): measure each k "
+            "(bench --sweep-k), and keep the block size the drafter was trained with",
+            "holds (verification is unchanged)",
+        )
+    verification = config.get("rejection_sample_method")  # vLLM's standard (lossless) one: no flag
     if verification == "fly":
         window = config.get("fly_window_size")
-        return EngineFlag(
+        yield EngineFlag(
             "fly verification (lossy)",
             "FLy accepts a rejected draft at a high-entropy position when the next "
             f"{window if isinstance(window, int) else 'fly_window_size'} drafts agree: acceptance is "
@@ -192,7 +200,7 @@ def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
             "outputs differing from k=0 are expected, not a bug",
         )
     elif verification == "synthetic":
-        return EngineFlag(
+        yield EngineFlag(
             "synthetic acceptance",
             f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
             "not from the drafter",
@@ -200,76 +208,43 @@ def _verification_flag(config: Mapping[str, Any]) -> EngineFlag | None:
             "does not apply (outputs are not the target's)",
         )
     elif verification == "block":
-        return EngineFlag(
+        yield EngineFlag(
             "block verification",
             "the drafts are verified jointly (Sun et al.), accepting at least as many as standard",
             "holds",
             "holds (lossless)",
         )
     elif isinstance(verification, str) and verification not in LOSSLESS_VERIFICATION:
-        return EngineFlag(
+        yield EngineFlag(
             f"{verification} verification",
             "a rejection_sample_method mtpwatch does not know",
             "unknown",
             "unknown: differing outputs may be by design",
         )
-    return None
-
-
-def _flags(
-    method: str | None,
-    k: int | None,
-    config: Mapping[str, Any],
-    version: str | None,
-    schedule: tuple[tuple[int, int, int], ...] | None,
-) -> list[EngineFlag]:
-    flags: list[EngineFlag] = []
-    if method in BLOCK_DRAFTERS:
-        flags.append(
-            EngineFlag(
-                "block drafter",
-                f"{method} proposes a block in one pass; num_speculative_tokens={k} is the block size it "
-                "was trained for, not a chain length",
-                "a run at k does not predict a smaller k (the truncation rule fails): measure each k "
-                "(bench --sweep-k), and keep the block size the drafter was trained with",
-                "holds (verification is unchanged)",
-            )
-        )
-    verification = _verification_flag(config)
-    if verification is not None:
-        flags.append(verification)
     if schedule:
         ranges = ", ".join(f"{lo}–{hi}: k={kk}" for lo, hi, kk in schedule)
         missing = dynamic_k_missing(version)
-        flags.append(
-            EngineFlag(
-                "batch-size schedule",
-                f"k follows the number of running requests ({ranges})" + (f"; {missing}" if missing else ""),
-                "advice holds per concurrency only (bench --sweep-k … --concurrency …); per-position rates "
-                "of late positions read low when steps ran at a smaller k",
-                "holds (verification is unchanged)",
-            )
+        yield EngineFlag(
+            "batch-size schedule",
+            f"k follows the number of running requests ({ranges})" + (f"; {missing}" if missing else ""),
+            "advice holds per concurrency only (bench --sweep-k … --concurrency …); per-position rates "
+            "of late positions read low when steps ran at a smaller k",
+            "holds (verification is unchanged)",
         )
     if config.get("enable_adaptive_verification") is True:
-        flags.append(
-            EngineFlag(
-                "adaptive verification",
-                "the verify budget follows each request's confidence (dspark): steps verify fewer "
-                "than k drafts",
-                "approximate: late positions' rates read low, so the advisor under-rates a larger k",
-                "holds (verification stays lossless)",
-            )
+        yield EngineFlag(
+            "adaptive verification",
+            "the verify budget follows each request's confidence (dspark): steps verify fewer than k drafts",
+            "approximate: late positions' rates read low, so the advisor under-rates a larger k",
+            "holds (verification stays lossless)",
         )
     if config.get("parallel_drafting") is True:
-        flags.append(
-            EngineFlag(
-                "parallel drafting",
-                "all drafts come from one drafter pass",
-                "the drafter's cost is not per position: the step model's slope is the verify cost alone",
-                "holds",
-            )
+        yield EngineFlag(
+            "parallel drafting",
+            "all drafts come from one drafter pass",
+            "the drafter's cost is not per position: the step model's slope is the verify cost alone",
+            "holds",
         )
-    return flags
 
 
 def engine_mode(
@@ -289,12 +264,9 @@ def engine_mode(
     raw = dict(spec_config or {})
     logged = raw.get("from_log")
     config = {key: v for key, v in raw.items() if key != "from_log"}
-    cfg_method = config.get("method")
     cfg_k = config.get("num_speculative_tokens")
     ran = logged.get("method") if isinstance(logged, Mapping) else None
-    method = ran if isinstance(ran, str) else method
-    if method is None and isinstance(cfg_method, str):
-        method = cfg_method
+    method = next((m for m in (ran, method, config.get("method")) if isinstance(m, str)), None)
     if isinstance(cfg_k, int) and not isinstance(cfg_k, bool):
         k = cfg_k
     schedule = parse_schedule(config.get("num_speculative_tokens_per_batch_size"))
@@ -315,12 +287,10 @@ def engine_mode(
 
 def engine_mode_of_arm(info: Mapping[str, Any]) -> EngineMode:
     """The mode of one `meta.arms.<name>` object (a `provenance.ArmInfo.to_json()`)."""
-    spec = info.get("spec_config")
-    method = info.get("method")
-    k = info.get("k")
-    version = info.get("vllm_version")
+    spec, method, k, version, argv = map(
+        info.get, ("spec_config", "method", "k", "vllm_version", "launch_argv")
+    )
     spec_map = spec if isinstance(spec, Mapping) else {}
-    argv = info.get("launch_argv")
     if not spec_map and isinstance(argv, list):
         spec_map = llamacpp_synthetic([str(a) for a in argv]) or {}
     known_k = k if isinstance(k, int) and not isinstance(k, bool) else None

@@ -17,10 +17,10 @@ vLLM 0.33+ times exact batch shapes without serving: `vllm bench forward --model
   rejection sampling and the CPU's step overhead are not: a serving step costs more, so the ratio
   t(k)/t(0) read here leaves out the fixed costs a sweep's serving runs include.
 
-A case counts as one step of batch size b at k when all of its b requests are decode/verify
-requests drafting the same k; other cases (prefills, mixed batches) are skipped and named. The
-ratio ρ(k) = t(k) / t(0) is taken at one batch size from the cases there (the median time when a
-shape was timed more than once), and needs a k = 0 case at that batch size.
+A case is one step of batch size b at k when all its b requests are decode/verify requests drafting
+the same k; other cases (prefills, mixed batches) are skipped and named. ρ(k) = t(k) / t(0) is
+taken at one batch size (the median time of a shape timed more than once) and needs a k = 0 case
+there.
 """
 
 from __future__ import annotations
@@ -92,9 +92,7 @@ def _step(obj: Mapping[str, Any]) -> StepTime | None:
         if not (kv > q and q == 1 + d):  # a decode/verify step (shapes.BenchRequest.is_decode)
             return None
         ks.add(d)
-    if len(ks) != 1:
-        return None
-    return StepTime(len(requests), ks.pop(), median / 1e6)
+    return StepTime(len(requests), ks.pop(), median / 1e6) if len(ks) == 1 else None
 
 
 def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:
@@ -102,16 +100,13 @@ def parse_forward(doc: Any, source: str = "step times") -> ForwardTable:
     decode/verify case in it."""
     if not isinstance(doc, list) or not all(isinstance(x, Mapping) and "case" in x for x in doc):
         raise ForwardError(f"{source}: not `vllm bench forward --output-json` output (a list of cases)")
-    steps, skipped = [], []
-    for obj in doc:
-        step = _step(obj)
-        if step is None:
-            skipped.append(str(obj.get("case")))
-        else:
-            steps.append(step)
+    parsed = [(obj, _step(obj)) for obj in doc]
+    steps = [step for _, step in parsed if step is not None]
     if not steps:
         raise ForwardError(f"{source}: no decode/verify case (every request q = 1 + drafts, with a prefix)")
-    return ForwardTable(source, tuple(steps), tuple(skipped))
+    return ForwardTable(
+        source, tuple(steps), tuple(str(obj.get("case")) for obj, step in parsed if step is None)
+    )
 
 
 def load_forward(path: Path) -> ForwardTable:

@@ -14,12 +14,11 @@ batch size too, because vLLM carries the last range's k forward past its end
 (vllm/v1/spec_decode/dynamic/utils.py:140-147, 0.32.0 and 0.34.0 alike; a k ≥ 0 is accepted,
 :52-55, and the first range must start at 1, :67-72). `num_speculative_tokens` stays the largest
 k, so memory and graphs are planned as for that k (vLLM clamps a schedule's k to it, :110-126).
+vLLM accepts the schedule from 0.32 on (`core.sweeps.engine.DYNAMIC_K_SINCE`): on an older version
+the arm is refused before anything starts.
 
-vLLM accepts the schedule from 0.32 on (`core.sweeps.engine.DYNAMIC_K_SINCE`); on an older version the
-arm is refused before anything starts.
-
-The arm runs as one more paired bench on the restart schedule, plain k = 0 (A) against 0s (B), and
-its figure is B/A: the paired speed-up with its CI; the cost is 1 − that.
+The arm runs as one more paired bench on the restart schedule, plain k = 0 (A) against 0s (B); its
+figure is B/A, the paired speed-up with its CI, and the cost 1 − that.
 """
 
 from __future__ import annotations
@@ -39,26 +38,19 @@ IDLE_SCHEDULE = ((1, 1, 0),)
 
 def parse_sweep_ks(text: str) -> tuple[list[int], bool]:
     """`--sweep-k` as (the integer ks, whether `0s` was given); ValueError (one line) on junk."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
     ks: list[int] = []
-    idle = False
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        if part.lower() == IDLE:
-            idle = True
-            continue
+    for part in (p for p in parts if p.lower() != IDLE):
         try:
             ks.append(int(part))
         except ValueError:
             raise ValueError(f"{part!r} is not a k: give integers, or {IDLE} (speculation on, k=0)") from None
-    return ks, idle
+    return ks, len(ks) < len(parts)
 
 
 def idle_config(base: Mapping[str, Any]) -> dict[str, Any]:
     """The 0s server's `--speculative-config`: `base` (the largest k's) with the all-zero schedule."""
-    config = dict(base)
-    config["num_speculative_tokens_per_batch_size"] = [list(r) for r in IDLE_SCHEDULE]
-    return config
+    return {**base, "num_speculative_tokens_per_batch_size": [list(r) for r in IDLE_SCHEDULE]}
 
 
 def idle_refusal(version: str | None) -> str | None:

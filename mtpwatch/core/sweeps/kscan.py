@@ -27,7 +27,8 @@ from mtpwatch.core.sweeps.idle import IDLE, IdleCost, idle_config, idle_cost
 from mtpwatch.core.sweeps.schedule import (
     Cell,
     ConcurrencyAdvice,
-    advise_concurrency,
+    advise_table,
+    concurrency_table,
     fixed_config,
     head_to_head,
     replace_spec_config,
@@ -51,11 +52,9 @@ Server = tuple[str, Sequence[str]]
 def checked_ks(ks: Sequence[int]) -> list[int]:
     """--sweep-k, sorted, with k=0 (the baseline) added. Raises ValueError (one line) when a k is out
     of range or nothing is compared."""
-    out = sorted(set(ks))
-    if not out or any(k < 0 or k > K_MAX for k in out):
+    if not ks or any(k < 0 or k > K_MAX for k in ks):
         raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
-    if 0 not in out:
-        out = [0, *out]
+    out = sorted({0, *ks})
     if len(out) < 2:
         raise ValueError("give at least one k > 0 to compare with k=0")
     return out
@@ -147,8 +146,7 @@ def run_k_sweep(
     echo: Echo,
 ) -> KSweep:
     """Measure every k of `plan` against k=0, then the advice and the 0s arm (Ctrl-C propagates)."""
-    base = plan.servers[0]
-    treatments = [(s.k, s.url, s.argv) for s in plan.servers[1:]]
+    base, *treatments = plan.servers
     options: dict[str, Any] = {
         "env": dict(base.env),
         "startup_timeout_s": opts.startup_timeout,
@@ -156,16 +154,16 @@ def run_k_sweep(
         **opts.arm_options(),
     }
     baseline: Server = (base.url, base.argv)
-    top: Server = (treatments[-1][1], treatments[-1][2])
+    top: Server = (treatments[-1].url, treatments[-1].argv)
     reports: dict[int, Any] = {}
     infos: dict[int, Mapping[str, Mapping[str, Any]]] = {}
     stopped: str | None = None
-    for k, url, argv in treatments:  # the restart schedule, forced: one server at a time
-        echo(f"mtpwatch bench: k=0 vs k={k} (one server at a time)")
-        pair = asyncio.run(run_pair(config, baseline, (f"k={k}", url, argv), **options))
-        infos[k] = pair.arms
+    for s in treatments:  # the restart schedule, forced: one server at a time
+        echo(f"mtpwatch bench: k=0 vs k={s.k} (one server at a time)")
+        pair = asyncio.run(run_pair(config, baseline, (f"k={s.k}", s.url, s.argv), **options))
+        infos[s.k] = pair.arms
         if pair.report is not None:
-            reports[k] = pair.report
+            reports[s.k] = pair.report
         if pair.interrupted:
             stopped = pair.interrupted
             break
@@ -179,8 +177,7 @@ def run_k_sweep(
         )
         if idle:
             spec_idle = run_idle(config, baseline, top, options, echo)
-    ks = tuple(s.k for s in plan.servers)
-    return KSweep(plan, ks, idle, report, conc, tuple(checked), spec_idle)
+    return KSweep(plan, tuple(s.k for s in plan.servers), idle, report, conc, tuple(checked), spec_idle)
 
 
 def concurrency_advice(
@@ -196,8 +193,9 @@ def concurrency_advice(
     """The per-concurrency advice, and with `verify_schedule` its head-to-head check as the `schedule`
     module says; the schedule's and the fixed ks' servers are `top`'s (the largest k's) with their
     config; `options` are `run_pair`'s."""
-    conc = advise_concurrency(report.reports, spec_config_from_argv(top[1]))
-    if conc is None:
+    table = concurrency_table(report.reports)
+    conc = advise_table(table, spec_config_from_argv(top[1])) if len(table) >= 2 else None
+    if conc is None:  # fewer than two concurrencies measured
         if verify_schedule:
             echo("mtpwatch bench: --verify-schedule needs two or more --concurrency values")
         return None, []

@@ -4,8 +4,7 @@ The rule, stated once (every table that names a best k reads it from here):
 
 - the statistic is each k's **median paired speed-up** over k=0 with its distribution-free 95 %
   interval (`core.ab.stats.median_ci`, the bench's own); k=0 is 1.0 exactly (it is the baseline);
-- the best k is the one with the highest median (ties to the smaller k; k=0 when no median beats
-  1.0);
+- the best k has the highest median (ties to the smaller k; k=0 when no median beats 1.0);
 - it is **resolved** only where the lower end of its interval lies above the median of every other
   candidate (the next-best k, and 1.0 for k=0): the data then excludes the runner-up. When the best
   is k=0, it is resolved only where every k's interval lies below 1.0;

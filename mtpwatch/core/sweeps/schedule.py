@@ -1,27 +1,24 @@
 """The best k at each concurrency, and the batch-size schedule vLLM reads (pure).
 
-A k sweep run at several concurrencies (`bench --start … --sweep-k 0,1,2,4 --concurrency 1,4,16`)
-has, for every k > 0, a paired bench report with one point per concurrency: k against its own
-k=0 runs, the same prompt sent `c` times at once (the speed is aggregate output tok/s above 1).
-From those points:
+A k sweep at several concurrencies (`bench --start … --sweep-k 0,1,2,4 --concurrency 1,4,16`) has,
+for every k > 0, a paired bench report with one point per concurrency: k against its own k=0 runs,
+the same prompt sent `c` times at once (the speed is aggregate output tok/s above 1). From those:
 
-- the best k at each concurrency is the one with the highest median paired speed-up; k = 0 when
-  none beats 1.0 (speculation does not pay there). It is a choice only where the data resolves it
-  (`core.sweeps.resolve`: its interval excludes the next-best k); elsewhere the smallest k within the
-  noise of the best is chosen, and where one k is within the noise at every concurrency the advice
-  is that fixed k (`ConcurrencyAdvice.fixed_k`), not a schedule the intervals do not resolve;
+- the k at each concurrency is chosen by `core.sweeps.resolve`'s rule; where one k is within the
+  noise of the best at every concurrency the advice is that fixed k (`ConcurrencyAdvice.fixed_k`),
+  not a schedule the intervals do not resolve;
 - the schedule is vLLM's `num_speculative_tokens_per_batch_size` (`SpeculativeConfig`, 0.32/0.33):
-  inclusive `(first_batch_size, last_batch_size, k)` ranges. vLLM wants them sorted, from batch
-  size 1, without overlap, and keeps the previous range's k in a gap or past the last range. Here
-  each measured concurrency c_i owns the batch sizes up to the geometric midpoint
-  ⌊√(c_i · c_(i+1))⌋ to the next (step costs grow roughly with the log of the batch), the first
-  range starts at 1, the last ends at the largest measured concurrency, and neighbours with the
-  same k merge. Batch size = requests running at once, which is what `--concurrency` holds;
+  inclusive `(first_batch_size, last_batch_size, k)` ranges, sorted, from batch size 1, without
+  overlap; vLLM keeps the previous range's k in a gap or past the last range. Each measured
+  concurrency c_i owns the batch sizes up to the geometric midpoint ⌊√(c_i · c_(i+1))⌋ to the next
+  (step costs grow roughly with the log of the batch), the last range ends at the largest measured
+  concurrency, and neighbours with the same k merge. Batch size = requests running at once, which
+  is what `--concurrency` holds;
 - `--verify-schedule` measures that schedule head to head against the best fixed k at the
   concurrencies where that k is best (`verify_groups`), one server at a time, in two benches: the
   fixed k as arm A, then the schedule as arm A. `head_to_head` pools their pairs (the second's
   inverted), so whatever favours one arm's place in the restart schedule cancels, and one
-  comparison in one unit (schedule / fixed k) replaces two benches against k = 0 set side by side,
+  comparison in one unit (schedule / fixed k) replaces two benches against k = 0 side by side,
   whose server lives differ by up to ~10 % on a CPU build. "No slower" when the pooled 95 % CI
   reaches 1.0 (`VerifyRow`).
 """
@@ -237,8 +234,7 @@ class ConcurrencyAdvice:
     verification: tuple[VerifyRow, ...] = ()
     verification_note: str | None = None
     """Why the schedule was not verified (a vLLM without dynamic k, a failed start), else None."""
-    choices: Mapping[int, Choice] = field(default_factory=dict)
-    """What the intervals resolve at each concurrency (`core.sweeps.resolve`)."""
+    choices: Mapping[int, Choice] = field(default_factory=dict)  # `core.sweeps.resolve`'s, per concurrency
     fixed_k: int | None = None
     """The smallest k within the noise of the best at every concurrency (None: the data needs a
     schedule; 0: speculation does not pay within the noise)."""
@@ -264,20 +260,12 @@ class ConcurrencyAdvice:
         }
 
 
-def advise_concurrency(
-    reports: Mapping[int, Any], base_config: Mapping[str, Any] | None
-) -> ConcurrencyAdvice | None:
-    """From each k's bench report; None when fewer than two concurrencies were measured."""
-    table = concurrency_table(reports)
-    return advise_table(table, base_config) if len(table) >= 2 else None
-
-
 def advise_table(
     table: Mapping[int, Mapping[int, Cell]], base_config: Mapping[str, Any] | None
 ) -> ConcurrencyAdvice:
     """The advice from a concurrency → k → cell table (`concurrency_table`)."""
     best = best_per_concurrency(table)
-    choices = {  # what the intervals resolve at each concurrency (`core.sweeps.resolve`)
+    choices = {
         c: resolve(
             {k: Estimate(cell.speedup, cell.low, cell.high, cell.coverage) for k, cell in cells.items()}
         )

@@ -1,13 +1,11 @@
 """A k sweep: the baseline against each k, one server at a time, and the advisor's predictions beside.
 
-For every k > 0 of the sweep the paired bench runs on the restart schedule (sessions baseline, k,
-baseline — one server up at a time, started and stopped by the bench) and reports decode tok/s,
-acceptance, mean acceptance length and the speed-up with its CI, overall and per category. The
-best k is the one with the highest median speed-up. The advisor (`advisor.advise_sweep`) then
-fits the step time from every measured k (their paired speed-ups and mean acceptance lengths),
-takes the per-position acceptance of the largest k, and predicts every k from 0 to the largest and
-`EXTRAPOLATE` more above it (marked), so its error can be read against the measured figures on
-paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 row's baseline).
+For every k > 0 the paired bench runs on the restart schedule (sessions baseline, k, baseline: one
+server up at a time, started and stopped by the bench) and reports decode tok/s, acceptance, mean
+acceptance length and the speed-up with its CI, overall and per category; the best k has the
+highest median speed-up. The advisor (`advisor.advise_sweep`) predicts every k from 0 to the
+largest and `EXTRAPOLATE` more above it (marked), so its error reads against the measured figures
+on paired speed-ups (drift between restarts cancels) and on tok/s (against the k=0 row's baseline).
 
 Pairing cancels drift within a bench, not the difference between two lives of one server (a start
 lands its memory and threads differently each time). Each bench starts the k=0 server twice with
@@ -54,9 +52,8 @@ PREDICTED_ROWS = 6
 
 
 class SettlingArm(LaunchedArm):
-    """A launched arm that, once its server stopped (every process of its group gone), also waits
-    until the GPU's free memory is back where NVML or nvidia-smi can tell — before the next server
-    starts."""
+    """A launched arm that, once its server stopped (every process of its group gone), waits until
+    the GPU's free memory is back (as NVML or nvidia-smi tell) before the next server starts."""
 
     _free_before: float | None = None
 
@@ -145,8 +142,8 @@ class SweepReport:
         return {k: ratio for k, ratio in lives.items() if ratio is not None}
 
     def life_spread(self) -> float | None:
-        """The largest |second life / first life − 1| of the k=0 server over the sweep's benches:
-        how much two starts of one server differ here (None without two lives in any bench)."""
+        """The largest |second life / first life − 1| of the k=0 server over the sweep's benches
+        (None without two lives in any bench)."""
         lives = self.baseline_lives()
         return max(abs(r - 1.0) for r in lives.values()) if lives else None
 
@@ -340,11 +337,9 @@ class PairRun:
 
     def document(self, meta: Mapping[str, Any]) -> dict[str, Any] | None:
         """The bench's file, its `meta` with these arms; None when nothing ran."""
-        return (
-            None
-            if self.report is None
-            else reportio.report_document(self.report, {**meta, "arms": self.arms})
-        )
+        if self.report is None:
+            return None
+        return reportio.report_document(self.report, {**meta, "arms": self.arms})
 
 
 async def run_pair(
@@ -362,13 +357,12 @@ async def run_pair(
 ) -> PairRun:
     """`baseline` (url, argv; k=0 unless `baseline_label` says otherwise) against `treatment`
     (label, url, argv), one server at a time."""
-    config = replace(config, schedule="restart")
     common: dict[str, Any] = {"model": model, "api_key": api_key, "chat": chat, "env": env}
     common["startup_timeout_s"] = startup_timeout_s
     label, url, argv = treatment
     arm_a = SettlingArm(baseline[0], baseline[1], label=baseline_label, **common)
     arm_b = SettlingArm(url, argv, label=label, **common)
-    runner = BenchRunner(config, arm_a, arm_b)
+    runner = BenchRunner(replace(config, schedule="restart"), arm_a, arm_b)
     report: Any | None = None
     interrupted: str | None = None
     try:
