@@ -56,12 +56,10 @@ class Arm(Protocol):
     label: str
 
     async def generate(self, request: ArmRequest) -> ArmResult:
-        """Run one request to completion; failures come back as `ArmResult.error`, not exceptions."""
-        ...
+        """Failures come back as `ArmResult.error`, not exceptions."""
 
     async def counters(self) -> MetricsSnapshot | None:
-        """The server's counters now (one scrape); None when it has no spec-decode counters."""
-        ...
+        """One scrape; None when the server has no spec-decode counters."""
 
 
 @runtime_checkable
@@ -70,8 +68,6 @@ class ManagedArm(Arm, Protocol):
 
     async def start(self) -> None:
         """Start the server and wait until it answers."""
-        ...
 
     async def stop(self) -> None:
         """Stop the server and free its memory."""
-        ...

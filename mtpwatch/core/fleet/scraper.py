@@ -186,16 +186,12 @@ class FleetScraper:
         clock: Callable[[], float] = time.monotonic,
         fetch_factory: Callable[[Target], Fetch] | None = None,
     ) -> None:
-        """Args:
-        targets: the servers, in display order.
-        interval_s: seconds between ticks (4 Hz by default).
-        idle_interval_s: seconds between scrapes of an idle server (never fewer than `interval_s`):
-            the first tick at least this long after the tick of the scrape that showed it idle.
-        timeout_s: a scrape that takes longer fails (the server backs off).
-        max_concurrency: requests in flight at once, over all servers.
-        horizon_s: history kept per row (the longest window asked for must fit).
-        fetch_factory: returns the `/metrics` text getter of a target (tests); default: `VllmClient`.
-        """
+        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes of
+        an idle server (at least `interval_s`: the first tick this long after the tick of the scrape
+        that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
+        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row (the
+        longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter (tests;
+        default `VllmClient`)."""
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s
@@ -260,8 +256,8 @@ class FleetScraper:
             del self.stats.cycles[:-CYCLES_KEPT]
 
     async def run(self) -> None:
-        """Tick every `interval_s` until cancelled. Ticks never wait for a slow scrape: each tick's
-        wait runs in its own task, so the next tick starts on time."""
+        """Tick every `interval_s` until cancelled; each tick runs in its own task, so the next one
+        starts on time."""
         loop = asyncio.get_running_loop()
         next_t = loop.time()
         pending: set[asyncio.Task[None]] = set()

@@ -31,11 +31,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
+from mtpwatch.core import jsonout
 from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
@@ -265,16 +266,13 @@ def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
 
 
 @dataclass
-class QueryStats:
+class QueryStats(jsonout.JsonFields):
     """What the store was asked and answered: queries, series returned, response bytes, seconds."""
 
     queries: int = 0
     series: int = 0
     bytes: int = 0
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {**asdict(self), "seconds": round(self.seconds, 3)}
+    seconds: float = field(default=0.0, metadata=jsonout.key(nd=3))
 
 
 @dataclass(frozen=True)
@@ -301,14 +299,10 @@ class PrometheusSource:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """Args:
-        url: Prometheus base URL, e.g. http://127.0.0.1:9090 (normalised like a server URL).
-        selector: extra label matchers, e.g. '{job="vllm"}' (checked; ValueError with one line).
-        timeout: seconds per query.
-        stale_after_s: a series whose newest sample is older than this is shown as stale.
-        transport: an httpx transport (tests); None = network.
-        clock: wall clock (Unix seconds): queries are evaluated at `clock()` unless `at` is given.
-        """
+        """`url`: e.g. http://127.0.0.1:9090 (normalised like a server URL); `selector`: extra label
+        matchers, e.g. '{job="vllm"}' (checked; ValueError with one line); `timeout`: seconds per query;
+        `stale_after_s`: a series whose newest sample is older shows as stale; `transport`: httpx's
+        (tests); `clock`: Unix seconds, when queries are evaluated unless `at` is given."""
         self.url = normalize_url(url)
         self.selector = selector
         check_selector(selector)
