@@ -28,10 +28,10 @@ class HttpArm:
         chat: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        """`url`: anything `normalize_url` accepts (else `ValueError`, one line); `label`: the name in
-        reports (default: the URL); `model`: the served model, asked for and whose counters are read;
-        `api_key`: Bearer token (else VLLM_API_KEY); `chat`: /v1/chat/completions, not /v1/completions;
-        `transport`: an httpx transport for tests."""
+        """`url`: anything `normalize_url` accepts (else `ValueError`, one line); `label`: the name
+        in reports (default: the URL); `model`: the served model, asked for and whose counters are
+        read; `api_key`: Bearer token (else VLLM_API_KEY); `chat`: /v1/chat/completions, not
+        /v1/completions; `transport`: an httpx transport for tests."""
         # a stream may stay silent for 10 minutes (a long prefill) before it fails
         self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=600.0)
         self.url = self.client.base_url

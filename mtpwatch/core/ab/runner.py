@@ -3,10 +3,6 @@
 Acceptance comes from the server's counters, differenced around each measured run of that arm
 (`core.metrics.rates.delta_rates`; `is_restart` decides whether two scrapes share a baseline) and
 summed, with vLLM's formulas.
-
-The runner is a library: `BenchRunner.events()` is an async iterator of progress events (a run
-finished, a pair finished with the running speed-up) for the TUI; `BenchRunner.run()` returns
-the report.
 """
 
 from __future__ import annotations
@@ -105,7 +101,7 @@ class BenchRunner:
         return _record(unit, prompt, results, wall, before, after)
 
     async def events(self) -> AsyncIterator[BenchEvent]:
-        """Run the plan, yielding progress events; the last event is `BenchFinished`."""
+        """Run the plan, yielding progress events (for the TUI); the last is `BenchFinished`."""
         records = self.records
         records[:] = self.done
         by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
@@ -161,10 +157,8 @@ class BenchRunner:
         yield BenchFinished(self.partial_report())
 
     def partial_report(self, interrupted: str | None = None) -> BenchReport:
-        """The report of the runs finished so far (after Ctrl-C or a failure, a partial one).
-
-        `interrupted` says why the bench stopped early; it is shown and written to the JSON.
-        """
+        """The report of the runs finished so far (after Ctrl-C or a failure, a partial one);
+        `interrupted` says why the bench stopped early (shown, and written to the JSON)."""
         return build_report(
             self.config,
             self.records,

@@ -200,13 +200,9 @@ def builtin(name: str) -> list[Prompt]:
 
 
 def resolve(spec: str, *, limit: int | None = None, max_tokens: int | None = None) -> list[Prompt]:
-    """Prompts for a CLI value: a built-in set name, else a path to a JSONL file.
-
-    Args:
-        spec: 'long', 'short', 'code', 'math', 'all', ... or a file path.
-        limit: keep only the first `limit` prompts of each category (keeps a quick run balanced).
-        max_tokens: override every prompt's max_tokens.
-    """
+    """Prompts for a CLI value: a built-in set name ('long', 'short', 'code', 'math', 'all', ...),
+    else a path to a JSONL file; `limit` keeps the first `limit` prompts of each category (a quick
+    run stays balanced), `max_tokens` overrides every prompt's."""
     prompts = builtin(spec) if spec in BUILTIN_SETS else load_jsonl(spec)
     if limit is not None:
         if limit < 1:

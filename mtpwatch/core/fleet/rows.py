@@ -40,8 +40,8 @@ RowState = Literal["up", "idle", "down", "connecting", "stale", "restarted", "mi
 
 @dataclass(frozen=True, slots=True)
 class FleetRow(JsonFields):
-    """What the fleet view shows for one server (and engine), over one window; `to_json()` is a row of
-    every fleet `--json` (rounded for reading; the counts are exact)."""
+    """What the fleet view shows for one server (and engine), over one window; `to_json()` is a row
+    of every fleet `--json` (rounded for reading; the counts are exact)."""
 
     JSON_KEYS = (
         "source model engine schema method k state reason_or_none window_s decode_tok_s acceptance "
@@ -119,11 +119,7 @@ class FleetRow(JsonFields):
 def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
     """One `/metrics` page → one snapshot per (model, engine), in page order. Series without
     `model_name` join no model group when the page has models (e.g. `cache_config_info`), and form the
-    one group when it has none.
-
-    Raises:
-        MetricsFormatError: as `parse_snapshot`.
-    """
+    one group when it has none. Raises `MetricsFormatError` as `parse_snapshot` does."""
     schema = detect_schema(text)
     if schema == "none":
         return {}

@@ -186,12 +186,12 @@ class FleetScraper:
         clock: Callable[[], float] = time.monotonic,
         fetch_factory: Callable[[Target], Fetch] | None = None,
     ) -> None:
-        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes of
-        an idle server (at least `interval_s`: the first tick this long after the tick of the scrape
-        that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
-        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row (the
-        longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter (tests;
-        default `VllmClient`)."""
+        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes
+        of an idle server (at least `interval_s`: the first tick this long after the tick of the
+        scrape that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
+        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row
+        (the longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter
+        (tests; default `VllmClient`)."""
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s

@@ -300,9 +300,9 @@ class PrometheusSource:
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`url`: e.g. http://127.0.0.1:9090 (normalised like a server URL); `selector`: extra label
-        matchers, e.g. '{job="vllm"}' (checked; ValueError with one line); `timeout`: seconds per query;
-        `stale_after_s`: a series whose newest sample is older shows as stale; `transport`: httpx's
-        (tests); `clock`: Unix seconds, when queries are evaluated unless `at` is given."""
+        matchers, e.g. '{job="vllm"}' (checked; ValueError with one line); `timeout`: seconds per
+        query; `stale_after_s`: a series whose newest sample is older shows as stale; `transport`:
+        httpx's (tests); `clock`: Unix seconds, when queries are evaluated unless `at` is given."""
         self.url = normalize_url(url)
         self.selector = selector
         check_selector(selector)
@@ -363,10 +363,7 @@ class PrometheusSource:
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
         """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
         missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
-
-        Raises:
-            PrometheusError: Prometheus unreachable or a query refused.
-        """
+        Raises `PrometheusError` when Prometheus is unreachable or refuses a query."""
         t = self.clock() if at is None else at
         self.stats = spent = QueryStats()
         t0 = time.perf_counter()
