@@ -53,8 +53,6 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Prompt(JsonFields):
-    """One benchmark prompt."""
-
     id: str
     """Stable name used in reports ('ja-bandwidth', 'speed-0042', 'my.jsonl:3')."""
     text: str

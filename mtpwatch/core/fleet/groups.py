@@ -38,8 +38,6 @@ def quantiles(values: Sequence[float]) -> Spread | None:
 
 @dataclass(frozen=True, slots=True)
 class FleetGroup:
-    """One group of the fleet."""
-
     key: GroupKey
     rows: tuple[FleetRow, ...]
     counts: dict[str, int]

@@ -33,8 +33,6 @@ Fetch = Callable[[], Awaitable[str]]
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One server to watch."""
-
     url: str
     """Base URL (normalised)."""
     api_key: str | None = None
