@@ -33,7 +33,7 @@ class ArmRequest:
 
 @dataclass(frozen=True, slots=True)
 class ArmResult:
-    """What one generation produced, measured on the client."""
+    """What one generation produced, measured on the client (the latencies: `core.ab.latency`)."""
 
     tokens: int
     ttft_s: float | None
@@ -44,9 +44,7 @@ class ArmResult:
     """Output token ids when the server returned them (vLLM's `return_token_ids`)."""
     error: str | None = None
     e2el_s: float | None = None
-    """End-to-end latency: request sent → last chunk with output (`vllm bench serve`'s latency)."""
     itl_s: tuple[float, ...] = ()
-    """Gaps between successive chunks with output (`vllm bench serve`'s ITL)."""
 
 
 @runtime_checkable

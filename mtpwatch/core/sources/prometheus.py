@@ -1,21 +1,19 @@
 """Fleet rows from a Prometheus server (HTTP API), for fleets mtpwatch cannot scrape directly.
 
-Every number is one PromQL query over the chosen window W, grouped by `instance`, `model_name` and
-`engine` (and `position` for the per-position counter), for vLLM's and llama.cpp's names at once:
+Every number is one PromQL query over the chosen window W, grouped by `GROUP_BY` (and `position` for
+the per-position counter), for vLLM's and llama.cpp's names at once:
 
 - counters: `sum by (…) (increase(NAME[W]))` for drafts, draft tokens, accepted tokens, generated
   tokens and accepted-per-position. Prometheus' own `increase()` handles counter resets (a restarted
-  server) and extrapolates to the window's edges; the ratios shown are then vLLM's formulas,
-  applied by `core.metrics.rates.delta_rates` to these increases exactly as to direct deltas.
-  Extrapolation multiplies every counter of one target by the same factor (their
-  samples share timestamps), so it cancels in the ratios; tok/s = increase / W carries it.
+  server) and extrapolates to the window's edges; the ratios shown are then vLLM's formulas, applied
+  by `core.metrics.rates.delta_rates` to these increases exactly as to direct deltas. Extrapolation
+  multiplies every counter of one target by the same factor (their samples share timestamps), so it
+  cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
 - freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
   evaluated at (`vector(time())`), and `up` per instance (`up == 0`: "down"); "stale", "missing"
   (`probe_queries`) and the window's fit to the store's scrape interval and history:
   `core.sources.prometheus_fit`; `resets()` marks a restarted server.
-- the method: vLLM does not export it, so the rows take a `spec_method` target label where the
-  scrape config sets one.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
   which reaches back before mtpwatch started.
 
