@@ -75,20 +75,20 @@ class ScrapeStats:
         }
 
 
+@dataclass(eq=False)
 class Track:
     """One server's state: connection, backoff, one collector per (model, engine)."""
 
-    def __init__(self, target: Target, fetch: Fetch, *, horizon_s: float) -> None:
-        self.target = target
-        self.fetch = fetch
-        self.horizon_s = horizon_s
-        self.connection = ConnectionState()
-        self.backoff = Backoff()  # 0.5 s doubling to 10 s
-        self.collectors: dict[GroupKey, Collector] = {}
-        self.next_due = 0.0
-        self.busy = False
-        self.reason = ""
-        self.last_rows: list[FleetRow] = []
+    target: Target
+    fetch: Fetch
+    horizon_s: float
+    connection: ConnectionState = field(default_factory=ConnectionState)
+    backoff: Backoff = field(default_factory=Backoff)
+    collectors: dict[GroupKey, Collector] = field(default_factory=dict)
+    next_due: float = 0.0
+    busy: bool = False
+    reason: str = ""
+    last_rows: list[FleetRow] = field(default_factory=list)
 
     def record(self, text: str, now: float) -> None:
         """Add one page (raises MetricsFormatError for a malformed one)."""

@@ -61,8 +61,7 @@ class Comparison:
 
 
 def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
-    """One line per field that matters and differs between reports (or cannot be checked), and per
-    report whose two arms do not measure speculation on and off of one model (`arm_warnings`)."""
+    """The warning lines of the module docstring's last paragraph (the arms' ones: `arm_warnings`)."""
     out: list[str] = []
     missing = [r.name for r in reports if not r.meta]
     if missing:
