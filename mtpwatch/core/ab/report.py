@@ -331,9 +331,7 @@ class BenchReport:
             "categories": {k: v.to_json() for k, v in p.categories.items()},
             "break_even": {
                 str(c): {
-                    "kind": be.kind,
-                    "length": round_or_none(be.length, 1),
-                    "verdict": be.verdict,
+                    **be.to_json(),
                     "points": [
                         {"length": length, "speedup": round(s, 4)} for length, s in self.break_even_points[c]
                     ],

@@ -16,11 +16,11 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mtpwatch.core.ab.arms import ArmName
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, key, round_or_none
 
 #: A coefficient of variation above this is flagged as "noisy" (AIPerf's threshold).
 CV_FLAG = 0.10
@@ -205,11 +205,11 @@ def restart_session(pair: int, measured_runs: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class BreakEven:
-    """Where the speed-up against output length crosses 1.0."""
+class BreakEven(JsonFields):
+    """Where the speed-up against output length crosses 1.0; `to_json()`: a `break_even` entry."""
 
     kind: Literal["above", "always", "never", "mixed"]
-    length: float | None
+    length: float | None = field(metadata=key(nd=1))
     """Interpolated output length (tokens) above which the treatment pays off; None unless kind='above'."""
     verdict: str
 
