@@ -193,7 +193,6 @@ def _record(
     ttfts = [r.ttft_s for r in ok if r.ttft_s is not None]
     decodes = [r.decode_tok_s for r in ok if r.decode_tok_s is not None]
     tokens = sum(r.tokens for r in ok)
-    first = results[0]
     spec: dict[str, Any] = {}
     if before is not None and after is not None and after.speculative and not is_restart(before, after):
         delta = delta_rates(before, after, None, "run")
@@ -224,8 +223,8 @@ def _record(
         error=errors[0] if errors else None,
         contended=unit.contended,
         prompt_index=unit.prompt,
-        text=first.text,
-        token_ids=first.token_ids,
+        text=results[0].text,
+        token_ids=results[0].token_ids,
         requests=tuple(RequestTiming(r.tokens, r.ttft_s, r.e2el_s, r.itl_s) for r in ok),
         **spec,
     )

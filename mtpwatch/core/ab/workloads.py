@@ -7,11 +7,10 @@ explanations in Japanese (~200 characters) and English (~150 words) with max_tok
 User files are JSONL, one object per line. Accepted shapes:
 
 - mtpwatch's own: ``{"prompt": "...", "category": "...", "max_tokens": 128, "id": "..."}``
-  (only ``prompt`` is required);
+  (only ``prompt`` is required; ``question`` or ``text`` may stand for it);
 - SPEED-Bench style (the qualitative/throughput splits exported to JSONL):
   ``{"question_id": "...", "category": "coding", "turns": ["first user turn", ...]}``; the first
   turn is the prompt (later turns depend on the model's answer, so they are not replayed);
-- ``question`` or ``text`` instead of ``prompt``;
 - `vllm bench serve`'s custom dataset (``--dataset-name custom``): ``{"prompt": "...",
   "output_tokens": 128}``; ``output_tokens`` becomes the prompt's max_tokens;
 - ShareGPT style, as JSONL or as one JSON array (the file `vllm bench serve --dataset-name

@@ -1,10 +1,9 @@
 """Reading saved `mtpwatch bench` reports (the `--json` files) back, for `plot` and `compare`.
 
 The file is the contract: this module reads the JSON that the bench writes (`tool`, `points`,
-`categories`, `arms`, `runs`, and the `meta` provenance block when present; a k sweep's file,
-`kind` "k sweep", holds one such report per k under `bench`) without importing the
-bench engine, so a report written by an older or newer mtpwatch still loads. Anything missing is
-None, never a guess.
+`categories`, `arms`, `runs`, and the `meta` provenance block when present; a k sweep's file, `kind`
+"k sweep", holds one such report per k under `bench`) without importing the bench engine, so a
+report written by an older or newer mtpwatch still loads. Anything missing is None, never a guess.
 """
 
 from __future__ import annotations
