@@ -102,8 +102,8 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
             extra={
                 "at": round(t, 3),
                 "selector": selector or None,
-                "store": read.fit.as_dict(),
-                "cost": read.stats.as_dict(),
+                "store": read.fit.to_json(),
+                "cost": read.stats.to_json(),
                 "queries": promql_queries(read.fit.window_s, source.selector),
             },
         )

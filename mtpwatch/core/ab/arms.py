@@ -33,7 +33,7 @@ class ArmRequest:
 
 @dataclass(frozen=True, slots=True)
 class ArmResult:
-    """What one generation produced, measured on the client."""
+    """What one generation produced, measured on the client (the latencies: `core.ab.latency`)."""
 
     tokens: int
     ttft_s: float | None
@@ -44,9 +44,7 @@ class ArmResult:
     """Output token ids when the server returned them (vLLM's `return_token_ids`)."""
     error: str | None = None
     e2el_s: float | None = None
-    """End-to-end latency: request sent → last chunk with output (`vllm bench serve`'s latency)."""
     itl_s: tuple[float, ...] = ()
-    """Gaps between successive chunks with output (`vllm bench serve`'s ITL)."""
 
 
 @runtime_checkable
@@ -56,12 +54,10 @@ class Arm(Protocol):
     label: str
 
     async def generate(self, request: ArmRequest) -> ArmResult:
-        """Run one request to completion; failures come back as `ArmResult.error`, not exceptions."""
-        ...
+        """Failures come back as `ArmResult.error`, not exceptions."""
 
     async def counters(self) -> MetricsSnapshot | None:
-        """The server's counters now (one scrape); None when it has no spec-decode counters."""
-        ...
+        """One scrape; None when the server has no spec-decode counters."""
 
 
 @runtime_checkable
@@ -70,8 +66,6 @@ class ManagedArm(Arm, Protocol):
 
     async def start(self) -> None:
         """Start the server and wait until it answers."""
-        ...
 
     async def stop(self) -> None:
         """Stop the server and free its memory."""
-        ...

@@ -28,14 +28,10 @@ class HttpArm:
         chat: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        """Args:
-        url: base URL (anything `normalize_url` accepts; raises `ValueError` with one line).
-        label: name shown in reports; defaults to the URL.
-        model: served model name for requests and for picking the model's counters.
-        api_key: Bearer token (falls back to VLLM_API_KEY).
-        chat: use /v1/chat/completions instead of /v1/completions.
-        transport: an httpx transport for tests.
-        """
+        """`url`: anything `normalize_url` accepts (else `ValueError`, one line); `label`: the name
+        in reports (default: the URL); `model`: the served model, asked for and whose counters are
+        read; `api_key`: Bearer token (else VLLM_API_KEY); `chat`: /v1/chat/completions, not
+        /v1/completions; `transport`: an httpx transport for tests."""
         # a stream may stay silent for 10 minutes (a long prefill) before it fails
         self.client = VllmClient(url, api_key=api_key, transport=transport, stream_timeout=600.0)
         self.url = self.client.base_url
@@ -82,7 +78,7 @@ class HttpArm:
         return snap if snap.speculative else None
 
     async def check(self) -> None:
-        """Fail early with one line (a `ServerError`) when the server cannot be reached or refuses the key."""
+        """Raise `ServerError` (one line) when the server cannot be reached or refuses the key."""
         await self.client.models()
 
     async def aclose(self) -> None:

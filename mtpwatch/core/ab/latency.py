@@ -32,10 +32,7 @@ PERCENTILES: tuple[int, ...] = (50, 90, 99)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile (0–100) with `numpy.percentile`'s default, linear interpolation.
-
-    The value at rank (n − 1)·p/100 of the sorted values, interpolated between its neighbours.
-    """
+    """The p-th percentile (0–100) with `numpy.percentile`'s default, linear interpolation."""
     if not values:
         raise ValueError("percentile of no values")
     if not 0.0 <= p <= 100.0:
@@ -109,10 +106,7 @@ class LatencySummary(JsonFields):
 
 def summarize_latency(records: Sequence[RunRecord]) -> LatencySummary | None:
     """The latencies of the measured (non-warm-up) runs in `records`; None when there are none.
-
-    Runs loaded from a log written before per-request timings were kept count towards the
-    request throughput but have no percentiles.
-    """
+    Runs from a log without per-request timings count towards the request throughput only."""
     measured = [r for r in records if not r.warmup]
     if not measured:
         return None

@@ -15,7 +15,6 @@ from mtpwatch.core.ab.records import RunRecord, match_pairs
 from mtpwatch.core.jsonout import JsonFields, key
 
 Compared = Literal["token_ids", "text"]
-"""What two outputs were compared by."""
 
 
 @dataclass(frozen=True, slots=True)

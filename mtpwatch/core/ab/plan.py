@@ -133,26 +133,23 @@ class Unit:
 
 @dataclass(frozen=True, slots=True)
 class StartArm:
-    """Plan step: start a managed arm's server."""
-
     arm: ArmName
 
 
 @dataclass(frozen=True, slots=True)
 class StopArm:
-    """Plan step: stop a managed arm's server."""
-
     arm: ArmName
 
 
 @dataclass(frozen=True, slots=True)
 class RunUnits:
-    """Plan step: run these units at the same time (two for race, else one)."""
+    """Run these units at the same time (two for race, else one)."""
 
     units: tuple[Unit, ...]
 
 
 Step = StartArm | StopArm | RunUnits
+"""A step of the plan: start or stop a managed arm's server, or run units."""
 
 
 def build_plan(config: BenchConfig, paired: bool = True) -> list[Step]:

@@ -242,11 +242,9 @@ class BenchReport:
     def eos_overcount(self, arm: str = "b") -> tuple[int, int, float] | None:
         """(runs of `arm` whose server mean acceptance length exceeds the tokens per decode step the
         client received, runs that could be checked, the largest excess); None where none does.
-
         Checked: measured single-request runs at concurrency 1 (the counters then cover that one
         request). The excess is vLLM counting drafts accepted past the answer's end (vllm#56101;
-        `core.metrics.formulas.eos_overcount`).
-        """
+        `core.metrics.formulas.eos_overcount`)."""
         over = checked = 0
         worst = 0.0
         for r in self.records:
@@ -264,7 +262,7 @@ class BenchReport:
         return (over, checked, worst) if over else None
 
     def gate_failures(self, require_identical: bool = False) -> list[str]:
-        """Sanity gates; each failure is one line. Empty means the numbers can be trusted."""
+        """Sanity gates, one line per failure; none: the numbers can be trusted."""
         out: list[str] = []
         if self.failed:
             first = next(r.error for r in self.records if r.error)
@@ -333,9 +331,7 @@ class BenchReport:
             "categories": {k: v.to_json() for k, v in p.categories.items()},
             "break_even": {
                 str(c): {
-                    "kind": be.kind,
-                    "length": round_or_none(be.length, 1),
-                    "verdict": be.verdict,
+                    **be.to_json(),
                     "points": [
                         {"length": length, "speedup": round(s, 4)} for length, s in self.break_even_points[c]
                     ],

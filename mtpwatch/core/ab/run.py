@@ -184,12 +184,9 @@ def bench_arms(
     startup_timeout: float,
     common: Mapping[str, Any],
 ) -> list[HttpArm]:
-    """The arms of a bench: launched (restart schedule), two servers (--ab) or one.
-
-    Raises:
-        BenchConfigError: launch commands without the restart schedule, or the reverse.
-        ValueError: a bad URL.
-    """
+    """The arms of a bench: launched (restart schedule), two servers (--ab) or one. Raises
+    `BenchConfigError` for launch commands without the restart schedule or the reverse, `ValueError`
+    for a bad URL."""
     if schedule == "restart":
         if ab is None or not launch_a or not launch_b:
             raise BenchConfigError(

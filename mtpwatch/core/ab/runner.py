@@ -3,10 +3,6 @@
 Acceptance comes from the server's counters, differenced around each measured run of that arm
 (`core.metrics.rates.delta_rates`; `is_restart` decides whether two scrapes share a baseline) and
 summed, with vLLM's formulas.
-
-The runner is a library: `BenchRunner.events()` is an async iterator of progress events (a run
-finished, a pair finished with the running speed-up) for the TUI; `BenchRunner.run()` returns
-the report.
 """
 
 from __future__ import annotations
@@ -105,7 +101,7 @@ class BenchRunner:
         return _record(unit, prompt, results, wall, before, after)
 
     async def events(self) -> AsyncIterator[BenchEvent]:
-        """Run the plan, yielding progress events; the last event is `BenchFinished`."""
+        """Run the plan, yielding progress events (for the TUI); the last is `BenchFinished`."""
         records = self.records
         records[:] = self.done
         by_pair: dict[tuple[ArmName, Point, int, int], RunRecord] = {}
@@ -161,10 +157,8 @@ class BenchRunner:
         yield BenchFinished(self.partial_report())
 
     def partial_report(self, interrupted: str | None = None) -> BenchReport:
-        """The report of the runs finished so far (after Ctrl-C or a failure, a partial one).
-
-        `interrupted` says why the bench stopped early; it is shown and written to the JSON.
-        """
+        """The report of the runs finished so far (after Ctrl-C or a failure, a partial one);
+        `interrupted` says why the bench stopped early (shown, and written to the JSON)."""
         return build_report(
             self.config,
             self.records,
@@ -199,7 +193,6 @@ def _record(
     ttfts = [r.ttft_s for r in ok if r.ttft_s is not None]
     decodes = [r.decode_tok_s for r in ok if r.decode_tok_s is not None]
     tokens = sum(r.tokens for r in ok)
-    first = results[0]
     spec: dict[str, Any] = {}
     if before is not None and after is not None and after.speculative and not is_restart(before, after):
         delta = delta_rates(before, after, None, "run")
@@ -230,8 +223,8 @@ def _record(
         error=errors[0] if errors else None,
         contended=unit.contended,
         prompt_index=unit.prompt,
-        text=first.text,
-        token_ids=first.token_ids,
+        text=results[0].text,
+        token_ids=results[0].token_ids,
         requests=tuple(RequestTiming(r.tokens, r.ttft_s, r.e2el_s, r.itl_s) for r in ok),
         **spec,
     )

@@ -16,11 +16,11 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mtpwatch.core.ab.arms import ArmName
-from mtpwatch.core.jsonout import round_or_none
+from mtpwatch.core.jsonout import JsonFields, key, round_or_none
 
 #: A coefficient of variation above this is flagged as "noisy" (AIPerf's threshold).
 CV_FLAG = 0.10
@@ -97,12 +97,7 @@ def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:
     while j + 1 <= (n + 1) // 2 and 2 * _binom_cdf_half(j, n) <= alpha:
         j += 1
     coverage = 1.0 - 2 * _binom_cdf_half(j - 1, n)
-    return Interval(
-        low=xs[j - 1],
-        high=xs[n - j],
-        coverage=coverage,
-        method="distribution-free order-statistic CI for the median",
-    )
+    return Interval(xs[j - 1], xs[n - j], coverage, "distribution-free order-statistic CI for the median")
 
 
 def percentile_bounds(replicates: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -139,9 +134,7 @@ def bootstrap_median_diff_ci(
         for _ in range(resamples)
     ]
     lo, hi = percentile_bounds(diffs, confidence)
-    return Interval(
-        low=lo, high=hi, coverage=confidence, method=f"percentile bootstrap, two samples (seed {seed})"
-    )
+    return Interval(lo, hi, confidence, f"percentile bootstrap, two samples (seed {seed})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,14 +172,7 @@ def speedup(baseline: Sequence[float], treatment: Sequence[float]) -> SpeedupSum
     s = summarize(ratios)
     mean_a = statistics.fmean(baseline) if baseline else 0.0
     rom = statistics.fmean(treatment) / mean_a if mean_a > 0 else None
-    return SpeedupSummary(
-        n_pairs=s.n,
-        median=s.median,
-        ci=median_ci(ratios),
-        mean=s.mean,
-        cv=s.cv,
-        ratio_of_means=rom,
-    )
+    return SpeedupSummary(s.n, s.median, median_ci(ratios), s.mean, s.cv, ratio_of_means=rom)
 
 
 def abba_order(runs: int, first: ArmName = "a") -> list[tuple[ArmName, ArmName]]:
@@ -219,11 +205,11 @@ def restart_session(pair: int, measured_runs: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class BreakEven:
-    """Where the speed-up against output length crosses 1.0."""
+class BreakEven(JsonFields):
+    """Where the speed-up against output length crosses 1.0; `to_json()`: a `break_even` entry."""
 
     kind: Literal["above", "always", "never", "mixed"]
-    length: float | None
+    length: float | None = field(metadata=key(nd=1))
     """Interpolated output length (tokens) above which the treatment pays off; None unless kind='above'."""
     verdict: str
 

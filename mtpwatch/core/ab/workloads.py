@@ -7,11 +7,10 @@ explanations in Japanese (~200 characters) and English (~150 words) with max_tok
 User files are JSONL, one object per line. Accepted shapes:
 
 - mtpwatch's own: ``{"prompt": "...", "category": "...", "max_tokens": 128, "id": "..."}``
-  (only ``prompt`` is required);
+  (only ``prompt`` is required; ``question`` or ``text`` may stand for it);
 - SPEED-Bench style (the qualitative/throughput splits exported to JSONL):
   ``{"question_id": "...", "category": "coding", "turns": ["first user turn", ...]}``; the first
   turn is the prompt (later turns depend on the model's answer, so they are not replayed);
-- ``question`` or ``text`` instead of ``prompt``;
 - `vllm bench serve`'s custom dataset (``--dataset-name custom``): ``{"prompt": "...",
   "output_tokens": 128}``; ``output_tokens`` becomes the prompt's max_tokens;
 - ShareGPT style, as JSONL or as one JSON array (the file `vllm bench serve --dataset-name
@@ -53,8 +52,6 @@ class WorkloadError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Prompt(JsonFields):
-    """One benchmark prompt."""
-
     id: str
     """Stable name used in reports ('ja-bandwidth', 'speed-0042', 'my.jsonl:3')."""
     text: str
@@ -200,13 +197,9 @@ def builtin(name: str) -> list[Prompt]:
 
 
 def resolve(spec: str, *, limit: int | None = None, max_tokens: int | None = None) -> list[Prompt]:
-    """Prompts for a CLI value: a built-in set name, else a path to a JSONL file.
-
-    Args:
-        spec: 'long', 'short', 'code', 'math', 'all', ... or a file path.
-        limit: keep only the first `limit` prompts of each category (keeps a quick run balanced).
-        max_tokens: override every prompt's max_tokens.
-    """
+    """Prompts for a CLI value: a built-in set name ('long', 'short', 'code', 'math', 'all', ...),
+    else a path to a JSONL file; `limit` keeps the first `limit` prompts of each category (a quick
+    run stays balanced), `max_tokens` overrides every prompt's."""
     prompts = builtin(spec) if spec in BUILTIN_SETS else load_jsonl(spec)
     if limit is not None:
         if limit < 1:

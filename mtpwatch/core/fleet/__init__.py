@@ -3,7 +3,7 @@
 Owns: `FleetRow` (what a fleet view and every fleet `--json` show per server and engine) and how a
 `/metrics` page splits into one snapshot per (model, engine) (`rows`); the outlier rule and its
 words for the help screen (`outliers`); the bounded, per-server-backoff scraper that keeps one
-collector per row (`scraper`); the JSON document of a fleet (`report`).
+collector per row (`scraper`); the fleet by group (`groups`) and its JSON document (`report`).
 May import: the standard library, `mtpwatch.core.metrics` (snapshots, rates: vLLM's formulas are
 used from there, never re-derived), `mtpwatch.core.http` (the HTTP client and its backoff) and
 `mtpwatch.core.jsonout`.

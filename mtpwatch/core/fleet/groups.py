@@ -11,6 +11,7 @@ statistics, p0 = min, p100 = max), so p50 is the median the outlier rule uses.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +38,6 @@ def quantiles(values: Sequence[float]) -> Spread | None:
 
 @dataclass(frozen=True, slots=True)
 class FleetGroup:
-    """One group of the fleet."""
-
     key: GroupKey
     rows: tuple[FleetRow, ...]
     counts: dict[str, int]
@@ -66,9 +65,7 @@ def summarise(rows: Sequence[FleetRow]) -> list[FleetGroup]:
         by.setdefault(group_key(row), []).append(row)
     groups = []
     for key, members in by.items():
-        counts = dict.fromkeys(STATES, 0)
-        for r in members:
-            counts[r.state] = counts.get(r.state, 0) + 1
+        counts = dict.fromkeys(STATES, 0) | Counter(r.state for r in members)
         live = [r for r in members if r.state in ("up", "idle", "restarted")]
         acc = [r.acceptance for r in live if r.acceptance is not None and r.drafts > 0]
         mal = [r.mean_length for r in live if r.mean_length is not None and r.drafts > 0]

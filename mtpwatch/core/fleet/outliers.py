@@ -1,14 +1,11 @@
-"""The outlier rule of the fleet view: a row whose acceptance, tok/s or k is far from its group's.
+"""The outlier rule of the fleet view, in words in `OUTLIER_RULE`: a row whose acceptance, tok/s or k
+is far from its group's (`group_key`), judged against its peers: the other rows of the group that
+have the number.
 
-A row's group is the rows with the same engine schema (vLLM / llama.cpp), model, method and k
-(`group_key`); its peers are the other rows of that group that have the number (acceptance needs
-drafts in the window; tok/s needs tokens in it). With m and MAD the median and the median absolute
-deviation of the peers' values, a row is an outlier when |x − m| > max(3 × MAD, 25 % of m). At least
-two peers are needed: with one, nothing says which of the two is the odd one. Robust statistics
-(median, MAD) keep one collapsed server from hiding itself by dragging the mean down, and leaving the
-row out of its own reference keeps it from diluting the evidence against it. A row whose k differs
-from the k most rows of its schema, model and method run (more than half of them, at least 2 others)
-is an outlier too ("k"): its own group is then too small to judge its numbers.
+Why so: with one peer nothing says which of the two is the odd one, hence `MIN_PEERS`; robust
+statistics (median, MAD) keep one collapsed server from hiding itself by dragging the mean down, and
+leaving the row out of its own reference keeps it from diluting the evidence against it. A row with
+an uncommon k is flagged ("k") because its own group is then too small to judge its numbers.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.metrics.parse import Sample, parse_samples
 from mtpwatch.core.metrics.rates import Rates
 from mtpwatch.core.metrics.snapshot import (
@@ -38,8 +39,16 @@ RowState = Literal["up", "idle", "down", "connecting", "stale", "restarted", "mi
 
 
 @dataclass(frozen=True, slots=True)
-class FleetRow:
-    """What the fleet view shows for one server (and engine), over one window."""
+class FleetRow(JsonFields):
+    """What the fleet view shows for one server (and engine), over one window; `to_json()` is a row
+    of every fleet `--json` (rounded for reading; the counts are exact)."""
+
+    JSON_KEYS = (
+        "source model engine schema method k state reason_or_none window_s decode_tok_s acceptance "
+        "mean_length per_position drafts draft_tokens accepted generation_tokens kv_usage running waiting "
+        "outlier outliers why"
+    )
+    JSON_PROPS = {"reason_or_none": key("reason")}
 
     source: str
     """Where it was read: the server URL (direct) or the Prometheus `instance` label."""
@@ -60,23 +69,23 @@ class FleetRow:
     no sample now)."""
     reason: str = ""
     """Why down/stale, one line."""
-    window_s: float | None = None
+    window_s: float | None = field(default=None, metadata=key(nd=3))
     """Seconds the numbers span (shorter than asked right after start)."""
-    decode_tok_s: float | None = None
+    decode_tok_s: float | None = field(default=None, metadata=key(nd=2))
     """The window's `Rates.server_tok_s` (all the engine's requests); `acceptance`, `mean_length`,
     `per_position` and the counts below: its `acceptance_rate`, `mean_acceptance_length`, … (`build_row`)."""
-    acceptance: float | None = None
-    mean_length: float | None = None
-    per_position: tuple[float, ...] = ()
+    acceptance: float | None = field(default=None, metadata=key("acceptance_rate", nd=4))
+    mean_length: float | None = field(default=None, metadata=key("mean_acceptance_length", nd=4))
+    per_position: tuple[float, ...] = field(default=(), metadata=key(nd=4))
     drafts: float = 0.0
     """How much evidence the ratios rest on."""
     draft_tokens: float = 0.0
-    accepted: float = 0.0
+    accepted: float = field(default=0.0, metadata=key("accepted_tokens"))
     generation_tokens: float = 0.0
-    kv_usage: float | None = None
+    kv_usage: float | None = field(default=None, metadata=key("kv_cache_usage", nd=4))
     """KV-cache use, fraction 0..1; it, `running` and `waiting`: the latest scrape's gauges."""
-    running: float | None = None
-    waiting: float | None = None
+    running: float | None = field(default=None, metadata=key("requests_running"))
+    waiting: float | None = field(default=None, metadata=key("requests_waiting"))
     outliers: tuple[str, ...] = ()
     """Which numbers are outliers against the row's group (`core.fleet.outliers`): "acceptance",
     "tok/s", "k"."""
@@ -84,6 +93,14 @@ class FleetRow:
     """One line per entry of `outliers`: the row's value against its group's (median, MAD, peers)."""
     history: tuple[tuple[float, float], ...] = field(default=(), compare=False)
     """(t, tok/s) points for a sparkline; t in the source's clock (direct: monotonic, Prometheus: Unix)."""
+
+    @property
+    def outlier(self) -> bool:
+        return bool(self.outliers)
+
+    @property
+    def reason_or_none(self) -> str | None:
+        return self.reason or None
 
     @property
     def key(self) -> str:
@@ -102,11 +119,7 @@ class FleetRow:
 def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
     """One `/metrics` page → one snapshot per (model, engine), in page order. Series without
     `model_name` join no model group when the page has models (e.g. `cache_config_info`), and form the
-    one group when it has none.
-
-    Raises:
-        MetricsFormatError: as `parse_snapshot`.
-    """
+    one group when it has none. Raises `MetricsFormatError` as `parse_snapshot` does."""
     schema = detect_schema(text)
     if schema == "none":
         return {}

@@ -33,8 +33,6 @@ Fetch = Callable[[], Awaitable[str]]
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One server to watch."""
-
     url: str
     """Base URL (normalised)."""
     api_key: str | None = None
@@ -77,20 +75,20 @@ class ScrapeStats:
         }
 
 
+@dataclass(eq=False)
 class Track:
     """One server's state: connection, backoff, one collector per (model, engine)."""
 
-    def __init__(self, target: Target, fetch: Fetch, *, horizon_s: float) -> None:
-        self.target = target
-        self.fetch = fetch
-        self.horizon_s = horizon_s
-        self.connection = ConnectionState()
-        self.backoff = Backoff()  # 0.5 s doubling to 10 s
-        self.collectors: dict[GroupKey, Collector] = {}
-        self.next_due = 0.0
-        self.busy = False
-        self.reason = ""
-        self.last_rows: list[FleetRow] = []
+    target: Target
+    fetch: Fetch
+    horizon_s: float
+    connection: ConnectionState = field(default_factory=ConnectionState)
+    backoff: Backoff = field(default_factory=Backoff)
+    collectors: dict[GroupKey, Collector] = field(default_factory=dict)
+    next_due: float = 0.0
+    busy: bool = False
+    reason: str = ""
+    last_rows: list[FleetRow] = field(default_factory=list)
 
     def record(self, text: str, now: float) -> None:
         """Add one page (raises MetricsFormatError for a malformed one)."""
@@ -186,16 +184,12 @@ class FleetScraper:
         clock: Callable[[], float] = time.monotonic,
         fetch_factory: Callable[[Target], Fetch] | None = None,
     ) -> None:
-        """Args:
-        targets: the servers, in display order.
-        interval_s: seconds between ticks (4 Hz by default).
-        idle_interval_s: seconds between scrapes of an idle server (never fewer than `interval_s`):
-            the first tick at least this long after the tick of the scrape that showed it idle.
-        timeout_s: a scrape that takes longer fails (the server backs off).
-        max_concurrency: requests in flight at once, over all servers.
-        horizon_s: history kept per row (the longest window asked for must fit).
-        fetch_factory: returns the `/metrics` text getter of a target (tests); default: `VllmClient`.
-        """
+        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes
+        of an idle server (at least `interval_s`: the first tick this long after the tick of the
+        scrape that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
+        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row
+        (the longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter
+        (tests; default `VllmClient`)."""
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s
@@ -260,8 +254,8 @@ class FleetScraper:
             del self.stats.cycles[:-CYCLES_KEPT]
 
     async def run(self) -> None:
-        """Tick every `interval_s` until cancelled. Ticks never wait for a slow scrape: each tick's
-        wait runs in its own task, so the next tick starts on time."""
+        """Tick every `interval_s` until cancelled; each tick runs in its own task, so the next one
+        starts on time."""
         loop = asyncio.get_running_loop()
         next_t = loop.time()
         pending: set[asyncio.Task[None]] = set()

@@ -61,8 +61,7 @@ class Comparison:
 
 
 def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
-    """One line per field that matters and differs between reports (or cannot be checked), and per
-    report whose two arms do not measure speculation on and off of one model (`arm_warnings`)."""
+    """The warning lines of the module docstring's last paragraph (the arms' ones: `arm_warnings`)."""
     out: list[str] = []
     missing = [r.name for r in reports if not r.meta]
     if missing:
@@ -139,6 +138,10 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
     return Comparison(rows, matched, unmatched, provenance_warnings(reports))
 
 
+def _ci(median: float | None, ci: stats.Interval, **more: Any) -> dict[str, Any]:
+    return {"median": median, "ci_low": ci.low, "ci_high": ci.high, **more}
+
+
 def to_json(comparison: Comparison) -> dict[str, Any]:
     """A JSON document of the comparison (`mtpwatch compare --json`)."""
     return {
@@ -154,20 +157,10 @@ def to_json(comparison: Comparison) -> dict[str, Any]:
                 "b_tok_s_median": r.b_rate,
                 "speedup": None
                 if r.speedup is None
-                else {
-                    "median": r.speedup.median,
-                    "ci_low": r.speedup.ci.low,
-                    "ci_high": r.speedup.ci.high,
-                    "pairs": r.speedup.n_pairs,
-                },
+                else _ci(r.speedup.median, r.speedup.ci, pairs=r.speedup.n_pairs),
                 "diff_vs_reference": None
                 if r.diff is None
-                else {
-                    "median": r.diff_median,
-                    "ci_low": r.diff.low,
-                    "ci_high": r.diff.high,
-                    "method": r.diff.method,
-                },
+                else _ci(r.diff_median, r.diff, method=r.diff.method),
                 "acceptance_rate": r.acceptance_rate,
                 "mean_acceptance_length": r.mean_acceptance_length,
             }

@@ -1,10 +1,9 @@
 """Reading saved `mtpwatch bench` reports (the `--json` files) back, for `plot` and `compare`.
 
 The file is the contract: this module reads the JSON that the bench writes (`tool`, `points`,
-`categories`, `arms`, `runs`, and the `meta` provenance block when present; a k sweep's file,
-`kind` "k sweep", holds one such report per k under `bench`) without importing the
-bench engine, so a report written by an older or newer mtpwatch still loads. Anything missing is
-None, never a guess.
+`categories`, `arms`, `runs`, and the `meta` provenance block when present; a k sweep's file, `kind`
+"k sweep", holds one such report per k under `bench`) without importing the bench engine, so a
+report written by an older or newer mtpwatch still loads. Anything missing is None, never a guess.
 """
 
 from __future__ import annotations
@@ -186,25 +185,20 @@ def parse(document: Any, *, path: str, name: str | None = None) -> SavedReport:
 
 
 def parse_all(document: Any, *, path: str) -> list[SavedReport]:
-    """The reports in a decoded document: one, or for a k sweep (`kind` "k sweep") one per k,
-    named "k=<k> <label or file>" (k first: `compare` cuts long names); raises `ReportFileError`
-    when it holds none."""
-    if isinstance(document, Mapping) and document.get("kind") == CONTEXT_KIND:
-        return _context_reports(document, path)
-    if not isinstance(document, Mapping) or document.get("kind") != SWEEP_KIND:
+    """The reports in a decoded document: one; for a k sweep (`kind` "k sweep") one per k, named
+    "k=<k> <label or file>" (k first: `compare` cuts long names); for a context-length sweep one per
+    length ("ctx=<n> <file>"), shortest first. Raises `ReportFileError` when it holds none."""
+    kind = document.get("kind") if isinstance(document, Mapping) else None
+    if kind not in (SWEEP_KIND, CONTEXT_KIND):
         return [parse(document, path=path)]
-    _bench_tool(document, path)
     bench = document.get("bench")
-    if not isinstance(bench, Mapping) or not bench:
-        raise ReportFileError(f"{path}: a k sweep without its per-k reports ('bench')")
-    stem = _label_or_file(document, path)
-    order = sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9)
-    return [parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}") for key in order]
-
-
-def _context_reports(document: Mapping[str, Any], path: str) -> list[SavedReport]:
-    """A context-length sweep's reports, one per length ("ctx=<n> <file>"), shortest first."""
-    bench = document.get("bench")
+    if kind == SWEEP_KIND:
+        _bench_tool(document, path)
+        if not isinstance(bench, Mapping) or not bench:
+            raise ReportFileError(f"{path}: a k sweep without its per-k reports ('bench')")
+        stem = _label_or_file(document, path)
+        order = sorted(bench, key=lambda k: int(k) if str(k).isdigit() else 10**9)
+        return [parse(bench[key], path=f"{path} (k={key})", name=f"k={key} {stem}") for key in order]
     if document.get("tool") != "mtpwatch bench" or not isinstance(bench, Mapping) or not bench:
         raise ReportFileError(f"{path}: a context-length sweep without its per-length reports ('bench')")
     keys = sorted((k for k in bench if str(k).isdigit()), key=int)

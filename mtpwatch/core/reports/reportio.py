@@ -55,10 +55,8 @@ def write_outputs(
     echo: Callable[[str], None],
 ) -> list[str]:
     """Write --json/--csv; a file that cannot be written goes to the temp folder instead (nothing lost).
-    `echo` gets a "wrote PATH" line per file written.
-
-    Returns one line per problem (empty when all went where asked).
-    """
+    `echo` gets a "wrote PATH" line per file written; returns one line per problem (none: all went
+    where asked)."""
     problems: list[str] = []
     document = dumps(report_document(report, meta, require_identical))
 

@@ -1,21 +1,19 @@
 """Fleet rows from a Prometheus server (HTTP API), for fleets mtpwatch cannot scrape directly.
 
-Every number is one PromQL query over the chosen window W, grouped by `instance`, `model_name` and
-`engine` (and `position` for the per-position counter), for vLLM's and llama.cpp's names at once:
+Every number is one PromQL query over the chosen window W, grouped by `GROUP_BY` (and `position` for
+the per-position counter), for vLLM's and llama.cpp's names at once:
 
 - counters: `sum by (…) (increase(NAME[W]))` for drafts, draft tokens, accepted tokens, generated
   tokens and accepted-per-position. Prometheus' own `increase()` handles counter resets (a restarted
-  server) and extrapolates to the window's edges; the ratios shown are then vLLM's formulas,
-  applied by `core.metrics.rates.delta_rates` to these increases exactly as to direct deltas.
-  Extrapolation multiplies every counter of one target by the same factor (their
-  samples share timestamps), so it cancels in the ratios; tok/s = increase / W carries it.
+  server) and extrapolates to the window's edges; the ratios shown are then vLLM's formulas, applied
+  by `core.metrics.rates.delta_rates` to these increases exactly as to direct deltas. Extrapolation
+  multiplies every counter of one target by the same factor (their samples share timestamps), so it
+  cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
 - freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
   evaluated at (`vector(time())`), and `up` per instance (`up == 0`: "down"); "stale", "missing"
   (`probe_queries`) and the window's fit to the store's scrape interval and history:
   `core.sources.prometheus_fit`; `resets()` marks a restarted server.
-- the method: vLLM does not export it, so the rows take a `spec_method` target label where the
-  scrape config sets one.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
   which reaches back before mtpwatch started.
 
@@ -31,11 +29,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
+from mtpwatch.core import jsonout
 from mtpwatch.core.fleet.outliers import mark_outliers
 from mtpwatch.core.fleet.rows import FleetRow, build_row
 from mtpwatch.core.http.urls import normalize_url
@@ -265,16 +264,13 @@ def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
 
 
 @dataclass
-class QueryStats:
+class QueryStats(jsonout.JsonFields):
     """What the store was asked and answered: queries, series returned, response bytes, seconds."""
 
     queries: int = 0
     series: int = 0
     bytes: int = 0
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        return {**asdict(self), "seconds": round(self.seconds, 3)}
+    seconds: float = field(default=0.0, metadata=jsonout.key(nd=3))
 
 
 @dataclass(frozen=True)
@@ -301,14 +297,10 @@ class PrometheusSource:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """Args:
-        url: Prometheus base URL, e.g. http://127.0.0.1:9090 (normalised like a server URL).
-        selector: extra label matchers, e.g. '{job="vllm"}' (checked; ValueError with one line).
-        timeout: seconds per query.
-        stale_after_s: a series whose newest sample is older than this is shown as stale.
-        transport: an httpx transport (tests); None = network.
-        clock: wall clock (Unix seconds): queries are evaluated at `clock()` unless `at` is given.
-        """
+        """`url`: e.g. http://127.0.0.1:9090 (normalised like a server URL); `selector`: extra label
+        matchers, e.g. '{job="vllm"}' (checked; ValueError with one line); `timeout`: seconds per
+        query; `stale_after_s`: a series whose newest sample is older shows as stale; `transport`:
+        httpx's (tests); `clock`: Unix seconds, when queries are evaluated unless `at` is given."""
         self.url = normalize_url(url)
         self.selector = selector
         check_selector(selector)
@@ -369,10 +361,7 @@ class PrometheusSource:
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
         """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
         missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
-
-        Raises:
-            PrometheusError: Prometheus unreachable or a query refused.
-        """
+        Raises `PrometheusError` when Prometheus is unreachable or refuses a query."""
         t = self.clock() if at is None else at
         self.stats = spent = QueryStats()
         t0 = time.perf_counter()

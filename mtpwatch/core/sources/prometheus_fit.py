@@ -28,9 +28,10 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Container, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mtpwatch.core import jsonout
 from mtpwatch.core.fleet.rows import FleetRow
 
 MIN_SAMPLES = 4
@@ -46,28 +47,19 @@ Key = tuple[str, str | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
-class StoreFit:
+class StoreFit(jsonout.JsonFields):
     """What one refresh read from the store, besides the rows: the window it used and why."""
 
-    asked_s: float
+    asked_s: float = field(metadata=jsonout.key("asked_window_s"))
     """The window asked for (--window, F3)."""
     window_s: float
     """The window the queries used: `asked_s`, or 4 scrape intervals when that is longer."""
-    interval_s: float | None
+    interval_s: float | None = field(metadata=jsonout.key("scrape_interval_s"))
     """The store's scrape interval, measured from its data (None: no data to measure)."""
-    lag_s: float
+    lag_s: float = field(metadata=jsonout.key("store_lag_s", nd=3))
     """How far behind the time asked the store evaluated (VictoriaMetrics: its latency offset)."""
     notes: tuple[str, ...] = ()
     """One line each: a widened window, a window longer than the history, a lagging store."""
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "asked_window_s": self.asked_s,
-            "window_s": self.window_s,
-            "scrape_interval_s": self.interval_s,
-            "store_lag_s": round(self.lag_s, 3),
-            "notes": list(self.notes),
-        }
 
 
 def fit_window(asked_s: float, interval_s: float | None) -> tuple[float, str]:
