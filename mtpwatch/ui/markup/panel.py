@@ -54,11 +54,9 @@ VERDICT_STYLE: dict[str, str] = {
 
 
 def render_header(view: ServerView, *, compact: bool = False, width: int | None = None) -> str:
-    """Server, model, version, k and connection status: two lines (one when compact).
-
-    Narrower than the lines (an A/B pane at 160 columns): the first wraps before the scrape, and
-    the second keeps the server log's facts that fit, then says how many it leaves out.
-    """
+    """Server, model, version, k and connection status: two lines (one when compact). Narrower than
+    the lines (an A/B pane at 160 columns): the first wraps before the scrape, and the second keeps
+    the server log's facts that fit, then says how many it leaves out (`_facts_that_fit`)."""
     style = STATUS_STYLE[view.status]
     status = f"[{style}]● {view.status}[/]"
     detail = f"[{style}]{escape(view.status_detail)}[/]" if view.status_detail else ""
@@ -91,7 +89,6 @@ def render_header(view: ServerView, *, compact: bool = False, width: int | None 
 
 
 def _facts_that_fit(line: str, facts: Sequence[str], width: int | None) -> list[Group]:
-    """The header's second line with the server log's facts that fit after `line`, and a count of the rest."""
     for shown in range(len(facts) - 1, -1, -1):
         items = [f"[dim]{escape(fact)}[/]" for fact in facts[:shown]] + [
             f"[dim]+{len(facts) - shown} more[/]"
@@ -117,10 +114,8 @@ def gauges_label(view: ServerView) -> str:
 
 def render_numbers(view: ServerView, width: int | None = None) -> str:
     """The key numbers, each with its source and window; what the engine does not export says why.
-
     A line wider than `width` takes shorter words (`accept`, `len`) and wraps between numbers, each
-    part with its label. 80 columns: `compact_numbers`.
-    """
+    part with its label (`_line`). 80 columns: `compact_numbers`."""
     w = window_words(view.window) + as_of(view)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
@@ -225,11 +220,9 @@ def render_bars(
     mixed: bool = False,
 ) -> str:
     """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside).
-
     `width` is the bars' (cells at 100 %); a heading wider than `columns` takes shorter words.
-    `mixed`: steps drafted different lengths (a batch-size schedule, steps without drafts), so
-    every position's denominator (Δnum_drafts) counts drafts too short to reach it: a note says so.
-    """
+    `mixed`: steps drafted different lengths, so every position's denominator (Δnum_drafts) counts
+    drafts too short to reach it (`views.mixed_lengths`): a note says so."""
     scope = f"(server, {window_words(window)})" if window else "(server)"
     where = f"[dim]{scope}[/]"
     if not marginal:
@@ -260,10 +253,10 @@ def render_bars(
 def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: int | None = None) -> str:
     """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
 
-    Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
-    whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
-    Where even that is wider than `width` (a 56-cell A/B pane at 120 columns), it wraps between its
-    client and server parts, each with its label: two lines (`ServerPanel.draw_summaries` counts them).
+    Compact (80 columns, or a row narrower than `SUMMARY_FULL_CELLS` or the line): the numbers in 78
+    cells (TTFT in whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does
+    not reach it); where even that is wider than `width` (a 56-cell A/B pane at 120 columns), two
+    lines, wrapped between its client and server parts, each with its label.
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
@@ -305,7 +298,7 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
     # The form follows the row's width, not this line's length: A's line (no acceptance) and B's
-    # in panes of one width read alike ("decode 18.1 tok/s" beside "38.2 tok/s" before).
+    # in panes of one width read alike.
     if width is not None and (
         width < SUMMARY_FULL_CELLS or (cell_len(full) > width and cell_width(full) > width)
     ):
