@@ -43,7 +43,6 @@ class FrameScreen(Screen[None]):
             self._compositor = RowCompositor()
 
     def frame_now(self, repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
-        """The module's `frame_now` on this screen."""
         app = self.app
         if (
             not self.fast_paint
@@ -57,10 +56,8 @@ class FrameScreen(Screen[None]):
         ):
             return False
         for widget in repaints:
-            if not widget._frame_ready():
-                return False
             try:
-                if widget.screen is not self:
+                if not widget._frame_ready() or widget.screen is not self:
                     return False
             except NoScreen:  # being removed
                 return False

@@ -131,8 +131,14 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
         items = (f"acceptance [b]{rate}[/]", f"mean length [b]{length}[/] tokens/step", *drafts)
         short = (f"accept [b]{rate}[/]", f"len [b]{length}[/]", *drafts)
         acc = _line(_append(items, draft), src, width, _append(short, draft))
-        if dynamic_k(view):
-            acc += "\n" + render_drafted(view, width)
+        if dynamic_k(view):  # Δdrafts / Δ ITL count (F1 has the formula), and the schedule if set
+            drafted: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
+            if view.k_schedule:
+                ranges = ", ".join(
+                    f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule
+                )
+                drafted = (*drafted, f"k by batch size {escape(ranges)}")
+            acc += "\n" + _line(drafted, f"[dim](server, {window_words(view.window)})[/]", width)
     counts = notes.get("counts")
     label = f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
     tok, steps = fixed(view.server_tok_s, 1), fixed(view.steps_per_s, 1)
@@ -145,12 +151,9 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
     if "latency" in notes:
         lat = _line(("TTFT · TPOT · ITL",), f"[dim]{escape(notes['latency'])}[/]", width)
     else:
-        ttft, tpot, itl = (
-            ms_per(view.mean_ttft_s),
-            ms_per(view.mean_tpot_s, "/token"),
-            ms_per(view.mean_step_s, "/step"),
-        )
-        lat = _line((f"TTFT {ttft}", f"TPOT {tpot}", f"ITL {itl}"), f"[dim](server, {w})[/]", width)
+        ttft, tpot = ms_per(view.mean_ttft_s), ms_per(view.mean_tpot_s, "/token")
+        items = (f"TTFT {ttft}", f"TPOT {tpot}", f"ITL {ms_per(view.mean_step_s, '/step')}")
+        lat = _line(items, f"[dim](server, {w})[/]", width)
     kv = (
         f"KV cache [dim]{escape(notes['kv'])}[/]"
         if "kv" in notes
@@ -179,27 +182,10 @@ def _line(
     return fit(full, width, lambda: [Group(tuple(short or items), label2)])
 
 
-def render_drafted(view: ServerView, width: int | None = None) -> str:
-    """'drafted on 23 % of steps (server, 10 s)': Δdrafts / Δ ITL count (F1 has the formula), and
-    the schedule when the command line set one."""
-    items: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
-    if view.k_schedule:
-        ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
-        items = (*items, f"k by batch size {escape(ranges)}")
-    return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
-
-
 def drafted_on(view: ServerView) -> str:
     """The share of steps that drafted, within 0–100 % (`23 %`; `—` when unknown)."""
     share = view.drafted_share
     return spaced_percent(None if share is None else min(max(share, 0.0), 1.0))
-
-
-def render_positions(marginal: Sequence[float]) -> str:
-    """Per-position acceptance in one line: `pos 76 47 22 %` (marginal, % per draft position)."""
-    if not marginal:
-        return "pos —"
-    return "pos [b]" + " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in marginal) + "[/] %"
 
 
 def render_verdict(view: ServerView, width: int | None = None) -> str:
@@ -337,7 +323,9 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
             f"len [b]{fixed(view.mean_acceptance_length, 2)}[/]",
         ]
         if not notes:  # an engine with notes (llama.cpp) has no per-position counters
-            items.append(render_positions(view.per_position))
+            # `pos 76 47 22 %`: marginal acceptance, % per draft position
+            pos = " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in view.per_position)
+            items.append(f"pos [b]{pos}[/] %" if pos else "pos —")
         if dynamic_k(view):  # Δdrafts / ΔITL count: a schedule, or steps that did not draft
             items.append(f"drafted [b]{drafted_on(view)}[/]")
         acc = Group(tuple(items), f"[dim](server, {w}, {view.scope})[/]", new_line=True)

@@ -70,7 +70,6 @@ class ServerPanel(RowRefresh, Vertical):
         """((panel width, height), rows) each RowStatic keeps at least while the panel's size holds."""
         self._found: dict[str, Widget] = {}
         self.prompt_count = 0
-        """Prompts finished in this panel."""
         self.last_summary: PromptSummary | None = None
 
     def compose(self) -> ComposeResult:

@@ -330,21 +330,17 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def on_resize(self, event: events.Resize) -> None:
         self._strips.clear()
-        if self._raw and self._text_width() != self._wrapped_at:
-            self._rewrap()
+        width = self._text_width()
+        if self._raw and width != self._wrapped_at:  # wrap the whole text again at the new width
+            self._wrapped_at = width
+            self.lines = wrap_stream("".join(self._raw), width).split("\n")[-self.MAX_LINES :]
+            self._top = min(self._top, max(0, len(self.lines) - 1))
+            self._settle()
+            self.refresh()
         elif self.following and self._settle():
             # A new height alone (a row above appeared or went): the tail goes back to the bottom,
             # whenever the layout lands (before or after the last flush: the same picture).
             self.refresh()
-
-    def _rewrap(self) -> None:
-        """Wrap the whole text again at the new width (a resize; never while tokens stream)."""
-        width = self._text_width()
-        self._wrapped_at = width
-        self.lines = wrap_stream("".join(self._raw), width).split("\n")[-self.MAX_LINES :]
-        self._top = min(self._top, max(0, len(self.lines) - 1))
-        self._settle()
-        self.refresh()
 
 
 def _line_style(line: str) -> str:
