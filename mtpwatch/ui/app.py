@@ -125,13 +125,10 @@ class MtpWatchApp(App[int]):
         self.exit(0)
 
     async def shutdown_servers(self) -> None:
-        """Stop servers mtpwatch started (unless keep); safe to call twice.
-
-        Also those of monitor screens already closed: Textual closes the screens before the app's
-        Unmount, where a stop that looked at the screen stack alone found none (textual-serve's
-        "quit" when the page closes), and the simulators were killed by `process.stop_all` at
-        interpreter exit, their transports collected after the loop closed (`RuntimeError: Event
-        loop is closed`)."""
+        """Stop servers mtpwatch started (unless keep); safe to call twice. Also those of monitor
+        screens already closed: Textual closes the screens before the app's Unmount (textual-serve's
+        "quit" when the page closes), and servers left to `process.stop_all` at interpreter exit had
+        their transports collected after the loop closed (`RuntimeError: Event loop is closed`)."""
         for screen in dict.fromkeys([*self.screen_stack, *self.monitors_opened]):
             if isinstance(screen, MonitorScreen):
                 with contextlib.suppress(Exception):

@@ -40,11 +40,11 @@ _TAG = re.compile(rf"\[(?:/{_STYLE}?|{_STYLE}(?: {_STYLE})*)\]")
 def cell_width(markup: str) -> int:
     """Cells `markup` takes on screen (its tags and style variables take none).
 
-    A narrow panel's view measures a few dozen lines and parts whose numbers change every time;
-    parsing each with `Content.from_markup` was most of its cost (`docs/measurements/`, "Lines fitted to
-    narrower panes"). Markup made only of the panels' own tags around
-    text without brackets or backslashes (no escaped server text) is measured by removing the
-    tags; anything else is parsed (`tests/ui/test_pack.py` holds the two to the same answer).
+    Parsing every line and part of a narrow panel's view (their numbers change every time) with
+    `Content.from_markup` was most of its cost (`docs/measurements/`, "Lines fitted to narrower
+    panes"). Markup made only of the panels' own tags around text without brackets or backslashes
+    (no escaped server text) is measured by removing the tags; anything else is parsed
+    (`tests/ui/test_pack.py` holds the two to the same answer).
     """
     if "\\" not in markup:
         plain = _TAG.sub("", markup)
@@ -108,13 +108,10 @@ def pack(groups: Sequence[Group], width: int | None) -> str:
 
 
 def fit(full: str, width: int | None, *shorter: Callable[[], Sequence[Group]]) -> str:
-    """`full` where it fits one line of `width` (or no width is known), else a shorter wording.
-
-    Each of `shorter` gives the groups of a shorter wording: the first that fits whole (its groups
-    on their own `new_line` rows, nothing wrapped) is taken, else the last is packed into the width,
-    wrapped between groups, each part with its label (`pack`). So a wide panel keeps its wording and
-    a narrower one loses words before it loses rows. The markup's own length is checked first: tags
-    only add cells, so a line whose markup fits needs no parse.
+    """`full` where it fits one line of `width` (or no width is known), else a shorter wording: the
+    first of `shorter` whose groups fit whole (each on its own row, nothing wrapped), else the last
+    packed into the width (`pack`). A wide panel keeps its wording; a narrower one loses words before
+    it loses rows. The markup's own length is checked first: tags only add cells.
     """
     if width is None or cell_len(full) <= width or cell_width(full) <= width:
         return full

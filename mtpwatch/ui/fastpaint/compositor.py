@@ -1,24 +1,21 @@
 """RowCompositor: Textual's (private) compositor, with a partial update rendering only the rows it writes.
 
-For a partial update (some widgets refreshed some regions), Textual 8's `Compositor` takes the box
-around every dirty region as its crop, then asks every widget whose *clip* (its container's region)
-overlaps that box to render *all* its lines, and throws away the lines outside the dirty spans. On
-the monitor a streamed token dirties one or two rows of the answer pane, and that made the screen,
-the panels row, the panel, its body, the metrics column, the answer column and their children
-render ~300 lines a frame (the metrics column renders its 39 lines because its clip, the body,
-overlaps the answer pane): about two thirds of a streaming monitor's CPU.
+For a partial update, Textual 8's `Compositor` takes the box around every dirty region as its crop,
+asks every widget whose *clip* (its container's region) overlaps that box to render *all* its lines,
+and throws away the lines outside the dirty spans. On the monitor a streamed token dirties one or two
+rows of the answer pane, and that made the screen, the panels row, the panel, its body, the metrics
+and answer columns and their children render ~300 lines a frame (the metrics column its 39: its
+clip, the body, overlaps the answer pane): about two thirds of a streaming monitor's CPU.
 
-This partial update renders, for each widget, only the rows of its visible region that a dirty span
-crosses within its columns, in runs of consecutive rows, and skips a widget that no span crosses,
-and a row whose written cells widgets in front of it already cover (a container behind the answer
-pane renders nothing for the pane's streamed rows).
-Everything else is Textual's: the same widgets in the same order (front to back, the first strip of a
-cut wins), the same cuts and chops. The update writes each span from its first cell
-(`CellChopsUpdate`; Textual writes from the start of the widget's cut), so a widget that refreshes
-the cells that changed sends those cells. What the terminal shows is the same:
-tests/ui/test_compositor.py applies both updates, frame by frame, to a screen of cells parsed from
-their bytes and compares the screens. Full updates (layout, resize, the first frame, screenshots)
-are Textual's unchanged.
+Here each widget renders only the rows of its visible region that a dirty span crosses within its
+columns, in runs of consecutive rows, skipping a widget no span crosses and a row whose written cells
+widgets in front of it already cover. Everything else is Textual's: the same widgets in the same
+order (front to back, the first strip of a cut wins), the same cuts and chops. The update writes
+each span from its first cell (`CellChopsUpdate`; Textual writes from the start of the widget's
+cut), so a widget that refreshes the cells that changed sends those cells. What the terminal shows
+is the same: tests/ui/test_compositor.py applies both updates, frame by frame, to a screen of cells
+parsed from their bytes and compares the screens. Full updates (layout, resize, the first frame,
+screenshots) are Textual's unchanged.
 
 Imported only through the gate (`fastpaint.gate`): `textual._compositor` is a private module.
 """
@@ -36,10 +33,8 @@ from textual.widget import Widget
 
 
 class CellChopsUpdate(ChopsUpdate):
-    """Textual's `ChopsUpdate`, cropping a chop on the left too: a span that starts inside a chop is
-    written from the span's first cell, not from the chop's (a widget's cut). A changed number in a
-    row is then the bytes of the number, not of the row. A chop holding a double-width character
-    is written from its start as Textual does (a crop inside such a character would split it)."""
+    """Textual's `ChopsUpdate`, cropping a chop on the left too (module docstring). A chop holding a
+    double-width character is written from its start as Textual does (a crop would split it)."""
 
     def render_segments(self, console: Console) -> str:
         sequences: list[str] = []
@@ -81,7 +76,7 @@ class RowCompositor(Compositor):
 
     def _render_span_chops(self, spans: list[tuple[int, int, int]]) -> Sequence[Mapping[int, Strip | None]]:
         """Textual's `_render_chops` over the rows in `spans` only (module docstring; `_row_wanted`
-        says when a widget in front filled a row already). What each chop holds is what Textual's holds."""
+        says when a widget in front filled a row already)."""
         cuts = self.cuts
         chops: list[dict[int, Strip | None]] = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
         by_row: dict[int, list[tuple[int, int]]] = {}

@@ -43,7 +43,6 @@ class FrameScreen(Screen[None]):
             self._compositor = RowCompositor()
 
     def frame_now(self, repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
-        """`frame_now` on this screen (which says when it declines)."""
         app = self.app
         if (
             not self.fast_paint
@@ -57,10 +56,8 @@ class FrameScreen(Screen[None]):
         ):
             return False
         for widget in repaints:
-            if not widget._frame_ready():
-                return False
             try:
-                if widget.screen is not self:
+                if not widget._frame_ready() or widget.screen is not self:
                     return False
             except NoScreen:  # being removed
                 return False
@@ -74,19 +71,17 @@ class FrameScreen(Screen[None]):
 def frame_now(repaints: Mapping[FramedWidget, Sequence[Region]]) -> bool:
     """Repaint each widget's regions (its whole area when none) in one frame composed and written now.
 
-    `Widget.refresh` reaches the terminal through four hops of Textual's message loop: a prompt
-    to the widget, its idle handler posting an update to the screen, the screen's idle handler
-    resuming its update timer, and the timer's next tick (up to 1/60 s later), which composes the
-    screen's dirty widgets (`Screen._on_timer_update`). For the answer panes, which repaint ~16
-    times a second each, composing at once took a fifth off one streaming server's CPU
-    (docs/cost.md, paired) and the timer's wait off its latency. This does what the
-    timer's tick does, at once: the same compositor renders the widgets' regions, with any widget
-    already waiting for the tick (so none is dropped), and draws overlays (a toast, a selection) in
-    front as in any frame. It declines (False: the caller refreshes as usual) unless every widget is
-    mounted on the screen shown, a `FrameScreen` on the RowCompositor (the fast paint on: `gate`), with no
-    layout, scroll, recompose or whole-screen repaint pending and no batch update open: those are
-    the timer's to do in order. tests/ui/test_compositor.py holds these frames to what Textual's
-    own show.
+    `Widget.refresh` reaches the terminal through four hops of Textual's message loop: a prompt to
+    the widget, its idle handler posting an update to the screen, the screen's idle handler resuming
+    its update timer, and the timer's next tick (up to 1/60 s later), which composes the screen's
+    dirty widgets (`Screen._on_timer_update`). For the answer panes (~16 repaints a second each),
+    composing at once took a fifth off one streaming server's CPU (docs/cost.md, paired) and the
+    timer's wait off its latency. The same compositor renders the widgets' regions, with any widget
+    already waiting for the tick (none is dropped), and draws overlays (a toast, a selection) in
+    front as in any frame. It declines (False: the caller refreshes as usual) unless every widget
+    is mounted on the screen shown, a `FrameScreen` with the fast paint on, with no layout, scroll,
+    recompose or whole-screen repaint pending and no batch update open: those are the timer's to do
+    in order. tests/ui/test_compositor.py holds these frames to what Textual's own show.
     """
     try:
         screen = next(iter(repaints)).app.screen

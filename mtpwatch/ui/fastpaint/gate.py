@@ -39,13 +39,10 @@ class Gate:
 
 @functools.cache
 def installed_textual() -> str:
-    """The installed Textual's version ("" when it is not installed as a distribution).
-
-    Read from the one `textual-*.dist-info/METADATA` beside the imported package: importing
-    `importlib.metadata` costs the first frame ~12 ms (`python -X importtime`). Anything else (no
-    dist-info there, or several) asks `importlib.metadata`, which tests/test_fast_paint_boundary.py
-    checks this against.
-    """
+    """The installed Textual's version ("" when it is not installed as a distribution), read from the
+    one `textual-*.dist-info/METADATA` beside the package: importing `importlib.metadata` costs the
+    first frame ~12 ms (`python -X importtime`). Anything else (no dist-info there, or several) asks
+    `importlib.metadata`, which tests/test_fast_paint_boundary.py checks this against."""
     import textual
 
     found = list(Path(textual.__file__).resolve().parent.parent.glob("textual-*.dist-info/METADATA"))

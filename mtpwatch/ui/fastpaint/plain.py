@@ -3,14 +3,13 @@
 Textual renders every row of a widget through `StylesCache.render_line`, which draws the borders,
 padding, outline, hatch, tint and opacity around the widget's own `render_line` and builds a new
 strip from the result (so the app's line filters run again on a row the widget had cached, their
-cache being per strip). For a widget with none of these that pass is pure overhead: two rows of the
-answer pane took 74 µs through it and 48 µs here (headless, the 2-core machine), and with the
-race's two panes scrolling 25 times a second the app's CPU fell by 7 % (docs/cost.md). Here such a
-widget's row is its own strip, fitted to its width in its background, through the app's line
-filters: the strip `StylesCache` returns for it, cell for cell and style for style
-(tests/ui/test_plain_lines.py compares the two on every row of every such widget of the sample
-screens, in both themes and under a line filter). Anything else, and any Textual release the
-comparison did not run on (the fast paint off: `fastpaint.gate`), renders as Textual does.
+cache being per strip). For a widget with none of these that pass is pure overhead (two rows of the
+answer pane, headless: 74 → 48 µs); with the race's two panes scrolling 25 times a second, skipping
+it took 7 % off the app's CPU (docs/cost.md). Here such a widget's row is its own strip, fitted to
+its width in its background, through the app's line filters: the strip `StylesCache` returns for it,
+cell for cell and style for style (tests/ui/test_plain_lines.py compares the two on every row of
+every such widget of the sample screens, in both themes and under a line filter). Anything else, and
+the fast paint off (`fastpaint.gate`), renders as Textual does.
 """
 
 from __future__ import annotations

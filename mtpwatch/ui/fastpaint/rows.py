@@ -2,9 +2,8 @@
 
 Textual repaints a widget whole when its content is updated (`Static.update`) or its border title
 or subtitle is assigned. A widget that knows which rows changed wraps that call in
-`with self.refreshing_rows(regions):`; `refresh()` with no regions then repaints those rows alone
-(none with an area: nothing). This leans on where Textual calls `refresh()` (an implementation
-detail), so it narrows only while the fast paint is on (`gate`); off, the widget repaints whole.
+`with self.refreshing_rows(regions):`. This leans on where Textual calls `refresh()` (an
+implementation detail), so it narrows only while the fast paint is on (`gate`).
 """
 
 from __future__ import annotations
@@ -20,16 +19,13 @@ from mtpwatch.ui.fastpaint.gate import gate
 
 
 class RowRefresh(Widget):
-    """`refreshing_rows(regions)`: within it, a `refresh()` with no regions repaints `regions`."""
+    """`refreshing_rows(regions)`: within it, a `refresh()` with no regions repaints `regions` (in
+    content coordinates; none with an area: nothing; None: the whole widget)."""
 
     refresh_rows: tuple[Region, ...] | None = None
-    """While set (inside `refreshing_rows`): the regions, in content coordinates, that a
-    `refresh()` with none repaints."""
 
     @contextmanager
     def refreshing_rows(self, regions: tuple[Region, ...] | None) -> Iterator[None]:
-        """Narrow a `refresh()` with no regions to `regions` within the block (None: no narrowing),
-        while the fast paint is on."""
         self.refresh_rows = regions if gate().on else None
         try:
             yield

@@ -30,11 +30,8 @@ def speedup_groups(
     compact: bool = False,
 ) -> tuple[Group, ...]:
     """The line between A/B panes: decode tok/s ratio (client), last prompt and median, then its
-    warnings (`session.diagnosis.ab_warnings`), as groups for `ui.pack` (a `PackedLine` gives what
-    does not fit a row of its own).
-
-    The figures, their count and their source fit 78 cells when `compact` (`median 2.07× of 3`).
-    """
+    warnings (`session.diagnosis.ab_warnings`), as groups for a `PackedLine`. The figures, their
+    count and their source fit 78 cells when `compact` (`median 2.07× of 3`)."""
     source = "[dim](decode tok/s, client)[/]"
     if last is None:
         groups = [Group((f"speed-up {label} {source}: — send a prompt",))]
@@ -52,12 +49,10 @@ def speedup_groups(
 
 
 def render_lossless(a: Answer, b: Answer, *, lossy: str | None = None) -> str:
-    """The lossless line (markup): 'outputs identical' or where A and B first diverge.
-
-    Token ids are compared when both servers sent them, else the texts. `lossy` names a mode of the
-    speculating server whose verification does not keep the target's output (`core.sweeps.engine`:
-    vLLM 0.33's `fly`); a difference there is expected, not a bug, and the line says so.
-    """
+    """The lossless line: 'outputs identical' or where A and B first diverge (token ids when both
+    servers sent them, else the texts). `lossy` names a mode of the speculating server whose
+    verification does not keep the target's output (`core.sweeps.engine`: vLLM 0.33's `fly`); a
+    difference there is expected, not a bug, and the line says so."""
     if a.summary.error or b.summary.error or a.summary.cancelled or b.summary.cancelled:
         return "[dim]lossless check: — (an answer failed or was cancelled)[/]"
     line = _lossless_line(a, b)
@@ -143,10 +138,8 @@ def render_measure(update: MeasureUpdate) -> MeasureLines:
 
 def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
     """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
-
-    The CV of each arm is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt
-    has a single run); above `stats.CV_FLAG` (10 %) it is flagged.
-    """
+    Each arm's CV is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt has a
+    single run); above `stats.CV_FLAG` (10 %) it is flagged."""
     from mtpwatch.core.ab import stats
 
     overall = report.primary.overall

@@ -54,11 +54,9 @@ VERDICT_STYLE: dict[str, str] = {
 
 
 def render_header(view: ServerView, *, compact: bool = False, width: int | None = None) -> str:
-    """Server, model, version, k and connection status: two lines (one when compact).
-
-    Narrower than the lines (an A/B pane at 160 columns): the first wraps before the scrape, and
-    the second keeps the server log's facts that fit, then says how many it leaves out.
-    """
+    """Server, model, version, k and connection status: two lines (one when compact). Narrower than
+    the lines (an A/B pane at 160 columns): the first wraps before the scrape, and the second keeps
+    the server log's facts that fit, then says how many it leaves out (`_facts_that_fit`)."""
     style = STATUS_STYLE[view.status]
     status = f"[{style}]● {view.status}[/]"
     detail = f"[{style}]{escape(view.status_detail)}[/]" if view.status_detail else ""
@@ -91,7 +89,6 @@ def render_header(view: ServerView, *, compact: bool = False, width: int | None 
 
 
 def _facts_that_fit(line: str, facts: Sequence[str], width: int | None) -> list[Group]:
-    """The header's second line with the server log's facts that fit after `line`, and a count of the rest."""
     for shown in range(len(facts) - 1, -1, -1):
         items = [f"[dim]{escape(fact)}[/]" for fact in facts[:shown]] + [
             f"[dim]+{len(facts) - shown} more[/]"
@@ -117,10 +114,8 @@ def gauges_label(view: ServerView) -> str:
 
 def render_numbers(view: ServerView, width: int | None = None) -> str:
     """The key numbers, each with its source and window; what the engine does not export says why.
-
     A line wider than `width` takes shorter words (`accept`, `len`) and wraps between numbers, each
-    part with its label. 80 columns: `compact_numbers`.
-    """
+    part with its label (`_line`). 80 columns: `compact_numbers`."""
     w = window_words(view.window) + as_of(view)
     src = f"[dim](server, {w}, {view.scope})[/]"
     notes = view.notes
@@ -136,8 +131,14 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
         items = (f"acceptance [b]{rate}[/]", f"mean length [b]{length}[/] tokens/step", *drafts)
         short = (f"accept [b]{rate}[/]", f"len [b]{length}[/]", *drafts)
         acc = _line(_append(items, draft), src, width, _append(short, draft))
-        if dynamic_k(view):
-            acc += "\n" + render_drafted(view, width)
+        if dynamic_k(view):  # Δdrafts / Δ ITL count (F1 has the formula), and the schedule if set
+            drafted: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
+            if view.k_schedule:
+                ranges = ", ".join(
+                    f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule
+                )
+                drafted = (*drafted, f"k by batch size {escape(ranges)}")
+            acc += "\n" + _line(drafted, f"[dim](server, {window_words(view.window)})[/]", width)
     counts = notes.get("counts")
     label = f"[dim](server, {w}, engine-wide" + (f"; {escape(counts)}" if counts else "") + ")[/]"
     tok, steps = fixed(view.server_tok_s, 1), fixed(view.steps_per_s, 1)
@@ -150,12 +151,9 @@ def render_numbers(view: ServerView, width: int | None = None) -> str:
     if "latency" in notes:
         lat = _line(("TTFT · TPOT · ITL",), f"[dim]{escape(notes['latency'])}[/]", width)
     else:
-        ttft, tpot, itl = (
-            ms_per(view.mean_ttft_s),
-            ms_per(view.mean_tpot_s, "/token"),
-            ms_per(view.mean_step_s, "/step"),
-        )
-        lat = _line((f"TTFT {ttft}", f"TPOT {tpot}", f"ITL {itl}"), f"[dim](server, {w})[/]", width)
+        ttft, tpot = ms_per(view.mean_ttft_s), ms_per(view.mean_tpot_s, "/token")
+        items = (f"TTFT {ttft}", f"TPOT {tpot}", f"ITL {ms_per(view.mean_step_s, '/step')}")
+        lat = _line(items, f"[dim](server, {w})[/]", width)
     kv = (
         f"KV cache [dim]{escape(notes['kv'])}[/]"
         if "kv" in notes
@@ -184,27 +182,10 @@ def _line(
     return fit(full, width, lambda: [Group(tuple(short or items), label2)])
 
 
-def render_drafted(view: ServerView, width: int | None = None) -> str:
-    """'drafted on 23 % of steps (server, 10 s)': Δdrafts / Δ ITL count (F1 has the formula), and
-    the schedule when the command line set one."""
-    items: tuple[str, ...] = (f"drafted on [b]{drafted_on(view)}[/] of steps",)
-    if view.k_schedule:
-        ranges = ", ".join(f"{lo}{f'–{hi}' if hi != lo else ''}: k={k}" for lo, hi, k in view.k_schedule)
-        items = (*items, f"k by batch size {escape(ranges)}")
-    return _line(items, f"[dim](server, {window_words(view.window)})[/]", width)
-
-
 def drafted_on(view: ServerView) -> str:
     """The share of steps that drafted, within 0–100 % (`23 %`; `—` when unknown)."""
     share = view.drafted_share
     return spaced_percent(None if share is None else min(max(share, 0.0), 1.0))
-
-
-def render_positions(marginal: Sequence[float]) -> str:
-    """Per-position acceptance in one line: `pos 76 47 22 %` (marginal, % per draft position)."""
-    if not marginal:
-        return "pos —"
-    return "pos [b]" + " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in marginal) + "[/] %"
 
 
 def render_verdict(view: ServerView, width: int | None = None) -> str:
@@ -225,11 +206,9 @@ def render_bars(
     mixed: bool = False,
 ) -> str:
     """One bar per draft position: `pos 1 ██████▌     62 %  cond 62 %` (marginal bar, conditional beside).
-
     `width` is the bars' (cells at 100 %); a heading wider than `columns` takes shorter words.
-    `mixed`: steps drafted different lengths (a batch-size schedule, steps without drafts), so
-    every position's denominator (Δnum_drafts) counts drafts too short to reach it: a note says so.
-    """
+    `mixed`: steps drafted different lengths, so every position's denominator (Δnum_drafts) counts
+    drafts too short to reach it (`views.mixed_lengths`): a note says so."""
     scope = f"(server, {window_words(window)})" if window else "(server)"
     where = f"[dim]{scope}[/]"
     if not marginal:
@@ -260,10 +239,10 @@ def render_bars(
 def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: int | None = None) -> str:
     """One line per finished prompt: tokens, TTFT, decode tok/s (client), acceptance and scope (server).
 
-    Compact (80 columns, or where the line is wider than `width`): the numbers in 78 cells (TTFT in
-    whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does not reach it).
-    Where even that is wider than `width` (a 56-cell A/B pane at 120 columns), it wraps between its
-    client and server parts, each with its label: two lines (`ServerPanel.draw_summaries` counts them).
+    Compact (80 columns, or a row narrower than `SUMMARY_FULL_CELLS` or the line): the numbers in 78
+    cells (TTFT in whole ms, `acc` and its scope, no length; "cancelled" first, where the cut does
+    not reach it); where even that is wider than `width` (a 56-cell A/B pane at 120 columns), two
+    lines, wrapped between its client and server parts, each with its label.
     """
     if s.error:
         return f"#{n} [$text-error]{escape(s.error)}[/]"
@@ -305,7 +284,7 @@ def render_summary(n: int, s: PromptSummary, *, compact: bool = False, width: in
         f"decode [b]{fixed(s.decode_tok_s, 1)}[/] tok/s [dim](client)[/]{acc}{tail}"
     )
     # The form follows the row's width, not this line's length: A's line (no acceptance) and B's
-    # in panes of one width read alike ("decode 18.1 tok/s" beside "38.2 tok/s" before).
+    # in panes of one width read alike.
     if width is not None and (
         width < SUMMARY_FULL_CELLS or (cell_len(full) > width and cell_width(full) > width)
     ):
@@ -344,7 +323,9 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
             f"len [b]{fixed(view.mean_acceptance_length, 2)}[/]",
         ]
         if not notes:  # an engine with notes (llama.cpp) has no per-position counters
-            items.append(render_positions(view.per_position))
+            # `pos 76 47 22 %`: marginal acceptance, % per draft position
+            pos = " ".join(f"{100 * min(max(v, 0.0), 1.0):.0f}" for v in view.per_position)
+            items.append(f"pos [b]{pos}[/] %" if pos else "pos —")
         if dynamic_k(view):  # Δdrafts / ΔITL count: a schedule, or steps that did not draft
             items.append(f"drafted [b]{drafted_on(view)}[/]")
         acc = Group(tuple(items), f"[dim](server, {w}, {view.scope})[/]", new_line=True)

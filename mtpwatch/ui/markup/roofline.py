@@ -53,8 +53,8 @@ def render_bandwidth(
     Where the bandwidth line does not fit `width` (an A/B pane at 160 columns), every line takes
     shorter words and wraps between its labelled parts (`ui.pack.fit`), the GPU and its peak move
     to the first line, and the summary gives way to its few-word head (`BandwidthView.regime`)
-    beside the terms: its figures are the bandwidth line's, and what binds (and why) is the terms
-    line's. Only plain decoding (k = 0) when idle keeps it: there it says the bytes a step reads.
+    beside the terms (its figures are the bandwidth line's, what binds and why the terms line's).
+    Only plain decoding (k = 0) when idle keeps it: there it says the bytes a step reads.
     """
     if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None:
         head = "roofline [dim]— " + escape(bw.note or "no model config known") + "[/]"
@@ -87,8 +87,7 @@ def render_bandwidth(
         lines.append(
             fit(f"{none} · {regime}", width, lambda: [Group((none,)), Group((regime,))]) if regime else none
         )
-    # Narrow: with k > 0 the terms line says what binds and why; the regime, where it is known, says
-    # the rest. Its blank rows held after an idle summary would take the answer's rows.
+    # Narrow (docstring): an idle summary's rows, held after it, would take the answer's.
     if bw.summary and not (narrow and (bw.k or regime)):
         lines.extend(f"[i]{escape(line)}[/]" for line in wrap(bw.summary, width))
     lines.extend(_hardware(bw, width))

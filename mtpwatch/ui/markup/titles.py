@@ -11,13 +11,11 @@ from mtpwatch.ui.pack import cell_width
 
 
 def render_pane_title(label: str, view: ServerView | None, *, starts_server: bool) -> str:
-    """A panel's border title: its label, whose method part follows what the server ran.
-
-    A server mtpwatch starts is labelled with what it was told ('B · DFlash k=4', 'B · k=4 ·
-    method: vLLM detects'); once its start-up log (or the simulator) names the method vLLM chose,
-    that part says it instead ('B · DFlash k=4') where it says otherwise, since vLLM may detect or,
-    before 0.34, rewrite the method (`core.launch.specrule`). Attached servers and the baseline keep
-    their label.
+    """A panel's border title: its label, whose method part follows what the server ran. A server
+    mtpwatch starts is labelled with what it was told ('B · k=4 · method: vLLM detects'); once its
+    start-up log (or the simulator) names the method vLLM chose, that part says it where it differs
+    ('B · DFlash k=4'), since vLLM may detect or, before 0.34, rewrite the method
+    (`core.launch.specrule`). Attached servers and the baseline keep their label.
     """
     if not starts_server or view is None or not view.method or view.speculative is False:
         return label

@@ -1,10 +1,9 @@
-"""ABLines: the A/B lines under a monitor's panels and F6's measurement behind them.
+"""ABLines: a `MonitorScreen`'s A/B lines under its panels and F6's measurement behind them.
 
-One `MonitorScreen`'s: the speed-up line after each prompt that ran on both arms (its numbers from
-`session/speedups`), the lossless line, and the measure line with F6's paired runs (`session/measure`),
-their report and Ctrl+S's save (`session/results`); with the restart schedule, the polling of the one
-server that is up. The screen owns the widgets (`#speedup`, `#lossless`, `#measure`) and its driver
-says whether this session measures at all.
+The speed-up line after each prompt that ran on both arms (`session/speedups`), the lossless line,
+and the measure line with F6's paired runs (`session/measure`), their report and Ctrl+S's save
+(`session/results`); with the restart schedule, the polling of the one server that is up. The
+screen owns the widgets (`#speedup`, `#lossless`, `#measure`); its driver says whether it measures.
 """
 
 from __future__ import annotations

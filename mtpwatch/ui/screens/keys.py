@@ -1,12 +1,10 @@
 """Keys: the bindings every screen shares, the replay player's, and the help's key tables made from them.
 
 A screen owns its keys: its `BINDINGS` (each with an id) and, for the help, one row per key or pair
-of keys (`HelpRow`: the binding ids and what they do). `key_table` writes the help's Markdown table
-from the bindings themselves (the screen's, its widgets' and `app_keys`), so a key the help lists
-is the key that is bound: the monitor's (`MONITOR_HELP`) and the fleet's (`screens/fleet.FLEET_HELP`).
-
-The replay player's keys live here, not in `screens/replay.py`: every monitor's help documents them
-(`screens/monitor.MonitorScreen.help_text`), and `replay.py` imports the monitor, not the other way.
+of keys (`HelpRow`). `key_table` writes the help's Markdown table from the bindings themselves (the
+screen's, its widgets' and `app_keys`), so a key the help lists is the key that is bound: the
+monitor's (`MONITOR_HELP`) and the fleet's (`screens/fleet.FLEET_HELP`). The replay player's keys
+live here: every monitor's help documents them, and `screens/replay.py` imports the monitor.
 """
 
 from __future__ import annotations

@@ -168,8 +168,7 @@ class MonitorScreen(FrameScreen):
 
     def _loop_tick(self) -> None:
         """`--loop`: send the next built-in prompt once every server is up and idle long enough."""
-        if self.loop is None:
-            return
+        assert self.loop is not None  # the interval runs only with --loop
         ready = bool(self.feeds) and all(feed.state().status == "up" for feed in self.feeds)
         prompt = self.loop.due(self.clock(), busy=self.generating or self.ab.measuring, ready=ready)
         if prompt is not None:
@@ -199,7 +198,6 @@ class MonitorScreen(FrameScreen):
         return max(self.app.size.width - 2, 1) if self.app.size.width else None
 
     def update_title(self) -> None:
-        """Title bar: app title, mode, window, schedule, paused."""
         title = render_title(
             self.window,
             title=self.config.title,
@@ -307,7 +305,6 @@ class MonitorScreen(FrameScreen):
             self.feeding.views_due(now=True)
 
     def action_cycle_window(self) -> None:
-        """Next acceptance window; redraw at once."""
         self.window_index = (self.window_index + 1) % len(WINDOWS)
         self.update_title()
         self.feeding.views_due(now=True)

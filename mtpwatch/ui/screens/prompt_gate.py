@@ -1,11 +1,11 @@
 """PromptGate: the console sends a prompt only to arms that are up, else holds it until they are.
 
-The demo's first frame already offers "Enter sends the suggested prompt" while both servers are
-still starting; an Enter pressed then used to fail arm A with "connection refused" in a race (issue
-40, item 1). A prompt submitted while an arm is still starting or connecting is held, the title
-says "waiting for A", and it goes as soon as every arm is up; an arm that fails or goes down
-meanwhile gives it back in the box with one line saying why (nothing is lost). An arm already
-down when the prompt is sent is not waited for: the answer pane says what the stream met.
+The demo's first frame offers "Enter sends the suggested prompt" while both servers are still
+starting, where a prompt sent at once failed arm A with "connection refused" (issue 40, item 1). A
+prompt submitted while an arm is starting or connecting is held (the title says "waiting for A")
+and goes once every arm is up; an arm that fails or goes down meanwhile gives it back in the box
+with one line saying why. An arm already down when the prompt is sent is not waited for: the
+answer pane says what the stream met.
 """
 
 from __future__ import annotations

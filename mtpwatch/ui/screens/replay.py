@@ -78,9 +78,7 @@ class ReplayScreen(MonitorScreen):
     # -- title ------------------------------------------------------------------------------------
 
     def update_title(self) -> None:
-        source = getattr(self, "source", None)
-        if source is None:
-            return
+        source = self.source
         state = "▶" if self.playing else "❚❚"
         speed = f"{self.speed:g}×" if self.speed >= 1 else f"{self.speed:.2g}×"
         total = _clock_text(source.t_end - source.t_start)
@@ -118,8 +116,11 @@ class ReplayScreen(MonitorScreen):
         panels = self.panels
         for i, action in enumerate(actions):
             quiet = from_index is not None and i < from_index.get(action.server, 0)
-            if action.kind == "answer" and action.answer is not None:
-                self._compare(action.server, action.answer)
+            if action.kind == "answer" and action.answer is not None and self.config.mode == "ab":
+                self._answers[action.server] = action.answer
+                if len(self._answers) == 2:
+                    self.ab.show_comparison(self._answers[0], self._answers[1])
+                    self._answers = {}
             if action.server >= len(panels):
                 continue
             panel = panels[action.server]
@@ -135,14 +136,6 @@ class ReplayScreen(MonitorScreen):
         if from_index is not None:
             for panel in panels:
                 panel.draw_summaries()
-
-    def _compare(self, server: int, answer: Answer) -> None:
-        if self.config.mode != "ab":
-            return
-        self._answers[server] = answer
-        if len(self._answers) == 2:
-            self.ab.show_comparison(self._answers[0], self._answers[1])
-            self._answers = {}
 
     def seek_to(self, t: float) -> None:
         """Jump to time `t`: the panes show each server's prompt at that moment."""

@@ -1,8 +1,5 @@
-"""Which cells of a row changed between two strips: the runs a repaint writes (bytes over SSH).
-
-The screens' compositor (`ui/fastpaint/compositor.RowCompositor`) writes each dirty span from its first cell,
-so a widget that refreshes only the runs of cells that changed sends only those cells, plus one
-cursor move per run.
+"""Which cells of a row changed between two strips: the runs a repaint writes (bytes over SSH; the
+screens' `ui/fastpaint/compositor.RowCompositor` writes each dirty span from its first cell).
 """
 
 from __future__ import annotations

@@ -98,11 +98,9 @@ def cells(row: FleetRow) -> list[Text]:
 
 class LineTable(Static, can_focus=True):
     """Rows as one text block (one line per row, a highlighted cursor line), cells built for the
-    lines in view only.
-
-    Drawn as a single `Static` rather than a `DataTable`: a refresh re-renders one text block instead
-    of updating hundreds of cells, which kept a 32-row refresh well under the CPU budget of the fleet
-    view (tests/bench/fleet_scale.py). The cursor stays on the same server across refreshes.
+    lines in view only; the cursor stays on the same server across refreshes. A `Static` rather than
+    a `DataTable`: a refresh re-renders one text block instead of updating hundreds of cells, which
+    kept a 32-row refresh well under the fleet view's CPU budget (tests/bench/fleet_scale.py).
     """
 
     BINDINGS = [
@@ -131,10 +129,7 @@ class LineTable(Static, can_focus=True):
         current = self.selected()
         self.rows_shown = list(rows)
         if current is not None:
-            for i, row in enumerate(rows):
-                if row.key == current.key:
-                    self.cursor_row = i
-                    break
+            self.cursor_row = next((i for i, r in enumerate(rows) if r.key == current.key), self.cursor_row)
         self.cursor_row = max(0, min(self.cursor_row, len(rows) - 1))
         self.redraw()
 

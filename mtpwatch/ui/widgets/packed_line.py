@@ -1,11 +1,9 @@
 """PackedLine: a line of labelled groups that takes a second row (or a third) rather than lose a label.
 
-The A/B speed-up line holds the speed-up, its source, then what it warns of and what the k advisor
-says. At 160 columns that is one row; at 80 the advisor was cut at the screen's edge. `show(groups)`
-packs them into the widget's width (`ui.pack`): a group that does not fit on what is left of a row
-starts the next one, and the widget grows to the rows it needs (CSS caps them). It packs again
-when its width changes, and then also chooses again between the wordings it was given (the
-speed-up's `over 3 prompt(s)` or, at 80 columns, `of 3`).
+The A/B speed-up line holds the speed-up, its source, its warnings and the k advisor: one row at 160
+columns, more at 80. `show(groups)` packs them into the widget's width (`ui.pack`), and the widget
+grows to the rows it needs (CSS caps them). It packs again when its width changes, and then also
+chooses again between the wordings it was given (the speed-up's `over 3 prompt(s)` or `of 3`).
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ from mtpwatch.ui.pack import Group, pack
 
 
 class PackedLine(Static):
-    """A `Static` (height: auto) whose `show(groups)` packs labelled groups into its width."""
-
     _wordings: tuple[tuple[Group, ...], ...] | None = None
     """What `show` was given, packed again on a resize (None: a plain `update` is shown)."""
     _rows = 1

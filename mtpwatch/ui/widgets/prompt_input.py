@@ -26,11 +26,10 @@ class PromptInput(Input):
     ]
 
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
-    """Textual's `Input` sets its virtual size to its text's width on every change of its value,
-    and a widget's virtual size is a layout reactive: every keystroke, paste and clear relaid out
-    the whole screen (~5–20 ms at 160×48, while the panels stream). The box is one row whose
-    height never depends on its text: a repaint is enough (the horizontal scroll reads the new
-    size at once)."""
+    """Textual's `Input` sets its virtual size to its text's width on every change of its value, a
+    layout reactive: every keystroke, paste and clear relaid out the whole screen (~5–20 ms at
+    160×48, while the panels stream). The box's one row never depends on its text: a repaint is
+    enough (the horizontal scroll reads the new size at once)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -25,12 +25,10 @@ _NEWLINE = Content("\n")
 class RowStatic(RowRefresh, PlainLines, Static):
     """`update_lines(previous, markup)` repaints only the rows whose markup line changed, when every
     line is one row (it fits, or the widget does not wrap); otherwise, and when the line count
-    changes, it is a plain `update`.
-
-    While every line is one row, a row is drawn from its own line alone (parsed and rendered
-    once per distinct line text, width and style, then cached), so a changed row costs that row,
-    not the block. Anything else (a line wider than the widget, a selection, content alignment other
-    than top left, a plain `update`) draws as a Static does.
+    changes, it is a plain `update`. While every line is one row, a row is drawn from its own line
+    alone (cached per line text, width and style), so a changed row costs that row, not the block.
+    Anything else (a wrapped line, a selection, content not aligned top left, a plain `update`)
+    draws as a Static does.
     """
 
     _row_lines: list[str] | None = None
@@ -42,7 +40,7 @@ class RowStatic(RowRefresh, PlainLines, Static):
         self._line_contents: LRUCache[str, Content] = LRUCache(256)
 
     def _line_content(self, line: str) -> Content:
-        """One line's markup parsed, once per distinct text (a view changes a few lines of a block)."""
+        """One line's markup parsed, once per distinct text."""
         content = self._line_contents.get(line)
         if content is None:
             content = self._line_contents[line] = Content.from_markup(line)
@@ -75,8 +73,7 @@ class RowStatic(RowRefresh, PlainLines, Static):
         self._row_lines = new
 
     def _changed_cells(self, y: int, old: str, new: str, width: int) -> list[Region]:
-        """Row `y`'s runs of cells drawn differently with line `new` than with `old`
-        (`cells.changed_regions`; the whole row when either is unknown)."""
+        """`cells.changed_regions` of row `y` drawn with line `old` and with `new`."""
         if self._row_lines is None:
             return [Region(0, y, width, 1)]
         return changed_regions(y, self._row_strip(old, width), self._row_strip(new, width), width)
@@ -97,8 +94,7 @@ class RowStatic(RowRefresh, PlainLines, Static):
         self._line_strips.clear()
 
     def _row_strip(self, markup: str, width: int) -> Strip | None:
-        """Line `markup` drawn as one row (None: it wraps), parsed and rendered once per text,
-        width and style."""
+        """Line `markup` drawn as one row (None: it wraps), cached per text, width and style."""
         style = self.visual_style
         key = (markup, width, style)
         if key in self._line_strips:

@@ -43,12 +43,8 @@ since a hidden chart has none."""
 
 
 class ServerPanel(RowRefresh, Vertical):
-    """Live view of one server: header, key numbers, per-position bars, chart, bandwidth, answer pane.
-
-    Data comes in one way: `show(view)` with a complete `ServerView`. The screen's view tick
-    (`PanelFeeds.tick_views`) builds the views from the feeds with the screen's clock (a replay's
-    is the recording's) and shows them; the panel never fetches or builds anything itself.
-    """
+    """Live view of one server. Data comes in one way: `show(view)` with a complete `ServerView`,
+    from the screen's view tick (`PanelFeeds.tick_views`); the panel never fetches or builds one."""
 
     view: var[ServerView | None] = var(None, always_update=True)
     """The newest view shown; `watch_view` pushes it into the children (a `var`: no panel repaint)."""
@@ -74,7 +70,6 @@ class ServerPanel(RowRefresh, Vertical):
         """((panel width, height), rows) each RowStatic keeps at least while the panel's size holds."""
         self._found: dict[str, Widget] = {}
         self.prompt_count = 0
-        """Prompts finished in this panel."""
         self.last_summary: PromptSummary | None = None
 
     def compose(self) -> ComposeResult:
@@ -106,7 +101,6 @@ class ServerPanel(RowRefresh, Vertical):
     # -- data in -------------------------------------------------------------------------------
 
     def show(self, view: ServerView) -> None:
-        """Draw `view` (the screen's view tick; tests and screenshots)."""
         self.view = view
 
     @property
@@ -179,13 +173,9 @@ class ServerPanel(RowRefresh, Vertical):
 
     def _roomless(self, *blocks: str, chart: bool = True) -> bool:
         """A/B: whether the answer would keep fewer than `MIN_ANSWER_ROWS` beside `blocks` (the
-        rows' texts) and the chart (unless `chart=False`): the tiers in `watch_view` ask again
-        without the blocks they gave up.
-
-        A function of the view and the panel's size alone, not of what was shown before: views
-        that take the same rows draw the same, and a replay that seeks draws what a panel of its
-        size drew live (the replay screen, without a console, has taller panels).
-        """
+        rows' texts) and the chart (unless `chart=False`). A function of the view and the panel's
+        size alone, not of what was shown before: a replay that seeks draws what a panel of its size
+        drew live (the replay screen, without a console, has taller panels)."""
         chart_rows = CHART_ROWS_AB if chart else 0
         height, chrome = self._room()
         if not (height and chrome):  # before the first layout
@@ -204,9 +194,9 @@ class ServerPanel(RowRefresh, Vertical):
         return self.content_region.height, answer.outer_size.height - self.stream.outer_size.height
 
     def _redraw(self, room: tuple[int, int] | None = None) -> None:
-        """Draw the view and the summaries again; a resize that also switches the layout (120 → 110
-        columns stacks the panes) can arrive before the answer's new rows are laid out, so the
-        tiers are chosen again, once, if the rows they counted (`room`) moved by then."""
+        """Draw the view and the summaries again, and once more if the rows the tiers counted
+        (`room`) moved by then: a resize that stacks the panes (120 → 110 columns) can arrive before
+        the answer's new rows are laid out."""
         if room is not None and self._room() == room:
             return
         drawn_at = self._room()
@@ -246,11 +236,10 @@ class ServerPanel(RowRefresh, Vertical):
     def _set(self, selector: str, markup: str) -> None:
         """Update a Static only when its text changed; relayout only when it needs more rows.
 
-        A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes twice a
-        second must not trigger one when only the digits moved. Nor when a block's text gets shorter: a
-        block keeps the rows it had at this panel size (blank rows at its end), so a verdict that wraps
-        to two lines or three as a prompt starts and ends, or bars that come and go with the
-        window, do not move the blocks below them and relayout the screen twice a prompt.
+        A layout refresh recomposes the whole screen (~20 ms at 200×50), so scrapes twice a second
+        must not trigger one when only the digits moved, nor when a block's text gets shorter: a
+        block keeps the rows it had at this panel size (blank rows at its end), so a verdict that
+        wraps to two lines or three, or bars that come and go, do not move the blocks below them.
         """
         self._shown[selector] = markup
         rows = markup.count("\n") + 1
@@ -271,7 +260,6 @@ class ServerPanel(RowRefresh, Vertical):
     # -- startup -------------------------------------------------------------------------------
 
     def show_startup(self, phase: str, lines: list[str]) -> None:
-        """Append server log lines and show the current phase."""
         self._one(".startup-phase", Static).update(Content.from_markup(phase))
         if lines:
             self._one(".server-log", Log).write_lines(lines)
@@ -289,24 +277,20 @@ class ServerPanel(RowRefresh, Vertical):
 
     @property
     def stream(self) -> TokenStream:
-        """The answer pane."""
         return self._one(".stream", TokenStream)
 
     def begin_answer(self, prompt: str, *, summary_follows: bool = True) -> None:
-        """Start a new answer: a blank line, the prompt marker, then tokens.
-
-        The hint that answers appear here goes once one streams. An answer whose summary line
-        follows (`add_summary`) has the summary's row while it streams where the CSS says so (the
-        80×24 A/B view: `-answering`), and the row comes back with its line.
-        """
+        """Start a new answer: a blank line, the prompt marker, then tokens; the hint goes. An answer
+        whose summary line follows (`add_summary`) has the summary's row while it streams where the
+        CSS says so (the 80×24 A/B view: `-answering`)."""
         self.stream.start_block(f"▶ {prompt}")
         if not self._summaries:
             self._set_summary("")
         self._one(".summary", Static).set_class(summary_follows, "-answering")
 
     def add_summary(self, summary: PromptSummary, number: int | None = None) -> None:
-        """Show the summary line of a finished prompt (the last three stay visible); `number`: its
-        `#N` where the caller knows it (a replay: from the recording), else the next one."""
+        """Show the summary line of a finished prompt; `number`: its `#N` where the caller knows it
+        (a replay: from the recording), else the next one."""
         self.keep_summary(summary, number)
         self.stream.finish(cancelled=summary.cancelled)
         self._one(".summary", Static).remove_class("-answering")
@@ -328,16 +312,15 @@ class ServerPanel(RowRefresh, Vertical):
 
     def draw_summaries(self) -> None:
         """Draw the summary lines kept (`keep_summary`): the newest that fit the summary's rows (1 to
-        3, set by the CSS), newest at the bottom: a Static shows its first lines, so lines that do
-        not fit are not sent at all."""
+        3, set by the CSS), newest at the bottom (lines that do not fit are not sent at all)."""
         if not self._summaries:
             return
         summary = self._one(".summary", Static)
         rows = summary.content_region.height or len(self._summaries)
         compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
         width = _width(summary)
-        # Newest first, while their lines fit the rows: a summary wrapped in a narrow pane takes two.
-        # The newest is shown even where its lines do not fit, on one line (cut at the edge, as before).
+        # A summary wrapped in a narrow pane takes two rows; the newest is shown even where its lines
+        # do not fit, on one line (cut at the edge).
         shown: list[str] = []
         for n, s in reversed(self._summaries):
             text = render_summary(n, s, compact=compact, width=width)

@@ -84,11 +84,8 @@ LEGEND_CELLS = len("tok/s  ⣿ server (engine, all requests)  ⣿ client (this p
 
 
 class ThroughputChart(PlainLines):
-    """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt).
-
-    `show` its series (one point per second, oldest first); the chart redraws itself on a timer.
-    `replot()` redraws now (tests, screenshots).
-    """
+    """Server tok/s (Δgeneration_tokens, engine-wide) and client decode tok/s (this prompt): `show`
+    its series (one point per second, oldest first); `replot()` redraws now (tests, screenshots)."""
 
     REDRAW_HZ = 1.0
     LABEL_WIDTH = 6
@@ -112,7 +109,6 @@ class ThroughputChart(PlainLines):
         self._strips: list[Strip] = []
 
     def show(self, server: tuple[float, ...], client: tuple[float, ...]) -> None:
-        """The series to draw at the next redraw: server tok/s and the prompt's client tok/s."""
         self.server_series = server
         self.client_series = client
 
@@ -120,7 +116,6 @@ class ThroughputChart(PlainLines):
         self.set_interval(1 / self.REDRAW_HZ, self.redraw_if_needed, name="chart-redraw")
 
     def redraw_if_needed(self) -> None:
-        """Redraw when the data or size changed and the chart is on screen."""
         if self._key() != self._drawn and self.is_on_screen:
             self.replot()
 
@@ -151,10 +146,7 @@ class ThroughputChart(PlainLines):
             return []
         base = self.rich_style
         axis = base + self.get_component_rich_style("chart--axis")
-        styles = [
-            base + self.get_component_rich_style("chart--server"),
-            base + self.get_component_rich_style("chart--client"),
-        ]
+        styles = [base + self.get_component_rich_style(f"chart--{name}") for name in ("server", "client")]
         plot_w, plot_h = width - self.LABEL_WIDTH, height - 2
         top = max([*self.server_series, *self.client_series, 0.0])
         y_max = nice_ceiling(top * 1.1)

@@ -2,17 +2,16 @@
 most 25 times a second (every pane in the same frame), repaints only the rows that changed, and never
 changes the screen's layout.
 
-Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers a virtual-size
-change with a relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that
-was most of the app's CPU. This pane is a fixed-size widget that draws its lines itself with
-`render_line`: it shows the tail while following, keeps the whole scroll-back (mouse wheel,
-PageUp/PageDown through `scroll_lines`), and draws its own one-column position bar, so no
-scrollbar or virtual size is involved and a new line repaints this pane only.
+Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers that with a
+relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that was most of the
+app's CPU. This fixed-size pane draws its lines itself (`render_line`): the tail while following, the
+whole scroll-back (mouse wheel, PageUp/PageDown: `scroll_lines`) and its own one-column position
+bar, so no scrollbar or virtual size is involved and a new line repaints this pane only.
 
-What goes to the terminal (over SSH, every repainted cell is bytes): a paint that only extends the
-last lines repaints those rows, not the pane. While an answer streams, following scrolls in jumps of a
-quarter pane (as a terminal's jump scroll), so the whole pane moves once per quarter pane of text
-instead of on every new line; when the answer ends the text settles at the bottom again.
+Over SSH every repainted cell is bytes: a paint that only extends the last lines repaints those rows,
+and while an answer streams, following scrolls in jumps of a quarter pane (as a terminal's jump
+scroll), so the pane moves once per quarter pane of text; when the answer ends the text settles at
+the bottom again.
 """
 
 from __future__ import annotations
@@ -41,11 +40,8 @@ CANCEL_MARK = "■ cancelled"
 class TokenStream(FramedWidget, PlainLines, can_focus=False):
     """Generated text. `feed` is one list append per token; the first text after a paint schedules the
     next paint (`_Painter`: `FLUSH_DELAY_S` later, `MIN_PAINT_INTERVAL_S` after the previous one; no
-    timer runs while nothing arrives).
-
-    Lines are soft-wrapped as they arrive (`wrap_stream`), one column narrower than the pane: the
-    last column is the position bar, drawn when the text is taller than the pane. The last line
-    stays re-wrappable, so a word still growing moves to the next line when it no longer fits.
+    timer runs while nothing arrives). Lines are soft-wrapped as they arrive (`wrap_stream`), one
+    column narrower than the pane (the last is the position bar, drawn when the text is taller).
     """
 
     FLUSH_DELAY_S = 0.02
@@ -116,10 +112,8 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def flush(self, *, final: bool = True) -> None:
         """Wrap and append whatever is queued, then repaint what changed (never the layout).
-
-        `final=False` (the scheduled paint, mid-answer) lets following scroll in jumps; a final
-        flush (the end of an answer, tests) settles the text at the bottom of the pane.
-        """
+        `final=False` (the scheduled paint, mid-answer) lets following scroll in jumps; a final flush
+        (the end of an answer, tests) settles the text at the bottom of the pane."""
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -128,7 +122,7 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
             self.refresh()
 
     def _settle(self) -> bool:
-        """Following: put the last line at the bottom again (after a jump); True if that moved it."""
+        """Following: put the last line at the bottom again; True if that moved it."""
         bottom = max(0, len(self.lines) - self.content_region.height)
         moved = self._follow_top != bottom
         self._follow_top = bottom
@@ -190,10 +184,9 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
             self._repaint(*regions)
 
     def _repaint(self, *regions: Region) -> None:
-        """Repaint `regions` (the pane when none) in a frame composed now (`frame_now`: a streamed
-        burst reaches the terminal without Textual's four message hops): the painter's frame, which
-        every pane with new text shares, while it paints; else a frame of its own. `refresh` (the
-        screen's next update) when `frame_now` declines."""
+        """Repaint `regions` (the pane when none) in a frame composed now (`frame_now`): the
+        painter's, which every pane with new text shares, while it paints; else one of its own;
+        `refresh` when `frame_now` declines."""
         frame = self._frame
         if frame is None:
             if not frame_now({self: regions}):
@@ -204,9 +197,9 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
             frame.setdefault(self, []).extend(regions)
 
     def _bar_changes(self, before: tuple[int, int], after: tuple[int, int]) -> list[Region]:
-        """The bar's cells that differ between two thumbs: the rows that joined or left the thumb
-        (as the text grows the thumb shrinks by a row now and then), the whole column when the bar
-        appears or goes (every repainted row is composed by every container around the pane)."""
+        """The bar's cells that differ between two thumbs: the rows that joined or left the thumb,
+        the whole column when the bar appears or goes (every container around the pane composes
+        each repainted row)."""
         if before == after:
             return []
         x, height = self.content_region.width - 1, self.content_region.height
@@ -247,7 +240,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
             self.flush()
 
     def reset(self) -> None:
-        """Drop pending and shown text."""
         self._pending.clear()
         self.lines.clear()
         self._raw.clear()
@@ -256,8 +248,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         self._follow_top = 0
         self.following = True
         self.refresh()
-
-    # -- text out ------------------------------------------------------------------------------
 
     @property
     def pending_text(self) -> str:
@@ -293,7 +283,6 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
         self.refresh()
 
     def page(self, direction: int) -> None:
-        """Scroll one page back (-1) or forward (+1)."""
         self.scroll_lines(direction * max(1, self.content_region.height - 1))
 
     def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
@@ -341,21 +330,17 @@ class TokenStream(FramedWidget, PlainLines, can_focus=False):
 
     def on_resize(self, event: events.Resize) -> None:
         self._strips.clear()
-        if self._raw and self._text_width() != self._wrapped_at:
-            self._rewrap()
+        width = self._text_width()
+        if self._raw and width != self._wrapped_at:  # wrap the whole text again at the new width
+            self._wrapped_at = width
+            self.lines = wrap_stream("".join(self._raw), width).split("\n")[-self.MAX_LINES :]
+            self._top = min(self._top, max(0, len(self.lines) - 1))
+            self._settle()
+            self.refresh()
         elif self.following and self._settle():
             # A new height alone (a row above appeared or went): the tail goes back to the bottom,
             # whenever the layout lands (before or after the last flush: the same picture).
             self.refresh()
-
-    def _rewrap(self) -> None:
-        """Wrap the whole text again at the new width (a resize; never while tokens stream)."""
-        width = self._text_width()
-        self._wrapped_at = width
-        self.lines = wrap_stream("".join(self._raw), width).split("\n")[-self.MAX_LINES :]
-        self._top = min(self._top, max(0, len(self.lines) - 1))
-        self._settle()
-        self.refresh()
 
 
 def _line_style(line: str) -> str:
@@ -367,9 +352,8 @@ def _line_style(line: str) -> str:
 
 def _changed_span(old: str, new: str, width: int) -> tuple[int, int]:
     """The columns [x0, x1) of a row drawn as `new` that differ from `old`: from the first changed
-    character to the end of the longer text (the cells after both are blank in both); the row's
-    whole text width when the line's style changed or a character is not one column wide (cells
-    are not characters then)."""
+    character to the end of the longer text; the row's whole text width when the line's style
+    changed or a character is not one column wide (cells are not characters then)."""
     text_width = max(0, width - 1)  # the last column is the position bar's
     if _line_style(old) != _line_style(new) or not (old + new).isascii():
         return 0, text_width
