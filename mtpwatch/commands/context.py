@@ -64,10 +64,8 @@ class _Server:
             value = reply.json().get("count") if reply.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             value = None
-        if not isinstance(value, int):
-            self.can_count = False
-            return None
-        return value
+        self.can_count = isinstance(value, int)
+        return value if self.can_count else None
 
 
 def context_from_bench(opts: BenchOptions) -> None:
