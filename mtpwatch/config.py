@@ -52,7 +52,8 @@ class ServerSpec:
 
 @dataclass(frozen=True, slots=True)
 class DisplaySettings:
-    """How the app polls and what it assumes about the hardware."""
+    """How the app polls and what it assumes about the hardware. A field without a docstring is the
+    display option of its name: its help (`commands.options.display_options`) says what it does."""
 
     scrape_interval_s: float = 0.5
     """Seconds between /metrics scrapes (2 Hz by default: the views' rate, `session.view_pacing`,
@@ -62,21 +63,14 @@ class DisplaySettings:
     """Seconds between scrapes while the server is idle (`Collector.idle`) and no console prompt
     runs; never shorter than `scrape_interval_s`. A prompt from the console scrapes at once."""
     chat: bool = False
-    """Send prompts to /v1/chat/completions instead of /v1/completions."""
     max_tokens: int = 256
-    """max_tokens of prompts typed in the console."""
     temperature: float = 0.0
     """Sampling temperature; 0 makes MTP on/off outputs comparable token by token."""
     gpu: str | None = None
-    """GPU name for the peak-bandwidth table when the server is remote (e.g. 'GB10', 'H100 SXM')."""
     peak_gbps: float | None = None
-    """Override the peak memory bandwidth in GB/s."""
     model_config: str | None = None
-    """Path to the served model's config.json for the analytic bandwidth model."""
     drafter_config: str | None = None
-    """Path to the drafter's config.json (MTP assistant, EAGLE head, draft model)."""
     theme: str | None = None
-    """Textual theme name ('textual-dark', 'nord', 'solarized-light', ...); None = Textual's default."""
     max_fps: int = 25
     """At most this many redraws a second of a streaming answer (`--fps`); the numbers redraw at
     most twice a second. Each redraw costs CPU (Textual composes the screen) and bytes over SSH."""

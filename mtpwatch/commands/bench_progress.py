@@ -80,11 +80,10 @@ class Progress:
         eta = f"ETA {duration(elapsed / new * left)}" if new > 0 and left > 0 else "ETA —" if left else "done"
         pct = percent(self.done / self.total, 0) if self.total else MISSING
         parts = [f"[{self.done}/{self.total} {pct}] {duration(elapsed)} elapsed, {eta}"]
-        index = self.done - self.already_done
         if self.status:
             parts.append(self.status)
-        elif 0 <= index < len(self.upcoming):
-            parts.append(f"now: {self.upcoming[index]}")
+        elif 0 <= new < len(self.upcoming):
+            parts.append(f"now: {self.upcoming[new]}")
         if self.last:
             parts.append(f"last: {self.last}")
         if self.speedup:
@@ -93,9 +92,7 @@ class Progress:
 
     def _emit(self, force: bool = False) -> None:
         if self.mode == "tty":
-            text = self.line()
-            width = shutil.get_terminal_size((120, 24)).columns - 1
-            text = text[:width]
+            text = self.line()[: shutil.get_terminal_size((120, 24)).columns - 1]
             pad = max(0, self.width - len(text))
             self.stream.write("\r" + text + " " * pad)
             self.stream.flush()

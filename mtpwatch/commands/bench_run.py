@@ -94,7 +94,7 @@ def target(opts: BenchOptions, log: runlog.RunLog | None) -> BenchOptions:
 def arms_and_runner(
     config: BenchConfig, log: runlog.RunLog | None, t: BenchOptions, common: dict[str, Any]
 ) -> tuple[list[HttpArm], BenchRunner]:
-    """The arms (started when --start-a/-b) and the runner, with a resumed log's runs already done."""
+    """The arms (launched with --launch-a/-b) and the runner, a resumed log's runs already done."""
     # a bad URL (ValueError): one line, like every other command
     with one_line(ValueError, kind=click.ClickException), one_line(BenchConfigError):
         arms = benchrun.bench_arms(

@@ -37,8 +37,7 @@ def command(reports: tuple[Path, ...], json_out: bool, json_path: Path | None, p
 
         plt = plots.load_plotext()
         fig = plots.comparison_figure(comparison, plt, 80, 16, sys.stdout.isatty())
-        click.echo("")
-        click.echo(fig.title + "\n" + fig.text)
+        click.echo("\n" + fig.title + "\n" + fig.text)
     if json_path is not None:
         try:
             json_path.write_text(dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")

@@ -9,18 +9,18 @@ one bench on the alternate schedule over the set padded to it; the table prints 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import click
 import httpx
 
+from mtpwatch.commands.bench_run import arms_and_runner
 from mtpwatch.commands.connection import DEFAULT_URL
 from mtpwatch.commands.options import one_line
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
-from mtpwatch.core.ab.run import bench_arms
-from mtpwatch.core.ab.runner import BenchRunner
 from mtpwatch.core.jsonout import dumps
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.reports.reportfile import CONTEXT_KIND
@@ -64,10 +64,8 @@ class _Server:
             value = reply.json().get("count") if reply.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             value = None
-        if not isinstance(value, int):
-            self.can_count = False
-            return None
-        return value
+        self.can_count = isinstance(value, int)
+        return value if self.can_count else None
 
 
 def context_from_bench(opts: BenchOptions) -> None:
@@ -112,19 +110,12 @@ def _bench(padded: list[Padded], opts: BenchOptions, url: str) -> Any:
     )
     with one_line(BenchConfigError):
         config.validate(paired=opts.ab is not None)
-        arms = bench_arms(
-            url=url,
-            ab=opts.ab,
-            schedule="alternate",
-            launch_a=None,
-            launch_b=None,
-            startup_timeout=opts.startup_timeout,
-            common=opts.arm_options(),
-        )
+    one = dataclasses.replace(opts, url=url, schedule="alternate", launch_a=None, launch_b=None)
+    arms, runner = arms_and_runner(config, None, one, opts.arm_options())
 
     async def go() -> Any:
         try:
-            return await BenchRunner(config, arms[0], arms[1] if len(arms) > 1 else None).run()
+            return await runner.run()
         finally:
             for arm in arms:
                 await arm.aclose()

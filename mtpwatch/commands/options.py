@@ -56,9 +56,8 @@ def _json_flag(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 
 def json_options(what: str) -> Callable[[F], F]:
-    """--json (a flag: `what` as JSON on stdout, instead of the table) and --json-file PATH (write it
-    there, the table still printed). The old spelling `--json PATH` still writes PATH, with
-    `JSON_ALIAS_NOTE` on stderr; `json_file` reads both."""
+    """Add --json and --json-file PATH (their help says what each does); `json_file` reads which
+    file, the deprecated `--json PATH` included."""
 
     def decorate(func: F) -> F:
         func = click.option(
@@ -94,58 +93,55 @@ def json_file(json_path: Path | None, json_out: bool, plot: bool) -> Path | None
     return json_path if json_path is not None else alias
 
 
-class SharedOption:
+def shared_option(*decls: str, **shared: Any) -> Callable[..., Callable[[F], F]]:
     """One shared flag: its names, range and default said once; each command gives its own help line
     (or keeps the shared one) and may add an attribute (the `type=click.Choice(...)` of --schedule
     and --method: each command offers its own)."""
 
-    def __init__(self, *decls: str, **attrs: Any) -> None:
-        self.decls = decls
-        self.attrs = attrs
+    def option(help: str | None = None, **attrs: Any) -> Callable[[F], F]:
+        return click.option(*decls, **{**shared, **({} if help is None else {"help": help}), **attrs})
 
-    def __call__(self, help: str | None = None, **attrs: Any) -> Callable[[F], F]:
-        shared = self.attrs if help is None else {**self.attrs, "help": help}
-        return click.option(*self.decls, **{**shared, **attrs})
+    return option
 
 
-temperature_option = SharedOption(
+temperature_option = shared_option(
     "--temperature", type=click.FloatRange(0.0, 5.0), default=field_default(DisplaySettings, "temperature")
 )
-chat_option = SharedOption(
+chat_option = shared_option(
     "--chat", is_flag=True, help="Send prompts to /v1/chat/completions (default: /v1/completions)."
 )
 # runs per prompt and arm, warm-up included; the default equals `BenchConfig.runs`
 # (tests/commands/test_options.py)
-runs_option = SharedOption(
+runs_option = shared_option(
     "--runs", type=click.IntRange(2, 10_000), default=field_default(MeasureSettings, "runs")
 )
-warmup_option = SharedOption(
+warmup_option = shared_option(
     "--warmup", type=click.IntRange(0, 10_000), default=field_default(MeasureSettings, "warmup")
 )
-api_key_option = SharedOption(
+api_key_option = shared_option(
     "--api-key",
     envvar=["VLLM_API_KEY", "OPENAI_API_KEY"],
     help="Bearer token (default: $VLLM_API_KEY, else $OPENAI_API_KEY).",
 )
-startup_timeout_option = SharedOption(
+startup_timeout_option = shared_option(
     "--startup-timeout",
     type=click.FloatRange(min=1),
     default=field_default(LaunchSpec, "startup_timeout_s"),
     metavar="S",
 )
-prompts_option = SharedOption("--prompts", "prompts_spec", default="long", metavar="SET|FILE")
-limit_option = SharedOption("--limit", type=click.IntRange(1, 100_000))
-schedule_option = SharedOption("--schedule", default=field_default(AppConfig, "schedule"))
-k_option = SharedOption("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), metavar="N")
-method_option = SharedOption("--method")
-drafter_option = SharedOption("--drafter", metavar="MODEL")
-vllm_option = SharedOption("--vllm", "vllm_cmd", default="vllm", metavar="COMMAND")
-model_option = SharedOption("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
-gpu_option = SharedOption("--gpu", metavar="NAME")
-gpu_memory_option = SharedOption("--gpu-memory", type=click.FloatRange(min=0.1), metavar="GIB")
-gpu_free_option = SharedOption("--gpu-free", type=click.FloatRange(min=0.0), metavar="GIB")
-label_option = SharedOption("--label")
-metadata_option = SharedOption("--metadata", multiple=True, metavar="KEY=VALUE")
+prompts_option = shared_option("--prompts", "prompts_spec", default="long", metavar="SET|FILE")
+limit_option = shared_option("--limit", type=click.IntRange(1, 100_000))
+schedule_option = shared_option("--schedule", default=field_default(AppConfig, "schedule"))
+k_option = shared_option("-k", "--num-speculative-tokens", "k", type=click.IntRange(1, 64), metavar="N")
+method_option = shared_option("--method")
+drafter_option = shared_option("--drafter", metavar="MODEL")
+vllm_option = shared_option("--vllm", "vllm_cmd", default="vllm", metavar="COMMAND")
+model_option = shared_option("--model", default=field_default(ServerSpec, "model"), metavar="NAME")
+gpu_option = shared_option("--gpu", metavar="NAME")
+gpu_memory_option = shared_option("--gpu-memory", type=click.FloatRange(min=0.1), metavar="GIB")
+gpu_free_option = shared_option("--gpu-free", type=click.FloatRange(min=0.0), metavar="GIB")
+label_option = shared_option("--label")
+metadata_option = shared_option("--metadata", multiple=True, metavar="KEY=VALUE")
 
 
 def stacked(func: F, *options: Callable[[F], F]) -> F:
@@ -313,7 +309,6 @@ record_option = click.option(
     help="Record scrapes, prompts, answers and stream events to FILE (gzip; "
     "`mtpwatch replay FILE` plays it back, no server needed).",
 )
-"""--record FILE: everything the app sees, for `mtpwatch replay`."""
 
 
 def measure_options(func: F) -> F:

@@ -17,13 +17,9 @@ class PassthroughCommand(click.Command):
     before click parses the rest, so ``-- --max-model-len 8192`` never lands in a positional argument."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            i = args.index("--")
-            ctx.meta["extra"] = tuple(args[i + 1 :])
-            args = args[:i]
-        else:
-            ctx.meta["extra"] = ()
-        return super().parse_args(ctx, args)
+        i = args.index("--") if "--" in args else len(args)
+        ctx.meta["extra"] = tuple(args[i + 1 :])
+        return super().parse_args(ctx, args[:i])
 
 
 def extra_args() -> tuple[str, ...]:

@@ -1,10 +1,8 @@
 """`mtpwatch screenshots [DIR]`: SVGs of the main views, filmed from the simulator.
 
-Two simulators (MTP off / on, in-process threads on loopback) serve the app exactly as in
-`mtpwatch demo`; a sample prompt runs at temperature 0, the app waits for the answers and the
-next scrapes, then each view is exported. The start-up view launches a simulator subprocess
-through the same launcher `mtpwatch demo` uses. Numbers are therefore real simulator output
-(they vary slightly from run to run); the snapshot tests use fixed sample states instead.
+Two simulators (MTP off / on, in-process threads on loopback) serve the app as in `mtpwatch demo`;
+the start-up view launches a simulator subprocess through the demo's launcher. The numbers are real
+simulator output (they vary slightly from run to run); the snapshot tests use fixed sample states.
 """
 
 from __future__ import annotations

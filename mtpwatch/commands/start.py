@@ -202,12 +202,10 @@ def _run_ui(opts: StartOptions, url: str, argv: list[str], env: dict[str, str]) 
         label = "no speculation"
     elif spec_method:
         label = f"{method_name(spec_method)} on"
+    elif opts.speculative_config or opts.drafter:
+        label = "speculation on (method: vLLM detects)"
     else:
-        label = (
-            "speculation on (method: vLLM detects)"
-            if opts.speculative_config or opts.drafter
-            else ("llama.cpp" if opts.engine == "llama.cpp" else "vLLM")
-        )
+        label = "llama.cpp" if opts.engine == "llama.cpp" else "vLLM"
     spec = ServerSpec(
         label=label,
         url=url,

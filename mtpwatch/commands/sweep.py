@@ -1,10 +1,7 @@
 """`mtpwatch bench --start MODEL --sweep-k 0,1,2,4`: find the best k, one server at a time, and predict it.
 
-Called by the `bench` command with its `BenchOptions`: checks the sweep's flags, then
-`core.sweeps.kscan` plans and runs it; prints a table per k (decode tok/s, acceptance, mean length,
-speed-up with its 95 % CI, per category), the best k, and the k advisor's predictions from
-every measured k beside the measured figures (on tok/s and on paired speed-ups); `--json-file FILE`
-writes all of it, `--json` prints it instead of the tables.
+Called by the `bench` command with its `BenchOptions`; `core.sweeps.kscan` plans and runs the sweep,
+`render.sweep_table` prints it; `--json-file FILE` writes all of it, `--json` prints it instead.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The `mtpwatch bench` report as plain text: the table on stdout, every number with its source.
 
 Plain strings (no Rich, no Textual), so the command, tests and scripts print the same thing.
-`format_report` joins the parts, each a function that returns its lines: the header, the per-arm
-table, the speed-up, the per-category table, the lossless check, the points, break-even, warnings.
 """
 
 from __future__ import annotations

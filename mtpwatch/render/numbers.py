@@ -3,10 +3,9 @@ spelled in one place, and a number that is not there (None, NaN) is shown as one
 
 Every text table and chart of `mtpwatch.render` and the commands formats through these functions.
 Precision is one rule per kind (the `*_DIGITS` constants); a column that needs another (the
-bench's three-digit request rate) passes `digits=` and says so where it does. Percentages take a
-fraction (0.62) and are written `62.0%` (`style="tight"`, the tables and reports) or `62.0 %`
-(`style="spaced"`, `snapshot` and `fleet`'s line-per-number outputs, as the TUI writes them).
-`columns` aligns the tables whose columns are as wide as their widest cell.
+bench's three-digit request rate) passes `digits=` and says so where it does. Percentages are
+`style="tight"` in the tables and reports, `"spaced"` in `snapshot` and `fleet`'s line-per-number
+outputs, as the TUI writes them.
 """
 
 from __future__ import annotations

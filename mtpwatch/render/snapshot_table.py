@@ -33,11 +33,7 @@ def render_table(report: dict[str, Any], source: str, since: str | None) -> str:
     header = [f"mtpwatch snapshot of {source}" + (f" since {since}" if between else "")]
     models = report.get("models") or []
     engines = report.get("engines") or []
-    line = (
-        f"server: {report['engine']}"
-        if report.get("engine") == "llama.cpp"
-        else f"server: {report['schema']}"
-    )
+    line = f"server: {report['engine'] if report.get('engine') == 'llama.cpp' else report['schema']}"
     if report.get("model"):
         line += f", model {report['model']}"
     if engines:

@@ -1,19 +1,15 @@
 """Terminal figures of saved bench reports, drawn with plotext (5.3, a dependency), else tables.
 
-Where plotext cannot be imported (an environment that left it out) every figure is the same
-numbers as a table, so `mtpwatch plot` always says something. The app's live throughput chart
-does not use plotext: it is redrawn four times a second and a hand-drawn chart costs ~0.5 ms per
-frame against ~20 ms for a plotext build (measured when the live chart was written), so plotext is
-only for these one-shot figures.
+Where plotext cannot be imported every figure is the same numbers as a table, so `mtpwatch plot`
+always says something. The app's live throughput chart, redrawn four times a second, does not use
+plotext: a hand-drawn chart costs ~0.5 ms per frame against ~20 ms for a plotext build.
 
-Every figure fits the width it is given (80 columns by default) and says what it shows: the
-metric, the window (measured runs, warm-ups dropped), and for speed-ups the 95 % CI and the 1.0
-break-even line.
+Every figure fits the width it is given (80 columns by default) and says what it shows: the metric,
+the window (measured runs, warm-ups dropped), and for speed-ups the 95 % CI and the 1.0 line.
 
 `write_svg` (`plot --svg`, for a README or a slide) turns plotext's ANSI text into an SVG of a
-terminal window with Rich (already installed with Textual), as the app's screenshots are made: no
-extra dependency, and the picture is exactly what the terminal shows (PNG would need a rasteriser
-such as cairosvg or matplotlib; none is worth a dependency here).
+terminal window with Rich (installed with Textual), as the app's screenshots are made: exactly what
+the terminal shows, no extra dependency (PNG would need a rasteriser such as cairosvg).
 """
 
 from __future__ import annotations
@@ -51,11 +47,8 @@ ARM_NAMES = {"a": "A baseline", "b": "B treatment"}
 class Figure:
     """One drawn figure: a title line and its text (a plot or a table)."""
 
-    name: str
     title: str
     text: str
-    drawn: bool
-    """True when plotext drew it; False for the table fallback."""
 
 
 def load_plotext() -> ModuleType | None:
@@ -201,7 +194,7 @@ def speedup_vs_length(
             for pts in sweep.values() for p in pts
         ]  # fmt: skip
         table = _table(["conc.", "length", "speed-up", "95% CI", "pairs", "B vs A"], rows, width)
-        return Figure("length", title, "\n".join([table, *notes]), False)
+        return Figure(title, "\n".join([table, *notes]))
     cv = _Canvas(plt, width, height, color)
     lengths = sorted({p.length for pts in sweep.values() for p in pts})
     # x is the index of the length (sweeps are roughly geometric: 8, 32, 128, 512 stay readable)
@@ -221,7 +214,7 @@ def speedup_vs_length(
     plt.xticks(list(pos.values()), [str(x) for x in lengths])
     plt.xlabel("forced output length (tokens)")
     plt.title("speed-up vs output length; red line: 1.0 (break-even)")
-    return Figure("length", title, "\n".join([cv.text(), *notes]), True)
+    return Figure(title, "\n".join([cv.text(), *notes]))
 
 
 def speedup_per_category(
@@ -239,12 +232,12 @@ def speedup_per_category(
             for c in cats
         ]  # fmt: skip
         header = ["category", "speed-up", "95% CI", "pairs", "B acceptance"]
-        return Figure("category", title, _table(header, rows, width), False)
+        return Figure(title, _table(header, rows, width))
     text = _interval_chart(
         plt, [c.category for c in cats], [c.speedup for c in cats], width, height, color,
         "speed-up per category, median and 95% CI",
     )  # fmt: skip
-    return Figure("category", title, text, True)
+    return Figure(title, text)
 
 
 def rate_per_run(
@@ -264,7 +257,7 @@ def rate_per_run(
             for arm, s in series.items()
         ]  # fmt: skip
         header = ["arm", "runs", "min", "max", "drift: last/first run of a prompt (median)"]
-        return Figure("runs", title, _table(header, rows, width), False)
+        return Figure(title, _table(header, rows, width))
     cv = _Canvas(plt, width, height, color)
     colors = {"a": "blue", "b": "green"}
     for arm, s in series.items():
@@ -273,7 +266,7 @@ def rate_per_run(
     plt.xlabel("run (order finished)")
     plt.ylabel(metric.split(" (")[0])
     plt.title(f"{metric} per run; a slope means drift")
-    return Figure("runs", title, cv.text(), True)
+    return Figure(title, cv.text())
 
 
 def acceptance_per_position(
@@ -297,7 +290,7 @@ def acceptance_per_position(
             mal = fixed(c.mean_acceptance_length)
             parts.append(f"{ARM_NAMES.get(arm, arm)} (mean acceptance length {mal})")
             parts.append(_table(["position", "marginal", "conditional"], rows, width))
-        return Figure("positions", title, "\n".join(parts), False)
+        return Figure(title, "\n".join(parts))
     cv = _Canvas(plt, width, height, color)
     for arm, c in curves.items():
         xs = list(range(1, len(c.marginal) + 1))
@@ -312,7 +305,7 @@ def acceptance_per_position(
     plt.xlabel("draft position")
     plt.ylabel("acceptance")
     plt.title("per-position acceptance (marginal: vLLM's definition)")
-    return Figure("positions", title, cv.text(), True)
+    return Figure(title, cv.text())
 
 
 def speedup_vs_k(
@@ -330,7 +323,7 @@ def speedup_vs_k(
             for p in points
         ]  # fmt: skip
         header = ["report", "k", "speed-up", "95% CI", "pairs", "acc. length"]
-        return Figure("k", title, _table(header, rows, width), False)
+        return Figure(title, _table(header, rows, width))
     cv = _Canvas(plt, width, height, color)
     xs = [float(p.k) for p in points]
     lo, hi = _clip_range([p.speedup for p in points])
@@ -341,7 +334,7 @@ def speedup_vs_k(
     plt.xticks(ks, [str(k) for k in ks])
     plt.xlabel("k (num_speculative_tokens)")
     plt.title("speed-up vs k; red line: 1.0 (break-even)")
-    return Figure("k", title, cv.text(), True)
+    return Figure(title, cv.text())
 
 
 def acceptance_vs_context(
@@ -359,7 +352,7 @@ def acceptance_vs_context(
             for p in points
         ]  # fmt: skip
         header = ["length", "acceptance", "per position", "speed-up", "95% CI"]
-        return Figure("context", title, _table(header, rows, width), False)
+        return Figure(title, _table(header, rows, width))
     cv = _Canvas(plt, width, height, color)
     xs = [float(i + 1) for i in range(len(points))]  # lengths are roughly geometric: by index
     colors = ["blue", "green", "magenta", "cyan", "yellow"]
@@ -374,7 +367,7 @@ def acceptance_vs_context(
     plt.title("acceptance vs prompt length")
     speedups = [f"{p.length}: {ratio(p.speedup.median)} {_ci(p.speedup)}" for p in points if p.speedup]
     note = textwrap.wrap("speed-up B/A (95% CI) " + ", ".join(speedups), width) if speedups else []
-    return Figure("context", title, "\n".join([cv.text(), *note]), True)
+    return Figure(title, "\n".join([cv.text(), *note]))
 
 
 def comparison_figure(
@@ -389,10 +382,8 @@ def comparison_figure(
         cells = [
             [name, ratio(iv.median), _ci(iv), str(iv.n)] for name, iv in zip(names, intervals, strict=True)
         ]
-        table = _table(["report", "speed-up", "95% CI", "pairs"], cells, width)
-        return Figure("compare", title, table, False)
-    text = _interval_chart(plt, names, intervals, width, height, color, "speed-up per report")
-    return Figure("compare", title, text, True)
+        return Figure(title, _table(["report", "speed-up", "95% CI", "pairs"], cells, width))
+    return Figure(title, _interval_chart(plt, names, intervals, width, height, color, "speed-up per report"))
 
 
 def draw(
