@@ -111,7 +111,6 @@ class Track:
         return bool(self.collectors) and all(c.idle for c in self.collectors.values())
 
     def fail(self, reason: str, now: float) -> None:
-        """A failed scrape: down, back off."""
         self.connection.failure(reason)
         self.reason = reason
         self.next_due = now + self.backoff.next()
@@ -285,10 +284,7 @@ class FleetScraper:
     def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
         """Every row now, in target order, outliers marked."""
         now = self.clock() if now is None else now
-        rows: list[FleetRow] = []
-        for track in self.tracks:
-            rows.extend(track.rows(window_s, now))
-        return mark_outliers(rows)
+        return mark_outliers([row for track in self.tracks for row in track.rows(window_s, now)])
 
     async def aclose(self) -> None:
         """Cancel scrapes in flight and close the HTTP clients."""

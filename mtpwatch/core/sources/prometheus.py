@@ -107,9 +107,7 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     matchers = check_selector(selector)
     w = f"[{_duration(window_s)}]"
     gen = f"{vector(NAMES['generation_tokens'], matchers)}{w}"
-    q: dict[str, str] = {}
-    for key in COUNTERS:
-        q[key] = f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))"
+    q = {key: f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))" for key in COUNTERS}
     q["per_position"] = f"sum by ({_BY}, position) (increase({vector(NAMES['per_position'], matchers)}{w}))"
     q["tok_s"] = f"sum by ({_BY}) (rate({gen}))"
     for key in GAUGES:
@@ -232,8 +230,7 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
                 continue
             g = group(metric)
             g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
-            if name.endswith("spec_decode_num_drafts_total"):
-                g.has_drafts_series = True
+            g.has_drafts_series = g.has_drafts_series or name.endswith("spec_decode_num_drafts_total")
             v = value_of(item)
             if v is not None:
                 g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
@@ -254,13 +251,8 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
 
 def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
     """Per instance: whether Prometheus's `up` says its target is down."""
-    down: dict[str, bool] = {}
-    for item in by_name["up"]:
-        inst = item.get("metric", {}).get("instance")
-        v = value_of(item)
-        if inst is not None and v is not None:
-            down[inst] = v < 1
-    return down
+    answers = ((item.get("metric", {}).get("instance"), value_of(item)) for item in by_name["up"])
+    return {inst: v < 1 for inst, v in answers if inst is not None and v is not None}
 
 
 @dataclass
@@ -354,7 +346,6 @@ class PrometheusSource:
         return await self._api("/api/v1/query", {"query": promql, "time": f"{t:.3f}"})
 
     async def query_range(self, promql: str, start: float, end: float, step_s: float) -> list[dict[str, Any]]:
-        """A range query; the result matrix."""
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": _duration(step_s)}
         return await self._api("/api/v1/query_range", params)
 
