@@ -84,7 +84,6 @@ class RunRecord(JsonFields, OnPoint):
 
     @property
     def acceptance_rate(self) -> float | None:
-        """Δaccepted / Δdraft_tokens over this run (vLLM's formula)."""
         if self.accepted is None or self.draft_tokens is None:
             return None
         return F.acceptance_rate(self.accepted, self.draft_tokens)

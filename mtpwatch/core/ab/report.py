@@ -40,12 +40,10 @@ class Acceptance:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """Δaccepted / Δdraft_tokens."""
         return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """1 + Δaccepted / Δdrafts (includes the bonus token)."""
         return F.mean_acceptance_length(self.accepted, self.drafts)
 
     @property

@@ -10,10 +10,9 @@ the per-position counter), for vLLM's and llama.cpp's names at once:
   multiplies every counter of one target by the same factor (their samples share timestamps), so it
   cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
-- freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
-  evaluated at (`vector(time())`), and `up` per instance (`up == 0`: "down"); "stale", "missing"
-  (`probe_queries`) and the window's fit to the store's scrape interval and history:
-  `core.sources.prometheus_fit`; `resets()` marks a restarted server.
+- freshness: `timestamp()` of the newest generated-tokens sample and `up` per instance (`up == 0`:
+  "down"); ages at the store's own time, "stale", "missing" (`probe_queries`) and the window's fit
+  to its scrape interval and history: `core.sources.prometheus_fit`; `resets()` marks a restart.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
   which reaches back before mtpwatch started.
 
