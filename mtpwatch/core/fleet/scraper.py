@@ -121,10 +121,9 @@ class Track:
         status = self.connection.status
         if status.state in ("down", "unknown") and (status.state == "down" or not self.collectors):
             state: RowState = "down" if status.state == "down" else "connecting"
-            since = ""
-            if status.since is not None:
-                since = f"since {time.strftime('%H:%M:%S', time.localtime(status.since))}: "
-            reason = f"{since}{self.reason}" if state == "down" else self.reason
+            reason = self.reason
+            if state == "down" and status.since is not None:
+                reason = f"since {time.strftime('%H:%M:%S', time.localtime(status.since))}: {reason}"
             previous = self.last_rows or [None]  # type: ignore[list-item]
             return [down_row(url, state, reason, p) for p in previous]
         n = len(self.collectors)
@@ -183,12 +182,10 @@ class FleetScraper:
         clock: Callable[[], float] = time.monotonic,
         fetch_factory: Callable[[Target], Fetch] | None = None,
     ) -> None:
-        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes
-        of an idle server (at least `interval_s`: the first tick this long after the tick of the
-        scrape that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
-        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row
-        (the longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter
-        (tests; default `VllmClient`)."""
+        """`targets` in display order; `idle_interval_s` ≥ `interval_s` (the first tick this long
+        after the tick of the scrape that showed it idle); `timeout_s`: a longer scrape fails;
+        `horizon_s`: history kept per row (the longest window asked for must fit); `fetch_factory`:
+        a target's `/metrics` getter (tests; default `VllmClient`); the others: module docstring."""
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s
