@@ -47,9 +47,8 @@ class ScrapeStats:
     """How the scraping keeps up: per-tick cycle times and per-scrape durations (seconds)."""
 
     cycles: list[float] = field(default_factory=list)
-    """Tick start → the last scrape started at that tick finished (slow servers inflate it; they
-    do not delay the next tick). The newest `CYCLES_KEPT` to `2 × CYCLES_KEPT` ticks: a view left
-    open for days must not grow."""
+    """Tick start → the last scrape started at that tick finished (slow servers inflate it). The
+    newest `CYCLES_KEPT` to `2 × CYCLES_KEPT` ticks: a view left open for days must not grow."""
     ticks: int = 0
     """Ticks since the start (`cycles` holds the newest of them)."""
     scrapes: int = 0

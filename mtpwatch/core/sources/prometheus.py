@@ -349,9 +349,8 @@ class PrometheusSource:
         return await self._api("/api/v1/query_range", params)
 
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
-        """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
-        missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
-        Raises `PrometheusError` when Prometheus is unreachable or refuses a query."""
+        """One refresh: rows over a window that fits the store (`fit_window`), missing rows listed,
+        outliers marked, a tok/s history per row when `history_s` > 0; raises `PrometheusError`."""
         t = self.clock() if at is None else at
         self.stats = spent = QueryStats()
         t0 = time.perf_counter()
