@@ -111,8 +111,7 @@ class LaunchedArm(HttpArm):
 
     async def start(self) -> None:
         """Start the server process and wait for /health; raises `StartupError` (one line + log tail)."""
-        launch = Launch(self.argv, env=self.env)
-        self._launch = launch
+        self._launch = launch = Launch(self.argv, env=self.env)
         await launch.start()
         headers = {"Authorization": f"Bearer {self.client.api_key}"} if self.client.api_key else None
         try:

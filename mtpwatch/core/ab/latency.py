@@ -95,12 +95,10 @@ class LatencySummary(JsonFields):
 
     @property
     def request_throughput(self) -> float | None:
-        """Completed requests per second of the arm's own running time."""
         return self.completed / self.duration_s if self.duration_s > 0 else None
 
     @property
     def output_throughput(self) -> float | None:
-        """Output tokens per second of the arm's own running time (`vllm bench serve`'s)."""
         return F.output_throughput(self.output_tokens, self.duration_s)
 
 

@@ -111,8 +111,7 @@ class BenchConfig(JsonFields):
     @property
     def primary(self) -> Point:
         """The condition the headline numbers come from: first concurrency, longest (or natural) length."""
-        lengths = list(self.lengths)
-        return Point(self.concurrency[0], max(lengths) if lengths else None)
+        return Point(self.concurrency[0], max(self.lengths, default=None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +171,6 @@ def build_plan(config: BenchConfig, paired: bool = True) -> list[Step]:
                     else:
                         plan.extend(RunUnits((u,)) for u in units)
         return plan
-    # restart: A, B, A sessions; each starts with warm-up runs of every prompt at every point.
     measured = config.runs - config.warmup
     runs_before: dict[ArmName, int] = {}
     pairs_before: dict[ArmName, int] = {}

@@ -84,7 +84,6 @@ class RunRecord(JsonFields, OnPoint):
 
     @property
     def acceptance_rate(self) -> float | None:
-        """Δaccepted / Δdraft_tokens over this run (vLLM's formula)."""
         if self.accepted is None or self.draft_tokens is None:
             return None
         return F.acceptance_rate(self.accepted, self.draft_tokens)
@@ -118,10 +117,8 @@ def pair_ratio(a: RunRecord, b: RunRecord) -> float | None:
 def match_pairs(records: Sequence[RunRecord]) -> list[tuple[RunRecord, RunRecord]]:
     """Every measured pair (A's record, B's record), matched by prompt, point and pair index."""
     a = {(r.prompt_index, r.point, r.pair): r for r in records if r.arm == "a" and r.pair is not None}
-    out: list[tuple[RunRecord, RunRecord]] = []
-    for r in records:
-        if r.arm == "b" and r.pair is not None:
-            mate = a.get((r.prompt_index, r.point, r.pair))
-            if mate is not None:
-                out.append((mate, r))
-    return out
+    return [
+        (mate, r)
+        for r in records
+        if r.arm == "b" and r.pair is not None and (mate := a.get((r.prompt_index, r.point, r.pair)))
+    ]

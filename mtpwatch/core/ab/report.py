@@ -40,12 +40,10 @@ class Acceptance:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """Δaccepted / Δdraft_tokens."""
         return F.acceptance_rate(self.accepted, self.draft_tokens)
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """1 + Δaccepted / Δdrafts (includes the bonus token)."""
         return F.mean_acceptance_length(self.accepted, self.drafts)
 
     @property
@@ -240,11 +238,10 @@ class BenchReport:
         return sum(r.errors for r in self.records)
 
     def eos_overcount(self, arm: str = "b") -> tuple[int, int, float] | None:
-        """(runs of `arm` whose server mean acceptance length exceeds the tokens per decode step the
-        client received, runs that could be checked, the largest excess); None where none does.
-        Checked: measured single-request runs at concurrency 1 (the counters then cover that one
-        request). The excess is vLLM counting drafts accepted past the answer's end (vllm#56101;
-        `core.metrics.formulas.eos_overcount`)."""
+        """(runs of `arm` whose server mean acceptance length exceeds the client's tokens per decode
+        step, by `core.metrics.formulas.eos_overcount` (vllm#56101), runs checked, the largest
+        excess); None where none does. Checked: measured single-request runs at concurrency 1 (the
+        counters then cover that one request)."""
         over = checked = 0
         worst = 0.0
         for r in self.records:

@@ -115,14 +115,11 @@ class RunLog:
     def finished(self) -> list[RunRecord]:
         """The runs a `--resume` keeps, in order: those without a failed request. A run that failed
         (its server died, a request errored) is run again, and its record stays in the log only."""
-        kept: list[RunRecord] = []
-        seen: set[tuple[str, Point, int, int]] = set()
+        kept: dict[tuple[str, Point, int, int], RunRecord] = {}
         for r in self.records:
-            key = unit_key(r.arm, r.point, r.prompt_index, r.run)
-            if r.errors == 0 and r.error is None and key not in seen:
-                seen.add(key)
-                kept.append(r)
-        return kept
+            if r.errors == 0 and r.error is None:
+                kept.setdefault(unit_key(r.arm, r.point, r.prompt_index, r.run), r)
+        return list(kept.values())
 
     @property
     def failed(self) -> int:

@@ -31,6 +31,7 @@ from mtpwatch.core.ab.runlog import resumed_plan
 from mtpwatch.core.ab.workloads import Prompt
 from mtpwatch.core.metrics.rates import delta_rates, is_restart
 from mtpwatch.core.metrics.snapshot import MetricsSnapshot
+from mtpwatch.core.provenance import first_line
 
 
 class BenchRunner:
@@ -41,10 +42,8 @@ class BenchRunner:
     ) -> None:
         """`done`: runs a previous, interrupted bench of the same config finished (`--resume`)."""
         config.validate(paired=b is not None)
-        if config.schedule == "restart":
-            for arm in (a, b):
-                if not isinstance(arm, ManagedArm):
-                    raise BenchConfigError("the restart schedule needs a launch command for each server")
+        if config.schedule == "restart" and not all(isinstance(arm, ManagedArm) for arm in (a, b)):
+            raise BenchConfigError("the restart schedule needs a launch command for each server")
         self.config = config
         self.arms: dict[ArmName, Arm] = {"a": a} if b is None else {"a": a, "b": b}
         self.done = list(done)
@@ -66,8 +65,7 @@ class BenchRunner:
         try:
             return await self.arms[arm].counters()
         except Exception as exc:  # a scrape failure must not lose the run; acceptance is then unknown
-            text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self._problem(arm, f"/metrics could not be read, acceptance is incomplete ({text})")
+            self._problem(arm, f"/metrics could not be read, acceptance is incomplete ({first_line(exc)})")
             return None
 
     async def _execute(self, unit: Unit) -> RunRecord:

@@ -75,10 +75,7 @@ def paired_ratios(baseline: Sequence[float], treatment: Sequence[float]) -> list
 
 def _binom_cdf_half(k: int, n: int) -> float:
     """P(X ≤ k) for X ~ Binomial(n, 1/2), exactly."""
-    if k < 0:
-        return 0.0
-    total: int = sum(math.comb(n, i) for i in range(min(k, n) + 1))
-    return total / float(2**n)
+    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / float(2**n)
 
 
 def median_ci(values: Sequence[float], confidence: float = 0.95) -> Interval:

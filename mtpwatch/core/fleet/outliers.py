@@ -10,7 +10,7 @@ an uncommon k is flagged ("k") because its own group is then too small to judge 
 
 from __future__ import annotations
 
-import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -66,11 +66,7 @@ def _k_flags(rows: Sequence[FleetRow], flags: dict[int, list[tuple[str, str]]]) 
         if row.model is not None and row.k is not None and row.state not in _JUDGED_OUT:
             families.setdefault(group_key(row)[:3], []).append(i)
     for members in families.values():
-        ks = statistics.multimode(rows[i].k for i in members)
-        if len(ks) != 1:
-            continue
-        common = ks[0]
-        n_common = sum(1 for i in members if rows[i].k == common)
+        common, n_common = Counter(rows[i].k for i in members).most_common(1)[0]
         if n_common * 2 <= len(members) or n_common < MIN_PEERS:
             continue
         for i in members:

@@ -19,7 +19,7 @@ def fleet_report(
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """{"source", "window_s", "outlier_rule", "groups", "rows", "outliers": [names], ...extra}."""
-    doc: dict[str, Any] = {
+    return {
         "source": source,
         "window_s": window_s,
         "scope": "engine-wide (all requests on each engine)",
@@ -27,7 +27,5 @@ def fleet_report(
         "groups": [group_dict(g) for g in summarise(rows)],
         "rows": [r.to_json() for r in rows],
         "outliers": [r.name for r in rows if r.outliers],
+        **(extra or {}),
     }
-    if extra:
-        doc.update(extra)
-    return doc

@@ -72,8 +72,7 @@ class FleetRow(JsonFields):
     window_s: float | None = field(default=None, metadata=key(nd=3))
     """Seconds the numbers span (shorter than asked right after start)."""
     decode_tok_s: float | None = field(default=None, metadata=key(nd=2))
-    """The window's `Rates.server_tok_s` (all the engine's requests); `acceptance`, `mean_length`,
-    `per_position` and the counts below: its `acceptance_rate`, `mean_acceptance_length`, … (`build_row`)."""
+    """The window's `Rates.server_tok_s` (all the engine's requests); it and the rates below: `build_row`."""
     acceptance: float | None = field(default=None, metadata=key("acceptance_rate", nd=4))
     mean_length: float | None = field(default=None, metadata=key("mean_acceptance_length", nd=4))
     per_position: tuple[float, ...] = field(default=(), metadata=key(nd=4))
@@ -125,13 +124,8 @@ def split_page(text: str) -> dict[GroupKey, MetricsSnapshot]:
         return {}
     groups: dict[GroupKey, list[Sample]] = {}
     for s in parse_samples(text, FLEET_PREFIXES):
-        model = engine = None
-        for k, v in s.labels:
-            if k == "model_name":
-                model = v
-            elif k == "engine":
-                engine = v
-        groups.setdefault((model, engine), []).append(s)
+        labels = dict(s.labels)
+        groups.setdefault((labels.get("model_name"), labels.get("engine")), []).append(s)
     if any(m is not None for m, _ in groups):
         groups = {k: v for k, v in groups.items() if k[0] is not None}
     return {key: snapshot_from_samples(group, key[0], schema) for key, group in groups.items()}

@@ -47,9 +47,8 @@ class ScrapeStats:
     """How the scraping keeps up: per-tick cycle times and per-scrape durations (seconds)."""
 
     cycles: list[float] = field(default_factory=list)
-    """Tick start → the last scrape started at that tick finished (slow servers inflate it; they
-    do not delay the next tick). The newest `CYCLES_KEPT` to `2 × CYCLES_KEPT` ticks: a view left
-    open for days must not grow."""
+    """Tick start → the last scrape started at that tick finished (slow servers inflate it). The
+    newest `CYCLES_KEPT` to `2 × CYCLES_KEPT` ticks: a view left open for days must not grow."""
     ticks: int = 0
     """Ticks since the start (`cycles` holds the newest of them)."""
     scrapes: int = 0
@@ -111,7 +110,6 @@ class Track:
         return bool(self.collectors) and all(c.idle for c in self.collectors.values())
 
     def fail(self, reason: str, now: float) -> None:
-        """A failed scrape: down, back off."""
         self.connection.failure(reason)
         self.reason = reason
         self.next_due = now + self.backoff.next()
@@ -122,10 +120,9 @@ class Track:
         status = self.connection.status
         if status.state in ("down", "unknown") and (status.state == "down" or not self.collectors):
             state: RowState = "down" if status.state == "down" else "connecting"
-            since = ""
-            if status.since is not None:
-                since = f"since {time.strftime('%H:%M:%S', time.localtime(status.since))}: "
-            reason = f"{since}{self.reason}" if state == "down" else self.reason
+            reason = self.reason
+            if state == "down" and status.since is not None:
+                reason = f"since {time.strftime('%H:%M:%S', time.localtime(status.since))}: {reason}"
             previous = self.last_rows or [None]  # type: ignore[list-item]
             return [down_row(url, state, reason, p) for p in previous]
         n = len(self.collectors)
@@ -184,12 +181,10 @@ class FleetScraper:
         clock: Callable[[], float] = time.monotonic,
         fetch_factory: Callable[[Target], Fetch] | None = None,
     ) -> None:
-        """`targets` in display order; `interval_s` between ticks; `idle_interval_s` between scrapes
-        of an idle server (at least `interval_s`: the first tick this long after the tick of the
-        scrape that showed it idle); `timeout_s`: a longer scrape fails (the server backs off);
-        `max_concurrency`: requests in flight over all servers; `horizon_s`: history kept per row
-        (the longest window asked for must fit); `fetch_factory`: a target's `/metrics` getter
-        (tests; default `VllmClient`)."""
+        """`targets` in display order; `idle_interval_s` ≥ `interval_s` (the first tick this long
+        after the tick of the scrape that showed it idle); `timeout_s`: a longer scrape fails;
+        `horizon_s`: history kept per row (the longest window asked for must fit); `fetch_factory`:
+        a target's `/metrics` getter (tests; default `VllmClient`); the others: module docstring."""
         if interval_s <= 0 or timeout_s <= 0 or max_concurrency < 1:
             raise ValueError("interval_s and timeout_s must be > 0 and max_concurrency ≥ 1")
         self.interval_s = interval_s
@@ -285,10 +280,7 @@ class FleetScraper:
     def rows(self, window_s: float, now: float | None = None) -> list[FleetRow]:
         """Every row now, in target order, outliers marked."""
         now = self.clock() if now is None else now
-        rows: list[FleetRow] = []
-        for track in self.tracks:
-            rows.extend(track.rows(window_s, now))
-        return mark_outliers(rows)
+        return mark_outliers([row for track in self.tracks for row in track.rows(window_s, now)])
 
     async def aclose(self) -> None:
         """Cancel scrapes in flight and close the HTTP clients."""

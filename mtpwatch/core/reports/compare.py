@@ -69,10 +69,9 @@ def provenance_warnings(reports: Sequence[SavedReport]) -> list[str]:
             f"no provenance block in {', '.join(missing)}: GPU, vLLM version and prompt set cannot be checked"
         )
     fields = {r.name: comparable_fields(r.meta, r.data) for r in reports}
-    names = list(fields)
     keys = list(dict.fromkeys(k for f in fields.values() for k in f))
     for key in keys:
-        values = {n: fields[n].get(key) for n in names}
+        values = {n: f.get(key) for n, f in fields.items()}
         known = {v for v in values.values() if v is not None}
         shown = "; ".join(f"{n}: {v if v is not None else '?'}" for n, v in values.items())
         if len(known) > 1:
@@ -114,7 +113,6 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
         base = [a for key in matched for a, _ in pairs[key]]
         treat = [b for key in matched for _, b in pairs[key]]
         ratios.append([b / a for a, b in zip(base, treat, strict=True)])
-        sp = stats.speedup(base, treat)
         diff = diff_median = None
         if rows:
             diff = stats.bootstrap_median_diff_ci(ratios[0], ratios[-1])
@@ -127,7 +125,7 @@ def compare(reports: Sequence[SavedReport]) -> Comparison:
                 pairs=len(base),
                 a_rate=statistics.median(base),
                 b_rate=statistics.median(treat),
-                speedup=sp,
+                speedup=stats.speedup(base, treat),
                 diff=diff,
                 diff_median=diff_median,
                 acceptance_rate=opt_float(arm_b.get("acceptance_rate")),

@@ -34,9 +34,7 @@ def length_sweep(report: SavedReport) -> dict[int, list[LengthPoint]]:
         if not isinstance(length, int) or not isinstance(conc, int) or sp is None:
             continue
         out.setdefault(conc, []).append(LengthPoint(conc, length, sp))
-    for points in out.values():
-        points.sort(key=lambda p: p.length)
-    return out
+    return {conc: sorted(points, key=lambda p: p.length) for conc, points in out.items()}
 
 
 def break_even_verdicts(report: SavedReport) -> dict[int, str]:
@@ -65,10 +63,7 @@ def category_speedups(report: SavedReport) -> list[CategoryPoint]:
     """Per category, in the report's order (categories without a speed-up are left out)."""
     out: list[CategoryPoint] = []
     for name, group in (report.data.get("categories") or {}).items():
-        if not isinstance(group, Mapping):
-            continue
-        sp = speedup_interval(group.get("speedup"))
-        if sp is None:
+        if not isinstance(group, Mapping) or (sp := speedup_interval(group.get("speedup"))) is None:
             continue
         b = (group.get("arms") or {}).get("b") or {}
         out.append(CategoryPoint(str(name), sp, opt_float(b.get("acceptance_rate"))))
@@ -154,17 +149,14 @@ def context_sweep(reports: Sequence[SavedReport]) -> list[ContextPoint]:
             tuple(float(x) for x in pos if isinstance(x, int | float)) if isinstance(pos, list) else ()
         )
         out.append(ContextPoint(n, opt_float(arm.get("acceptance_rate")), per_position, r.speedup))
-    out.sort(key=lambda p: p.length)
-    return out
+    return sorted(out, key=lambda p: p.length)
 
 
 def k_sweep(reports: Sequence[SavedReport]) -> list[KPoint]:
     """One point per report that has both a k and a speed-up, sorted by k."""
-    out: list[KPoint] = []
-    for r in reports:
-        sp = r.speedup
-        if r.k is None or sp is None:
-            continue
-        out.append(KPoint(r.k, sp, r.name, opt_float(r.arm("b").get("mean_acceptance_length"))))
-    out.sort(key=lambda p: p.k)
-    return out
+    points = [
+        KPoint(r.k, sp, r.name, opt_float(r.arm("b").get("mean_acceptance_length")))
+        for r in reports
+        if r.k is not None and (sp := r.speedup) is not None
+    ]
+    return sorted(points, key=lambda p: p.k)

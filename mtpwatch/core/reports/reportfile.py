@@ -93,10 +93,8 @@ class SavedReport:
     def k(self) -> int | None:
         """Speculative tokens of arm B: from the provenance block, else from the server's counters."""
         meta_b = (self.meta.get("arms") or {}).get("b") or {}
-        for value in (meta_b.get("k"), self.arm("b").get("num_speculative_tokens")):
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return None
+        values = (meta_b.get("k"), self.arm("b").get("num_speculative_tokens"))
+        return next((k for k in map(_opt_int, values) if k is not None), None)
 
     def pairs(self) -> dict[tuple[str, int, int | None], list[tuple[float, float]]]:
         """Measured, successful (A rate, B rate) pairs grouped by (prompt, concurrency, length)."""

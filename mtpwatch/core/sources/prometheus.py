@@ -10,10 +10,9 @@ the per-position counter), for vLLM's and llama.cpp's names at once:
   multiplies every counter of one target by the same factor (their samples share timestamps), so it
   cancels in the ratios; tok/s = increase / W carries it.
 - gauges: the newest sample of running / waiting requests and KV-cache use.
-- freshness: `timestamp()` of the newest generated-tokens sample against the instant the store
-  evaluated at (`vector(time())`), and `up` per instance (`up == 0`: "down"); "stale", "missing"
-  (`probe_queries`) and the window's fit to the store's scrape interval and history:
-  `core.sources.prometheus_fit`; `resets()` marks a restarted server.
+- freshness: `timestamp()` of the newest generated-tokens sample and `up` per instance (`up == 0`:
+  "down"); ages at the store's own time, "stale", "missing" (`probe_queries`) and the window's fit
+  to its scrape interval and history: `core.sources.prometheus_fit`; `resets()` marks a restart.
 - history: `rate()` of generated tokens as a range query (what the fleet view draws as a sparkline),
   which reaches back before mtpwatch started.
 
@@ -107,9 +106,7 @@ def promql_queries(window_s: float, selector: str = "") -> dict[str, str]:
     matchers = check_selector(selector)
     w = f"[{_duration(window_s)}]"
     gen = f"{vector(NAMES['generation_tokens'], matchers)}{w}"
-    q: dict[str, str] = {}
-    for key in COUNTERS:
-        q[key] = f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))"
+    q = {key: f"sum by ({_BY}) (increase({vector(NAMES[key], matchers)}{w}))" for key in COUNTERS}
     q["per_position"] = f"sum by ({_BY}, position) (increase({vector(NAMES['per_position'], matchers)}{w}))"
     q["tok_s"] = f"sum by ({_BY}) (rate({gen}))"
     for key in GAUGES:
@@ -232,8 +229,7 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
                 continue
             g = group(metric)
             g.schema = "llamacpp" if name.startswith("llamacpp:") else "vllm"
-            if name.endswith("spec_decode_num_drafts_total"):
-                g.has_drafts_series = True
+            g.has_drafts_series = g.has_drafts_series or name.endswith("spec_decode_num_drafts_total")
             v = value_of(item)
             if v is not None:
                 g.last_sample = v if g.last_sample is None else max(g.last_sample, v)
@@ -254,13 +250,8 @@ def _groups(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[Key, _Group]:
 
 def _down(by_name: Mapping[str, list[dict[str, Any]]]) -> dict[str, bool]:
     """Per instance: whether Prometheus's `up` says its target is down."""
-    down: dict[str, bool] = {}
-    for item in by_name["up"]:
-        inst = item.get("metric", {}).get("instance")
-        v = value_of(item)
-        if inst is not None and v is not None:
-            down[inst] = v < 1
-    return down
+    answers = ((item.get("metric", {}).get("instance"), value_of(item)) for item in by_name["up"])
+    return {inst: v < 1 for inst, v in answers if inst is not None and v is not None}
 
 
 @dataclass
@@ -354,14 +345,12 @@ class PrometheusSource:
         return await self._api("/api/v1/query", {"query": promql, "time": f"{t:.3f}"})
 
     async def query_range(self, promql: str, start: float, end: float, step_s: float) -> list[dict[str, Any]]:
-        """A range query; the result matrix."""
         params = {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": _duration(step_s)}
         return await self._api("/api/v1/query_range", params)
 
     async def read(self, window_s: float, at: float | None = None, *, history_s: float = 0.0) -> FleetRead:
-        """One refresh: rows over a window that fits the store (at least 4 of its scrape intervals),
-        missing instances listed, outliers marked; `history_s` > 0 adds a tok/s history per row.
-        Raises `PrometheusError` when Prometheus is unreachable or refuses a query."""
+        """One refresh: rows over a window that fits the store (`fit_window`), missing rows listed,
+        outliers marked, a tok/s history per row when `history_s` > 0; raises `PrometheusError`."""
         t = self.clock() if at is None else at
         self.stats = spent = QueryStats()
         t0 = time.perf_counter()

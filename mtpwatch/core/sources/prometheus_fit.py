@@ -121,19 +121,17 @@ def finish_row(row: FleetRow, method: str | None, seen_k: int | None, reset: boo
 
 def missing_rows(seen: Mapping[Key, tuple[str | None, int | None]], live: Container[Key]) -> list[FleetRow]:
     """Rows seen in the last hour with no series now: listed as missing, never dropped."""
-    out = []
-    for key in sorted((k for k in seen if k not in live), key=lambda k: (k[0], k[1] or "", k[2] or "")):
-        method, k = seen[key]
-        out.append(
-            FleetRow(
-                source=key[0],
-                model=key[1],
-                engine=key[2],
-                schema="vllm",
-                method=method or "spec",
-                k=k,
-                state="missing",
-                reason=f"seen in the last {SEEN_S / 60:.0f} min, no sample in the store's lookback now",
-            )
+    gone = sorted((k for k in seen if k not in live), key=lambda k: (k[0], k[1] or "", k[2] or ""))
+    return [
+        FleetRow(
+            source=key[0],
+            model=key[1],
+            engine=key[2],
+            schema="vllm",
+            method=seen[key][0] or "spec",
+            k=seen[key][1],
+            state="missing",
+            reason=f"seen in the last {SEEN_S / 60:.0f} min, no sample in the store's lookback now",
         )
-    return out
+        for key in gone
+    ]

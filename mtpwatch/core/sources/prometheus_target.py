@@ -116,7 +116,6 @@ async def target_history(
                     at.setdefault(t, {})[name] = v
                 elif pos is not None:
                     pos_at.setdefault(t, {})[pos] = v
-    out: list[tuple[float, MetricsSnapshot]] = []
-    for t in sorted(at):
-        out.append((t, counters_snapshot(model, at[t], pos_at.get(t, {}), schema, drafts_series)))
-    return out
+    return [
+        (t, counters_snapshot(model, at[t], pos_at.get(t, {}), schema, drafts_series)) for t in sorted(at)
+    ]
