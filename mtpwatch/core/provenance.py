@@ -20,7 +20,6 @@ import datetime as _dt
 import hashlib
 import json
 import platform
-import re
 import socket
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -31,6 +30,7 @@ from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
 from mtpwatch.core.launch.logparse import LogFacts, watch_lines
+from mtpwatch.core.launch.servers import MASK, mask_argv, secret_name
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 
@@ -48,50 +48,6 @@ class Prompt(Protocol):
     def category(self) -> str: ...
     @property
     def max_tokens(self) -> int: ...
-
-
-MASK = "***"
-
-#: Command-line flags whose value is a secret (the value after them, or after '=', is masked).
-SECRET_FLAGS = frozenset(
-    {"--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password"}
-)
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credentials")
-
-
-def _secret_name(name: str) -> bool:
-    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile)."""
-    words = re.split(r"[-_.]+", name.lower().strip("-"))
-    return bool(words) and words[-1] in _SECRET_WORDS
-
-
-def mask_secrets(text: str) -> str:
-    """`text` with bearer tokens, URL passwords and NAME=value secrets replaced by ***."""
-    text = re.sub(r"(?i)(bearer\s+)\S+", lambda m: m.group(1) + MASK, text)
-    text = re.sub(r"(://[^/\s:@]+:)[^@/\s]+@", lambda m: m.group(1) + MASK + "@", text)
-
-    def env(m: re.Match[str]) -> str:
-        return m.group(1) + "=" + MASK if _secret_name(m.group(1)) else m.group(0)
-
-    return re.sub(r"\b([A-Za-z_][A-Za-z0-9_.-]*)=(\S+)", env, text)
-
-
-def mask_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords),
-    inner command lines (``--launch-a 'vllm serve … --api-key X'``) word by word."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        flag, eq, _ = arg.partition("=")
-        if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
-            if eq:
-                out[i] = flag + "=" + MASK
-            elif i + 1 < len(out):
-                out[i + 1] = MASK  # the value after the flag
-        elif " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
-            out[i] = " ".join(mask_argv(arg.split(" ")))
-        else:
-            out[i] = mask_secrets(arg)
-    return out
 
 
 def prompt_set_hash(prompts: Sequence[Prompt]) -> str:
@@ -121,7 +77,7 @@ def parse_metadata(pairs: Iterable[str]) -> dict[str, str]:
         key = key.strip()
         if not eq or not key:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
-        out[key] = MASK if _secret_name(key) else value
+        out[key] = MASK if secret_name(key) else value
     return out
 
 

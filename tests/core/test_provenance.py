@@ -8,6 +8,7 @@ import pytest
 
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
+from mtpwatch.core.launch import servers
 from tests.datadir import DataDir
 
 
@@ -18,14 +19,14 @@ def test_secrets_are_masked_and_nothing_else() -> None:
         "HF_TOKEN=zz", "http://u:pw@h:1/x",
         "--ssl-keyfile", "/k.pem",
     ]  # fmt: skip
-    masked = provenance.mask_argv(argv)
+    masked = servers.mask_argv(argv)
     assert masked == [
         "mtpwatch", "bench", "--max-tokens", "16", "--api-key", "***", "--hf-token=***",
         "--num-speculative-tokens", "3", "--launch-a", "vllm serve m --api-key *** --port 8001",
         "HF_TOKEN=***", "http://u:***@h:1/x",
         "--ssl-keyfile", "/k.pem",
     ]  # fmt: skip
-    assert provenance.mask_secrets("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
+    assert servers.mask_secrets("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     assert provenance.parse_metadata(["a=1", "db_password=x", "url=http://h?x=1"]) == {
         "a": "1", "db_password": "***", "url": "http://h?x=1"
     }  # fmt: skip
