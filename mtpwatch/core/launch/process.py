@@ -121,18 +121,7 @@ class _Group:
     def remaining(self) -> set[int]:
         return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
 
-    def terminate(self) -> None:
-        """SIGTERM the group and every descendant seen so far (also those that left the group)."""
-        self.refresh()
-        self._signal(signal.SIGTERM, self.known)
-
-    def kill_left(self) -> None:
-        """SIGKILL what is left of the group after the SIGTERM."""
-        left = self.remaining()
-        if left:
-            self._signal(signal.SIGKILL, left)
-
-    def _signal(self, sig: int, pids: set[int]) -> None:
+    def send(self, sig: int, pids: set[int]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
         for pid in pids:
@@ -152,14 +141,17 @@ def stop_all() -> None:
 
 
 def _stop_groups(groups: Sequence[_Group], timeout: float) -> None:
-    """SIGTERM every group at once, wait up to `timeout` s for all to go, SIGKILL what is left, wait up
-    to 5 s for that. Synchronous. Gone means every process of the group, not only the leader (a GPU
-    worker frees its memory last, and the next server on this device may start only then): /proc says."""
+    """SIGTERM every group, with every descendant seen so far (also those that left it), at once; wait
+    up to `timeout` s for all to go, SIGKILL what is left, wait up to 5 s for that. Synchronous. Gone
+    means every process of the group, not only the leader (a GPU worker frees its memory last, and the
+    next server on this device may start only then): /proc says."""
     for group in groups:
-        group.terminate()
+        group.refresh()
+        group.send(signal.SIGTERM, group.known)
     _wait_gone(groups, timeout)
     for group in groups:
-        group.kill_left()
+        if left := group.remaining():
+            group.send(signal.SIGKILL, left)
     _wait_gone(groups, 5.0)
 
 
