@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
-from mtpwatch.core.launch.logparse import LogFacts, watch_lines
+from mtpwatch.core.launch.logparse import LogFacts
 from mtpwatch.core.launch.servers import MASK, mask_argv, secret_name
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
@@ -174,11 +174,9 @@ def _sim_gpu(doc: Any) -> dict[str, Any] | None:
     return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
-def launched_info(
-    url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: LogFacts | None = None
-) -> ArmInfo:
-    """What the command line (its `--speculative-config`) and start-up log (its lines, or the
-    `LogFacts` already read from them) of a server mtpwatch started say about it; the log wins."""
+def launched_info(url: str, argv: Sequence[str], facts: LogFacts | None = None) -> ArmInfo:
+    """What the command line (its `--speculative-config`) and start-up log (the `facts` read from it;
+    None: none) of a server mtpwatch started say about it; the log wins."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
     if config := spec_config_from_argv(argv):
         info.spec_config = config
@@ -186,7 +184,7 @@ def launched_info(
         info.method = method if isinstance(method, str) else None
         info.k = k if isinstance(k, int) and not isinstance(k, bool) else None
         info.drafter = drafter if isinstance(drafter, str) else None
-    facts = facts if facts is not None else watch_lines(log_lines).facts
+    facts = facts if facts is not None else LogFacts()
     info.method = facts.spec_method or info.method
     info.k = facts.num_spec_tokens if facts.num_spec_tokens is not None else info.k
     info.drafter = facts.spec_model or info.drafter

@@ -9,6 +9,7 @@ import pytest
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
 from mtpwatch.core.launch import servers
+from mtpwatch.core.launch.logparse import watch_lines
 from tests.datadir import DataDir
 
 
@@ -47,7 +48,7 @@ def test_launched_server_facts_from_a_real_vllm_startup_log(data: DataDir) -> No
     log = data.text("vllm-startup-ngram-cpu.log").splitlines()
     spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})
     argv = ["vllm", "serve", "/models/gemma3-270m", "--api-key", "secret", "--speculative-config", spec]
-    info = provenance.launched_info("http://127.0.0.1:18012", argv, log)
+    info = provenance.launched_info("http://127.0.0.1:18012", argv, watch_lines(log).facts)
     assert (info.method, info.k, info.vllm_version) == ("ngram", 4, "0.32.0")
     assert info.spec_config is not None and info.spec_config["from_log"]["method"] == "ngram"
     assert info.spec_config["prompt_lookup_max"] == 4
