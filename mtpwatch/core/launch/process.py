@@ -47,8 +47,7 @@ class StartupError(RuntimeError):
 def _read_stat(pid: int) -> tuple[str, int, int] | None:
     """(state, ppid, pgrp) of a process, None when it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode(errors="replace")
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
@@ -70,9 +69,8 @@ def group_members(pgid: int) -> list[int]:
 
 def descendants(pid: int) -> list[int]:
     """Pids of every live descendant of `pid` (children, grandchildren, ...), by parent pid."""
-    stats = _all_stats()
     children: dict[int, list[int]] = {}
-    for child, (state, ppid, _) in stats.items():
+    for child, (state, ppid, _) in _all_stats().items():
         if state != "Z":
             children.setdefault(ppid, []).append(child)
     found: list[int] = []
@@ -88,18 +86,12 @@ def marked_processes(token: str) -> list[int]:
     """Pids of live processes whose environment holds ``MTPWATCH_OWNER=token``: inherited, it finds
     descendants that left the group *and* lost their parent, which neither killpg nor the ppid walk see."""
     needle = f"{OWNER_ENV}={token}".encode()
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and _alive({int(entry)}):
-            found.append(int(entry))
-    return sorted(found)
+    found: set[int] = set()
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/environ", "rb") as fh:
+            if needle in fh.read().split(b"\0"):
+                found.add(pid)
+    return sorted(_alive(found))
 
 
 def _alive(pids: set[int]) -> set[int]:
