@@ -32,8 +32,6 @@ from mtpwatch.core.launch.vllm_cmd import (
     server_env,
 )
 
-SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "LLAMA_API_KEY"})
-"""Masked in plans and their JSON (`LLAMA_API_KEY`: llama-server's key, `llamacpp_cmd.llamacpp_key_env`)."""
 MASK = "***"
 
 #: Command-line flags whose value is a secret (the value after them, or after '=', is masked).
@@ -44,7 +42,8 @@ _SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "creden
 
 
 def secret_name(name: str) -> bool:
-    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile)."""
+    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile); so
+    VLLM_API_KEY and LLAMA_API_KEY (`llamacpp_cmd.llamacpp_key_env`) are masked in plans."""
     words = re.split(r"[-_.]+", name.lower().strip("-"))
     return bool(words) and words[-1] in _SECRET_WORDS
 
@@ -96,7 +95,7 @@ class PlannedServer:
             "k": self.k,
             "url": self.url,
             "argv": mask_argv(self.argv),
-            "env": {key: MASK if key in SECRET_ENV else value for key, value in self.env.items()},
+            "env": {key: MASK if secret_name(key) else value for key, value in self.env.items()},
         }
 
 
@@ -142,7 +141,7 @@ class LaunchPlan:
 
 def shell_line(argv: Sequence[str], env: Mapping[str, str]) -> str:
     """A copy-pasteable command line, secrets masked."""
-    prefix = [f"{k}={MASK if k in SECRET_ENV else shlex.quote(v)}" for k, v in env.items()]
+    prefix = [f"{k}={MASK if secret_name(k) else shlex.quote(v)}" for k, v in env.items()]
     return " ".join([*prefix, shlex.join(mask_argv(argv))])
 
 
