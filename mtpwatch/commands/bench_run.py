@@ -173,7 +173,7 @@ def run(
         report = runner.partial_report(why)
     except Exception as exc:  # ServerError, StartupError: one line each
         reporter.interrupted()
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        message = provenance.first_line(exc)
         session.close(f"stopped: {message}")
         if not runner.records:
             raise click.ClickException(message) from None

@@ -22,7 +22,6 @@ def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
     if not data.startswith(GZIP_MAGIC):
         raise CorruptFileError(f"{name} is not a gzip file")
     out: list[bytes] = []
-    truncated = False
     while data:
         inflater = zlib.decompressobj(wbits=31)
         try:
@@ -30,13 +29,11 @@ def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
         except zlib.error as exc:
             if not out:
                 raise CorruptFileError(f"{name} is a corrupt gzip file ({exc})") from exc
-            truncated = True
-            break
+            return b"".join(out), True
         if not inflater.eof:
-            truncated = True
-            break
+            return b"".join(out), True
         data = inflater.unused_data
-    return b"".join(out), truncated
+    return b"".join(out), False
 
 
 def read_text(path: Path) -> str:

@@ -24,15 +24,11 @@ def write_complete(path: Path, writer: Callable[[Path], object]) -> None:
     tmp = Path(tmp_name)
     try:
         writer(tmp)
+        umask = os.umask(0)  # reading the umask means setting it: set it back at once
+        os.umask(umask)
         with contextlib.suppress(OSError):
-            tmp.chmod(0o644 & ~_umask())
+            tmp.chmod(0o644 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -20,7 +20,6 @@ import datetime as _dt
 import hashlib
 import json
 import platform
-import re
 import socket
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -30,7 +29,8 @@ from typing import Any, Protocol
 from mtpwatch import __version__
 from mtpwatch.core.http.urls import same_server
 from mtpwatch.core.jsonout import JsonFields
-from mtpwatch.core.launch.logparse import LogFacts, watch_lines
+from mtpwatch.core.launch.logparse import LogFacts
+from mtpwatch.core.launch.servers import MASK, mask_argv, secret_name
 from mtpwatch.core.roofline.gpus import UnknownGpuError, lookup_gpu
 from mtpwatch.core.roofline.nvml import local_gpu_reading
 
@@ -48,50 +48,6 @@ class Prompt(Protocol):
     def category(self) -> str: ...
     @property
     def max_tokens(self) -> int: ...
-
-
-MASK = "***"
-
-#: Command-line flags whose value is a secret (the value after them, or after '=', is masked).
-SECRET_FLAGS = frozenset(
-    {"--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password"}
-)
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credentials")
-
-
-def _secret_name(name: str) -> bool:
-    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile)."""
-    words = re.split(r"[-_.]+", name.lower().strip("-"))
-    return bool(words) and words[-1] in _SECRET_WORDS
-
-
-def mask_secrets(text: str) -> str:
-    """`text` with bearer tokens, URL passwords and NAME=value secrets replaced by ***."""
-    text = re.sub(r"(?i)(bearer\s+)\S+", lambda m: m.group(1) + MASK, text)
-    text = re.sub(r"(://[^/\s:@]+:)[^@/\s]+@", lambda m: m.group(1) + MASK + "@", text)
-
-    def env(m: re.Match[str]) -> str:
-        return m.group(1) + "=" + MASK if _secret_name(m.group(1)) else m.group(0)
-
-    return re.sub(r"\b([A-Za-z_][A-Za-z0-9_.-]*)=(\S+)", env, text)
-
-
-def mask_argv(argv: Sequence[str]) -> list[str]:
-    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords),
-    inner command lines (``--launch-a 'vllm serve … --api-key X'``) word by word."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        flag, eq, _ = arg.partition("=")
-        if flag in SECRET_FLAGS or (flag.startswith("--") and _secret_name(flag)):
-            if eq:
-                out[i] = flag + "=" + MASK
-            elif i + 1 < len(out):
-                out[i + 1] = MASK  # the value after the flag
-        elif " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
-            out[i] = " ".join(mask_argv(arg.split(" ")))
-        else:
-            out[i] = mask_secrets(arg)
-    return out
 
 
 def prompt_set_hash(prompts: Sequence[Prompt]) -> str:
@@ -121,7 +77,7 @@ def parse_metadata(pairs: Iterable[str]) -> dict[str, str]:
         key = key.strip()
         if not eq or not key:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
-        out[key] = MASK if _secret_name(key) else value
+        out[key] = MASK if secret_name(key) else value
     return out
 
 
@@ -218,11 +174,9 @@ def _sim_gpu(doc: Any) -> dict[str, Any] | None:
     return {"name": f"{doc['gpu']} (simulated)", "peak_gbps": peak if isinstance(peak, int | float) else None}
 
 
-def launched_info(
-    url: str, argv: Sequence[str], log_lines: Iterable[str] = (), facts: LogFacts | None = None
-) -> ArmInfo:
-    """What the command line (its `--speculative-config`) and start-up log (its lines, or the
-    `LogFacts` already read from them) of a server mtpwatch started say about it; the log wins."""
+def launched_info(url: str, argv: Sequence[str], facts: LogFacts | None = None) -> ArmInfo:
+    """What the command line (its `--speculative-config`) and start-up log (the `facts` read from it;
+    None: none) of a server mtpwatch started say about it; the log wins."""
     info = ArmInfo(url=url, launch_argv=mask_argv(list(argv)))
     if config := spec_config_from_argv(argv):
         info.spec_config = config
@@ -230,7 +184,7 @@ def launched_info(
         info.method = method if isinstance(method, str) else None
         info.k = k if isinstance(k, int) and not isinstance(k, bool) else None
         info.drafter = drafter if isinstance(drafter, str) else None
-    facts = facts if facts is not None else watch_lines(log_lines).facts
+    facts = facts if facts is not None else LogFacts()
     info.method = facts.spec_method or info.method
     info.k = facts.num_spec_tokens if facts.num_spec_tokens is not None else info.k
     info.drafter = facts.spec_model or info.drafter

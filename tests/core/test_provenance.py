@@ -8,6 +8,8 @@ import pytest
 
 from mtpwatch.core import provenance
 from mtpwatch.core.ab import workloads
+from mtpwatch.core.launch import servers
+from mtpwatch.core.launch.logparse import watch_lines
 from tests.datadir import DataDir
 
 
@@ -18,14 +20,14 @@ def test_secrets_are_masked_and_nothing_else() -> None:
         "HF_TOKEN=zz", "http://u:pw@h:1/x",
         "--ssl-keyfile", "/k.pem",
     ]  # fmt: skip
-    masked = provenance.mask_argv(argv)
+    masked = servers.mask_argv(argv)
     assert masked == [
         "mtpwatch", "bench", "--max-tokens", "16", "--api-key", "***", "--hf-token=***",
         "--num-speculative-tokens", "3", "--launch-a", "vllm serve m --api-key *** --port 8001",
         "HF_TOKEN=***", "http://u:***@h:1/x",
         "--ssl-keyfile", "/k.pem",
     ]  # fmt: skip
-    assert provenance.mask_secrets("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
+    assert servers.mask_secrets("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     assert provenance.parse_metadata(["a=1", "db_password=x", "url=http://h?x=1"]) == {
         "a": "1", "db_password": "***", "url": "http://h?x=1"
     }  # fmt: skip
@@ -46,7 +48,7 @@ def test_launched_server_facts_from_a_real_vllm_startup_log(data: DataDir) -> No
     log = data.text("vllm-startup-ngram-cpu.log").splitlines()
     spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})
     argv = ["vllm", "serve", "/models/gemma3-270m", "--api-key", "secret", "--speculative-config", spec]
-    info = provenance.launched_info("http://127.0.0.1:18012", argv, log)
+    info = provenance.launched_info("http://127.0.0.1:18012", argv, watch_lines(log).facts)
     assert (info.method, info.k, info.vllm_version) == ("ngram", 4, "0.32.0")
     assert info.spec_config is not None and info.spec_config["from_log"]["method"] == "ngram"
     assert info.spec_config["prompt_lookup_max"] == 4

@@ -26,6 +26,7 @@ from mtpwatch.core.ab.options import BenchOptions
 from mtpwatch.core.ab.plan import BenchConfig, BenchConfigError
 from mtpwatch.core.ab.report import BenchReport
 from mtpwatch.core.ab.runner import BenchRunner
+from mtpwatch.core.launch.servers import mask_argv
 from mtpwatch.core.launch.vllm_cmd import is_loopback
 
 
@@ -72,7 +73,7 @@ class BenchRun:
                 *(meta.get("resumed") or []),
                 {
                     "created_utc": provenance.utc_now(),
-                    "argv": provenance.mask_argv(sys.argv),
+                    "argv": mask_argv(sys.argv),
                     "runs_before": len(self.log.records),
                 },
             ]

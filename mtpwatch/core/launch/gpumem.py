@@ -184,11 +184,9 @@ def resolve_gpu_memory(
         return base
     if free_gib is not None and total_gib is not None and free_gib > total_gib:
         raise PlanError(f"--gpu-free {free_gib:g} GiB is more than --gpu-memory {total_gib:g} GiB")
-    # free defaults to what it was, capped at total; a new total keeps what others use
     total = base.total_bytes if total_gib is None else total_gib * GIB
-    free = min(total, base.free_bytes) if free_gib is None else free_gib * GIB
-    if free_gib is None and total_gib is not None and base.total_bytes > 0:
-        free = total - (base.total_bytes - base.free_bytes)
+    # without --gpu-free (so with --gpu-memory), the new total keeps what others use of the old one
+    free = total - (base.total_bytes - base.free_bytes) if free_gib is None else free_gib * GIB
     return replace(base, total_bytes=total, free_bytes=max(0.0, free), source=base.source + " + override")
 
 

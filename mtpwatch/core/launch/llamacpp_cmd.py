@@ -58,10 +58,8 @@ def _spec_type(method: str | None, drafter: str | None, k: int | None) -> str | 
         if drafter is not None:
             return "draft-simple"
         return "draft-mtp" if k is not None else None
-    if method in LLAMACPP_SPEC_TYPES:
-        return method
-    if method in LLAMACPP_METHODS:
-        return LLAMACPP_METHODS[method]
+    if method in LLAMACPP_SPEC_TYPES or method in LLAMACPP_METHODS:
+        return LLAMACPP_METHODS.get(method, method)
     names = ", ".join([*LLAMACPP_METHODS, *LLAMACPP_SPEC_TYPES])
     raise VllmArgsError(f"--method {method!r} is not one llama-server knows; use one of {names}")
 

@@ -30,8 +30,7 @@ def port_in_use_message(host: str, port: int) -> str | None:
                     "pick another --port, or watch that one with: mtpwatch attach "
                     f"{connect_url(bind_host, port)}"
                 )
-            return None  # e.g. an address of another machine: the server reports it
-    return None
+    return None  # free, or another error (an address of another machine): the server reports it
 
 
 def connect_url(host: str, port: int) -> str:

@@ -47,8 +47,7 @@ class StartupError(RuntimeError):
 def _read_stat(pid: int) -> tuple[str, int, int] | None:
     """(state, ppid, pgrp) of a process, None when it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode(errors="replace")
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode(errors="replace")
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
@@ -70,9 +69,8 @@ def group_members(pgid: int) -> list[int]:
 
 def descendants(pid: int) -> list[int]:
     """Pids of every live descendant of `pid` (children, grandchildren, ...), by parent pid."""
-    stats = _all_stats()
     children: dict[int, list[int]] = {}
-    for child, (state, ppid, _) in stats.items():
+    for child, (state, ppid, _) in _all_stats().items():
         if state != "Z":
             children.setdefault(ppid, []).append(child)
     found: list[int] = []
@@ -88,18 +86,12 @@ def marked_processes(token: str) -> list[int]:
     """Pids of live processes whose environment holds ``MTPWATCH_OWNER=token``: inherited, it finds
     descendants that left the group *and* lost their parent, which neither killpg nor the ppid walk see."""
     needle = f"{OWNER_ENV}={token}".encode()
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and _alive({int(entry)}):
-            found.append(int(entry))
-    return sorted(found)
+    found: set[int] = set()
+    for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/environ", "rb") as fh:
+            if needle in fh.read().split(b"\0"):
+                found.add(pid)
+    return sorted(_alive(found))
 
 
 def _alive(pids: set[int]) -> set[int]:
@@ -121,18 +113,7 @@ class _Group:
     def remaining(self) -> set[int]:
         return set(group_members(self.pgid)) | _alive(self.known) | set(marked_processes(self.token))
 
-    def terminate(self) -> None:
-        """SIGTERM the group and every descendant seen so far (also those that left the group)."""
-        self.refresh()
-        self._signal(signal.SIGTERM, self.known)
-
-    def kill_left(self) -> None:
-        """SIGKILL what is left of the group after the SIGTERM."""
-        left = self.remaining()
-        if left:
-            self._signal(signal.SIGKILL, left)
-
-    def _signal(self, sig: int, pids: set[int]) -> None:
+    def send(self, sig: int, pids: set[int]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
         for pid in pids:
@@ -152,14 +133,17 @@ def stop_all() -> None:
 
 
 def _stop_groups(groups: Sequence[_Group], timeout: float) -> None:
-    """SIGTERM every group at once, wait up to `timeout` s for all to go, SIGKILL what is left, wait up
-    to 5 s for that. Synchronous. Gone means every process of the group, not only the leader (a GPU
-    worker frees its memory last, and the next server on this device may start only then): /proc says."""
+    """SIGTERM every group, with every descendant seen so far (also those that left it), at once; wait
+    up to `timeout` s for all to go, SIGKILL what is left, wait up to 5 s for that. Synchronous. Gone
+    means every process of the group, not only the leader (a GPU worker frees its memory last, and the
+    next server on this device may start only then): /proc says."""
     for group in groups:
-        group.terminate()
+        group.refresh()
+        group.send(signal.SIGTERM, group.known)
     _wait_gone(groups, timeout)
     for group in groups:
-        group.kill_left()
+        if left := group.remaining():
+            group.send(signal.SIGKILL, left)
     _wait_gone(groups, 5.0)
 
 

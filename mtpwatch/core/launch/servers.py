@@ -8,6 +8,7 @@ when a GPU is planned for — its own memory share from `memplan`."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +32,49 @@ from mtpwatch.core.launch.vllm_cmd import (
     server_env,
 )
 
-SECRET_ENV = frozenset({"VLLM_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "LLAMA_API_KEY"})
-"""Masked in plans and their JSON (`LLAMA_API_KEY`: llama-server's key, `llamacpp_cmd.llamacpp_key_env`)."""
 MASK = "***"
+
+#: Command-line flags whose value is a secret (the value after them, or after '=', is masked).
+SECRET_FLAGS = frozenset(
+    {"--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password"}
+)
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credentials")
+
+
+def secret_name(name: str) -> bool:
+    """True for names like --api-key, HF_TOKEN, db_password (not --max-tokens, --ssl-keyfile); so
+    VLLM_API_KEY and LLAMA_API_KEY (`llamacpp_cmd.llamacpp_key_env`) are masked in plans."""
+    words = re.split(r"[-_.]+", name.lower().strip("-"))
+    return bool(words) and words[-1] in _SECRET_WORDS
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with bearer tokens, URL passwords and NAME=value secrets replaced by ***."""
+    text = re.sub(r"(?i)(bearer\s+)\S+", lambda m: m.group(1) + MASK, text)
+    text = re.sub(r"(://[^/\s:@]+:)[^@/\s]+@", lambda m: m.group(1) + MASK + "@", text)
+
+    def env(m: re.Match[str]) -> str:
+        return m.group(1) + "=" + MASK if secret_name(m.group(1)) else m.group(0)
+
+    return re.sub(r"\b([A-Za-z_][A-Za-z0-9_.-]*)=(\S+)", env, text)
+
+
+def mask_argv(argv: Sequence[str]) -> list[str]:
+    """The command line with every secret replaced by *** (flag values, NAME=value, URL passwords),
+    inner command lines (``--launch-a 'vllm serve … --api-key X'``) word by word."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        flag, eq, _ = arg.partition("=")
+        if flag in SECRET_FLAGS or (flag.startswith("--") and secret_name(flag)):
+            if eq:
+                out[i] = flag + "=" + MASK
+            elif i + 1 < len(out):
+                out[i + 1] = MASK  # the value after the flag
+        elif " " in arg:  # a whole inner command line: mask it word by word, keep its spacing
+            out[i] = " ".join(mask_argv(arg.split(" ")))
+        else:
+            out[i] = mask_secrets(arg)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +95,7 @@ class PlannedServer:
             "k": self.k,
             "url": self.url,
             "argv": mask_argv(self.argv),
-            "env": {key: MASK if key in SECRET_ENV else value for key, value in self.env.items()},
+            "env": {key: MASK if secret_name(key) else value for key, value in self.env.items()},
         }
 
 
@@ -98,20 +139,9 @@ class LaunchPlan:
         return out
 
 
-def mask_argv(argv: Sequence[str]) -> list[str]:
-    """`argv` with the value of any ``--api-key`` masked."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        if arg == "--api-key" and i + 1 < len(out):
-            out[i + 1] = MASK
-        elif arg.startswith("--api-key="):
-            out[i] = "--api-key=" + MASK
-    return out
-
-
 def shell_line(argv: Sequence[str], env: Mapping[str, str]) -> str:
     """A copy-pasteable command line, secrets masked."""
-    prefix = [f"{k}={MASK if k in SECRET_ENV else shlex.quote(v)}" for k, v in env.items()]
+    prefix = [f"{k}={MASK if secret_name(k) else shlex.quote(v)}" for k, v in env.items()]
     return " ".join([*prefix, shlex.join(mask_argv(argv))])
 
 

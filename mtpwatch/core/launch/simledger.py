@@ -10,6 +10,7 @@ you set yourself in the environment wins; a bare `mtpwatch sim` uses a per-user 
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
@@ -18,16 +19,13 @@ from pathlib import Path
 
 SIM_LEDGER_ENV = "MTPWATCH_SIM_GPU_DIR"
 
-_dir: Path | None = None
 
-
+@functools.cache
 def command_ledger_dir() -> Path:
     """This process's ledger folder (made on first use, removed when the process exits)."""
-    global _dir
-    if _dir is None:
-        _dir = Path(tempfile.mkdtemp(prefix=f"mtpwatch-sim-gpu-{os.getpid()}-"))
-        atexit.register(shutil.rmtree, _dir, True)
-    return _dir
+    folder = Path(tempfile.mkdtemp(prefix=f"mtpwatch-sim-gpu-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def scoped_env(env: Mapping[str, str]) -> dict[str, str]:

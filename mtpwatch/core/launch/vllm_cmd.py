@@ -219,8 +219,7 @@ def build_vllm_argv(
     config, _ = build_speculative_config(
         drafter=drafter, k=k, method=method, speculative_config=speculative_config
     )
-    argv = _serve_prefix(vllm, model)
-    argv += ["--host", host, "--port", str(port)]
+    argv = [*_serve_prefix(vllm, model), "--host", host, "--port", str(port)]
     if served_model_name:
         argv += ["--served-model-name", served_model_name]
     if config is not None:
