@@ -1,6 +1,5 @@
 """The A/B view's measurement (F6): `Measurement` over `core.ab.runner.BenchRunner`, its events as
-`MeasureUpdate`s, plain data (the report so far, the finished run, progress in words) that
-`ui.markup.ab.render_measure` draws."""
+`MeasureUpdate`s."""
 
 from __future__ import annotations
 
@@ -148,9 +147,8 @@ class Measurement:
 
     def final(self, interrupted: str = "cancelled: partial measurement") -> MeasureUpdate:
         """The summary of what was measured so far (after a cancel or a failure)."""
-        report = self.report or self.runner.partial_report(interrupted=interrupted)
-        self.report = report
-        return self._final_update(report)
+        self.report = self.report or self.runner.partial_report(interrupted=interrupted)
+        return self._final_update(self.report)
 
     def _final_update(self, report: BenchReport) -> MeasureUpdate:
         what = "race" if report.contended else self.schedule
