@@ -248,14 +248,12 @@ def _local_gpu() -> tuple[str | None, float | None]:
 
 async def _sim_info(base_url: str) -> dict[str, Any]:
     """The simulator's /sim/info, or {} for a real vLLM (404) or any failure."""
-    try:
+    with contextlib.suppress(httpx.HTTPError, ValueError):
         async with httpx.AsyncClient(timeout=2.0) as http:
             response = await http.get(base_url.rstrip("/") + "/sim/info")
             if response.status_code == 200:
                 data = response.json()
                 return data if isinstance(data, dict) else {}
-    except (httpx.HTTPError, ValueError):
-        pass
     return {}
 
 

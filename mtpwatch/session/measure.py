@@ -125,7 +125,6 @@ class Measurement:
 
     async def updates(self) -> AsyncIterator[MeasureUpdate]:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
-        runs_per_prompt = self.runner.config.runs
         async for event in self.runner.events():
             if isinstance(event, StatusChanged):
                 yield MeasureUpdate(progress=event.message)
@@ -135,7 +134,7 @@ class Measurement:
                     progress=f"measuring: run {event.done}/{event.total} · {rec.prompt}",
                     arm=0 if rec.arm == "a" else 1,
                     run=rec,
-                    runs_per_prompt=runs_per_prompt,
+                    runs_per_prompt=self.runner.config.runs,
                 )
             elif isinstance(event, PairFinished):
                 report = self.runner.partial_report()

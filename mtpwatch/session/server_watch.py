@@ -10,7 +10,6 @@ replay polls it too and hands it what was recorded (the `restore_*` methods and 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -47,10 +46,10 @@ class ServerWatch:
         scrapes: Scrapes,
         observers: Observers,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
-        busy: Callable[[], bool] = lambda: False,
-        starting: bool = False,
+        clock: Callable[[], float],
+        wall: Callable[[], float],
+        busy: Callable[[], bool],
+        starting: bool,
     ) -> None:
         """`busy`: a console prompt runs (no idle cadence); `starting`: the server is being launched."""
         self.spec = spec
