@@ -121,8 +121,7 @@ class ReplaySource:
     # -- clocks ---------------------------------------------------------------------------------
 
     def clock(self) -> float:
-        """The virtual monotonic clock: the recorded time of the record being applied, then the
-        time the player is at."""
+        """The virtual monotonic clock: the time of the record being applied, then the player's."""
         return self.now
 
     def wall(self) -> float:
