@@ -49,8 +49,6 @@ class Identity:
 
 
 class Scrapes(Protocol):
-    """Where one server's pages and identity come from."""
-
     async def fetch(self, model: str | None) -> Page:
         """One page for `model` (None: the first on the page). Raises ServerError, OSError or
         ValueError when there is none."""
