@@ -48,9 +48,7 @@ def lossy_reason(speculative: Source) -> str | None:
 def advice_for(baseline: Source, speculative: Source) -> Advice | None:
     """Predictions for k' ≤ the running k from the last prompt; None until both arms measured one."""
     base, spec = baseline.state().prompt_rates, speculative.state().prompt_rates
-    if base is None or spec is None or not spec.per_position:
-        return None
-    if not base.mean_step_s or not spec.mean_step_s:
+    if base is None or spec is None or not (spec.per_position and base.mean_step_s and spec.mean_step_s):
         return None
     try:
         advice = advise(spec.per_position, spec.mean_step_s, base.mean_step_s)

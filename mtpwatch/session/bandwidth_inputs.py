@@ -24,8 +24,7 @@ PLAIN_INPUTS = ("gpu", "peak_gbps", "error", "simulated", "clock_speed", "method
 
 
 class BandwidthModel:
-    """The roofline panel's numbers: `core.roofline.compute_roofline` on the window's rates (its
-    inputs resolved once by `load`)."""
+    """The roofline panel's numbers: `core.roofline.compute_roofline` on a window's rates."""
 
     def __init__(self, display: DisplaySettings) -> None:
         self.display = display
@@ -46,8 +45,9 @@ class BandwidthModel:
     def to_json(self) -> dict[str, Any]:
         """What `load` resolved, as plain JSON (a recording's 'server' record: the replay prices
         steps the same way without asking anything again)."""
+        specs = {"spec": self.spec, "drafter": self.drafter}
         plain = {key: getattr(self, key) for key in PLAIN_INPUTS}
-        return {"spec": spec_to_json(self.spec), "drafter": spec_to_json(self.drafter), **plain}
+        return {**{k: None if s is None else dataclasses.asdict(s) for k, s in specs.items()}, **plain}
 
     def restore(self, info: dict[str, Any]) -> None:
         """Take what `to_json` wrote instead of loading (a replay: no network)."""
@@ -100,8 +100,7 @@ class BandwidthModel:
             if not ref:
                 continue
             with contextlib.suppress(ConfigError, ValueError, OSError):
-                found = _find_config((str(ref),))
-                self.drafter = ModelSpec.from_config(found[0] if found else str(ref))
+                self.drafter = ModelSpec.from_config(str(ref))  # resolved as `_find_config` does
                 sources.append(f"drafter {where}")
                 break
         if self.display.gpu is not None:
@@ -219,8 +218,6 @@ def _busy_rates(rates: Rates | None) -> tuple[float | None, float | None]:
 def _find_config(refs: tuple[str, ...]) -> tuple[str, str] | None:
     """The first of `refs` that resolves to a config.json without the network, and where it was found."""
     for ref in refs:
-        if not ref:
-            continue
         try:
             path = resolve_config(ref)
         except (ConfigError, ValueError, OSError):
@@ -251,24 +248,17 @@ def _local_gpu() -> tuple[str | None, float | None]:
 
 async def _sim_info(base_url: str) -> dict[str, Any]:
     """The simulator's /sim/info, or {} for a real vLLM (404) or any failure."""
-    try:
+    with contextlib.suppress(httpx.HTTPError, ValueError):
         async with httpx.AsyncClient(timeout=2.0) as http:
             response = await http.get(base_url.rstrip("/") + "/sim/info")
             if response.status_code == 200:
                 data = response.json()
                 return data if isinstance(data, dict) else {}
-    except (httpx.HTTPError, ValueError):
-        pass
     return {}
 
 
-def spec_to_json(spec: ModelSpec | None) -> dict[str, Any] | None:
-    """A model spec as plain JSON (the roofline's input, so a replay prices steps the same way)."""
-    return None if spec is None else dataclasses.asdict(spec)
-
-
 def spec_from_json(obj: dict[str, Any] | None) -> ModelSpec | None:
-    """Inverse of `spec_to_json` (JSON lists back to tuples)."""
+    """A model spec `BandwidthModel.to_json` wrote (JSON lists back to tuples)."""
     if obj is None:
         return None
     fields = {f.name for f in dataclasses.fields(ModelSpec)}

@@ -1,8 +1,7 @@
 """`DemoLoop`: which prompt a self-running demo sends next, and when (`demo --loop`).
 
-Pure: the screen asks `due` once a second whether to send, passing whether a generation runs and
-whether every server is up; the loop answers with the next prompt after a pause since the last one
-finished, cycling through the built-in prompts until the app quits.
+Pure: the screen asks `DemoLoop.due` once a second whether to send; the loop cycles through the
+built-in prompts until the app quits.
 """
 
 from __future__ import annotations

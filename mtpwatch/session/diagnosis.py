@@ -14,9 +14,8 @@ screen shows beside it, never from one number alone (issue 40, item 3):
   length) says so; a low rate with a good position 1 is blamed on k, with the position where
   acceptance falls under `LOW_ACCEPTANCE`.
 - **The models of both arms.** Two arms serving different models compare the models, not
-  speculation on and off: the A/B line says so with `core.provenance.arm_warnings`, the rule
-  `mtpwatch bench` prints its warning with (one rule, not two), and then makes no guess about why
-  speculation is slower.
+  speculation on and off: the A/B line says so (`model_warnings`, bench's rule) and then makes no
+  guess about why speculation is slower.
 - **Answer length and how much was measured.** A verdict over fewer than `MIN_DRAFTS` drafts, or a
   speed-up over fewer than `MIN_PROMPTS` prompts, starts with "hint": the evidence is thin.
 """
@@ -72,10 +71,9 @@ def make_verdict(
     k: int | None = None,
     per_position: Sequence[float] = (),
 ) -> tuple[str, VerdictLevel]:
-    """Whether speculation pays off on this server, in one sentence, read only from the figures the
-    panel shows beside it (the acceptance `core.metrics.attribution.prompt_acceptance` picked, k,
-    per-position): known failure signatures first (a drafter that disagrees, a k too large for it,
-    a mean length under `LOW_MEAN_LENGTH`), then the analytic ceilings when the roofline is known."""
+    """Whether speculation pays off on this server, in one sentence (see the module): known failure
+    signatures first (a drafter that disagrees, a k too large for it, a mean length under
+    `LOW_MEAN_LENGTH`), then the analytic ceilings when the roofline is known."""
     where = f"(server, {window_words(window)})"
     name = method_name(method)
     if speculative is False:

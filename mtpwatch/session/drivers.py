@@ -1,8 +1,7 @@
 """Drivers: what stands behind a monitor screen, live servers or a recording.
 
-A monitor screen (`ui.screens.monitor.MonitorScreen`) holds one driver and asks it before it sends
-a prompt, starts a measurement or seeks; a driver that cannot says why in one line, which the
-screen shows. The driver also owns its sources (one per server panel) and stops them.
+A monitor screen (`ui.screens.monitor.MonitorScreen`) holds one driver and asks it before each
+`Operation` (`Driver.cannot`). The driver owns its sources (one per server panel) and stops them.
 
 - `LiveDriver`: servers over HTTP (or Prometheus through its `SourceFactory`, a fleet row's
   monitor): builds the sources, records them with `--record`, sends and measures, cannot seek;

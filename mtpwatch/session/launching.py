@@ -42,8 +42,7 @@ async def launch_server(
     clock: Callable[[], float],
     on_start: Callable[[ServerProcess], None],
 ) -> LaunchOutcome:
-    """Start `launch` through `core.launch.launcher.Launch`, show its phase and new log lines through
-    `progress` every 0.1 s, and wait for `url`/health.
+    """Start `launch` (see the module) and wait for `url`/health.
 
     `on_start` gets the process as soon as it exists, so its owner can stop it even when this call
     is cancelled. A process that dies or does not answer in `launch.startup_timeout_s` is stopped;

@@ -1,6 +1,5 @@
 """The A/B view's measurement (F6): `Measurement` over `core.ab.runner.BenchRunner`, its events as
-`MeasureUpdate`s, plain data (the report so far, the finished run, progress in words) that
-`ui.markup.ab.render_measure` draws."""
+`MeasureUpdate`s."""
 
 from __future__ import annotations
 
@@ -126,7 +125,6 @@ class Measurement:
 
     async def updates(self) -> AsyncIterator[MeasureUpdate]:
         """Async iterator of `MeasureUpdate`s; the last one carries the summary."""
-        runs_per_prompt = self.runner.config.runs
         async for event in self.runner.events():
             if isinstance(event, StatusChanged):
                 yield MeasureUpdate(progress=event.message)
@@ -136,7 +134,7 @@ class Measurement:
                     progress=f"measuring: run {event.done}/{event.total} · {rec.prompt}",
                     arm=0 if rec.arm == "a" else 1,
                     run=rec,
-                    runs_per_prompt=runs_per_prompt,
+                    runs_per_prompt=self.runner.config.runs,
                 )
             elif isinstance(event, PairFinished):
                 report = self.runner.partial_report()
@@ -148,9 +146,8 @@ class Measurement:
 
     def final(self, interrupted: str = "cancelled: partial measurement") -> MeasureUpdate:
         """The summary of what was measured so far (after a cancel or a failure)."""
-        report = self.report or self.runner.partial_report(interrupted=interrupted)
-        self.report = report
-        return self._final_update(report)
+        self.report = self.report or self.runner.partial_report(interrupted=interrupted)
+        return self._final_update(self.report)
 
     def _final_update(self, report: BenchReport) -> MeasureUpdate:
         what = "race" if report.contended else self.schedule

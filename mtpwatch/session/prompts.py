@@ -2,10 +2,8 @@
 
 A prompt's window opens at the scrape before it (`begin`), its generation ends at its last token
 (`end`), and it closes at the scrape after that (`close`): the 'prompt' window of the panel and the
-summary line are counted between those scrapes. The window also keeps what the server said about
-this request alone (vLLM's per-request spec metrics, llama-server's timings) and the client-side
-decode tok/s of the running prompt, one point per second, for the chart.
-`core.metrics.attribution.prompt_acceptance` decides which acceptance the prompt gets.
+summary line are counted between those scrapes. `core.metrics.attribution.prompt_acceptance`
+decides which acceptance the prompt gets.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ class PromptWindow:
         self.client_points = []
         self.t0 = self.clock()
         self.t1 = self.t_end = None
-        self.request_spec = None
-        self.request_timings = None
+        self.request_spec = self.request_timings = None
         stats.start(self.t0)
         return stats
 
@@ -93,14 +90,11 @@ class PromptWindow:
         """The prompt's acceptance by `core.metrics.attribution`'s rule over its numbers: vLLM's
         per-request metrics once its final chunk came, llama-server's timings (the latest chunk's
         while it streams), the window's `counters` (this request or engine-wide)."""
-        stats = self.stats
-        timings = stats.timings if stats is not None else self.request_timings
-        t0 = self.t0
         return prompt_acceptance(
             counters=counters,
-            scope=collector.attribution(t0, self.t1) if t0 is not None else "engine-wide",
+            scope=collector.attribution(self.t0, self.t1) if self.t0 is not None else "engine-wide",
             per_request=self.request_spec if self.t_end is not None else None,
-            timings=timings,
+            timings=self.stats.timings if self.stats is not None else self.request_timings,
         )
 
     def answer(self, result: GenerationResult, acc: PromptAcceptance) -> Answer:

@@ -1,8 +1,7 @@
 """`FeedTap`: what a `ServerFeed` sees, written to a `core.record` recording (`--record FILE`).
 
-The tap is one of the feed's observers (`session.observers.FeedObserver`), told everything each
-record holds. API keys never reach it: it records no headers, no launch argv and no URL userinfo,
-and the recorder scrubs the key from every line besides.
+A `session.observers.FeedObserver`. API keys never reach it: it records no headers, no launch argv
+and no URL userinfo, and the recorder scrubs the key from every line besides.
 """
 
 from __future__ import annotations
@@ -71,7 +70,6 @@ class FeedTap:
         self.recorder.record("done", self.index, t)
 
     def nvml(self, t: float, reading: HardwareReading | None) -> None:
-        """A new reading of the sampler (None: the sampler stopped)."""
         stamp = reading.timestamp if reading is not None else None
         if reading is not None and stamp == self._reading_t:
             return
@@ -87,8 +85,7 @@ def open_recording(config: AppConfig, schedule: str) -> Recorder | None:
     """
     if config.record is None:
         return None
-    keys = [s.api_key for s in config.servers]
-    keys.append(os.environ.get("VLLM_API_KEY"))
+    keys = [*(s.api_key for s in config.servers), os.environ.get("VLLM_API_KEY")]
     recorder = Recorder(config.record, secrets=keys)
     recorder.session(  # the 'session' mark: no keys, no argv
         {

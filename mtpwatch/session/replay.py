@@ -1,14 +1,11 @@
 """`ReplaySource`: a recording played back into the same `ServerFeed`s the live app uses.
 
-The source rebuilds the app's config from the recording's 'session' mark, makes one `ServerFeed`
-per recorded server on a virtual clock over `ReplayScrapes` (the recording's pages, never the
-network), and applies the records in the order they were written: a scrape is polled as live, its
-page fetched through `ReplayScrapes.fetch` by the feed's `session.server_watch.ServerWatch` (so
-`core.metrics.rates.Collector` sees the same pages at the same times), an identity, a failure, a
-lifecycle event and an NVML reading go through the watch's `restore_identity`, `mark_down`,
-`restore_life` and `restore_reading`, a stream event through `GenerationStats.add`, a prompt's end
-through the feed's `begin_prompt` / `end_prompt` / `close_prompt`. Every number a replay shows
-therefore comes from the code that showed it live. No network, no server, no Textual.
+One `ServerFeed` per recorded server, on a virtual clock, over `ReplayScrapes` (the recording's
+pages, never the network). Each record, in the order written, goes through the method that handled
+it live (`ReplaySource._apply`: a scrape is polled, so `core.metrics.rates.Collector` sees the same
+pages at the same times; the rest go to the watch's `restore_*` and `mark_down`, the feed's prompt
+methods): every number a replay shows comes from the code that showed it live. No network, no
+server, no Textual.
 
 `ReplayDriver` stands it behind a monitor screen (`mtpwatch replay FILE`; `session/drivers.py` says
 what it can do): a seek shows what the recording's feeds held then.
@@ -44,10 +41,8 @@ NOT_IN_JSON = ("client_tokens_per_step", "eos_overcount")
 
 def config_from_session(session: dict[str, Any]) -> AppConfig:
     """The recorded session's config: servers (no launch: nothing is started), display, mode."""
-    display_fields = set(DisplaySettings.__dataclass_fields__)
-    display = DisplaySettings(
-        **{k: v for k, v in (session.get("display") or {}).items() if k in display_fields}
-    )
+    shown = session.get("display") or {}
+    display = DisplaySettings(**{k: v for k, v in shown.items() if k in DisplaySettings.__dataclass_fields__})
     servers = [
         ServerSpec(label=str(s.get("label", f"server {i}")), url=str(s.get("url", "")), model=s.get("model"))
         for i, s in enumerate(session.get("servers") or [])
@@ -126,8 +121,7 @@ class ReplaySource:
     # -- clocks ---------------------------------------------------------------------------------
 
     def clock(self) -> float:
-        """The virtual monotonic clock: the recorded time of the record being applied, then the
-        time the player is at."""
+        """The virtual monotonic clock: the time of the record being applied, then the player's."""
         return self.now
 
     def wall(self) -> float:

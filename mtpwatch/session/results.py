@@ -47,11 +47,6 @@ def feed_info(feed: Source, k: int | None) -> provenance.ArmInfo:
     )
 
 
-def _gpu(display: DisplaySettings, feeds: Sequence[Source]) -> provenance.GpuInfo:
-    local = all(is_loopback(urlsplit(f.state().spec.url).hostname or "") for f in feeds)
-    return provenance.report_gpu(display.gpu, local=local)
-
-
 def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings, path: Path) -> Path:
     """Write the measurement's report document, with its provenance, to `path` (raises OSError);
     returns the path written."""
@@ -60,6 +55,7 @@ def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings,
         arm = report.primary.overall.arms.get(name)
         k = arm.acceptance.k if arm is not None and arm.acceptance is not None else None
         arms[name] = feed_info(feed, k)
+    local = all(is_loopback(urlsplit(f.state().spec.url).hostname or "") for f in feeds)
     meta = provenance.build_meta(
         label=None,
         metadata={"source": "mtpwatch app, F6 measurement"},
@@ -67,7 +63,7 @@ def save(report: BenchReport, feeds: Sequence[Source], display: DisplaySettings,
         prompts=provenance.prompt_set(
             "console" if len(report.config.prompts) == 1 else "prompts", report.config.prompts
         ),
-        gpu=_gpu(display, feeds),
+        gpu=provenance.report_gpu(display.gpu, local=local),
         temperature=report.config.temperature,
     )
     reportio.write_document(path, reportio.report_document(report, meta))

@@ -1,12 +1,11 @@
 """`Scrapes`: where one server's pages come from, the seam under a `session.server_watch.ServerWatch`.
 
-Three members (`fetch` one page, `identify` the server, `aclose`), three implementations:
-`LiveScrapes`, the server's own `/metrics` through `core.http.client.VllmClient` (its filtered
-tiers) and its `/v1/models`, `/version`, llama-server's `/props` (`core.http.engines.identify`)
-(`mtpwatch`, `ab`, `demo`, `start`, `attach`); `session.prometheus.PrometheusScrapes` (the fleet's
-Enter on a row) and `session.replay.ReplayScrapes` (`mtpwatch replay`), each described in its
-module. Each hands back plain data (`Page`, `Identity`); the watch alone decides what they mean
-(status, backoff, identity, the collector).
+Three implementations: `LiveScrapes`, the server's own `/metrics` through
+`core.http.client.VllmClient` (its filtered tiers) and its `/v1/models`, `/version`, llama-server's
+`/props` (`core.http.engines.identify`) (`mtpwatch`, `ab`, `demo`, `start`, `attach`);
+`session.prometheus.PrometheusScrapes` (the fleet's Enter on a row) and
+`session.replay.ReplayScrapes` (`mtpwatch replay`). Each hands back plain data (`Page`,
+`Identity`); the watch alone decides what they mean.
 """
 
 from __future__ import annotations
@@ -50,8 +49,6 @@ class Identity:
 
 
 class Scrapes(Protocol):
-    """Where one server's pages and identity come from."""
-
     async def fetch(self, model: str | None) -> Page:
         """One page for `model` (None: the first on the page). Raises ServerError, OSError or
         ValueError when there is none."""

@@ -1,12 +1,10 @@
 """`build_server_view`: the panel's numbers from a `ServerWatch` and its `PromptWindow`, pure.
 
-`Collector.window/since` over the window shown (the prompt window's ends from
-`session.prompts.PromptWindow`) → `core.metrics.rates.Rates` (vLLM's formulas, `core.metrics.
-formulas`) → `core.metrics.attribution.prompt_acceptance` picks the acceptance shown (the prompt
-window's own, `PromptWindow.acceptance`, for the 'prompt' window; the summary line calls it too) →
-the roofline (`session.bandwidth_inputs.BandwidthModel.view`), the verdict (`session.diagnosis.
-make_verdict`) → one frozen `session.views.ServerView`, its fields read from the window's rates
-(`rate_fields`) and the newest page's gauges. Reads only.
+`Collector.window/since` over the window shown → `core.metrics.rates.Rates` (vLLM's formulas,
+`core.metrics.formulas`) → the acceptance `core.metrics.attribution.prompt_acceptance` picks
+(`PromptWindow.acceptance` for the 'prompt' window, as the summary line) → the roofline
+(`BandwidthModel.view`), the verdict (`session.diagnosis.make_verdict`) → one frozen
+`session.views.ServerView`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,15 @@
 """`ServerWatch`: one server's state as the scrapes found it; the one writer of that state.
 
 The watch pulls pages and the server's identity through its `session.scrapes.Scrapes` (live HTTP,
-Prometheus, a recording) and alone writes what they mean: the status and its reason, the backoff
-(`core.http.backoff`), the identity (model, models, version, llama-server's /props, the roofline's
-inputs `session.bandwidth_inputs.BandwidthModel`), the start-up log's facts, the
-`core.metrics.rates.Collector` of pages, how the last page was read, and the NVML reading shown.
-It tells its `session.observers.Observers` each moment. A replay polls it too and hands it what
-was recorded (the `restore_*` methods and `mark_down`: `session.replay`'s docstring).
+Prometheus, a recording), alone writes what they mean (status, backoff `core.http.backoff`,
+identity, roofline inputs `session.bandwidth_inputs.BandwidthModel`, the `core.metrics.rates.
+Collector` of pages, the NVML reading) and tells its `session.observers.Observers` each moment. A
+replay polls it too and hands it what was recorded (the `restore_*` methods and `mark_down`).
 `session.server_view.build_server_view` reads it.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -42,8 +39,6 @@ CADENCE = ", every "
 
 
 class ServerWatch:
-    """What the scrapes of one server found: status, backoff, identity, the collector of pages."""
-
     def __init__(
         self,
         spec: ServerSpec,
@@ -51,10 +46,10 @@ class ServerWatch:
         scrapes: Scrapes,
         observers: Observers,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], float] = time.time,
-        busy: Callable[[], bool] = lambda: False,
-        starting: bool = False,
+        clock: Callable[[], float],
+        wall: Callable[[], float],
+        busy: Callable[[], bool],
+        starting: bool,
     ) -> None:
         """`busy`: a console prompt runs (no idle cadence); `starting`: the server is being launched."""
         self.spec = spec
@@ -204,7 +199,6 @@ class ServerWatch:
         return True
 
     def stopped(self) -> None:
-        """The server this watch's feed launched was stopped."""
         self.launch = None
         self.observers.life(self.clock(), "stopped")
         self.restore_life("stopped")

@@ -2,8 +2,7 @@
 
 Which arm speculates is read from the sources (each arm's `Source.view`: its counters, its method;
 `diagnosis.ab_arms`), never from what a panel happens to show: the ratio is the speculating arm's
-decode tok/s over the baseline's ("A/B" when A speculates), else B over A. What the line shows
-beside the ratios is `Comparison`'s, each part from the function its field names.
+decode tok/s over the baseline's ("A/B" when A speculates), else B over A.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """When a panel's view is built: as its scrape lands, at most `VIEW_HZ` times a second per panel.
 
-A view is built from the newest scrape. Built on a fixed 2 Hz tick, it showed a scrape up to one
-tick old (0.25 s on average at 2 Hz scrapes). Built as the scrape lands, it shows it at once, and a
-server scraped at the view rate needs no scrape that no view shows. A scrape that lands sooner than
+A view built on a fixed 2 Hz tick would show a scrape up to one tick old (0.25 s on average at 2
+Hz scrapes); built as the scrape lands, it shows it at once, and a server scraped at the view rate
+needs no scrape that no view shows. A scrape that lands sooner than
 `1 / hz` after the panel's last view waits until then, with any other that lands meanwhile: one
 view, the newest page. Panels are paced apart, so two servers' scrapes do not wait for each other.
 """

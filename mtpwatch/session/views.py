@@ -2,8 +2,7 @@
 
 `session.server_view.build_server_view` fills a `ServerView` from `mtpwatch.core`; the snapshot tests
 build them from fixed sample states, so every panel can be drawn without a server (`mtpwatch
-screenshots` films the simulator through the feed instead). Every string is plain text:
-`mtpwatch.ui.markup` alone turns it into Textual markup (and escapes it).
+screenshots` films the simulator through the feed instead). `mtpwatch.ui.markup` escapes them.
 """
 
 from __future__ import annotations
@@ -303,11 +302,8 @@ def spec_label(method: str | None, k: int | None) -> str:
 
 
 def describe_hardware(reading: Any, *, local: bool, simulated: bool = False) -> str:
-    """The hardware line of the roofline panel, from a `core.roofline.nvml.HardwareReading` (or None).
-
-    Measured DRAM bandwidth (GPM) is shown as GB/s and % of peak; NVML's utilization.memory only
-    as "memory busy %" (it is time, not bytes); otherwise the reading's reason, in words.
-    """
+    """The roofline panel's hardware line from a `core.roofline.nvml.HardwareReading` (or None);
+    NVML's utilization.memory is shown only as "memory busy %" (it is time, not bytes)."""
     if simulated:
         return "hardware: analytic only (simulated server: no GPU to read)"
     if not local:

@@ -4,8 +4,7 @@ A thin assembly, the `session.sources.Source` of every panel: a `session.scrapes
 by default; `session.prometheus` and `session.replay` pass theirs), the `session.server_watch.
 ServerWatch` that alone writes what they found, the console prompt's window (`session.prompts.
 PromptWindow`), the client that streams prompts, an optional server process (`session.launching`)
-and observers (`session.observers`: a recording is one). `view` is `session.server_view.
-build_server_view`, pure.
+and observers (`session.observers`: a recording is one).
 """
 
 from __future__ import annotations
@@ -187,8 +186,7 @@ class ServerFeed:
         return self.close_prompt(result, self.clock())
 
     async def close(self, *, server_only: bool = False) -> None:
-        if not server_only:
-            self.watch.sample_hardware(False)
+        self.watch.sample_hardware(False)
         process, self.process = self.process, None
         launch = self.watch.launch
         if process is not None:
@@ -200,7 +198,6 @@ class ServerFeed:
         if launch is not None:
             await launch.close_log()
         if server_only:
-            self.watch.sample_hardware(False)
             self.watch.stopped()
             return
         with contextlib.suppress(Exception):
