@@ -141,11 +141,9 @@ def llamacpp_synthetic(argv: Sequence[str] | None, props_note: str | None = None
     (`props_note`, `EngineInfo.synthetic`); None when neither says so."""
     args = list(argv or ())
     for i, arg in enumerate(args):
-        for flag in LLAMACPP_SYNTHETIC_FLAGS:
-            if arg == flag and i + 1 < len(args):
-                return _synthetic(f"{flag} {args[i + 1]}")
-            if arg.startswith(flag + "="):
-                return _synthetic(arg.replace("=", " ", 1))
+        flag, eq, value = arg.partition("=")
+        if flag in LLAMACPP_SYNTHETIC_FLAGS and (eq or i + 1 < len(args)):
+            return _synthetic(f"{flag} {value if eq else args[i + 1]}")
     return _synthetic(f"/props {props_note}") if props_note else None
 
 

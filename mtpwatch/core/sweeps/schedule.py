@@ -291,10 +291,8 @@ def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[
     out = list(argv)
     text = json.dumps(dict(config), separators=(",", ":"))
     for i, arg in enumerate(out):
-        if arg in SPEC_CONFIG_FLAGS and i + 1 < len(out):
-            out[i + 1] = text
-            return out
-        if arg.startswith(tuple(flag + "=" for flag in SPEC_CONFIG_FLAGS)):
-            out[i] = arg.split("=", 1)[0] + "=" + text
+        flag, eq, _ = arg.partition("=")
+        if flag in SPEC_CONFIG_FLAGS and (eq or i + 1 < len(out)):
+            out[i if eq else i + 1] = f"{flag}={text}" if eq else text
             return out
     return [*out, "--speculative-config", text]
