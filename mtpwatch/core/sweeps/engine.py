@@ -166,9 +166,6 @@ def dynamic_k_missing(version: str | None) -> str | None:
     return None
 
 
-_SYNTHETIC_VLLM = "synthetic_acceptance_rates/length"
-
-
 def _flags(
     method: str | None,
     k: int | None,
@@ -200,8 +197,8 @@ def _flags(
     elif verification == "synthetic":
         yield EngineFlag(
             "synthetic acceptance",
-            f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
-            "not from the drafter",
+            "acceptance is drawn from "
+            f"{config.get('synthetic_source') or 'synthetic_acceptance_rates/length'}, not from the drafter",
             "figures measure the engine at the configured acceptance, not your workload's; no k advice",
             "does not apply (outputs are not the target's)",
         )

@@ -56,8 +56,7 @@ def idle_config(base: Mapping[str, Any]) -> dict[str, Any]:
 def idle_refusal(version: str | None) -> str | None:
     """The one line refusing `0s` on a vLLM without batch-size schedules; None when it may run
     (an unknown version too: then the server's start tells)."""
-    missing = dynamic_k_missing(version)
-    if missing is None:
+    if (missing := dynamic_k_missing(version)) is None:
         return None
     return f"--sweep-k {IDLE} needs num_speculative_tokens_per_batch_size (vLLM 0.32+): {missing}"
 

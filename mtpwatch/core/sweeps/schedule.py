@@ -263,7 +263,6 @@ class ConcurrencyAdvice:
 def advise_table(
     table: Mapping[int, Mapping[int, Cell]], base_config: Mapping[str, Any] | None
 ) -> ConcurrencyAdvice:
-    """The advice from a concurrency → k → cell table (`concurrency_table`)."""
     best = best_per_concurrency(table)
     choices = {
         c: resolve(

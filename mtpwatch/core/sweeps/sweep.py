@@ -180,8 +180,7 @@ def sweep_document(
     under `bench` each k's full bench report with its own `meta` (arms "a" = k=0, "b" = k)."""
     base = dict(meta or {})
     arms: dict[str, Any] = {}
-    for k in sorted(report.arms):
-        pair = report.arms[k]
+    for k, pair in sorted(report.arms.items()):
         if "a" in pair and "k=0" not in arms:
             arms["k=0"] = dict(pair["a"])
         if "b" in pair:
