@@ -17,6 +17,7 @@ Predicting another k' from it has two parts:
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -65,13 +66,15 @@ def acceptance_scale(k: int, source: int, marginals: Mapping[int, Sequence[float
     pts = sorted((m, math.log(v[0])) for m, v in marginals.items() if v and v[0] > 0)
     if len(pts) < 2 or k == source:
         return 1.0
+    return math.exp(interpolate(pts, k) - interpolate(pts, source))
 
-    def ln_a1(x: int) -> float:
-        i = next((j for j in range(1, len(pts) - 1) if x < pts[j][0]), len(pts) - 1)
-        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-        return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
-    return math.exp(ln_a1(k) - ln_a1(source))
+def interpolate(points: Sequence[tuple[float, float]], x: float) -> float:
+    """y at x on the line through two or more `points` (sorted by x): the segment around x, beyond
+    the ends the nearest one continued (`acceptance_scale`'s ln a_1, the step model's table)."""
+    i = min(max(bisect.bisect([p[0] for p in points], x), 1), len(points) - 1)
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
 def chain_at(k: int, marginals: Mapping[int, Sequence[float]], shift: bool = True) -> tuple[float, ...]:

@@ -1,12 +1,11 @@
 """What the engine really runs, and which of mtpwatch's advice and checks still hold under it.
 
-The k advisor (`advisor`) rests on one rule: a run at k predicts every k' ≤ k, because a chain
-drafter's position i is accepted only when every earlier one is, and vLLM's verification is
-lossless (an accepted draft is the token the target would have produced); the lossless check
-(`lossless`) rests on the second half. Several engine modes break one or both. This module reads
-the speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k
-the start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means
-for the advice and for the lossless check.
+The k advisor rests on the truncation rule (a run at k predicts every k' ≤ k: `advisor`) and, as the
+lossless check (`lossless`) does, on vLLM's lossless verification (an accepted draft is the token
+the target would have produced). Several engine modes break one or both. This module reads the
+speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k the
+start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means for
+the advice and for the lossless check.
 
 Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.33):
 

@@ -210,8 +210,7 @@ def _row(k: int, report: Any) -> SweepRow:
     acc = b.acceptance
     cats: dict[str, dict[str, Any]] = {}
     for cat, group in report.primary.categories.items():
-        gsp = group.speedup
-        rate = group.arms["b"].rate
+        gsp, rate = group.speedup, group.arms["b"].rate
         cats[cat] = {
             "decode_tok_s": round_or_none(rate.median if rate else None, 3),
             "speedup": round_or_none(gsp.median if gsp else None, 4),
