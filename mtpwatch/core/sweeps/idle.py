@@ -104,8 +104,7 @@ class IdleCost(JsonFields):
 
 
 def idle_cost(report: Any, k: int | None, interrupted: str | None = None) -> IdleCost:
-    """The arm's figures from its bench report (`core.ab.report.BenchReport`, A = plain k = 0,
-    B = 0s); empty figures when nothing ran."""
+    """The arm's figures from its bench report (`core.ab.report.BenchReport`); empty when nothing ran."""
     if report is None:
         return IdleCost(None, None, 0.95, 0, None, None, k, interrupted)
     overall = report.primary.overall

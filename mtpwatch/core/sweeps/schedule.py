@@ -272,13 +272,11 @@ def advise_table(
         if cells
     }
     fixed = common_choice(choices)
+    # with a fixed k the medians' schedule is not resolved: for --verify-schedule, never to paste
+    schedule = batch_schedule(best if fixed is not None else {c: ch.k for c, ch in choices.items()})
+    config = sched_config = schedule_config(schedule, base_config)
     if fixed is not None:
-        schedule = batch_schedule(best)  # not resolved: for --verify-schedule, never to paste
-        sched_config = schedule_config(schedule, base_config)
         config = fixed_config(base_config or {}, fixed) if fixed > 0 else None
-    else:
-        schedule = batch_schedule({c: ch.k for c, ch in choices.items()})
-        config = sched_config = schedule_config(schedule, base_config)
     return ConcurrencyAdvice(
         table, best, schedule, config, choices=choices, fixed_k=fixed, schedule_config=sched_config
     )
