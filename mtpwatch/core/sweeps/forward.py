@@ -54,10 +54,6 @@ class ForwardTable:
     steps: tuple[StepTime, ...]
     skipped: tuple[str, ...] = ()
 
-    @property
-    def batches(self) -> tuple[int, ...]:
-        return tuple(sorted({s.batch for s in self.steps}))
-
     def ratios(self, batch: int) -> dict[int, float]:
         """ρ(k) = t(k) / t(0) at `batch` for every k ≥ 1 the file timed there."""
         times: dict[int, list[float]] = {}
