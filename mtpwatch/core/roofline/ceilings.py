@@ -49,11 +49,6 @@ reaches ~93 % on H200 (GEMV) and ~66-70 % on GB10; below 60 % per-step overhead 
 _ACCEPTANCE_TOLERANCE = 0.98
 
 
-def bandwidth_bound(pct_of_peak: float) -> bool:
-    """Effective bandwidth reads as bandwidth-bound (`BANDWIDTH_BOUND_PCT` of the peak or more)."""
-    return pct_of_peak >= BANDWIDTH_BOUND_PCT
-
-
 @dataclass(frozen=True, slots=True)
 class Roofline:
     """Analytic bandwidth ceilings for one model/drafter/GPU/k, and today's figures against them."""
@@ -95,7 +90,8 @@ class Roofline:
         """Where today's figures sit: `summary`'s head without its numbers ('' with none: idle)."""
         if self.pct_of_peak is None:
             return ""
-        return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
+        bound = self.pct_of_peak >= BANDWIDTH_BOUND_PCT
+        return "bandwidth-bound" if bound else "overhead-bound (below the roof)"
 
     @property
     def summary(self) -> str:
@@ -108,7 +104,7 @@ class Roofline:
                 f"{self.pct_of_peak:.0f} % of {gpu}'s peak ({self.effective_gbps:.0f} of "
                 f"{self.peak_gbps:.0f} GB/s, analytic)"
             )
-            if bandwidth_bound(self.pct_of_peak):
+            if self.pct_of_peak >= BANDWIDTH_BOUND_PCT:
                 head = f"bandwidth-bound at {where}"
             else:
                 head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
