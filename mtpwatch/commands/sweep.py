@@ -39,7 +39,7 @@ from mtpwatch.core.launch.vllm_cmd import METHODS, VllmArgsError
 from mtpwatch.core.reports import reportio
 from mtpwatch.core.sweeps.forward import ForwardError, ForwardTable, load_forward, steps_at
 from mtpwatch.core.sweeps.idle import idle_refusal, parse_sweep_ks
-from mtpwatch.core.sweeps.kscan import checked_ks, plan_k_sweep, run_k_sweep
+from mtpwatch.core.sweeps.kscan import plan_k_sweep, run_k_sweep
 from mtpwatch.render.schedule_table import format_concurrency
 from mtpwatch.render.sweep_table import format_idle, format_sweep
 
@@ -93,7 +93,6 @@ def sweep_from_bench(opts: BenchOptions) -> None:
         metadata = provenance.parse_metadata(opts.metadata)
     with one_line(ValueError, option="--sweep-k"):
         ks, idle = parse_sweep_ks(opts.sweep_k)
-        ks = checked_ks(ks)
     step_times = _step_times(opts.step_times, config.concurrency)
     plan = _plan(opts, ks, idle)
     if opts.show_plan:  # print the plan (as JSON with --json; and write it to --json-file), start nothing

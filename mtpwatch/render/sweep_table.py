@@ -18,7 +18,7 @@ def _lead(k: int | str, row: SweepRow | IdleCost) -> str:
 
 def _measured(report: SweepReport, row: SweepRow) -> str:
     pred = report.advice.at(row.k) if report.advice else None
-    err, sp_err = report.error(row.k), report.speedup_error(row.k)
+    err, sp_err = report.error(row.k), report.error(row.k, "speedup")
     pos = vector(row.per_position, none="")
     return (
         f"{_lead(row.k, row)}{percent(row.acceptance_rate):>12}"

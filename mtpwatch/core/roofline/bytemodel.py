@@ -127,22 +127,21 @@ def tokens_seen(spec: ModelSpec, layer_type: str, context: int) -> int:
 
 def kv_cache_bytes(spec: ModelSpec, context: int, batch: int = 1) -> float:
     """Resident KV cache for `context` tokens: KV-shared layers own none."""
-    per_req = sum(
+    return batch * sum(
         kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context)
         for i, lt in enumerate(spec.layer_types)
         if not spec.layer_is_kv_shared(i)
     )
-    return per_req * batch
 
 
-def drafter_kv_read_bytes(drafter: ModelSpec, target: ModelSpec, context: int, batch: int = 1) -> float:
-    """KV bytes one draft pass reads: the target's cache (Gemma 4 assistant) or the drafter's own."""
-    owner = target if drafter.kv_from_target else drafter
-    windowed = drafter if drafter.sliding_window else owner  # the drafter's own window, else the cache's
-    per_req = sum(
-        kv_bytes_per_token(owner, lt) * tokens_seen(windowed, lt, context) for lt in drafter.layer_types
+def _kv_read(reader: ModelSpec, target: ModelSpec, context: int, batch: int) -> float:
+    """KV bytes one pass of `reader` (the target, or a drafter) reads over its visible context: the
+    target's cache (Gemma 4 assistant) or its own, within the reader's window, else the cache's."""
+    owner = target if reader.kv_from_target else reader
+    windowed = reader if reader.sliding_window else owner
+    return batch * sum(
+        kv_bytes_per_token(owner, lt) * tokens_seen(windowed, lt, context) for lt in reader.layer_types
     )
-    return per_req * batch
 
 
 def bytes_per_step(
@@ -160,16 +159,13 @@ def bytes_per_step(
         raise ValueError("k and context must be >= 0 and batch >= 1")
     n = batch * (k + 1)
     target, parts = _weights_total(spec, n)
-    # the target pass reads every layer's KV over its visible context
-    kv_t = batch * sum(
-        kv_bytes_per_token(spec, lt) * tokens_seen(spec, lt, context) for lt in spec.layer_types
-    )
+    kv_t = _kv_read(spec, spec, context, batch)
     passes = 0 if (k == 0 or drafter is None) else (k if draft_passes is None else draft_passes)
     drafter_bytes = kv_d = 0.0
     if passes and drafter is not None:
         one, _ = _weights_total(drafter, batch)
         drafter_bytes = passes * one
-        kv_d = passes * drafter_kv_read_bytes(drafter, spec, context, batch)
+        kv_d = passes * _kv_read(drafter, spec, context, batch)
     kv = kv_t + kv_d
     u = expected_experts(spec.num_experts, spec.experts_per_token, n) if spec.is_moe else None
     return StepBytes(

@@ -49,11 +49,6 @@ reaches ~93 % on H200 (GEMV) and ~66-70 % on GB10; below 60 % per-step overhead 
 _ACCEPTANCE_TOLERANCE = 0.98
 
 
-def bandwidth_bound(pct_of_peak: float) -> bool:
-    """Effective bandwidth reads as bandwidth-bound (`BANDWIDTH_BOUND_PCT` of the peak or more)."""
-    return pct_of_peak >= BANDWIDTH_BOUND_PCT
-
-
 @dataclass(frozen=True, slots=True)
 class Roofline:
     """Analytic bandwidth ceilings for one model/drafter/GPU/k, and today's figures against them."""
@@ -95,7 +90,8 @@ class Roofline:
         """Where today's figures sit: `summary`'s head without its numbers ('' with none: idle)."""
         if self.pct_of_peak is None:
             return ""
-        return "bandwidth-bound" if bandwidth_bound(self.pct_of_peak) else "overhead-bound (below the roof)"
+        bound = self.pct_of_peak >= BANDWIDTH_BOUND_PCT
+        return "bandwidth-bound" if bound else "overhead-bound (below the roof)"
 
     @property
     def summary(self) -> str:
@@ -108,7 +104,7 @@ class Roofline:
                 f"{self.pct_of_peak:.0f} % of {gpu}'s peak ({self.effective_gbps:.0f} of "
                 f"{self.peak_gbps:.0f} GB/s, analytic)"
             )
-            if bandwidth_bound(self.pct_of_peak):
+            if self.pct_of_peak >= BANDWIDTH_BOUND_PCT:
                 head = f"bandwidth-bound at {where}"
             else:
                 head = f"below the roof at {where}: per-step overhead, not bandwidth, limits it"
@@ -211,9 +207,12 @@ def compute_roofline(
     ceiling_steps = peak_gbps * GB / step.total
     ceiling_spec = tau * batch * ceiling_steps  # τ tokens per verify step
     bandwidth_term = ceiling_spec / ceiling_base  # the naive rule prices a verify step like a plain one: τ
-    compute_term, compute_naive = _compute_terms(
-        spec, k, context, drafter, batch, step.draft_passes, peak_tflops, tau, ceiling_base
-    )
+    compute_term: float | None = None
+    compute_naive: float | None = None
+    if peak_tflops:  # C (module docstring), with the drafter's FLOPs and without them (naive)
+        scale = tau * peak_tflops * 1e12 * batch / ceiling_base  # each term is scale / the step's FLOPs
+        compute_term = scale / step_flops(spec, k, context, batch, drafter, step.draft_passes)
+        compute_naive = scale / step_flops(spec, k, context, batch)
     binding, bound, bound_naive = _binding(tau, bandwidth_term, compute_term, compute_naive)
     steps_per_s = tok_s / (tau * batch) if steps_per_s is None and tok_s is not None else steps_per_s
     effective = None if steps_per_s is None else steps_per_s * step.total / GB
@@ -266,24 +265,10 @@ def _tau(k: int, mean_acceptance_length: float | None, acceptance_rate: float | 
     return float(k + 1), "assumed: every draft accepted (upper bound)"
 
 
-def _compute_terms(
-    spec: ModelSpec, k: int, context: int, drafter: ModelSpec | None, batch: int, draft_passes: int,
-    peak_tflops: float | None, tau: float, ceiling_base: float,
-) -> tuple[float | None, float | None]:  # fmt: skip
-    """The compute term: the speed-up over plain decoding the GPU's FLOP rate allows, with the
-    drafter's FLOPs and without them (naive); (None, None) without a FLOP rate."""
-    if not peak_tflops:
-        return None, None
-    scale = tau * peak_tflops * 1e12 * batch / ceiling_base  # each term is scale / the step's FLOPs
-    naive = step_flops(spec, k, context, batch)
-    return scale / step_flops(spec, k, context, batch, drafter, draft_passes), scale / naive
-
-
 def _binding(
     acceptance_term: float, bandwidth_term: float, compute_term: float | None, compute_naive: float | None
 ) -> tuple[Binding, float, float]:
-    """The binding term, the speed-up bound (the smallest term) and the naive rule's bound (its
-    bandwidth term is the acceptance term: it prices a verify step like a plain one)."""
+    """The binding term (the module's argmin), the bound min(A, B, C) and the naive min(A, C_naive)."""
     terms: dict[Binding, float] = {"acceptance": acceptance_term, "bandwidth": bandwidth_term}
     if compute_term is not None:
         terms["compute"] = compute_term

@@ -156,8 +156,7 @@ def lookup_gpu(name: str) -> GpuSpec:
             return gpu
     q = _tokens(query)
 
-    def score(gpu: GpuSpec) -> int:
-        """The most tokens of one of its names, all in the query (0: none fits)."""
+    def score(gpu: GpuSpec) -> int:  # 0: none of its names fits
         return max(
             (len(t) for c in (gpu.key, *gpu.nvml_names, *gpu.aliases) if (t := _tokens(c)) <= q), default=0
         )

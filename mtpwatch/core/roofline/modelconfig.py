@@ -307,8 +307,6 @@ def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
     gated = model_type not in ("gpt2", "gpt_neox", "opt", "gptj", "phi") and act != "relu"
 
     weight, embed, kv, notes = _dtypes(raw, tc)
-    if is_assistant:
-        n_shared = n_layers  # every assistant layer reads the target's cache
     return ModelSpec(
         name=name,
         model_type=top_type or model_type,
@@ -323,7 +321,7 @@ def _parse(raw: Mapping[str, Any], *, name: str, source: str) -> ModelSpec:
         global_head_dim=_int(tc, "global_head_dim", default=head_dim),
         num_global_kv_heads=_int(tc, "num_global_key_value_heads", default=kv_heads),
         global_k_eq_v=bool(tc.get("attention_k_eq_v", False)),
-        num_kv_shared_layers=n_shared,
+        num_kv_shared_layers=n_layers if is_assistant else n_shared,  # assistants read the target's cache
         intermediate_sizes=tuple(widths),
         gated_mlp=gated,
         num_experts=n_exp if any(moe_layers) else 0,

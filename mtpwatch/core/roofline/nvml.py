@@ -52,8 +52,7 @@ class HardwareReading(JsonFields):
     """dram_bw_util_pct × peak_gbps / 100."""
     peak_gbps: float | None = None
     peak_source: str | None = None
-    memory_busy_pct: float | None = None
-    """NVML utilization.memory: % of time memory was busy. Not bandwidth."""
+    memory_busy_pct: float | None = None  # utilization.memory: not bandwidth (module docstring)
     gpu_util_pct: float | None = None
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None

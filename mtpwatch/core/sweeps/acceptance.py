@@ -3,10 +3,10 @@
 A run at k measures the marginal acceptance a_1 … a_k (vLLM's per-position counters / drafts).
 Predicting another k' from it has two parts:
 
-- **the source**: the smallest measured k ≥ k' (`acceptance_source`), truncated to k' positions
-  (the truncation rule, `core.sweeps.advisor`); above every measured k, the largest, its
-  conditional acceptance a_i / a_(i−1) continued geometrically (`geometric_conditional`,
-  `extend_marginal`);
+- **the source**: the smallest measured k ≥ k' (`acceptance_source`; the least shifted), truncated
+  to k' positions (the truncation rule, `core.sweeps.advisor`); above every measured k, the
+  largest, its conditional acceptance a_i / a_(i−1) continued geometrically
+  (`geometric_conditional`, `extend_marginal`);
 - **the shift with k** (`acceptance_scale`): the same prompts read lower acceptance at a larger k
   (vllm#48892: position 1 83.4 % at k=1, 76.2 % at k=8 — drafts at a large k start more often after
   rejections, in harder text), so a source at another k is biased. A sweep measures position 1 at
@@ -17,6 +17,7 @@ Predicting another k' from it has two parts:
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,25 +54,25 @@ def extend_marginal(marginal: Sequence[float], k: int) -> tuple[float, ...]:
 
 
 def acceptance_source(k: int, measured_ks: Iterable[int]) -> int:
-    """The measured k whose per-position acceptance predicts τ at k: the smallest measured k ≥ k (the
-    least shifted, see the module), else the largest (continued geometrically)."""
+    """The measured k whose per-position acceptance predicts τ at k: the module's source."""
     ks = sorted(measured_ks)
     return next((m for m in ks if m >= k), ks[-1])
 
 
 def acceptance_scale(k: int, source: int, marginals: Mapping[int, Sequence[float]]) -> float:
-    """a_1(k) / a_1(source), ln a_1 interpolated linearly in k over the measured ks (the nearest
-    segment's slope outside them); 1 with fewer than two measured ks."""
+    """a_1(k) / a_1(source), ln a_1 interpolated as the module says; 1 with one measured k."""
     pts = sorted((m, math.log(v[0])) for m, v in marginals.items() if v and v[0] > 0)
     if len(pts) < 2 or k == source:
         return 1.0
+    return math.exp(interpolate(pts, k) - interpolate(pts, source))
 
-    def ln_a1(x: int) -> float:
-        i = next((j for j in range(1, len(pts) - 1) if x < pts[j][0]), len(pts) - 1)
-        (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-        return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
-    return math.exp(ln_a1(k) - ln_a1(source))
+def interpolate(points: Sequence[tuple[float, float]], x: float) -> float:
+    """y at x on the line through two or more `points` (sorted by x): the segment around x, beyond
+    the ends the nearest one continued (`acceptance_scale`'s ln a_1, the step model's table)."""
+    i = min(max(bisect.bisect([p[0] for p in points], x), 1), len(points) - 1)
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
 def chain_at(k: int, marginals: Mapping[int, Sequence[float]], shift: bool = True) -> tuple[float, ...]:

@@ -47,7 +47,6 @@ docs/measurements/2026-12-06-the-k-advisor-out-of-sample.md).
 
 from __future__ import annotations
 
-import bisect
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from mtpwatch.core.sweeps.acceptance import (
     acceptance_source,
     chain_at,
     geometric_conditional,
+    interpolate,
 )
 
 
@@ -206,11 +206,7 @@ class StepFit(JsonFields):
             return 1.0 + self.fixed + self.per_position * k
         if k in self.measured:
             return self.measured[k]
-        ks = sorted(self.measured)  # a table has three ks or more (two always fit a line)
-        i = min(max(bisect.bisect(ks, k), 1), len(ks) - 1)  # the nearest segment, the end ones beyond
-        lo, hi = ks[i - 1], ks[i]
-        r_lo, r_hi = self.measured[lo], self.measured[hi]
-        return max(1.0, r_lo + (r_hi - r_lo) * (k - lo) / (hi - lo))
+        return max(1.0, interpolate(sorted(self.measured.items()), k))  # a table has 3+ ks (2 fit a line)
 
     def predict(self, k: int, tau: float, baseline_tok_s: float) -> KPrediction:
         """k's prediction from its tokens per step τ: the speed-up τ / ratio(k) over the baseline."""

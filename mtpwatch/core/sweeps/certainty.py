@@ -40,6 +40,7 @@ from mtpwatch.core.ab.records import match_pairs
 from mtpwatch.core.ab.stats import percentile_bounds
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.sweeps.advisor import KMeasure, SweepAdvice, advise_sweep
+from mtpwatch.core.sweeps.resolve import best_median
 
 #: Resamples of the bootstrap (seeded: the same sweep gives the same intervals).
 RESAMPLES = 1000
@@ -177,7 +178,6 @@ class Certainty(JsonFields):
     """The k=0 server's measured life ratios the intervals were widened by (empty: not widened)."""
 
     def scope(self) -> str:
-        """What the intervals cover, in words."""
         if not self.lives:
             return "this sweep's runs only, not a new server start's"
         spread = max(abs(r - 1.0) for r in self.lives)
@@ -188,9 +188,8 @@ class Certainty(JsonFields):
         """(k, median speed-up) of the fastest measured k, k=0 (the baseline, 1.0) among them."""
         if not self.measured:
             return None
-        measured = {0: 1.0, **self.measured}
-        k = max(sorted(measured), key=lambda m: measured[m])
-        return k, measured[k]
+        k = best_median(self.measured)  # `core.sweeps.resolve`'s best
+        return k, self.measured.get(k, 1.0)
 
     @property
     def best_measured_k(self) -> int | None:
@@ -198,7 +197,6 @@ class Certainty(JsonFields):
 
     @property
     def measure_it(self) -> list[int]:
-        """Every k `worth_measuring`."""
         return [k for k in sorted(self.intervals) if self.worth_measuring(k)]
 
     def worth_measuring(self, k: int) -> bool:

@@ -1,12 +1,11 @@
 """What the engine really runs, and which of mtpwatch's advice and checks still hold under it.
 
-The k advisor (`advisor`) rests on one rule: a run at k predicts every k' ≤ k, because a chain
-drafter's position i is accepted only when every earlier one is, and vLLM's verification is
-lossless (an accepted draft is the token the target would have produced); the lossless check
-(`lossless`) rests on the second half. Several engine modes break one or both. This module reads
-the speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k
-the start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means
-for the advice and for the lossless check.
+The k advisor rests on the truncation rule (a run at k predicts every k' ≤ k: `advisor`) and, as the
+lossless check (`lossless`) does, on vLLM's lossless verification (an accepted draft is the token
+the target would have produced). Several engine modes break one or both. This module reads the
+speculative config (`mtpwatch start`'s or the bench's own command line, else the method and k the
+start-up log and `/metrics` said) and the vLLM version, and names each mode with what it means for
+the advice and for the lossless check.
 
 Field names are vLLM's `SpeculativeConfig` (vllm/config/speculative.py, 0.32/0.33):
 
@@ -141,11 +140,9 @@ def llamacpp_synthetic(argv: Sequence[str] | None, props_note: str | None = None
     (`props_note`, `EngineInfo.synthetic`); None when neither says so."""
     args = list(argv or ())
     for i, arg in enumerate(args):
-        for flag in LLAMACPP_SYNTHETIC_FLAGS:
-            if arg == flag and i + 1 < len(args):
-                return _synthetic(f"{flag} {args[i + 1]}")
-            if arg.startswith(flag + "="):
-                return _synthetic(arg.replace("=", " ", 1))
+        flag, eq, value = arg.partition("=")
+        if flag in LLAMACPP_SYNTHETIC_FLAGS and (eq or i + 1 < len(args)):
+            return _synthetic(f"{flag} {value if eq else args[i + 1]}")
     return _synthetic(f"/props {props_note}") if props_note else None
 
 
@@ -166,9 +163,6 @@ def dynamic_k_missing(version: str | None) -> str | None:
     if vt is not None and vt < DYNAMIC_K_SINCE:
         return f"vLLM {version} has no num_speculative_tokens_per_batch_size (dynamic k)"
     return None
-
-
-_SYNTHETIC_VLLM = "synthetic_acceptance_rates/length"
 
 
 def _flags(
@@ -202,8 +196,8 @@ def _flags(
     elif verification == "synthetic":
         yield EngineFlag(
             "synthetic acceptance",
-            f"acceptance is drawn from {config.get('synthetic_source') or _SYNTHETIC_VLLM}, "
-            "not from the drafter",
+            "acceptance is drawn from "
+            f"{config.get('synthetic_source') or 'synthetic_acceptance_rates/length'}, not from the drafter",
             "figures measure the engine at the configured acceptance, not your workload's; no k advice",
             "does not apply (outputs are not the target's)",
         )

@@ -54,17 +54,6 @@ class ForwardTable:
     steps: tuple[StepTime, ...]
     skipped: tuple[str, ...] = ()
 
-    @property
-    def batches(self) -> tuple[int, ...]:
-        return tuple(sorted({s.batch for s in self.steps}))
-
-    def batch_for(self, wanted: int) -> int:
-        """`wanted` when the file has it with k = 0, else the nearest batch that has (ties: smaller)."""
-        with_base = [b for b in self.batches if any(s.batch == b and s.k == 0 for s in self.steps)]
-        if not with_base:
-            raise ForwardError(f"{self.source}: no k=0 case (a decode step without drafts) to divide by")
-        return min(with_base, key=lambda b: (abs(b - wanted), b))
-
     def ratios(self, batch: int) -> dict[int, float]:
         """ρ(k) = t(k) / t(0) at `batch` for every k ≥ 1 the file timed there."""
         times: dict[int, list[float]] = {}
@@ -119,6 +108,11 @@ def load_forward(path: Path) -> ForwardTable:
 
 
 def steps_at(table: ForwardTable, concurrency: Sequence[int]) -> tuple[int, dict[int, float]]:
-    """The batch the advisor uses (the sweep's smallest concurrency, or the nearest timed) and its ratios."""
-    batch = table.batch_for(min(concurrency) if concurrency else 1)
+    """The batch the advisor uses (the sweep's smallest concurrency, or the nearest batch timed with
+    k = 0, ties: smaller) and its ratios."""
+    wanted = min(concurrency) if concurrency else 1
+    with_base = {s.batch for s in table.steps if s.k == 0}
+    if not with_base:
+        raise ForwardError(f"{table.source}: no k=0 case (a decode step without drafts) to divide by")
+    batch = min(with_base, key=lambda b: (abs(b - wanted), b))
     return batch, table.ratios(batch)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from mtpwatch.core.jsonout import JsonFields, key
 from mtpwatch.core.sweeps.engine import dynamic_k_missing
+from mtpwatch.core.sweeps.sweep import K_MAX
 
 #: The token `--sweep-k` takes for the arm.
 IDLE = "0s"
@@ -37,7 +38,8 @@ IDLE_SCHEDULE = ((1, 1, 0),)
 
 
 def parse_sweep_ks(text: str) -> tuple[list[int], bool]:
-    """`--sweep-k` as (the integer ks, whether `0s` was given); ValueError (one line) on junk."""
+    """`--sweep-k` as (the integer ks sorted, with k=0 (the baseline) added; whether `0s` was given);
+    ValueError (one line) on junk, a k out of range, or no k > 0 to compare."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     ks: list[int] = []
     for part in (p for p in parts if p.lower() != IDLE):
@@ -45,7 +47,11 @@ def parse_sweep_ks(text: str) -> tuple[list[int], bool]:
             ks.append(int(part))
         except ValueError:
             raise ValueError(f"{part!r} is not a k: give integers, or {IDLE} (speculation on, k=0)") from None
-    return ks, len(ks) < len(parts)
+    if not ks or any(k < 0 or k > K_MAX for k in ks):
+        raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
+    if not any(ks):
+        raise ValueError("give at least one k > 0 to compare with k=0")
+    return sorted({0, *ks}), len(ks) < len(parts)
 
 
 def idle_config(base: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,8 +62,7 @@ def idle_config(base: Mapping[str, Any]) -> dict[str, Any]:
 def idle_refusal(version: str | None) -> str | None:
     """The one line refusing `0s` on a vLLM without batch-size schedules; None when it may run
     (an unknown version too: then the server's start tells)."""
-    missing = dynamic_k_missing(version)
-    if missing is None:
+    if (missing := dynamic_k_missing(version)) is None:
         return None
     return f"--sweep-k {IDLE} needs num_speculative_tokens_per_batch_size (vLLM 0.32+): {missing}"
 
@@ -99,8 +104,7 @@ class IdleCost(JsonFields):
 
 
 def idle_cost(report: Any, k: int | None, interrupted: str | None = None) -> IdleCost:
-    """The arm's figures from its bench report (`core.ab.report.BenchReport`, A = plain k = 0,
-    B = 0s); empty figures when nothing ran."""
+    """The arm's figures from its bench report (`core.ab.report.BenchReport`); empty when nothing ran."""
     if report is None:
         return IdleCost(None, None, 0.95, 0, None, None, k, interrupted)
     overall = report.primary.overall

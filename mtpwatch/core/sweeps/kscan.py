@@ -36,7 +36,6 @@ from mtpwatch.core.sweeps.schedule import (
     verify_groups,
 )
 from mtpwatch.core.sweeps.sweep import (
-    K_MAX,
     PairRun,
     SweepReport,
     run_pair,
@@ -47,17 +46,6 @@ from mtpwatch.core.sweeps.sweep import (
 Echo = Callable[[str], None]
 Server = tuple[str, Sequence[str]]
 """(url, argv) of one server of the sweep."""
-
-
-def checked_ks(ks: Sequence[int]) -> list[int]:
-    """--sweep-k, sorted, with k=0 (the baseline) added. Raises ValueError (one line) when a k is out
-    of range or nothing is compared."""
-    if not ks or any(k < 0 or k > K_MAX for k in ks):
-        raise ValueError(f"give ks between 0 (no speculation) and {K_MAX}, e.g. 0,1,2,4,8")
-    out = sorted({0, *ks})
-    if len(out) < 2:
-        raise ValueError("give at least one k > 0 to compare with k=0")
-    return out
 
 
 def plan_k_sweep(

@@ -263,7 +263,6 @@ class ConcurrencyAdvice:
 def advise_table(
     table: Mapping[int, Mapping[int, Cell]], base_config: Mapping[str, Any] | None
 ) -> ConcurrencyAdvice:
-    """The advice from a concurrency → k → cell table (`concurrency_table`)."""
     best = best_per_concurrency(table)
     choices = {
         c: resolve(
@@ -273,13 +272,11 @@ def advise_table(
         if cells
     }
     fixed = common_choice(choices)
+    # with a fixed k the medians' schedule is not resolved: for --verify-schedule, never to paste
+    schedule = batch_schedule(best if fixed is not None else {c: ch.k for c, ch in choices.items()})
+    config = sched_config = schedule_config(schedule, base_config)
     if fixed is not None:
-        schedule = batch_schedule(best)  # not resolved: for --verify-schedule, never to paste
-        sched_config = schedule_config(schedule, base_config)
         config = fixed_config(base_config or {}, fixed) if fixed > 0 else None
-    else:
-        schedule = batch_schedule({c: ch.k for c, ch in choices.items()})
-        config = sched_config = schedule_config(schedule, base_config)
     return ConcurrencyAdvice(
         table, best, schedule, config, choices=choices, fixed_k=fixed, schedule_config=sched_config
     )
@@ -291,10 +288,8 @@ def replace_spec_config(argv: Sequence[str], config: Mapping[str, Any]) -> list[
     out = list(argv)
     text = json.dumps(dict(config), separators=(",", ":"))
     for i, arg in enumerate(out):
-        if arg in SPEC_CONFIG_FLAGS and i + 1 < len(out):
-            out[i + 1] = text
-            return out
-        if arg.startswith(tuple(flag + "=" for flag in SPEC_CONFIG_FLAGS)):
-            out[i] = arg.split("=", 1)[0] + "=" + text
+        flag, eq, _ = arg.partition("=")
+        if flag in SPEC_CONFIG_FLAGS and (eq or i + 1 < len(out)):
+            out[i if eq else i + 1] = f"{flag}={text}" if eq else text
             return out
     return [*out, "--speculative-config", text]

@@ -122,19 +122,14 @@ class SweepReport:
         measured = next((getattr(r, what) for r in self.rows if r.k == k), None)
         return None if predicted is None or not measured else (predicted - measured) / measured
 
-    def error(self, k: int) -> float | None:
-        """(predicted − measured) / measured decode tok/s at k (k ≥ 1)."""
+    def error(self, k: int, what: str = "decode_tok_s") -> float | None:
+        """(predicted − measured) / measured decode tok/s (`what`: or "speedup", paired) at k ≥ 1."""
         pred = self.advice.at(k) if self.advice and k else None
-        return self._off(k, "decode_tok_s", pred.decode_tok_s if pred else None)
+        return self._off(k, what, getattr(pred, what) if pred else None)
 
     def held_out_error(self, k: int) -> float | None:
         """(held-out predicted − measured) / measured paired speed-up at k (`SweepAdvice.held_out`)."""
         return self._off(k, "speedup", self.advice.held_out.get(k) if self.advice else None)
-
-    def speedup_error(self, k: int) -> float | None:
-        """(predicted − measured) / measured paired speed-up at k (k ≥ 1)."""
-        pred = self.advice.at(k) if self.advice and k else None
-        return self._off(k, "speedup", pred.speedup if pred else None)
 
     def baseline_lives(self) -> dict[int, float]:
         """Per k > 0, the k=0 server's second life over its first in k's bench (`baseline_lives`)."""
@@ -159,7 +154,7 @@ class SweepReport:
             doc["predicted_decode_tok_s"] = round(pred.decode_tok_s, 3) if pred else None
             doc["predicted_speedup"] = round(pred.speedup, 4) if pred else None
             doc["prediction_error"] = round_or_none(self.error(row.k), 4)
-            doc["speedup_prediction_error"] = round_or_none(self.speedup_error(row.k), 4)
+            doc["speedup_prediction_error"] = round_or_none(self.error(row.k, "speedup"), 4)
             doc["held_out_speedup_error"] = round_or_none(self.held_out_error(row.k), 4)
             ci = self.certainty.intervals.get(row.k) if self.certainty else None
             doc["predicted_speedup_ci"] = [round(x, 4) for x in ci] if ci else None
@@ -185,8 +180,7 @@ def sweep_document(
     under `bench` each k's full bench report with its own `meta` (arms "a" = k=0, "b" = k)."""
     base = dict(meta or {})
     arms: dict[str, Any] = {}
-    for k in sorted(report.arms):
-        pair = report.arms[k]
+    for k, pair in sorted(report.arms.items()):
         if "a" in pair and "k=0" not in arms:
             arms["k=0"] = dict(pair["a"])
         if "b" in pair:
@@ -216,8 +210,7 @@ def _row(k: int, report: Any) -> SweepRow:
     acc = b.acceptance
     cats: dict[str, dict[str, Any]] = {}
     for cat, group in report.primary.categories.items():
-        gsp = group.speedup
-        rate = group.arms["b"].rate
+        gsp, rate = group.speedup, group.arms["b"].rate
         cats[cat] = {
             "decode_tok_s": round_or_none(rate.median if rate else None, 3),
             "speedup": round_or_none(gsp.median if gsp else None, 4),
