@@ -57,10 +57,9 @@ def per_position_conditional(accepted_per_pos: Sequence[float], drafts: float) -
     | drafts 0 … i−1 accepted); None after a position that accepted nothing, empty without drafts."""
     if drafts <= 0:
         return ()
-    out: list[float | None] = []
-    for i, x in enumerate(accepted_per_pos):
-        out.append(x / drafts if i == 0 else ratio(x, accepted_per_pos[i - 1]))
-    return tuple(out)
+    return tuple(
+        x / drafts if i == 0 else ratio(x, accepted_per_pos[i - 1]) for i, x in enumerate(accepted_per_pos)
+    )
 
 
 def conditional_from_marginal(marginal: Sequence[float]) -> tuple[float | None, ...]:

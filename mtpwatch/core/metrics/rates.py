@@ -180,12 +180,9 @@ def delta_rates(
 def attribute(running: Iterable[float | None]) -> Scope:
     """The scope: "this request" when every scrape saw at most one request running, else
     "engine-wide" (also with no scrape or a scrape without the gauge: nothing proves it was alone)."""
-    seen = False
-    for value in running:
-        if value is None or value > 1:
-            return "engine-wide"
-        seen = True
-    return "this request" if seen else "engine-wide"
+    values = list(running)
+    alone = bool(values) and all(v is not None and v <= 1 for v in values)
+    return "this request" if alone else "engine-wide"
 
 
 def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
@@ -242,18 +239,17 @@ class Collector:
             t_prev, prev = self._history[-1]
             if now < t_prev:
                 raise ValueError(f"scrape time went backwards ({now} < {t_prev})")
-            if is_restart(prev, snapshot):
-                restarted = True
+            restarted = is_restart(prev, snapshot)
+            if restarted:
                 self.restarts += 1
                 self.last_restart_at = now
                 self._history.clear()
                 # The new counters started from zero somewhere between the last scrape and this one:
                 # a zero baseline at the last scrape keeps the tokens counted before this scrape
                 # (ratios stay exact; a rate over the gap is at worst an underestimate).
-                self._history.append((t_prev, _zeroed(snapshot)))
-                if now > t_prev:
-                    self._series.append((now, now - t_prev, _pos(snapshot.generation_tokens)))
-            elif now > t_prev:
+                prev = _zeroed(snapshot)
+                self._history.append((t_prev, prev))
+            if now > t_prev:
                 gen = _pos(snapshot.generation_tokens - prev.generation_tokens)
                 self._series.append((now, now - t_prev, gen))
         self._history.append((now, snapshot))

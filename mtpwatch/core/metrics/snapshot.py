@@ -89,7 +89,6 @@ _COUNTERS = {"vllm": _short_names(0, _SUMMED), "llamacpp": _short_names(1, _SUMM
 _GAUGES = {"vllm": _short_names(0, _GAUGE_FIELDS), "llamacpp": _short_names(1, _GAUGE_FIELDS)}
 # `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
 _CREATED = ("generation_tokens_created", "spec_decode_num_drafts_created")
-_PREFIX = {"vllm": "vllm:", "llamacpp": "llamacpp:"}
 
 
 class UnknownModelError(ValueError):
@@ -260,7 +259,7 @@ def snapshot_from_samples(
         if model is not None:
             raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
         return MetricsSnapshot()
-    prefix = _PREFIX[schema]
+    prefix = f"{schema}:"
     chosen, models = _choose_model(samples, model, schema)
     counter_map = _COUNTERS[schema]
     gauge_map = _GAUGES[schema]
