@@ -329,11 +329,9 @@ class SseConnection(asyncio.Protocol):
             self.transport.abort()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     # -- consumer side
 

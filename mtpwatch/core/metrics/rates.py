@@ -78,11 +78,7 @@ def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
     if before.created is not None and after.created is not None and before.created != after.created:
         return True
     prev = before.counters()
-    for key, value in after.counters().items():
-        old = prev.get(key)
-        if old is not None and value < old:
-            return True
-    return False
+    return any(value < prev[key] for key, value in after.counters().items() if key in prev)
 
 
 def _pos(x: float) -> float:

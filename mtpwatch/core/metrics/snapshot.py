@@ -205,19 +205,13 @@ def detect_schema(text: str) -> Schema:
 def _choose_model(
     samples: Iterable[Sample], model: str | None, schema: Schema
 ) -> tuple[str | None, tuple[str, ...]]:
-    models: dict[str, None] = {}
-    for s in samples:
-        for k, v in s.labels:
-            if k == "model_name":
-                models.setdefault(v, None)
-                break
-    names = tuple(models)
+    names = tuple(dict.fromkeys(v for s in samples for k, v in s.labels if k == "model_name"))
     if schema == "llamacpp" and not names:
         # llama-server's series carry no model label: one server, one model, whatever the caller
         # calls it (its --alias from /v1/models). The numbers are that model's.
         return model, names
     if model is not None:
-        if model not in models:
+        if model not in names:
             shown = ", ".join(names) if names else "none"
             raise UnknownModelError(f"model {model!r} is not on this metrics page (models: {shown})")
         return model, names
@@ -248,12 +242,9 @@ def snapshot_from_samples(
     samples: list[Sample], model: str | None, schema: Schema, exposition: Exposition = "prometheus"
 ) -> MetricsSnapshot:
     """A snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works) of a page of `schema`
-    (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`).
-
-    Raises:
-        UnknownModelError: `model` is given but no series carries that `model_name` (the message lists
-            the models that are).
-        MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
+    (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`). Raises UnknownModelError
+    when no series carries `model`'s `model_name` (the message lists those that are), MetricsFormatError
+    when a series appears twice or a counter is negative, NaN or infinite.
     """
     if schema == "none":
         if model is not None:
@@ -380,10 +371,8 @@ def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> Non
         return
     base, _, part = short.rpartition("_")
     hist_key = _HISTOGRAMS.get(base)
-    if hist_key is None:
-        return
-    if part not in ("count", "sum"):
-        return  # a bucket or `_created` (when the caller kept them): no view reads them
+    if hist_key is None or part not in ("count", "sum"):
+        return  # another family, or a bucket or `_created` (when the caller kept them): no view reads them
     if part == "sum" and not math.isfinite(value):
         # a NaN or infinite observation makes the sum so, as vLLM's Rust frontend documents
         # (rust/src/metrics/src/histogram.rs:150-165 of the 0.34 sdist): that histogram's mean is
