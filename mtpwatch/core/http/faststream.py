@@ -177,14 +177,13 @@ class SseConnection(asyncio.Protocol):
         while True:
             # The head ends at the first blank line, its line ends CRLF or bare LF (as h11: \n\r?\n).
             blank = _BLANK_LINE.search(buf)
-            end, sep = (blank.start(), blank.end() - blank.start()) if blank else (-1, 0)
-            if end < 0:
+            if blank is None:
                 if len(buf) > _MAX_HEAD:
                     self.fail(httpx.RemoteProtocolError("the response head is too large"))
                 self._hbuf = buf
                 return b""
-            lines = buf[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
-            buf = buf[end + sep :]
+            lines = buf[: blank.start()].decode("latin-1").replace("\r\n", "\n").split("\n")
+            buf = buf[blank.end() :]
             parts = lines[0].split(" ", 2)
             try:
                 if not parts[0].startswith("HTTP/"):
@@ -280,12 +279,9 @@ class SseConnection(asyncio.Protocol):
             except zlib.error as exc:
                 self.fail(httpx.DecodingError(f"bad {self.headers.get('content-encoding')} body: {exc}"), exc)
                 return
-        sse = self.sse
-        if sse is None:
+        if self.sse is None:
             self.raw.append(data)
-            return
-        payloads = sse.feed(data)
-        if payloads:
+        elif payloads := self.sse.feed(data):
             self._deliver(payloads)
 
     def _deliver(self, payloads: list[bytes]) -> None:
@@ -310,10 +306,8 @@ class SseConnection(asyncio.Protocol):
             if tail:
                 self._body(tail)
         self.complete = True
-        if self.sse is not None:
-            rest = self.sse.close()
-            if rest:
-                self._deliver(rest)
+        if self.sse is not None and (rest := self.sse.close()):
+            self._deliver(rest)
         self._wake()
 
     def fail(self, error: Exception, cause: BaseException | None = None) -> None:

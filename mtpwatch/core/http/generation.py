@@ -392,8 +392,7 @@ class GenerationStats:
             if self._ids is None:
                 self._ids = []
             self._ids.extend(event.token_ids)
-        if event.estimated:
-            self.approximate = True
+        self.approximate = self.approximate or event.estimated
         self.exact = event.exact
         self.completion_tokens = event.completion_tokens
         if event.prompt_tokens is not None:

@@ -79,9 +79,7 @@ def _parse_labels(block: str) -> tuple[tuple[str, str], ...]:
     labels: dict[str, str] = {}
     pos = 0
     end = len(block)
-    while pos < end:
-        if block[pos:].strip() == "":
-            break
+    while pos < end and block[pos:].strip():
         m = _LABEL_TERM.match(block, pos)
         if m is None:
             raise ValueError("invalid labels")

@@ -66,7 +66,6 @@ class Rates:
     itl_count: float = 0.0
     """Δ ITL observations (outputs after the first, per request)."""
     drafted_share: float | None = None
-    """Δdrafts / Δ ITL count: the share of decode steps that drafted (`formulas.drafted_share`)."""
     max_running: float | None = None
     """Most requests running at any scrape in the window (None when unknown)."""
 
