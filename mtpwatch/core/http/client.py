@@ -289,13 +289,12 @@ class VllmClient:
     async def _batches(
         self, request: GenerationRequest, stats: GenerationStats | None
     ) -> AsyncGenerator[list[StreamEvent], None]:
-        """The events of `request`, one list per network read (fast path: per event-loop wake-up).
-        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
-        request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
-        before its list is yielded; events decoded before a broken chunk are yielded before the
-        `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
-        response at once. Raises ServerError before the first event (unreachable, 4xx/5xx),
-        `StreamError` mid-way."""
+        """The events of `request`, one list per network read (fast path: per event-loop wake-up), with
+        continuous usage (and token ids) asked for until an HTTP 400 names one (`_refusal`). Every
+        event is added to `stats` before its list is yielded; events decoded before a broken chunk are
+        yielded before the `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling
+        the task closes the response at once. Raises ServerError before the first event (unreachable,
+        4xx/5xx), `StreamError` mid-way."""
         url = self.base_url + request.path
         flags = _Extensions(True, True, request.return_token_ids, stats)
         attempts = 0

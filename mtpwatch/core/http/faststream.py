@@ -192,9 +192,8 @@ class SseConnection(asyncio.Protocol):
             except (IndexError, ValueError):
                 self.fail(httpx.RemoteProtocolError(f"not an HTTP response: {lines[0][:60]!r}"))
                 return b""
-            if 100 <= status < 200:
-                continue  # 100 Continue and friends: the real answer follows
-            break
+            if not 100 <= status < 200:
+                break  # else 100 Continue and friends: the real answer follows
         self._hbuf = b""
         headers: dict[str, str] = {}
         for line in lines[1:]:

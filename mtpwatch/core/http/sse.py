@@ -25,7 +25,6 @@ class SseDecoder:
         self._data: bytes | None = None
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """Add one network chunk; return the payloads of every event it completed (often none or one)."""
         buf = self._buf + chunk if self._buf else chunk
         held_cr = False
         if b"\r" in buf:

@@ -62,8 +62,7 @@ _ESCAPE = re.compile(r'\\[\\n"]')
 _ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 
-# Label blocks and names repeat identically on every scrape; caching their parsed form is what makes the
-# warm path fast. Bounded so a server with churning label values cannot grow it without limit.
+# Parsed label blocks and names (module docstring), bounded: churning label values cannot grow them.
 _LABEL_CACHE: dict[str, tuple[tuple[str, str], ...]] = {}
 _NAME_CACHE: set[str] = set()
 _CACHE_MAX = 8192
@@ -102,10 +101,9 @@ def _bad_line(text: str, line: str, why: str) -> MetricsFormatError:
 def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
     """Parse the samples whose line starts with one of `prefixes` (the fast path). Comment lines
     (`# HELP`, `# TYPE`) and every other family are skipped without being parsed, so a malformed line
-    in a family mtpwatch does not read is not an error. Labels come back sorted (the page's order does
-    not matter); escaped label values, `+Inf`/`NaN`, exponents and optional timestamps are handled as
-    in prometheus_client. Raises MetricsFormatError when a kept line is malformed (the message names
-    its line number)."""
+    in a family mtpwatch does not read is not an error. Label escapes (`Sample.labels`), `+Inf`/`NaN`,
+    exponents and optional timestamps are handled as in prometheus_client. Raises MetricsFormatError
+    when a kept line is malformed (the message names its line number)."""
     lines = text.split("\n")
     if "\n " in text or "\n\t" in text or text[:1] in (" ", "\t"):
         # Rare: indented sample lines (prometheus_client strips every line).

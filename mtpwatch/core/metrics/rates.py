@@ -307,9 +307,7 @@ class Collector:
         if smooth_s <= 0:
             return [(t, tok / dt) for t, dt, tok in pts]
         out: list[tuple[float, float]] = []
-        lo = 0
-        sum_dt = 0.0
-        sum_tok = 0.0
+        lo, sum_dt, sum_tok = 0, 0.0, 0.0
         for i, (t, dt, tok) in enumerate(pts):
             sum_dt += dt
             sum_tok += tok
