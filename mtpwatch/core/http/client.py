@@ -176,8 +176,7 @@ class VllmClient:
         return await self._tiers.scrape(fresh=fresh)
 
     async def _metrics_text(self, path: str) -> str:
-        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text; raises
-        `FilterRefused` when a filtered path answered another status than 200, else as `scrape_text`."""
+        """GET `path` → its Prometheus text: a `filtered.Fetch` (raises as it says, else as `scrape_text`)."""
         filtered = path != FULL_PATH
         # errors name the filtered path short: the whole query is two dozen names long
         url = self.base_url + ("/metrics/?name[]=…" if filtered else path)

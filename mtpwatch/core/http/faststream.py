@@ -7,9 +7,8 @@ consumer at most once per event-loop iteration, handing it every payload complet
 (`tests/bench/stream_cost.py` measures both). `VllmClient`'s stream uses it for plain `http://`
 without a proxy; everything else (https, proxies, injected transports, the GETs) stays on httpx.
 
-Failures are raised as the httpx exceptions the httpx path would raise (`ConnectError`,
-`ConnectTimeout`, `ReadTimeout`, `ReadError`, `RemoteProtocolError`), so the client turns both
-paths' failures into the same one-line messages.
+Failures are raised as the httpx exceptions the httpx path would raise, so the client words both
+paths' failures alike.
 """
 
 from __future__ import annotations

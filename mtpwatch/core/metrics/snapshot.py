@@ -1,9 +1,8 @@
 """Samples → one `MetricsSnapshot`: vLLM's (or llama.cpp's) families for one model, summed over engines.
 
-Owns the knowledge of which exported names mean what: the four `spec_decode_*` counters (per position
-through the `position` label), generation/prompt token counters, the latency histograms, the request
-gauges, `_created` for restart detection and the `cache_config_info` labels. A page with no `vllm:` or
-`llamacpp:` family has schema "none" (vLLM started with `--disable-log-stats` exports none of them).
+Owns the knowledge of which exported names mean what (`FAMILY_NAMES`, `_HISTOGRAMS`, `_CREATED`, the
+`MetricsSnapshot` fields' docstrings). A page with no `vllm:` or `llamacpp:` family has schema "none"
+(vLLM started with `--disable-log-stats` exports none of them).
 
 vLLM 0.33/0.34's Rust frontend serves OpenMetrics (`exposition="openmetrics"`): the same sample names,
 but no `_created` (a restart shows only as counters going down, `rates.is_restart`; it exports no
