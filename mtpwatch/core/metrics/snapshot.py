@@ -356,8 +356,7 @@ def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> Non
     value = s.value
     if short in _CREATED:
         # The oldest engine's creation time; any change between scrapes is a restart.
-        seen = acc.created_by.get(short)
-        acc.created_by[short] = value if seen is None else min(seen, value)
+        acc.created_by[short] = min(acc.created_by.get(short, value), value)
         return
     if short == "request_success_total":
         _check_finite(s)
