@@ -176,8 +176,7 @@ class VllmClient:
         return await self._tiers.scrape(fresh=fresh)
 
     async def _metrics_text(self, path: str) -> str:
-        """GET `path` (`/metrics` or a filtered `/metrics/?…`) → its Prometheus text; raises
-        `FilterRefused` when a filtered path answered another status than 200, else as `scrape_text`."""
+        """GET `path` → its Prometheus text: a `filtered.Fetch` (raises as it says, else as `scrape_text`)."""
         filtered = path != FULL_PATH
         # errors name the filtered path short: the whole query is two dozen names long
         url = self.base_url + ("/metrics/?name[]=…" if filtered else path)
@@ -289,13 +288,12 @@ class VllmClient:
     async def _batches(
         self, request: GenerationRequest, stats: GenerationStats | None
     ) -> AsyncGenerator[list[StreamEvent], None]:
-        """The events of `request`, one list per network read (fast path: per event-loop wake-up).
-        Continuous usage (and token ids) are asked for; on an HTTP 400 that names the extension the
-        request is sent again without it (`stats.fallback` says so). Every event is added to `stats`
-        before its list is yielded; events decoded before a broken chunk are yielded before the
-        `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling the task closes the
-        response at once. Raises ServerError before the first event (unreachable, 4xx/5xx),
-        `StreamError` mid-way."""
+        """The events of `request`, one list per network read (fast path: per event-loop wake-up), with
+        continuous usage (and token ids) asked for until an HTTP 400 names one (`_refusal`). Every
+        event is added to `stats` before its list is yielded; events decoded before a broken chunk are
+        yielded before the `StreamError`. Closing the iterator (`contextlib.aclosing`) or cancelling
+        the task closes the response at once. Raises ServerError before the first event (unreachable,
+        4xx/5xx), `StreamError` mid-way."""
         url = self.base_url + request.path
         flags = _Extensions(True, True, request.return_token_ids, stats)
         attempts = 0

@@ -5,8 +5,7 @@ Both serve `/v1/completions`, `/v1/models`, `/health` and Prometheus `/metrics` 
 every other difference, so the client, the monitor and the bench stay engine-neutral:
 
 - which engine it is: the metrics schema (`vllm:` or `llamacpp:` families) or `/props` (llama.cpp);
-- `/v1/models`: vLLM lists `data[].id`; llama-server lists `data[].id` (its `--alias`, else the
-  GGUF path) and also `models[].name`; either shape is read;
+- `/v1/models`: either shape is read (`parse_model_list`);
 - per-chunk token counts: vLLM's `stream_options.continuous_usage_stats`; llama-server ignores it but
   sends its `timings` (with the cumulative `predicted_n`) on every chunk when asked for
   `timings_per_token` (`stream_extras`);

@@ -1,7 +1,5 @@
 """How a failed request to a server becomes one line, one of `errors.py`'s `ServerError` classes, for
-`VllmClient`: no answer (`transport_error`, from httpx's failures), an error status (`status_error`,
-with the server's own message from its body), a page that is not Prometheus text (`not_prometheus`,
-`parse_metrics_page`).
+`VllmClient`.
 """
 
 from __future__ import annotations

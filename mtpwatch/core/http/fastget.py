@@ -67,11 +67,8 @@ class FastGet:
         parts = status_line.split(" ", 2)
         if len(parts) < 2 or parts[1] != "200":
             raise FastGetUnsupported(status_line)
-        headers: dict[str, str] = {}
-        for line in rest.split("\r\n"):
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip().lower()
+        fields = (line.partition(":") for line in rest.split("\r\n"))
+        headers = {name.strip().lower(): value.strip().lower() for name, sep, value in fields if sep}
         if headers.get("content-encoding", "identity") != "identity":
             raise FastGetUnsupported("content-encoding")
         ctype = headers.get("content-type", "")

@@ -7,9 +7,8 @@ consumer at most once per event-loop iteration, handing it every payload complet
 (`tests/bench/stream_cost.py` measures both). `VllmClient`'s stream uses it for plain `http://`
 without a proxy; everything else (https, proxies, injected transports, the GETs) stays on httpx.
 
-Failures are raised as the httpx exceptions the httpx path would raise (`ConnectError`,
-`ConnectTimeout`, `ReadTimeout`, `ReadError`, `RemoteProtocolError`), so the client turns both
-paths' failures into the same one-line messages.
+Failures are raised as the httpx exceptions the httpx path would raise, so the client words both
+paths' failures alike.
 """
 
 from __future__ import annotations
@@ -177,14 +176,13 @@ class SseConnection(asyncio.Protocol):
         while True:
             # The head ends at the first blank line, its line ends CRLF or bare LF (as h11: \n\r?\n).
             blank = _BLANK_LINE.search(buf)
-            end, sep = (blank.start(), blank.end() - blank.start()) if blank else (-1, 0)
-            if end < 0:
+            if blank is None:
                 if len(buf) > _MAX_HEAD:
                     self.fail(httpx.RemoteProtocolError("the response head is too large"))
                 self._hbuf = buf
                 return b""
-            lines = buf[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
-            buf = buf[end + sep :]
+            lines = buf[: blank.start()].decode("latin-1").replace("\r\n", "\n").split("\n")
+            buf = buf[blank.end() :]
             parts = lines[0].split(" ", 2)
             try:
                 if not parts[0].startswith("HTTP/"):
@@ -193,9 +191,8 @@ class SseConnection(asyncio.Protocol):
             except (IndexError, ValueError):
                 self.fail(httpx.RemoteProtocolError(f"not an HTTP response: {lines[0][:60]!r}"))
                 return b""
-            if 100 <= status < 200:
-                continue  # 100 Continue and friends: the real answer follows
-            break
+            if not 100 <= status < 200:
+                break  # else 100 Continue and friends: the real answer follows
         self._hbuf = b""
         headers: dict[str, str] = {}
         for line in lines[1:]:
@@ -280,12 +277,9 @@ class SseConnection(asyncio.Protocol):
             except zlib.error as exc:
                 self.fail(httpx.DecodingError(f"bad {self.headers.get('content-encoding')} body: {exc}"), exc)
                 return
-        sse = self.sse
-        if sse is None:
+        if self.sse is None:
             self.raw.append(data)
-            return
-        payloads = sse.feed(data)
-        if payloads:
+        elif payloads := self.sse.feed(data):
             self._deliver(payloads)
 
     def _deliver(self, payloads: list[bytes]) -> None:
@@ -310,10 +304,8 @@ class SseConnection(asyncio.Protocol):
             if tail:
                 self._body(tail)
         self.complete = True
-        if self.sse is not None:
-            rest = self.sse.close()
-            if rest:
-                self._deliver(rest)
+        if self.sse is not None and (rest := self.sse.close()):
+            self._deliver(rest)
         self._wake()
 
     def fail(self, error: Exception, cause: BaseException | None = None) -> None:
@@ -329,11 +321,9 @@ class SseConnection(asyncio.Protocol):
             self.transport.abort()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     # -- consumer side
 

@@ -199,9 +199,8 @@ def _text_of(choice: dict[str, Any]) -> tuple[str, str, bool]:
     reasoning = delta.get("reasoning") or delta.get("reasoning_content") or ""
     # As `vllm bench serve`: the role-only first chunk is no output; an empty content
     # string without a role is (it advances the last-token time).
-    if "role" in delta:
-        return text, reasoning, bool(text or reasoning or delta.get("tool_calls"))
-    return text, reasoning, content is not None or bool(reasoning) or bool(delta.get("tool_calls"))
+    output = bool(text) if "role" in delta else content is not None
+    return text, reasoning, output or bool(reasoning or delta.get("tool_calls"))
 
 
 @dataclass(slots=True, eq=False)
@@ -393,8 +392,7 @@ class GenerationStats:
             if self._ids is None:
                 self._ids = []
             self._ids.extend(event.token_ids)
-        if event.estimated:
-            self.approximate = True
+        self.approximate = self.approximate or event.estimated
         self.exact = event.exact
         self.completion_tokens = event.completion_tokens
         if event.prompt_tokens is not None:

@@ -25,7 +25,6 @@ class SseDecoder:
         self._data: bytes | None = None
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        """Add one network chunk; return the payloads of every event it completed (often none or one)."""
         buf = self._buf + chunk if self._buf else chunk
         held_cr = False
         if b"\r" in buf:
@@ -37,12 +36,7 @@ class SseDecoder:
         lines = buf.split(b"\n")
         rest = lines.pop()
         self._buf = rest + b"\r" if held_cr else rest
-        out: list[bytes] = []
-        for line in lines:
-            payload = self._line(line)
-            if payload is not None:
-                out.append(payload)
-        return out
+        return [payload for line in lines if (payload := self._line(line)) is not None]
 
     def close(self) -> list[bytes]:
         """End of stream: finish a last unterminated line and hand over a pending event (lose nothing)."""

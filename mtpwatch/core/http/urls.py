@@ -56,10 +56,8 @@ def normalize_url(url: str) -> str:
     if port is not None:
         netloc += f":{port}"
     path = parts.path.rstrip("/")
-    for suffix in _STRIP_SUFFIXES:
-        if path.endswith(suffix):
-            path = path[: -len(suffix)].rstrip("/")
-            break
+    suffix = next((s for s in _STRIP_SUFFIXES if path.endswith(s)), "")
+    path = path.removesuffix(suffix).rstrip("/")
     base = f"{scheme}://{netloc}{path}"
     try:
         # httpx parses every request's URL again; what it refuses is refused here, as one line.

@@ -36,9 +36,8 @@ Whether the filter is honoured (`ScrapeState`), decided per server:
 - vLLM's Rust frontend (0.33/0.34, an OpenMetrics page) serves `/metrics` only, ignoring the query
   (`rust/src/server/src/routes.rs:140`, `routes/metrics.rs` `scrape()` takes no query; the 0.34.0
   `vllm-rs` binary holds no `name[]` string), so `/metrics/?name[]=…` is axum's 404 and the probe
-  gives the full page, its reason saying so and that a restart shows only as counters going down (no
-  `_created`). The probe is still made: a later release that honours the filter is used filtered,
-  its answers joined under one `# EOF` (`_terminated`).
+  gives the full page (`_openmetrics_why` words the reason). The probe is still made: a later release
+  that honours the filter is used filtered, its answers joined under one `# EOF` (`_terminated`).
 - **Once** (`ScrapeFilter(once=True)`, `mtpwatch snapshot`): one filtered request for both tiers,
   judged by the per-answer rule; a whole page (filter ignored) is used as it is, anything else falls
   back to `GET /metrics`.

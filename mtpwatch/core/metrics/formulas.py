@@ -27,6 +27,7 @@ Sources (vLLM 0.32; the same in 0.20 … 0.33):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 
 def ratio(num: float, den: float) -> float | None:
@@ -57,20 +58,14 @@ def per_position_conditional(accepted_per_pos: Sequence[float], drafts: float) -
     | drafts 0 … i−1 accepted); None after a position that accepted nothing, empty without drafts."""
     if drafts <= 0:
         return ()
-    out: list[float | None] = []
-    for i, x in enumerate(accepted_per_pos):
-        out.append(x / drafts if i == 0 else ratio(x, accepted_per_pos[i - 1]))
-    return tuple(out)
+    return tuple(
+        x / drafts if i == 0 else ratio(x, accepted_per_pos[i - 1]) for i, x in enumerate(accepted_per_pos)
+    )
 
 
 def conditional_from_marginal(marginal: Sequence[float]) -> tuple[float | None, ...]:
     """The conditional rates from the marginal ones: marginal[i] / marginal[i−1] (None after a 0)."""
-    out: list[float | None] = []
-    prev = 1.0
-    for p in marginal:
-        out.append(ratio(p, prev))
-        prev = p
-    return tuple(out)
+    return tuple(ratio(p, prev) for prev, p in pairwise((1.0, *marginal)))
 
 
 def per_position_from_histogram(histogram: Sequence[int], steps: float) -> tuple[float, ...]:

@@ -24,12 +24,9 @@ from typing import NamedTuple
 DEFAULT_PREFIXES: tuple[str, ...] = ("vllm:", "llamacpp:")
 
 
-_EOF_ENDINGS = ("# EOF\n", "# EOF")
-
-
 def is_openmetrics(text: str) -> bool:
     """True for an OpenMetrics page: it ends with `# EOF` (a Prometheus page never does)."""
-    return text.endswith(_EOF_ENDINGS)
+    return text.endswith(("# EOF\n", "# EOF"))
 
 
 def _exemplar_start(line: str) -> int:
@@ -60,12 +57,12 @@ class Sample(NamedTuple):
 
 # One label term: name = "value" followed by a comma or the end; the value may hold escaped characters.
 _LABEL_TERM = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,?)', re.DOTALL)
+# Same escapes as the exposition format (and prometheus_client): \\, \n, \". Others stay as written.
 _ESCAPE = re.compile(r'\\[\\n"]')
 _ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
 
-# Label blocks and names repeat identically on every scrape; caching their parsed form is what makes the
-# warm path fast. Bounded so a server with churning label values cannot grow it without limit.
+# Parsed label blocks and names (module docstring), bounded: churning label values cannot grow them.
 _LABEL_CACHE: dict[str, tuple[tuple[str, str], ...]] = {}
 _NAME_CACHE: set[str] = set()
 _CACHE_MAX = 8192
@@ -76,57 +73,43 @@ _LINE_CACHE: dict[str, Sample] = {}
 _LINE_CACHE_MAX = 4096
 
 
-def _unescape(value: str) -> str:
-    # Same escapes as the exposition format (and prometheus_client): \\, \n, \". Others stay as written.
-    return _ESCAPE.sub(lambda m: _ESCAPES[m.group(0)], value)
-
-
 def _parse_labels(block: str) -> tuple[tuple[str, str], ...]:
     """Parse the text between `{` and `}`; raises ValueError (one short reason) on anything malformed."""
     labels: dict[str, str] = {}
     pos = 0
     end = len(block)
-    while pos < end:
-        if block[pos:].strip() == "":
-            break
+    while pos < end and block[pos:].strip():
         m = _LABEL_TERM.match(block, pos)
         if m is None:
             raise ValueError("invalid labels")
         key, raw, comma = m.group(1), m.group(2), m.group(3)
         if key in labels:
             raise ValueError(f"duplicate label {key!r}")
-        labels[key] = _unescape(raw) if "\\" in raw else raw
+        labels[key] = _ESCAPE.sub(lambda esc: _ESCAPES[esc.group(0)], raw) if "\\" in raw else raw
         pos = m.end()
         if not comma and block[pos:].strip():
             raise ValueError("missing comma between labels")
     return tuple(sorted(labels.items()))
 
 
-def _line_number(text: str, line: str) -> int:
-    # Only computed on error, so the hot loop need not count lines.
-    for idx, candidate in enumerate(text.split("\n")):
-        if candidate.strip() == line.strip():
-            return idx + 1
-    return 0
-
-
 def _bad_line(text: str, line: str, why: str) -> MetricsFormatError:
-    return MetricsFormatError(f"line {_line_number(text, line)}: {why}: {line[:100]!r}")
+    # The line number is found only on error, so the hot loop need not count lines.
+    lines = (i + 1 for i, candidate in enumerate(text.split("\n")) if candidate.strip() == line.strip())
+    return MetricsFormatError(f"line {next(lines, 0)}: {why}: {line[:100]!r}")
 
 
 def parse_samples(text: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> list[Sample]:
     """Parse the samples whose line starts with one of `prefixes` (the fast path). Comment lines
     (`# HELP`, `# TYPE`) and every other family are skipped without being parsed, so a malformed line
-    in a family mtpwatch does not read is not an error. Labels come back sorted (the page's order does
-    not matter); escaped label values, `+Inf`/`NaN`, exponents and optional timestamps are handled as
-    in prometheus_client. Raises MetricsFormatError when a kept line is malformed (the message names
-    its line number)."""
+    in a family mtpwatch does not read is not an error. Label escapes (`Sample.labels`), `+Inf`/`NaN`,
+    exponents and optional timestamps are handled as in prometheus_client. Raises MetricsFormatError
+    when a kept line is malformed (the message names its line number)."""
     lines = text.split("\n")
     if "\n " in text or "\n\t" in text or text[:1] in (" ", "\t"):
         # Rare: indented sample lines (prometheus_client strips every line).
         lines = [line.strip() for line in lines]
     kept = [line for line in lines if line.startswith(prefixes)]
-    om = text.endswith(_EOF_ENDINGS)
+    om = is_openmetrics(text)
     out: list[Sample] = []
     append = out.append
     label_cache = _LABEL_CACHE

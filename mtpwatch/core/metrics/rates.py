@@ -66,7 +66,6 @@ class Rates:
     itl_count: float = 0.0
     """Δ ITL observations (outputs after the first, per request)."""
     drafted_share: float | None = None
-    """Δdrafts / Δ ITL count: the share of decode steps that drafted (`formulas.drafted_share`)."""
     max_running: float | None = None
     """Most requests running at any scrape in the window (None when unknown)."""
 
@@ -78,11 +77,7 @@ def is_restart(before: MetricsSnapshot, after: MetricsSnapshot) -> bool:
     if before.created is not None and after.created is not None and before.created != after.created:
         return True
     prev = before.counters()
-    for key, value in after.counters().items():
-        old = prev.get(key)
-        if old is not None and value < old:
-            return True
-    return False
+    return any(value < prev[key] for key, value in after.counters().items() if key in prev)
 
 
 def _pos(x: float) -> float:
@@ -180,12 +175,9 @@ def delta_rates(
 def attribute(running: Iterable[float | None]) -> Scope:
     """The scope: "this request" when every scrape saw at most one request running, else
     "engine-wide" (also with no scrape or a scrape without the gauge: nothing proves it was alone)."""
-    seen = False
-    for value in running:
-        if value is None or value > 1:
-            return "engine-wide"
-        seen = True
-    return "this request" if seen else "engine-wide"
+    values = list(running)
+    alone = bool(values) and all(v is not None and v <= 1 for v in values)
+    return "this request" if alone else "engine-wide"
 
 
 def idle_between(prev: MetricsSnapshot, last: MetricsSnapshot) -> bool:
@@ -242,18 +234,17 @@ class Collector:
             t_prev, prev = self._history[-1]
             if now < t_prev:
                 raise ValueError(f"scrape time went backwards ({now} < {t_prev})")
-            if is_restart(prev, snapshot):
-                restarted = True
+            restarted = is_restart(prev, snapshot)
+            if restarted:
                 self.restarts += 1
                 self.last_restart_at = now
                 self._history.clear()
                 # The new counters started from zero somewhere between the last scrape and this one:
                 # a zero baseline at the last scrape keeps the tokens counted before this scrape
                 # (ratios stay exact; a rate over the gap is at worst an underestimate).
-                self._history.append((t_prev, _zeroed(snapshot)))
-                if now > t_prev:
-                    self._series.append((now, now - t_prev, _pos(snapshot.generation_tokens)))
-            elif now > t_prev:
+                prev = _zeroed(snapshot)
+                self._history.append((t_prev, prev))
+            if now > t_prev:
                 gen = _pos(snapshot.generation_tokens - prev.generation_tokens)
                 self._series.append((now, now - t_prev, gen))
         self._history.append((now, snapshot))
@@ -316,9 +307,7 @@ class Collector:
         if smooth_s <= 0:
             return [(t, tok / dt) for t, dt, tok in pts]
         out: list[tuple[float, float]] = []
-        lo = 0
-        sum_dt = 0.0
-        sum_tok = 0.0
+        lo, sum_dt, sum_tok = 0, 0.0, 0.0
         for i, (t, dt, tok) in enumerate(pts):
             sum_dt += dt
             sum_tok += tok

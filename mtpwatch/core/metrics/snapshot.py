@@ -1,9 +1,8 @@
 """Samples → one `MetricsSnapshot`: vLLM's (or llama.cpp's) families for one model, summed over engines.
 
-Owns the knowledge of which exported names mean what: the four `spec_decode_*` counters (per position
-through the `position` label), generation/prompt token counters, the latency histograms, the request
-gauges, `_created` for restart detection and the `cache_config_info` labels. A page with no `vllm:` or
-`llamacpp:` family has schema "none" (vLLM started with `--disable-log-stats` exports none of them).
+Owns the knowledge of which exported names mean what (`FAMILY_NAMES`, `_HISTOGRAMS`, `_CREATED`, the
+`MetricsSnapshot` fields' docstrings). A page with no `vllm:` or `llamacpp:` family has schema "none"
+(vLLM started with `--disable-log-stats` exports none of them).
 
 vLLM 0.33/0.34's Rust frontend serves OpenMetrics (`exposition="openmetrics"`): the same sample names,
 but no `_created` (a restart shows only as counters going down, `rates.is_restart`; it exports no
@@ -89,7 +88,6 @@ _COUNTERS = {"vllm": _short_names(0, _SUMMED), "llamacpp": _short_names(1, _SUMM
 _GAUGES = {"vllm": _short_names(0, _GAUGE_FIELDS), "llamacpp": _short_names(1, _GAUGE_FIELDS)}
 # `_created` of a counter the server always exports while logging stats; it changes when vLLM restarts.
 _CREATED = ("generation_tokens_created", "spec_decode_num_drafts_created")
-_PREFIX = {"vllm": "vllm:", "llamacpp": "llamacpp:"}
 
 
 class UnknownModelError(ValueError):
@@ -206,19 +204,13 @@ def detect_schema(text: str) -> Schema:
 def _choose_model(
     samples: Iterable[Sample], model: str | None, schema: Schema
 ) -> tuple[str | None, tuple[str, ...]]:
-    models: dict[str, None] = {}
-    for s in samples:
-        for k, v in s.labels:
-            if k == "model_name":
-                models.setdefault(v, None)
-                break
-    names = tuple(models)
+    names = tuple(dict.fromkeys(v for s in samples for k, v in s.labels if k == "model_name"))
     if schema == "llamacpp" and not names:
         # llama-server's series carry no model label: one server, one model, whatever the caller
         # calls it (its --alias from /v1/models). The numbers are that model's.
         return model, names
     if model is not None:
-        if model not in models:
+        if model not in names:
             shown = ", ".join(names) if names else "none"
             raise UnknownModelError(f"model {model!r} is not on this metrics page (models: {shown})")
         return model, names
@@ -249,18 +241,15 @@ def snapshot_from_samples(
     samples: list[Sample], model: str | None, schema: Schema, exposition: Exposition = "prometheus"
 ) -> MetricsSnapshot:
     """A snapshot from parsed samples (any superset of `SNAPSHOT_PREFIXES` works) of a page of `schema`
-    (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`).
-
-    Raises:
-        UnknownModelError: `model` is given but no series carries that `model_name` (the message lists
-            the models that are).
-        MetricsFormatError: a series appears twice, or a counter is negative, NaN or infinite.
+    (`detect_schema`); `exposition`: the page's format (`parse.is_openmetrics`). Raises UnknownModelError
+    when no series carries `model`'s `model_name` (the message lists those that are), MetricsFormatError
+    when a series appears twice or a counter is negative, NaN or infinite.
     """
     if schema == "none":
         if model is not None:
             raise UnknownModelError(f"model {model!r} is not on this metrics page (no vllm: metrics)")
         return MetricsSnapshot()
-    prefix = _PREFIX[schema]
+    prefix = f"{schema}:"
     chosen, models = _choose_model(samples, model, schema)
     counter_map = _COUNTERS[schema]
     gauge_map = _GAUGES[schema]
@@ -367,8 +356,7 @@ def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> Non
     value = s.value
     if short in _CREATED:
         # The oldest engine's creation time; any change between scrapes is a restart.
-        seen = acc.created_by.get(short)
-        acc.created_by[short] = value if seen is None else min(seen, value)
+        acc.created_by[short] = min(acc.created_by.get(short, value), value)
         return
     if short == "request_success_total":
         _check_finite(s)
@@ -381,10 +369,8 @@ def _fold_other(acc: Fold, short: str, labels: dict[str, str], s: Sample) -> Non
         return
     base, _, part = short.rpartition("_")
     hist_key = _HISTOGRAMS.get(base)
-    if hist_key is None:
-        return
-    if part not in ("count", "sum"):
-        return  # a bucket or `_created` (when the caller kept them): no view reads them
+    if hist_key is None or part not in ("count", "sum"):
+        return  # another family, or a bucket or `_created` (when the caller kept them): no view reads them
     if part == "sum" and not math.isfinite(value):
         # a NaN or infinite observation makes the sum so, as vLLM's Rust frontend documents
         # (rust/src/metrics/src/histogram.rs:150-165 of the 0.34 sdist): that histogram's mean is
