@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.markup import escape
@@ -15,7 +14,6 @@ if TYPE_CHECKING:  # the first frame draws the waiting lines: the measurement's 
     from mtpwatch.core.ab.records import RunRecord
     from mtpwatch.core.ab.report import BenchReport
     from mtpwatch.core.sweeps.advisor import Advice
-    from mtpwatch.session.measure import MeasureUpdate
     from mtpwatch.session.views import Answer
 
 
@@ -103,18 +101,6 @@ def advice_groups(advice: Advice | None) -> tuple[Group, ...]:
     return (Group((f"k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}×",), scope), *caveat)
 
 
-@dataclass(frozen=True, slots=True)
-class MeasureLines:
-    """A `MeasureUpdate` drawn: the lines the A/B view shows (markup; empty = unchanged)."""
-
-    line: str = ""
-    progress: str = ""
-    run_line: str = ""
-    """One finished run, for the answer pane of the update's arm."""
-    summary: str = ""
-    """The final summary line (set on the last update)."""
-
-
 def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
     """One finished run: 'run 2/3 · 412 tok · decode 31.2 tok/s · accept 62 %' (or its error)."""
     tag = "warm-up" if rec.warmup else f"run {rec.run + 1}/{runs_per_prompt}"
@@ -124,16 +110,6 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
         acc = f" · accept {100 * rec.acceptance_rate:.0f} %" if rec.acceptance_rate is not None else ""
         body = f"{rec.tokens} tok · decode [b]{fixed(rec.decode_tok_s, 1)}[/] tok/s{acc}"
     return f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else "")
-
-
-def render_measure(update: MeasureUpdate) -> MeasureLines:
-    line = summary = ""
-    if update.report is not None:
-        line = measure_line(update.report, done=update.done, total=update.total)
-        if update.summary:
-            summary = f"{escape(update.summary)}: " + measure_line(update.report, head=False)
-    run_line = render_run(update.run, update.runs_per_prompt) if update.run is not None else ""
-    return MeasureLines(line=line, progress=escape(update.progress), run_line=run_line, summary=summary)
 
 
 def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
@@ -193,8 +169,3 @@ def render_measure_hint(runs: int, warmup: int, *, restart: bool, race: bool) ->
         )
     what = "contended race, not a measurement" if race else "ABBA"
     return f"[dim]F6 measures the last prompt {runs}× per arm ({warmup} warm-up dropped, {what})[/]"
-
-
-def render_stopped(arm: str) -> str:
-    """The start-up pane of an arm the restart schedule stopped."""
-    return f"[dim]stopped[/] · {arm} waits for its next session"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.content import Content
+from textual.markup import escape
 from textual.widgets import Static
 from textual.worker import Worker
 
@@ -24,10 +25,10 @@ from mtpwatch.ui.markup.ab import (
     LOSSLESS_WAITING,
     PAIRS_WAITING,
     advice_groups,
+    measure_line,
     render_lossless,
-    render_measure,
     render_measure_hint,
-    render_stopped,
+    render_run,
     speedup_groups,
 )
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -158,19 +159,21 @@ class ABLines:
             self._pollers.clear()
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
-        lines = render_measure(update)
-        screen = self.screen
-        panels = screen.panels
-        if lines.line:
-            screen.query_one("#speedup", PackedLine).update(Content.from_markup(lines.line), layout=False)
-        if lines.progress:
-            self.set_measure_line(lines.progress)
-        if update.arm is not None and lines.run_line:
-            panels[update.arm].stream.feed(Content.from_markup(lines.run_line).plain + "\n")
-        if lines.summary:
-            self.measurement_summaries.append(lines.summary)
-            self.set_measure_line(lines.summary)
-            for panel in panels:
+        """One bench event drawn: the speed-up line, the progress, a finished run, the summary."""
+        screen, report = self.screen, update.report
+        if report is not None:
+            line = measure_line(report, done=update.done, total=update.total)
+            screen.query_one("#speedup", PackedLine).update(Content.from_markup(line), layout=False)
+        if update.progress:
+            self.set_measure_line(escape(update.progress))
+        if update.arm is not None and update.run is not None:
+            run_line = render_run(update.run, update.runs_per_prompt)
+            screen.panels[update.arm].stream.feed(Content.from_markup(run_line).plain + "\n")
+        if report is not None and update.summary:
+            summary = f"{escape(update.summary)}: " + measure_line(report, head=False)
+            self.measurement_summaries.append(summary)
+            self.set_measure_line(summary)
+            for panel in screen.panels:
                 panel.stream.finish()
 
     def arm_up(self, index: int, up: bool) -> None:
@@ -187,7 +190,7 @@ class ABLines:
             label = screen.config.servers[index].label
             self.set_measure_line(f"server {'AB'[index]} is up ({label}); the other is stopped")
         else:
-            panel.show_startup(render_stopped("AB"[index]), [])
+            panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
             panel.show_pane("startup")
 
     # -- Ctrl+S --------------------------------------------------------------------------------
