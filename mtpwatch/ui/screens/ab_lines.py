@@ -46,7 +46,6 @@ class ABLines:
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.speedups = SpeedupSeries()
-        """The A/B speed-ups of the console's prompts (`session.speedups`)."""
         self.measuring = False
         self.measurement_summaries: list[str] = []
         """One line per finished (or cancelled) measurement."""
