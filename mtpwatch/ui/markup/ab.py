@@ -112,15 +112,16 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
     return f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else "")
 
 
-def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
+def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, summary: str | None = None) -> str:
     """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
     Each arm's CV is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt has a
-    single run); above `stats.CV_FLAG` (10 %) it is flagged."""
+    single run); above `stats.CV_FLAG` (10 %) it is flagged. A `summary` (plain words) leads the
+    final line, which leaves the source out."""
     from mtpwatch.core.ab import stats
 
     overall = report.primary.overall
     s = overall.speedup
-    source = " [dim](decode tok/s, client, paired runs)[/]" if head else ""
+    source = " [dim](decode tok/s, client, paired runs)[/]" if summary is None else ""
     if s is None:
         text = f"speed-up B/A{source} — waiting for the first pair"
     else:
@@ -151,7 +152,7 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
         text += f" · [$text-warning]race: {CONTENDED}[/]"
     if report.interrupted:
         text += f" · [$text-warning]{escape(report.interrupted)}[/]"
-    return text
+    return text if summary is None else f"{escape(summary)}: {text}"
 
 
 LOSSLESS_WAITING = "[dim]lossless check (temperature 0): — send a prompt[/]"

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.content import Content
-from textual.markup import escape
 from textual.widgets import Static
 from textual.worker import Worker
 
@@ -79,12 +78,12 @@ class ABLines:
         verdict = render_lossless(a, b, lossy=shown.lossy) if t0 else LOSSLESS_NEEDS_T0
         screen.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
 
-    def set_measure_line(self, markup: str, *, hint: bool = False) -> None:
+    def set_measure_line(self, markup: str | Content, *, hint: bool = False) -> None:
         """The progress line under the speed-up line (A/B mode); a mere hint hides on short screens."""
         if self.screen.config.mode == "ab":
             line = self.screen.query_one("#measure", Static)
             line.set_class(hint, "-hint")
-            line.update(Content.from_markup(markup), layout=False)
+            line.update(markup if isinstance(markup, Content) else Content.from_markup(markup), layout=False)
 
     # -- F6 ------------------------------------------------------------------------------------
 
@@ -164,12 +163,12 @@ class ABLines:
             line = measure_line(report, done=update.done, total=update.total)
             screen.query_one("#speedup", PackedLine).update(Content.from_markup(line), layout=False)
         if update.progress:
-            self.set_measure_line(escape(update.progress))
+            self.set_measure_line(Content(update.progress))  # plain words
         if update.arm is not None and update.run is not None:
             run_line = render_run(update.run, update.runs_per_prompt)
             screen.panels[update.arm].stream.feed(Content.from_markup(run_line).plain + "\n")
         if report is not None and update.summary:
-            summary = f"{escape(update.summary)}: " + measure_line(report, head=False)
+            summary = measure_line(report, summary=update.summary)
             self.measurement_summaries.append(summary)
             self.set_measure_line(summary)
             for panel in screen.panels:
