@@ -159,6 +159,7 @@ LOSSLESS_WAITING = "[dim]lossless check (temperature 0): — send a prompt[/]"
 LOSSLESS_NEEDS_T0 = "[dim]lossless check needs temperature 0[/]"
 PAIRS_WAITING = "speed-up B/A [dim](paired runs)[/] — waiting for the first pair"
 RESTART_WAITING = "[dim]waiting: one server at a time (restart schedule)[/]"
+STOPPED = "[dim]stopped[/] · {arm} waits for its next session"
 
 
 def render_measure_hint(runs: int, warmup: int, *, restart: bool, race: bool) -> str:

@@ -23,6 +23,7 @@ from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
     LOSSLESS_WAITING,
     PAIRS_WAITING,
+    STOPPED,
     advice_groups,
     measure_line,
     render_lossless,
@@ -188,7 +189,7 @@ class ABLines:
             label = screen.config.servers[index].label
             self.set_measure_line(f"server {'AB'[index]} is up ({label}); the other is stopped")
         else:
-            panel.show_startup(f"[dim]stopped[/] · {'AB'[index]} waits for its next session", [])
+            panel.show_startup(STOPPED.format(arm="AB"[index]), [])
             panel.show_pane("startup")
 
     # -- Ctrl+S --------------------------------------------------------------------------------
