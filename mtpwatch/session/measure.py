@@ -1,5 +1,6 @@
 """The A/B view's measurement (F6): `Measurement` over `core.ab.runner.BenchRunner`, its events as
-`MeasureUpdate`s."""
+`MeasureUpdate`s, plain data (the report so far, the finished run, progress in words) that
+`ui.screens.ab_lines.ABLines.show_measure_update` draws."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from mtpwatch.session.sources import Source
 
 @dataclass(frozen=True, slots=True)
 class MeasureUpdate:
-    """What the screen should show after one bench event, as plain data (`ui.markup.ab.render_measure`)."""
+    """What the screen should show after one bench event, as plain data (`ABLines.show_measure_update`)."""
 
     report: BenchReport | None = None
     """The speed-up line's report (partial after a pair, final at the end); None = unchanged."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.markup import escape
@@ -15,7 +14,6 @@ if TYPE_CHECKING:  # the first frame draws the waiting lines: the measurement's 
     from mtpwatch.core.ab.records import RunRecord
     from mtpwatch.core.ab.report import BenchReport
     from mtpwatch.core.sweeps.advisor import Advice
-    from mtpwatch.session.measure import MeasureUpdate
     from mtpwatch.session.views import Answer
 
 
@@ -103,18 +101,6 @@ def advice_groups(advice: Advice | None) -> tuple[Group, ...]:
     return (Group((f"k advisor: [b]k={advice.best_k}[/] predicted {best.speedup:.2f}×",), scope), *caveat)
 
 
-@dataclass(frozen=True, slots=True)
-class MeasureLines:
-    """A `MeasureUpdate` drawn: the lines the A/B view shows (markup; empty = unchanged)."""
-
-    line: str = ""
-    progress: str = ""
-    run_line: str = ""
-    """One finished run, for the answer pane of the update's arm."""
-    summary: str = ""
-    """The final summary line (set on the last update)."""
-
-
 def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
     """One finished run: 'run 2/3 · 412 tok · decode 31.2 tok/s · accept 62 %' (or its error)."""
     tag = "warm-up" if rec.warmup else f"run {rec.run + 1}/{runs_per_prompt}"
@@ -126,25 +112,16 @@ def render_run(rec: RunRecord, runs_per_prompt: int) -> str:
     return f"{tag} · {body}" + (" · [dim]contended[/]" if rec.contended else "")
 
 
-def render_measure(update: MeasureUpdate) -> MeasureLines:
-    line = summary = ""
-    if update.report is not None:
-        line = measure_line(update.report, done=update.done, total=update.total)
-        if update.summary:
-            summary = f"{escape(update.summary)}: " + measure_line(update.report, head=False)
-    run_line = render_run(update.run, update.runs_per_prompt) if update.run is not None else ""
-    return MeasureLines(line=line, progress=escape(update.progress), run_line=run_line, summary=summary)
-
-
-def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bool = True) -> str:
+def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, summary: str | None = None) -> str:
     """'speed-up B/A median 2.07× [95 % CI 1.98–2.15] · 11 pairs · CV A 3 % B 4 %' from a `BenchReport`.
     Each arm's CV is the noisiest prompt's run-to-run CV (pooled over prompts when a prompt has a
-    single run); above `stats.CV_FLAG` (10 %) it is flagged."""
+    single run); above `stats.CV_FLAG` (10 %) it is flagged. A `summary` (plain words) leads the
+    final line, which leaves the source out."""
     from mtpwatch.core.ab import stats
 
     overall = report.primary.overall
     s = overall.speedup
-    source = " [dim](decode tok/s, client, paired runs)[/]" if head else ""
+    source = " [dim](decode tok/s, client, paired runs)[/]" if summary is None else ""
     if s is None:
         text = f"speed-up B/A{source} — waiting for the first pair"
     else:
@@ -175,13 +152,14 @@ def measure_line(report: BenchReport, *, done: int = 0, total: int = 0, head: bo
         text += f" · [$text-warning]race: {CONTENDED}[/]"
     if report.interrupted:
         text += f" · [$text-warning]{escape(report.interrupted)}[/]"
-    return text
+    return text if summary is None else f"{escape(summary)}: {text}"
 
 
 LOSSLESS_WAITING = "[dim]lossless check (temperature 0): — send a prompt[/]"
 LOSSLESS_NEEDS_T0 = "[dim]lossless check needs temperature 0[/]"
 PAIRS_WAITING = "speed-up B/A [dim](paired runs)[/] — waiting for the first pair"
 RESTART_WAITING = "[dim]waiting: one server at a time (restart schedule)[/]"
+STOPPED = "[dim]stopped[/] · {arm} waits for its next session"
 
 
 def render_measure_hint(runs: int, warmup: int, *, restart: bool, race: bool) -> str:
@@ -193,8 +171,3 @@ def render_measure_hint(runs: int, warmup: int, *, restart: bool, race: bool) ->
         )
     what = "contended race, not a measurement" if race else "ABBA"
     return f"[dim]F6 measures the last prompt {runs}× per arm ({warmup} warm-up dropped, {what})[/]"
-
-
-def render_stopped(arm: str) -> str:
-    """The start-up pane of an arm the restart schedule stopped."""
-    return f"[dim]stopped[/] · {arm} waits for its next session"

@@ -341,15 +341,11 @@ def compact_numbers(view: ServerView, width: int | None, *, gauges: bool = True)
         if view.speculative is not False and figure is not None and width is not None:
             # 80 columns: the speed line and the bandwidth share one label where that saves a row
             shared = [groups[0], Group((*speed, figure), f"[dim](server + analytic, {w})[/]", new_line=True)]
-            if _rows(shared, width) < _rows(groups, width):
+            if pack(shared, width).count("\n") < pack(groups, width).count("\n"):
                 groups = shared
     if gauges:
         groups.append(Group(_gauges(view, short=True), gauges_label(view)))
     return pack(groups, width)
-
-
-def _rows(groups: list[Group], width: int) -> int:
-    return pack(groups, width).count("\n") + 1
 
 
 def render_gauges(view: ServerView) -> str:

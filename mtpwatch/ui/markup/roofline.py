@@ -27,14 +27,11 @@ def render_bandwidth_short(bw: BandwidthView, window: str = "", *, clock_noted: 
 
 
 def bandwidth_figure(bw: BandwidthView, *, clock_noted: bool = False) -> str | None:
-    """`BW 58 % of 273 GB/s` without its label, where the phrase has no note (a known share of the
-    peak at the real clock, or a simulated one the pane notes elsewhere, not past the peak
-    otherwise); None otherwise."""
-    if bw.peak_gbps is None or bw.ceiling_baseline_tok_s is None or bw.percent_of_peak is None:
-        return None
-    if (bw.clock_speed != 1.0 and not clock_noted) or (bw.clock_speed == 1.0 and bw.past_peak):
-        return None
-    return f"BW [b]{bw.percent_of_peak:.0f} %[/] of {bw.peak_gbps:.0f} GB/s"
+    """`BW 58 % of 273 GB/s`: `render_bandwidth_short` without its label, where that phrase has no
+    note (a known share of the peak, no clock or peak warning); None otherwise."""
+    short = render_bandwidth_short(bw, clock_noted=clock_noted)
+    figure = short.removesuffix(" [dim](analytic)[/]")
+    return figure if figure != short else None
 
 
 def render_roofline_hidden(bw: BandwidthView, width: int | None = None) -> str:

@@ -55,13 +55,10 @@ def render_title(
     elif queued and waiting:
         parts.insert(0, f"[b $warning]prompt waiting for {and_list(waiting)}[/] [dim](Esc cancels)[/]")
         short[parts[0]] = f"[b $warning]waiting for {and_list(waiting)}[/]"
-    elif suggest and waiting:
-        once = f"once {and_list(waiting)} {'is' if len(waiting) == 1 else 'are'} up"
-        parts.insert(0, f"[b $accent]Enter[/] sends the suggested prompt {once}")
-        short[parts[0]] = f"[b $accent]Enter[/] sends it {once}"
     elif suggest:
-        parts.insert(0, "[b $accent]Enter[/] sends the suggested prompt")
-        short[parts[0]] = "[b $accent]Enter[/] sends it"
+        once = f" once {and_list(waiting)} {'is' if len(waiting) == 1 else 'are'} up" if waiting else ""
+        parts.insert(0, f"[b $accent]Enter[/] sends the suggested prompt{once}")
+        short[parts[0]] = f"[b $accent]Enter[/] sends it{once}"
     parts.append(f"[b]{escape(title)}[/]")
     parts.append("[dim]? or F1 help · Ctrl+Q quit[/]")
     return fit_title(parts, width, short)

@@ -23,11 +23,12 @@ from mtpwatch.ui.markup.ab import (
     LOSSLESS_NEEDS_T0,
     LOSSLESS_WAITING,
     PAIRS_WAITING,
+    STOPPED,
     advice_groups,
+    measure_line,
     render_lossless,
-    render_measure,
     render_measure_hint,
-    render_stopped,
+    render_run,
     speedup_groups,
 )
 from mtpwatch.ui.widgets.packed_line import PackedLine
@@ -45,7 +46,6 @@ class ABLines:
     def __init__(self, screen: MonitorScreen) -> None:
         self.screen = screen
         self.speedups = SpeedupSeries()
-        """The A/B speed-ups of the console's prompts (`session.speedups`)."""
         self.measuring = False
         self.measurement_summaries: list[str] = []
         """One line per finished (or cancelled) measurement."""
@@ -79,12 +79,12 @@ class ABLines:
         verdict = render_lossless(a, b, lossy=shown.lossy) if t0 else LOSSLESS_NEEDS_T0
         screen.query_one("#lossless", Static).update(Content.from_markup(verdict), layout=False)
 
-    def set_measure_line(self, markup: str, *, hint: bool = False) -> None:
+    def set_measure_line(self, markup: str | Content, *, hint: bool = False) -> None:
         """The progress line under the speed-up line (A/B mode); a mere hint hides on short screens."""
         if self.screen.config.mode == "ab":
             line = self.screen.query_one("#measure", Static)
             line.set_class(hint, "-hint")
-            line.update(Content.from_markup(markup), layout=False)
+            line.update(markup if isinstance(markup, Content) else Content.from_markup(markup), layout=False)
 
     # -- F6 ------------------------------------------------------------------------------------
 
@@ -158,19 +158,21 @@ class ABLines:
             self._pollers.clear()
 
     def show_measure_update(self, update: MeasureUpdate) -> None:
-        lines = render_measure(update)
-        screen = self.screen
-        panels = screen.panels
-        if lines.line:
-            screen.query_one("#speedup", PackedLine).update(Content.from_markup(lines.line), layout=False)
-        if lines.progress:
-            self.set_measure_line(lines.progress)
-        if update.arm is not None and lines.run_line:
-            panels[update.arm].stream.feed(Content.from_markup(lines.run_line).plain + "\n")
-        if lines.summary:
-            self.measurement_summaries.append(lines.summary)
-            self.set_measure_line(lines.summary)
-            for panel in panels:
+        """One bench event drawn: the speed-up line, the progress, a finished run, the summary."""
+        screen, report = self.screen, update.report
+        if report is not None:
+            line = measure_line(report, done=update.done, total=update.total)
+            screen.query_one("#speedup", PackedLine).update(Content.from_markup(line), layout=False)
+        if update.progress:
+            self.set_measure_line(Content(update.progress))  # plain words
+        if update.arm is not None and update.run is not None:
+            run_line = render_run(update.run, update.runs_per_prompt)
+            screen.panels[update.arm].stream.feed(Content.from_markup(run_line).plain + "\n")
+        if report is not None and update.summary:
+            summary = measure_line(report, summary=update.summary)
+            self.measurement_summaries.append(summary)
+            self.set_measure_line(summary)
+            for panel in screen.panels:
                 panel.stream.finish()
 
     def arm_up(self, index: int, up: bool) -> None:
@@ -187,7 +189,7 @@ class ABLines:
             label = screen.config.servers[index].label
             self.set_measure_line(f"server {'AB'[index]} is up ({label}); the other is stopped")
         else:
-            panel.show_startup(render_stopped("AB"[index]), [])
+            panel.show_startup(STOPPED.format(arm="AB"[index]), [])
             panel.show_pane("startup")
 
     # -- Ctrl+S --------------------------------------------------------------------------------

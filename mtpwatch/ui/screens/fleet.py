@@ -189,9 +189,7 @@ class FleetScreen(FrameScreen):
         window = self.window_s if self.last_read is None else self.last_read.fit.window_s
         source = f"{len(self.fleet.urls)} servers, direct /metrics"
         if self.fleet.prometheus is not None:
-            source = f"Prometheus {self.fleet.prometheus}" + (
-                f" {self.fleet.selector}" if self.fleet.selector else ""
-            )
+            source = f"Prometheus {self.fleet.prometheus} {self.fleet.selector or ''}".rstrip()
         title = render_fleet_title(window, sort, reverse=self.reverse, source=source)
         self.query_one("#title-bar", Static).update(Content.from_markup(title))
 

@@ -1,6 +1,5 @@
-"""TokenStream: generated text that accepts tokens at any rate, paints soon after they arrive but at
-most 25 times a second (every pane in the same frame), repaints only the rows that changed, and never
-changes the screen's layout.
+"""TokenStream: generated text that accepts tokens at any rate, paints them in batches (every pane in
+the same frame), repaints only the rows that changed, and never changes the screen's layout.
 
 Why not `Log`: every new line changes a `Log`'s virtual size, and Textual answers that with a
 relayout and repaint of the whole screen (~20-30 ms at 200×50); at 2,000 tok/s that was most of the
@@ -9,9 +8,8 @@ whole scroll-back (mouse wheel, PageUp/PageDown: `scroll_lines`) and its own one
 bar, so no scrollbar or virtual size is involved and a new line repaints this pane only.
 
 Over SSH every repainted cell is bytes: a paint that only extends the last lines repaints those rows,
-and while an answer streams, following scrolls in jumps of a quarter pane (as a terminal's jump
-scroll), so the pane moves once per quarter pane of text; when the answer ends the text settles at
-the bottom again.
+and while an answer streams, following scrolls in jumps of a quarter pane (`JUMP`, as a terminal's
+jump scroll); when the answer ends the text settles at the bottom again.
 """
 
 from __future__ import annotations
