@@ -100,6 +100,12 @@ async def _streamed_screens(wait_until: WaitUntil, size: tuple[int, int]) -> lis
         app._display = captured  # type: ignore[method-assign]
         panel = await _start(pilot)
         assert isinstance(app.screen._compositor, RowCompositor) is gate().on
+        # The terminal as the settled start-up left it, whole: how much of the start-up's own writes
+        # came after the hook above depends on how soon the first frame came (a loaded machine moved
+        # it); what is compared is what the streaming steps write over it.
+        cells.clear()
+        full = app.screen._compositor.render_full_update()
+        _apply(cells, _PRIVATE_MODES.sub("", full.render_segments(console)))
         base = samples.view_mtp()
         for i in range(40):  # wrapped lines, a jump, the position bar moving
             panel.stream.feed(" ".join(WORDS[i % len(WORDS) : i % len(WORDS) + 3]) + " ")
