@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from mtpwatch import __version__, userconfig
+from mtpwatch.commands.options import one_line
 
 #: subcommand name (its module: the docstring above) -> one-line help shown by `mtpwatch --help`
 COMMANDS: dict[str, str] = {
@@ -46,11 +47,9 @@ class LazyGroup(click.Group):
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
         if "default_map" not in extra:
-            try:
+            with one_line(userconfig.UserConfigError, kind=click.ClickException):
                 config = userconfig.load_user_config()
                 extra["default_map"] = userconfig.default_map(config, os.environ, COMMANDS)
-            except userconfig.UserConfigError as exc:
-                raise click.ClickException(str(exc)) from None
         return super().make_context(info_name, args, parent, **extra)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -67,10 +66,8 @@ class LazyGroup(click.Group):
                 if param.name is not None:
                     flags = [opt[2:].replace("-", "_") for opt in param.opts if opt.startswith("--")]
                     names.update(dict.fromkeys([param.name, *flags], param.name))
-            try:
+            with one_line(userconfig.UserConfigError, kind=click.ClickException):
                 ctx.default_map[cmd_name] = userconfig.resolve_section(cmd_name, own, names)
-            except userconfig.UserConfigError as exc:
-                raise click.ClickException(str(exc)) from None
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -99,16 +99,14 @@ class MeasureSettings:
 
 @dataclass(frozen=True, slots=True)
 class FleetSettings:
-    """Many servers in one table (`attach URL URL …`, `--file`, `--prometheus`)."""
+    """Many servers in one table (`attach URL URL …`, `--file`, `--prometheus`). A field without a
+    docstring is the attach option of its name (`--window` for `window_s`): its help says what it does."""
 
     urls: tuple[str, ...] = ()
     """Servers scraped directly (normalised base URLs), in display order."""
     prometheus: str | None = None
-    """Read the fleet from this Prometheus server instead (HTTP API)."""
     selector: str = ""
-    """Extra PromQL label matchers, e.g. '{job="vllm"}'."""
     window_s: float = 10.0
-    """Window of the rates shown (F3 switches 10 s / 60 s)."""
     api_key: str | None = field(default=None, repr=False)
     """Bearer token for the servers' /metrics (falls back to VLLM_API_KEY); never in a repr."""
 

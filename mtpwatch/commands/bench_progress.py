@@ -15,7 +15,7 @@ from typing import Literal, TextIO
 
 from mtpwatch.core.ab.events import BenchEvent, BenchFinished, PairFinished, RunFinished, StatusChanged
 from mtpwatch.core.ab.plan import RunUnits, Step
-from mtpwatch.render.numbers import MISSING, percent
+from mtpwatch.render.numbers import MISSING, percent, ratio, tok_s
 
 Mode = Literal["tty", "lines", "off"]
 
@@ -114,13 +114,13 @@ class Progress:
             self.status = event.message
             self._emit()
         elif isinstance(event, PairFinished) and event.running_speedup is not None:
-            self.speedup = f"speed-up B/A {event.running_speedup:.2f}x ({event.pairs_done} pairs)"
+            self.speedup = f"speed-up B/A {ratio(event.running_speedup)} ({event.pairs_done} pairs)"
         elif isinstance(event, RunFinished):
             r = event.record
             self.status = ""
             self.done = event.done
             self.total = event.total
-            rate = f"{r.rate:.1f} tok/s" if r.rate is not None else "failed" if r.error else "-"
+            rate = f"{tok_s(r.rate, 1)} tok/s" if r.rate is not None else "failed" if r.error else "-"
             tag = " warm-up" if r.warmup else ""
             self.last = f"{r.prompt} {r.arm.upper()} run {r.run}{tag} {rate}"
             self._emit()

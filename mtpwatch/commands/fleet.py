@@ -89,10 +89,9 @@ def prometheus_json(url: str, *, selector: str, window_s: float) -> dict[str, An
         with one_line(ValueError):
             source = PrometheusSource(url, selector=selector)
         try:
-            t = source.clock()
-            read = await source.read(window_s, at=t)
-        except PrometheusError as exc:
-            raise click.ClickException(str(exc)) from None
+            with one_line(PrometheusError, kind=click.ClickException):
+                t = source.clock()
+                read = await source.read(window_s, at=t)
         finally:
             await source.aclose()
         return fleet_report(

@@ -16,7 +16,7 @@ from mtpwatch.core.ab.plan import CONTENDED
 from mtpwatch.core.ab.report import BenchReport, GroupReport
 from mtpwatch.core.ab.stats import CV_FLAG, Summary
 from mtpwatch.core.metrics.formulas import EOS_OVERCOUNT
-from mtpwatch.render.numbers import MISSING, fixed, interval, ms, percent, ratio, tok_s
+from mtpwatch.render.numbers import MISSING, fixed, interval, ms, percent, ratio, tok_s, vector
 
 LABEL_W = 34
 """Width of the row labels of the per-arm table."""
@@ -24,8 +24,11 @@ CELL_W = 14
 """Width of each arm's column."""
 
 
-def _ci(s: Any) -> str:
-    return MISSING if s is None else interval(s.median, s.ci.low, s.ci.high)
+def _medians(g: GroupReport, width: int, paired: bool = True) -> str:
+    """Arm A's and B's median tok/s, each `width` wide, then the speed-up [95% CI] (26 wide)."""
+    a, b = g.arms["a"].rate, g.arms["b"].rate if paired else None
+    sp = MISSING if g.speedup is None else interval(g.speedup.median, g.speedup.ci.low, g.speedup.ci.high)
+    return f"{tok_s(a.median if a else None):>{width}}{tok_s(b.median if b else None):>{width}}{sp:>26}"
 
 
 def schedule_text(report: BenchReport) -> str:
@@ -148,8 +151,8 @@ def _acceptance_rows(c: _Ctx) -> list[str]:
     ]
     for a, x in zip(arms, accs, strict=True):
         if x is not None and x.per_position:
-            values = " ".join(fixed(v) for v in x.per_position)
-            lines.append(f"{'per-position ' + a.upper() + ' (marginal)':{LABEL_W}}{values}   {src}")
+            label = f"per-position {a.upper()} (marginal)"
+            lines.append(f"{label:{LABEL_W}}{vector(x.per_position)}   {src}")
     runs = [f"{overall.arms[a].runs} ({overall.arms[a].failed})" for a in arms]
     return [*lines, c.row("measured runs (failed)", runs), ""]
 
@@ -177,11 +180,9 @@ def _categories(c: _Ctx) -> list[str]:
         f"{'speed-up [95% CI]':>26}{'B acceptance':>14}",
     ]
     for cat, g in report.primary.categories.items():
-        a_s, b_s = g.arms["a"].rate, g.arms["b"].rate
         b_acc = g.arms["b"].acceptance
         lines.append(
-            f"{cat:22}{g.speedup.n_pairs if g.speedup else 0:>6}{tok_s(a_s.median if a_s else None):>18}"
-            f"{tok_s(b_s.median if b_s else None):>18}{_ci(g.speedup):>26}"
+            f"{cat:22}{g.speedup.n_pairs if g.speedup else 0:>6}{_medians(g, 18)}"
             f"{percent(b_acc.acceptance_rate if b_acc else None):>14}"
         )
     return lines
@@ -215,13 +216,8 @@ def _points(report: BenchReport) -> list[str]:
     if len(report.points) > 1:
         lines += ["", f"{'point':14}{'A tok/s':>12}{'B tok/s':>12}{'speed-up [95% CI]':>26}   metric"]
         for pt in report.points:
-            a_s = pt.overall.arms["a"].rate
-            b_s = pt.overall.arms["b"].rate if report.paired else None
             m = "decode tok/s" if pt.point.concurrency == 1 else "aggregate output tok/s"
-            lines.append(
-                f"{pt.point.name:14}{tok_s(a_s.median if a_s else None):>12}"
-                f"{tok_s(b_s.median if b_s else None):>12}{_ci(pt.overall.speedup):>26}   {m}"
-            )
+            lines.append(f"{pt.point.name:14}{_medians(pt.overall, 12, report.paired)}   {m}")
     for conc, be in report.break_even.items():
         pts = "  ".join(f"{length}→{ratio(s)}" for length, s in report.break_even_points[conc])
         lines.append(f"break-even (concurrency {conc}): {pts}")
@@ -259,7 +255,7 @@ def _warnings(c: _Ctx, require_identical: bool) -> list[str]:
             over, checked, worst = eos
             warnings.append(
                 f"arm {a.upper()}: the server's mean acceptance length exceeds the client's tokens per step "
-                f"in {over} of {checked} runs (by up to {worst:.2f}): {EOS_OVERCOUNT}, so on short "
+                f"in {over} of {checked} runs (by up to {fixed(worst)}): {EOS_OVERCOUNT}, so on short "
                 "answers the server's length and acceptance over-state"
             )
     sp = overall.speedup

@@ -9,7 +9,7 @@ from mtpwatch.render.numbers import columns, fixed, gb_s, ratio, tok_s
 
 
 def _gb(x: float) -> str:
-    return f"{x / GB:.3f} GB" if x < 10 * GB else f"{x / GB:.2f} GB"
+    return f"{fixed(x / GB, 3 if x < 10 * GB else 2)} GB"
 
 
 def render_roofline(r: Roofline, target: ModelSpec, drafter: ModelSpec | None, peak_source: str) -> str:

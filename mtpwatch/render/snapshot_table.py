@@ -116,7 +116,7 @@ def render_fleet(doc: dict[str, Any]) -> str:
 def _spread(s: dict[str, float] | None, scale: float, nd: int) -> str:
     if s is None:
         return MISSING
-    return "/".join(f"{s[p] * scale:.{nd}f}" for p in ("p10", "p50", "p90"))
+    return "/".join(fixed(s[p] * scale, nd) for p in ("p10", "p50", "p90"))
 
 
 def _groups(groups: list[dict[str, Any]]) -> list[str]:

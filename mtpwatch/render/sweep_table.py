@@ -193,10 +193,10 @@ def format_idle(cost: IdleCost) -> str:
         lines.append(f"PARTIAL: {cost.interrupted}")
     if cost.cost is not None and cost.cost_ci is not None:
         low, high = cost.cost_ci
-        level = f"{cost.ci_coverage:.0%}"
         lines.append(
             f"price of leaving speculation on: {percent(cost.cost, signed=True)} of plain k=0's decode "
-            f"tok/s [{percent(low, signed=True)}, {percent(high, signed=True)}] ({level} CI, "
-            f"{cost.pairs} pairs; 1 − speed-up; plain k=0 {tok_s(cost.baseline_tok_s)} tok/s in this bench)"
+            f"tok/s [{percent(low, signed=True)}, {percent(high, signed=True)}] "
+            f"({percent(cost.ci_coverage, 0)} CI, {cost.pairs} pairs; 1 − speed-up; "
+            f"plain k=0 {tok_s(cost.baseline_tok_s)} tok/s in this bench)"
         )
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from typing import Any
 from mtpwatch.core.reports import figures, reportfile
 from mtpwatch.core.reports.compare import Comparison
 from mtpwatch.core.reports.reportfile import Interval, SavedReport
-from mtpwatch.render.numbers import columns, fixed, percent, ratio, tok_s
+from mtpwatch.render.numbers import columns, fixed, percent, ratio, tok_s, vector
 
 #: figure name -> one line for --help
 FIGURES: dict[str, str] = {
@@ -283,10 +283,8 @@ def acceptance_per_position(
     if plt is None:
         parts = []
         for arm, c in curves.items():
-            rows = [
-                [str(i + 1), f"{m:.3f}", "—" if cd is None else f"{cd:.3f}"]
-                for i, (m, cd) in enumerate(zip(c.marginal, c.conditional, strict=True))
-            ]
+            pairs = zip(c.marginal, c.conditional, strict=True)
+            rows = [[str(i + 1), fixed(m, 3), fixed(cd, 3)] for i, (m, cd) in enumerate(pairs)]
             mal = fixed(c.mean_acceptance_length)
             parts.append(f"{ARM_NAMES.get(arm, arm)} (mean acceptance length {mal})")
             parts.append(_table(["position", "marginal", "conditional"], rows, width))
@@ -347,7 +345,7 @@ def acceptance_vs_context(
     title = "acceptance vs prompt length (server counters; prompts padded from the set's own text)"
     if plt is None or not any(p.acceptance_rate is not None for p in points):
         rows = [
-            [str(p.length), percent(p.acceptance_rate), " ".join(fixed(x) for x in p.per_position) or "—",
+            [str(p.length), percent(p.acceptance_rate), vector(p.per_position),
              ratio(p.speedup.median) if p.speedup else "—", _ci(p.speedup) if p.speedup else "—"]
             for p in points
         ]  # fmt: skip
