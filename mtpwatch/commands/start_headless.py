@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shlex
 import signal
 import time
@@ -18,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mtpwatch.config import DisplaySettings, ServerSpec
-from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.launch.launcher import Launch, kept_log_path
 from mtpwatch.core.launch.logparse import LogEvent
 from mtpwatch.core.launch.process import ServerProcess, StartupError, describe_exit
 from mtpwatch.render.numbers import count, fixed, percent, tok_s
@@ -64,9 +63,7 @@ async def run_headless(
         print(f"[{time.monotonic() - t0:6.1f}s] {text}", flush=True)
 
     say("starting: " + shlex.join(argv))
-    cache = Path(os.environ.get("MTPWATCH_CACHE_DIR", Path.home() / ".cache" / "mtpwatch"))
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    server_log = cache / "logs" / f"vllm-{url.rsplit(':', 1)[1]}-{stamp}.log" if keep else None
+    server_log = kept_log_path(url) if keep else None
     log_fh = open(log_file, "a", encoding="utf-8") if log_file else None  # noqa: SIM115, ASYNC230
 
     def on_line(line: str) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mtpwatch.config import LaunchSpec
-from mtpwatch.core.launch.launcher import Launch
+from mtpwatch.core.launch.launcher import Launch, kept_log_path
 from mtpwatch.core.launch.logparse import LogWatcher
 from mtpwatch.core.launch.process import ServerProcess, StartupError
 from mtpwatch.session.views import StartupView
@@ -49,7 +49,8 @@ async def launch_server(
     the result then carries the error and the log's hint, and `progress` got them with the last lines.
     """
     pending: list[str] = []
-    server = Launch(launch.argv, env=launch.env, on_line=pending.append)
+    log_path = kept_log_path(url) if launch.keep else None  # a kept server outlives the pipe
+    server = Launch(launch.argv, env=launch.env, keep=launch.keep, log_path=log_path, on_line=pending.append)
     watcher = server.watcher
     t0 = clock()
     try:

@@ -131,7 +131,8 @@ class Track:
             latest = collector.latest
             if latest is None:
                 continue
-            rates = collector.window(window_s, now)
+            # `since`, not `window`: its rates say `restarted` when a restart fell inside the window
+            rates = collector.since(now - window_s, now, f"{window_s:g} s")
             history = _buckets(collector.tok_s_series(since=now - HISTORY_S), now)
             out.append(
                 build_row(url, key, latest, rates, engines_on_source=n, reason=self.reason, history=history)

@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from mtpwatch.core.launch.logparse import LogEvent, LogWatcher, failure_reason
 from mtpwatch.core.launch.process import ServerProcess, StartupError
@@ -29,6 +31,13 @@ def resolve_self(argv: Sequence[str]) -> list[str]:
     if out and out[0] == "mtpwatch":
         return [sys.executable, "-m", "mtpwatch", *out[1:]]
     return out
+
+
+def kept_log_path(url: str) -> Path:
+    """Where a `keep` server logs (it outlives mtpwatch's pipe): `vllm-PORT-STAMP.log` under
+    ``$MTPWATCH_CACHE_DIR/logs`` (default ``~/.cache/mtpwatch/logs``)."""
+    cache = Path(os.environ.get("MTPWATCH_CACHE_DIR", Path.home() / ".cache" / "mtpwatch"))
+    return cache / "logs" / f"vllm-{url.rsplit(':', 1)[1]}-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
 
 class Launch:

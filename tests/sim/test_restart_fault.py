@@ -1,0 +1,68 @@
+"""The restart fault on a timer (`restart_after_s`, `mtpwatch sim --fault-restart-after`) and with a
+down time (`/sim/fault` ``down_s``): counters back to 0 and a new `_created`, seen by the monitor's feed
+through `rates.is_restart`'s rule; the log says the server shut down and started again."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Callable
+
+import httpx
+
+from mtpwatch.config import DisplaySettings, ServerSpec
+from mtpwatch.session.watch import ServerFeed
+from mtpwatch.sim.harness import running_sim
+
+SHUT_DOWN = "Shutting down FastAPI HTTP server."
+UP = "Application startup complete."
+
+
+async def until(predicate: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
+    """Re-check `predicate` between short pauses; fail naming `what` after `limit_s` (generous)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not predicate():
+        assert loop.time() < deadline, f"timed out after {limit_s:g} s waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_restart_on_a_timer_is_seen_by_the_feed() -> None:
+    log = io.StringIO()
+    async with running_sim(speed=50.0, restart_after_s=2.0, log=log) as url:
+        feed = ServerFeed(ServerSpec(label="A", url=url), DisplaySettings())
+        try:
+            await feed.poll()
+            # the timer counts from start-up: the first scrape must come before it
+            assert SHUT_DOWN not in log.getvalue(), "the first scrape came after the restart"
+            first = feed.watch.collector.latest
+            assert first is not None and first.created is not None
+            await until(lambda: log.getvalue().count(UP) == 2, "the restart's start-up log")
+            await feed.poll()
+            view = feed.view("10 s")
+            latest = feed.watch.collector.latest
+        finally:
+            await feed.close()
+    assert feed.watch.collector.restarts == 1 and view.restarts == 1
+    assert latest is not None and latest.created != first.created
+    assert latest.generation_tokens == 0
+    text = log.getvalue()
+    assert text.index(SHUT_DOWN) < text.rindex(UP)  # shut down, then up again
+
+
+async def test_a_restart_with_a_down_time_prints_its_start_up_over_it() -> None:
+    log = io.StringIO()
+    async with running_sim(speed=50.0, log=log) as url, httpx.AsyncClient(timeout=30) as client:
+        answer = await client.post(url + "/sim/fault", json={"restart": True, "down_s": 0.5})
+        assert answer.json()["restart"] is True
+        await until(lambda: log.getvalue().count(UP) == 2, "the restart's start-up log")
+    restart_log = log.getvalue().split(SHUT_DOWN, 1)[1]
+    # the start-up is spread over the down time: the weights take 60 % of it (`sim.startup`)
+    assert "Loading weights took 0.30 seconds" in restart_log
+
+
+async def test_a_bad_down_time_is_a_400() -> None:
+    async with running_sim(speed=50.0) as url, httpx.AsyncClient(timeout=30) as client:
+        answer = await client.post(url + "/sim/fault", json={"restart": True, "down_s": "long"})
+    assert answer.status_code == 400
+    assert "bad fault request" in answer.json()["error"]["message"]
