@@ -19,7 +19,7 @@ from pathlib import Path
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.core.launch.launcher import Launch, kept_log_path
 from mtpwatch.core.launch.logparse import LogEvent
-from mtpwatch.core.launch.process import ServerProcess, StartupError, describe_exit
+from mtpwatch.core.launch.process import ServerProcess, StartupError, describe_exit, kept_lines
 from mtpwatch.render.numbers import count, fixed, percent, tok_s
 from mtpwatch.session.views import ServerView
 from mtpwatch.session.watch import ServerFeed
@@ -193,10 +193,9 @@ async def _status_until_stopped(
 async def _finish(proc: ServerProcess, keep: bool, url: str, say: Callable[[str], None]) -> int:
     """Leave the server running (--keep) or stop it; the exit status is 0 either way."""
     if keep and proc.returncode is None:
-        proc.detach()
-        say(f"left running (--keep): process group {proc.pgid}, log {proc.log_path}")
-        say(f"attach: mtpwatch attach {url}")
-        say(f"stop:   kill -TERM -- -{proc.pgid}")
+        proc.detach(url)
+        for line in kept_lines():
+            say(line)
         return 0
     status = await proc.stop(timeout=10)
     say(f"server stopped (exit status {status})")

@@ -192,7 +192,7 @@ class ServerFeed:
         if process is not None:
             keep = self.spec.launch is not None and self.spec.launch.keep
             if keep and not server_only:
-                process.detach()
+                process.detach(self.spec.url)
             else:
                 await process.stop(timeout=10.0)
         if launch is not None:

@@ -175,4 +175,6 @@ def run_app(config: AppConfig, *, replay: ReplaySource | None = None) -> int:
     for timer in timers:  # the app has exited: what follows (stopping servers, a report) has its time
         timer.cancel()
     process.stop_all()
+    for line in process.kept_lines():  # --keep: the terminal is restored, so this stays on it
+        print(line)
     return 0 if result is None else int(result)

@@ -1,6 +1,7 @@
 """`mtpwatch start --keep` in the terminal UI: quitting leaves the server running, logging to a file
-under the cache (a pipe would die with mtpwatch); the test stops it, leaving no process behind
-(checked by conftest). The headless `--keep`: tests/faults/test_start_keep.py."""
+under the cache (a pipe would die with mtpwatch), and prints how to attach and stop it; the test
+stops it as printed, leaving no process behind (checked by conftest). The headless `--keep`:
+tests/faults/test_start_keep.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,15 @@ import pytest
 from mtpwatch.commands.options import free_port
 
 from .conftest import marked_processes
-from .test_signals import assert_clean_exit, healthy, shim_command, terminal, wait, wait_for_monitor
+from .test_signals import (
+    LEAVE_ALT_SCREEN,
+    assert_clean_exit,
+    healthy,
+    shim_command,
+    terminal,
+    wait,
+    wait_for_monitor,
+)
 
 
 def test_quitting_the_ui_leaves_a_kept_server_running(
@@ -37,6 +46,11 @@ def test_quitting_the_ui_leaves_a_kept_server_running(
             status = term.exit_status()
             assert_clean_exit(term, status)
             assert status == 0
+            # after the terminal is restored: where it logs, how to attach, how to stop it
+            after = term.output.rsplit(LEAVE_ALT_SCREEN, 1)[1].decode(errors="replace")
+            pgid = int(after.split("left running (--keep): process group ", 1)[1].split(",", 1)[0])
+            assert f"attach: mtpwatch attach {url}" in after
+            assert f"stop:   kill -TERM -- -{pgid}" in after
         # mtpwatch is gone; the server it started still answers and logs to its file
         assert healthy(url), "the kept server was stopped with mtpwatch"
         [log] = (tmp_path / "logs").glob(f"vllm-{port}-*.log")
@@ -46,7 +60,8 @@ def test_quitting_the_ui_leaves_a_kept_server_running(
         ).raise_for_status()
         wait(lambda: log.stat().st_size > size, "the kept server's next log line")
         [server] = {os.getpgid(int(line.split()[0])) for line in marked_processes()}
-        os.killpg(server, signal.SIGTERM)
+        assert server == pgid
+        os.killpg(server, signal.SIGTERM)  # what the printed stop line does
         wait(lambda: not marked_processes(), "the kept server to stop")
     finally:
         for line in marked_processes():

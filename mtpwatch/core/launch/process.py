@@ -122,6 +122,17 @@ class _Group:
 
 
 _REGISTRY: dict[int, _Group] = {}
+_KEPT: list[str] = []
+
+
+def kept_lines() -> list[str]:
+    """The lines of every server left running since the last call (`ServerProcess.detach`), for the
+    command to print once the terminal is its own again."""
+    lines = _KEPT[:]
+    _KEPT.clear()
+    return lines
+
+
 _TOKENS = itertools.count()
 
 
@@ -404,11 +415,19 @@ class ServerProcess:
         self._finish()
         return returncode
 
-    def detach(self) -> None:
-        """Leave the server running when mtpwatch exits (``--keep``): forget it in the registry."""
+    def detach(self, url: str) -> None:
+        """Leave the server running when mtpwatch exits (``--keep``): forget it in the registry, and
+        add what a user needs to find it again to `kept_lines`."""
         if self._group is not None:
             _REGISTRY.pop(self._group.pgid, None)
         self.keep = True
+        _KEPT.extend(
+            (
+                f"left running (--keep): process group {self.pgid}, log {self.log_path}",
+                f"attach: mtpwatch attach {url}",
+                f"stop:   kill -TERM -- -{self.pgid}",
+            )
+        )
 
     async def wait_healthy(
         self, url: str, timeout: float = 900.0, poll: float = 0.5, headers: Mapping[str, str] | None = None
