@@ -26,3 +26,13 @@ async def wait_for(
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
         await pilot.pause(0.05)
+
+
+async def until(predicate: Callable[[], Any], what: str, limit_s: float = DEFAULT_LIMIT_S) -> None:
+    """`wait_for` without an app: re-check `predicate` between short sleeps of the running loop."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit_s
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
+        await asyncio.sleep(0.02)

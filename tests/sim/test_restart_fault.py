@@ -5,27 +5,17 @@ test restarts the server after its first scrape by request, so no machine is too
 
 from __future__ import annotations
 
-import asyncio
 import io
-from collections.abc import Callable
 
 import httpx
 
 from mtpwatch.config import DisplaySettings, ServerSpec
 from mtpwatch.session.watch import ServerFeed
 from mtpwatch.sim.harness import running_sim
+from tests.waits import until
 
 SHUT_DOWN = "Shutting down FastAPI HTTP server."
 UP = "Application startup complete."
-
-
-async def until(predicate: Callable[[], bool], what: str, limit_s: float = 60.0) -> None:
-    """Re-check `predicate` between short pauses; fail naming `what` after `limit_s` (generous)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        assert loop.time() < deadline, f"timed out after {limit_s:g} s waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_restart_is_seen_by_the_feed() -> None:
