@@ -12,6 +12,7 @@ from mtpwatch.session.diagnosis import MTP_SLOWER, ab_warnings
 from mtpwatch.ui.markup.ab import advice_groups, speedup_groups
 from mtpwatch.ui.pack import Group
 from mtpwatch.ui.widgets.packed_line import PackedLine
+from tests.waits import wait_for
 
 KEEP = advise([0.9, 0.85], step_s=0.022, baseline_step_s=0.020)
 LOWER = advise([0.6, 0.2, 0.05, 0.01], step_s=0.060, baseline_step_s=0.020)
@@ -54,11 +55,12 @@ async def test_the_speedup_line_takes_the_rows_it_needs_and_cuts_no_label(
         compact = screen.has_class("-narrow")
         assert compact is (size[0] == 80)
         groups = _line(compact=compact, slower=slower) + advice_groups(advice)  # type: ignore[arg-type]
-        await pilot.pause()
-        answer_rows = screen.query_one("#panels").size.height
-        screen.query_one("#speedup", PackedLine).show(groups)
-        await pilot.pause()
+        console = screen.query_one("#console")
+        await wait_for(pilot, lambda: console.region, "the console's rows")
+        console_rows = console.region
         line = screen.query_one("#speedup", PackedLine)
+        line.show(groups)
+        await wait_for(pilot, lambda: line.size.height == rows, f"the line's {rows} rows")
         shown = str(line.render()).split("\n")
         assert len(shown) == rows == line.size.height, shown
         assert all(cell_len(row) <= line.content_region.width for row in shown)  # nothing cut
@@ -70,7 +72,8 @@ async def test_the_speedup_line_takes_the_rows_it_needs_and_cuts_no_label(
             assert f"k advisor: k={LOWER.best_k} predicted" in joined and "1 request at a time)" in joined
         assert (MTP_SLOWER in joined) is slower
         # The rows it took came from the panels above (a relayout), not from the console below.
-        assert screen.query_one("#panels").size.height == answer_rows - (rows - 1)
+        assert console.region == console_rows
+        assert screen.query_one("#panels").region.bottom == line.region.y
 
 
 async def test_a_resize_packs_the_line_again() -> None:
