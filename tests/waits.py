@@ -8,7 +8,7 @@ on the machine's speed. Wait for what the test needs, and fail with what it wait
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from textual.pilot import Pilot
@@ -20,19 +20,20 @@ async def wait_for(
     pilot: Pilot[Any], predicate: Callable[[], Any], what: str, limit_s: float = DEFAULT_LIMIT_S
 ) -> None:
     """Re-check `predicate` after each short pause of the app; fail naming `what` after `limit_s`."""
+    await until(predicate, what, limit_s, pause=lambda: pilot.pause(0.05))
+
+
+async def until(
+    predicate: Callable[[], Any],
+    what: str,
+    limit_s: float = DEFAULT_LIMIT_S,
+    pause: Callable[[], Awaitable[Any]] = lambda: asyncio.sleep(0.02),
+) -> None:
+    """Re-check `predicate` after each `pause` (without an app: a short sleep of the running loop);
+    fail naming `what` after `limit_s`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     while not predicate():
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
-        await pilot.pause(0.05)
-
-
-async def until(predicate: Callable[[], Any], what: str, limit_s: float = DEFAULT_LIMIT_S) -> None:
-    """`wait_for` without an app: re-check `predicate` between short sleeps of the running loop."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {limit_s:g} s waiting for {what}")
-        await asyncio.sleep(0.02)
+        await pause()
